@@ -1,0 +1,123 @@
+"""The ``benchsmith`` command line: a thin layer over the library.
+
+Every option can also be set by an environment variable (shown in ``--help``). Heavy
+imports happen inside the commands so ``benchsmith --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+
+app = typer.Typer(help="benchsmith: build, review and evaluate tool-use benchmarks.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+nl2api_app = typer.Typer(help="NL2SQL -> NL2API: executable tools and verified gold chains from SQLite.",
+                         no_args_is_help=True)
+schemas_app = typer.Typer(help="The data contract (JSON Schemas).", no_args_is_help=True)
+app.add_typer(nl2api_app, name="nl2api")
+app.add_typer(schemas_app, name="schemas")
+
+
+def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Print a user's mistake as one red line and exit 2; let real faults raise."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from benchsmith.schemas import UserError
+
+        try:
+            return fn(*args, **kwargs)
+        except UserError as exc:
+            from rich.console import Console
+
+            Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def _print_report(report: dict[str, Any], out: Path) -> None:
+    from rich.console import Console
+
+    console = Console()
+    rejected = ", ".join(f"{k}={v}" for k, v in report["rejected"].items()) or "none"
+    console.print(f"[bold]{report['style'].upper()}[/] {out}: {report['verified']}/{report['total']} verified "
+                  f"({report['verified_rate']:.1%}) in {report['seconds']:.2f}s; rejected: {rejected}")
+
+
+@nl2api_app.command("build")
+@user_errors
+def nl2api_build(
+    db: Path = typer.Option(..., "--db", envvar="BENCHSMITH_DB", help="SQLite database"),
+    pairs: Path = typer.Option(..., "--pairs", envvar="BENCHSMITH_PAIRS", help="JSONL of {id?, question, sql, evidence?}"),
+    style: str = typer.Option("slot", "--style", envvar="BENCHSMITH_STYLE", help="slot | sel | rest"),
+    out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="Output directory of the split"),
+    obfuscate: bool = typer.Option(False, "--obfuscate", envvar="BENCHSMITH_OBFUSCATE", help="FUNC_n / ARG_n names"),
+    tool_universe: Optional[int] = typer.Option(None, "--tool-universe", envvar="BENCHSMITH_TOOL_UNIVERSE",
+                                                help="At most N candidate tools per sample (gold tools always kept)"),
+    seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED"),
+    timeout: float = typer.Option(10.0, "--timeout", envvar="BENCHSMITH_SQL_TIMEOUT", help="Seconds per SQL query"),
+    name: Optional[str] = typer.Option(None, "--name", envvar="BENCHSMITH_SPLIT_NAME"),
+) -> None:
+    """Convert and verify NL2SQL pairs into an NL2API split (samples.jsonl, tools.json, report.json)."""
+    from benchsmith.construction.nl2api import STYLES, BuildOptions, build_split
+    from benchsmith.schemas import UserError
+
+    if style not in STYLES:
+        raise UserError(f"--style {style!r} is not one of {', '.join(STYLES)}")
+    report = build_split(db, pairs, out, BuildOptions(style=style, obfuscate=obfuscate, tool_universe=tool_universe,
+                                                      seed=seed, timeout_s=timeout, name=name))
+    _print_report(report, out)
+
+
+@nl2api_app.command("serve")
+@user_errors
+def nl2api_serve(
+    split_dir: Path = typer.Argument(..., help="A REST split built with --style rest"),
+    host: str = typer.Option("127.0.0.1", "--host", envvar="BENCHSMITH_HOST", help="Bind address (loopback by default)"),
+    port: int = typer.Option(8765, "--port", envvar="BENCHSMITH_PORT"),
+) -> None:
+    """Serve a REST split's endpoints with FastAPI (GET, typed query parameters)."""
+    import uvicorn
+
+    from benchsmith.construction.nl2api import create_app
+
+    uvicorn.run(create_app(str(split_dir)), host=host, port=port, log_level="info")
+
+
+@app.command("demo")
+@user_errors
+def demo(
+    out: Path = typer.Option(Path("out/demo"), "--out", envvar="BENCHSMITH_DEMO_OUT", help="Where to write the splits"),
+) -> None:
+    """The main job on the embedded default data: Chinook + its question/SQL pairs -> SLOT, SEL and REST splits."""
+    from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
+    from benchsmith.construction.nl2api._private.build import default_pairs_path
+
+    db = chinook_db()
+    for style in ("slot", "sel", "rest"):
+        report = build_split(db, default_pairs_path(), out / style, BuildOptions(style=style, name=f"chinook-{style}"))
+        _print_report(report, out / style)
+    typer.echo(f"serve the REST split with: benchsmith nl2api serve {out / 'rest'}")
+
+
+@schemas_app.command("export")
+@user_errors
+def schemas_export(directory: Path = typer.Argument(..., help="Where to write <Name>.schema.json")) -> None:
+    """Write the JSON Schemas of the data contract."""
+    from benchsmith.schemas import export_json_schemas
+
+    for path in export_json_schemas(directory):
+        typer.echo(str(path))
+
+
+def main() -> None:  # pragma: no cover
+    app(prog_name="benchsmith")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

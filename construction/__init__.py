@@ -1,0 +1,1 @@
+"""Construction: turn sources (NL2SQL pairs, tool catalogs, models) into benchsmith samples."""

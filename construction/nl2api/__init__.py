@@ -1,0 +1,20 @@
+"""NL2SQL -> NL2API: executable tools and execution-verified gold chains from SQLite + SQL.
+
+>>> from benchsmith.construction.nl2api import REASONS
+>>> "result_mismatch" in REASONS
+True
+"""
+from ._private.build import STYLES, BuildOptions, Pair, build_split
+from ._private.chinook import chinook_db, column_descriptions
+from ._private.converter import REASONS, Conversion, Rejection, convert
+from ._private.database import Database, QueryTimeout
+from ._private.relation import Relation, ToolError
+from ._private.rest import create_app, run_endpoint
+from ._private.runtime import Binding, Runtime
+from ._private.tools import SLOT_TOOLS, slot_tool
+from ._private.verify import ChainRun, execute_sql, run_and_check
+
+__all__ = ["REASONS", "STYLES", "Binding", "BuildOptions", "ChainRun", "Conversion", "Database", "Pair",
+           "QueryTimeout", "Rejection", "Relation", "Runtime", "SLOT_TOOLS", "ToolError", "build_split",
+           "chinook_db", "column_descriptions", "convert", "create_app", "execute_sql", "run_and_check",
+           "run_endpoint", "slot_tool"]

@@ -1,0 +1,201 @@
+"""REST style: one GET endpoint per verified question, and the FastAPI app that serves them."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any, Mapping
+
+from benchsmith.schemas import RestBinding, Tool, ToolCall
+
+from .converter import Conversion
+from .database import Database
+from .relation import Relation, ToolError
+from .runtime import Runtime
+
+PARAM = "__param__"
+_SUFFIX = {"equal_to": "", "not_equal_to": "_not", "greater_than": "_above", "greater_than_or_equal_to": "_min",
+           "less_than": "_below", "less_than_or_equal_to": "_max", "contains": "_contains",
+           "not_contains": "_excludes", "starts_with": "_prefix", "not_starts_with": "_not_prefix",
+           "ends_with": "_suffix", "not_ends_with": "_not_suffix", "like": "_pattern", "not_like": "_not_pattern",
+           "in": "_in", "not_in": "_not_in"}
+_WORDS = {"equal_to": "equals", "not_equal_to": "differs from", "greater_than": "is greater than",
+          "greater_than_or_equal_to": "is at least", "less_than": "is less than",
+          "less_than_or_equal_to": "is at most", "contains": "contains", "not_contains": "does not contain",
+          "starts_with": "starts with", "not_starts_with": "does not start with", "ends_with": "ends with",
+          "not_ends_with": "does not end with", "like": "matches the pattern", "not_like": "does not match the pattern",
+          "in": "is one of", "not_in": "is none of", "between": "is between", "not_between": "is not between"}
+_VERBS = {"count": "count", "count_distinct": "count_distinct", "sum": "total", "avg": "average", "min": "min", "max": "max"}
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "string"
+
+
+def _is_literal(value: Any) -> bool:
+    return value is not None and not (isinstance(value, str) and value.startswith("$") and value.endswith("$"))
+
+
+def make_endpoint(conv: Conversion, taken: set[str]) -> tuple[Tool, dict[str, Any], dict[str, Any]]:
+    """(tool spec, endpoint definition with a parameterised call template, gold arguments)."""
+    calls = [c.model_dump(mode="json") for c in conv.calls]
+    params: dict[str, dict[str, Any]] = {}
+    gold: dict[str, Any] = {}
+    phrases: list[str] = []
+
+    def new_param(base: str, value: Any, schema: dict[str, Any], description: str) -> dict[str, str]:
+        name, k = base, 2
+        while name in params:
+            name, k = f"{base}_{k}", k + 1
+        params[name] = {**schema, "description": description}
+        gold[name] = value
+        return {PARAM: name}
+
+    def parametrise(cond: dict[str, Any]) -> None:
+        op, value = cond["operator"], cond.get("value")
+        col = cond["key_name"]
+        base = re.sub(r"[^0-9a-z]+", "_", col.rsplit(".", 1)[-1].lower())
+        if op in ("between", "not_between") and isinstance(value, list) and all(_is_literal(v) for v in value):
+            cond["value"] = [new_param(f"{base}_from", value[0], {"type": _json_type(value[0])}, f"Lower bound (inclusive) for {col}"),
+                             new_param(f"{base}_to", value[1], {"type": _json_type(value[1])}, f"Upper bound (inclusive) for {col}")]
+            phrases.append(f"{col} {_WORDS[op]} {{{base}_from}} and {{{base}_to}}")
+        elif op in ("in", "not_in") and isinstance(value, list) and value and all(_is_literal(v) for v in value):
+            items = {"type": _json_type(value[0])}
+            cond["value"] = new_param(base + _SUFFIX[op], value, {"type": "array", "items": items},
+                                      f"Values of {col} to {'exclude' if op == 'not_in' else 'keep'}")
+            phrases.append(f"{col} {_WORDS[op]} {{{cond['value'][PARAM]}}}")
+        elif op in _SUFFIX and op not in ("in", "not_in") and _is_literal(value) and not isinstance(value, list):
+            cond["value"] = new_param(base + _SUFFIX[op], value, {"type": _json_type(value)}, f"Value that {col} {_WORDS[op]}")
+            phrases.append(f"{col} {_WORDS[op]} {{{cond['value'][PARAM]}}}")
+
+    for call in calls:
+        if call["name"] == "filter_data":
+            parametrise(call["arguments"])
+        elif call["name"] == "filter_data_any":
+            for cond in call["arguments"]["conditions"]:
+                parametrise(cond)
+    init = conv.setup[0].arguments
+    entity = init["source"]
+    joined = [j["table"] for j in init.get("joins", [])]
+    last = conv.calls[-1]
+    if last.name == "aggregate_data":
+        verb = _VERBS[last.arguments["aggregation"]]
+        what = f"the {last.arguments['aggregation']} of {last.arguments.get('key_name', 'rows')}"
+    elif last.name == "calculate":
+        verb, what = "compute", f"a {last.arguments['operator']} of two figures"
+    else:
+        verb = "list"
+        what = "the columns " + ", ".join(last.arguments.get("key_names") or [last.arguments.get("key_name", "")])
+    base = f"{verb}_{entity}" + (f"_by_{'_'.join(list(params)[:3])}" if params else "")
+    base = re.sub(r"[^0-9A-Za-z_]+", "_", base)[:100]
+    name, k = base, 2
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    description = f"Returns {what} from {entity}" + (f" joined with {', '.join(joined)}" if joined else "")
+    if phrases:
+        description += " where " + " and ".join(phrases)
+    description += ". The response has 'columns' and 'rows'."
+    tool = Tool(name=name, description=description,
+                parameters={"type": "object", "properties": params, "required": list(params)},
+                rest=RestBinding(method="GET", path=f"/v1/{name}"), category="rest", tags=["rest", entity])
+    endpoint = {"setup": [c.model_dump(mode="json") for c in conv.setup], "calls": calls, "parameters": params}
+    return tool, endpoint, gold
+
+
+def _substitute(value: Any, args: Mapping[str, Any]) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {PARAM}:
+            return args[value[PARAM]]
+        return {k: _substitute(v, args) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, args) for v in value]
+    return value
+
+
+def rename_endpoint_params(endpoint: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+    """The endpoint with its parameters renamed (obfuscated splits)."""
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            if set(value) == {PARAM}:
+                return {PARAM: names[value[PARAM]]}
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+    return {"setup": endpoint["setup"], "calls": walk(endpoint["calls"]),
+            "parameters": {names[k]: v for k, v in endpoint["parameters"].items()}}
+
+
+def run_endpoint(db: Database, endpoint: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    """Execute an endpoint's call template with ``args``; returns ``{"columns", "rows"}``."""
+    missing = set(endpoint["parameters"]) - set(args)
+    if missing:
+        raise ValueError(f"missing parameters: {sorted(missing)}")
+    rt = Runtime(db)
+    final: Any = None
+    for call in endpoint["setup"]:
+        rt.call(ToolCall.model_validate(call))
+    for call in endpoint["calls"]:
+        c = copy.deepcopy(call)
+        c["arguments"] = _substitute(c["arguments"], args)
+        final = rt.call(ToolCall.model_validate(c))
+    if isinstance(final, Relation):
+        return {"columns": list(final.visible), "rows": [list(r) for r in final.rows(db)]}
+    return {"columns": ["value"], "rows": [[final]]}
+
+
+def create_app(split_dir: str) -> Any:
+    """A FastAPI app serving every endpoint of a REST split (GET, typed query parameters)."""
+    from pathlib import Path
+    from typing import Annotated
+
+    from fastapi import FastAPI, HTTPException, Query
+    from pydantic import create_model
+
+    from benchsmith.schemas import UserError, read_json
+
+    root = Path(split_dir)
+    manifest = read_json(root / "manifest.json")
+    if manifest.get("extra", {}).get("style") != "rest":
+        raise UserError(f"{root} is not a REST split (style {manifest.get('extra', {}).get('style')!r})",
+                        fix="build one with benchsmith nl2api build --style rest")
+    endpoints = read_json(root / "endpoints.json")
+    tools = {t["name"]: t for t in read_json(root / "tools.json")}
+    db = Database(root / "database.sqlite")
+    app = FastAPI(title=f"benchsmith REST split {manifest['name']}", version=manifest["version"])
+    pytypes = {"integer": int, "number": float, "string": str, "boolean": bool}
+
+    for name, endpoint in endpoints.items():
+        fields: dict[str, Any] = {}
+        for pname, spec in endpoint["parameters"].items():
+            if spec["type"] == "array":
+                fields[pname] = (list[pytypes[spec["items"]["type"]]], ...)
+            else:
+                fields[pname] = (pytypes[spec["type"]], ...)
+        model = create_model(f"Params_{name}", **fields) if fields else None
+
+        def handler_factory(ep: Mapping[str, Any], model: Any) -> Any:
+            if model is None:
+                def handler() -> dict[str, Any]:
+                    return run_endpoint(db, ep, {})
+                return handler
+
+            def handler(params):  # type: ignore[no-untyped-def]
+                try:
+                    return run_endpoint(db, ep, params.model_dump())
+                except (ToolError, ValueError) as exc:  # the caller's bad input
+                    raise HTTPException(status_code=400, detail=str(exc)) from exc
+            # real objects, not strings: the model is local to this function
+            handler.__annotations__ = {"params": Annotated[model, Query()], "return": dict}
+            return handler
+
+        app.add_api_route(tools[name]["rest"]["path"], handler_factory(endpoint, model), methods=["GET"],
+                          name=name, summary=tools[name]["description"], operation_id=name)
+    return app

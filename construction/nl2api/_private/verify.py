@@ -1,0 +1,104 @@
+"""Verification by execution: a sequence is kept only if it reproduces the SQL's result."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from benchsmith.schemas import ToolCall
+
+from .compare import multiset_equal, ordered_equal, tie_aware_equal
+from .converter import Rejection
+from .database import Database, QueryTimeout
+from .relation import Relation, ToolError
+from .runtime import Binding, Runtime, observation, result_rows
+
+
+def execute_sql(db: Database, sql: str) -> list[tuple]:
+    """Run the gold SQL read-only with the database's time limit; failures become rejections."""
+    try:
+        return db.execute(sql)
+    except QueryTimeout as exc:
+        raise Rejection("sql_timeout", str(exc)) from None
+    except sqlite3.Error as exc:
+        msg = str(exc)
+        if "no such table" in msg:
+            raise Rejection("unknown_table", msg) from None
+        if "no such column" in msg:
+            raise Rejection("unknown_column", msg) from None
+        if "ambiguous column" in msg:
+            raise Rejection("ambiguous_column", msg) from None
+        raise Rejection("sql_error", msg) from None
+
+
+@dataclass
+class ChainRun:
+    """Proof that a sequence ran and reproduced the expected rows (only ``run_and_check`` makes one)."""
+
+    rows: list[tuple]
+    observations: list[Any]
+    columns: list[str]
+    descriptions: dict[str, str]
+
+
+def _check_limits(db: Database, value: Any) -> None:
+    if not isinstance(value, Relation) or value.limited_from is None:
+        return
+    pre, n, offset = value.limited_from
+    if not pre.order:
+        if offset > 0 or pre.count(db) > n:
+            raise Rejection("unordered_limit", "LIMIT/OFFSET over rows in no fixed order")
+        return
+    keys = [c for c, _ in pre.order]
+    cols = ", ".join('"' + k.replace('"', '""') + '"' for k in keys)
+    for edge in (offset + n, offset):  # the row after the cut, and the first kept row
+        if edge == 0 or n == 0:
+            continue
+        pair = db.execute(f"SELECT {cols} FROM ({pre.sql}){pre.order_sql()} LIMIT 2 OFFSET ?", pre.params + (edge - 1,))
+        if len(pair) == 2 and pair[0] == pair[1]:
+            raise Rejection("ambiguous_limit_ties", f"rows {edge} and {edge + 1} tie on {', '.join(keys)}")
+
+
+def run_and_check(db: Database, setup: Sequence[ToolCall], calls: Sequence[ToolCall], expected: list[tuple],
+                  ordered: bool, *, bindings: Mapping[str, Binding] | None = None,
+                  observe: bool = False) -> ChainRun:
+    """Execute ``setup`` + ``calls`` and compare the final output with ``expected``.
+
+    Raises :class:`Rejection` (``tool_error``, ``result_mismatch``, ``order_mismatch``,
+    ``unordered_limit``, ``ambiguous_limit_ties``) unless the result matches.
+    """
+    rt = Runtime(db, bindings)
+    observations: list[Any] = []
+    final: Any = None
+    try:
+        for call in setup:
+            rt.call(call)
+        for call in calls:
+            final = rt.call(call)
+            if observe:
+                observations.append(observation(final, db))
+        for value in rt.outputs.values():
+            _check_limits(db, value)
+        rows = result_rows(final, db)
+    except (ToolError, QueryTimeout, sqlite3.Error) as exc:
+        raise Rejection("tool_error", str(exc)[:300]) from None
+    if ordered and isinstance(final, Relation):
+        if not ordered_equal(expected, rows):
+            if not multiset_equal(expected, rows):
+                raise Rejection("result_mismatch", _diff(expected, rows))
+            if not tie_aware_equal(expected, final.rows_with_order_keys(db)):
+                raise Rejection("order_mismatch", "same rows, different order")
+    elif not multiset_equal(expected, rows):
+        raise Rejection("result_mismatch", _diff(expected, rows))
+    columns: dict[str, None] = {}
+    descriptions: dict[str, str] = {}
+    for value in rt.outputs.values():
+        if isinstance(value, Relation):
+            columns.update(dict.fromkeys(value.columns))
+            descriptions.update(value.descriptions)
+    return ChainRun(rows, observations, list(columns), descriptions)
+
+
+def _diff(expected: list[tuple], got: list[tuple]) -> str:
+    return f"SQL gave {len(expected)} rows {expected[:3]!r}..., tools gave {len(got)} rows {got[:3]!r}..."

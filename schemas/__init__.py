@@ -1,0 +1,162 @@
+"""The data model of benchsmith: tools, samples, splits, and safe JSON/JSONL files.
+
+Every model rejects unknown fields and can be exported as JSON Schema (``json_schemas``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+
+from benchsmith.schemas._private.errors import BenchsmithError, RuntimeFault, UserError
+from benchsmith.schemas._private.jsonl import (
+    JsonlError,
+    RowError,
+    append_jsonl,
+    iter_jsonl_lenient,
+    read_json,
+    read_jsonl,
+    write_json,
+    write_jsonl,
+)
+from benchsmith.schemas._private.refs import (
+    Reference,
+    UnresolvedReference,
+    find_references,
+    parse_reference,
+    resolve_references,
+)
+from benchsmith.schemas._private.sample import (
+    AnswerSpec,
+    CheckResult,
+    ExactAnswer,
+    Message,
+    NoAnswer,
+    Provenance,
+    ReferenceAnswer,
+    Sample,
+    Step,
+    Verification,
+    WhitelistAnswer,
+    content_id,
+)
+from benchsmith.schemas._private.split import SplitManifest, file_sha256, samples_content_hash
+from benchsmith.schemas._private.tool import (
+    RestBinding,
+    StrictModel,
+    Tool,
+    ToolCall,
+    ToolParameters,
+)
+
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+_SCHEMA_TYPES: dict[str, Any] = {
+    "Tool": Tool,
+    "ToolParameters": ToolParameters,
+    "RestBinding": RestBinding,
+    "ToolCall": ToolCall,
+    "Step": Step,
+    "Message": Message,
+    "ExactAnswer": ExactAnswer,
+    "WhitelistAnswer": WhitelistAnswer,
+    "ReferenceAnswer": ReferenceAnswer,
+    "NoAnswer": NoAnswer,
+    "AnswerSpec": AnswerSpec,
+    "CheckResult": CheckResult,
+    "Verification": Verification,
+    "Provenance": Provenance,
+    "Sample": Sample,
+    "SplitManifest": SplitManifest,
+}
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """JSON Schemas (draft 2020-12) of the public models, by name.
+
+    >>> from benchsmith.schemas import json_schemas
+    >>> schemas = json_schemas()
+    >>> sorted(schemas["Tool"]["required"])
+    ['description', 'name']
+    >>> schemas["AnswerSpec"]["discriminator"]["propertyName"]
+    'kind'
+    """
+    result: dict[str, dict[str, Any]] = {}
+    for name, tp in _SCHEMA_TYPES.items():
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            schema = tp.model_json_schema()
+        else:
+            schema = TypeAdapter(tp).json_schema()
+            schema.setdefault("title", name)
+        result[name] = {"$schema": JSON_SCHEMA_DIALECT, **schema}
+    return result
+
+
+def export_json_schemas(directory: str | os.PathLike[str]) -> list[Path]:
+    """Write ``<Name>.schema.json`` for every public model into ``directory``; returns the paths.
+
+    >>> import tempfile
+    >>> from benchsmith.schemas import export_json_schemas
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     [p.name for p in export_json_schemas(d)][:2]
+    ['AnswerSpec.schema.json', 'CheckResult.schema.json']
+    """
+    out = Path(directory)
+    paths = []
+    for name, schema in sorted(json_schemas().items()):
+        path = out / f"{name}.schema.json"
+        write_json(path, schema)
+        paths.append(path)
+    return paths
+
+
+__all__ = [
+    # errors
+    "BenchsmithError",
+    "UserError",
+    "RuntimeFault",
+    "JsonlError",
+    "UnresolvedReference",
+    # tools
+    "StrictModel",
+    "Tool",
+    "ToolParameters",
+    "RestBinding",
+    "ToolCall",
+    # references
+    "Reference",
+    "parse_reference",
+    "find_references",
+    "resolve_references",
+    # samples
+    "Step",
+    "Message",
+    "AnswerSpec",
+    "ExactAnswer",
+    "WhitelistAnswer",
+    "ReferenceAnswer",
+    "NoAnswer",
+    "CheckResult",
+    "Verification",
+    "Provenance",
+    "Sample",
+    "content_id",
+    # splits
+    "SplitManifest",
+    "file_sha256",
+    "samples_content_hash",
+    # files
+    "RowError",
+    "read_jsonl",
+    "iter_jsonl_lenient",
+    "write_jsonl",
+    "append_jsonl",
+    "read_json",
+    "write_json",
+    # JSON Schema
+    "json_schemas",
+    "export_json_schemas",
+]

@@ -1,0 +1,24 @@
+"""One exception base for benchsmith.
+
+``UserError`` is for mistakes the user can fix (bad file, bad option, bad config): the CLI
+prints its message as one red line and exits 2. ``RuntimeFault`` is for failures of the
+machinery (a server that went away, an internal invariant): the CLI shows the traceback.
+"""
+
+from __future__ import annotations
+
+
+class BenchsmithError(Exception):
+    """Base of every error benchsmith raises on purpose."""
+
+
+class UserError(BenchsmithError):
+    """A mistake in the user's input, named with where it is and how to fix it."""
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        self.fix = fix
+        super().__init__(message if not fix else f"{message} (fix: {fix})")
+
+
+class RuntimeFault(BenchsmithError):
+    """A failure of the machinery rather than of the user's input."""

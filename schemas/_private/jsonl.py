@@ -1,0 +1,374 @@
+"""Reading and writing JSON Lines and JSON files safely.
+
+Readers report every bad row at once, with its line number. Writers are atomic (a temp file
+in the same directory, fsync, rename), so a crash never leaves a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from datetime import date, datetime
+from pathlib import Path
+from typing import IO, Any, NamedTuple, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from benchsmith.schemas._private.errors import UserError
+
+M = TypeVar("M", bound=BaseModel)
+PathLike = str | os.PathLike[str]
+
+MAX_LISTED_ERRORS = 20
+_MAX_REASON_CHARS = 300
+_BOM = b"\xef\xbb\xbf"
+
+
+class RowError(NamedTuple):
+    """A bad row of a JSONL file: its 1-based line number and a short reason."""
+
+    line: int
+    message: str
+
+
+class JsonlError(UserError):
+    """A JSONL file with bad rows; ``errors`` lists all of them."""
+
+    def __init__(self, path: PathLike, errors: list[RowError], rows: int) -> None:
+        self.path = Path(path)
+        self.errors = errors
+        lines = [f"{path}:{e.line}: {e.message}" for e in errors[:MAX_LISTED_ERRORS]]
+        if len(errors) > MAX_LISTED_ERRORS:
+            lines.append(f"... and {len(errors) - MAX_LISTED_ERRORS} more")
+        header = f"{path}: {len(errors)} bad row(s) out of {rows}:"
+        super().__init__(
+            "\n".join([header, *lines]),
+            fix="correct or delete the listed lines "
+            "(line numbers count from 1, blank lines included)",
+        )
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _open_for_reading(path: PathLike) -> IO[bytes]:
+    p = Path(path)
+    try:
+        return p.open("rb")
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file", fix="check the path") from None
+    except IsADirectoryError:
+        raise UserError(
+            f"{path}: is a directory, not a file", fix="give the path of a file"
+        ) from None
+    except OSError as exc:
+        raise UserError(
+            f"{path}: cannot read: {exc.strerror or exc}", fix="check the file's permissions"
+        ) from None
+
+
+def _decode(path: PathLike, raw: bytes, line: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"{path}:{line}: not UTF-8 text (bad byte at column {exc.start + 1})",
+            fix="re-save the file as UTF-8",
+        ) from None
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_REASON_CHARS else text[: _MAX_REASON_CHARS - 3] + "..."
+
+
+def _validation_reason(exc: ValidationError) -> str:
+    errors = exc.errors(include_url=False)
+    parts = []
+    for err in errors[:3]:
+        loc = ".".join(str(p) for p in err["loc"])
+        parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
+    if len(errors) > 3:
+        parts.append(f"and {len(errors) - 3} more error(s)")
+    return _shorten("invalid row: " + "; ".join(parts))
+
+
+_JSON_TYPE_NAMES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+
+
+def _parse_row(text: str, model: type[M]) -> M | str:
+    """The validated row, or a short reason why it is bad."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _shorten(f"invalid JSON: {exc.msg} (column {exc.colno})")
+    if not isinstance(obj, dict):
+        kind = "null" if obj is None else _JSON_TYPE_NAMES.get(type(obj), type(obj).__name__)
+        return f"expected a JSON object, got {kind}"
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        return _validation_reason(exc)
+
+
+def _scan(path: PathLike, model: type[M]) -> tuple[list[tuple[int, M]], list[RowError], int]:
+    good: list[tuple[int, M]] = []
+    bad: list[RowError] = []
+    rows = 0
+    with _open_for_reading(path) as fh:
+        for line_no, raw in enumerate(fh, start=1):
+            if line_no == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM) :]
+            text = _decode(path, raw, line_no)
+            if not text.strip():
+                continue
+            rows += 1
+            result = _parse_row(text, model)
+            if isinstance(result, str):
+                bad.append(RowError(line_no, result))
+            else:
+                good.append((line_no, result))
+    return good, bad, rows
+
+
+def iter_jsonl_lenient(
+    path: PathLike, model: type[M]
+) -> tuple[list[tuple[int, M]], list[RowError]]:
+    """Read a JSONL file keeping good rows: ``([(line, item), ...], [RowError, ...])``.
+
+    Blank lines are skipped. Missing, unreadable or non-UTF-8 files raise ``UserError``.
+    """
+    good, bad, _ = _scan(path, model)
+    return good, bad
+
+
+def read_jsonl(path: PathLike, model: type[M]) -> list[M]:
+    """Read and validate every row of a JSONL file (blank lines are skipped).
+
+    If any row is bad, raises ``JsonlError`` listing all bad rows with their line numbers.
+
+    >>> import tempfile, pathlib
+    >>> from benchsmith.schemas import CheckResult, JsonlError, read_jsonl
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = pathlib.Path(d, "checks.jsonl")
+    ...     _ = p.write_text('{"name": "a", "ok": true}\\n\\n{"name": "b", "ok": false}\\n')
+    ...     [c.name for c in read_jsonl(p, CheckResult)]
+    ['a', 'b']
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = pathlib.Path(d, "checks.jsonl")
+    ...     _ = p.write_text('{"name": "a", "ok": true}\\n{oops\\n{"name": "c"}\\n')
+    ...     try:
+    ...         read_jsonl(p, CheckResult)
+    ...     except JsonlError as e:
+    ...         print([err.line for err in e.errors])
+    [2, 3]
+    """
+    good, bad, rows = _scan(path, model)
+    if bad:
+        raise JsonlError(path, bad, rows)
+    return [item for _, item in good]
+
+
+def read_json(path: PathLike) -> Any:
+    """Read one JSON document; bad JSON raises ``UserError`` naming the file, line and column.
+
+    >>> import tempfile, pathlib
+    >>> from benchsmith.schemas import UserError, read_json
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = pathlib.Path(d, "bad.json")
+    ...     _ = p.write_text('{\\n  "a": 1,\\n}\\n')
+    ...     try:
+    ...         read_json(p)
+    ...     except UserError as e:
+    ...         print(str(e).replace(d, "DIR").split(" (fix:")[0])
+    DIR/bad.json:3:1: invalid JSON: Expecting property name enclosed in double quotes
+    """
+    with _open_for_reading(path) as fh:
+        raw = fh.read()
+    if raw.startswith(_BOM):
+        raw = raw[len(_BOM) :]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise UserError(f"{path}:{line}: not UTF-8 text", fix="re-save the file as UTF-8") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}",
+            fix="correct the JSON at that position",
+        ) from None
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json", exclude_none=False)
+    if isinstance(obj, (datetime, date)):
+        return obj.isoformat()
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    raise TypeError(f"cannot write a {type(obj).__name__} as JSON")
+
+
+def _to_plain(item: Any) -> Any:
+    if isinstance(item, BaseModel):
+        return item.model_dump(mode="json", exclude_none=False)
+    return item
+
+
+def _dumps_line(item: Any) -> str:
+    if not isinstance(item, (BaseModel, Mapping)):
+        raise TypeError(f"JSONL rows must be pydantic models or dicts, got {type(item).__name__}")
+    plain = _to_plain(item)
+    if isinstance(plain, Mapping) and not isinstance(plain, dict):
+        plain = dict(plain)
+    return json.dumps(plain, ensure_ascii=False, allow_nan=False, default=_json_default) + "\n"
+
+
+_umask: int | None = None
+
+
+def _new_file_mode() -> int:
+    global _umask
+    if _umask is None:
+        _umask = os.umask(0o022)
+        os.umask(_umask)
+    return 0o666 & ~_umask
+
+
+def _fsync_directory(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _atomic_write(path: PathLike, write: Callable[[IO[str]], None]) -> None:
+    target = Path(path)
+    directory = target.parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _new_file_mode()
+        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UserError(
+            f"{path}: cannot write: {exc.strerror or exc}",
+            fix="check the directory and its permissions",
+        ) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            write(fh)
+            fh.flush()
+            if hasattr(os, "fchmod"):
+                os.fchmod(fh.fileno(), mode)
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        if isinstance(exc, OSError):
+            raise UserError(
+                f"{path}: cannot write: {exc.strerror or exc}",
+                fix="check the path and its permissions",
+            ) from None
+        raise
+    _fsync_directory(directory)
+
+
+def write_jsonl(path: PathLike, items: Iterable[BaseModel | Mapping[str, Any]]) -> int:
+    """Atomically write ``items`` (pydantic models or dicts) as JSON Lines; returns the row count.
+
+    >>> import tempfile, pathlib
+    >>> from benchsmith.schemas import CheckResult, read_jsonl, write_jsonl
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = pathlib.Path(d, "out.jsonl")
+    ...     write_jsonl(p, [CheckResult(name="a", ok=True), {"name": "b", "ok": False}])
+    ...     read_jsonl(p, CheckResult)[1]
+    2
+    CheckResult(name='b', ok=False, reason='', code=None)
+    """
+    count = 0
+
+    def write(fh: IO[str]) -> None:
+        nonlocal count
+        for item in items:
+            fh.write(_dumps_line(item))
+            count += 1
+
+    _atomic_write(path, write)
+    return count
+
+
+def append_jsonl(path: PathLike, item: BaseModel | Mapping[str, Any], fsync: bool = True) -> None:
+    """Append one row to a JSONL file (created if missing) with a single write, then fsync.
+
+    If the file's last line lacks its newline (an interrupted write), one is added first so
+    the new row stays on its own line.
+    """
+    data = _dumps_line(item).encode("utf-8")
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, _new_file_mode())
+    except OSError as exc:
+        raise UserError(
+            f"{path}: cannot append: {exc.strerror or exc}",
+            fix="check the path and its permissions",
+        ) from None
+    try:
+        size = os.fstat(fd).st_size
+        if size:
+            os.lseek(fd, size - 1, os.SEEK_SET)
+            if os.read(fd, 1) != b"\n":
+                data = b"\n" + data
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if fsync:
+            os.fsync(fd)
+    except OSError as exc:
+        raise UserError(
+            f"{path}: cannot append: {exc.strerror or exc}", fix="check the disk and permissions"
+        ) from None
+    finally:
+        os.close(fd)
+
+
+def write_json(path: PathLike, obj: Any) -> None:
+    """Atomically write ``obj`` (JSON data or a pydantic model) as pretty UTF-8 JSON.
+
+    >>> import tempfile, pathlib
+    >>> from benchsmith.schemas import read_json, write_json
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = pathlib.Path(d, "x.json")
+    ...     write_json(p, {"name": "café", "n": [1, 2]})
+    ...     print(p.read_text(encoding="utf-8"), end="")
+    {
+      "name": "café",
+      "n": [
+        1,
+        2
+      ]
+    }
+    """
+    plain = _to_plain(obj)
+
+    def write(fh: IO[str]) -> None:
+        text = json.dumps(
+            plain, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default
+        )
+        fh.write(text)
+        fh.write("\n")
+
+    _atomic_write(path, write)

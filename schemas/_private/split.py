@@ -1,0 +1,89 @@
+"""Split manifests: what a released benchmark split contains, with checksums."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+
+from benchsmith.schemas._private.errors import UserError
+from benchsmith.schemas._private.sample import Provenance
+from benchsmith.schemas._private.tool import StrictModel
+
+SHA256_PATTERN = r"^sha256:[0-9a-f]{64}$"
+Sha256 = Annotated[str, Field(pattern=SHA256_PATTERN)]
+
+
+class SplitManifest(StrictModel):
+    """The manifest of one split: its files with checksums and a hash of its sample ids."""
+
+    name: str = Field(min_length=1)
+    version: str = Field(pattern=r"^\d+\.\d+\.\d+([-+].*)?$")
+    created_at: datetime
+    description: str = ""
+    sample_count: int = Field(ge=0)
+    files: dict[str, Sha256] = Field(default_factory=dict)
+    content_hash: Sha256
+    provenance: Provenance
+    parent: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("files")
+    @classmethod
+    def _file_names_are_relative(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            path = PurePosixPath(name)
+            if not name or "\\" in name or path.is_absolute() or ".." in path.parts:
+                raise ValueError(
+                    f"file name {name!r} must be a relative path (with '/') "
+                    "inside the split directory"
+                )
+        return value
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of a file's bytes as ``"sha256:<hex>"``.
+
+    >>> import tempfile, pathlib
+    >>> from benchsmith.schemas import file_sha256
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = pathlib.Path(d, "x.txt")
+    ...     _ = p.write_bytes(b"abc")
+    ...     file_sha256(p)
+    'sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad'
+    """
+    p = Path(path)
+    digest = hashlib.sha256()
+    try:
+        with p.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    except FileNotFoundError:
+        raise UserError(f"{p}: no such file", fix="check the path") from None
+    except IsADirectoryError:
+        raise UserError(f"{p}: is a directory, not a file", fix="give the path of a file") from None
+    except OSError as exc:
+        raise UserError(
+            f"{p}: cannot read: {exc.strerror or exc}", fix="check the file's permissions"
+        ) from None
+    return "sha256:" + digest.hexdigest()
+
+
+def samples_content_hash(ids: Iterable[str]) -> str:
+    """The SHA-256 of the sorted sample ids joined by newlines, as ``"sha256:<hex>"``.
+
+    The order of ``ids`` does not matter.
+
+    >>> from benchsmith.schemas import samples_content_hash
+    >>> samples_content_hash(["b", "a"]) == samples_content_hash(["a", "b"])
+    True
+    >>> samples_content_hash([])
+    'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'
+    """
+    joined = "\n".join(sorted(ids))
+    return "sha256:" + hashlib.sha256(joined.encode("utf-8")).hexdigest()
