@@ -9,6 +9,7 @@ faithfully raises :class:`Rejection` with a reason code from :data:`REASONS`.
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -284,7 +285,7 @@ class Converter:
         if isinstance(node, exp.Subquery):
             return self.subquery(node, outer)
         if isinstance(node, exp.Literal):
-            return node.to_py()
+            return _literal(node)
         if type(node) in _ARITH and type(node) is not exp.DPipe:
             left = self._scalar_expr(node.this, outer)
             right = self._scalar_expr(node.expression, outer)
@@ -414,6 +415,13 @@ class Converter:
         return f"{prefix}.{self._col_name(table, name)}"
 
 
+def _literal(node: exp.Literal) -> Any:
+    value = node.to_py()
+    if isinstance(value, Decimal):  # sqlglot gives Decimal for 1.99; SQLite reads it as a REAL
+        return float(value)
+    return value
+
+
 def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
     if isinstance(node, exp.Paren):
         return _conjuncts(node.this)
@@ -488,7 +496,7 @@ class _State:
         self.data = data
         self.star_columns = [f"{p}.{c.name}" for p, t in scope.aliases.values() for c in conv.db.table(t).columns]
         # expression SQL -> column name already computed on the current data
-        self.computed: dict[str, str] = {}
+        self.computed: dict[Any, str] = {}
         self.grouped = False
 
     def emit_on_data(self, tool: str, args: dict[str, Any], prefix: str) -> None:
@@ -502,7 +510,7 @@ class _State:
         raise Rejection("unsupported_expression", f"constant in a column position: {node.sql(dialect='sqlite')[:60]}")
 
     def operand(self, node: exp.Expression, *, alias: str | None = None) -> Operand:
-        key = node.sql(dialect="sqlite")
+        key = node  # sqlglot expressions hash and compare by structure
         if key in self.computed:
             return ("col", self.computed[key])
         if isinstance(node, exp.Paren):
@@ -513,14 +521,14 @@ class _State:
             try:
                 name = self.conv.resolve_column(node, self.scope)
                 if self.grouped and name not in self.star_columns:
-                    raise Rejection("bare_column", key)
+                    raise Rejection("bare_column", node.sql(dialect="sqlite"))
                 return ("col", name)
             except Rejection as rej:
                 if rej.code == "unknown_column" and node.this.args.get("quoted") and not node.table:
                     return ("val", node.name)  # SQLite reads an unknown "x" as the string 'x'
                 raise
         if isinstance(node, exp.Literal):
-            return ("val", node.to_py())
+            return ("val", _literal(node))
         if isinstance(node, exp.Null):
             return ("val", None)
         if isinstance(node, exp.Boolean):
@@ -533,7 +541,7 @@ class _State:
         if isinstance(node, exp.Subquery):
             return ("val", self.conv.subquery(node, self.scope))
         if isinstance(node, exp.AggFunc):
-            raise Rejection("unsupported_expression", f"aggregate in this position: {key[:60]}")
+            raise Rejection("unsupported_expression", f"aggregate in this position: {node.sql(dialect='sqlite')[:60]}")
         if type(node) in _ARITH:
             left, right = self.operand(node.this), self.operand(node.expression)
             self.conv.features.add("arithmetic")
@@ -551,13 +559,13 @@ class _State:
             return self._remember(key, self._transform(node.this, "substr", args, alias))
         if isinstance(node, exp.StrPosition):
             if node.args.get("position") is not None:
-                raise Rejection("unsupported_expression", key[:60])
+                raise Rejection("unsupported_expression", node.sql(dialect="sqlite")[:60])
             return self._remember(key, self._transform(node.this, "instr", {"substring": self._const(node.args["substr"])}, alias))
         if isinstance(node, exp.TimeToStr):
             inner = node.this.this if isinstance(node.this, exp.TsOrDsToTimestamp) else node.this
             fmt = node.args.get("format")
             if not isinstance(fmt, exp.Literal) or node.args.get("zone") is not None:
-                raise Rejection("unsupported_expression", key[:60])
+                raise Rejection("unsupported_expression", node.sql(dialect="sqlite")[:60])
             return self._remember(key, self._transform(inner, "strftime", {"format": fmt.to_py()}, alias))
         if isinstance(node, exp.Round):
             args = {"digits": self._const(node.args["decimals"])} if node.args.get("decimals") is not None else {}
@@ -570,14 +578,14 @@ class _State:
             return self._remember(key, self._transform(node.this, "date", {}, alias))
         if type(node) in _SIMPLE_TRANSFORMS:
             if isinstance(node, exp.Trim) and (node.args.get("expression") is not None or node.args.get("position")):
-                raise Rejection("unsupported_expression", key[:60])
+                raise Rejection("unsupported_expression", node.sql(dialect="sqlite")[:60])
             return self._remember(key, self._transform(node.this, _SIMPLE_TRANSFORMS[type(node)], {}, alias))
         if isinstance(node, exp.Replace):
             args = {"old": self._const(node.args["expression"]), "new": self._const(node.args["replacement"])}
             return self._remember(key, self._transform(node.this, "replace", args, alias))
         if isinstance(node, (exp.Case, exp.If)):
             return self._remember(key, self._case(node, alias))
-        raise Rejection("unsupported_expression", key[:80])
+        raise Rejection("unsupported_expression", node.sql(dialect="sqlite")[:80])
 
     def _remember(self, key: str, op: Operand) -> Operand:
         if op[0] == "col":
@@ -585,10 +593,9 @@ class _State:
         return op
 
     def _const(self, node: exp.Expression) -> Any:
+        """A function argument: a constant, or {"key_name": column} for a computed one."""
         op = self.operand(node)
-        if op[0] != "val":
-            raise Rejection("unsupported_expression", f"function argument must be a constant: {node.sql(dialect='sqlite')[:60]}")
-        return op[1]
+        return op[1] if op[0] == "val" else {"key_name": op[1]}
 
     def _compute(self, operator: str, left: Operand, right: Operand, alias: str | None) -> Operand:
         out = self.conv.fresh_name(alias or f"{operator}_result")
@@ -735,7 +742,7 @@ class _State:
             col = self.column_of(g)
             if col not in keys:
                 keys.append(col)
-            key_exprs[g.sql(dialect="sqlite")] = col
+            key_exprs[g] = col
         # columns of a table whose primary key is grouped are determined by it: group by them too
         grouped_pks = {k.rsplit(".", 1)[0] for k in keys if self._is_single_pk(k)}
         for e in [i.unalias() for i in items] + ([having.this] if having is not None else []) + \
@@ -755,10 +762,10 @@ class _State:
             exprs.append(_resolve_alias(o.this, aliases, items))
         aggs: dict[str, dict[str, Any]] = {}
         names: dict[str, str] = {}
-        item_alias = {i.unalias().sql(dialect="sqlite"): i.alias for i in items if i.alias}
+        item_alias = {i.unalias(): i.alias for i in items if i.alias}
         for e in exprs:
             for node in _agg_nodes(e):
-                key = node.sql(dialect="sqlite")
+                key = node
                 if key in aggs:
                     continue
                 agg = _agg_of(node)

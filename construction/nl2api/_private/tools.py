@@ -455,7 +455,8 @@ def group_data_by(rt: Any, data_source: Any, key_names: list[str], aggregations:
     "coalesce(default), upper, lower, length, abs, trim, date, julianday.",
     _obj({"data_source": DATA, "key_name": COLUMN,
           "function": {"type": "string", "enum": list(TRANSFORMS)},
-          "arguments": {"type": "object", "description": "The function's extra arguments by name, e.g. {\"format\": \"%Y\"}"},
+          "arguments": {"type": "object", "description": ("The function's extra arguments by name, e.g. {\"format\": \"%Y\"}; "
+                                                        "an argument may be {\"key_name\": column} to take it from a column")},
           "output_name": {"type": "string", "description": "Name of the new column"}},
          ["data_source", "key_name", "function", "output_name"]),
     column_params=(("key_name",),),
@@ -474,7 +475,10 @@ def transform_data(rt: Any, data_source: Any, key_name: str, function: str, outp
 
     def bind(name: str) -> str:
         nonlocal params
-        frag, p = bind_scalar(args[name])
+        value = args[name]
+        if isinstance(value, dict) and set(value) == {"key_name"}:  # an argument taken from another column
+            return q(rel.check_column(value["key_name"], arg=f"arguments.{name}.key_name"))
+        frag, p = bind_scalar(value)
         params += p
         return frag
 
