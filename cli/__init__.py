@@ -62,6 +62,8 @@ def nl2api_build(
     seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED"),
     timeout: float = typer.Option(10.0, "--timeout", envvar="BENCHSMITH_SQL_TIMEOUT", help="Seconds per SQL query"),
     name: Optional[str] = typer.Option(None, "--name", envvar="BENCHSMITH_SPLIT_NAME"),
+    descriptions: Optional[Path] = typer.Option(None, "--descriptions", envvar="BENCHSMITH_DESCRIPTIONS",
+                                                help="JSON {table: {column: description}} (default: DB.descriptions.json)"),
 ) -> None:
     """Convert and verify NL2SQL pairs into an NL2API split (samples.jsonl, tools.json, report.json)."""
     from benchsmith.construction.nl2api import STYLES, BuildOptions, build_split
@@ -70,7 +72,8 @@ def nl2api_build(
     if style not in STYLES:
         raise UserError(f"--style {style!r} is not one of {', '.join(STYLES)}")
     report = build_split(db, pairs, out, BuildOptions(style=style, obfuscate=obfuscate, tool_universe=tool_universe,
-                                                      seed=seed, timeout_s=timeout, name=name))
+                                                      seed=seed, timeout_s=timeout, name=name,
+                                                      descriptions=descriptions))
     _print_report(report, out)
 
 

@@ -16,7 +16,7 @@ from pydantic import ConfigDict, Field
 
 from benchsmith.schemas import (
     CheckResult, ExactAnswer, Provenance, Sample, SplitManifest, Step, StrictModel, Tool, ToolCall,
-    UserError, Verification, file_sha256, iter_jsonl_lenient, samples_content_hash, write_json, write_jsonl,
+    UserError, Verification, file_sha256, iter_jsonl_lenient, read_json, samples_content_hash, write_json, write_jsonl,
 )
 
 from .converter import REASONS, Rejection, convert
@@ -55,6 +55,7 @@ class BuildOptions:
     copy_db: bool = True
     name: str | None = None
     version: str = "1.0.0"
+    descriptions: str | Path | None = None  # JSON {table: {column: text}}; default: <db>.descriptions.json
 
 
 @dataclass
@@ -94,7 +95,8 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
     if opts.style not in STYLES:
         raise UserError(f"unknown style {opts.style!r}", fix=f"use one of {', '.join(STYLES)}")
     started = time.perf_counter()
-    db = Database(db_path, timeout_s=opts.timeout_s)
+    descriptions = read_json(opts.descriptions) if opts.descriptions else None
+    db = Database(db_path, timeout_s=opts.timeout_s, descriptions=descriptions)
     rows, bad_rows = iter_jsonl_lenient(pairs_path, Pair)
     out = Path(out_dir)
     rejections: list[dict[str, Any]] = [
@@ -178,6 +180,9 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
         shutil.copyfile(db_path, tmp)
         tmp.replace(out / "database.sqlite")
         files.append("database.sqlite")
+        if db.descriptions:
+            write_json(out / "database.sqlite.descriptions.json", db.descriptions)
+            files.append("database.sqlite.descriptions.json")
     counts: dict[str, int] = {}
     for r in rejections:
         counts[r["code"]] = counts.get(r["code"], 0) + 1

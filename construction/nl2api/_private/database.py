@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from benchsmith.schemas import RuntimeFault, UserError
+from benchsmith.schemas import RuntimeFault, UserError, read_json
 
 
 class QueryTimeout(RuntimeFault):
@@ -75,7 +74,7 @@ class Database:
             raise UserError(f"database {self.path} has no tables", fix="pass a SQLite database with data")
         if descriptions is None:
             sidecar = self.path.with_name(self.path.name + ".descriptions.json")
-            descriptions = json.loads(sidecar.read_text("utf-8")) if sidecar.is_file() else {}
+            descriptions = read_json(sidecar) if sidecar.is_file() else {}
         self.descriptions = descriptions
         self.tables: dict[str, Table] = {}
         self._tables_lower: dict[str, Table] = {}
