@@ -38,7 +38,7 @@ def convert_verify(db: Database, sqls: list[str]) -> int:
         try:
             conv = convert(db, sql)
             rows = execute_sql(db, sql)
-            run_and_check(db, conv.setup, conv.calls, rows, conv.ordered)
+            run_and_check(db, conv.setup, conv.calls, rows, conv.ordered, sql=sql)
             ok += 1
         except Rejection:
             pass

@@ -21,7 +21,7 @@ from benchsmith.schemas import (
 
 from .converter import REASONS, Rejection, convert
 from .database import Database
-from .rest import make_endpoint, rename_endpoint_params, run_endpoint
+from .rest import column_json_types, make_endpoint, rename_endpoint_params, run_endpoint
 from .runtime import slot_bindings
 from .styles import (
     obfuscate_bindings, obfuscate_call, obfuscate_tool, obfuscation_map, reduce_universe, sel_toolset, slot_tools,
@@ -111,11 +111,11 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
             if pid in seen:
                 raise Rejection("duplicate_id", f"id {pid} appears more than once")
             seen.add(pid)
-            conv = convert(db, pair.sql)          # parses first: nothing but a SELECT is ever executed
+            conv = _convert_safely(db, pair.sql)  # parses first: nothing but a SELECT is ever executed
             expected = execute_sql(db, pair.sql)
             if not expected:
                 raise Rejection("empty_result", "the SQL returns no rows")
-            run = run_and_check(db, conv.setup, conv.calls, expected, conv.ordered, observe=True)
+            run = run_and_check(db, conv.setup, conv.calls, expected, conv.ordered, observe=True, sql=pair.sql)
             accepted.append(_style(db, opts, line, pair, conv, run, expected, taken_names, endpoints))
         except Rejection as rej:
             rejections.append({"id": pid, "line": line, "code": rej.code, "message": str(rej),
@@ -135,7 +135,7 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
             tools = [obfuscate_tool(t, mapping) for t in tools]
             if opts.style != "rest":  # prove the obfuscated sequence still runs and matches
                 run_and_check(db, a.conv.setup, calls, a.run.rows, a.conv.ordered,
-                              bindings=obfuscate_bindings(a.bindings, mapping))
+                              bindings=obfuscate_bindings(a.bindings, mapping), sql=a.pair.sql)
         if opts.tool_universe:
             tools = reduce_universe(tools, {c.name for c in calls}, opts.tool_universe, f"{opts.seed}:{a.pair.id or a.line}")
         observations = a.run.observations if opts.style != "rest" else [
@@ -212,6 +212,19 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
     return report
 
 
+def _convert_safely(db: Database, sql: str) -> Any:
+    """Convert; a converter crash on one pair becomes that pair's rejection, not the batch's end."""
+    try:
+        return convert(db, sql)
+    except Rejection:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any converter fault is contained to its pair
+        if isinstance(exc, (KeyboardInterrupt, MemoryError)):
+            raise
+        execute_sql(db, sql)  # SQLite's own verdict first (sql_error, unknown_column, ...)
+        raise Rejection("unsupported_expression", f"converter failed: {type(exc).__name__}: {exc}") from None
+
+
 def _style(db: Database, opts: BuildOptions, line: int, pair: Pair, conv: Any, run: ChainRun,
            expected: list[tuple], taken: set[str], endpoints: dict[str, Any]) -> _Accepted:
     if opts.style == "slot":
@@ -220,9 +233,10 @@ def _style(db: Database, opts: BuildOptions, line: int, pair: Pair, conv: Any, r
     if opts.style == "sel":
         tools, bindings = sel_toolset(run.columns, run.descriptions)
         calls = [to_sel_call(c) for c in conv.calls]
-        sel_run = run_and_check(db, conv.setup, calls, expected, conv.ordered, bindings=bindings, observe=True)
+        sel_run = run_and_check(db, conv.setup, calls, expected, conv.ordered, bindings=bindings, observe=True,
+                                sql=pair.sql)
         return _Accepted(line, pair, conv, sel_run, calls, tools, bindings)
-    tool, endpoint, gold_args = make_endpoint(conv, taken)
+    tool, endpoint, gold_args = make_endpoint(conv, taken, column_json_types(db, conv.setup))
     result = run_endpoint(db, endpoint, gold_args)
     rest_rows = [tuple(r) for r in result["rows"]]
     # the endpoint must reproduce the SQL's answer with the gold arguments

@@ -60,22 +60,24 @@ def ordered_equal(a: list[Row], b: list[Row], **tol: float) -> bool:
     return len(a) == len(b) and all(rows_equal(x, y, **tol) for x, y in zip(a, b))
 
 
-def tie_aware_equal(expected: list[Row], got_with_keys: list[tuple[Row, tuple]], **tol: float) -> bool:
-    """``expected`` (SQL order) matches ``got`` up to reordering within runs of equal sort keys.
+def tie_aware_equal(expected_with_keys: list[tuple[Row, tuple]], got: list[Row], **tol: float) -> bool:
+    """``got`` matches the SQL's rows in the SQL's order, up to reordering within runs of rows
+    that tie on the SQL's own ORDER BY keys (``expected_with_keys`` pairs each row with them).
 
-    >>> tie_aware_equal([("b",), ("a",), ("c",)], [(("a",), (1,)), (("b",), (1,)), (("c",), (2,))])
+    >>> sql = [(("b",), (1,)), (("a",), (1,)), (("c",), (2,))]
+    >>> tie_aware_equal(sql, [("a",), ("b",), ("c",)])
     True
-    >>> tie_aware_equal([("c",), ("a",), ("b",)], [(("a",), (1,)), (("b",), (1,)), (("c",), (2,))])
+    >>> tie_aware_equal(sql, [("c",), ("a",), ("b",)])
     False
     """
-    if len(expected) != len(got_with_keys):
+    if len(expected_with_keys) != len(got):
         return False
     i = 0
-    while i < len(got_with_keys):
+    while i < len(expected_with_keys):
         j = i + 1
-        while j < len(got_with_keys) and rows_equal(got_with_keys[j][1], got_with_keys[i][1]):
+        while j < len(expected_with_keys) and rows_equal(expected_with_keys[j][1], expected_with_keys[i][1]):
             j += 1
-        if not multiset_equal(list(expected[i:j]), [r for r, _ in got_with_keys[i:j]], **tol):
+        if not multiset_equal([r for r, _ in expected_with_keys[i:j]], list(got[i:j]), **tol):
             return False
         i = j
     return True

@@ -83,6 +83,7 @@ class _Scope:
     # sql alias (lower) -> (prefix, table name)
     aliases: dict[str, tuple[str, str]]
     outer: "_Scope | None" = None
+    merged: set[str] = field(default_factory=set)  # right-hand copies of JOIN ... USING columns
 
 
 # an operand: ("col", name) or ("val", python value / "$label$")
@@ -141,7 +142,8 @@ def _check_global(tree: exp.Select) -> None:
             raise Rejection("exists_subquery", "EXISTS")
         if type(node).__name__ == "Rand" or (isinstance(node, exp.Anonymous) and str(node.this).lower() == "random"):
             raise Rejection("nondeterministic", "random()")
-        if isinstance(node, exp.Literal) and node.is_string and node.this.lower() == "now":
+        if isinstance(node, exp.Literal) and node.is_string and node.this.lower() == "now" \
+                and isinstance(node.parent, exp.Func):
             raise Rejection("nondeterministic", "'now'")
         if isinstance(node, (exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentTime)):
             raise Rejection("nondeterministic", "current date/time")
@@ -239,7 +241,7 @@ class Converter:
                 target = o.this
                 if isinstance(target, exp.Literal) and not target.is_string:
                     pos = int(target.this)
-                    if not 1 <= pos <= len(items):
+                    if not 1 <= pos <= len(proj):
                         raise Rejection("sql_error", f"ORDER BY position {pos} out of range")
                     col = proj[pos - 1]
                 else:
@@ -283,7 +285,7 @@ class Converter:
         if isinstance(node, exp.Paren):
             return self._scalar_expr(node.this, outer)
         if isinstance(node, exp.Subquery):
-            return self.subquery(node, outer)
+            return self.subquery(node, outer, first_row=True)
         if isinstance(node, exp.Literal):
             return _literal(node)
         if type(node) in _ARITH and type(node) is not exp.DPipe:
@@ -293,12 +295,15 @@ class Converter:
                                    "calculated") + "$"
         raise Rejection("unsupported_scalar_select", node.sql(dialect="sqlite")[:80])
 
-    def subquery(self, node: exp.Expression, outer: _Scope | None) -> str:
+    def subquery(self, node: exp.Expression, outer: _Scope | None, *, first_row: bool = False) -> str:
+        """Convert a subquery; ``first_row`` for a scalar use, where SQLite takes its first row."""
         inner = node.this if isinstance(node, exp.Subquery) else node
         if not isinstance(inner, exp.Select):
             raise Rejection("set_operation", "subquery is not a plain SELECT")
         self.features.add("nested")
-        label, _ = self.select(inner, outer)
+        label, kind = self.select(inner, outer)
+        if first_row and kind == "data" and _int_clause(inner.args.get("limit")) != 1:
+            label = self.emit("limit_data", {"data_source": f"${label}$", "n": 1}, "limited")
         return f"${label}$"
 
     # ---- FROM / JOIN ------------------------------------------------------------------
@@ -342,7 +347,9 @@ class Converter:
                 new_alias = (join.this.alias or join.this.name).lower()
                 for ident in using:
                     left = self._resolve_using(scope, ident.name, exclude=new_alias)
-                    pairs.append([left, f"{prefix}.{self._col_name(join.this.name, ident.name)}"])
+                    right = f"{prefix}.{self._col_name(join.this.name, ident.name)}"
+                    pairs.append([left, right])
+                    scope.merged.add(right)  # SELECT * and unqualified names see only the left copy
             elif on is not None:
                 for cond in _conjuncts(on):
                     pair = self._equi_pair(cond, scope)
@@ -401,7 +408,8 @@ class Converter:
                 raise Rejection("unknown_table", col.table)
             prefix, table = hit
             return f"{prefix}.{self._col_name(table, name)}"
-        hits = [(p, t) for p, t in scope.aliases.values() if self.db.table(t).column(name) is not None]
+        hits = [(p, t) for p, t in scope.aliases.values() if self.db.table(t).column(name) is not None
+                and f"{p}.{self.db.table(t).column(name).name}" not in scope.merged]
         if len(hits) > 1:
             raise Rejection("ambiguous_column", name)
         if not hits:
@@ -461,6 +469,8 @@ def _agg_of(node: exp.Expression) -> tuple[str, exp.Expression | None] | None:
         if name != "count" or len(arg.expressions) != 1:
             raise Rejection("unsupported_aggregate", node.sql(dialect="sqlite")[:80])
         return "count_distinct", arg.expressions[0]
+    if name == "count" and isinstance(arg, exp.Literal):  # COUNT(1): every row counts
+        arg = None
     if isinstance(arg, exp.Star) or arg is None:
         if name != "count":
             raise Rejection("unsupported_aggregate", node.sql(dialect="sqlite")[:80])
@@ -482,8 +492,8 @@ def _int_clause(node: exp.Expression | None) -> int | None:
     value = node.args.get("expression") or node.this
     if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal):
         return -int(value.this.this)
-    if not isinstance(value, exp.Literal) or value.is_string:
-        raise Rejection("unsupported_expression", f"non-literal {node.key}")
+    if not isinstance(value, exp.Literal) or value.is_string or not str(value.this).isdigit():
+        raise Rejection("unsupported_expression", f"{node.key} must be a non-negative integer literal")
     return int(value.this)
 
 
@@ -494,7 +504,8 @@ class _State:
         self.conv = conv
         self.scope = scope
         self.data = data
-        self.star_columns = [f"{p}.{c.name}" for p, t in scope.aliases.values() for c in conv.db.table(t).columns]
+        self.star_columns = [f"{p}.{c.name}" for p, t in scope.aliases.values() for c in conv.db.table(t).columns
+                             if f"{p}.{c.name}" not in scope.merged]
         # expression SQL -> column name already computed on the current data
         self.computed: dict[Any, str] = {}
         self.grouped = False
@@ -538,8 +549,8 @@ class _State:
             if inner[0] == "val" and isinstance(inner[1], (int, float)):
                 return ("val", -inner[1])
             return self._compute("subtract", ("val", 0), inner, alias or "negated")
-        if isinstance(node, exp.Subquery):
-            return ("val", self.conv.subquery(node, self.scope))
+        if isinstance(node, exp.Subquery):  # a scalar use: SQLite takes the first row
+            return ("val", self.conv.subquery(node, self.scope, first_row=True))
         if isinstance(node, exp.AggFunc):
             raise Rejection("unsupported_expression", f"aggregate in this position: {node.sql(dialect='sqlite')[:60]}")
         if type(node) in _ARITH:
@@ -553,6 +564,8 @@ class _State:
                 raise Rejection("unsupported_expression", f"CAST to {type_name}")
             return self._remember(key, self._transform(node.this, "cast", {"type": target}, alias))
         if isinstance(node, exp.Substring):
+            if node.args.get("start") is None:
+                raise Rejection("sql_error", "SUBSTR needs a start position")
             args = {"start": self._const(node.args.get("start"))}
             if node.args.get("length") is not None:
                 args["length"] = self._const(node.args["length"])
@@ -581,6 +594,8 @@ class _State:
                 raise Rejection("unsupported_expression", node.sql(dialect="sqlite")[:60])
             return self._remember(key, self._transform(node.this, _SIMPLE_TRANSFORMS[type(node)], {}, alias))
         if isinstance(node, exp.Replace):
+            if node.args.get("expression") is None or node.args.get("replacement") is None:
+                raise Rejection("sql_error", "REPLACE needs three arguments")
             args = {"old": self._const(node.args["expression"]), "new": self._const(node.args["replacement"])}
             return self._remember(key, self._transform(node.this, "replace", args, alias))
         if isinstance(node, (exp.Case, exp.If)):
@@ -719,6 +734,15 @@ class _State:
                 self.emit_on_data("filter_data_any", {"conditions": clause}, "filtered")
 
     # ---- grouping ---------------------------------------------------------------------
+    def _is_column(self, node: exp.Expression) -> bool:
+        if not isinstance(node, exp.Column):
+            return False
+        try:
+            self.conv.resolve_column(node, self.scope)
+            return True
+        except Rejection:
+            return False
+
     def _is_single_pk(self, column: str) -> bool:
         prefix, _, name = column.rpartition(".")
         for p, t in self.scope.aliases.values():
@@ -737,8 +761,11 @@ class _State:
         key_exprs: dict[str, str] = {}
         for g in (group.expressions if group is not None else []):
             if isinstance(g, exp.Literal) and not g.is_string:
+                if not str(g.this).isdigit() or not 1 <= int(g.this) <= len(items):
+                    raise Rejection("sql_error", f"GROUP BY position {g.this} out of range")
                 g = items[int(g.this) - 1].unalias()
-            g = _resolve_alias(g, aliases, items)
+            elif not self._is_column(g):
+                g = _resolve_alias(g, aliases, items)
             col = self.column_of(g)
             if col not in keys:
                 keys.append(col)
@@ -785,7 +812,10 @@ class _State:
         self.grouped = True
         self.star_columns = keys
         if having is not None:
-            self.apply_condition(having.this)
+            # SQLite lets HAVING name an output alias when no column has that name
+            self.apply_condition(having.this.transform(
+                lambda n: aliases[n.name.lower()].copy() if isinstance(n, exp.Column) and not n.table
+                and n.name.lower() in aliases and not self._is_column(n) else n))
 
 
 def _plain_columns(node: exp.Expression) -> list[exp.Column]:

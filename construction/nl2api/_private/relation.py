@@ -77,14 +77,6 @@ class Relation:
     def count(self, db: Database) -> int:
         return db.execute(f"SELECT COUNT(*) FROM ({self.sql})", self.params)[0][0]
 
-    def rows_with_order_keys(self, db: Database) -> list[tuple[tuple, tuple]]:
-        """(visible row, sort key values) pairs, for tie-aware comparisons."""
-        keys = [c for c, _ in self.order]
-        cols = ", ".join(q(c) for c in (*self.visible, *keys))
-        out = db.execute(f"SELECT {cols} FROM ({self.sql}){self.order_sql()}", self.params)
-        n = len(self.visible)
-        return [(r[:n], r[n:]) for r in out]
-
     def column_sql(self, name: str) -> tuple[str, tuple[Any, ...]]:
         """A subquery returning one column of this relation (for IN / scalar use)."""
         col = self.check_column(name)

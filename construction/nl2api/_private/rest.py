@@ -25,6 +25,8 @@ _WORDS = {"equal_to": "equals", "not_equal_to": "differs from", "greater_than": 
           "starts_with": "starts with", "not_starts_with": "does not start with", "ends_with": "ends with",
           "not_ends_with": "does not end with", "like": "matches the pattern", "not_like": "does not match the pattern",
           "in": "is one of", "not_in": "is none of", "between": "is between", "not_between": "is not between"}
+PATTERN_LIKE = ("contains", "not_contains", "starts_with", "not_starts_with", "ends_with", "not_ends_with",
+                "like", "not_like")
 _VERBS = {"count": "count", "count_distinct": "count_distinct", "sum": "total", "avg": "average", "min": "min", "max": "max"}
 
 
@@ -42,8 +44,53 @@ def _is_literal(value: Any) -> bool:
     return value is not None and not (isinstance(value, str) and value.startswith("$") and value.endswith("$"))
 
 
-def make_endpoint(conv: Conversion, taken: set[str]) -> tuple[Tool, dict[str, Any], dict[str, Any]]:
-    """(tool spec, endpoint definition with a parameterised call template, gold arguments)."""
+def _affinity_type(declared: str) -> str | None:
+    """JSON type of a column from its declared SQLite type (affinity rules), None if unclear."""
+    t = declared.upper()
+    if "INT" in t:
+        return "integer"
+    if any(k in t for k in ("CHAR", "CLOB", "TEXT")):
+        return "string"
+    if any(k in t for k in ("REAL", "FLOA", "DOUB", "NUMERIC", "DECIMAL")):
+        return "number"
+    return None
+
+
+def column_json_types(db: Database, setup: list[ToolCall]) -> dict[str, str]:
+    """``alias.column -> JSON type`` for the base columns loaded by the set-up calls."""
+    out: dict[str, str] = {}
+    for call in setup:
+        entries = [{"table": call.arguments["source"], "alias": call.arguments.get("alias")},
+                   *call.arguments.get("joins", [])]
+        for entry in entries:
+            table = db.table(entry["table"])
+            for col in table.columns if table else []:
+                kind = _affinity_type(col.type)
+                if kind:
+                    out[f"{entry.get('alias') or table.name}.{col.name}"] = kind
+    return out
+
+
+def _param_type(column_type: str | None, values: list[Any]) -> str:
+    kinds = {_json_type(v) for v in values}
+    if column_type == "number" and kinds <= {"integer", "number"}:
+        return "number"
+    if column_type == "integer" and kinds == {"integer"}:
+        return "integer"
+    if column_type == "string" and kinds == {"string"}:
+        return "string"
+    if kinds <= {"integer", "number"}:
+        return "number" if "number" in kinds else "integer"
+    return "string" if kinds == {"string"} else next(iter(sorted(kinds)))
+
+
+def make_endpoint(conv: Conversion, taken: set[str],
+                  column_types: Mapping[str, str] | None = None) -> tuple[Tool, dict[str, Any], dict[str, Any]]:
+    """(tool spec, endpoint definition with a parameterised call template, gold arguments).
+
+    Parameter types follow the filtered column's declared type where the gold values fit it
+    (a REAL column takes any number), else the gold values' own type."""
+    column_types = column_types or {}
     calls = [c.model_dump(mode="json") for c in conv.calls]
     params: dict[str, dict[str, Any]] = {}
     gold: dict[str, Any] = {}
@@ -61,25 +108,30 @@ def make_endpoint(conv: Conversion, taken: set[str]) -> tuple[Tool, dict[str, An
         op, value = cond["operator"], cond.get("value")
         col = cond["key_name"]
         base = re.sub(r"[^0-9a-z]+", "_", col.rsplit(".", 1)[-1].lower())
+        ctype = column_types.get(col)
         if op in ("between", "not_between") and isinstance(value, list) and all(_is_literal(v) for v in value):
-            cond["value"] = [new_param(f"{base}_from", value[0], {"type": _json_type(value[0])}, f"Lower bound (inclusive) for {col}"),
-                             new_param(f"{base}_to", value[1], {"type": _json_type(value[1])}, f"Upper bound (inclusive) for {col}")]
+            cond["value"] = [new_param(f"{base}_from", value[0], {"type": _param_type(ctype, [value[0]])}, f"Lower bound (inclusive) for {col}"),
+                             new_param(f"{base}_to", value[1], {"type": _param_type(ctype, [value[1]])}, f"Upper bound (inclusive) for {col}")]
             phrases.append(f"{col} {_WORDS[op]} {{{base}_from}} and {{{base}_to}}")
         elif op in ("in", "not_in") and isinstance(value, list) and value and all(_is_literal(v) for v in value):
-            items = {"type": _json_type(value[0])}
+            items = {"type": _param_type(ctype, value)}
             cond["value"] = new_param(base + _SUFFIX[op], value, {"type": "array", "items": items},
                                       f"Values of {col} to {'exclude' if op == 'not_in' else 'keep'}")
             phrases.append(f"{col} {_WORDS[op]} {{{cond['value'][PARAM]}}}")
         elif op in _SUFFIX and op not in ("in", "not_in") and _is_literal(value) and not isinstance(value, list):
-            cond["value"] = new_param(base + _SUFFIX[op], value, {"type": _json_type(value)}, f"Value that {col} {_WORDS[op]}")
+            kind = _param_type(ctype, [value]) if op not in PATTERN_LIKE else "string"
+            cond["value"] = new_param(base + _SUFFIX[op], value, {"type": kind}, f"Value that {col} {_WORDS[op]}")
             phrases.append(f"{col} {_WORDS[op]} {{{cond['value'][PARAM]}}}")
 
     for call in calls:
         if call["name"] == "filter_data":
             parametrise(call["arguments"])
         elif call["name"] == "filter_data_any":
+            before = len(phrases)
             for cond in call["arguments"]["conditions"]:
                 parametrise(cond)
+            if len(phrases) - before > 1:  # one OR clause reads as one phrase
+                phrases[before:] = ["(" + " or ".join(phrases[before:]) + ")"]
     init = conv.setup[0].arguments
     entity = init["source"]
     joined = [j["table"] for j in init.get("joins", [])]

@@ -163,7 +163,7 @@ def condition_sql(rel: Relation, cond: dict[str, Any]) -> tuple[str, tuple[Any, 
             sql, params = value.column_sql(value.single_visible_column())
             return f"{col} {neg}IN ({sql})", params
         if not isinstance(value, list):
-            raise ToolError(f"operator {op} needs a list of values or an earlier output")
+            value = [value]  # a single value (e.g. an aggregate's output) is a one-item list
         frags, params = [], ()
         for v in value:
             f, p = bind_scalar(v)
@@ -353,9 +353,7 @@ def retrieve_data(rt: Any, data_source: Any, key_names: list[str], distinct: boo
     rel = _need_relation(data_source)
     if not isinstance(key_names, list) or not key_names:
         raise ToolError("key_names must be a non-empty list of columns")
-    keys = tuple(rel.check_column(k) for k in key_names)
-    if len(set(keys)) != len(keys):
-        raise ToolError("key_names lists a column twice")
+    keys = tuple(rel.check_column(k) for k in key_names)  # a column may be listed twice, as SQL allows
     if not distinct:
         return rel.derive(rel.sql, rel.params, visible=keys)
     return _distinct(rel, keys)

@@ -9,7 +9,9 @@ from typing import Any, Mapping, Sequence
 from benchsmith.schemas import ToolCall
 
 from .compare import multiset_equal, ordered_equal, tie_aware_equal
-from .converter import Rejection
+from sqlglot import exp
+
+from .converter import Rejection, parse_select
 from .database import Database, QueryTimeout
 from .relation import Relation, ToolError
 from .runtime import Binding, Runtime, observation, result_rows
@@ -62,8 +64,12 @@ def _check_limits(db: Database, value: Any) -> None:
 
 def run_and_check(db: Database, setup: Sequence[ToolCall], calls: Sequence[ToolCall], expected: list[tuple],
                   ordered: bool, *, bindings: Mapping[str, Binding] | None = None,
-                  observe: bool = False) -> ChainRun:
+                  observe: bool = False, sql: str | None = None) -> ChainRun:
     """Execute ``setup`` + ``calls`` and compare the final output with ``expected``.
+
+    With ``ordered`` the rows must come in the SQL's order; rows that tie on the SQL's own
+    ORDER BY keys may swap, which is checked by re-running ``sql`` with its sort keys (without
+    ``sql`` any difference in order is rejected).
 
     Raises :class:`Rejection` (``tool_error``, ``result_mismatch``, ``order_mismatch``,
     ``unordered_limit``, ``ambiguous_limit_ties``) unless the result matches.
@@ -83,12 +89,13 @@ def run_and_check(db: Database, setup: Sequence[ToolCall], calls: Sequence[ToolC
         rows = result_rows(final, db)
     except (ToolError, QueryTimeout, sqlite3.Error) as exc:
         raise Rejection("tool_error", str(exc)[:300]) from None
-    if ordered and isinstance(final, Relation):
+    if ordered:
         if not ordered_equal(expected, rows):
             if not multiset_equal(expected, rows):
                 raise Rejection("result_mismatch", _diff(expected, rows))
-            if not tie_aware_equal(expected, final.rows_with_order_keys(db)):
-                raise Rejection("order_mismatch", "same rows, different order")
+            keyed = sql_rows_with_order_keys(db, sql) if sql else None
+            if keyed is None or not tie_aware_equal(keyed, rows):
+                raise Rejection("order_mismatch", "same rows, in an order the SQL's ORDER BY does not allow")
     elif not multiset_equal(expected, rows):
         raise Rejection("result_mismatch", _diff(expected, rows))
     columns: dict[str, None] = {}
@@ -98,6 +105,46 @@ def run_and_check(db: Database, setup: Sequence[ToolCall], calls: Sequence[ToolC
             columns.update(dict.fromkeys(value.columns))
             descriptions.update(value.descriptions)
     return ChainRun(rows, observations, list(columns), descriptions)
+
+
+def sql_rows_with_order_keys(db: Database, sql: str) -> list[tuple[tuple, tuple]] | None:
+    """The SQL's rows, each with the values of the SQL's ORDER BY keys (None if not derivable)."""
+    try:
+        tree = parse_select(sql)
+    except Rejection:
+        return None
+    order = tree.args.get("order")
+    if order is None:
+        return None
+    items = list(tree.expressions)
+    if any(isinstance(i, exp.Star) or (isinstance(i, exp.Column) and isinstance(i.this, exp.Star)) for i in items):
+        return None
+    aliases = {i.alias.lower(): i.unalias() for i in items if isinstance(i, exp.Alias)}
+    keys: list[exp.Expression] = []
+    for o in order.expressions:
+        t = o.this
+        if isinstance(t, exp.Literal) and not t.is_string and t.this.isdigit() and 1 <= int(t.this) <= len(items):
+            keys.append(items[int(t.this) - 1].unalias())
+        elif isinstance(t, exp.Column) and not t.table and t.name.lower() in aliases:
+            keys.append(aliases[t.name.lower()])
+        else:
+            keys.append(t)
+    n = len(items)
+    if tree.args.get("distinct"):
+        # extra columns would change DISTINCT: use the selected columns the keys refer to
+        plain = [i.unalias() for i in items]
+        if not all(k in plain for k in keys):
+            return None
+        pos = [plain.index(k) for k in keys]
+        return [(r, tuple(r[p] for p in pos)) for r in execute_sql(db, sql)]
+    new = tree.copy()
+    for i, k in enumerate(keys):
+        new = new.select(exp.alias_(k.copy(), f"__bs_order_key_{i}"), append=True, copy=False)
+    try:
+        out = execute_sql(db, new.sql(dialect="sqlite"))
+    except Rejection:
+        return None
+    return [(r[:n], r[n:]) for r in out]
 
 
 def _diff(expected: list[tuple], got: list[tuple]) -> str:
