@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from typer.testing import CliRunner
 
 from benchsmith.cli import app
 from benchsmith.construction.nl2api import chinook_db
+from helpers import clean_env, console_script
 
 # Two good pairs and six rejected rows of different kinds.
 TINY = [
@@ -33,25 +33,13 @@ TINY = [
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _console_script() -> str:
-    script = Path(sys.executable).parent / "benchsmith"
-    if script.is_file():
-        return str(script)
-    found = shutil.which("benchsmith")
-    assert found, "the benchsmith console script is not installed next to the interpreter nor on PATH"
-    return found
 
 
-def _clean_env(**extra: str) -> dict[str, str]:
-    keep = {"BENCHSMITH_CACHE", "BENCHSMITH_CHINOOK_SDIST"}
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH_") or k in keep}
-    env.update(extra)
-    return env
 
 
 def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([_console_script(), *args], capture_output=True, text=True, timeout=120,
-                          env=_clean_env(**env), stdin=subprocess.DEVNULL)
+    return subprocess.run([console_script(), *args], capture_output=True, text=True, timeout=120,
+                          env=clean_env(**env), stdin=subprocess.DEVNULL)
 
 
 def _one_error_line(stderr: str) -> str:
@@ -109,7 +97,7 @@ def test_help_does_not_import_the_heavy_modules():
             "try:\n    app(['--help'], prog_name='benchsmith')\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
             "heavy = ['fastapi', 'uvicorn', 'sqlglot', 'starlette', 'benchsmith.construction', 'benchsmith.schemas']\n"
             "print('LOADED', [m for m in heavy if m in sys.modules])\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_clean_env())
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=clean_env())
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip().splitlines()[-1] == "LOADED []"
 

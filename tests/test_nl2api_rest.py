@@ -16,6 +16,7 @@ import pytest
 
 from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db, create_app
 from benchsmith.schemas import Sample, UserError, read_json, read_jsonl
+from helpers import clean_env, console_script
 
 # ~10 varied pairs: numeric and string filters, IN lists (-> array query parameters), BETWEEN,
 # GROUP BY, aggregates, a join and a LIKE prefix.
@@ -176,18 +177,8 @@ def test_create_app_refuses_a_non_rest_split(slot_split):
 # ---------------------------------------------------------------- the real server ----
 
 
-def _console_script() -> str:
-    script = Path(sys.executable).parent / "benchsmith"
-    if script.is_file():
-        return str(script)
-    found = shutil.which("benchsmith")
-    assert found, "the benchsmith console script is not installed next to the interpreter nor on PATH"
-    return found
 
 
-def _clean_env() -> dict[str, str]:
-    keep = {"BENCHSMITH_CACHE", "BENCHSMITH_CHINOOK_SDIST"}
-    return {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH_") or k in keep}
 
 
 def _free_port() -> int:
@@ -252,8 +243,8 @@ def test_serve_listens_on_loopback_only_and_answers(rest_split, tmp_path):
     call, tool = _gold(sample)
     port = _free_port()
     log = (tmp_path / "server.log").open("wb")
-    proc = subprocess.Popen([_console_script(), "nl2api", "serve", str(out), "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, env=_clean_env())
+    proc = subprocess.Popen([console_script(), "nl2api", "serve", str(out), "--port", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT, env=clean_env())
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 20
@@ -298,8 +289,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def test_serving_a_non_rest_split_is_a_user_error(slot_split):
-    res = subprocess.run([_console_script(), "nl2api", "serve", str(slot_split), "--port", str(_free_port())],
-                         capture_output=True, text=True, timeout=60, env=_clean_env())
+    res = subprocess.run([console_script(), "nl2api", "serve", str(slot_split), "--port", str(_free_port())],
+                         capture_output=True, text=True, timeout=60, env=clean_env())
     assert res.returncode == 2
     lines = _ANSI.sub("", res.stderr).strip().splitlines()
     assert len(lines) == 1, res.stderr

@@ -228,7 +228,8 @@ def create_app(split_dir: str) -> Any:
         fields: dict[str, Any] = {}
         for pname, spec in endpoint["parameters"].items():
             if spec["type"] == "array":
-                fields[pname] = (list[pytypes[spec["items"]["type"]]], ...)
+                item_type = pytypes[spec["items"]["type"]]
+                fields[pname] = (list[item_type], ...)
             else:
                 fields[pname] = (pytypes[spec["type"]], ...)
         model = create_model(f"Params_{name}", **fields) if fields else None
