@@ -19,6 +19,7 @@ from benchsmith.schemas import (
     UserError, Verification, file_sha256, iter_jsonl_lenient, read_json, samples_content_hash, write_json, write_jsonl,
 )
 
+from .compare import multiset_equal, ordered_equal
 from .converter import REASONS, Rejection, convert
 from .database import Database
 from .rest import column_json_types, make_endpoint, rename_endpoint_params, run_endpoint
@@ -240,7 +241,6 @@ def _style(db: Database, opts: BuildOptions, line: int, pair: Pair, conv: Any, r
     result = run_endpoint(db, endpoint, gold_args)
     rest_rows = [tuple(r) for r in result["rows"]]
     # the endpoint must reproduce the SQL's answer with the gold arguments
-    from .compare import multiset_equal, ordered_equal
     same = ordered_equal(expected, rest_rows) if conv.ordered else multiset_equal(expected, rest_rows)
     if not same:
         taken.discard(tool.name)

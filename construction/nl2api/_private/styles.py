@@ -137,12 +137,9 @@ def obfuscate_call(call: ToolCall, mapping: Mapping[str, Any]) -> ToolCall:
 
 
 def obfuscate_bindings(bindings: Mapping[str, Binding], mapping: Mapping[str, Any]) -> dict[str, Binding]:
-    back = {v: k for k, v in mapping["arguments"].items()}
-    out = {}
-    for name, b in bindings.items():
-        if name in mapping["tools"]:
-            out[mapping["tools"][name]] = Binding(b.tool, b.fixed, {**{k: b.rename.get(v, v) for k, v in back.items()}})
-    return out
+    back = {obf: real for real, obf in mapping["arguments"].items()}  # ARG_n -> argument name
+    return {mapping["tools"][name]: Binding(b.tool, b.fixed, back)
+            for name, b in bindings.items() if name in mapping["tools"]}
 
 
 def reduce_universe(tools: list[Tool], gold: set[str], size: int, seed: str) -> list[Tool]:

@@ -93,7 +93,7 @@ def run_and_check(db: Database, setup: Sequence[ToolCall], calls: Sequence[ToolC
         if not ordered_equal(expected, rows):
             if not multiset_equal(expected, rows):
                 raise Rejection("result_mismatch", _diff(expected, rows))
-            keyed = sql_rows_with_order_keys(db, sql) if sql else None
+            keyed = sql_rows_with_order_keys(db, sql, len(expected[0])) if sql and expected else None
             if keyed is None or not tie_aware_equal(keyed, rows):
                 raise Rejection("order_mismatch", "same rows, in an order the SQL's ORDER BY does not allow")
     elif not multiset_equal(expected, rows):
@@ -107,8 +107,9 @@ def run_and_check(db: Database, setup: Sequence[ToolCall], calls: Sequence[ToolC
     return ChainRun(rows, observations, list(columns), descriptions)
 
 
-def sql_rows_with_order_keys(db: Database, sql: str) -> list[tuple[tuple, tuple]] | None:
-    """The SQL's rows, each with the values of the SQL's ORDER BY keys (None if not derivable)."""
+def sql_rows_with_order_keys(db: Database, sql: str, width: int) -> list[tuple[tuple, tuple]] | None:
+    """The SQL's rows (``width`` columns), each with the values of the SQL's ORDER BY keys
+    (None if they cannot be derived)."""
     try:
         tree = parse_select(sql)
     except Rejection:
@@ -117,20 +118,23 @@ def sql_rows_with_order_keys(db: Database, sql: str) -> list[tuple[tuple, tuple]
     if order is None:
         return None
     items = list(tree.expressions)
-    if any(isinstance(i, exp.Star) or (isinstance(i, exp.Column) and isinstance(i.this, exp.Star)) for i in items):
-        return None
+    star = any(isinstance(i, exp.Star) or (isinstance(i, exp.Column) and isinstance(i.this, exp.Star)) for i in items)
     aliases = {i.alias.lower(): i.unalias() for i in items if isinstance(i, exp.Alias)}
     keys: list[exp.Expression] = []
     for o in order.expressions:
         t = o.this
+        if isinstance(t, exp.Literal) and not t.is_string and star:
+            return None  # a position into the expanded * list
         if isinstance(t, exp.Literal) and not t.is_string and t.this.isdigit() and 1 <= int(t.this) <= len(items):
             keys.append(items[int(t.this) - 1].unalias())
         elif isinstance(t, exp.Column) and not t.table and t.name.lower() in aliases:
             keys.append(aliases[t.name.lower()])
         else:
             keys.append(t)
-    n = len(items)
+    n = width
     if tree.args.get("distinct"):
+        if star:
+            return None
         # extra columns would change DISTINCT: use the selected columns the keys refer to
         plain = [i.unalias() for i in items]
         if not all(k in plain for k in keys):
