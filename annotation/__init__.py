@@ -1,1 +1,1 @@
-"""placeholder"""
+"""Expert verification in Label Studio (multi-stage review, adjudication, finalized splits). Nothing is exported yet."""

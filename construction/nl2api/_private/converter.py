@@ -202,7 +202,7 @@ class Converter:
         having = sel.args.get("having")
         order = sel.args.get("order")
         has_agg = any(_has_agg(i) for i in items) or (having is not None) or \
-            (order is not None and any(_has_agg(_resolve_alias(o.this, aliases, items)) for o in order.expressions))
+            (order is not None and any(_has_agg(_resolve_alias(o.this, aliases)) for o in order.expressions))
         distinct = bool(sel.args.get("distinct"))
         if distinct and sel.args["distinct"].args.get("on"):
             raise Rejection("unsupported_expression", "DISTINCT ON")
@@ -245,7 +245,7 @@ class Converter:
                         raise Rejection("sql_error", f"ORDER BY position {pos} out of range")
                     col = proj[pos - 1]
                 else:
-                    col = state.column_of(_resolve_alias(target, aliases, items))
+                    col = state.column_of(_resolve_alias(target, aliases))
                 keys.append((col, not desc))
         if distinct:
             self.features.add("distinct")
@@ -480,7 +480,7 @@ def _agg_of(node: exp.Expression) -> tuple[str, exp.Expression | None] | None:
     return name, arg
 
 
-def _resolve_alias(node: exp.Expression, aliases: dict[str, exp.Expression], items: list) -> exp.Expression:
+def _resolve_alias(node: exp.Expression, aliases: dict[str, exp.Expression]) -> exp.Expression:
     if isinstance(node, exp.Column) and not node.table and node.name.lower() in aliases:
         return aliases[node.name.lower()]
     return node
@@ -765,7 +765,7 @@ class _State:
                     raise Rejection("sql_error", f"GROUP BY position {g.this} out of range")
                 g = items[int(g.this) - 1].unalias()
             elif not self._is_column(g):
-                g = _resolve_alias(g, aliases, items)
+                g = _resolve_alias(g, aliases)
             col = self.column_of(g)
             if col not in keys:
                 keys.append(col)
@@ -773,7 +773,7 @@ class _State:
         # columns of a table whose primary key is grouped are determined by it: group by them too
         grouped_pks = {k.rsplit(".", 1)[0] for k in keys if self._is_single_pk(k)}
         for e in [i.unalias() for i in items] + ([having.this] if having is not None else []) + \
-                [_resolve_alias(o.this, aliases, items) for o in (order.expressions if order is not None else [])]:
+                [_resolve_alias(o.this, aliases) for o in (order.expressions if order is not None else [])]:
             for node in _plain_columns(e):
                 try:
                     name = self.conv.resolve_column(node, self.scope)
@@ -786,7 +786,7 @@ class _State:
         if having is not None:
             exprs.append(having.this)
         for o in (order.expressions if order is not None else []):
-            exprs.append(_resolve_alias(o.this, aliases, items))
+            exprs.append(_resolve_alias(o.this, aliases))
         aggs: dict[str, dict[str, Any]] = {}
         names: dict[str, str] = {}
         item_alias = {i.unalias(): i.alias for i in items if i.alias}
