@@ -135,8 +135,13 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
             calls = [obfuscate_call(c, mapping) for c in calls]
             tools = [obfuscate_tool(t, mapping) for t in tools]
             if opts.style != "rest":  # prove the obfuscated sequence still runs and matches
-                run_and_check(db, a.conv.setup, calls, a.run.rows, a.conv.ordered,
-                              bindings=obfuscate_bindings(a.bindings, mapping), sql=a.pair.sql)
+                try:
+                    run_and_check(db, a.conv.setup, calls, a.run.rows, a.conv.ordered,
+                                  bindings=obfuscate_bindings(a.bindings, mapping), sql=a.pair.sql)
+                except Rejection as rej:
+                    rejections.append({"id": a.pair.id or f"line-{a.line}", "line": a.line, "code": rej.code,
+                                       "message": f"obfuscated: {rej}", "question": a.pair.question, "sql": a.pair.sql})
+                    continue
         if opts.tool_universe:
             tools = reduce_universe(tools, {c.name for c in calls}, opts.tool_universe, f"{opts.seed}:{a.pair.id or a.line}")
         observations = a.run.observations if opts.style != "rest" else [
