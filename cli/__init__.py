@@ -18,7 +18,10 @@ app = typer.Typer(help="benchsmith: build, review and evaluate tool-use benchmar
 nl2api_app = typer.Typer(help="NL2SQL -> NL2API: executable tools and verified gold chains from SQLite.",
                          no_args_is_help=True)
 schemas_app = typer.Typer(help="The data contract (JSON Schemas).", no_args_is_help=True)
+eval_app = typer.Typer(help="Score predictions on tool-use benchmarks (official and strict modes).",
+                       no_args_is_help=True)
 app.add_typer(nl2api_app, name="nl2api")
+app.add_typer(eval_app, name="eval")
 app.add_typer(schemas_app, name="schemas")
 
 
@@ -106,6 +109,44 @@ def demo(
         report = build_split(db, default_pairs_path(), out / style, BuildOptions(style=style, name=f"chinook-{style}"))
         _print_report(report, out / style)
     typer.echo(f"serve the REST split with: benchsmith nl2api serve {out / 'rest'}")
+
+
+BENCHMARK_HELP = "acebench | bfcl | teval | gta | toolassess | nl2api"
+
+
+@eval_app.command("score")
+@user_errors
+def eval_score(
+    benchmark: str = typer.Option(..., "--benchmark", envvar="BENCHSMITH_BENCHMARK", help=BENCHMARK_HELP),
+    data: Path = typer.Option(..., "--data", envvar="BENCHSMITH_DATA", help="The benchmark's own data folder or a benchsmith split"),
+    predictions: Path = typer.Option(..., "--predictions", envvar="BENCHSMITH_PREDICTIONS", help="JSONL of {id, result}"),
+    mode: str = typer.Option("strict", "--mode", envvar="BENCHSMITH_MODE", help="strict | official"),
+    out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="Where scores.json and records.jsonl go"),
+) -> None:
+    """Score a predictions file; writes OUT/scores.json and OUT/records.jsonl."""
+    import json
+
+    from benchsmith.eval import run_score
+
+    scores = run_score(benchmark, data, predictions, out, mode)
+    typer.echo(json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False))
+
+
+@eval_app.command("selftest")
+@user_errors
+def eval_selftest(
+    benchmark: str = typer.Option(..., "--benchmark", envvar="BENCHSMITH_BENCHMARK", help=BENCHMARK_HELP),
+    data: Path = typer.Option(..., "--data", envvar="BENCHSMITH_DATA", help="The benchmark's own data folder or a benchsmith split"),
+    mode: str = typer.Option("strict", "--mode", envvar="BENCHSMITH_MODE", help="strict | official"),
+    out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="Where selftest.json, scores.json, records.jsonl go"),
+) -> None:
+    """Score the gold answers as predictions and list every record whose gold cannot pass."""
+    import json
+
+    from benchsmith.eval import run_selftest
+
+    scores = run_selftest(benchmark, data, out, mode)
+    typer.echo(json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False))
 
 
 @schemas_app.command("export")

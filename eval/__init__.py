@@ -1,1 +1,18 @@
-"""The embedded evaluator: scorers, importers and runners for tool-use benchmarks. Nothing is exported yet."""
+"""The embedded evaluator: one scoring core for tool-use benchmarks.
+
+Benchmarks plug in as :class:`Benchmark` subclasses registered with :func:`benchmark`;
+leaf checks are pure functions registered with :func:`scorer`.
+
+>>> from benchsmith.eval import MODES
+>>> MODES
+('strict', 'official')
+"""
+from ._private.core import (
+    BENCHMARKS, MODES, SCORERS, Benchmark, EvalCase, Mode, Predictions, RecordResult, ScoreRun, benchmark, failed,
+    get_benchmark, mean, passed, read_predictions, safe_ratio, score_cases, scorer, sqrt_weights,
+)
+from ._private.run import run_score, run_selftest
+
+__all__ = ["BENCHMARKS", "MODES", "SCORERS", "Benchmark", "EvalCase", "Mode", "Predictions", "RecordResult",
+           "ScoreRun", "benchmark", "failed", "get_benchmark", "mean", "passed", "read_predictions", "run_score",
+           "run_selftest", "safe_ratio", "score_cases", "scorer", "sqrt_weights"]

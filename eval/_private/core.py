@@ -1,0 +1,192 @@
+"""The scoring core shared by every benchmark: cases, record results, registries, runs.
+
+A benchmark plugs in as a class registered with :func:`benchmark`; its leaf checks are pure
+functions registered with :func:`scorer`. Scoring a record never raises: garbage model
+output becomes a failed record with an error type.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterable, Literal, Mapping
+
+from pydantic import ConfigDict, Field
+
+from benchsmith.schemas import StrictModel, UserError
+
+Mode = Literal["strict", "official"]
+MODES: tuple[str, ...] = ("strict", "official")
+
+
+class EvalCase(StrictModel):
+    """One scorable record of a benchmark, in benchsmith's neutral form."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    benchmark: str
+    category: str
+    input: dict[str, Any] = Field(default_factory=dict)   # what the model sees (question, functions, ...)
+    gold: Any = None                                      # what the scorer compares with
+    meta: dict[str, Any] = Field(default_factory=dict)    # source file, line, anything else
+
+
+class RecordResult(StrictModel):
+    """The verdict on one record."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    category: str
+    ok: bool
+    score: float = Field(ge=0.0, le=1.0)
+    error_type: str | None = None
+    reason: str = ""
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+def passed(case: EvalCase, score: float = 1.0, **details: Any) -> RecordResult:
+    return RecordResult(id=case.id, category=case.category, ok=True, score=score, details=details)
+
+
+def failed(case: EvalCase, error_type: str, reason: str = "", score: float = 0.0, **details: Any) -> RecordResult:
+    return RecordResult(id=case.id, category=case.category, ok=False, score=score, error_type=error_type,
+                        reason=reason[:500], details=details)
+
+
+# ---- registries -------------------------------------------------------------------------------
+SCORERS: dict[str, Callable[..., RecordResult]] = {}
+BENCHMARKS: dict[str, type["Benchmark"]] = {}
+
+
+def scorer(name: str) -> Callable[[Callable[..., RecordResult]], Callable[..., RecordResult]]:
+    """Register a pure scoring function ``(case, prediction, mode) -> RecordResult`` by name."""
+
+    def deco(fn: Callable[..., RecordResult]) -> Callable[..., RecordResult]:
+        if name in SCORERS:
+            raise ValueError(f"scorer {name} registered twice")
+        SCORERS[name] = fn
+        return fn
+
+    return deco
+
+
+def benchmark(name: str) -> Callable[[type["Benchmark"]], type["Benchmark"]]:
+    """Register a :class:`Benchmark` subclass by name (the ``--benchmark`` value)."""
+
+    def deco(cls: type[Benchmark]) -> type[Benchmark]:
+        if name in BENCHMARKS:
+            raise ValueError(f"benchmark {name} registered twice")
+        cls.name = name
+        BENCHMARKS[name] = cls
+        return cls
+
+    return deco
+
+
+class Benchmark(ABC):
+    """Base of a benchmark plug-in. Subclasses implement the four methods."""
+
+    name: ClassVar[str] = ""
+
+    @abstractmethod
+    def load(self, data: Path) -> list[EvalCase]:
+        """Read the benchmark's own layout (or a benchsmith split) into cases."""
+
+    @abstractmethod
+    def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+        """Score one record; must not raise on any prediction string."""
+
+    @abstractmethod
+    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
+        """Benchmark-level figures (the content of scores.json)."""
+
+    @abstractmethod
+    def gold_prediction(self, case: EvalCase) -> str:
+        """The gold answer written in the benchmark's native prediction format."""
+
+
+def get_benchmark(name: str) -> Benchmark:
+    from . import plugins  # noqa: F401  (registers the built-in benchmarks)
+
+    if name not in BENCHMARKS:
+        raise UserError(f"unknown benchmark {name!r}", fix=f"use one of {', '.join(sorted(BENCHMARKS))}")
+    return BENCHMARKS[name]()
+
+
+# ---- predictions ------------------------------------------------------------------------------
+@dataclass
+class Predictions:
+    by_id: dict[str, str]
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+
+
+def read_predictions(path: str | Path) -> Predictions:
+    """Read ``{"id", "result"}`` JSONL; bad lines are reported (line, reason), never fatal.
+
+    ``result`` may be a string (the raw model output) or any JSON value (serialised back to text).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"predictions file {p} does not exist", fix="pass a JSONL file of {id, result} lines")
+    out = Predictions({})
+    with open(p, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            text = raw.decode("utf-8", errors="replace").strip()
+            if not text:
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                out.bad_lines.append((n, f"not JSON: {exc.msg}"))
+                continue
+            if not isinstance(obj, dict) or "id" not in obj or "result" not in obj:
+                out.bad_lines.append((n, "expected an object with 'id' and 'result'"))
+                continue
+            rid = str(obj["id"])
+            result = obj["result"]
+            if rid in out.by_id:
+                out.duplicates.append(rid)
+            out.by_id[rid] = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    return out
+
+
+# ---- runs -------------------------------------------------------------------------------------
+@dataclass
+class ScoreRun:
+    scores: dict[str, Any]
+    records: list[RecordResult]
+
+
+def score_cases(bench: Benchmark, cases: list[EvalCase], predictions: Mapping[str, str | None],
+                mode: Mode) -> ScoreRun:
+    """Score every case (a missing prediction is a failed record, not a crash)."""
+    records = []
+    for case in cases:
+        pred = predictions.get(case.id)
+        if pred is None:
+            records.append(failed(case, "missing_prediction", "no prediction for this id"))
+            continue
+        try:
+            records.append(bench.score(case, pred, mode))
+        except Exception as exc:  # noqa: BLE001 - a scorer bug must not lose the run; it is reported
+            records.append(failed(case, "scorer_error", f"{type(exc).__name__}: {exc}"))
+    return ScoreRun(bench.aggregate(cases, records, mode), records)
+
+
+def mean(values: Iterable[float]) -> float:
+    vals = list(values)
+    return sum(vals) / len(vals) if vals else 0.0
+
+
+def safe_ratio(num: float, den: float) -> float:
+    return num / den if den else 0.0
+
+
+def sqrt_weights(counts: Mapping[str, int]) -> dict[str, float]:
+    """Weights proportional to sqrt(n) (ACEBench's Summary)."""
+    total = sum(math.sqrt(n) for n in counts.values())
+    return {k: (math.sqrt(n) / total if total else 0.0) for k, n in counts.items()}

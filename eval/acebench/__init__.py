@@ -1,0 +1,1 @@
+"""ACEBench: normal, special and agent families."""

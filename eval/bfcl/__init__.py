@@ -1,0 +1,1 @@
+"""BFCL (Berkeley Function-Calling Leaderboard): AST and relevance categories."""
