@@ -10,11 +10,12 @@ from ._private.converter import REASONS, Conversion, Rejection, convert
 from ._private.database import Database, QueryTimeout
 from ._private.relation import Relation, ToolError
 from ._private.rest import create_app, run_endpoint
-from ._private.runtime import Binding, Runtime
+from ._private.runtime import Binding, Runtime, load_bindings, observation, result_rows
 from ._private.tools import SLOT_TOOLS, slot_tool
 from ._private.verify import ChainRun, execute_sql, run_and_check
 
 __all__ = ["REASONS", "STYLES", "Binding", "BuildOptions", "ChainRun", "Conversion", "Database", "Pair",
            "QueryTimeout", "Rejection", "Relation", "Runtime", "SLOT_TOOLS", "ToolError", "build_split",
-           "chinook_db", "column_descriptions", "convert", "create_app", "execute_sql", "run_and_check",
+           "chinook_db", "column_descriptions", "convert", "create_app", "execute_sql", "load_bindings", "observation",
+           "result_rows", "run_and_check",
            "run_endpoint", "slot_tool"]

@@ -23,7 +23,7 @@ from .compare import multiset_equal, ordered_equal
 from .converter import REASONS, Rejection, convert
 from .database import Database
 from .rest import column_json_types, make_endpoint, rename_endpoint_params, run_endpoint
-from .runtime import slot_bindings
+from .runtime import Binding, slot_bindings
 from .styles import (
     obfuscate_bindings, obfuscate_call, obfuscate_tool, obfuscation_map, reduce_universe, sel_toolset, slot_tools,
     to_sel_call,
@@ -174,6 +174,14 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
             universe.setdefault(t.name, t)
     write_json(out / "tools.json", [t.model_dump(mode="json", exclude_none=True) for t in universe.values()])
     files = ["samples.jsonl", "tools.json"]
+    if opts.style != "rest":
+        # how each visible tool runs on the SLOT implementations: what an evaluator needs to execute predictions
+        bindings: dict[str, Binding] = {}
+        for a in accepted:
+            bindings.update(obfuscate_bindings(a.bindings, mapping) if mapping is not None else a.bindings)
+        write_json(out / "toolset.json", {name: {"tool": b.tool, "fixed": dict(b.fixed), "rename": dict(b.rename)}
+                                          for name, b in sorted(bindings.items())})
+        files.append("toolset.json")
     if opts.style == "rest":
         write_json(out / "endpoints.json", endpoints if mapping is None else {
             mapping["tools"][k]: rename_endpoint_params(v, mapping["arguments"]) for k, v in endpoints.items()})

@@ -32,6 +32,11 @@ def slot_bindings() -> dict[str, Binding]:
     return {name: Binding(name) for name in SLOT_TOOLS}
 
 
+def load_bindings(data: Mapping[str, Any]) -> dict[str, Binding]:
+    """Bindings from a split's ``toolset.json`` (``{name: {tool, fixed, rename}}``)."""
+    return {name: Binding(b["tool"], b.get("fixed", {}), b.get("rename", {})) for name, b in data.items()}
+
+
 def _resolve(value: Any, outputs: Mapping[str, Any]) -> Any:
     if isinstance(value, str) and len(value) > 2 and value[0] == _REF_PREFIX and value[-1] == _REF_PREFIX:
         label, _, key = value[1:-1].partition(".")

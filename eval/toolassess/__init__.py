@@ -1,0 +1,1 @@
+"""ToolAssess: tool-use awareness, selection, multi-task ASA/PSA and TAS."""
