@@ -100,14 +100,26 @@ def nl2api_serve(
 def demo(
     out: Path = typer.Option(Path("out/demo"), "--out", envvar="BENCHSMITH_DEMO_OUT", help="Where to write the splits"),
 ) -> None:
-    """The main job on the embedded default data: Chinook + its question/SQL pairs -> SLOT, SEL and REST splits."""
+    """The main job on the embedded default data: Chinook + its question/SQL pairs -> SLOT, SEL and REST splits,
+    gold self-tests, and T-Eval cases derived from the SLOT split (self-tested too)."""
     from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
     from benchsmith.construction.nl2api._private.build import default_pairs_path
+
+    from benchsmith.eval import run_selftest
+    from benchsmith.eval.teval import derive_teval
 
     db = chinook_db()
     for style in ("slot", "sel", "rest"):
         report = build_split(db, default_pairs_path(), out / style, BuildOptions(style=style, name=f"chinook-{style}"))
         _print_report(report, out / style)
+        scores = run_selftest("nl2api", out / style, out / "selftest" / f"nl2api-{style}")
+        typer.echo(f"  gold self-test (nl2api, strict): {scores['records'] - scores['gold_failing']}/{scores['records']} pass")
+    derived = derive_teval(out / "slot", out / "teval")
+    counts = {a: sum(v.values()) for a, v in derived["records"].items()}
+    typer.echo(f"T-Eval cases derived from the SLOT split into {out / 'teval'}: {counts}")
+    scores = run_selftest("teval", out / "teval", out / "selftest" / "teval")
+    typer.echo(f"  gold self-test (teval, strict): overall {scores['overall']:.2f}, "
+               f"{scores['records'] - scores['gold_failing']}/{scores['records']} records pass")
     typer.echo(f"serve the REST split with: benchsmith nl2api serve {out / 'rest'}")
 
 
@@ -147,6 +159,24 @@ def eval_selftest(
 
     scores = run_selftest(benchmark, data, out, mode)
     typer.echo(json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False))
+
+
+@eval_app.command("derive")
+@user_errors
+def eval_derive(
+    split: Path = typer.Option(..., "--split", envvar="BENCHSMITH_SPLIT",
+                               help="An NL2API split folder (samples.jsonl with verified gold chains)"),
+    out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT",
+                             help="Where the T-Eval files (instruct_v2.json, plan_json_v2.json, ...) go"),
+) -> None:
+    """Derive T-Eval records (six abilities, json and str) from an NL2API split."""
+    import json
+
+    from benchsmith.eval.teval import derive_teval
+
+    report = derive_teval(split, out)
+    counts = {a: sum(v.values()) for a, v in report["records"].items()}
+    typer.echo(json.dumps({"out": str(out), "samples": report["source"]["samples"], "records": counts}))
 
 
 @schemas_app.command("export")

@@ -6,6 +6,7 @@ True
 """
 from ._private.build import STYLES, BuildOptions, Pair, build_split
 from ._private.chinook import chinook_db, column_descriptions
+from ._private.compare import multiset_equal, ordered_equal, values_equal
 from ._private.converter import REASONS, Conversion, Rejection, convert
 from ._private.database import Database, QueryTimeout
 from ._private.relation import Relation, ToolError
@@ -16,6 +17,6 @@ from ._private.verify import ChainRun, execute_sql, run_and_check
 
 __all__ = ["REASONS", "STYLES", "Binding", "BuildOptions", "ChainRun", "Conversion", "Database", "Pair",
            "QueryTimeout", "Rejection", "Relation", "Runtime", "SLOT_TOOLS", "ToolError", "build_split",
-           "chinook_db", "column_descriptions", "convert", "create_app", "execute_sql", "load_bindings", "observation",
+           "chinook_db", "column_descriptions", "convert", "create_app", "execute_sql", "load_bindings", "multiset_equal", "observation", "ordered_equal", "values_equal",
            "result_rows", "run_and_check",
            "run_endpoint", "slot_tool"]

@@ -1,1 +1,12 @@
-"""ACEBench: normal, special and agent families."""
+"""ACEBench: normal, special and agent families, scored in ``official`` and ``strict`` modes.
+
+The plug-in registers benchmark ``acebench``. Data: an ACEBench folder (``data_<category>.json``
+JSONL plus ``possible_answer/``). Predictions ``{"id", "result"}``: normal = the raw
+``[Api(k='v'), ...]`` output, special = free text, agent = a JSON list of the model's turn
+outputs (one call-list string per turn; a plain string is read one turn per line), which is
+replayed in a sandbox to get the end state. See ``docs/eval/acebench.md``.
+"""
+from ._decode import DecodeError, decode_official, decode_strict
+from ._plugin import CATEGORIES, FAMILIES, AceBench, load_folder
+
+__all__ = ["CATEGORIES", "FAMILIES", "AceBench", "DecodeError", "decode_official", "decode_strict", "load_folder"]

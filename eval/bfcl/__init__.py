@@ -1,1 +1,63 @@
-"""BFCL (Berkeley Function-Calling Leaderboard): AST and relevance categories."""
+"""BFCL (Berkeley Function-Calling Leaderboard) v4: AST and relevance categories.
+
+Registered as the ``bfcl`` benchmark (``benchsmith eval score|selftest --benchmark bfcl``).
+``load`` reads a BFCL data folder (``BFCL_v4_<category>.json`` plus ``possible_answer/``);
+predictions are ``{"id", "result"}`` with the model's raw output, in the prompt format
+(Python call syntax) or the function-calling JSON format. ``official`` mode reproduces the
+official AST checker's verdicts; ``strict`` fixes its documented bugs (``docs/eval/bfcl.md``).
+
+>>> from benchsmith.eval.bfcl import decode, strict_check
+>>> fns = [{"name": "math.factorial", "parameters": {"type": "dict", "required": ["number"],
+...         "properties": {"number": {"type": "integer"}}}}]
+>>> calls = decode("[math.factorial(number=5)]").calls
+>>> strict_check("simple_python", fns, [{"math.factorial": {"number": [5]}}], calls).ok
+True
+"""
+from ._checker import (
+    Verdict,
+    official_check,
+    standardize,
+    strict_check,
+    strict_equal,
+    strict_relevant_call,
+)
+from ._decode import Decoded, decode, has_call, strip_fence
+from ._plugin import (
+    AST_CATEGORIES,
+    BFCL,
+    CATEGORIES,
+    IRRELEVANCE,
+    LIVE_AST,
+    NON_LIVE_AST,
+    RELEVANCE,
+    load_folder,
+    relevance_gold,
+    render_gold,
+    score_ast,
+    score_relevance,
+)
+
+__all__ = [
+    "AST_CATEGORIES",
+    "BFCL",
+    "CATEGORIES",
+    "IRRELEVANCE",
+    "LIVE_AST",
+    "NON_LIVE_AST",
+    "RELEVANCE",
+    "Decoded",
+    "Verdict",
+    "decode",
+    "has_call",
+    "load_folder",
+    "official_check",
+    "relevance_gold",
+    "render_gold",
+    "score_ast",
+    "score_relevance",
+    "standardize",
+    "strict_check",
+    "strict_equal",
+    "strict_relevant_call",
+    "strip_fence",
+]

@@ -1,1 +1,12 @@
-"""T-Eval: instruct, plan, reason, retrieve, understand and review, in json and str formats."""
+"""T-Eval: instruct, plan, reason, retrieve, understand and review, in json and str formats.
+
+``benchsmith eval score --benchmark teval --data DIR`` reads T-Eval's own files (one JSON object
+per file mapping id -> record) or a folder written by ``benchsmith eval derive`` from an NL2API
+split. Scorers are registered as ``teval.<ability>.<format>``; see docs/eval/teval.md.
+"""
+from ._derive import derive_teval
+from ._plugin import TEval, aggregate_teval, file_kind, load_teval, render_gold
+from ._scorers import ABILITIES, FORMATS, longest_increasing, max_weight_assignment, plan_f1, same_value
+
+__all__ = ["ABILITIES", "FORMATS", "TEval", "aggregate_teval", "derive_teval", "file_kind", "load_teval",
+           "longest_increasing", "max_weight_assignment", "plan_f1", "render_gold", "same_value"]

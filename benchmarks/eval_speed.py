@@ -1,0 +1,97 @@
+"""Evaluator speed and memory: score full benchmark sets with several prediction sets.
+
+For each benchmark whose data is available (ACEBench EN and BFCL v4 from the shared data
+folder, T-Eval cases derived from the default NL2API split and replicated to a T-Eval-sized
+run) this prints cases/second per prediction set and mode, and the process's peak RSS.
+
+    python benchmarks/eval_speed.py [--shared-data PATH] [--teval-cases 23305]
+
+Prediction sets: the gold itself, the gold with its first number or quoted value changed,
+the gold cut in half (malformed), and an empty answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+from benchsmith.eval import get_benchmark, score_cases
+
+
+def perturbations(gold: str) -> dict[str, str]:
+    changed = re.sub(r"\d+", lambda m: str(int(m.group()) + 1), gold, count=1)
+    if changed == gold:
+        changed = re.sub(r"'([^']*)'", r"'\1x'", gold, count=1)
+    return {"gold": gold, "value_changed": changed, "truncated": gold[: len(gold) // 2], "empty": ""}
+
+
+def bench(name: str, data: Path, rounds: int = 1) -> None:
+    b = get_benchmark(name)
+    t0 = time.perf_counter()
+    cases = b.load(data)
+    load_s = time.perf_counter() - t0
+    sets: dict[str, dict[str, str]] = {}
+    for case in cases:
+        for kind, text in perturbations(b.gold_prediction(case)).items():
+            sets.setdefault(kind, {})[case.id] = text
+    print(f"{name}: {len(cases)} cases from {data} (load {load_s:.2f}s)")
+    for mode in ("official", "strict"):
+        for kind, preds in sets.items():
+            t0 = time.perf_counter()
+            for _ in range(rounds):
+                run = score_cases(b, cases, preds, mode)  # type: ignore[arg-type]
+            dt = (time.perf_counter() - t0) / rounds
+            ok = sum(r.ok for r in run.records)
+            print(f"  {mode:8s} {kind:14s} {len(cases) / dt:10.0f} cases/s   pass {ok}/{len(cases)}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shared-data", default=os.environ.get("BENCHSMITH_SHARED_DATA"))
+    ap.add_argument("--teval-cases", type=int, default=23305)
+    args = ap.parse_args()
+    if args.shared_data:
+        root = Path(args.shared_data)
+        for name, sub in (("acebench", "acebench_en"), ("bfcl", "bfcl_v4")):
+            if (root / sub).is_dir():
+                bench(name, root / sub)
+    else:
+        print("no shared data folder: skipping ACEBench and BFCL (set BENCHSMITH_SHARED_DATA)")
+    teval_run(args.teval_cases)
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"peak RSS: {peak_kb / 1024:.0f} MB")
+
+
+def teval_run(n_cases: int) -> None:
+    try:
+        from benchsmith.eval.teval import derive_split  # type: ignore[attr-defined]
+    except ImportError:
+        print("teval: derive_split not available; skipping")
+        return
+    from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
+    from benchsmith.construction.nl2api._private.build import default_pairs_path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        split = Path(tmp) / "slot"
+        build_split(chinook_db(), default_pairs_path(), split, BuildOptions(style="slot"))
+        derived = Path(tmp) / "teval"
+        derive_split(split, derived)
+        b = get_benchmark("teval")
+        base = b.load(derived)
+        cases = [c.model_copy(update={"id": f"{c.id}~{i}"}) for i in range(-(-n_cases // len(base))) for c in base][:n_cases]
+        preds = {c.id: b.gold_prediction(c) for c in cases}
+        for label in ("cold embedding cache", "warm embedding cache"):
+            t0 = time.perf_counter()
+            run = score_cases(b, cases, preds, "strict")
+            dt = time.perf_counter() - t0
+            print(f"teval: {len(cases)} cases ({len(base)} distinct) {label}: {dt:.1f}s, {len(cases) / dt:.0f} cases/s, "
+                  f"overall {run.scores.get('overall')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,246 @@
+"""The ``acebench`` benchmark plug-in: loading, scoring, aggregation and gold predictions."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from benchsmith.eval._private.core import (
+    Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed, safe_ratio, scorer, sqrt_weights,
+)
+from benchsmith.schemas import UserError
+
+from . import _agent, _normal, _special
+from ._decode import DecodeError, decode, format_calls
+
+NORMAL = ("normal_single_turn_single_function", "normal_single_turn_parallel_function",
+          "normal_multi_turn_user_adjust", "normal_multi_turn_user_switch", "normal_similar_api", "normal_preference",
+          "normal_atom_bool", "normal_atom_enum", "normal_atom_number", "normal_atom_list",
+          "normal_atom_object_short", "normal_atom_object_deep")
+SPECIAL = ("special_incomplete", "special_error_param", "special_irrelevant")
+AGENT = ("agent_multi_turn", "agent_multi_step")
+CATEGORIES = NORMAL + SPECIAL + AGENT
+FAMILIES = {"normal": NORMAL, "special": SPECIAL, "agent": AGENT}
+FAMILY_SIZES = {"normal": 700, "special": 150, "agent": 50}
+MULTI_TURN = ("normal_multi_turn_user_adjust", "normal_multi_turn_user_switch")
+
+
+def family_of(category: str) -> str:
+    return category.split("_", 1)[0]
+
+
+def dialogue_of(case_id: str) -> str:
+    """``normal_multi_turn_user_adjust_3_1`` -> ``normal_multi_turn_user_adjust_3``."""
+    return re.sub(r"_\d+$", "", case_id)
+
+
+# ---- loading ----------------------------------------------------------------------------------
+def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    rows = []
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot be read ({exc})", fix="pass an ACEBench data folder") from None
+    for n, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path} line {n}: not JSON ({exc.msg})", fix="one JSON object per line") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
+            raise UserError(f"{path} line {n}: expected an object with a string 'id'",
+                            fix="one JSON object per line") from None
+        rows.append((n, obj))
+    return rows
+
+
+def load_folder(data: Path) -> list[EvalCase]:
+    data = Path(data)
+    if not data.is_dir():
+        raise UserError(f"{data} is not a folder", fix="pass an ACEBench folder with data_<category>.json files")
+    files = sorted(data.glob("data_*.json"))
+    if not files:
+        raise UserError(f"{data} holds no data_<category>.json file", fix="pass an ACEBench data folder")
+    cases: list[EvalCase] = []
+    for f in files:
+        category = f.stem[len("data_"):]
+        if category not in CATEGORIES:
+            raise UserError(f"{f}: unknown ACEBench category {category!r}",
+                            fix=f"rename or remove it; known: {', '.join(CATEGORIES)}")
+        answer_file = data / "possible_answer" / f.name
+        if not answer_file.is_file():
+            raise UserError(f"{answer_file} is missing", fix="possible_answer/ needs a file per data file")
+        answers: dict[str, tuple[int, dict[str, Any]]] = {}
+        for n, obj in _read_jsonl(answer_file):
+            if "ground_truth" not in obj:
+                raise UserError(f"{answer_file} line {n}: no 'ground_truth'", fix="add the possible answer")
+            if category.startswith("agent") and "mile_stone" not in obj:
+                raise UserError(f"{answer_file} line {n}: no 'mile_stone'", fix="agent answers need milestones")
+            answers[obj["id"]] = (n, obj)
+        seen: set[str] = set()
+        for n, obj in _read_jsonl(f):
+            rid = obj["id"]
+            if rid in seen:
+                raise UserError(f"{f} line {n}: duplicate id {rid}", fix="ids must be unique")
+            seen.add(rid)
+            if rid not in answers:
+                raise UserError(f"{f} line {n}: id {rid} has no possible answer in {answer_file.name}",
+                                fix="add it to possible_answer/")
+            if category.startswith("agent"):
+                bad = [k for k in ("initial_config", "involved_classes") if k not in obj]
+            else:
+                bad = [k for k in ("question", "function") if k not in obj]
+            if bad or ("function" in obj and not isinstance(obj["function"], list)):
+                raise UserError(f"{f} line {n}: missing or bad {', '.join(bad) or 'function'}",
+                                fix="records need question + function list (agent: initial_config, involved_classes)")
+            an, ans = answers[rid]
+            gold: Any = ans["ground_truth"]
+            if category.startswith("agent"):
+                gold = {"state": ans["ground_truth"], "milestones": ans["mile_stone"]}
+            cases.append(EvalCase(id=rid, benchmark="acebench", category=category,
+                                  input={k: v for k, v in obj.items() if k != "id"}, gold=gold,
+                                  meta={"file": f.name, "line": n, "answer_line": an}))
+    return cases
+
+
+# ---- scoring ----------------------------------------------------------------------------------
+@scorer("acebench.normal")
+def score_normal(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+    functions = case.input.get("function") or []
+    try:
+        calls = decode(prediction, mode)
+    except DecodeError as exc:
+        return failed(case, "wrong_output_format", f"cannot decode the output: {exc}")
+    if mode == "official":
+        try:
+            ok, etype, reason, raw = _normal.check_official(functions, calls, case.gold, case.category)
+        except _normal.OfficialCrash as exc:
+            return failed(case, "official_crash", f"the official checker would raise: {exc}")
+    else:
+        ok, etype, reason, raw = _normal.check_strict(functions, calls, case.gold)
+    if ok:
+        return passed(case)
+    return failed(case, etype or "value_error", reason, raw_error_type=raw)
+
+
+@scorer("acebench.special")
+def score_special(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+    text = prediction if isinstance(prediction, str) else ""
+    check = _special.check_official if mode == "official" else _special.check_strict
+    ok, etype, reason, _raw = check(case.category, text, case.gold)
+    return passed(case) if ok else failed(case, etype or "error_detection", reason)
+
+
+@scorer("acebench.agent")
+def score_agent(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+    gold = case.gold if isinstance(case.gold, dict) else {}
+    turns = _agent.parse_turns(prediction)
+    state, notes = _agent.replay(case.input, turns, mode)
+    compare = _agent.compare_official if mode == "official" else _agent.compare_strict
+    end_ok, why = compare(state, gold.get("state"))
+    process = 1.0 if (end_ok and mode == "official") else _agent.process_score(turns, gold.get("milestones"), mode)
+    details = {"process": process, "turns": len(turns), "replay_notes": notes[:20]}
+    if end_ok:
+        return passed(case, **details)
+    return failed(case, "end_state_mismatch", why + (f" | {notes[0]}" if notes else ""), **details)
+
+
+class _Agg:
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+
+    def r3(self, x: float) -> float:
+        return round(x, 3) if self.mode == "official" else x
+
+
+@benchmark("acebench")
+class AceBench(Benchmark):
+    """ACEBench (normal / special / agent), official and strict modes."""
+
+    def load(self, data: Path) -> list[EvalCase]:
+        return load_folder(Path(data))
+
+    def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+        fam = family_of(case.category)
+        if fam == "special":
+            return score_special(case, prediction, mode)
+        if fam == "agent":
+            return score_agent(case, prediction, mode)
+        return score_normal(case, prediction, mode)
+
+    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
+        agg = _Agg(mode)
+        by_cat: dict[str, list[RecordResult]] = OrderedDict()
+        for r in records:
+            by_cat.setdefault(r.category, []).append(r)
+        cats: dict[str, dict[str, Any]] = {}
+        for cat in CATEGORIES:
+            recs = by_cat.get(cat)
+            if not recs:
+                continue
+            n, correct = len(recs), sum(r.ok for r in recs)
+            entry: dict[str, Any] = {"n": n, "correct": correct}
+            if cat in MULTI_TURN:
+                dialogues: dict[str, list[bool]] = OrderedDict()
+                for r in recs:
+                    dialogues.setdefault(dialogue_of(r.id), []).append(r.ok)
+                end = mean(1.0 if all(v) else 0.0 for v in dialogues.values())
+                proc = mean(agg.r3(sum(v) / len(v)) for v in dialogues.values())
+                entry.update(dialogues=len(dialogues), turn_accuracy=safe_ratio(correct, n),
+                             accuracy=agg.r3(end), end_accuracy=agg.r3(end), process_accuracy=agg.r3(proc))
+            elif cat in AGENT:
+                acc = safe_ratio(correct, n)
+                proc = mean(float(r.details.get("process", 1.0 if r.ok else 0.0)) for r in recs)
+                entry.update(accuracy=agg.r3(acc), end_accuracy=agg.r3(acc), process_accuracy=agg.r3(proc))
+            elif cat in SPECIAL:
+                entry["accuracy"] = safe_ratio(correct, n)   # the official summary does not round these
+            else:
+                entry["accuracy"] = agg.r3(safe_ratio(correct, n))
+            errs: dict[str, int] = {}
+            for r in recs:
+                if not r.ok:
+                    errs[r.error_type or "unknown"] = errs.get(r.error_type or "unknown", 0) + 1
+            entry["error_types"] = dict(sorted(errs.items()))
+            cats[cat] = entry
+        families: dict[str, float] = {}
+        for fam, members in FAMILIES.items():
+            present = [c for c in members if c in cats]
+            if not present:
+                continue
+            if mode == "official":   # the official summary counts a missing sub-category as 0
+                families[fam] = agg.r3(sum(cats[c]["accuracy"] for c in present) / len(members))
+            else:
+                families[fam] = mean(cats[c]["accuracy"] for c in present)
+        weights = sqrt_weights({f: FAMILY_SIZES[f] for f in FAMILY_SIZES})
+        out: dict[str, Any] = {"categories": cats, "families": families}
+        if mode == "official":
+            w = {f: round(v, 4) for f, v in weights.items()}   # 0.578 / 0.2676 / 0.1545
+            out["summary"] = round(sum(families.get(f, 0.0) * w[f] for f in w), 3)
+            out["summary_weights"] = w
+        else:
+            present = {f: weights[f] for f in families}
+            total = sum(present.values())
+            out["summary"] = sum(families[f] * present[f] / total for f in present) if total else 0.0
+            out["summary_weights"] = {f: present[f] / total for f in present} if total else {}
+        out["accuracy"] = safe_ratio(sum(r.ok for r in records), len(records))
+        return out
+
+    def gold_prediction(self, case: EvalCase) -> str:
+        fam = family_of(case.category)
+        if fam == "special":
+            return _special.gold_message(case.category, case.gold)
+        if fam == "agent":
+            stones = case.gold.get("milestones") if isinstance(case.gold, dict) else None
+            if isinstance(stones, list) and stones and isinstance(stones[0], list):
+                stones = stones[0]
+            return json.dumps([str(s) for s in (stones or [])], ensure_ascii=False)
+        gold = case.gold[0] if isinstance(case.gold, list) and case.gold else case.gold
+        names = {f.get("name") for f in case.input.get("function") or [] if isinstance(f, dict)}
+        names.discard(None)
+        calls = [(_normal.resolve_name(k, names), v if isinstance(v, dict) else {})
+                 for k, v in (gold.items() if isinstance(gold, dict) else [])]
+        return format_calls(calls)

@@ -1,0 +1,331 @@
+"""Turn a model's raw BFCL output into calls ``[{name: {param: value}}]`` without ever running it.
+
+Two output formats are understood:
+
+- the *prompt* format, Python call syntax such as ``[get_weather(city="Paris"), math.sqrt(x=4)]``
+  (brackets optional), read with :mod:`ast` only;
+- the *function-calling* (FC) format, JSON: a list of ``{"name": {args}}`` objects or of
+  ``{"name": ..., "arguments": ...}`` objects (OpenAI's ``{"function": {...}}`` wrapper too),
+  the arguments possibly a JSON string.
+
+``official`` mode reads the prompt format the way BFCL's default prompting decoder does
+(including its quirks, see ``docs/eval/bfcl.md``); ``strict`` mode fixes those quirks.
+Decoding never raises: every failure is a :class:`Decoded` with an ``error``.
+
+>>> decode('[get_weather(city="Paris"), math.sqrt(x=4)]', "official").calls
+[{'get_weather': {'city': 'Paris'}}, {'math.sqrt': {'x': 4}}]
+>>> decode('```python\\nf(x=+2)\\n```', "official").error
+'ast_decoder:decoder_failed'
+>>> decode('```python\\nf(x=+2)\\n```', "strict").calls
+[{'f': {'x': 2}}]
+>>> d = decode('[{"name": "f", "arguments": "{\\\\"x\\\\": 1}"}]', "strict")
+>>> d.fmt, d.calls
+('json', [{'f': {'x': 1}}])
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+DECODER_FAILED = "ast_decoder:decoder_failed"
+WRONG_FORMAT = "ast_decoder:decoder_wrong_output_format"
+POSITIONAL = "ast_decoder:positional_args"
+REPEATED = "ast_decoder:repeated_keyword"
+UNPACKING = "ast_decoder:kwargs_unpacking"
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)```", re.DOTALL)
+_MAX_REPEAT = 100_000          # longest string/list a `*` may build while folding constants
+_MAX_POW_BITS = 4_096          # largest integer power folded
+
+
+class DecodeError(Exception):
+    """A value or call the decoder cannot read (always caught inside this module)."""
+
+
+@dataclass
+class Decoded:
+    """What a raw output decodes to.
+
+    ``calls`` is the decoded list (``None`` when decoding failed); ``problems`` lists
+    strict-mode defects of calls that were otherwise read (positional arguments, repeated
+    keywords): the AST check fails on them, the relevance check still counts the call.
+    """
+
+    calls: list[Any] | None
+    fmt: str                                   # "python" | "json"
+    error: str | None = None                   # an official-style error type
+    message: str = ""
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.calls is not None
+
+
+# ---- shared helpers ---------------------------------------------------------------------------
+def strip_fence(text: str) -> str:
+    """The body of the first Markdown code fence in ``text``, else ``text`` itself, stripped.
+
+    >>> strip_fence("Here:\\n```python\\n[f(a=1)]\\n```")
+    '[f(a=1)]'
+    """
+    m = _FENCE.search(text)
+    return (m.group(2) if m else text).strip()
+
+
+def is_call_list(decoded: Any) -> bool:
+    """True for the official call shape: a list of one-key dicts whose value is a dict."""
+    if type(decoded) is not list:
+        return False
+    for item in decoded:
+        if type(item) is not dict or len(item) != 1:
+            return False
+        if type(next(iter(item.values()))) is not dict:
+            return False
+    return True
+
+
+def has_call(decoded: Decoded) -> bool:
+    """BFCL's relevance notion: decoding succeeded and yielded at least one call.
+
+    (A result that is not in the call shape, ``[]`` and ``[{}]`` count as no call.)
+    """
+    calls = decoded.calls
+    if decoded.error is not None or calls is None or not is_call_list(calls):
+        return False
+    return not (len(calls) == 0 or (len(calls) == 1 and len(calls[0]) == 0))
+
+
+# ---- JSON (function-calling) format -----------------------------------------------------------
+_ARG_KEYS = ("arguments", "parameters", "args")
+
+
+def _json_item(item: Any) -> Any:
+    """One FC item as ``{name: args}``; shapes that are not calls are returned unchanged."""
+    if not isinstance(item, dict):
+        return item
+    if set(item) <= {"type", "function", "id"} and isinstance(item.get("function"), dict):
+        item = item["function"]                       # OpenAI tool_call wrapper
+    name = item.get("name")
+    if isinstance(name, str) and set(item) - {"name", "id", "type"} <= set(_ARG_KEYS):
+        args: Any = {}
+        for key in _ARG_KEYS:
+            if key in item:
+                args = item[key]
+                break
+        return {name: _json_args(args)}
+    if len(item) == 1:
+        key, value = next(iter(item.items()))
+        return {key: _json_args(value)}
+    return item
+
+
+def _json_args(args: Any) -> Any:
+    if isinstance(args, str):
+        try:
+            return json.loads(args)
+        except (ValueError, RecursionError) as exc:
+            raise DecodeError(f"arguments are not JSON: {exc}") from None
+    return args
+
+
+def _try_json(text: str) -> Decoded | None:
+    """The FC reading of ``text`` if it is JSON shaped like calls, else ``None``."""
+    body = strip_fence(text)
+    if not body or body[0] not in "[{":
+        return None
+    try:
+        obj = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(obj, dict):
+        obj = [obj]
+    if not isinstance(obj, list) or not obj or not all(isinstance(x, dict) for x in obj):
+        return None
+    try:
+        calls = [_json_item(x) for x in obj]
+    except DecodeError as exc:
+        return Decoded(None, "json", DECODER_FAILED, str(exc))
+    if not is_call_list(calls):
+        return Decoded(calls, "json", WRONG_FORMAT, "the JSON is not a list of {name: {arguments}} calls")
+    return Decoded(calls, "json")
+
+
+# ---- Python (prompt) format -------------------------------------------------------------------
+def _wrap(text: str) -> str:
+    if not text.startswith("["):
+        text = "[" + text
+    if not text.endswith("]"):
+        text = text + "]"
+    return text.strip().strip("'")
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float, complex)) and not isinstance(v, bool)
+
+
+def _fold(node: ast.AST, strict: bool) -> Any:
+    """Fold constant arithmetic (what the official decoder gets from ``eval``) without eval."""
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, (int, float, complex, str, bytes)):
+            return node.value
+        raise DecodeError(f"cannot fold {node.value!r}")
+    if isinstance(node, (ast.List, ast.Tuple)):
+        items = [_fold(e, strict) for e in node.elts]
+        return items if isinstance(node, ast.List) else tuple(items)
+    if isinstance(node, ast.UnaryOp):
+        v = _fold(node.operand, strict)
+        if isinstance(node.op, ast.USub) and _number(v):
+            return -v
+        if isinstance(node.op, ast.UAdd) and _number(v):
+            return +v
+        if isinstance(node.op, ast.Not) and isinstance(v, bool):
+            return not v
+        raise DecodeError("unsupported unary operation")
+    if isinstance(node, ast.BinOp):
+        a, b = _fold(node.left, strict), _fold(node.right, strict)
+        return _binop(node.op, a, b)
+    raise DecodeError(f"cannot fold {type(node).__name__}")
+
+
+def _binop(op: ast.operator, a: Any, b: Any) -> Any:
+    if isinstance(op, ast.Pow) and isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 \
+            and b * int(abs(a)).bit_length() > _MAX_POW_BITS:
+        raise DecodeError("power too large")
+    if isinstance(op, ast.Pow) and isinstance(b, (int, float)) and abs(b) > 10_000:
+        raise DecodeError("power too large")
+    if isinstance(op, ast.Mult):
+        for seq, n in ((a, b), (b, a)):
+            if isinstance(seq, (str, bytes, list, tuple)) and isinstance(n, int) and n * max(1, len(seq)) > _MAX_REPEAT:
+                raise DecodeError("repetition too long")
+    if isinstance(op, (ast.LShift, ast.RShift)) and isinstance(b, int) and b > _MAX_POW_BITS:
+        raise DecodeError("shift too large")
+    fn = _OPS.get(type(op))
+    if fn is None:
+        raise DecodeError(f"unsupported operator {type(op).__name__}")
+    try:
+        return fn(a, b)
+    except Exception as exc:  # noqa: BLE001 - TypeError, ZeroDivisionError, OverflowError ...
+        raise DecodeError(f"{type(exc).__name__}: {exc}") from None
+
+
+_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+        ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+        ast.Pow: lambda a, b: a ** b, ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b,
+        ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b}
+
+
+class _PyReader:
+    """Reads calls and values out of a parsed Python expression (mode-dependent)."""
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.problems: list[tuple[str, str]] = []
+
+    def call(self, node: ast.Call, top: bool) -> dict[str, dict[Any, Any]]:
+        parts: list[str] = []
+        func: ast.AST = node.func
+        while isinstance(func, ast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        if isinstance(func, ast.Name):
+            parts.append(func.id)
+        name = ".".join(reversed(parts))
+        args: dict[Any, Any] = {}
+        for kw in node.keywords:
+            if self.strict and top and kw.arg in args:
+                self.problems.append((REPEATED, f"{name}: keyword {kw.arg!r} given twice"))
+            args[kw.arg] = self.value(kw.value)
+        if self.strict and top:
+            if node.args:
+                why = f"{name}: {len(node.args)} positional argument(s); the format takes keyword arguments only"
+                self.problems.append((POSITIONAL, why))
+            if any(kw.arg is None for kw in node.keywords):
+                self.problems.append((UNPACKING, f"{name}: **mapping unpacking instead of keyword arguments"))
+        return {name: args}
+
+    def value(self, node: ast.AST) -> Any:
+        if isinstance(node, ast.Constant):
+            return "..." if node.value is Ellipsis else node.value
+        if isinstance(node, ast.UnaryOp):
+            if self.strict:
+                return _fold(node, True)
+            operand = node.operand
+            if not isinstance(operand, ast.Constant):
+                raise DecodeError("unary operator on a non-constant")
+            try:
+                return -operand.value          # the official decoder negates whatever the operator
+            except TypeError as exc:
+                raise DecodeError(str(exc)) from None
+        if isinstance(node, ast.List):
+            return [self.value(e) for e in node.elts]
+        if isinstance(node, ast.Tuple):
+            return tuple(self.value(e) for e in node.elts)
+        if isinstance(node, ast.Dict):
+            out: dict[Any, Any] = {}
+            for k, v in zip(node.keys, node.values):
+                if k is None:
+                    raise DecodeError("** unpacking inside a dict")
+                key = self.value(k)
+                try:
+                    out[key] = self.value(v)
+                except TypeError as exc:       # unhashable key
+                    raise DecodeError(str(exc)) from None
+            return out
+        if isinstance(node, ast.BinOp):
+            return _fold(node, self.strict)
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Call):
+            return ast.unparse(node) if not node.keywords else self.call(node, top=False)
+        if isinstance(node, ast.Subscript):
+            return ast.unparse(node.value) + "[" + ast.unparse(node.slice) + "]"
+        raise DecodeError(f"unsupported value {type(node).__name__}")
+
+
+def _decode_python(raw: str, strict: bool) -> Decoded:
+    text = strip_fence(raw).strip("`\n \t\r") if strict else raw.strip("`\n ")
+    try:
+        tree = ast.parse(_wrap(text), mode="eval")
+        reader = _PyReader(strict)
+        body = tree.body
+        if isinstance(body, ast.Call):
+            calls = [reader.call(body, top=True)]
+        else:
+            elts = getattr(body, "elts", None)
+            if elts is None:
+                raise DecodeError(f"expected a list of calls, got {type(body).__name__}")
+            calls = []
+            for elem in elts:
+                if not isinstance(elem, ast.Call):
+                    raise DecodeError(f"list item is a {type(elem).__name__}, not a call")
+                calls.append(reader.call(elem, top=True))
+    except Exception as exc:  # noqa: BLE001 - SyntaxError, ValueError, RecursionError, MemoryError ...
+        return Decoded(None, "python", DECODER_FAILED, f"{type(exc).__name__}: {exc}")
+    return Decoded(calls, "python", problems=reader.problems)
+
+
+def decode(raw: Any, mode: str = "strict") -> Decoded:
+    """Decode one raw model output (prompt or FC format); never raises."""
+    if not isinstance(raw, str):
+        try:
+            raw = json.dumps(raw)
+        except Exception:  # noqa: BLE001
+            raw = str(raw)
+    strict = mode != "official"
+    try:
+        as_json = _try_json(raw)
+        if as_json is not None:
+            return as_json
+        return _decode_python(raw, strict)
+    except Exception as exc:  # noqa: BLE001 - last line of defence: decoding must not raise
+        return Decoded(None, "python", DECODER_FAILED, f"{type(exc).__name__}: {exc}")
+
+
+def is_finite_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)

@@ -1,0 +1,344 @@
+"""The registered ``bfcl`` benchmark: loading BFCL v4 folders, scoring, aggregating, gold outputs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from benchsmith.eval._private.core import (
+    Benchmark,
+    EvalCase,
+    Mode,
+    RecordResult,
+    benchmark,
+    failed,
+    mean,
+    passed,
+    safe_ratio,
+    scorer,
+)
+from benchsmith.schemas import UserError
+
+from ._checker import official_check, strict_check, strict_relevant_call
+from ._decode import decode, has_call
+
+PREFIX = "BFCL_v4_"
+NON_LIVE_AST = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple")
+LIVE_AST = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
+AST_CATEGORIES = NON_LIVE_AST + LIVE_AST
+IRRELEVANCE = ("irrelevance", "live_irrelevance")
+RELEVANCE = ("live_relevance",)
+CATEGORIES = AST_CATEGORIES + IRRELEVANCE + RELEVANCE
+
+
+def is_ast(category: str) -> bool:
+    return category in AST_CATEGORIES
+
+
+# ---- loading ----------------------------------------------------------------------------------
+def _jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    rows = []
+    try:
+        with open(path, "rb") as fh:
+            lines = fh.read().split(b"\n")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be read ({exc.strerror})", fix="check the BFCL data folder") from None
+    for n, raw in enumerate(lines, 1):
+        text = raw.decode("utf-8", errors="replace").strip()
+        if not text:
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}:{n}: not JSON ({exc.msg})", fix="one JSON object per line") from None
+        if not isinstance(obj, dict):
+            raise UserError(f"{path}:{n}: a line is not a JSON object", fix="one JSON object per line")
+        rows.append((n, obj))
+    return rows
+
+
+def _check_record(path: Path, n: int, row: dict[str, Any]) -> str:
+    where = f"{path}:{n}"
+    rid = row.get("id")
+    if not isinstance(rid, str) or not rid:
+        raise UserError(f"{where}: missing or non-string 'id'", fix="every BFCL record has a string id")
+    funcs = row.get("function")
+    if not isinstance(funcs, list):
+        raise UserError(f"{where}: record {rid} has no 'function' list", fix="give the function documents")
+    for f in funcs:
+        params = f.get("parameters") if isinstance(f, dict) else None
+        if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not isinstance(params, dict) \
+                or not isinstance(params.get("properties", {}), dict):
+            raise UserError(f"{where}: record {rid} has a function without a name or a parameters object",
+                            fix="each function is {name, description, parameters: {type, properties, required}}")
+    if not isinstance(row.get("question"), list):
+        raise UserError(f"{where}: record {rid} has no 'question' list", fix="question is a list of turns")
+    return rid
+
+
+def _check_answer(path: Path, n: int, row: dict[str, Any]) -> tuple[str, list]:
+    where = f"{path}:{n}"
+    rid = row.get("id")
+    gt = row.get("ground_truth")
+    if not isinstance(rid, str):
+        raise UserError(f"{where}: possible answer without a string 'id'", fix="every answer has the record's id")
+    if not isinstance(gt, list) or not gt:
+        raise UserError(f"{where}: answer {rid} has no non-empty 'ground_truth' list",
+                        fix="ground_truth is [{function: {param: [allowed values]}}]")
+    for call in gt:
+        if not isinstance(call, dict) or len(call) != 1 or not isinstance(next(iter(call.values())), dict) \
+                or not all(isinstance(v, list) for v in next(iter(call.values())).values()):
+            raise UserError(f"{where}: answer {rid} has a call that is not {{function: {{param: [allowed]}}}}",
+                            fix="ground_truth is [{function: {param: [allowed values]}}]")
+    return rid, gt
+
+
+def load_folder(data: Path) -> list[EvalCase]:
+    data = Path(data)
+    if not data.is_dir():
+        raise UserError(f"BFCL data folder {data} does not exist", fix="pass the folder holding BFCL_v4_*.json")
+    files = {p.name[len(PREFIX):-len(".json")]: p for p in sorted(data.glob(f"{PREFIX}*.json"))}
+    present = [c for c in CATEGORIES if c in files]
+    if not present:
+        raise UserError(f"{data} holds no BFCL_v4_<category>.json file of a supported category",
+                        fix=f"supported categories: {', '.join(CATEGORIES)}")
+    cases: list[EvalCase] = []
+    seen: dict[str, str] = {}
+    for cat in present:
+        path = files[cat]
+        answers: dict[str, list] = {}
+        if is_ast(cat):
+            apath = data / "possible_answer" / path.name
+            if not apath.is_file():
+                raise UserError(f"{apath} is missing", fix=f"the {cat} answers go in possible_answer/{path.name}")
+            for n, row in _jsonl(apath):
+                rid, gt = _check_answer(apath, n, row)
+                answers[rid] = gt
+        for n, row in _jsonl(path):
+            rid = _check_record(path, n, row)
+            if rid in seen:
+                raise UserError(f"{path}:{n}: id {rid} repeats (first in {seen[rid]})", fix="ids must be unique")
+            seen[rid] = f"{path.name}:{n}"
+            gold = None
+            if is_ast(cat):
+                if rid not in answers:
+                    raise UserError(f"{path}:{n}: record {rid} has no answer in possible_answer/{path.name}",
+                                    fix="add its ground_truth line or remove the record")
+                gold = answers[rid]
+            cases.append(EvalCase(id=rid, benchmark="bfcl", category=cat,
+                                  input={"question": row["question"], "functions": row["function"]},
+                                  gold=gold, meta={"file": path.name, "line": n}))
+    return cases
+
+
+# ---- scoring ----------------------------------------------------------------------------------
+@scorer("bfcl.ast")
+def score_ast(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+    """AST categories: decode, then the official or the strict checker."""
+    d = decode(prediction, mode)
+    if d.error is not None or d.calls is None:
+        return failed(case, d.error or "ast_decoder:decoder_failed", d.message, fmt=d.fmt)
+    functions = case.input.get("functions", [])
+    if mode == "official":
+        try:
+            v = official_check(case.category, functions, case.gold, d.calls, d.fmt)
+        except Exception as exc:  # noqa: BLE001 - the official checker raises here too
+            return failed(case, "official_checker_crash",
+                          f"the official checker raises {type(exc).__name__}: {exc} (its whole run stops)", fmt=d.fmt)
+    else:
+        if d.problems:
+            code, msg = d.problems[0]
+            return failed(case, code, msg, fmt=d.fmt)
+        v = strict_check(case.category, functions, case.gold, d.calls, d.fmt)
+    if v.ok:
+        return passed(case, fmt=d.fmt)
+    return failed(case, v.error_type or "ast_checker:unclear", v.message, fmt=d.fmt)
+
+
+@scorer("bfcl.relevance")
+def score_relevance(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+    """(Ir)relevance categories: is there a function call, and (strict, relevance) a sound one?"""
+    d = decode(prediction, mode)
+    contains = has_call(d)
+    if case.category in IRRELEVANCE:
+        if contains:
+            return failed(case, "irrelevance_error:decoder_success", "a function call was decoded where none is due",
+                          fmt=d.fmt)
+        return passed(case, fmt=d.fmt)
+    if not contains:
+        return failed(case, "relevance_error:decoder_failed",
+                      f"no function call decoded{': ' + d.message if d.message else ''}", fmt=d.fmt)
+    if mode == "strict":
+        v = strict_relevant_call(case.input.get("functions", []), d.calls or [], d.fmt)
+        if not v.ok:
+            return failed(case, v.error_type or "relevance_error:unclear", v.message, fmt=d.fmt)
+    return passed(case, fmt=d.fmt)
+
+
+# ---- gold outputs -----------------------------------------------------------------------------
+def _render(v: Any) -> str:
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_render(k)}: {_render(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_render(x) for x in v) + "]"
+    return repr(v)
+
+
+def _first_of_answer_dict(d: Any) -> Any:
+    """An allowed dict ``{key: [allowed...]}`` rendered with each key's first allowed value."""
+    if not isinstance(d, dict):
+        return d
+    return {k: vals[0] for k, vals in d.items() if isinstance(vals, list) and vals and vals[0] != ""}
+
+
+def _gold_value(allowed: list, schema: Any, language: str) -> Any:
+    value = allowed[0]
+    t = schema.get("type") if isinstance(schema, dict) else None
+    if t == "dict":
+        value = _first_of_answer_dict(value)
+    elif t in ("array", "tuple") and isinstance(schema.get("items"), dict) and schema["items"].get("type") == "dict" \
+            and isinstance(value, list):
+        value = [_first_of_answer_dict(x) for x in value]
+    if language != "python" and not isinstance(value, str):
+        value = json.dumps(value)
+    return value
+
+
+def _gold_choice(p: str, allowed: list, props: dict, required: set[str]) -> tuple[bool, Any]:
+    """Whether parameter ``p`` is written in the gold call, and the allowed value used.
+
+    The first allowed value, except: a leading ``""`` (may be omitted) omits the parameter
+    unless the schema requires it (then the first other allowed value is used); a parameter the
+    schema does not define is omitted when it may be.
+    """
+    if not allowed:
+        return False, None
+    if p not in props and "" in allowed:
+        return False, None
+    if allowed[0] == "":
+        if p in required:
+            rest = [a for a in allowed if a != ""]
+            return (True, rest[0]) if rest else (False, None)
+        return False, None
+    return True, allowed[0]
+
+
+def render_gold(functions: list, gold: list, language: str = "python") -> str:
+    """The gold calls as prompt-format Python syntax (values chosen by :func:`_gold_choice`).
+
+    >>> fns = [{"name": "m.f", "parameters": {"required": ["c"], "properties": {
+    ...     "a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "float"}}}}]
+    >>> render_gold(fns, [{"m.f": {"a": [3], "b": ["", "x"], "c": ["", 2.5]}}])
+    '[m.f(a=3, c=2.5)]'
+    """
+    schema_of = {f.get("name"): f.get("parameters") or {} for f in functions if isinstance(f, dict)}
+    out = []
+    for call in gold:
+        name, args = next(iter(call.items()))
+        params = schema_of.get(name, {}) if isinstance(schema_of.get(name), dict) else {}
+        props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
+        required = {p for p in params.get("required", []) if isinstance(p, str)} \
+            if isinstance(params.get("required"), list) else set()
+        parts = []
+        for p, allowed in args.items():
+            keep, value = _gold_choice(p, allowed, props, required)
+            if keep:
+                parts.append(f"{p}={_render(_gold_value([value], props.get(p), language))}")
+        out.append(f"{name}({', '.join(parts)})")
+    return "[" + ", ".join(out) + "]"
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _plausible(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return "example"
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    if "default" in schema and schema["default"] is not None:
+        return schema["default"]
+    return {"integer": 1, "float": 1.0, "boolean": True, "array": [], "tuple": [], "dict": {}}.get(
+        schema.get("type"), "example")
+
+
+def relevance_gold(functions: list, question: Any) -> str:
+    """A call to the function sharing most words with the question, required parameters filled in."""
+    text = json.dumps(question, ensure_ascii=False).lower()
+    words = set(_WORD.findall(text))
+    best, best_score = None, -1
+    for f in functions:
+        if not isinstance(f, dict) or not isinstance(f.get("name"), str):
+            continue
+        fwords = set(_WORD.findall((f["name"] + " " + str(f.get("description", ""))).lower()))
+        score = len(words & fwords)
+        if score > best_score:
+            best, best_score = f, score
+    if best is None:
+        return "[]"
+    params = best.get("parameters") if isinstance(best.get("parameters"), dict) else {}
+    props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
+    required = [p for p in params.get("required", []) if isinstance(p, str)] if isinstance(params.get("required"), list) else []
+    parts = [f"{p}={_render(_plausible(props.get(p)))}" for p in required]
+    return f"[{best['name']}({', '.join(parts)})]"
+
+
+# ---- the plug-in ------------------------------------------------------------------------------
+def _acc(by_cat: dict[str, dict[str, Any]], cat: str) -> float | None:
+    return by_cat[cat]["accuracy"] if cat in by_cat else None
+
+
+def _present_mean(values: list[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return mean(vals) if vals else None
+
+
+@benchmark("bfcl")
+class BFCL(Benchmark):
+    """BFCL v4 single-turn categories: AST (non-live and live) and (ir)relevance."""
+
+    def load(self, data: Path) -> list[EvalCase]:
+        return load_folder(data)
+
+    def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+        if is_ast(case.category):
+            return score_ast(case, prediction, mode)
+        return score_relevance(case, prediction, mode)
+
+    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
+        by_cat: dict[str, dict[str, Any]] = {}
+        errors: dict[str, int] = {}
+        for r in records:
+            slot = by_cat.setdefault(r.category, {"correct": 0, "total": 0})
+            slot["total"] += 1
+            slot["correct"] += int(r.ok)
+            if not r.ok and r.error_type:
+                errors[r.error_type] = errors.get(r.error_type, 0) + 1
+        for slot in by_cat.values():
+            slot["accuracy"] = safe_ratio(slot["correct"], slot["total"])
+        simple = _present_mean([_acc(by_cat, c) for c in ("simple_python", "simple_java", "simple_javascript")])
+        non_live = _present_mean([simple] + [_acc(by_cat, c) for c in ("multiple", "parallel", "parallel_multiple")])
+        live_correct = sum(by_cat[c]["correct"] for c in LIVE_AST if c in by_cat)
+        live_total = sum(by_cat[c]["total"] for c in LIVE_AST if c in by_cat)
+        live = safe_ratio(live_correct, live_total) if live_total else None
+        irrelevance = _present_mean([_acc(by_cat, c) for c in IRRELEVANCE])
+        relevance = _acc(by_cat, "live_relevance")
+        overall = _present_mean([non_live, live, irrelevance])
+        ordered = {c: by_cat[c] for c in CATEGORIES if c in by_cat}
+        ordered.update({c: v for c, v in by_cat.items() if c not in ordered})
+        return {"categories": ordered,
+                "summary": {"non_live_ast": non_live, "simple_ast": simple, "live_ast": live,
+                            "irrelevance": irrelevance, "relevance": relevance, "overall": overall},
+                "error_types": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))}
+
+    def gold_prediction(self, case: EvalCase) -> str:
+        functions = case.input.get("functions", [])
+        if case.category in IRRELEVANCE:
+            return ""
+        if case.category in RELEVANCE:
+            return relevance_gold(functions, case.input.get("question"))
+        from ._checker import language_of
+
+        return render_gold(functions, case.gold or [], language_of(case.category))

@@ -1,0 +1,315 @@
+"""The ``nl2api`` benchmark: benchsmith NL2API splits (executed) and NESTful files (static).
+
+A split directory (``samples.jsonl``, ``toolset.json``, ``database.sqlite``; REST splits
+``endpoints.json``) gives cases whose predicted sequences are really executed on the split's
+read-only database; NESTful records (``input`` / ``output`` sequences with ``$label$``
+references, optional ``sample_id`` / ``gold_answer`` / ``tools``) are scored on intent, slot
+and full-sequence match only, since their tools are not available here.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from benchsmith.construction.nl2api import (
+    Database, QueryTimeout, Rejection, Runtime, ToolError, load_bindings, result_rows, run_and_check, run_endpoint,
+)
+from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed
+from benchsmith.schemas import (
+    ExactAnswer, Sample, ToolCall, UnresolvedReference, UserError, read_json, read_jsonl, resolve_references,
+)
+
+from ._scorers import PredictionError, _one_call, answers_match, call_metrics, parse_calls
+
+STYLES = ("slot", "sel", "rest")
+METRICS = ("intent_p", "intent_r", "intent_f1", "slot_p", "slot_r", "slot_f1")
+
+
+class _Split:
+    """What executing predictions on one split needs (the database is opened on first use)."""
+
+    def __init__(self, root: Path, style: str) -> None:
+        self.root = root
+        self.style = style
+        toolset = root / "toolset.json"
+        self.bindings = load_bindings(read_json(toolset)) if toolset.is_file() else None
+        self.endpoints = read_json(root / "endpoints.json") if style == "rest" else {}
+        self._db: Database | None = None
+
+    @property
+    def db(self) -> Database:
+        if self._db is None:
+            self._db = Database(self.root / "database.sqlite")
+        return self._db
+
+
+class _ExecError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(message)
+
+
+def _split_style(root: Path, samples: list[Sample]) -> str:
+    manifest = root / "manifest.json"
+    if manifest.is_file():
+        style = (read_json(manifest).get("extra") or {}).get("style")
+        if style in STYLES:
+            return style
+    for s in samples:
+        for c in s.categories:
+            if c in STYLES:
+                return c
+    return "rest" if (root / "endpoints.json").is_file() else "slot"
+
+
+def _nestful_records(path: Path) -> list[Any]:
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+        return data if isinstance(data, list) else [data]
+    except json.JSONDecodeError:
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise UserError(f"{path}:{n} is not JSON ({exc.msg})", fix="write one NESTful record per line") from None
+        return rows
+
+
+def _is_nestful_record(rec: Any) -> bool:
+    return isinstance(rec, dict) and "output" in rec and ("input" in rec or "query" in rec)
+
+
+@benchmark("nl2api")
+class NL2API(Benchmark):
+    """NL2API scoring: intent and slot P/R/F1, full-sequence match, completion by execution."""
+
+    def __init__(self) -> None:
+        self._splits: dict[str, _Split] = {}
+
+    # ---- load ----------------------------------------------------------------------------------
+    def load(self, data: Path) -> list[EvalCase]:
+        data = Path(data)
+        if data.is_dir() and (data / "samples.jsonl").is_file():
+            return self._load_split(data)
+        if data.is_dir():
+            files = sorted(p for p in data.iterdir() if p.suffix in (".json", ".jsonl") and p.is_file())
+            cases: list[EvalCase] = []
+            for f in files:
+                recs = _nestful_records(f)
+                if recs and all(_is_nestful_record(r) for r in recs):
+                    cases.extend(self._load_nestful(f, recs))
+            if not cases:
+                raise UserError(f"{data} holds neither a benchsmith split (samples.jsonl) nor NESTful records",
+                                fix="pass a split directory built by benchsmith nl2api build, or a NESTful .json/.jsonl")
+            return cases
+        if data.is_file():
+            recs = _nestful_records(data)
+            return self._load_nestful(data, recs)
+        raise UserError(f"{data} does not exist", fix="pass a split directory or a NESTful data file")
+
+    def _load_split(self, root: Path) -> list[EvalCase]:
+        samples = read_jsonl(root / "samples.jsonl", Sample)
+        style = _split_style(root, samples)
+        if not (root / "database.sqlite").is_file():
+            raise UserError(f"split {root} has no database.sqlite", fix="rebuild the split (its database is copied in)")
+        if style == "rest" and not (root / "endpoints.json").is_file():
+            raise UserError(f"REST split {root} has no endpoints.json", fix="rebuild the split with --style rest")
+        if style == "sel" and not (root / "toolset.json").is_file():
+            raise UserError(f"SEL split {root} has no toolset.json", fix="rebuild the split with this benchsmith version")
+        key = str(root.resolve())
+        self._splits[key] = _Split(root, style)
+        cases = []
+        for line, s in enumerate(samples, 1):
+            answer = s.answer if isinstance(s.answer, ExactAnswer) else None
+            cases.append(EvalCase(
+                id=s.id or f"line-{line}", benchmark="nl2api", category=style,
+                input={"query": s.query, "context": s.context,
+                       "tools": [t.model_dump(mode="json", exclude_none=True) for t in s.tools]},
+                gold={"calls": [c.call.model_dump(mode="json") for c in s.gold if c.call is not None],
+                      "answer": answer.value if answer else None,
+                      "ordered": answer.ordered if answer else False,
+                      "float_tolerance": answer.float_tolerance if answer else 1e-6},
+                meta={"source": "split", "split": key, "style": style, "line": line,
+                      "source_id": s.provenance.source_id,
+                      "setup": [c.model_dump(mode="json") for c in s.setup], "sql": s.metadata.get("sql"),
+                      "difficulty": s.difficulty}))
+        return cases
+
+    def _load_nestful(self, path: Path, recs: list[Any]) -> list[EvalCase]:
+        cases = []
+        for i, rec in enumerate(recs):
+            where = f"{path} record {i + 1}"
+            if not _is_nestful_record(rec):
+                raise UserError(f"{where} is not a NESTful record", fix="each record needs 'input' and 'output'")
+            output = rec["output"]
+            if isinstance(output, str):
+                try:
+                    output = json.loads(output)
+                except json.JSONDecodeError:
+                    raise UserError(f"{where}: 'output' is a string but not JSON", fix="store the call list") from None
+            if not isinstance(output, list):
+                raise UserError(f"{where}: 'output' is not a list of calls", fix="store the call list")
+            try:
+                calls = [_one_call(c, n) for n, c in enumerate(output, 1)]
+            except PredictionError as exc:
+                raise UserError(f"{where}: {exc}", fix="fix the gold call") from None
+            tools = rec.get("tools")
+            if isinstance(tools, str):
+                try:
+                    tools = json.loads(tools)
+                except json.JSONDecodeError:
+                    tools = None
+            cases.append(EvalCase(
+                id=str(rec.get("sample_id") or rec.get("id") or f"{path.stem}-{i + 1}"), benchmark="nl2api",
+                category="nestful", input={"query": rec.get("input", rec.get("query")), "tools": tools},
+                gold={"calls": calls, "answer": rec.get("gold_answer")},
+                meta={"source": "nestful", "file": str(path), "index": i}))
+        return cases
+
+    # ---- score ---------------------------------------------------------------------------------
+    def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+        executable = case.meta.get("source") == "split"
+        zero = {**{k: 0.0 for k in METRICS}, "sequence_match": False, "completion": False if executable else None}
+        try:
+            pred = parse_calls(prediction)
+        except PredictionError as exc:
+            return failed(case, exc.code, str(exc), **zero)
+        m = call_metrics(pred, case.gold["calls"], mode)
+        if not executable:
+            m["completion"] = None
+            if m["sequence_match"]:
+                return passed(case, 1.0, **m)
+            return failed(case, "sequence_mismatch", "the predicted sequence differs from the gold one", **m)
+        m["completion"] = False
+        if not pred:
+            return failed(case, "empty_sequence", "no calls predicted", **m)
+        split = self._split_for(case)
+        try:
+            rows = self._execute(split, case, pred)
+        except _ExecError as exc:
+            return failed(case, exc.code, str(exc), **m)
+        gold = case.gold
+        if gold["answer"] is None:
+            return failed(case, "no_gold_answer", "the sample has no exact answer to compare with", **m)
+        expected = [list(r) for r in gold["answer"]]
+        ok = answers_match(expected, rows, ordered=gold["ordered"], mode=mode, tolerance=gold["float_tolerance"])
+        if not ok and gold["ordered"] and mode == "strict" and split.style != "rest" and case.meta.get("sql") \
+                and answers_match(expected, rows, ordered=False, mode=mode, tolerance=gold["float_tolerance"]):
+            ok = self._tie_aware(split, case, pred, expected)
+        m["completion"] = ok
+        if ok:
+            return passed(case, 1.0, **m)
+        same_rows = gold["ordered"] and answers_match(expected, rows, ordered=False, mode=mode,
+                                                      tolerance=gold["float_tolerance"])
+        return failed(case, "order_mismatch" if same_rows else "wrong_answer",
+                      f"expected {len(expected)} rows {expected[:3]!r}, got {len(rows)} rows {rows[:3]!r}", **m)
+
+    def _split_for(self, case: EvalCase) -> _Split:
+        key = case.meta["split"]
+        if key not in self._splits:  # a case made by another instance
+            root = Path(key)
+            self._splits[key] = _Split(root, case.meta.get("style", "slot"))
+        return self._splits[key]
+
+    @staticmethod
+    def _execute(split: _Split, case: EvalCase, pred: list[dict[str, Any]]) -> list[list[Any]]:
+        """Run the predicted calls (after the sample's set-up); the final output's rows."""
+        try:
+            calls = [ToolCall.model_validate(c) for c in pred]
+        except ValidationError as exc:
+            raise _ExecError("malformed_call", f"not a valid tool call: {exc.errors()[0]['msg']}") from None
+        try:
+            db = split.db
+            if split.style == "rest":
+                outputs: dict[str, Any] = {}
+                final: Any = None
+                for call in calls:
+                    endpoint = split.endpoints.get(call.name)
+                    if endpoint is None:
+                        raise _ExecError("unknown_tool", f"unknown endpoint {call.name!r}")
+                    args = resolve_references(call.arguments, outputs)
+                    extra = sorted(set(args) - set(endpoint["parameters"]))
+                    if extra:
+                        raise _ExecError("unknown_argument", f"endpoint {call.name} has no parameter {extra[0]!r}")
+                    missing = sorted(set(endpoint["parameters"]) - set(args))
+                    if missing:
+                        raise _ExecError("missing_argument", f"endpoint {call.name} needs parameter {missing[0]!r}")
+                    final = run_endpoint(db, endpoint, args)
+                    if call.label:
+                        outputs[call.label] = final
+                return [list(r) for r in final["rows"]]
+            rt = Runtime(db, split.bindings)
+            for c in case.meta.get("setup", []):
+                rt.call(ToolCall.model_validate(c))
+            final = None
+            for call in calls:
+                final = rt.call(call)
+            return [list(r) for r in result_rows(final, db)]
+        except _ExecError:
+            raise
+        except UnresolvedReference as exc:
+            raise _ExecError("bad_reference", str(exc)) from None
+        except ToolError as exc:
+            raise _ExecError(exc.code, str(exc)) from None
+        except QueryTimeout as exc:
+            raise _ExecError("timeout", str(exc)) from None
+        except sqlite3.Error as exc:
+            raise _ExecError("sql_error", str(exc)) from None
+        except RecursionError:
+            raise _ExecError("tool_error", "argument nesting too deep") from None
+        except Exception as exc:  # noqa: BLE001 - a tool crash on model input fails this record only
+            raise _ExecError("tool_error", f"{type(exc).__name__}: {exc}") from None
+
+    @staticmethod
+    def _tie_aware(split: _Split, case: EvalCase, pred: list[dict[str, Any]], expected: list[list[Any]]) -> bool:
+        """Rows right, order differs: accept swaps among rows tied on the SQL's ORDER BY keys."""
+        try:
+            run_and_check(split.db, [ToolCall.model_validate(c) for c in case.meta.get("setup", [])],
+                          [ToolCall.model_validate(c) for c in pred], [tuple(r) for r in expected], True,
+                          bindings=split.bindings, sql=case.meta["sql"])
+            return True
+        except (Rejection, ValidationError):
+            return False
+        except Exception:  # noqa: BLE001
+            return False
+
+    # ---- aggregate -------------------------------------------------------------------------------
+    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
+        def block(recs: list[RecordResult]) -> dict[str, Any]:
+            def fig(k: str) -> float:
+                return mean(float(r.details.get(k) or 0.0) for r in recs)
+
+            execd = [r for r in recs if r.category in STYLES]
+            return {
+                "records": len(recs),
+                "intent": {"precision": fig("intent_p"), "recall": fig("intent_r"), "f1": fig("intent_f1")},
+                "slot": {"precision": fig("slot_p"), "recall": fig("slot_r"), "f1": fig("slot_f1")},
+                "full_sequence_accuracy": fig("sequence_match"),
+                "completion_rate": mean(1.0 if r.details.get("completion") else 0.0 for r in execd) if execd else None,
+            }
+
+        out = block(records)
+        cats = sorted({r.category for r in records})
+        out["by_category"] = {c: block([r for r in records if r.category == c]) for c in cats}
+        out["error_types"] = dict(Counter(r.error_type for r in records if r.error_type).most_common())
+        out["metric_mode"] = mode
+        return out
+
+    def gold_prediction(self, case: EvalCase) -> str:
+        return json.dumps([{k: v for k, v in c.items() if not (k == "label" and v is None)} for c in case.gold["calls"]],
+                          ensure_ascii=False)
+
+    def close(self) -> None:
+        for s in self._splits.values():
+            if s._db is not None:
+                s._db.close()
+                s._db = None

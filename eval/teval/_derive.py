@@ -1,0 +1,309 @@
+"""Derive T-Eval records (all six abilities, json and str) from an NL2API split's verified chains.
+
+The output folder uses T-Eval's own layout (one JSON object per file mapping id -> record with
+``origin_prompt``, ``ground_truth`` and ``meta_data`` / plan ``meta``), so T-Eval's evaluator can
+read it too, plus ``derive_report.json``. Everything is deterministic: the same split gives the
+same files byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from benchsmith.schemas import Sample, Step, Tool, ToolCall, UserError, read_jsonl, write_json
+
+FINISH = "FinishAction"
+_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:\.[^$]*)?\$")
+
+JSON_TEMPLATES = [
+    {"thought": "thought", "action": "name", "args": "args"},
+    {"thought": "reasoning", "action": "tool", "args": "arguments"},
+    {"thought": "Thought", "action": "Action", "args": "ActionInput"},
+]
+STRING_TEMPLATES = [
+    {"thought_start": "Thought: ", "thought_end": "\n", "action_start": "Action: ", "action_end": "\n",
+     "args_start": "Action Input: ", "args_end": "\n"},
+    {"thought_start": "<thought>", "thought_end": "</thought>\n", "action_start": "<name>",
+     "action_end": "</name>\n", "args_start": "<args>", "args_end": "</args>"},
+    {"thought_start": "THINK: ", "thought_end": "\n", "action_start": "CALL: ", "action_end": "\n",
+     "args_start": "INPUT: ", "args_end": "\nEND"},
+]
+
+REVIEW_SYSTEM = (
+    "You review one tool call. You get:\n"
+    "Goal: what the call was meant to achieve\nName: the tool that was called\n"
+    "Args: the arguments it was given\nResponse: what the tool returned\n\n"
+    "Pick the option that describes the outcome:\n"
+    "A: Success -- the response achieves the goal.\n"
+    "B: Internal Error -- the tool itself failed (crash, connection problem).\n"
+    "C: Input Error -- the tool does not fit the goal, or its arguments are wrong or incomplete.\n"
+    "D: Irrelevant Response -- the response does not belong to this call or this goal.\n"
+    "E: Unable to Accomplish -- the response says the goal cannot be reached, or it is empty.\n\n"
+    "Answer in this format:\n```\nAnswer: [one letter, A to E]\n```\n"
+)
+_REVIEW_JSON_NOTE = ('Answer with a JSON object {"answer": "<one letter, A to E>", '
+                     '"is_finished": <true when the answer is A>}.\n')
+
+
+# ---- rendering helpers -------------------------------------------------------------------------
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str, sort_keys=False)
+
+
+def _type_name(prop: dict[str, Any]) -> str:
+    t = prop.get("type")
+    if isinstance(t, list):
+        return "|".join(str(x).upper() for x in t)
+    if isinstance(t, str):
+        return t.upper()
+    return "STRING" if "enum" in prop else "ANY"
+
+
+def api_description(tool: Tool) -> dict[str, Any]:
+    """A tool in T-Eval's API description format."""
+    props = tool.parameters.properties
+    required = set(tool.parameters.required)
+
+    def param(name: str) -> dict[str, Any]:
+        p = props[name]
+        out = {"name": name, "type": _type_name(p), "description": str(p.get("description", ""))}
+        if "enum" in p:
+            out["enum"] = p["enum"]
+        return out
+
+    return {"name": tool.name, "description": tool.description,
+            "required_parameters": [param(n) for n in props if n in required],
+            "optional_parameters": [param(n) for n in props if n not in required],
+            "return_data": [{"name": "result", "description": "the output, kept under the call's label"}]}
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    cut = text.find(". ")
+    sentence = text if cut == -1 else text[:cut]
+    return sentence.rstrip(".")
+
+
+def _value_text(value: Any) -> str:
+    return value if isinstance(value, str) else _dump(value)
+
+
+def step_thought(call: ToolCall, tool: Tool | None, index: int) -> str:
+    """A deterministic thought for a gold step, from the tool description and the arguments."""
+    what = _first_sentence(tool.description) if tool is not None else f"Use {call.name}"
+    args = "; ".join(f"{k} = {_value_text(v)}" for k, v in call.arguments.items())
+    lead = "First" if index == 0 else "Next"
+    sentence = what[:1].lower() + what[1:]
+    text = f"{lead}, {sentence} with {call.name}"
+    return f"{text}: {args}." if args else f"{text}."
+
+
+def _setup_note(sample: Sample) -> str:
+    labels = [f"${c.label}$" for c in sample.setup if c.label]
+    if not labels:
+        return ""
+    return f"Data already loaded for you: {', '.join(labels)} (pass it as data_source).\n"
+
+
+def _user_query(sample: Sample) -> str:
+    query = sample.query or "\n".join(m.content for m in (sample.dialogue or []) if m.role == "user")
+    return f"{query}\n(Hint: {sample.context})" if sample.context else query
+
+
+def _api_block(api: list[dict[str, Any]]) -> str:
+    return "You have access to the following APIs:\n" + _dump(api) + "\n"
+
+
+def _history(calls: list[tuple[str, ToolCall, Any]], as_json: bool) -> list[dict[str, str]]:
+    messages = []
+    for thought, call, obs in calls:
+        if as_json:
+            content = _dump({"thought": thought, "name": call.name, "args": call.arguments})
+        else:
+            content = f"Thought: {thought}\nAction: {call.name}\nAction Input: {_dump(call.arguments)}"
+        messages.append({"role": "assistant", "content": content})
+        messages.append({"role": "function", "content": _dump(obs)})
+    return messages
+
+
+def _deps(call: ToolCall, label_index: dict[str, int]) -> list[int]:
+    found = sorted({label_index[m.group(1)] for m in _REF.finditer(_dump(call.arguments)) if m.group(1) in label_index})
+    return found
+
+
+def _corrupt(call: ToolCall, tool: Tool | None) -> tuple[dict[str, Any], str] | None:
+    """Arguments with the first required argument misspelled, and the error the tool gives."""
+    if tool is None:
+        return None
+    for name in tool.parameters.required:
+        if name in call.arguments:
+            bad = {(f"{name}_x" if k == name else k): v for k, v in call.arguments.items()}
+            return bad, _dump({"error": f"{call.name}: unknown argument '{name}_x'; missing required argument '{name}'"})
+    return None
+
+
+# ---- derivation --------------------------------------------------------------------------------
+def _visible_steps(sample: Sample) -> list[Step]:
+    return [s for s in sample.gold if s.call is not None and not s.hidden]
+
+
+def derive_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
+    """Write T-Eval files for every verified sample of an NL2API split; returns the report."""
+    split = Path(split_dir)
+    path = split / "samples.jsonl"
+    if not path.is_file():
+        raise UserError(f"{split} has no samples.jsonl", fix="pass a split folder written by `benchsmith nl2api build`")
+    samples = [s for s in read_jsonl(path, Sample)
+               if s.verification is None or s.verification.status == "verified"]
+    samples = [s for s in samples if _visible_steps(s)]
+    if not samples:
+        raise UserError(f"{path} has no verified sample with gold calls", fix="build the split first")
+    files: dict[str, dict[str, Any]] = {name: {} for name in (
+        "instruct_v2", "plan_json_v2", "plan_str_v2", "reason_str_v2", "retrieve_str_v2", "understand_str_v2",
+        "reason_retrieve_understand_json_v2", "review_str_v2", "review_json_v2")}
+    # every observation of the split, to pair steps with responses that belong elsewhere
+    all_obs = [(s.id, i, _dump(st.observation)) for s in samples for i, st in enumerate(_visible_steps(s))]
+    n_obs = len(all_obs)
+    position = {(s_id, i): n for n, (s_id, i, _) in enumerate(all_obs)}
+    for sn, sample in enumerate(samples):
+        tools = {t.name: t for t in sample.tools}
+        api = [api_description(t) for t in sample.tools]
+        api_names = [t.name for t in sample.tools]
+        steps = _visible_steps(sample)
+        query = _user_query(sample)
+        note = _setup_note(sample)
+        thoughts = [step_thought(st.call, tools.get(st.call.name), i) for i, st in enumerate(steps)]  # type: ignore[union-attr]
+        sid = sample.id or f"sample{sn}"
+
+        # plan: the gold call sequence + FinishAction
+        label_index = {st.call.label: i for i, st in enumerate(steps) if st.call and st.call.label}
+        plan = [{"id": i, "prev": _deps(st.call, label_index) if st.call else [], "name": st.call.name,
+                 "args": st.call.arguments} for i, st in enumerate(steps) if st.call]
+        plan.append({"id": len(plan), "prev": [len(plan) - 1], "name": FINISH, "args": {}})
+        plan_json_sys = (_api_block(api) + note +
+                         "Write the WHOLE plan that answers the query with these APIs, and nothing else. Answer "
+                         'with a JSON list of steps {"id": <int>, "name": <api name>, "args": <arguments object>} '
+                         f'in execution order; earlier outputs are written as $label$; finish with {FINISH}.\n')
+        plan_str_sys = (_api_block(api) + note +
+                        "Write the WHOLE plan that answers the query with these APIs, and nothing else. One step "
+                        "per line, in execution order: Use [api name] with [arguments].\n")
+        meta_base = {"API_list": api_names, "source_sample": sid}
+        files["plan_json_v2"][sid] = {
+            "origin_prompt": [{"role": "system", "content": plan_json_sys}, {"role": "user", "content": query}],
+            "ground_truth": plan, "meta": {"prompt_type": "json", **meta_base}}
+        files["plan_str_v2"][sid] = {
+            "origin_prompt": [{"role": "system", "content": plan_str_sys}, {"role": "user", "content": query}],
+            "ground_truth": plan, "meta": {"prompt_type": "str", **meta_base}}
+
+        done: list[tuple[str, ToolCall, Any]] = []
+        for i, st in enumerate(steps):
+            call = st.call
+            assert call is not None
+            key = f"{sid}_{i}"
+            gold = {"thought": thoughts[i], "name": call.name, "args": call.arguments}
+            # instruct: the call is given; the answer must follow the format
+            tj = JSON_TEMPLATES[(sn + i) % len(JSON_TEMPLATES)]
+            ts = STRING_TEMPLATES[(sn + i) % len(STRING_TEMPLATES)]
+            ask = f"Call {call.name} with these arguments: {_dump(call.arguments)}"
+            files["instruct_v2"][f"{key}_json"] = {
+                "origin_prompt": [
+                    {"role": "system", "content": _api_block(api) + note + "Answer with one JSON object with the "
+                     f"keys {tj['thought']!r} (your thought), {tj['action']!r} (the API name) and {tj['args']!r} "
+                     "(the arguments object), and nothing else.\n"},
+                    {"role": "user", "content": ask}],
+                "template": tj, "ground_truth": {"action": call.name, "args": call.arguments},
+                "meta_data": {"response_format": "json", "source_sample": sid, "step": i}}
+            layout = (f"{ts['thought_start']}<your thought>{ts['thought_end']}{ts['action_start']}<the API name>"
+                      f"{ts['action_end']}{ts['args_start']}<the arguments as a Python dict>{ts['args_end']}")
+            files["instruct_v2"][f"{key}_string"] = {
+                "origin_prompt": [
+                    {"role": "system", "content": _api_block(api) + note +
+                     f"Answer exactly in this layout, and nothing else:\n{layout}\n"},
+                    {"role": "user", "content": ask}],
+                "template": ts, "ground_truth": {"action": call.name, "args": call.arguments},
+                "meta_data": {"response_format": "string", "source_sample": sid, "step": i}}
+
+            # reason / retrieve / understand: the history so far, then the next step
+            hist_json, hist_str = _history(done, True), _history(done, False)
+            base_sys = _api_block(api) + note + "Solve the query step by step, one API call at a time.\n"
+            asks = {
+                "reason_str_v2": "Give only your thought for the next step, in one or two sentences.",
+                "retrieve_str_v2": "Give only the name of the API to call next.",
+                "understand_str_v2": "Give only the arguments of the next call, as a Python dict.",
+            }
+            for fname, instruction in asks.items():
+                files[fname][key] = {
+                    "origin_prompt": [{"role": "system", "content": base_sys + instruction + "\n"},
+                                      {"role": "user", "content": query}, *hist_str],
+                    "ground_truth": gold, "meta_data": {"response_format": "str", "source_sample": sid, "step": i}}
+            files["reason_retrieve_understand_json_v2"][key] = {
+                "origin_prompt": [{"role": "system", "content": base_sys +
+                                   'Answer with one JSON object {"thought": <your thought>, "name": <the API to call '
+                                   'next>, "args": <its arguments object>}, and nothing else.\n'},
+                                  {"role": "user", "content": query}, *hist_json],
+                "ground_truth": gold, "meta_data": {"response_format": "json", "source_sample": sid, "step": i}}
+
+            # review: the real response (A), another step's response (D), a misspelled argument (C)
+            own = _dump(st.observation)
+            here = position[(sid, i)]
+            reviews: list[tuple[str, dict[str, Any], str, str, str]] = [
+                ("success", call.arguments, own, "A",
+                 "The call fits the goal, its arguments are valid and the response is the data the goal asks for.")]
+            if n_obs > 1:
+                for shift in range(1, n_obs):
+                    other_sid, _, other = all_obs[(here + shift * 7919) % n_obs]
+                    if other_sid != sid and other != own:
+                        reviews.append(("irrelevant", call.arguments, other, "D",
+                                        ("The response comes from a different request: it does not match this "
+                                         "call's arguments or goal.")))
+                        break
+            corrupted = _corrupt(call, tools.get(call.name))
+            if corrupted is not None:
+                bad_args, error = corrupted
+                reviews.append(("input_error", bad_args, error, "C",
+                                ("The call passes a misspelled argument and misses a required one, so the tool "
+                                 "rejects the input.")))
+            for tag, args, response, letter, why in reviews:
+                user = (f"Goal: {thoughts[i]}\nName: {call.name}\nArgs: {_dump(args)}\nResponse: {response}")
+                for fmt, fname, system in (("str", "review_str_v2", REVIEW_SYSTEM),
+                                           ("json", "review_json_v2", REVIEW_SYSTEM + _REVIEW_JSON_NOTE)):
+                    files[fname][f"{key}_{tag}"] = {
+                        "template": "", "origin_prompt": [{"role": "system", "content": system},
+                                                          {"role": "user", "content": user}],
+                        "ground_truth": {"answer": letter, "thought": why},
+                        "meta_data": {"response_format": fmt, "source_sample": sid, "step": i, "review": tag}}
+            done.append((thoughts[i], call, st.observation))
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        write_json(out / f"{name}.json", content)
+    counts = {
+        "instruct": {"json": sum(1 for r in files["instruct_v2"].values() if r["meta_data"]["response_format"] == "json"),
+                     "string": sum(1 for r in files["instruct_v2"].values()
+                                   if r["meta_data"]["response_format"] == "string")},
+        "plan": {"json": len(files["plan_json_v2"]), "str": len(files["plan_str_v2"])},
+        "reason": {"json": len(files["reason_retrieve_understand_json_v2"]), "str": len(files["reason_str_v2"])},
+        "retrieve": {"json": len(files["reason_retrieve_understand_json_v2"]), "str": len(files["retrieve_str_v2"])},
+        "understand": {"json": len(files["reason_retrieve_understand_json_v2"]),
+                       "str": len(files["understand_str_v2"])},
+        "review": {"json": len(files["review_json_v2"]), "str": len(files["review_str_v2"])},
+    }
+    labels: dict[str, int] = {}
+    for rec in files["review_str_v2"].values():
+        labels[rec["ground_truth"]["answer"]] = labels.get(rec["ground_truth"]["answer"], 0) + 1
+    manifest = split / "manifest.json"
+    source: dict[str, Any] = {"split": str(split), "samples": len(samples)}
+    if manifest.is_file():
+        try:
+            m = json.loads(manifest.read_text(encoding="utf-8"))
+            source.update(name=m.get("name"), content_hash=m.get("content_hash"))
+        except (OSError, json.JSONDecodeError):
+            pass
+    report = {"source": source, "records": counts, "review_labels": dict(sorted(labels.items())),
+              "files": sorted(f"{n}.json" for n in files)}
+    write_json(out / "derive_report.json", report)
+    return report

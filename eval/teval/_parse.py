@@ -1,0 +1,190 @@
+"""Parsing T-Eval model responses (both modes). Pure functions; nothing here raises on model text
+except :class:`ParseError`, which the scorers turn into a zero score."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterable
+from string import Formatter
+from typing import Any
+
+FINISH = "FinishAction"
+
+
+class ParseError(ValueError):
+    """The response cannot be read in the requested format."""
+
+
+def load_response(raw: Any, start: str = "", end: str = "") -> Any:
+    """T-Eval's lenient loader: keep the text after a ```json fence, optionally cut from the first
+    ``start`` to the last ``end`` character, then try a Python literal, JSON, and JSON with
+    single quotes turned into double quotes. Non-strings are returned as they are."""
+    if not isinstance(raw, str):
+        return raw
+    text = raw
+    if "```json" in text:
+        text = text[text.find("```json") + len("```json"):].strip("`")
+    if start:
+        text = text[text.find(start):]  # as the original: a missing start keeps the last character
+    if end:
+        text = text[:text.rfind(end) + len(end)]
+    try:
+        return ast.literal_eval(text)
+    except Exception:  # noqa: BLE001 - any failure means "try the next reading" (also RecursionError)
+        pass
+    try:
+        return json.loads(text)
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        return json.loads(text.replace("'", '"'))
+    except Exception:  # noqa: BLE001
+        raise ParseError("neither a Python literal nor JSON") from None
+
+
+def literal_args(text: str, strict: bool) -> dict[str, Any]:
+    """Arguments written after a string-format marker: a Python literal (official) or any
+    reading of :func:`load_response` (strict); anything but a dict becomes ``{}``."""
+    try:
+        value = load_response(text.strip()) if strict else ast.literal_eval(text.strip())
+    except Exception:  # noqa: BLE001
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# ---- instruct: string templates ---------------------------------------------------------------
+STRING_FIELDS = ("thought", "action", "args")
+
+
+def string_template(template: dict[str, Any]) -> str:
+    parts = []
+    for field in STRING_FIELDS:
+        parts.append(f"{template.get(f'{field}_start', '')}{{{field}}}{template.get(f'{field}_end', '')}")
+    return "".join(parts)
+
+
+def parse_template(template: str, text: str, strict: bool) -> dict[str, Any] | None:
+    """Match ``text`` against a ``{field}`` template; None when it does not match.
+
+    Official: the template's literal text is used as a regular expression as it is (so regex
+    characters in it act as operators) and any match anywhere counts. Strict: the literal
+    text is escaped first. Both: each field is ``(.*)`` with DOTALL."""
+    keys: list[str] = []
+    literals: list[str] = []
+    try:
+        for literal, field, _, _ in Formatter().parse(template):
+            literals.append(literal)
+            if field is not None:
+                keys.append(field)
+    except ValueError:
+        return None
+    if strict:
+        pattern = "".join(re.escape(lit) + ("(.*)" if i < len(keys) else "") for i, lit in enumerate(literals))
+    else:
+        pattern = template
+        for k in keys:
+            pattern = pattern.replace("{" + k + "}", "(.*)")
+    try:
+        found = re.findall(pattern, text, re.DOTALL)
+    except (re.error, RecursionError):
+        return None
+    if not found:
+        return None
+    first = found[0] if isinstance(found[0], tuple) else (found[0],)
+    out: dict[str, Any] = {}
+    for k, v in zip(keys, first):
+        if k in out:
+            out[k] = (out[k] if isinstance(out[k], list) else [out[k]]) + [v]
+        else:
+            out[k] = v
+    return out
+
+
+# ---- plan ------------------------------------------------------------------------------------
+def plan_from_json(raw: Any) -> list[dict[str, Any]]:
+    """Steps ``{name: str, id: int, args: str}`` sorted by id; ParseError when unreadable."""
+    data = load_response(raw, "[", "]")
+    if not isinstance(data, list):
+        raise ParseError("the plan is not a list")
+    steps = []
+    for item in data:
+        try:
+            steps.append({"name": str(item["name"]), "id": int(item["id"]), "args": str(item["args"])})
+        except Exception:  # noqa: BLE001
+            raise ParseError("a plan step lacks name, id or args") from None
+    if not steps:
+        raise ParseError("the plan is empty")
+    return sorted(steps, key=lambda s: s["id"])
+
+
+_LEAD = re.compile(r"^\s*(?:with|using|to)?\s*[:,\-]?\s*", re.IGNORECASE)
+
+
+def plan_from_text(raw: str, api_list: Iterable[str], strict: bool) -> list[dict[str, Any]]:
+    """One step per fragment (split on '. ' and newlines) that names an API of ``api_list``.
+
+    Official: the API found earliest wins, ties to the first in the list (so ``filter_data`` wins
+    over ``filter_data_any``) and the step's args are the whole fragment. Strict: at the earliest
+    position the longest name wins, and the args are the text after the name (a leading
+    "with"/"using"/"to" dropped), so a step without arguments can match "{}"."""
+    apis = [a for a in api_list if isinstance(a, str) and a]
+    steps: list[dict[str, Any]] = []
+    for fragment in raw.replace(". ", "\n").split("\n"):
+        best, best_at = "", None
+        for api in apis:
+            at = fragment.find(api)
+            if at == -1:
+                continue
+            if best_at is None or at < best_at or (strict and at == best_at and len(api) > len(best)):
+                best, best_at = api, at
+        if best:
+            args = fragment
+            if strict:  # only what follows the API name: the name itself is not an argument
+                args = _LEAD.sub("", fragment[(best_at or 0) + len(best):]).strip()
+            steps.append({"id": len(steps), "name": best, "args": args})
+    if not steps:
+        raise ParseError("no step names an API of the list")
+    return steps
+
+
+def drop_finish(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return steps[:-1] if steps and steps[-1]["name"] == FINISH else steps
+
+
+# ---- reason / retrieve / understand (json) ----------------------------------------------------
+def rru_from_json(raw: Any) -> dict[str, Any]:
+    """``{thought: str, name: str, args: dict}``; missing keys read as '' / {}."""
+    data = load_response(raw, "{", "}")
+    if not isinstance(data, dict):
+        raise ParseError("the response is not an object")
+    out: dict[str, Any] = {"thought": str(data.get("thought", "")), "name": str(data.get("name", ""))}
+    args = data.get("args", {})
+    out["args"] = args if isinstance(args, dict) else {}
+    return out
+
+
+_DOTTED = re.compile(r"\w+\.\w+")
+
+
+def other_api_names(text: str) -> list[str]:
+    """Every ``X.y`` name and ``FinishAction`` mentioned in ``text``."""
+    return _DOTTED.findall(text) + re.findall(FINISH, text)
+
+
+# ---- review ----------------------------------------------------------------------------------
+REVIEW_LETTERS = "ABCDE"
+
+
+def review_letter(raw: str, strict: bool) -> str:
+    """The option letter after the first colon (official: ASCII ':' only; strict: ':' or '：')."""
+    if strict:
+        positions = [p for p in (raw.find(":"), raw.find("：")) if p != -1]
+        cut = min(positions) if positions else -1
+    else:
+        cut = raw.find(":")
+    rest = raw[cut + 1:].strip()
+    if rest and rest[0] in REVIEW_LETTERS:
+        return rest[0]
+    raise ParseError("no option letter A-E after the colon")

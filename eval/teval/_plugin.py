@@ -1,0 +1,241 @@
+"""The ``teval`` benchmark: T-Eval's own data files (or ``benchsmith eval derive`` output, which
+uses the same layout) -> cases, scores per ability and format, and the Overall figure."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from benchsmith.eval._private.core import (
+    SCORERS,
+    Benchmark,
+    EvalCase,
+    Mode,
+    RecordResult,
+    benchmark,
+    failed,
+    mean,
+)
+from benchsmith.schemas import UserError
+
+from . import _scorers
+from ._parse import ParseError, load_response, plan_from_json
+from ._scorers import ABILITIES, scorer_name
+
+# file stem (lower case, version suffix allowed) -> (abilities, default format)
+_FILE_KINDS: list[tuple[re.Pattern[str], tuple[str, ...], str | None]] = [
+    (re.compile(r"^instruct(_v\d+)?"), ("instruct",), None),
+    (re.compile(r"^plan_json"), ("plan",), "json"),
+    (re.compile(r"^plan_str"), ("plan",), "str"),
+    (re.compile(r"^(reason_retrieve_understand|rru)_json"), ("reason", "retrieve", "understand"), "json"),
+    (re.compile(r"^reason_str"), ("reason",), "str"),
+    (re.compile(r"^retrieve_str"), ("retrieve",), "str"),
+    (re.compile(r"^understand_str"), ("understand",), "str"),
+    (re.compile(r"^review_str"), ("review",), "str"),
+    (re.compile(r"^review_json"), ("review",), "json"),
+]
+
+# the formats the official aggregator reads for each ability (Review: review_str only)
+_OFFICIAL_FORMATS = {"instruct": ("json", "string"), "plan": ("str", "json"), "reason": ("str", "json"),
+                     "retrieve": ("str", "json"), "understand": ("str", "json"), "review": ("str",)}
+
+
+def file_kind(path: Path) -> tuple[tuple[str, ...], str | None] | None:
+    stem = path.stem.lower()
+    for pattern, abilities, fmt in _FILE_KINDS:
+        if pattern.match(stem):
+            return abilities, fmt
+    return None
+
+
+def _record_format(record: dict[str, Any], default: str | None) -> str | None:
+    meta = record.get("meta_data") if isinstance(record.get("meta_data"), dict) else record.get("meta")
+    if isinstance(meta, dict):
+        fmt = meta.get("response_format") or meta.get("prompt_type")
+        if isinstance(fmt, str) and fmt:
+            return fmt
+    return default
+
+
+def load_teval(data: Path) -> list[EvalCase]:
+    files = [data] if data.is_file() else sorted(p for p in data.glob("*.json")) if data.is_dir() else []
+    if not data.exists():
+        raise UserError(f"T-Eval data {data} does not exist", fix="pass a folder of T-Eval *.json files")
+    cases: list[EvalCase] = []
+    for path in files:
+        kind = file_kind(path)
+        if kind is None:
+            continue
+        abilities, default_fmt = kind
+        try:
+            content = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UserError(f"{path}: not a JSON file ({exc})", fix="T-Eval files are one JSON object id -> record") \
+                from None
+        if not isinstance(content, dict):
+            raise UserError(f"{path}: expected one JSON object mapping id -> record", fix="use T-Eval's layout")
+        for key, record in content.items():
+            if not isinstance(record, dict) or "ground_truth" not in record:
+                raise UserError(f"{path}: record {key!r} has no ground_truth",
+                                fix="each record needs origin_prompt, ground_truth and meta_data (plan: meta)")
+            fmt = _record_format(record, default_fmt)
+            if fmt is None:
+                raise UserError(f"{path}: record {key!r} has no meta_data.response_format",
+                                fix="set response_format to json or string (instruct), json or str (others)")
+            meta_block = record.get("meta") if isinstance(record.get("meta"), dict) else {}
+            inputs = {"origin_prompt": record.get("origin_prompt", [])}
+            if "template" in record:
+                inputs["template"] = record["template"]
+            if "API_list" in meta_block:
+                inputs["api_list"] = meta_block["API_list"]
+            for ability in abilities:
+                scored_as = "string" if ability == "instruct" and fmt == "str" else fmt
+                name = scorer_name(ability, scored_as)
+                if name not in SCORERS:
+                    raise UserError(f"{path}: record {key!r} has unknown format {fmt!r} for {ability}",
+                                    fix="instruct: json | string; the others: json | str")
+                cases.append(EvalCase(
+                    id=f"{path.stem}/{key}", benchmark="teval", category=f"{ability}/{fmt}", input=inputs,
+                    gold=record["ground_truth"],
+                    meta={"file": path.name, "key": str(key), "ability": ability, "format": fmt, "scorer": name}))
+    if not cases:
+        raise UserError(f"no T-Eval records under {data}",
+                        fix="pass a folder with T-Eval files (instruct_v2.json, plan_json_v2.json, ...) "
+                            "or the output of `benchsmith eval derive`")
+    return cases
+
+
+def render_gold(case: EvalCase) -> str:
+    """The gold answer written as a model should answer the record."""
+    ability, fmt, gold = case.meta["ability"], case.meta["format"], case.gold
+    if ability == "instruct":
+        template = case.input.get("template") or {}
+        g = gold if isinstance(gold, dict) else {}
+        thought = g.get("thought", "") or ""
+        if fmt == "json":
+            return json.dumps({template.get("thought", "thought"): thought,
+                               template.get("action", "action"): g.get("action"),
+                               template.get("args", "args"): g.get("args", {})}, ensure_ascii=False)
+        return (f"{template.get('thought_start', '')}{thought}{template.get('thought_end', '')}"
+                f"{template.get('action_start', '')}{g.get('action', '')}{template.get('action_end', '')}"
+                f"{template.get('args_start', '')}{g.get('args', {})!r}{template.get('args_end', '')}")
+    if ability == "plan":
+        try:
+            steps = plan_from_json(gold)
+        except ParseError:
+            return ""
+        raw = load_response(gold, "[", "]")
+        if fmt == "json":
+            return json.dumps(raw, ensure_ascii=False)
+        lines = []
+        for step in raw:
+            if str(step.get("name")) == _scorers.FINISH:
+                continue
+            args = step.get("args", {})
+            lines.append(f"Use {step['name']} with {args!r}")
+        return "\n".join(lines) if lines else (steps[0]["name"] if steps else "")
+    if ability == "review":
+        letter = _scorers.gold_letter(gold)
+        if fmt == "json":
+            return json.dumps({"answer": letter, "is_finished": letter == "A"})
+        return f"Answer: {letter}"
+    try:
+        step = _scorers.gold_step(gold)
+    except ParseError:
+        return ""
+    if fmt == "json":
+        return json.dumps(step, ensure_ascii=False)
+    if ability == "reason":
+        return step["thought"]
+    if ability == "retrieve":
+        return step["name"]
+    raw_args = load_response(gold, "{", "}").get("args", {}) if not isinstance(gold, dict) else gold.get("args", {})
+    return str(raw_args)
+
+
+def aggregate_teval(cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
+    official = mode == "official"
+    by_cat: dict[str, list[RecordResult]] = {}
+    for case, rec in zip(cases, records):
+        by_cat.setdefault(case.category, []).append(rec)
+    categories: dict[str, Any] = {}
+    for cat, recs in sorted(by_cat.items()):
+        entry: dict[str, Any] = {"records": len(recs), "score": mean(r.score for r in recs),
+                                 "ok": sum(r.ok for r in recs),
+                                 "parse_rate": mean(0.0 if r.error_type in ("parse_error", "missing_prediction")
+                                                    else 1.0 for r in recs)}
+        if cat.startswith("instruct/"):
+            fm = mean(float(r.details.get("format", 0.0)) for r in recs)
+            em = mean(float(r.details.get("args_em", 0.0)) for r in recs)
+            if official:
+                fm, em = round(fm, 4), round(em, 4)
+            entry.update(format=fm, args_em=em, score=(fm + em) / 2)
+        elif cat.startswith("plan/"):
+            entry["precision"] = mean(float(r.details.get("precision", 0.0)) for r in recs)
+            entry["recall"] = mean(float(r.details.get("recall", 0.0)) for r in recs)
+        elif cat.startswith("review/") and official:
+            entry["score"] = round(entry["score"], 4)
+        categories[cat] = entry
+
+    abilities: dict[str, float | None] = {}
+    ignored = []
+    for ability in ABILITIES:
+        if official:
+            wanted = _OFFICIAL_FORMATS[ability]
+            vals = [categories[f"{ability}/{f}"]["score"] for f in wanted if f"{ability}/{f}" in categories]
+            abilities[ability] = mean(vals) * 100 if len(vals) == len(wanted) else None
+        else:
+            if ability == "instruct":
+                groups: dict[str, list[RecordResult]] = {}
+                for cat, recs in by_cat.items():
+                    a, _, f = cat.partition("/")
+                    if a == "instruct" and f in ("json", "string", "str"):
+                        groups.setdefault("string" if f == "str" else f, []).extend(recs)
+                vals = [mean(r.score for r in recs) for recs in groups.values()]
+            elif ability == "review":
+                vals = [categories["review/str"]["score"]] if "review/str" in categories else []
+            else:
+                vals = [categories[c]["score"] for c in (f"{ability}/str", f"{ability}/json") if c in categories]
+            abilities[ability] = mean(vals) * 100 if vals else None
+    for cat in categories:
+        a, _, f = cat.partition("/")
+        if official and f not in _OFFICIAL_FORMATS.get(a, ()):
+            ignored.append(cat)
+        if not official and a == "review" and f != "str":
+            ignored.append(cat)
+    present = [v for v in abilities.values() if v is not None]
+    if official:
+        overall = mean(present) if len(present) == len(ABILITIES) else None
+    else:
+        overall = mean(present) if present else None
+    return {
+        "overall": overall,
+        "abilities": abilities,
+        "missing_abilities": [a for a, v in abilities.items() if v is None],
+        "categories": categories,
+        "not_in_overall": sorted(ignored),
+        "scale": "overall and abilities x100; categories in [0, 1]",
+        "records_ok": sum(r.ok for r in records),
+    }
+
+
+@benchmark("teval")
+class TEval(Benchmark):
+    """T-Eval (six abilities x json/str). Data: T-Eval's JSON files or a derived folder."""
+
+    def load(self, data: Path) -> list[EvalCase]:
+        return load_teval(Path(data))
+
+    def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+        fn = SCORERS.get(case.meta.get("scorer", ""))
+        if fn is None:
+            return failed(case, "unknown_category", f"no scorer for {case.category}")
+        return fn(case, prediction if isinstance(prediction, str) else str(prediction), mode)
+
+    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
+        return aggregate_teval(cases, records, mode)
+
+    def gold_prediction(self, case: EvalCase) -> str:
+        return render_gold(case)

@@ -1,0 +1,466 @@
+"""The six T-Eval abilities, each in a json and a str response format, as pure scorers.
+
+Each scorer is registered as ``teval.<ability>.<format>`` and takes ``(case, prediction, mode)``.
+``case.gold`` is the record's ``ground_truth``; ``case.input`` holds the instruct ``template``
+and the plan ``api_list``. A response that cannot be parsed scores 0 (error type
+``parse_error``). See docs/eval/teval.md for every official/strict difference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from benchsmith.eval._private.core import EvalCase, Mode, RecordResult, failed, passed, scorer
+
+from ._parse import (
+    FINISH,
+    ParseError,
+    drop_finish,
+    literal_args,
+    load_response,
+    other_api_names,
+    parse_template,
+    plan_from_json,
+    plan_from_text,
+    review_letter,
+    rru_from_json,
+    string_template,
+)
+
+NAME_WEIGHT, ARGS_WEIGHT, MATCH_THRESHOLD = 0.75, 0.25, 0.8
+UNDERSTAND_EPS = 1e-5
+FULL = 1.0 - 1e-6  # a continuous score at or above this counts as a full match
+
+
+def _clamp(x: float) -> float:
+    if not isinstance(x, (int, float)) or math.isnan(x):
+        return 0.0
+    return float(min(1.0, max(0.0, x)))
+
+
+def _result(case: EvalCase, score: float, ok: bool, error_type: str | None, reason: str = "",
+            **details: Any) -> RecordResult:
+    score = _clamp(score)
+    if ok:
+        return passed(case, score, **details)
+    return failed(case, error_type or "mismatch", reason, score=score, **details)
+
+
+def _parse_failed(case: EvalCase, exc: Exception, **details: Any) -> RecordResult:
+    return failed(case, "parse_error", str(exc), score=0.0, **details)
+
+
+def _strict(mode: Mode) -> bool:
+    return mode != "official"
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Typed equality: bools are not numbers, 1 == 1.0, containers compared element-wise."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+# ---- instruct --------------------------------------------------------------------------------
+def _args_em(gold: dict[str, Any], action: Any, args: dict[str, Any], strict: bool) -> float:
+    eq: Callable[[Any, Any], bool] = same_value if strict else (lambda x, y: x == y)
+    gold_args = gold.get("args") or {}
+    if not isinstance(gold_args, dict):
+        gold_args = {}
+    hits = 1.0 if eq(gold.get("action"), action) else 0.0
+    for key, value in gold_args.items():
+        if eq(args.get(key, ""), value):
+            hits += 1.0
+    return hits / (len(gold_args) + 1)
+
+
+def _instruct(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordResult:
+    strict = _strict(mode)
+    template = case.input.get("template") or {}
+    gold = case.gold if isinstance(case.gold, dict) else {}
+    if fmt == "json":
+        try:
+            data = load_response(prediction)
+            if not isinstance(data, dict):
+                raise ParseError("the response is not an object")
+            keys = [template.get("thought", "thought"), template.get("action", "action"), template.get("args", "args")]
+            missing = [k for k in keys if k not in data]
+            if missing:
+                raise ParseError(f"the response lacks the template keys {missing}")
+        except ParseError as exc:
+            return _parse_failed(case, exc, format=0.0, args_em=0.0)
+        action, args = data[keys[1]], data[keys[2]]
+        args = args if isinstance(args, dict) else {}
+    else:
+        fields = parse_template(string_template(template), prediction, strict)
+        if fields is None:
+            return _parse_failed(case, ParseError("the response does not follow the string template"),
+                                 format=0.0, args_em=0.0)
+        action = fields.get("action", "")
+        action = action.strip() if isinstance(action, str) else action
+        raw_args = fields.get("args", "")
+        args = literal_args(raw_args, strict) if isinstance(raw_args, str) else {}
+    em = _args_em(gold, action, args, strict)
+    eq: Callable[[Any, Any], bool] = same_value if strict else (lambda x, y: x == y)
+    action_ok = eq(gold.get("action"), action)
+    ok = em >= 1.0
+    return _result(case, (1.0 + em) / 2, ok, "wrong_args" if action_ok else "wrong_action",
+                   "wrong arguments" if action_ok else f"expected action {gold.get('action')!r}",
+                   format=1.0, args_em=em)
+
+
+@scorer("teval.instruct.json")
+def instruct_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
+    return _instruct(case, prediction, mode, "json")
+
+
+@scorer("teval.instruct.string")
+def instruct_string(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
+    return _instruct(case, prediction, mode, "string")
+
+
+# ---- plan ------------------------------------------------------------------------------------
+def max_weight_assignment(weights: list[list[float]]) -> list[tuple[int, int]]:
+    """Pairs (row, col) of a maximum-weight matching of a non-negative weight matrix; zero-weight
+    pairs (non-edges) are left out. scipy if installed, else networkx, else a small Hungarian."""
+    n, m = len(weights), (len(weights[0]) if weights else 0)
+    if n == 0 or m == 0:
+        return []
+    try:
+        import numpy as np
+        from scipy.optimize import linear_sum_assignment
+
+        rows, cols = linear_sum_assignment(np.asarray(weights, dtype=float), maximize=True)
+        pairs = list(zip(rows.tolist(), cols.tolist()))
+    except ImportError:
+        try:
+            import networkx as nx
+
+            g = nx.Graph()
+            for i in range(n):
+                for j in range(m):
+                    if weights[i][j] > 0:
+                        g.add_edge(("p", i), ("g", j), weight=weights[i][j])
+            pairs = []
+            for a, b in nx.max_weight_matching(g):
+                (_, i), (_, j) = (a, b) if a[0] == "p" else (b, a)
+                pairs.append((i, j))
+        except ImportError:
+            pairs = _hungarian_max(weights)
+    return sorted((i, j) for i, j in pairs if weights[i][j] > 0)
+
+
+def _hungarian_max(weights: list[list[float]]) -> list[tuple[int, int]]:
+    """Maximum-weight assignment on a rectangular matrix (O(n^2 m), potentials method)."""
+    transpose = len(weights) > len(weights[0])
+    w = [list(r) for r in zip(*weights)] if transpose else weights
+    n, m = len(w), len(w[0])
+    top = max((x for r in w for x in r), default=0.0)
+    cost = [[top - x for x in r] for r in w]
+    inf = float("inf")
+    u, v, p, way = [0.0] * (n + 1), [0.0] * (m + 1), [0] * (m + 1), [0] * (m + 1)
+    for i in range(1, n + 1):
+        p[0], j0 = i, 0
+        minv, used = [inf] * (m + 1), [False] * (m + 1)
+        while True:
+            used[j0] = True
+            i0, delta, j1 = p[j0], inf, 0
+            for j in range(1, m + 1):
+                if not used[j]:
+                    cur = cost[i0 - 1][j - 1] - u[i0] - v[j]
+                    if cur < minv[j]:
+                        minv[j], way[j] = cur, j0
+                    if minv[j] < delta:
+                        delta, j1 = minv[j], j
+            for j in range(m + 1):
+                if used[j]:
+                    u[p[j]] += delta
+                    v[j] -= delta
+                else:
+                    minv[j] -= delta
+            j0 = j1
+            if p[j0] == 0:
+                break
+        while True:
+            j1 = way[j0]
+            p[j0] = p[j1]
+            j0 = j1
+            if j0 == 0:
+                break
+    pairs = [(p[j] - 1, j - 1) for j in range(1, m + 1) if p[j] != 0]
+    return [(j, i) for i, j in pairs] if transpose else pairs
+
+
+def longest_increasing(mapped: list[int], official: bool) -> int:
+    """Length of the longest strictly increasing run of matched gold indices (-1 = unmatched)
+    in prediction order. ``official`` reproduces T-Eval's DP, which starts every position at 1,
+    unmatched ones included (so any non-empty plan gets at least 1)."""
+    if not mapped:
+        return 0
+    dp = [1 if (official or g != -1) else 0 for g in mapped]
+    for i in range(len(mapped)):
+        for j in range(i):
+            if mapped[i] == -1 or mapped[j] == -1:
+                continue
+            if mapped[i] > mapped[j]:
+                dp[i] = max(dp[i], dp[j] + 1)
+    return max(dp)
+
+
+def plan_f1(pred: list[dict[str, Any]], gold: list[dict[str, Any]], strict: bool) -> dict[str, Any]:
+    """Precision, recall and F1 of a predicted plan against the gold plan (FinishAction dropped)."""
+    from benchsmith.eval._private.embeddings import get_embedder
+
+    pred, gold = drop_finish(pred), drop_finish(gold)
+    if not pred or not gold:
+        if strict:
+            both = not pred and not gold
+            return {"precision": float(both), "recall": float(both), "f1": float(both), "correct": 0,
+                    "matched": []}
+        # the official evaluator crashes here (max() of an empty DP); the record counts as 0
+        raise ParseError("official evaluator crashes on a plan that is only FinishAction")
+    emb = get_embedder()
+    names = emb.similarity([s["name"] for s in pred], [s["name"] for s in gold])
+    args = emb.similarity([str(s["args"]) for s in pred], [str(s["args"]) for s in gold])
+    weights = [[0.0] * len(gold) for _ in pred]
+    for i in range(len(pred)):
+        for j in range(len(gold)):
+            sim = NAME_WEIGHT * max(0.0, float(names[i][j])) + ARGS_WEIGHT * max(0.0, float(args[i][j]))
+            weights[i][j] = sim if sim > MATCH_THRESHOLD else 0.0
+    pairs = max_weight_assignment(weights)
+    mapped = [-1] * len(pred)
+    for i, j in pairs:
+        mapped[i] = j
+    correct = longest_increasing(mapped, official=not strict)
+    precision, recall = correct / len(pred), correct / len(gold)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "correct": correct, "matched": pairs}
+
+
+def gold_plan(gold: Any) -> list[dict[str, Any]]:
+    return plan_from_json(gold)
+
+
+def _plan(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordResult:
+    strict = _strict(mode)
+    try:
+        gold = gold_plan(case.gold)
+    except ParseError as exc:
+        return failed(case, "bad_gold", f"gold plan unreadable: {exc}")
+    try:
+        if fmt == "json":
+            pred = plan_from_json(prediction)
+        else:
+            pred = plan_from_text(prediction, case.input.get("api_list") or [], strict)
+    except ParseError as exc:
+        return _parse_failed(case, exc, precision=0.0, recall=0.0)
+    try:
+        res = plan_f1(pred, gold, strict)
+    except ParseError as exc:
+        return failed(case, "official_crash", str(exc), precision=0.0, recall=0.0)
+    ok = res["f1"] >= FULL
+    return _result(case, res["f1"], ok, "plan_mismatch",
+                   f"{res['correct']} of {len(drop_finish(gold))} gold steps in order", precision=res["precision"],
+                   recall=res["recall"], correct=res["correct"], predicted_steps=len(drop_finish(pred)))
+
+
+@scorer("teval.plan.json")
+def plan_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
+    return _plan(case, prediction, mode, "json")
+
+
+@scorer("teval.plan.str")
+def plan_str(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
+    return _plan(case, prediction, mode, "str")
+
+
+# ---- reason / retrieve / understand ----------------------------------------------------------
+def gold_step(gold: Any) -> dict[str, Any]:
+    return rru_from_json(gold)
+
+
+def _gold_or_fail(case: EvalCase) -> dict[str, Any] | RecordResult:
+    try:
+        return gold_step(case.gold)
+    except ParseError as exc:
+        return failed(case, "bad_gold", f"gold step unreadable: {exc}")
+
+
+def _pred_json(case: EvalCase, prediction: str) -> dict[str, Any] | RecordResult:
+    try:
+        return rru_from_json(prediction)
+    except ParseError as exc:
+        return _parse_failed(case, exc)
+
+
+def _reason(case: EvalCase, thought: str, gold_thought: str, mode: Mode) -> RecordResult:
+    from benchsmith.eval._private.embeddings import get_embedder
+
+    sim = float(get_embedder().similarity([thought], [gold_thought])[0][0])
+    score = max(0.0, sim)
+    if score >= FULL and mode != "official":
+        score = 1.0  # float32 rounding of identical texts (0.99999994) is a full match in strict mode
+    return _result(case, score, score >= 0.999, "low_similarity", f"cosine {score:.3f}", cosine=score)
+
+
+@scorer("teval.reason.json")
+def reason_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
+    gold = _gold_or_fail(case)
+    if isinstance(gold, RecordResult):
+        return gold
+    pred = _pred_json(case, prediction)
+    if isinstance(pred, RecordResult):
+        return pred
+    return _reason(case, pred["thought"], gold["thought"], mode)
+
+
+@scorer("teval.reason.str")
+def reason_str(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
+    gold = _gold_or_fail(case)
+    if isinstance(gold, RecordResult):
+        return gold
+    return _reason(case, prediction, gold["thought"], mode)
+
+
+@scorer("teval.retrieve.json")
+def retrieve_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
+    gold = _gold_or_fail(case)
+    if isinstance(gold, RecordResult):
+        return gold
+    pred = _pred_json(case, prediction)
+    if isinstance(pred, RecordResult):
+        return pred
+    ok = pred["name"] == gold["name"]
+    return _result(case, float(ok), ok, "wrong_name", f"expected {gold['name']!r}, got {pred['name']!r}")
+
+
+@scorer("teval.retrieve.str")
+def retrieve_str(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
+    gold = _gold_or_fail(case)
+    if isinstance(gold, RecordResult):
+        return gold
+    name = gold["name"]
+    if name not in prediction:
+        return failed(case, "wrong_name", f"{name!r} is not named in the response")
+    others = sorted({n for n in other_api_names(prediction) if n != name})
+    if others:
+        return failed(case, "wrong_name", f"the response also names {others[:5]}")
+    return passed(case, 1.0)
+
+
+def _understand_args(pred: dict[str, Any], gold: dict[str, Any], strict: bool) -> tuple[float, int]:
+    if not gold:
+        return (1.0 if not pred else 0.0), 0
+    if strict:
+        hits = sum(1 for k, v in gold.items() if k in pred and same_value(pred[k], v))
+        return hits / len(gold), hits
+    hits = sum(1 for k, v in gold.items() if k in pred and str(pred[k]) == str(v))
+    return hits / (len(gold) + UNDERSTAND_EPS), hits
+
+
+@scorer("teval.understand.json")
+def understand_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
+    gold = _gold_or_fail(case)
+    if isinstance(gold, RecordResult):
+        return gold
+    pred = _pred_json(case, prediction)
+    if isinstance(pred, RecordResult):
+        return pred
+    score, hits = _understand_args(pred["args"], gold["args"], _strict(mode))
+    ok = hits == len(gold["args"]) and (bool(gold["args"]) or not pred["args"])
+    return _result(case, score, ok, "wrong_args", f"{hits} of {len(gold['args'])} arguments right",
+                   matched_args=hits)
+
+
+def _gold_args_text(gold: Any) -> tuple[str, Any]:
+    """``str()`` of the gold arguments as the official str reader sees them, and their value."""
+    if isinstance(gold, str):
+        try:
+            gold = load_response(gold, "{", "}")
+        except ParseError:
+            return "", None
+    args = gold.get("args", "") if isinstance(gold, dict) else ""
+    return str(args), args
+
+
+@scorer("teval.understand.str")
+def understand_str(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
+    text, value = _gold_args_text(case.gold)
+    if isinstance(case.gold, str) and value is None:
+        return failed(case, "bad_gold", "gold step unreadable")
+    if _strict(mode):
+        pred = prediction.strip().strip("'\"").strip()
+        ok = pred == text
+        if not ok and isinstance(value, dict):
+            try:
+                parsed = load_response(pred, "{", "}")
+            except ParseError:
+                parsed = None
+            ok = isinstance(parsed, dict) and same_value(parsed, value)
+    else:
+        ok = prediction.strip("'").strip('"') == text
+    return _result(case, float(ok), ok, "wrong_args", f"expected {text[:200]}")
+
+
+# ---- review ----------------------------------------------------------------------------------
+def gold_letter(gold: Any) -> str:
+    answer = gold.get("answer") if isinstance(gold, dict) else gold
+    return str(answer).strip()[:1] if answer is not None else ""
+
+
+@scorer("teval.review.str")
+def review_str(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
+    try:
+        letter = review_letter(prediction, _strict(mode))
+    except ParseError as exc:
+        return _parse_failed(case, exc)
+    gold = gold_letter(case.gold)
+    ok = letter == gold
+    return _result(case, float(ok), ok, "wrong_answer", f"expected {gold}, got {letter}", answer=letter)
+
+
+@scorer("teval.review.json")
+def review_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
+    gold = gold_letter(case.gold)
+    if not _strict(mode):
+        # official: needs a boolean 'is_finished', then compares {'review': bool} with the gold letter
+        try:
+            data = load_response(prediction)
+        except ParseError as exc:
+            return _parse_failed(case, exc)
+        if not isinstance(data, dict) or data.get("is_finished", None) not in (True, False) or \
+                "is_finished" not in data:
+            return _parse_failed(case, ParseError("no boolean 'is_finished'"))
+        ok = {"review": data["is_finished"]} == gold
+        return _result(case, float(ok), ok, "official_unreachable",
+                       "the official json review compares a dict with the gold letter and never matches")
+    try:
+        data = load_response(prediction, "{", "}")
+        if not isinstance(data, dict) or not isinstance(data.get("answer"), str):
+            raise ParseError("no string 'answer'")
+        letter = review_letter(":" + data["answer"], True)
+    except ParseError as exc:
+        return _parse_failed(case, exc)
+    ok = letter == gold
+    return _result(case, float(ok), ok, "wrong_answer", f"expected {gold}, got {letter}", answer=letter)
+
+
+ABILITIES = ("instruct", "plan", "reason", "retrieve", "understand", "review")
+FORMATS = {"instruct": ("json", "string"), "plan": ("json", "str"), "reason": ("json", "str"),
+           "retrieve": ("json", "str"), "understand": ("json", "str"), "review": ("json", "str")}
+
+
+def scorer_name(ability: str, fmt: str) -> str:
+    return f"teval.{ability}.{fmt}"
+
+
+__all__ = ["ABILITIES", "FINISH", "FORMATS", "gold_letter", "gold_plan", "gold_step", "longest_increasing",
+           "max_weight_assignment", "plan_f1", "same_value", "scorer_name"]

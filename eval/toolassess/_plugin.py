@@ -1,0 +1,194 @@
+"""The ``toolassess`` benchmark: tool-use awareness, tool selection and multi-task scenarios
+from benchsmith's ToolAssess JSONL (one record a line, ``task`` = awareness | selection | multi;
+see ``docs/eval/toolassess.md``)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed
+from benchsmith.schemas import UserError
+
+from ._scorers import (
+    AWARENESS_CLASSES, SELECTION_CLASSES, classification, norm_label, score_awareness, score_selection,
+)
+
+TASKS = ("awareness", "selection", "multi")
+
+
+def _tool_names(tools: Any, where: str) -> list[str]:
+    if not isinstance(tools, list):
+        raise UserError(f"{where}: 'tools' must be a list", fix="list the candidate tools (names or objects with a name)")
+    names = []
+    for t in tools:
+        name = t.get("name") if isinstance(t, dict) else t
+        if not isinstance(name, str) or not name:
+            raise UserError(f"{where}: a tool has no name", fix="give every candidate tool a name")
+        names.append(name)
+    return names
+
+
+def _sub_gold(task: str, rec: dict[str, Any], where: str) -> dict[str, Any]:
+    if task == "awareness":
+        label = norm_label(rec.get("label"))
+        if label is None:
+            raise UserError(f"{where}: label {rec.get('label')!r} is not a class",
+                            fix=f"use one of {', '.join(AWARENESS_CLASSES)}")
+        return {"label": label}
+    if task == "selection":
+        names = _tool_names(rec.get("tools"), where)
+        answer = rec.get("answer_tools")
+        if not isinstance(answer, list) or not all(isinstance(a, str) for a in answer):
+            raise UserError(f"{where}: 'answer_tools' must be a list of tool names", fix="write [] when no tool fits")
+        unknown = sorted(set(answer) - set(names))
+        if unknown:
+            raise UserError(f"{where}: answer tool {unknown[0]!r} is not among the candidate tools",
+                            fix="answer_tools must name candidates from 'tools'")
+        return {"candidates": names, "answer_tools": sorted(set(answer))}
+    raise UserError(f"{where}: unknown task {task!r}", fix=f"use one of {', '.join(TASKS)}")
+
+
+@benchmark("toolassess")
+class ToolAssess(Benchmark):
+    """ToolAssess: awareness (3 classes), selection (binary true/false tool), multi-task ASA/PSA,
+    and the inputs of TAS (see :func:`benchsmith.eval.toolassess.tas`)."""
+
+    def load(self, data: Path) -> list[EvalCase]:
+        data = Path(data)
+        files = sorted(data.glob("*.jsonl")) if data.is_dir() else [data]
+        if not files or not all(f.is_file() for f in files):
+            raise UserError(f"{data} has no ToolAssess JSONL", fix="pass a .jsonl file or a folder of them")
+        cases: list[EvalCase] = []
+        seen: set[str] = set()
+        for f in files:
+            for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+                if not line.strip():
+                    continue
+                where = f"{f}:{n}"
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise UserError(f"{where} is not JSON ({exc.msg})", fix="write one JSON object a line") from None
+                if not isinstance(rec, dict) or rec.get("task") not in TASKS:
+                    raise UserError(f"{where}: 'task' must be one of {', '.join(TASKS)}", fix="set task")
+                rid = str(rec.get("id") or f"{f.stem}-{n}")
+                if rid in seen:
+                    raise UserError(f"{where}: id {rid} appears twice", fix="give every record its own id")
+                seen.add(rid)
+                task = rec["task"]
+                meta = {"file": str(f), "line": n}
+                if task == "multi":
+                    subs = rec.get("subtasks")
+                    if not isinstance(subs, list) or not subs:
+                        raise UserError(f"{where}: a multi record needs a non-empty 'subtasks' list", fix="add them")
+                    gold_subs = []
+                    for i, s in enumerate(subs, 1):
+                        if not isinstance(s, dict):
+                            raise UserError(f"{where} sub-task {i} is not an object", fix="write objects")
+                        kind = s.get("task") or rec.get("kind") or ("selection" if "answer_tools" in s else "awareness")
+                        gold_subs.append({"task": kind, **_sub_gold(kind, s, f"{where} sub-task {i}")})
+                    kinds = {g["task"] for g in gold_subs}
+                    kind = rec.get("kind") or (kinds.pop() if len(kinds) == 1 else "mixed")
+                    cases.append(EvalCase(
+                        id=rid, benchmark="toolassess", category=f"multi:{kind}",
+                        input={"scenario": rec.get("scenario") or rec.get("query"),
+                               "subtasks": [{k: v for k, v in s.items() if k not in ("label", "answer_tools")}
+                                            for s in subs]},
+                        gold={"subtasks": gold_subs}, meta=meta))
+                else:
+                    cases.append(EvalCase(
+                        id=rid, benchmark="toolassess", category=task,
+                        input={"query": rec.get("query"), "tools": rec.get("tools", [])},
+                        gold=_sub_gold(task, rec, where), meta=meta))
+        return cases
+
+    # ---- score ---------------------------------------------------------------------------------
+    def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+        if case.category == "awareness":
+            return score_awareness(case, prediction, mode)
+        if case.category == "selection":
+            return score_selection(case, prediction, mode)
+        return self._score_multi(case, prediction, mode)
+
+    def _score_multi(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+        subs = case.gold["subtasks"]
+        try:
+            value = json.loads(prediction)
+        except (json.JSONDecodeError, RecursionError, TypeError):
+            value = None
+        if isinstance(value, dict) and isinstance(value.get("subtasks"), list):
+            value = value["subtasks"]
+        if not isinstance(value, list):
+            return failed(case, "parse_error", "expected a JSON list with one answer per sub-task",
+                          right=[False] * len(subs))
+        right: list[bool] = []
+        for i, gold in enumerate(subs):
+            sub_case = EvalCase(id=f"{case.id}/{i + 1}", benchmark="toolassess", category=gold["task"], gold=gold)
+            if i >= len(value):
+                right.append(False)
+                continue
+            item = value[i]
+            text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+            r = (score_awareness if gold["task"] == "awareness" else score_selection)(sub_case, text, mode)
+            right.append(r.ok)
+        share = sum(right) / len(right)
+        if all(right) and len(value) == len(subs):
+            return passed(case, 1.0, right=right)
+        err = "wrong_subtask_count" if len(value) != len(subs) else "wrong_subtask"
+        return failed(case, err, f"{sum(right)} of {len(subs)} sub-tasks right", score=share, right=right)
+
+    # ---- aggregate -------------------------------------------------------------------------------
+    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
+        by_id = {c.id: c for c in cases}
+        aw = [r for r in records if r.category == "awareness"]
+        se = [r for r in records if r.category == "selection"]
+        mt = [r for r in records if r.category.startswith("multi:")]
+        out: dict[str, Any] = {"metric_mode": mode}
+        out["awareness"] = classification(
+            [(by_id[r.id].gold["label"], r.details.get("pred")) for r in aw], AWARENESS_CLASSES) if aw else None
+        if se:
+            decisions = []
+            for r in se:
+                ds = r.details.get("decisions")
+                if ds is None:  # a missing prediction: nothing selected
+                    c = by_id[r.id].gold
+                    ds = [(n in c["answer_tools"], False) for n in c["candidates"]]
+                decisions.extend(("true_tool" if g else "false_tool", "true_tool" if p else "false_tool") for g, p in ds)
+            out["selection"] = {**classification(decisions, SELECTION_CLASSES),
+                                "record_accuracy": mean(1.0 if r.ok else 0.0 for r in se), "records": len(se)}
+        else:
+            out["selection"] = None
+
+        def asa_psa(recs: list[RecordResult]) -> dict[str, Any]:
+            shares = []
+            for r in recs:
+                right = r.details.get("right") or [False] * len(by_id[r.id].gold["subtasks"])
+                shares.append(sum(right) / len(right) if right else 0.0)
+            return {"scenarios": len(recs), "asa": mean(1.0 if s == 1.0 else 0.0 for s in shares),
+                    "psa": mean(shares)}
+
+        out["multi"] = None if not mt else {
+            **asa_psa(mt), "by_kind": {k: asa_psa([r for r in mt if r.category == f"multi:{k}"])
+                                      for k in sorted({r.category.split(":", 1)[1] for r in mt})}}
+        tas_inputs: dict[str, float] = {}
+        for sit in ("awareness", "selection"):
+            if out[sit]:
+                for k in ("accuracy", "precision", "recall", "f1"):
+                    tas_inputs[f"{sit}.{k}"] = out[sit][k]
+        if out["multi"]:
+            for kind, fig in out["multi"]["by_kind"].items():
+                tas_inputs[f"multi_{kind}.asa"] = fig["asa"]
+                tas_inputs[f"multi_{kind}.psa"] = fig["psa"]
+        out["tas_inputs"] = tas_inputs
+        out["error_types"] = dict(Counter(r.error_type for r in records if r.error_type).most_common())
+        return out
+
+    def gold_prediction(self, case: EvalCase) -> str:
+        def one(g: dict[str, Any]) -> Any:
+            return g["label"] if "label" in g else g["answer_tools"]
+        if case.category.startswith("multi:"):
+            return json.dumps([one(g) for g in case.gold["subtasks"]], ensure_ascii=False)
+        return json.dumps(one(case.gold), ensure_ascii=False)

@@ -1,0 +1,192 @@
+"""ACEBench plug-in: fixture cases (strict and official verdicts), robustness, loading, aggregation."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchsmith.eval import EvalCase, score_cases
+from benchsmith.eval.acebench import AceBench, decode_official, decode_strict, load_folder
+from benchsmith.eval.acebench._decode import DecodeError, official_agent_turn
+from benchsmith.schemas import UserError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "eval" / "acebench_cases.jsonl"
+CASES = [json.loads(line) for line in FIXTURES.read_text(encoding="utf-8").splitlines() if line.strip()]
+BENCH = AceBench()
+
+
+def _case(c: dict) -> EvalCase:
+    return EvalCase(id=c["name"], benchmark="acebench", category=c["category"], input=c["input"], gold=c["gold"])
+
+
+@pytest.mark.parametrize("c", CASES, ids=[c["name"] for c in CASES])
+def test_fixture_case(c):
+    case = _case(c)
+    for mode in ("strict", "official"):
+        r = BENCH.score(case, c["prediction"], mode)
+        want = c["expected"][mode]
+        assert (r.ok, r.error_type) == (want["ok"], want["error_type"]), (mode, r.reason)
+        assert 0.0 <= r.score <= 1.0
+
+
+def test_fixture_file_covers_enough():
+    assert len(CASES) >= 40
+    differ = [c for c in CASES if c["expected"]["strict"] != c["expected"]["official"]]
+    assert len(differ) >= 15
+    families = {c["category"].split("_")[0] for c in CASES}
+    assert families == {"normal", "special", "agent"}
+
+
+def test_gold_prediction_round_trips_on_fixtures():
+    for c in CASES:
+        if c["category"].startswith("normal") and c["expected"]["strict"]["ok"]:
+            case = _case(c)
+            assert BENCH.score(case, BENCH.gold_prediction(case), "strict").ok, c["name"]
+
+
+# ---- robustness -------------------------------------------------------------------------------
+_NAMES = st.sampled_from(["get_weather", "get_time", "ping", "x", "a.b", "report_2"])
+_ATOMS = st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=True), st.booleans(), st.none(),
+                   st.text(max_size=12), st.sampled_from(["Paris", "+2", "-x", "...", "[", "}", "'", "\\"]))
+
+
+def _call_text(draw_name, args) -> str:
+    return f"{draw_name}(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
+
+
+_CALL = st.builds(_call_text, _NAMES, st.dictionaries(st.sampled_from(["city", "days", "opts", "zone", "x"]),
+                                                      st.recursive(_ATOMS, lambda s: st.lists(s, max_size=3)
+                                                                   | st.dictionaries(st.text(max_size=4), s, max_size=3),
+                                                                   max_leaves=6), max_size=4))
+_MUTATED = st.builds(lambda calls, cut, junk: ("[" + ", ".join(calls) + "]")[:cut] + junk,
+                     st.lists(_CALL, max_size=3), st.integers(0, 400), st.text(max_size=8))
+_ANY = st.one_of(st.text(max_size=300), _MUTATED,
+                 st.text(alphabet="[](){}'\",=:+-*/ \n\tabc0123456789_.", max_size=200))
+
+_BY_CAT = {}
+for _c in CASES:
+    _BY_CAT.setdefault(_c["category"], _case(_c))
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_ANY)
+def test_random_outputs_never_raise(text):
+    for case in _BY_CAT.values():
+        for mode in ("strict", "official"):
+            r = BENCH.score(case, text, mode)
+            assert 0.0 <= r.score <= 1.0
+            assert r.error_type != "scorer_error"
+
+
+@settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_ANY)
+def test_decoders_raise_only_decode_error(text):
+    for fn in (decode_official, decode_strict, official_agent_turn):
+        try:
+            out = fn(text)
+        except DecodeError:
+            continue
+        assert isinstance(out, list)
+
+
+def test_pathological_inputs():
+    deep = "[f(a=" + "[" * 5000 + "]" * 5000 + ")]"
+    huge = "[f(a='" + "x" * 300_000 + "')]"
+    for text in (deep, huge, "[f(a=10**10**10)]", "[f(a=9e999*9e999)]", "[f(a=1/0)]", "\x00", ""):
+        for case in _BY_CAT.values():
+            for mode in ("strict", "official"):
+                BENCH.score(case, text, mode)
+
+
+# ---- loading ----------------------------------------------------------------------------------
+def _write(folder: Path, category: str, rows: list[dict], answers: list[dict]) -> None:
+    (folder / "possible_answer").mkdir(parents=True, exist_ok=True)
+    (folder / f"data_{category}.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (folder / "possible_answer" / f"data_{category}.json").write_text("\n".join(json.dumps(a) for a in answers) + "\n")
+
+
+def test_load_and_score_small_folder(tmp_path):
+    fn = [{"name": "get_time", "parameters": {"type": "object", "properties": {"zone": {"type": "string"}},
+                                              "required": ["zone"]}}]
+    _write(tmp_path, "normal_single_turn_single_function",
+           [{"id": "normal_single_turn_single_function_0", "question": "q", "function": fn}],
+           [{"id": "normal_single_turn_single_function_0", "ground_truth": {"get_time": {"zone": "UTC"}}}])
+    _write(tmp_path, "normal_multi_turn_user_adjust",
+           [{"id": f"normal_multi_turn_user_adjust_0_{i}", "question": "q", "function": fn} for i in range(2)],
+           [{"id": f"normal_multi_turn_user_adjust_0_{i}", "ground_truth": {"get_time": {"zone": "UTC"}}}
+            for i in range(2)])
+    _write(tmp_path, "special_irrelevant", [{"id": "special_irrelevant_0", "question": "q", "function": fn}],
+           [{"id": "special_irrelevant_0", "ground_truth": "the limitations of the function"}])
+    cases = load_folder(tmp_path)
+    assert [c.category for c in cases] == ["normal_multi_turn_user_adjust"] * 2 + \
+        ["normal_single_turn_single_function", "special_irrelevant"]
+    preds = {c.id: BENCH.gold_prediction(c) for c in cases}
+    preds["normal_multi_turn_user_adjust_0_1"] = "[get_time(zone='CET')]"
+    for mode in ("strict", "official"):
+        run = score_cases(BENCH, cases, preds, mode)
+        cats = run.scores["categories"]
+        assert cats["normal_multi_turn_user_adjust"]["end_accuracy"] == 0.0
+        assert cats["normal_multi_turn_user_adjust"]["process_accuracy"] == 0.5
+        assert cats["special_irrelevant"]["accuracy"] == 1.0
+        assert set(run.scores["families"]) == {"normal", "special"}
+    official = score_cases(BENCH, cases, preds, "official").scores
+    # official: absent sub-categories count as 0 in the family mean
+    assert official["families"]["normal"] == round(1.0 / 12, 3)
+    assert official["summary_weights"] == {"normal": 0.578, "special": 0.2676, "agent": 0.1545}
+
+
+@pytest.mark.parametrize("broken, where", [
+    ("{not json", "line 2"),
+    ('{"question": "q"}', "line 2"),
+])
+def test_bad_records_name_file_and_line(tmp_path, broken, where):
+    fn = [{"name": "f", "parameters": {}}]
+    _write(tmp_path, "normal_similar_api", [{"id": "normal_similar_api_0", "question": "q", "function": fn}],
+           [{"id": "normal_similar_api_0", "ground_truth": {"f": {}}}])
+    path = tmp_path / "data_normal_similar_api.json"
+    path.write_text(path.read_text() + broken + "\n")
+    with pytest.raises(UserError) as err:
+        load_folder(tmp_path)
+    assert "data_normal_similar_api.json" in str(err.value) and where in str(err.value)
+
+
+def test_missing_answer_and_unknown_category(tmp_path):
+    _write(tmp_path, "normal_similar_api", [{"id": "normal_similar_api_0", "question": "q", "function": []}],
+           [{"id": "other", "ground_truth": {}}])
+    with pytest.raises(UserError, match="no possible answer"):
+        load_folder(tmp_path)
+    with pytest.raises(UserError):
+        load_folder(tmp_path / "nope")
+    other = tmp_path / "x"
+    _write(other, "normal_mystery", [{"id": "a", "question": "q", "function": []}], [{"id": "a", "ground_truth": {}}])
+    with pytest.raises(UserError, match="unknown ACEBench category"):
+        load_folder(other)
+
+
+# ---- real data (opt-in) -----------------------------------------------------------------------
+STRICT_FAILING = {
+    "normal_preference_38", "normal_single_turn_parallel_function_84",
+    "agent_multi_turn_6", "agent_multi_turn_8", "agent_multi_turn_9", "agent_multi_turn_10", "agent_multi_turn_11",
+    "agent_multi_turn_12", "agent_multi_turn_13", "agent_multi_turn_14", "agent_multi_turn_15",
+    "agent_multi_step_0", "agent_multi_step_1", "agent_multi_step_4", "agent_multi_step_5", "agent_multi_step_12",
+    "agent_multi_step_13", "agent_multi_step_14", "agent_multi_step_15", "agent_multi_step_16",
+    "agent_multi_step_17",
+}
+
+
+@pytest.mark.skipif(not os.environ.get("BENCHSMITH_SHARED_DATA"), reason="BENCHSMITH_SHARED_DATA is not set")
+def test_real_data_selftest():
+    folder = Path(os.environ["BENCHSMITH_SHARED_DATA"]) / "acebench_en"
+    cases = load_folder(folder)
+    assert len(cases) == 1023
+    gold = {c.id: BENCH.gold_prediction(c) for c in cases}
+    official = score_cases(BENCH, cases, gold, "official").scores
+    assert official["families"] == {"normal": 0.907, "special": 1.0, "agent": 0.6}
+    assert official["summary"] == 0.885
+    strict = score_cases(BENCH, cases, gold, "strict")
+    assert {r.id for r in strict.records if not r.ok} == STRICT_FAILING

