@@ -69,9 +69,9 @@ def main() -> None:
 
 def teval_run(n_cases: int) -> None:
     try:
-        from benchsmith.eval.teval import derive_split  # type: ignore[attr-defined]
+        from benchsmith.eval.teval import derive_teval
     except ImportError:
-        print("teval: derive_split not available; skipping")
+        print("teval: derive_teval not available; skipping")
         return
     from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
     from benchsmith.construction.nl2api._private.build import default_pairs_path
@@ -80,7 +80,7 @@ def teval_run(n_cases: int) -> None:
         split = Path(tmp) / "slot"
         build_split(chinook_db(), default_pairs_path(), split, BuildOptions(style="slot"))
         derived = Path(tmp) / "teval"
-        derive_split(split, derived)
+        derive_teval(split, derived)
         b = get_benchmark("teval")
         base = b.load(derived)
         cases = [c.model_copy(update={"id": f"{c.id}~{i}"}) for i in range(-(-n_cases // len(base))) for c in base][:n_cases]

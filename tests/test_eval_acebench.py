@@ -185,8 +185,17 @@ def test_real_data_selftest():
     cases = load_folder(folder)
     assert len(cases) == 1023
     gold = {c.id: BENCH.gold_prediction(c) for c in cases}
-    official = score_cases(BENCH, cases, gold, "official").scores
-    assert official["families"] == {"normal": 0.907, "special": 1.0, "agent": 0.6}
-    assert official["summary"] == 0.885
     strict = score_cases(BENCH, cases, gold, "strict")
     assert {r.id for r in strict.records if not r.ok} == STRICT_FAILING
+
+
+@pytest.mark.skipif(not os.environ.get("BENCHSMITH_SHARED_DATA"), reason="BENCHSMITH_SHARED_DATA is not set")
+@pytest.mark.xfail(strict=True, reason=(
+    "official mode does not yet reproduce the official EN gold Summary 0.944: it gives 0.885 "
+    "(normal 0.907, special 1.0, agent 0.6; see docs/eval/acebench.md)"))
+def test_real_data_official_summary_reproduces_0_944():
+    folder = Path(os.environ["BENCHSMITH_SHARED_DATA"]) / "acebench_en"
+    cases = load_folder(folder)
+    gold = {c.id: BENCH.gold_prediction(c) for c in cases}
+    official = score_cases(BENCH, cases, gold, "official").scores
+    assert official["summary"] == pytest.approx(0.944, abs=5e-4)
