@@ -141,8 +141,8 @@ def test_load_and_score_small_folder(tmp_path):
 
 
 @pytest.mark.parametrize("broken, where", [
-    ("{not json", "line 2"),
-    ('{"question": "q"}', "line 2"),
+    ("{not json", ".json:2:"),
+    ('{"question": "q"}', ".json:2:"),
 ])
 def test_bad_records_name_file_and_line(tmp_path, broken, where):
     fn = [{"name": "f", "parameters": {}}]

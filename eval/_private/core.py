@@ -116,6 +116,31 @@ def get_benchmark(name: str) -> Benchmark:
     return BENCHMARKS[name]()
 
 
+# ---- data files -------------------------------------------------------------------------------
+def read_json_lines(path: Path, *, fix: str) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank line of a JSONL data file.
+
+    Anything unreadable raises :class:`UserError` naming ``path:LINE`` and ``fix``.
+    """
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be read ({exc.strerror})", fix=fix) from None
+    rows = []
+    for n, line in enumerate(raw.split(b"\n"), 1):
+        text = line.decode("utf-8", errors="replace").strip()
+        if not text:
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}:{n}: not JSON ({exc.msg})", fix="one JSON object per line") from None
+        if not isinstance(obj, dict):
+            raise UserError(f"{path}:{n}: a line is not a JSON object", fix="one JSON object per line")
+        rows.append((n, obj))
+    return rows
+
+
 # ---- predictions ------------------------------------------------------------------------------
 @dataclass
 class Predictions:

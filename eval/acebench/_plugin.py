@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.eval._private.core import (
-    Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed, safe_ratio, scorer, sqrt_weights,
+    Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed, read_json_lines, safe_ratio, scorer,
+    sqrt_weights,
 )
 from benchsmith.schemas import UserError
 
@@ -39,22 +40,10 @@ def dialogue_of(case_id: str) -> str:
 
 # ---- loading ----------------------------------------------------------------------------------
 def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    rows = []
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot be read ({exc})", fix="pass an ACEBench data folder") from None
-    for n, line in enumerate(raw.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path} line {n}: not JSON ({exc.msg})", fix="one JSON object per line") from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
-            raise UserError(f"{path} line {n}: expected an object with a string 'id'",
-                            fix="one JSON object per line") from None
-        rows.append((n, obj))
+    rows = read_json_lines(path, fix="pass an ACEBench data folder")
+    for n, obj in rows:
+        if not isinstance(obj.get("id"), str):
+            raise UserError(f"{path}:{n}: expected an object with a string 'id'", fix="one JSON object per line")
     return rows
 
 

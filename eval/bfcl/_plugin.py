@@ -16,6 +16,7 @@ from benchsmith.eval._private.core import (
     failed,
     mean,
     passed,
+    read_json_lines,
     safe_ratio,
     scorer,
 )
@@ -39,24 +40,7 @@ def is_ast(category: str) -> bool:
 
 # ---- loading ----------------------------------------------------------------------------------
 def _jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    rows = []
-    try:
-        with open(path, "rb") as fh:
-            lines = fh.read().split(b"\n")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot be read ({exc.strerror})", fix="check the BFCL data folder") from None
-    for n, raw in enumerate(lines, 1):
-        text = raw.decode("utf-8", errors="replace").strip()
-        if not text:
-            continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}:{n}: not JSON ({exc.msg})", fix="one JSON object per line") from None
-        if not isinstance(obj, dict):
-            raise UserError(f"{path}:{n}: a line is not a JSON object", fix="one JSON object per line")
-        rows.append((n, obj))
-    return rows
+    return read_json_lines(path, fix="check the BFCL data folder")
 
 
 def _check_record(path: Path, n: int, row: dict[str, Any]) -> str:
