@@ -8,11 +8,11 @@ leaf checks are pure functions registered with :func:`scorer`.
 ('strict', 'official')
 """
 from ._private.core import (
-    BENCHMARKS, MODES, SCORERS, Benchmark, EvalCase, Mode, Predictions, RecordResult, ScoreRun, benchmark, failed,
+    BENCHMARKS, CallShapeError, tool_call_parts, MODES, SCORERS, Benchmark, EvalCase, Mode, Predictions, RecordResult, ScoreRun, benchmark, failed,
     get_benchmark, mean, passed, read_json_lines, read_predictions, safe_ratio, score_cases, scorer, sqrt_weights,
 )
 from ._private.run import run_score, run_selftest
 
-__all__ = ["BENCHMARKS", "MODES", "SCORERS", "Benchmark", "EvalCase", "Mode", "Predictions", "RecordResult",
+__all__ = ["BENCHMARKS", "CallShapeError", "tool_call_parts", "MODES", "SCORERS", "Benchmark", "EvalCase", "Mode", "Predictions", "RecordResult",
            "ScoreRun", "benchmark", "failed", "get_benchmark", "mean", "passed", "read_json_lines", "read_predictions", "run_score",
            "run_selftest", "safe_ratio", "score_cases", "scorer", "sqrt_weights"]

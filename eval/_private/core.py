@@ -116,6 +116,37 @@ def get_benchmark(name: str) -> Benchmark:
     return BENCHMARKS[name]()
 
 
+# ---- tool calls in predictions ------------------------------------------------------------------
+class CallShapeError(ValueError):
+    """A tool-call entry that is not ``{"name", "arguments"}`` (or OpenAI's ``{"function": {...}}``)."""
+
+
+def tool_call_parts(item: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """``(name, arguments, entry)`` of one predicted tool call; arguments may be JSON text.
+
+    >>> tool_call_parts({"function": {"name": "f", "arguments": '{"x": 1}'}})[:2]
+    ('f', {'x': 1})
+    """
+    if not isinstance(item, dict):
+        raise CallShapeError(f"a tool call is a {type(item).__name__}, not an object")
+    entry = {**item["function"], **{k: v for k, v in item.items() if k != "function"}} \
+        if isinstance(item.get("function"), dict) else item
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise CallShapeError("a tool call has no name")
+    args = entry.get("arguments", {})
+    if args is None:
+        args = {}
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except (json.JSONDecodeError, RecursionError):
+            raise CallShapeError(f"arguments of {name} are not JSON") from None
+    if not isinstance(args, dict):
+        raise CallShapeError(f"arguments of {name} are not an object")
+    return name, args, entry
+
+
 # ---- data files -------------------------------------------------------------------------------
 def read_json_lines(path: Path, *, fix: str) -> list[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for each non-blank line of a JSONL data file.

@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from typing import Any, Callable, Iterable, Sequence
 
-from benchsmith.eval import EvalCase, Mode, RecordResult, failed, passed, scorer
+from benchsmith.eval import CallShapeError, EvalCase, Mode, RecordResult, failed, passed, scorer, tool_call_parts
 
 TOOL_CATEGORIES: dict[str, str] = {
     "OCR": "perception", "ImageDescription": "perception", "RegionAttributeDescription": "perception",
@@ -42,22 +42,10 @@ class TurnError(ValueError):
 # ---- parsing ------------------------------------------------------------------------------------
 def norm_call(item: Any) -> dict[str, Any]:
     """``{"name", "arguments"}`` from a GTA / OpenAI tool-call entry (arguments may be JSON text)."""
-    if not isinstance(item, dict):
-        raise TurnError("malformed_call", f"a tool call is a {type(item).__name__}, not an object")
-    fn = item.get("function") if isinstance(item.get("function"), dict) else item
-    name = fn.get("name")
-    if not isinstance(name, str) or not name:
-        raise TurnError("malformed_call", "a tool call has no name")
-    args = fn.get("arguments", {})
-    if args is None:
-        args = {}
-    if isinstance(args, str):
-        try:
-            args = json.loads(args) if args.strip() else {}
-        except (json.JSONDecodeError, RecursionError):
-            raise TurnError("malformed_call", f"arguments of {name} are not JSON") from None
-    if not isinstance(args, dict):
-        raise TurnError("malformed_call", f"arguments of {name} are not an object")
+    try:
+        name, args, _ = tool_call_parts(item)
+    except CallShapeError as exc:
+        raise TurnError("malformed_call", str(exc)) from None
     return {"name": name, "arguments": args}
 
 

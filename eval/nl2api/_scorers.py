@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from typing import Any, Sequence
 
-from benchsmith.eval import EvalCase, Mode, RecordResult, failed, passed, scorer
+from benchsmith.eval import CallShapeError, EvalCase, Mode, RecordResult, failed, passed, scorer, tool_call_parts
 from benchsmith.schemas import parse_reference
 
 from benchsmith.construction.nl2api import multiset_equal, ordered_equal
@@ -53,24 +53,11 @@ def _loads(text: str) -> Any:
 
 
 def _one_call(item: Any, n: int) -> Call:
-    if not isinstance(item, dict):
-        raise PredictionError("malformed_call", f"call {n} is a {type(item).__name__}, not an object")
-    if isinstance(item.get("function"), dict):  # OpenAI tool_calls entry
-        item = {**item["function"], "label": item.get("label")}
-    name = item.get("name")
-    if not isinstance(name, str) or not name:
-        raise PredictionError("malformed_call", f"call {n} has no tool name")
-    args = item.get("arguments", {})
-    if args is None:
-        args = {}
-    if isinstance(args, str):
-        try:
-            args = json.loads(args) if args.strip() else {}
-        except (json.JSONDecodeError, RecursionError):
-            raise PredictionError("malformed_call", f"call {n} ({name}) has arguments that are not JSON") from None
-    if not isinstance(args, dict):
-        raise PredictionError("malformed_call", f"call {n} ({name}) has arguments that are not an object")
-    label = item.get("label")
+    try:
+        name, args, entry = tool_call_parts(item)
+    except CallShapeError as exc:
+        raise PredictionError("malformed_call", f"call {n}: {exc}") from None
+    label = entry.get("label")
     if label is not None and not isinstance(label, str):
         raise PredictionError("malformed_call", f"call {n} ({name}) has a label that is not a string")
     return {"name": name, "arguments": args, "label": label or None}
