@@ -101,12 +101,12 @@ def demo(
     out: Path = typer.Option(Path("out/demo"), "--out", envvar="BENCHSMITH_DEMO_OUT", help="Where to write the splits"),
 ) -> None:
     """The main job on the embedded default data: Chinook + its question/SQL pairs -> SLOT, SEL and REST splits,
-    gold self-tests, and T-Eval cases derived from the SLOT split (self-tested too)."""
+    gold self-tests, and T-Eval, GTA, ToolAssess and ACEBench-special cases derived from the SLOT split
+    (each self-tested too)."""
     from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
     from benchsmith.construction.nl2api._private.build import default_pairs_path
 
-    from benchsmith.eval import run_selftest
-    from benchsmith.eval.teval import derive_teval
+    from benchsmith.eval import derive_all, run_selftest
 
     db = chinook_db()
     for style in ("slot", "sel", "rest"):
@@ -114,12 +114,13 @@ def demo(
         _print_report(report, out / style)
         scores = run_selftest("nl2api", out / style, out / "selftest" / f"nl2api-{style}")
         typer.echo(f"  gold self-test (nl2api, strict): {scores['records'] - scores['gold_failing']}/{scores['records']} pass")
-    derived = derive_teval(out / "slot", out / "teval")
-    counts = {a: sum(v.values()) for a, v in derived["records"].items()}
-    typer.echo(f"T-Eval cases derived from the SLOT split into {out / 'teval'}: {counts}")
-    scores = run_selftest("teval", out / "teval", out / "selftest" / "teval")
-    typer.echo(f"  gold self-test (teval, strict): overall {scores['overall']:.2f}, "
-               f"{scores['records'] - scores['gold_failing']}/{scores['records']} records pass")
+    summary = derive_all(out / "slot", out / "derived")
+    typer.echo(f"cases derived from the SLOT split into {out / 'derived'}:")
+    for name, info in summary["derived"].items():
+        scores = run_selftest(info["benchmark"], out / "derived" / info["folder"], out / "selftest" / name)
+        headline = f"overall {scores['overall']:.2f}, " if "overall" in scores else ""
+        typer.echo(f"  {name}: gold self-test ({info['benchmark']}, strict): {headline}"
+                   f"{scores['records'] - scores['gold_failing']}/{scores['records']} records pass")
     typer.echo(f"serve the REST split with: benchsmith nl2api serve {out / 'rest'}")
 
 
@@ -167,16 +168,44 @@ def eval_derive(
     split: Path = typer.Option(..., "--split", envvar="BENCHSMITH_SPLIT",
                                help="An NL2API split folder (samples.jsonl with verified gold chains)"),
     out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT",
-                             help="Where the T-Eval files (instruct_v2.json, plan_json_v2.json, ...) go"),
+                             help="Where OUT/<deriver>/ folders and OUT/derive_report.json go"),
+    only: str = typer.Option("teval,gta,toolassess,acebench_special", "--only", envvar="BENCHSMITH_DERIVE_ONLY",
+                             help="Comma-separated derivers: teval, gta, toolassess, acebench_special"),
+    seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED", help="Seed for distractors and variants"),
 ) -> None:
-    """Derive T-Eval records (six abilities, json and str) from an NL2API split."""
+    """Derive benchmark cases from a split's verified gold chains: T-Eval's six abilities (json and str),
+    GTA step-by-step prefixes, ToolAssess awareness/selection, ACEBench special variants.
+    Each goes to OUT/<deriver>/ in its benchmark's own layout; score it with
+    `benchsmith eval score --benchmark <benchmark> --data OUT/<deriver>`."""
     import json
 
-    from benchsmith.eval.teval import derive_teval
+    from benchsmith.eval import derive_all
 
-    report = derive_teval(split, out)
-    counts = {a: sum(v.values()) for a, v in report["records"].items()}
-    typer.echo(json.dumps({"out": str(out), "samples": report["source"]["samples"], "records": counts}))
+    summary = derive_all(split, out, [n.strip() for n in only.split(",") if n.strip()], seed=seed)
+    for name, info in summary["derived"].items():
+        typer.echo(f"{name} -> {out / info['folder']} (score with --benchmark {info['benchmark']}): "
+                   f"{json.dumps(info['records'], ensure_ascii=False)}")
+    typer.echo(json.dumps({"out": str(out), "derived": {k: v["benchmark"] for k, v in summary["derived"].items()}}))
+
+
+@eval_app.command("export")
+@user_errors
+def eval_export(
+    split: Path = typer.Option(..., "--split", envvar="BENCHSMITH_SPLIT", help="A benchsmith split folder (samples.jsonl)"),
+    format: str = typer.Option(..., "--format", envvar="BENCHSMITH_EXPORT_FORMAT", help="bfcl | acebench | gta | teval"),
+    out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="Where the benchmark's own files go"),
+) -> None:
+    """Write a split in another benchmark's own format, so its official tools can read it."""
+    import json
+
+    from benchsmith.eval import EXPORTERS
+    from benchsmith.schemas import UserError
+
+    if format not in EXPORTERS:
+        raise UserError(f"unknown export format {format!r}", fix=f"use one of {', '.join(EXPORTERS)}")
+    report = EXPORTERS[format](split, out)
+    typer.echo(json.dumps({k: report[k] for k in ("format", "samples", "total", "skipped_by_reason", "written") if k in report},
+                          ensure_ascii=False))
 
 
 @schemas_app.command("export")

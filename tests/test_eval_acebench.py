@@ -190,12 +190,49 @@ def test_real_data_selftest():
 
 
 @pytest.mark.skipif(not os.environ.get("BENCHSMITH_SHARED_DATA"), reason="BENCHSMITH_SHARED_DATA is not set")
-@pytest.mark.xfail(strict=True, reason=(
-    "official mode does not yet reproduce the official EN gold Summary 0.944: it gives 0.885 "
-    "(normal 0.907, special 1.0, agent 0.6; see docs/eval/acebench.md)"))
 def test_real_data_official_summary_reproduces_0_944():
     folder = Path(os.environ["BENCHSMITH_SHARED_DATA"]) / "acebench_en"
     cases = load_folder(folder)
     gold = {c.id: BENCH.gold_prediction(c) for c in cases}
-    official = score_cases(BENCH, cases, gold, "official").scores
+    run = score_cases(BENCH, cases, gold, "official")
+    official = run.scores
     assert official["summary"] == pytest.approx(0.944, abs=5e-4)
+    assert official["families"] == {"normal": 0.907, "special": 0.993, "agent": 1.0}
+    cats = {k: v["accuracy"] for k, v in official["categories"].items()}
+    assert cats == {
+        "normal_single_turn_single_function": 0.92, "normal_single_turn_parallel_function": 0.86,
+        "normal_multi_turn_user_adjust": 0.76, "normal_multi_turn_user_switch": 0.74, "normal_similar_api": 0.96,
+        "normal_preference": 0.98, "normal_atom_bool": 1.0, "normal_atom_enum": 1.0, "normal_atom_number": 1.0,
+        "normal_atom_list": 1.0, "normal_atom_object_short": 1.0, "normal_atom_object_deep": 0.66,
+        "special_incomplete": 0.98, "special_error_param": 1.0, "special_irrelevant": 1.0,
+        "agent_multi_turn": 1.0, "agent_multi_step": 1.0,
+    }
+    # the agent family is graded on the reported end state, as the official evaluator does
+    assert official["categories"]["agent_multi_turn"]["process_accuracy"] == 1.0
+    failing = {r.id for r in run.records if not r.ok}
+    # the only non-normal gold that fails: padded parameter names in its possible answer
+    assert {i for i in failing if not i.startswith("normal")} == {"special_incomplete_0"}
+    assert len(failing) == 70
+    assert not any(r.error_type == "official_crash" for r in run.records)
+
+
+def test_gold_predictions_pass_in_both_modes_on_fixtures():
+    """Agent gold = the official inference record (end state + calls); special gold = the prompt's format."""
+    for c in CASES:
+        if c["category"].split("_")[0] in ("agent", "special") and c["expected"]["strict"]["ok"] \
+                and c["expected"]["official"]["ok"]:
+            case = _case(c)
+            pred = BENCH.gold_prediction(case)
+            for mode in ("strict", "official"):
+                assert BENCH.score(case, pred, mode).ok, (c["name"], mode)
+
+
+def test_official_agent_grades_the_reported_state_strict_replays_the_calls():
+    c = next(c for c in CASES if c["name"] == "agent_reported_state_not_reached_by_its_calls")
+    case = _case(c)
+    off = BENCH.score(case, c["prediction"], "official")
+    assert off.ok and off.details["end_state"] == "reported" and off.details["process"] == 1.0
+    st = BENCH.score(case, c["prediction"], "strict")
+    assert not st.ok and st.details["end_state"] == "replayed"
+    assert any("reported end state differs" in n for n in st.details["replay_notes"])
+    assert st.details["process"] == 0.25   # in-order scan: a miss consumes the rest of the turns

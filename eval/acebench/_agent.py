@@ -12,6 +12,10 @@ Exported state per class (what the gold end states hold): BaseApi ``wifi``, ``lo
 MessageApi ``inbox``; ReminderApi ``reminder_list``; FoodPlatform ``users``,
 ``logged_in_users``, ``orders``; Travel ``users``, ``reservations``. States are JSON round-tripped
 (integer keys become strings) before comparison.
+
+A prediction may also carry the official inference record's end state (``result``); official
+mode grades that state as reported (the official evaluator executes nothing), strict mode
+always grades the replay of the calls (see :func:`parse_prediction`).
 """
 
 from __future__ import annotations
@@ -491,6 +495,35 @@ def parse_turns(prediction: str) -> list[str]:
         if isinstance(obj, list) and all(isinstance(t, str) for t in obj):
             return obj
     return [line for line in text.splitlines() if line.strip()]
+
+
+def _is_state(obj: Any) -> bool:
+    """A reported end state: a list of one-key objects ``{ClassName: {attribute: value}}``."""
+    return isinstance(obj, list) and all(isinstance(c, dict) and len(c) == 1 for c in obj)
+
+
+def parse_prediction(prediction: str) -> tuple[list[str], list[dict[str, Any]] | None]:
+    """An agent prediction: ``(turns, reported end state or None)``.
+
+    Accepted forms: the official inference record's fields as one JSON object
+    ``{"result": [{Class: {...}}, ...], "process": ["[call(...)]", ...]}`` (state and call
+    strings, either may be absent); a JSON list of class states (the official ``result``
+    field alone); otherwise the turns read by :func:`parse_turns`.
+    """
+    text = prediction.strip() if isinstance(prediction, str) else ""
+    if text.startswith("{") or text.startswith("[{") or text.startswith("[ {") or text.startswith("[\n"):
+        try:
+            obj = json.loads(text)
+        except (ValueError, RecursionError):
+            obj = None
+        if isinstance(obj, dict) and ("result" in obj or "process" in obj):
+            state = obj.get("result")
+            process = obj.get("process")
+            turns = [t for t in process if isinstance(t, str)] if isinstance(process, list) else []
+            return turns, (state if _is_state(state) else None)
+        if isinstance(obj, list) and obj and _is_state(obj):
+            return [], obj
+    return parse_turns(prediction), None
 
 
 def decode_turn(turn: str, mode: str) -> list[tuple[str, dict[str, Any]]]:

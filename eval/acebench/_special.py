@@ -6,6 +6,7 @@ Failures are typed ``error_detection`` (the problem was not flagged at all) or
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -91,18 +92,25 @@ def check_strict(category: str, text: str, gold: Any) -> Verdict:
 
 
 def gold_message(category: str, gold: Any) -> str:
-    """A correct answer in the format the ACEBench prompts ask for."""
+    """A correct answer in the output format the ACEBench system prompt asks for.
+
+    ``["Missing necessary parameters (k1, k2) for the api (ApiName)"]``,
+    ``["There is incorrect value (v) for the parameters (key) in the conversation history."]``,
+    ``["Due to the limitations of the function, I cannot solve this problem."]``. Names and
+    values are written as a model names them (surrounding spaces of the answer file dropped),
+    so a possible answer that carries padded names (EN ``special_incomplete_0``) fails the
+    official verbatim-substring check, as it does in the official pipeline.
+    """
     kind = kind_of(category)
     if kind == "irrelevant":
-        return gold if isinstance(gold, str) and IRRELEVANT_PHRASE in gold else \
-            "Due to the limitations of the function, I cannot solve this problem."
+        return '["Due to the limitations of the function, I cannot solve this problem."]'
     if not isinstance(gold, dict):
         return ""
     parts = []
     for name, values in gold.items():
-        vals = ", ".join(str(v) for v in (values if isinstance(values, list) else [values]))
+        vals = ", ".join(str(v).strip() for v in (values if isinstance(values, list) else [values]))
         if kind == "incomplete":
-            parts.append(f'{INCOMPLETE_PHRASE} ({vals}) for the api named "{name}". Please provide them.')
+            parts.append(f"{INCOMPLETE_PHRASE} ({vals}) for the api ({str(name).strip()})")
         else:
-            parts.append(f'{ERROR_PHRASE} ({vals}) for the parameter "{name}". Please check it.')
-    return " ".join(parts)
+            parts.append(f"{ERROR_PHRASE} ({vals}) for the parameters ({str(name).strip()}) in the conversation history.")
+    return json.dumps(parts, ensure_ascii=False)
