@@ -85,6 +85,8 @@ def teval_run(n_cases: int) -> None:
         base = b.load(derived)
         cases = [c.model_copy(update={"id": f"{c.id}~{i}"}) for i in range(-(-n_cases // len(base))) for c in base][:n_cases]
         preds = {c.id: b.gold_prediction(c) for c in cases}
+        # "cold" = an empty embedding cache (a fresh folder), not the user's ~/.cache/benchsmith/embeddings
+        os.environ["BENCHSMITH_CACHE"] = str(Path(tmp) / "cache")
         for label in ("cold embedding cache", "warm embedding cache"):
             t0 = time.perf_counter()
             run = score_cases(b, cases, preds, "strict")
