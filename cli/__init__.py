@@ -218,6 +218,14 @@ def schemas_export(directory: Path = typer.Argument(..., help="Where to write <N
         typer.echo(str(path))
 
 
+# commands that live in their own modules (light imports only at module level)
+from ._model import model_app  # noqa: E402
+from ._report import register as _register_report  # noqa: E402
+
+app.add_typer(model_app, name="model")
+_register_report(app)
+
+
 def main() -> None:  # pragma: no cover
     app(prog_name="benchsmith")
 

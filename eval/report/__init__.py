@@ -1,0 +1,1 @@
+"""Reports over evaluation runs: self-contained HTML, Markdown and CSV."""
