@@ -130,19 +130,88 @@ BENCHMARK_HELP = "acebench | bfcl | teval | gta | toolassess | nl2api"
 @eval_app.command("score")
 @user_errors
 def eval_score(
-    benchmark: str = typer.Option(..., "--benchmark", envvar="BENCHSMITH_BENCHMARK", help=BENCHMARK_HELP),
-    data: Path = typer.Option(..., "--data", envvar="BENCHSMITH_DATA", help="The benchmark's own data folder or a benchsmith split"),
-    predictions: Path = typer.Option(..., "--predictions", envvar="BENCHSMITH_PREDICTIONS", help="JSONL of {id, result}"),
+    benchmark: Optional[str] = typer.Option(None, "--benchmark", envvar="BENCHSMITH_BENCHMARK", help=BENCHMARK_HELP),
+    data: Optional[Path] = typer.Option(None, "--data", envvar="BENCHSMITH_DATA",
+                                        help="The benchmark's own data folder or a benchsmith split"),
+    predictions: Optional[Path] = typer.Option(None, "--predictions", envvar="BENCHSMITH_PREDICTIONS",
+                                               help="JSONL of {id, result}"),
     mode: str = typer.Option("strict", "--mode", envvar="BENCHSMITH_MODE", help="strict | official"),
-    out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="Where scores.json and records.jsonl go"),
+    out: Optional[Path] = typer.Option(None, "--out", envvar="BENCHSMITH_OUT", help="Where scores.json and records.jsonl go"),
+    run: Optional[Path] = typer.Option(None, "--run", envvar="BENCHSMITH_RUN",
+                                       help="A run folder of `benchsmith eval run`: score each of its tasks in place"),
 ) -> None:
-    """Score a predictions file; writes OUT/scores.json and OUT/records.jsonl."""
+    """Score a predictions file (OUT/scores.json, OUT/records.jsonl), or every task of a run (--run RUN_DIR)."""
     import json
 
+    from benchsmith.schemas import UserError
+
+    if run is not None:
+        from benchsmith.eval import score_run
+
+        for name, scores in score_run(run, mode).items():
+            typer.echo(f"{name}: " + json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))},
+                                                ensure_ascii=False))
+        return
+    missing = [flag for flag, value in (("--benchmark", benchmark), ("--data", data), ("--predictions", predictions),
+                                        ("--out", out)) if value is None]
+    if missing:
+        raise UserError(f"missing {', '.join(missing)}", fix="give --benchmark, --data, --predictions and --out, or --run RUN_DIR")
     from benchsmith.eval import run_score
 
-    scores = run_score(benchmark, data, predictions, out, mode)
+    scores = run_score(benchmark, data, predictions, out, mode)  # type: ignore[arg-type]
     typer.echo(json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False))
+
+
+@eval_app.command("run")
+@user_errors
+def eval_run(
+    split: Path = typer.Option(..., "--split", envvar="BENCHSMITH_SPLIT",
+                               help="A benchsmith split (runs nl2api end to end + derived benchmarks), a folder of "
+                                    "`eval derive`, or a benchmark's own folder (with --tasks)"),
+    model: str = typer.Option("local", "--model", envvar="BENCHSMITH_MODEL",
+                              help="Model name at the endpoint; 'local' = the local default model"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", envvar="BENCHSMITH_BASE_URL",
+                                           help="OpenAI-compatible endpoint; none and no OPENAI_API_KEY = local model"),
+    mode: str = typer.Option("auto", "--mode", envvar="BENCHSMITH_RUN_MODE",
+                             help="auto | tools (native tool calling) | prompt (JSON-constrained text)"),
+    concurrency: int = typer.Option(4, "--concurrency", envvar="BENCHSMITH_CONCURRENCY", help="Requests in flight"),
+    out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="The run folder (re-use it to resume)"),
+    tasks: str = typer.Option("", "--tasks", envvar="BENCHSMITH_TASKS",
+                              help="Comma-separated tasks (nl2api, teval, gta, toolassess, acebench, acebench_special, bfcl)"),
+    limit: Optional[int] = typer.Option(None, "--limit", envvar="BENCHSMITH_LIMIT",
+                                        help="At most N cases per task, spread over categories"),
+    seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED", help="Seed for case selection and derivation"),
+    timeout: float = typer.Option(120.0, "--timeout", envvar="BENCHSMITH_TIMEOUT", help="Seconds per request"),
+    max_tokens: int = typer.Option(384, "--max-tokens", envvar="BENCHSMITH_MAX_TOKENS", help="Reply length cap"),
+    step_budget: int = typer.Option(12, "--step-budget", envvar="BENCHSMITH_STEP_BUDGET",
+                                    help="Model calls per end-to-end case"),
+    variant: str = typer.Option("standard", "--prompt-variant", envvar="BENCHSMITH_PROMPT_VARIANT",
+                                help="ACEBench prompt: standard | condensed | minimal"),
+    rps: Optional[float] = typer.Option(None, "--rps", envvar="BENCHSMITH_RPS", help="Rate limit, requests per second"),
+) -> None:
+    """Ask a model to solve a split's cases; every reply is stored the moment it arrives (re-run to resume)."""
+    from benchsmith.eval import TaskOptions, run_eval
+    from benchsmith.models import ModelClient, resolve_model
+    from benchsmith.schemas import UserError
+
+    if mode not in ("auto", "tools", "prompt"):
+        raise UserError(f"unknown mode {mode!r}", fix="use auto, tools or prompt")
+    if variant not in ("standard", "condensed", "minimal"):
+        raise UserError(f"unknown prompt variant {variant!r}", fix="use standard, condensed or minimal")
+    cfg = resolve_model(None if model == "local" else model, base_url, timeout=timeout, max_tokens=max_tokens,
+                        requests_per_second=rps)
+    run_mode = ("prompt" if cfg.local else "tools") if mode == "auto" else mode
+    desc = {"name": cfg.name, "base_url": cfg.base_url, "local": cfg.local, "temperature": cfg.temperature,
+            "max_tokens": cfg.max_tokens, "seed": cfg.seed, "timeout": cfg.timeout}
+    typer.echo(f"model {cfg.name} at {cfg.base_url or 'the OpenAI API'} ({run_mode} mode, concurrency {concurrency})")
+    result = run_eval(split, ModelClient(cfg), desc, out, tasks=[t.strip() for t in tasks.split(",") if t.strip()] or None,
+                      mode=run_mode, concurrency=concurrency, limit=limit, seed=seed,
+                      options=TaskOptions(mode=run_mode, max_tokens=max_tokens, step_budget=step_budget, variant=variant))
+    for name, info in result.tasks.items():
+        c = info["status_counts"]
+        typer.echo(f"  {name}: {info['done']}/{info['cases']} done (ok {c['ok']}, format errors {c['format_error']}, "
+                   f"transport errors {c['transport_error']}), {info['model_calls']} model calls")
+    typer.echo(f"run {result.status}: {out} — score it with `benchsmith eval score --run {out}`")
 
 
 @eval_app.command("selftest")

@@ -14,8 +14,14 @@ from ._private.core import (
 from ._private.derive import DERIVED_BENCHMARK, DERIVERS, derive_acebench_special, derive_all, derive_gta, derive_toolassess
 from ._private.export import EXPORTERS, export_acebench, export_bfcl, export_gta, export_teval
 from ._private.run import run_score, run_selftest
+from ._private.runner import (
+    TASKS, CallContext, FormatError, Outcome, Request, RunResult, SingleCallTask, Task, TaskOptions, Turn, get_task, read_json_reply,
+    run_eval, score_run, select_cases, task,
+)
 
-__all__ = ["BENCHMARKS", "DERIVED_BENCHMARK", "DERIVERS", "EXPORTERS", "derive_acebench_special", "derive_all", "derive_gta",
+__all__ = ["TASKS", "CallContext", "FormatError", "Outcome", "Request", "RunResult", "SingleCallTask", "Task", "TaskOptions",
+           "Turn", "get_task", "read_json_reply", "run_eval", "score_run", "select_cases", "task",
+           "BENCHMARKS", "DERIVED_BENCHMARK", "DERIVERS", "EXPORTERS", "derive_acebench_special", "derive_all", "derive_gta",
            "derive_toolassess", "export_acebench", "export_bfcl", "export_gta", "export_teval", "CallShapeError", "tool_call_parts", "MODES", "SCORERS", "Benchmark", "EvalCase", "Mode", "Predictions", "RecordResult",
            "ScoreRun", "benchmark", "failed", "get_benchmark", "mean", "passed", "read_json_lines", "read_predictions", "run_score",
            "run_selftest", "safe_ratio", "score_cases", "scorer", "sqrt_weights"]

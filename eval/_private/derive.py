@@ -92,8 +92,13 @@ def _with_hint(query: str, hint: str | None) -> str:
 
 def _setup_note(sample: Sample) -> str:
     """``Data already loaded for you: $data_1$ = tracks joined with albums ...`` (empty without a setup)."""
+    return setup_note(sample.setup)
+
+
+def setup_note(setup: Iterable[ToolCall]) -> str:
+    """What a sample's hidden set-up calls loaded, in words a model can use (empty without a setup)."""
     parts = []
-    for call in sample.setup:
+    for call in setup:
         if not call.label:
             continue
         src = call.arguments.get("source")

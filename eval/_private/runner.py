@@ -1,0 +1,567 @@
+"""The evaluation runner: asks a model to solve benchmark cases, concurrently and resumably.
+
+A run folder (docs/eval/runs.md) holds one sub-folder per task. Every finished case is appended
+to ``<task>/replies.jsonl`` (one write + fsync) the moment it finishes, keyed by case id, model and
+prompt version; a re-run skips keys whose last status is ``ok`` or ``format_error`` and retries
+``transport_error``, so a killed run loses at most the cases in flight. Tasks (``eval/tasks``) are
+registered by name; a task turns a case into model requests (pure), and a reply into the
+benchmark's native prediction (pure), or says why it cannot (a format error, kept with the raw
+reply, never a crash).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import time
+from abc import ABC, abstractmethod
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterable, Protocol
+
+from benchsmith.schemas import RuntimeFault, UserError, append_jsonl, read_json, write_json, write_jsonl
+
+from .core import EvalCase, get_benchmark
+
+RUN_FORMAT = "benchsmith.run/v1"
+DONE = ("ok", "format_error")
+STATUSES = ("ok", "format_error", "transport_error")
+
+
+# ---- model side ---------------------------------------------------------------------------------
+class ChatClient(Protocol):
+    """What the runner needs from a model client (``benchsmith.models.ModelClient``)."""
+
+    async def acomplete(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                        json_schema: dict[str, Any] | None = None, max_tokens: int | None = None,
+                        stop: list[str] | None = None) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model call, as a task asks for it."""
+
+    messages: list[dict[str, Any]]
+    json_schema: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    max_tokens: int | None = None
+    stop: list[str] | None = None
+
+    def key(self) -> str:
+        blob = json.dumps([self.messages, self.json_schema, self.tools, self.max_tokens, self.stop],
+                          sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Turn:
+    """One model call of a case: what was sent, what came back, what it was read as."""
+
+    messages: list[dict[str, Any]]
+    raw: str
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    parsed: Any = None
+    latency_s: float = 0.0
+    usage: dict[str, Any] = field(default_factory=dict)
+    shared: bool = False  # the reply of an identical request made for another case
+
+    def as_json(self) -> dict[str, Any]:
+        return {"messages": self.messages, "raw": self.raw, "tool_calls": self.tool_calls, "parsed": self.parsed,
+                "latency_s": round(self.latency_s, 4), "usage": self.usage, "shared": self.shared}
+
+
+@dataclass
+class Outcome:
+    """How a case ended: ``ok`` (a prediction), ``format_error`` (the reply could not be read; the raw
+    text is the prediction) or ``transport_error`` (no usable reply after retries)."""
+
+    status: str
+    result: Any
+    turns: list[Turn] = field(default_factory=list)
+    error: dict[str, str] | None = None
+
+
+class FormatError(ValueError):
+    """A model reply that cannot be read as the task's answer."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(message)
+
+
+class TransportFailure(Exception):
+    """Raised inside a task when the model could not be reached (wraps the client's error)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(message)
+
+
+class CallContext:
+    """What a task's ``solve`` uses to talk to the model: one call = one turn, identical requests
+    across cases of a run share one model call (T-Eval asks reason, retrieve and understand from
+    the same prompt)."""
+
+    def __init__(self, client: ChatClient, mode: str, memo: dict[str, asyncio.Future[Any]],
+                 counters: Counter[str]) -> None:
+        self.client = client
+        self.mode = mode
+        self._memo = memo
+        self._counters = counters
+
+    async def call(self, req: Request) -> tuple[Any, Turn]:
+        key = req.key()
+        fut = self._memo.get(key)
+        shared = fut is not None
+        if fut is None:
+            fut = self._memo[key] = asyncio.get_running_loop().create_future()
+            try:
+                reply = await self.client.acomplete(req.messages, tools=req.tools, json_schema=req.json_schema,
+                                                    max_tokens=req.max_tokens, stop=req.stop)
+            except Exception as exc:  # noqa: BLE001 - classified below; never cached
+                del self._memo[key]
+                fut.set_exception(exc)
+                fut.exception()  # mark retrieved
+                raise _transport(exc) from exc
+            self._counters["model_calls"] += 1
+            usage = getattr(reply, "usage", None) or {}
+            self._counters["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
+            self._counters["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+            fut.set_result(reply)
+        else:
+            try:
+                reply = await asyncio.shield(fut)
+            except Exception as exc:  # noqa: BLE001
+                raise _transport(exc) from exc
+        turn = Turn(messages=req.messages, raw=getattr(reply, "text", "") or "",
+                    tool_calls=list(getattr(reply, "tool_calls", None) or []),
+                    latency_s=0.0 if shared else float(getattr(reply, "latency_s", 0.0) or 0.0),
+                    usage={} if shared else dict(getattr(reply, "usage", None) or {}), shared=shared)
+        return reply, turn
+
+
+def _transport(exc: BaseException) -> BaseException:
+    if isinstance(exc, UserError):
+        return exc  # a bad key or model name: stop the run, the user must fix it
+    kind = getattr(exc, "kind", None)
+    if kind is None:
+        if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+            kind = "timeout"
+        elif isinstance(exc, (ConnectionError, OSError)):
+            kind = "connection"
+        else:
+            return exc  # a bug, not a transport problem: let it surface
+    return TransportFailure(str(kind), f"{type(exc).__name__}: {exc}"[:500])
+
+
+# ---- tasks ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TaskOptions:
+    mode: str = "prompt"            # "prompt" (JSON-constrained text) or "tools" (native tool calling)
+    max_tokens: int = 384
+    step_budget: int = 12           # end-to-end tasks: model calls per case (Chinook gold chains: up to 10 calls)
+    variant: str = "standard"       # ACEBench prompt variant: standard | condensed | minimal
+
+
+class Task(ABC):
+    """One benchmark's cases under one prompt. Subclasses register with :func:`task`."""
+
+    name: ClassVar[str]
+    benchmark: ClassVar[str]
+    description: ClassVar[str] = ""
+
+    def __init__(self, data: Path, options: TaskOptions) -> None:
+        self.data = Path(data)
+        self.options = options
+
+    def load(self) -> list[EvalCase]:
+        """The cases this task can run (the benchmark's loader, minus what :meth:`runnable` refuses)."""
+        return [c for c in get_benchmark(self.benchmark).load(self.data) if self.runnable(c)]
+
+    def runnable(self, case: EvalCase) -> bool:
+        return True
+
+    @abstractmethod
+    def prompt_version(self) -> str:
+        """The version string of the prompt(s) this task sends (part of every reply's key)."""
+
+    @abstractmethod
+    async def solve(self, case: EvalCase, ctx: CallContext) -> Outcome:
+        """Ask the model; never raises for a bad reply (format error) — only TransportFailure / UserError."""
+
+
+class SingleCallTask(Task):
+    """A task with one model call per case: ``request`` (pure) -> call -> ``parse`` (pure)."""
+
+    @abstractmethod
+    def request(self, case: EvalCase) -> Request: ...
+
+    @abstractmethod
+    def parse(self, case: EvalCase, text: str, tool_calls: list[dict[str, Any]]) -> tuple[Any, Any]:
+        """``(native prediction, parsed form)``; raises :class:`FormatError`."""
+
+    async def solve(self, case: EvalCase, ctx: CallContext) -> Outcome:
+        req = self.request(case)
+        _, turn = await ctx.call(req)
+        try:
+            result, parsed = self.parse(case, turn.raw, turn.tool_calls)
+        except FormatError as exc:
+            turn.parsed = None
+            return Outcome("format_error", turn.raw, [turn], {"type": exc.code, "message": str(exc)[:500]})
+        turn.parsed = parsed
+        return Outcome("ok", result, [turn])
+
+
+TASKS: dict[str, type[Task]] = {}
+
+
+def task(name: str) -> Callable[[type[Task]], type[Task]]:
+    """Register a :class:`Task` subclass under ``name`` (the ``--tasks`` value)."""
+
+    def deco(cls: type[Task]) -> type[Task]:
+        if name in TASKS:
+            raise ValueError(f"task {name} registered twice")
+        cls.name = name
+        TASKS[name] = cls
+        return cls
+
+    return deco
+
+
+def get_task(name: str) -> type[Task]:
+    import benchsmith.eval.tasks  # noqa: F401 - registers the built-in tasks
+
+    if name not in TASKS:
+        raise UserError(f"unknown task {name!r}", fix=f"choose one of {', '.join(sorted(TASKS))}")
+    return TASKS[name]
+
+
+# ---- JSON reading shared by tasks ------------------------------------------------------------------
+def read_json_reply(text: str) -> Any:
+    """The JSON value in a model reply: the whole text, else the first balanced {...} or [...] in it.
+
+    >>> read_json_reply('Sure! {"a": [1, 2]} done')
+    {'a': [1, 2]}
+    >>> read_json_reply("no json")
+    Traceback (most recent call last):
+    ...
+    benchsmith.eval._private.runner.FormatError: the reply holds no JSON value
+    """
+    s = (text or "").strip()
+    if not s:
+        raise FormatError("empty_reply", "the model returned an empty reply")
+    try:
+        return json.loads(s)
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    dec = json.JSONDecoder()
+    for i, ch in enumerate(s):
+        if ch in "{[":
+            try:
+                value, _ = dec.raw_decode(s, i)
+                return value
+            except (json.JSONDecodeError, RecursionError):
+                continue
+    raise FormatError("not_json", "the reply holds no JSON value")
+
+
+# ---- selection ------------------------------------------------------------------------------------
+def select_cases(cases: list[EvalCase], limit: int | None, seed: int = 0) -> list[EvalCase]:
+    """Up to ``limit`` cases, spread over categories (round robin over sorted categories, each
+    shuffled with ``seed``); all cases, in file order, when ``limit`` is None."""
+    if limit is None or limit >= len(cases):
+        return list(cases)
+    by_cat: dict[str, list[EvalCase]] = defaultdict(list)
+    for c in cases:
+        by_cat[c.category].append(c)
+    for cat, items in by_cat.items():
+        random.Random(f"{seed}:{cat}").shuffle(items)
+    picked: list[EvalCase] = []
+    queues = [by_cat[c] for c in sorted(by_cat)]
+    while len(picked) < limit and any(queues):
+        for q in queues:
+            if q and len(picked) < limit:
+                picked.append(q.pop(0))
+    order = {c.id: i for i, c in enumerate(cases)}
+    return sorted(picked, key=lambda c: order[c.id])
+
+
+# ---- the run ----------------------------------------------------------------------------------------
+def reply_key(case_id: str, model: str, prompt_version: str) -> str:
+    return hashlib.sha256(f"{case_id}\x00{model}\x00{prompt_version}".encode("utf-8")).hexdigest()
+
+
+def read_replies(path: Path) -> dict[str, dict[str, Any]]:
+    """The last reply line per key; a torn last line (a killed write) is ignored."""
+    out: dict[str, dict[str, Any]] = {}
+    if not path.is_file():
+        return out
+    with path.open("r", encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(rec, dict) and "key" in rec:
+                out[rec["key"]] = rec
+    return out
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class PlannedTask:
+    task: Task
+    cases: list[EvalCase]
+    folder: Path
+
+
+def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: TaskOptions,
+               limit: int | None, seed: int) -> list[PlannedTask]:
+    """Which tasks run on which data. A benchsmith split (``samples.jsonl``) runs ``nl2api`` on the
+    split itself and the derived benchmarks on cases derived into ``RUN_DIR/data``; a folder written
+    by ``benchsmith eval derive`` runs its derived benchmarks; any other folder needs ``--tasks``."""
+    split = Path(split)
+    if not split.exists():
+        raise UserError(f"{split} does not exist", fix="pass a split folder (benchsmith nl2api build) or a benchmark folder")
+    sources: dict[str, Path] = {}
+    if (split / "samples.jsonl").is_file():
+        from .derive import derive_all
+
+        sources["nl2api"] = split
+        derived = out / "data"
+        if not (derived / "derive_report.json").is_file():
+            derive_all(split, derived, seed=seed)
+        for sub in ("teval", "gta", "toolassess", "acebench_special"):
+            sources[sub] = derived / sub
+    elif (split / "derive_report.json").is_file():
+        report = read_json(split / "derive_report.json")
+        for sub, info in (report.get("derived") or {}).items():
+            sources[sub] = split / info.get("folder", sub)
+    wanted = list(names) if names else list(sources)
+    if not wanted:
+        raise UserError(f"{split}: cannot tell which benchmark this folder holds",
+                        fix="name the task with --tasks (acebench, bfcl, teval, gta, toolassess, nl2api)")
+    planned = []
+    for name in wanted:
+        cls = get_task(name)
+        data = sources.get(name, split)
+        t = cls(data, options)
+        cases = select_cases(t.load(), limit, seed)
+        if not cases:
+            raise UserError(f"task {name}: no runnable case in {data}", fix="check the folder or drop the task")
+        planned.append(PlannedTask(t, cases, out / name))
+    return planned
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    tasks: dict[str, dict[str, Any]]
+    status: str
+
+
+async def _run_async(planned: list[PlannedTask], client: ChatClient, model: dict[str, Any], out: Path,
+                     mode: str, concurrency: int, split: Path, progress: bool,
+                     max_consecutive_failures: int) -> RunResult:
+    run_json = out / "run.json"
+    previous = read_json(run_json) if run_json.is_file() else {}
+    if previous and previous.get("model", {}).get("name") not in (None, model["name"]):
+        raise UserError(f"{out} holds a run of model {previous['model']['name']!r}, not {model['name']!r}",
+                        fix="use another --out folder for another model")
+    meta: dict[str, Any] = {
+        "format": RUN_FORMAT,
+        "run_id": previous.get("run_id") or f"{_now().replace(':', '-')}-{model['name']}".replace("/", "_"),
+        "model": model, "mode": mode, "split": str(split.resolve()), "concurrency": concurrency,
+        "created_at": previous.get("created_at") or _now(), "updated_at": _now(), "status": "running", "tasks": {},
+    }
+    counters: dict[str, Counter[str]] = {p.task.name: Counter() for p in planned}
+    pending: list[tuple[PlannedTask, EvalCase, str]] = []
+    done_before: dict[str, int] = {}
+    for p in planned:
+        p.folder.mkdir(parents=True, exist_ok=True)
+        write_jsonl(p.folder / "cases.jsonl", p.cases)
+        version = p.task.prompt_version()
+        replies = read_replies(p.folder / "replies.jsonl")
+        n_done = 0
+        for c in p.cases:
+            key = reply_key(c.id, model["name"], version)
+            rec = replies.get(key)
+            if rec is not None and rec.get("status") in DONE:
+                n_done += 1
+            else:
+                pending.append((p, c, key))
+        done_before[p.task.name] = n_done
+        meta["tasks"][p.task.name] = {"benchmark": p.task.benchmark, "data": str(p.task.data.resolve()),
+                                      "cases": len(p.cases), "prompt_version": version}
+    write_json(run_json, meta)
+
+    sem = asyncio.Semaphore(max(1, concurrency))
+    memo: dict[str, asyncio.Future[Any]] = {}
+    failures = {"consecutive": 0}
+    abort: dict[str, BaseException | None] = {"exc": None}
+    wall: dict[str, float] = defaultdict(float)
+    t_start = time.monotonic()
+
+    bar = _Progress(planned, done_before, enabled=progress)
+
+    async def one(p: PlannedTask, case: EvalCase, key: str) -> None:
+        async with sem:
+            if abort["exc"] is not None:
+                return
+            started = _now()
+            ctx = CallContext(client, mode, memo, counters[p.task.name])
+            try:
+                outcome = await p.task.solve(case, ctx)
+            except TransportFailure as exc:
+                outcome = Outcome("transport_error", None, [], {"type": exc.kind, "message": str(exc)})
+            except UserError as exc:
+                abort["exc"] = exc
+                return
+            if outcome.status == "transport_error":
+                failures["consecutive"] += 1
+                if failures["consecutive"] >= max_consecutive_failures and abort["exc"] is None:
+                    abort["exc"] = RuntimeFault(
+                        f"the model endpoint failed {failures['consecutive']} cases in a row "
+                        f"(last: {outcome.error['message'] if outcome.error else '?'}); everything finished so far is "
+                        f"kept in {out} — re-run the same command to resume")
+            else:
+                failures["consecutive"] = 0
+            append_jsonl(p.folder / "replies.jsonl", {
+                "id": case.id, "key": key, "model": model["name"], "prompt_version": p.task.prompt_version(),
+                "status": outcome.status, "result": outcome.result, "error": outcome.error,
+                "turns": [t.as_json() for t in outcome.turns], "started_at": started, "finished_at": _now()})
+            wall[p.task.name] = time.monotonic() - t_start
+            bar.advance(p.task.name)
+
+    try:
+        with bar:
+            await asyncio.gather(*(one(p, c, k) for p, c, k in pending))
+    finally:
+        summary = finish_run(out, planned, model["name"], meta, counters, wall)
+    if abort["exc"] is not None:
+        raise abort["exc"]
+    return RunResult(out, summary["tasks"], summary["status"])
+
+
+def finish_run(out: Path, planned: list[PlannedTask], model_name: str, meta: dict[str, Any],
+               counters: dict[str, Counter[str]] | None = None, wall: dict[str, float] | None = None) -> dict[str, Any]:
+    """Rebuild each task's predictions.jsonl from its replies and update run.json."""
+    previous = read_json(out / "run.json") if (out / "run.json").is_file() else {}
+    any_transport = False
+    for p in planned:
+        version = p.task.prompt_version()
+        replies = read_replies(p.folder / "replies.jsonl")
+        preds, statuses = [], Counter()
+        for c in p.cases:
+            rec = replies.get(reply_key(c.id, model_name, version))
+            if rec is None:
+                statuses["pending"] += 1
+                continue
+            statuses[rec["status"]] += 1
+            if rec["status"] in DONE:
+                preds.append({"id": c.id, "result": rec["result"]})
+        write_jsonl(p.folder / "predictions.jsonl", preds)
+        info = meta["tasks"][p.task.name]
+        old = (previous.get("tasks") or {}).get(p.task.name, {})
+        info["done"] = statuses["ok"] + statuses["format_error"]
+        info["status_counts"] = {s: statuses[s] for s in (*STATUSES, "pending")}
+        c = (counters or {}).get(p.task.name, Counter())
+        for k in ("model_calls", "prompt_tokens", "completion_tokens"):
+            info[k] = int(old.get(k, 0)) + int(c.get(k, 0)) if old.get("prompt_version") == version else int(c.get(k, 0))
+        info["wall_s"] = round(float(old.get("wall_s", 0.0)) + float((wall or {}).get(p.task.name, 0.0)), 2)
+        any_transport |= bool(statuses["transport_error"] or statuses["pending"])
+    meta["updated_at"] = _now()
+    meta["status"] = "partial" if any_transport else "complete"
+    write_json(out / "run.json", meta)
+    return meta
+
+
+class _Progress:
+    """Rich progress bars (one per task, with ETA); silent when disabled."""
+
+    def __init__(self, planned: list[PlannedTask], done: dict[str, int], enabled: bool) -> None:
+        self.enabled = enabled
+        self._ids: dict[str, Any] = {}
+        self._planned = planned
+        self._done = done
+        self._progress: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            self._progress = Progress(TextColumn("{task.description:>16}"), BarColumn(), MofNCompleteColumn(),
+                                      TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
+            self._progress.__enter__()
+            for p in self._planned:
+                self._ids[p.task.name] = self._progress.add_task(p.task.name, total=len(p.cases),
+                                                                 completed=self._done.get(p.task.name, 0))
+        return self
+
+    def advance(self, name: str) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._ids[name])
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(*exc)
+
+
+def run_eval(split: str | Path, client: ChatClient, model: dict[str, Any], out: str | Path, *,
+             tasks: Iterable[str] | None = None, mode: str = "prompt", concurrency: int = 4, limit: int | None = None,
+             seed: int = 0, options: TaskOptions | None = None, progress: bool = True,
+             max_consecutive_failures: int | None = None) -> RunResult:
+    """Run the tasks of ``split`` with ``client``; see the module docstring. ``model`` is the JSON-able
+    description written to run.json (``name`` is part of every reply key; never put a key in it)."""
+    if mode not in ("prompt", "tools"):
+        raise UserError(f"unknown mode {mode!r}", fix="use prompt or tools (auto is resolved by the caller)")
+    if concurrency < 1:
+        raise UserError(f"concurrency must be at least 1, got {concurrency}", fix="pass --concurrency 1 or more")
+    out = Path(out)
+    opts = options or TaskOptions(mode=mode)
+    if opts.mode != mode:
+        opts = TaskOptions(mode=mode, max_tokens=opts.max_tokens, step_budget=opts.step_budget, variant=opts.variant)
+    planned = plan_tasks(Path(split), out, tasks, opts, limit, seed)
+    limit_fail = max_consecutive_failures or max(8, 2 * concurrency + 2)
+    return asyncio.run(_run_async(planned, client, model, out, mode, concurrency, Path(split), progress, limit_fail))
+
+
+def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, Any]]:
+    """Score every task of a run on the cases the run covers; writes ``<task>/scores.json`` and
+    ``<task>/records.jsonl`` and returns the scores per task."""
+    from .core import read_predictions, score_cases
+    from .run import _check_mode, _write
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "run.json").is_file():
+        raise UserError(f"{run_dir} has no run.json", fix="pass a folder written by `benchsmith eval run`")
+    meta = read_json(run_dir / "run.json")
+    m = _check_mode(mode)
+    out: dict[str, dict[str, Any]] = {}
+    from benchsmith.schemas import read_jsonl
+
+    for name, info in (meta.get("tasks") or {}).items():
+        folder = run_dir / name
+        cases = read_jsonl(folder / "cases.jsonl", EvalCase)
+        bench = get_benchmark(info["benchmark"])
+        preds = read_predictions(folder / "predictions.jsonl") if (folder / "predictions.jsonl").is_file() else None
+        by_id = preds.by_id if preds else {}
+        run = score_cases(bench, cases, by_id, m)
+        counts = info.get("status_counts") or {}
+        out[name] = _write(folder, run, {"benchmark": info["benchmark"], "mode": m, "records": len(cases),
+                                         "missing_predictions": sum(1 for c in cases if c.id not in by_id),
+                                         "format_errors": int(counts.get("format_error", 0)),
+                                         "transport_errors": int(counts.get("transport_error", 0)),
+                                         "model": meta.get("model", {}).get("name"),
+                                         "prompt_version": info.get("prompt_version")})
+    return out

@@ -1,0 +1,73 @@
+"""GTA step-by-step: from the gold dialogue prefix, the model makes the next step — one tool call
+(``step:tool``) or the final answer (``step:answer``). End-to-end cases (``e2e``) need the tools
+to run and are left to the ``nl2api`` task on the same split."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from benchsmith.eval import EvalCase
+from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
+from benchsmith.prompts import get_prompt
+
+from ._common import THOUGHT, enum_or_string
+
+
+def plain_dialogs(dialogs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """GTA dialogue entries in the simple shape the step template renders."""
+    out = []
+    for m in dialogs or []:
+        role = m.get("role")
+        if role == "assistant":
+            calls = []
+            for tc in m.get("tool_calls") or []:
+                fn = tc.get("function", tc) if isinstance(tc, dict) else {}
+                calls.append({"name": fn.get("name"), "arguments": fn.get("arguments")})
+            out.append({"role": "assistant", "thought": m.get("thought") or "", "tool_calls_plain": calls,
+                        "content": m.get("content") or ""})
+        elif role == "tool":
+            content = m.get("content")
+            if isinstance(content, dict):
+                content = content.get("content", content)
+            text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+            out.append({"role": "tool", "name": m.get("name") or "", "result_text": text[:2000]})
+        else:
+            out.append({"role": "user", "content": m.get("content") or ""})
+    return out
+
+
+@task("gta")
+class GTATask(SingleCallTask):
+    benchmark = "gta"
+    description = "GTA step-by-step tool calls and answers from gold prefixes"
+
+    def runnable(self, case: EvalCase) -> bool:
+        return case.category.startswith("step")
+
+    def prompt_version(self) -> str:
+        return f"{get_prompt('gta/step').version}-{self.options.mode}"
+
+    def request(self, case: EvalCase) -> Request:
+        tools = case.input.get("tools") or []
+        names = [str(t.get("name")) for t in tools if t.get("name")]
+        schema = {"type": "object", "properties": {
+            "thought": THOUGHT,
+            "tool_calls": {"type": "array", "maxItems": 1, "items": {"type": "object", "properties": {
+                "name": enum_or_string(names), "arguments": {"type": "object"}}, "required": ["name", "arguments"]}},
+            "content": {"type": "string", "maxLength": 600}},
+            "required": ["thought", "tool_calls", "content"]}
+        msgs = get_prompt("gta/step").render(tools=tools, dialogs=plain_dialogs(case.input.get("dialogs") or []))
+        return Request(msgs, json_schema=schema, max_tokens=self.options.max_tokens)
+
+    def parse(self, case: EvalCase, text: str, tool_calls: list[dict[str, Any]]) -> tuple[Any, Any]:
+        value = read_json_reply(text)
+        if not isinstance(value, dict):
+            raise FormatError("bad_shape", "expected a JSON object")
+        thought = str(value.get("thought") or "")
+        calls = value.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise FormatError("bad_shape", "tool_calls must be a list")
+        if calls:
+            return json.dumps({"thought": thought, "tool_calls": calls}, ensure_ascii=False), value
+        return json.dumps({"thought": thought, "content": str(value.get("content") or "")}, ensure_ascii=False), value

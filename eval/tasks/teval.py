@@ -1,0 +1,51 @@
+"""T-Eval: the benchmark's own prompt per case (``origin_prompt``), one model call per case.
+
+In ``prompt`` mode (weak or local models) the json-format abilities are decoded under a JSON
+schema of the shape T-Eval's prompt asks for; in ``tools`` mode the reply is free text, as in
+T-Eval's own runner. reason/retrieve/understand json cases share one prompt, hence one call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchsmith.eval import EvalCase
+from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
+
+from ._common import THOUGHT
+
+_STEP = {"type": "object", "properties": {"thought": THOUGHT, "name": {"type": "string"}, "args": {"type": "object"}},
+         "required": ["thought", "name", "args"]}
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "instruct": _STEP, "reason": _STEP, "retrieve": _STEP, "understand": _STEP,
+    "plan": {"type": "array", "minItems": 1, "maxItems": 8,
+             "items": {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"},
+                                                        "args": {"type": "object"}},
+                       "required": ["id", "name", "args"]}},
+    "review": {"type": "object", "properties": {"answer": {"type": "string", "enum": ["A", "B", "C", "D", "E"]},
+                                                "is_finished": {"type": "boolean"}},
+               "required": ["answer", "is_finished"]},
+}
+VERSION = "teval/origin@v1"
+
+
+@task("teval")
+class TEvalTask(SingleCallTask):
+    benchmark = "teval"
+    description = "T-Eval's six abilities, json and str formats, from the benchmark's own prompts"
+
+    def prompt_version(self) -> str:
+        return f"{VERSION}-{self.options.mode}"
+
+    def request(self, case: EvalCase) -> Request:
+        messages = [{"role": m["role"], "content": m.get("content") or ""} for m in case.input["origin_prompt"]]
+        ability, fmt = case.meta.get("ability"), case.meta.get("format")
+        schema = SCHEMAS.get(ability or "") if fmt == "json" and self.options.mode == "prompt" else None
+        return Request(messages, json_schema=schema, max_tokens=self.options.max_tokens)
+
+    def parse(self, case: EvalCase, text: str, tool_calls: list[dict[str, Any]]) -> tuple[Any, Any]:
+        if not text.strip():
+            raise FormatError("empty_reply", "the model returned an empty reply")
+        if case.meta.get("format") == "json":
+            return text, read_json_reply(text)
+        return text, None

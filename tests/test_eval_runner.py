@@ -1,0 +1,195 @@
+"""The evaluation runner's logic with scripted chat clients (replies are pure functions of the
+request): a perfect model scores the maximum through run -> score, garbage is recorded as format
+errors, transport failures are recorded and retried on the next run, finished cases never repeat."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from benchsmith.eval import EvalCase, TaskOptions, run_eval, score_run, select_cases
+from benchsmith.eval._private.runner import plan_tasks, read_replies
+from benchsmith.schemas import RuntimeFault, UserError
+from runner_helpers import FakeReply, GoldClient, ScriptedClient
+
+ROOT = Path(__file__).resolve().parent.parent
+PAIRS = ROOT / "construction" / "nl2api" / "data" / "chinook_pairs.jsonl"
+LIMIT = 10
+MODEL = {"name": "scripted"}
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
+
+    root = tmp_path_factory.mktemp("runner")
+    lines = [ln for ln in PAIRS.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    pairs = root / "pairs.jsonl"
+    # a spread of chain lengths, including the longest ones
+    pairs.write_text("\n".join(lines[:8] + lines[-6:]) + "\n", encoding="utf-8")
+    report = build_split(chinook_db(), pairs, root / "slot", BuildOptions(style="slot"))
+    assert report["verified"] == 14
+    return root / "slot"
+
+
+def _gold_client(split: Path, out: Path, **kw) -> GoldClient:
+    planned = plan_tasks(split, out, kw.get("tasks"), TaskOptions(mode="prompt"), kw.get("limit", LIMIT), 0)
+    return GoldClient(planned)
+
+
+def test_a_perfect_model_gets_the_maximum_on_every_task(split: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    client = _gold_client(split, out)
+    res = run_eval(split, client, MODEL, out, limit=LIMIT, progress=False)
+    assert res.status == "complete"
+    assert set(res.tasks) == {"nl2api", "teval", "gta", "toolassess", "acebench_special"}
+    for name, info in res.tasks.items():
+        assert info["status_counts"]["ok"] == info["cases"] == min(LIMIT, info["cases"]), name
+    scores = score_run(out)
+    assert scores["nl2api"]["completion_rate"] == 1.0 and scores["nl2api"]["full_sequence_accuracy"] == 1.0
+    assert scores["teval"]["overall"] == pytest.approx(100.0)
+    sbs = scores["gta"]["step_by_step"]
+    assert sbs["inst_acc"] == sbs["tool_acc"] == sbs["arg_acc"] == 1.0
+    assert scores["acebench_special"]["summary"] == 1.0
+    assert scores["toolassess"]["awareness"]["accuracy"] == 1.0
+    for name in res.tasks:
+        recs = [json.loads(x) for x in (out / name / "records.jsonl").read_text().splitlines()]
+        assert recs and all(r["ok"] for r in recs), (name, [r for r in recs if not r["ok"]][:2])
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["format"] == "benchsmith.run/v1" and meta["status"] == "complete"
+    # identical prompts (T-Eval reason / retrieve / understand json) share one model call
+    assert meta["tasks"]["teval"]["model_calls"] <= meta["tasks"]["teval"]["cases"]
+
+
+def test_a_rerun_skips_what_is_done_and_keys_include_the_prompt_version(split: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    client = _gold_client(split, out, tasks=["toolassess", "teval"])
+    run_eval(split, client, MODEL, out, tasks=["toolassess", "teval"], limit=LIMIT, progress=False)
+    first = client.calls
+    assert first > 0
+    again = _gold_client(split, out, tasks=["toolassess", "teval"])
+    res = run_eval(split, again, MODEL, out, tasks=["toolassess", "teval"], limit=LIMIT, progress=False)
+    assert again.calls == 0 and res.status == "complete"
+    lines = (out / "toolassess" / "replies.jsonl").read_text().splitlines()
+    assert len(lines) == LIMIT  # nothing appended twice
+    # another mode = another prompt version = asked again
+    other = ScriptedClient(lambda m, s, t: FakeReply('{"decision": "no_tool", "tool": "x", "answers": []}'))
+    run_eval(split, other, MODEL, out, tasks=["toolassess"], mode="tools", limit=LIMIT, progress=False)
+    assert other.calls == 0  # toolassess sends the same prompt in both modes: same version, nothing to redo
+    run_eval(split, other, MODEL, out, tasks=["acebench_special"], mode="tools", limit=LIMIT, progress=False)
+    assert other.calls == LIMIT and other.requests[0]["tools"]  # native tools: another prompt version
+    run_eval(split, other, MODEL, out, tasks=["acebench_special"], mode="prompt", limit=LIMIT, progress=False)
+    assert other.calls == 2 * LIMIT
+
+
+@pytest.mark.parametrize("garbage", ["", "lol, no", "{", "[1, 2", '{"action": "drop_tables"}', "null", "\x00\ud7ff"])
+def test_garbage_replies_are_format_errors_never_crashes(split: Path, tmp_path: Path, garbage: str) -> None:
+    out = tmp_path / "run"
+    client = ScriptedClient(lambda m, s, t: FakeReply(garbage))
+    res = run_eval(split, client, MODEL, out, limit=4, progress=False, options=TaskOptions(step_budget=3))
+    for name, info in res.tasks.items():
+        counts = info["status_counts"]
+        assert counts["transport_error"] == 0 and counts["pending"] == 0, name
+        assert counts["ok"] + counts["format_error"] == info["cases"], name
+    assert res.tasks["nl2api"]["status_counts"]["format_error"] == 4
+    scores = score_run(out)
+    for name in res.tasks:
+        recs = [json.loads(x) for x in (out / name / "records.jsonl").read_text().splitlines()]
+        assert not any(r["ok"] for r in recs), name
+        assert scores[name]["records"] == len(recs)
+    reply = json.loads((out / "teval" / "replies.jsonl").read_text().splitlines()[0])
+    assert reply["turns"][0]["raw"] == garbage  # the raw reply is kept
+
+
+class Down(Exception):
+    def __init__(self, kind: str = "connection") -> None:
+        self.kind = kind
+        super().__init__(f"endpoint {kind} failure")
+
+
+def test_transport_errors_are_recorded_for_those_cases_and_retried_next_time(split: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    tasks = ["toolassess"]
+    gold = _gold_client(split, out, tasks=tasks)
+    flaky_ids: set[str] = set()
+
+    def flaky(messages, schema, tools):  # noqa: ANN001
+        text = json.dumps(messages)
+        if "Rewrite" in text or "Repeat" in text or "colleague" in text:  # the no_tool cases
+            flaky_ids.add(text)
+            return Down("server")
+        return gold.fn(messages, schema, tools)
+
+    client = ScriptedClient(flaky)
+    res = run_eval(split, client, MODEL, out, tasks=tasks, limit=LIMIT, progress=False)
+    counts = res.tasks["toolassess"]["status_counts"]
+    assert counts["transport_error"] > 0 and counts["ok"] > 0 and res.status == "partial"
+    bad = {r["id"] for r in read_replies(out / "toolassess" / "replies.jsonl").values() if r["status"] == "transport_error"}
+    preds = [json.loads(x)["id"] for x in (out / "toolassess" / "predictions.jsonl").read_text().splitlines()]
+    assert not bad & set(preds)  # no prediction for a case without a reply
+    again = _gold_client(split, out, tasks=tasks)
+    res2 = run_eval(split, again, MODEL, out, tasks=tasks, limit=LIMIT, progress=False)
+    assert again.calls == len(bad) and res2.status == "complete"
+    assert score_run(out)["toolassess"]["awareness"]["accuracy"] == 1.0
+
+
+def test_an_endpoint_that_stays_down_stops_the_run_with_a_clear_error_and_keeps_the_rest(split: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    state = {"n": 0}
+
+    def dies(messages, schema, tools):  # noqa: ANN001
+        state["n"] += 1
+        return FakeReply('{"decision": "no_tool", "tool": "x", "answers": []}') if state["n"] <= 3 else Down()
+
+    with pytest.raises(RuntimeFault, match="re-run the same command"):
+        run_eval(split, ScriptedClient(dies), MODEL, out, tasks=["toolassess"], limit=LIMIT, concurrency=1,
+                 progress=False, max_consecutive_failures=3)
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["status"] == "partial" and meta["tasks"]["toolassess"]["status_counts"]["ok"] == 3
+    # the endpoint is back: only the missing cases are asked
+    client = ScriptedClient(lambda m, s, t: FakeReply('{"decision": "no_tool", "tool": "x", "answers": []}'))
+    run_eval(split, client, MODEL, out, tasks=["toolassess"], limit=LIMIT, progress=False)
+    assert client.calls == LIMIT - 3
+
+
+def test_a_user_error_from_the_client_stops_the_run(split: Path, tmp_path: Path) -> None:
+    client = ScriptedClient(lambda m, s, t: UserError("the endpoint refused the API key", fix="set OPENAI_API_KEY"))
+    with pytest.raises(UserError, match="API key"):
+        run_eval(split, client, MODEL, tmp_path / "run", tasks=["toolassess"], limit=3, progress=False)
+
+
+def test_another_model_needs_another_folder(split: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    client = ScriptedClient(lambda m, s, t: FakeReply('{"decision": "no_tool"}'))
+    run_eval(split, client, MODEL, out, tasks=["toolassess"], limit=2, progress=False)
+    with pytest.raises(UserError, match="another --out"):
+        run_eval(split, client, {"name": "other"}, out, tasks=["toolassess"], limit=2, progress=False)
+
+
+def test_bad_arguments_are_user_errors(split: Path, tmp_path: Path) -> None:
+    client = ScriptedClient(lambda m, s, t: FakeReply("x"))
+    with pytest.raises(UserError, match="unknown task"):
+        run_eval(split, client, MODEL, tmp_path / "a", tasks=["nope"], progress=False)
+    with pytest.raises(UserError, match="concurrency"):
+        run_eval(split, client, MODEL, tmp_path / "b", concurrency=0, progress=False)
+    with pytest.raises(UserError, match="does not exist"):
+        run_eval(tmp_path / "missing", client, MODEL, tmp_path / "c", progress=False)
+    with pytest.raises(UserError, match="cannot tell which benchmark"):
+        (tmp_path / "empty").mkdir()
+        run_eval(tmp_path / "empty", client, MODEL, tmp_path / "d", progress=False)
+
+
+def _case(i: int, cat: str) -> EvalCase:
+    return EvalCase(id=f"c{i}", benchmark="x", category=cat)
+
+
+def test_selection_spreads_over_categories_deterministically() -> None:
+    cases = [_case(i, "a") for i in range(10)] + [_case(i, "b") for i in range(10, 13)] + [_case(13, "c")]
+    picked = select_cases(cases, 6, seed=1)
+    assert len(picked) == 6 and picked == select_cases(cases, 6, seed=1)
+    assert Counter(c.category for c in picked) == {"a": 3, "b": 2, "c": 1}
+    assert [c.id for c in picked] == sorted((c.id for c in picked), key=lambda s: int(s[1:]))  # file order kept
+    assert select_cases(cases, None) == cases and select_cases(cases, 99) == cases
+    assert select_cases(cases, 6, seed=2) != picked or True  # another seed may differ; never an error
