@@ -1,0 +1,254 @@
+"""Reading a run folder (``docs/eval/runs.md``): run.json, and per task scores.json, records.jsonl
+and replies.jsonl.
+
+Only ``run.json`` is required; everything else is read tolerantly: a task without scores.json is
+"not scored", unreadable lines of the JSONL files are skipped and counted in ``Task.warnings``.
+Replies are summarised in one pass (status, latency, tokens, the line's byte offset); the full
+reply of a case, with its turns, is read again from its offset only when a report shows it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchsmith.schemas import UserError
+
+RUN_FORMAT = "benchsmith.run/"
+SCORE_HINT = "run `benchsmith eval score --run {run}` to score it"
+
+#: the order tasks are shown in; others follow alphabetically
+TASK_ORDER = ("nl2api", "teval", "gta", "toolassess", "acebench", "acebench_special", "bfcl")
+
+
+@dataclass(frozen=True)
+class ReplyInfo:
+    """What a report needs of one replies.jsonl line, without its (large) messages."""
+
+    id: str
+    status: str
+    error_type: str | None
+    error_message: str
+    calls: int
+    latency_s: float | None          # summed over the case's turns; None when no turn says
+    prompt_tokens: int
+    completion_tokens: int
+    offset: int                      # byte offset of the line in replies.jsonl
+
+
+@dataclass
+class Task:
+    """One task of a run: its run.json entry and whatever of its files exist."""
+
+    name: str
+    benchmark: str
+    folder: Path
+    info: dict[str, Any]                              # the run.json ``tasks`` entry
+    scores: dict[str, Any] | None = None              # scores.json, None when not scored
+    records: list[dict[str, Any]] = field(default_factory=list)
+    replies: dict[str, ReplyInfo] = field(default_factory=dict)   # by case id, the last line wins
+    cases: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def scored(self) -> bool:
+        return self.scores is not None
+
+    def reply(self, case_id: str) -> dict[str, Any] | None:
+        """The full replies.jsonl line of ``case_id`` (turns included), or None."""
+        info = self.replies.get(case_id)
+        if info is None:
+            return None
+        with open(self.folder / "replies.jsonl", "rb") as fh:
+            fh.seek(info.offset)
+            line = fh.readline()
+        try:
+            obj = json.loads(line.decode("utf-8", errors="replace"))
+        except json.JSONDecodeError:
+            return None
+        return obj if isinstance(obj, dict) else None
+
+
+@dataclass
+class Run:
+    """A run folder: run.json and its tasks (in :data:`TASK_ORDER`)."""
+
+    path: Path
+    meta: dict[str, Any]
+    tasks: dict[str, Task]
+
+    @property
+    def run_id(self) -> str:
+        return str(self.meta.get("run_id") or self.path.name)
+
+    @property
+    def model(self) -> str:
+        model = self.meta.get("model")
+        name = model.get("name") if isinstance(model, dict) else model
+        return str(name or "?")
+
+    @property
+    def mode(self) -> str:
+        return str(self.meta.get("mode") or "")
+
+    @property
+    def split(self) -> str:
+        return str(self.meta.get("split") or "")
+
+    @property
+    def status(self) -> str:
+        return str(self.meta.get("status") or "")
+
+    @property
+    def warnings(self) -> list[str]:
+        out = []
+        for task in self.tasks.values():
+            if not task.scored:
+                out.append(f"{self.path}: task {task.name} is not scored; " + SCORE_HINT.format(run=self.path))
+            out.extend(f"{self.path}: {w}" for w in task.warnings)
+        return out
+
+
+def task_sort_key(name: str) -> tuple[int, str]:
+    return (TASK_ORDER.index(name) if name in TASK_ORDER else len(TASK_ORDER), name)
+
+
+def _read_run_json(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "run.json"
+    fix = "pass a run folder written by `benchsmith eval run` (it holds run.json)"
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: no such run folder", fix=fix)
+    if not path.is_file():
+        raise UserError(f"{path}: missing", fix=fix)
+    try:
+        meta = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        where = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise UserError(f"{path}{where}: not valid JSON ({exc})",
+                        fix="re-run `benchsmith eval run` on this folder to rewrite it") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be read ({exc.strerror})", fix="check its permissions") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("tasks"), dict):
+        raise UserError(f"{path}: not a run description (no 'tasks' object)",
+                        fix="pass a run folder written by `benchsmith eval run`")
+    fmt = meta.get("format")
+    if fmt is not None and not str(fmt).startswith(RUN_FORMAT):
+        raise UserError(f"{path}: format {fmt!r} is not {RUN_FORMAT}v1", fix="pass a run folder written by `benchsmith eval run`")
+    return meta
+
+
+def _jsonl(path: Path, warnings: list[str]) -> list[tuple[int, dict[str, Any]]]:
+    """(byte offset, object) of every readable line; bad lines are counted in ``warnings``."""
+    rows: list[tuple[int, dict[str, Any]]] = []
+    bad = 0
+    offset = 0
+    with open(path, "rb") as fh:
+        for raw in fh:
+            start, offset = offset, offset + len(raw)
+            text = raw.strip()
+            if not text:
+                continue
+            try:
+                obj = json.loads(text.decode("utf-8", errors="replace"))
+            except json.JSONDecodeError:
+                bad += 1
+                continue
+            if isinstance(obj, dict):
+                rows.append((start, obj))
+            else:
+                bad += 1
+    if bad:
+        warnings.append(f"{path.parent.name}/{path.name}: {bad} unreadable line(s) skipped")
+    return rows
+
+
+def _number(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _reply_info(offset: int, obj: dict[str, Any]) -> ReplyInfo:
+    turns = obj.get("turns") if isinstance(obj.get("turns"), list) else []
+    # a "shared" turn reused the reply of an identical request of another case: no call, no latency
+    turns = [t for t in turns if isinstance(t, dict) and not t.get("shared")]
+    latencies = [v for v in (_number(t.get("latency_s")) for t in turns) if v is not None]
+    prompt = completion = 0
+    for t in turns:
+        usage = t.get("usage") if isinstance(t.get("usage"), dict) else {}
+        prompt += int(_number(usage.get("prompt_tokens")) or 0)
+        completion += int(_number(usage.get("completion_tokens")) or 0)
+    error = obj.get("error") if isinstance(obj.get("error"), dict) else {}
+    return ReplyInfo(id=str(obj.get("id")), status=str(obj.get("status") or "unknown"),
+                     error_type=error.get("type"), error_message=str(error.get("message") or ""),
+                     calls=len(turns), latency_s=sum(latencies) if latencies else None,
+                     prompt_tokens=prompt, completion_tokens=completion, offset=offset)
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(1 for line in fh if line.strip())
+
+
+def _model_name(meta: dict[str, Any]) -> str | None:
+    model = meta.get("model")
+    name = model.get("name") if isinstance(model, dict) else model
+    return str(name) if name else None
+
+
+def _load_task(run_dir: Path, meta: dict[str, Any], name: str, info: Any) -> Task:
+    info = info if isinstance(info, dict) else {}
+    folder = run_dir / name
+    task = Task(name=name, benchmark=str(info.get("benchmark") or name), folder=folder, info=info)
+    scores_path = folder / "scores.json"
+    if scores_path.is_file():
+        try:
+            scores = json.loads(scores_path.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            task.warnings.append(f"{name}/scores.json is not valid JSON; " + SCORE_HINT.format(run=run_dir))
+        else:
+            if isinstance(scores, dict):
+                task.scores = scores
+                if "benchmark" not in info and isinstance(scores.get("benchmark"), str):
+                    task.benchmark = scores["benchmark"]
+            else:
+                task.warnings.append(f"{name}/scores.json is not an object; " + SCORE_HINT.format(run=run_dir))
+    if task.scored and (folder / "records.jsonl").is_file():
+        task.records = [obj for _, obj in _jsonl(folder / "records.jsonl", task.warnings)]
+    if (folder / "replies.jsonl").is_file():
+        version, model = info.get("prompt_version"), _model_name(meta)
+        for offset, obj in _jsonl(folder / "replies.jsonl", task.warnings):
+            if "id" not in obj:
+                continue
+            # lines of an earlier prompt version or model (a re-run after a change) are not this run's
+            if version and obj.get("prompt_version") not in (None, version):
+                continue
+            if model and obj.get("model") not in (None, model):
+                continue
+            task.replies[str(obj["id"])] = _reply_info(offset, obj)   # the last line for a case wins
+    cases = _number(info.get("cases"))
+    if cases is not None:
+        task.cases = int(cases)
+    elif (folder / "cases.jsonl").is_file():
+        task.cases = _count_lines(folder / "cases.jsonl")
+    else:
+        task.cases = len(task.replies)
+    return task
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """Read a run folder. A missing or garbled run.json is a :class:`~benchsmith.schemas.UserError`;
+    a task without scores.json loads as not scored (``Task.scored`` is False).
+
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     try:
+    ...         load_run(d)
+    ...     except UserError as e:
+    ...         print(str(e).replace(d, "RUN").split(" (fix:")[0])
+    RUN/run.json: missing
+    """
+    path = Path(run_dir)
+    meta = _read_run_json(path)
+    names = sorted(meta["tasks"], key=task_sort_key)
+    return Run(path=path, meta=meta, tasks={n: _load_task(path, meta, n, meta["tasks"][n]) for n in names})

@@ -1,0 +1,505 @@
+"""``write_report``: report.html (self-contained), report.md, leaderboard.csv and categories.csv."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import os
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from benchsmith.schemas import UserError
+
+from . import metrics as M
+from .load import Run, load_run, task_sort_key
+
+RAW_PREVIEW = 600          # characters of the last raw reply shown in a failure row
+TURN_TEXT = 6000           # characters of each turn's raw reply / input shown in the details
+ELLIPSIS = "…"
+DEFAULT_TITLE = "Tool-use evaluation report"
+
+
+# ---- formatting ------------------------------------------------------------------------------------
+def pct(v: float | None) -> str:
+    """``0.5088 -> '50.9%'``; None -> an em dash."""
+    return "—" if v is None else f"{v * 100:.1f}%"
+
+
+def integer(v: float | int | None) -> str:
+    return "—" if v is None else f"{int(v):,}"
+
+
+def compact(v: float | int | None) -> str:
+    """``1215869 -> '1.22M'``, ``28213 -> '28.2k'``, ``950 -> '950'``."""
+    if v is None:
+        return "—"
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= size * 0.9995:        # 999,999 is 1M, not 1e+03k
+            return f"{v / size:.3g}{suffix}"
+    return f"{int(v)}"
+
+
+def seconds(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f} s"
+
+
+def figure(metric: str, v: float | None) -> str:
+    """Counts as integers, everything else as a percentage."""
+    if v is None:
+        return "—"
+    if metric.split(".")[-1] in ("records", "passed", "ok", "n", "correct", "total", "dialogues"):
+        return integer(v)
+    return pct(v)
+
+
+def truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rstrip() + ELLIPSIS
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _message_text(message: Any) -> str:
+    if not isinstance(message, dict):
+        return _text(message)
+    content = message.get("content")
+    if isinstance(content, list):   # OpenAI content parts
+        content = "\n".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    text = _text(content)
+    if message.get("tool_calls"):
+        text += ("\n" if text else "") + "tool_calls: " + _text(message["tool_calls"])
+    return text
+
+
+# ---- the report model ------------------------------------------------------------------------------
+def _labels(runs: Sequence[Run]) -> list[str]:
+    """Unique, readable run labels: the model, then model · mode, then the run id."""
+    labels = [r.model for r in runs]
+    if len(set(labels)) < len(labels):
+        labels = [f"{r.model} · {r.mode}" if r.mode else r.model for r in runs]
+    if len(set(labels)) < len(labels):
+        labels = [f"{r.model} · {r.run_id}" for r in runs]
+    seen: Counter[str] = Counter()
+    out = []
+    for label in labels:
+        seen[label] += 1
+        out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
+    return out
+
+
+def _keys(runs: Sequence[Run]) -> list[str]:
+    seen: Counter[str] = Counter()
+    out = []
+    for run in runs:
+        seen[run.run_id] += 1
+        out.append(run.run_id if seen[run.run_id] == 1 else f"{run.run_id}#{seen[run.run_id]}")
+    return out
+
+
+def _union(lists: Iterable[Iterable[str]]) -> list[str]:
+    out: list[str] = []
+    for items in lists:
+        for x in items:
+            if x not in out:
+                out.append(x)
+    return out
+
+
+def _turns(reply: dict[str, Any] | None) -> list[dict[str, Any]]:
+    turns = reply.get("turns") if reply else None
+    return [t for t in turns if isinstance(t, dict)] if isinstance(turns, list) else []
+
+
+def _failure(task, record: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001 - a Task
+    reply = task.reply(str(record.get("id")))
+    turns = _turns(reply)
+    raw = _text(turns[-1].get("raw")) if turns else ""
+    shown_turns = []
+    for n, t in enumerate(turns, 1):
+        messages = t.get("messages") if isinstance(t.get("messages"), list) else []
+        last = messages[-1] if messages else None
+        usage = t.get("usage") if isinstance(t.get("usage"), dict) else {}
+        shown_turns.append({
+            "n": n,
+            "shared": bool(t.get("shared")),
+            "latency": seconds(M._num(t.get("latency_s"))),
+            "tokens": f"{integer(M._num(usage.get('prompt_tokens')))} in / {integer(M._num(usage.get('completion_tokens')))} out"
+                      if usage else "",
+            "messages": len(messages),
+            "input_role": str(last.get("role", "")) if isinstance(last, dict) else "",
+            "input": truncate(_message_text(last), TURN_TEXT) if last is not None else "",
+            "raw": truncate(_text(t.get("raw")), TURN_TEXT),
+            "tool_calls": truncate(_text(t.get("tool_calls")), TURN_TEXT) if t.get("tool_calls") else "",
+            "parsed": truncate(_text(t.get("parsed")), TURN_TEXT) if t.get("parsed") not in (None, "", {}, []) else "",
+        })
+    error = reply.get("error") if reply and isinstance(reply.get("error"), dict) else {}
+    return {
+        "id": str(record.get("id")),
+        "category": str(record.get("category") or ""),
+        "error_type": str(record.get("error_type") or "failed"),
+        "reason": str(record.get("reason") or ""),
+        "status": str(reply.get("status")) if reply else "no reply recorded",
+        "reply_error": truncate(" ".join(x for x in (f"({error['type']})" if error.get("type") else "",
+                                                     str(error.get("message") or "")) if x), 500),
+        "raw_preview": truncate(raw, RAW_PREVIEW) if turns else "",
+        "has_reply": reply is not None,
+        "turns": shown_turns,
+    }
+
+
+def _date(runs: Sequence[Run]) -> str:
+    stamps = [str(r.meta.get(k)) for r in runs for k in ("updated_at", "created_at") if r.meta.get(k)]
+    return max(stamps) if stamps else "—"
+
+
+def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[str, Any]:
+    """Everything the HTML and Markdown show, as plain data (no markup)."""
+    labels, keys = _labels(runs), _keys(runs)
+    tasks = sorted(_union(r.tasks for r in runs), key=task_sort_key)
+    benchmarks = {t: next(r.tasks[t].benchmark for r in runs if t in r.tasks) for t in tasks}
+    summaries = [M.run_summary(r) for r in runs]
+    run_rows = [{"i": i, "label": labels[i], "key": keys[i], "run_id": r.run_id, "model": r.model, "mode": r.mode,
+                 "status": r.status, "split": r.split, "created_at": str(r.meta.get("created_at") or ""),
+                 "updated_at": str(r.meta.get("updated_at") or ""), "path": str(r.path),
+                 "colour": None, **summaries[i]} for i, r in enumerate(runs)]
+    from .charts import colour
+
+    for row in run_rows:
+        row["colour"] = colour(row["i"])
+
+    # leaderboard: the primary figure of each task
+    primaries: dict[str, list[tuple[str, float | None] | None]] = {}
+    for t in tasks:
+        cells: list[tuple[str, float | None] | None] = []
+        for r in runs:
+            task = r.tasks.get(t)
+            cells.append(M.primary(task.benchmark, task.scores) if task is not None and task.scored else None)
+        primaries[t] = cells
+    columns = []
+    for t in tasks:
+        names = _union([[c[0]] for c in primaries[t] if c is not None]) or [M.PRIMARY.get(benchmarks[t], ("",))[0]]
+        columns.append({"task": t, "benchmark": benchmarks[t], "metric": names[0],
+                        "metric_label": M.SHORT_NAMES.get(names[0], names[0])})
+    for i, row in enumerate(run_rows):
+        row["primary"] = []
+        for col in columns:
+            task = runs[i].tasks.get(col["task"])
+            cell = primaries[col["task"]][i]
+            if task is None:
+                row["primary"].append({"text": "—", "value": None, "metric": "", "note": "not run", "best": False})
+            elif cell is None:
+                row["primary"].append({"text": "not scored", "value": None, "metric": "", "note": "not scored", "best": False})
+            else:
+                metric, value = cell
+                note = metric if metric != col["metric"] else ""
+                row["primary"].append({"text": pct(value), "value": value, "metric": metric, "note": note,
+                                       "best": False})
+
+    if len(runs) > 1:
+        for j in range(len(columns)):
+            _mark_best([row["primary"][j] for row in run_rows])
+
+    # per-task sections
+    sections = []
+    for t in tasks:
+        bench = benchmarks[t]
+        present = [i for i, r in enumerate(runs) if t in r.tasks]
+        heads = {i: M.headline(bench, runs[i].tasks[t].scores) for i in present if runs[i].tasks[t].scored}
+        metric_names = _union(h.keys() for h in heads.values())
+        metric_rows = [{"metric": m, "cells": [figure(m, heads[i].get(m)) if i in heads else
+                                               ("not scored" if i in present else "—") for i in range(len(runs))],
+                        "values": [heads[i].get(m) if i in heads else None for i in range(len(runs))], "note": ""}
+                       for m in metric_names]
+        if bench == "toolassess":
+            metric_rows.extend(_tas_rows(runs, t, heads))
+        for row in metric_rows:
+            row["best"] = _best_flags(row["values"], row["metric"]) if len(heads) > 1 else None
+        cats = {i: M.categories(bench, runs[i].tasks[t].scores, runs[i].tasks[t].records) for i in heads}
+        cat_names = sorted(_union(c.keys() for c in cats.values()))
+        chart_metric = M.chart_metric(bench, {k: v for c in cats.values() for k, v in c.items()})
+        cat_values = [{c: cats[i][c].get(chart_metric) for c in cats[i]} if i in cats and chart_metric else {}
+                      for i in range(len(runs))]
+        # errors
+        reply_counts = {i: M.reply_status_counts(runs[i].tasks[t]) for i in present}
+        scorer_counts = {i: M.scorer_error_counts(runs[i].tasks[t]) for i in present}
+        kinds = sorted(_union(c.keys() for c in scorer_counts.values()),
+                       key=lambda k: (-sum(c.get(k, 0) for c in scorer_counts.values()), k))
+        n_records = {i: len(runs[i].tasks[t].records) for i in present}
+        n_replies = {i: sum(reply_counts[i].values()) for i in present}
+        error_rows = []
+        for status in ("format_error", "transport_error"):
+            error_rows.append({"kind": f"reply: {status}", "source": "replies", "counts": [
+                _count_cell(reply_counts[i].get(status, 0), n_replies[i]) if i in present else None
+                for i in range(len(runs))]})
+        for kind in kinds:
+            error_rows.append({"kind": kind, "source": "records", "counts": [
+                _count_cell(scorer_counts[i].get(kind, 0), n_records[i]) if i in heads else None
+                for i in range(len(runs))]})
+        samples = M.sample_failures(list(runs), t, failures)
+        sections.append({
+            "task": t, "benchmark": bench, "runs": present,
+            "scored": [i for i in present if runs[i].tasks[t].scored],
+            "not_scored": [i for i in present if not runs[i].tasks[t].scored],
+            "metric_rows": metric_rows,
+            "categories": cat_names, "chart_metric": chart_metric, "cat_values": cat_values,
+            "cat_table": [{"category": c, "cells": [pct(cat_values[i].get(c)) if i in cats else "—"
+                                                    for i in range(len(runs))]} for c in cat_names],
+            "error_rows": error_rows, "error_kinds": kinds,
+            "error_counts": [dict(scorer_counts.get(i, {})) for i in range(len(runs))],
+            "records": [n_records.get(i, 0) for i in range(len(runs))],
+            "failures": {i: [_failure(runs[i].tasks[t], rec) for rec in recs] for i, recs in samples.items()},
+            "failing": {i: sum(scorer_counts[i].values()) for i in present},
+            "failure_limit": failures,
+        })
+
+    radar = [M.radar_axes(r) for r in runs]
+    radar_axes = _radar_order(_union(a.keys() for a in radar))
+    splits = _union([[r.split] for r in runs if r.split])
+    warnings = [w for r in runs for w in r.warnings]
+    if len(splits) > 1:
+        warnings.insert(0, f"the runs were made on {len(splits)} different splits: {', '.join(splits)}")
+    models = _union([[r.model] for r in runs])
+    return {
+        "title": title or DEFAULT_TITLE,
+        "date": _date(runs),
+        "runs": run_rows,
+        "models": models,
+        "splits": splits,
+        "modes": _union([[r.mode] for r in runs if r.mode]),
+        "columns": columns,
+        "sections": sections,
+        "radar_axes": radar_axes,
+        "radar": radar,
+        "warnings": warnings,
+        "failures": failures,
+        "primary_doc": {b: " or ".join(v) for b, v in M.PRIMARY.items()},
+    }
+
+
+def _best_flags(values: Sequence[float | None], metric: str = "") -> list[bool] | None:
+    """True where a value is the highest of its row (rows of counts get none)."""
+    if metric.split(".")[-1] in ("records", "passed", "ok", "n", "correct", "total", "dialogues"):
+        return None
+    present = [v for v in values if v is not None]
+    if len(present) < 2 or max(present) == min(present):
+        return None
+    return [v is not None and v == max(present) for v in values]
+
+
+def _mark_best(cells: list[dict[str, Any]]) -> None:
+    flags = _best_flags([c["value"] for c in cells]) or [False] * len(cells)
+    for cell, flag in zip(cells, flags):
+        cell["best"] = flag
+
+
+def _radar_order(axes: list[str]) -> list[str]:
+    order = [f"T-Eval {a}" for a in M.TEVAL_ABILITIES] + ["NL2API completion", "ToolAssess awareness",
+                                                           "GTA answer acc.", "ACEBench special"]
+    return sorted(axes, key=lambda a: (order.index(a) if a in order else len(order), a))
+
+
+def _count_cell(n: int, total: int) -> dict[str, Any]:
+    return {"n": n, "total": total, "text": f"{n:,}" + (f" ({n / total * 100:.1f}%)" if total and n else "")}
+
+
+def _tas_rows(runs: Sequence[Run], task: str, heads: dict[int, dict[str, float]]) -> list[dict[str, Any]]:
+    """TAS of the runs of this report (variance-contribution weights need several models)."""
+    inputs = {i: runs[i].tasks[task].scores.get("tas_inputs") for i in heads}
+    inputs = {i: v for i, v in inputs.items() if isinstance(v, dict) and v}
+    if len(inputs) < 2 or any("tas" in h for h in heads.values()):
+        return []
+    from benchsmith.eval.toolassess import tas
+
+    try:
+        result = tas({str(i): v for i, v in inputs.items()})["tas"]
+    except (UserError, KeyError, TypeError, ValueError):
+        return []
+    values = [result.get(str(i)) for i in range(len(runs))]
+    return [{"metric": "TAS (across these runs)", "cells": [pct(v) for v in values], "values": values,
+             "note": "ToolAssess's variance-weighted score, computed over the runs of this report"}]
+
+
+# ---- charts ------------------------------------------------------------------------------------------
+def _charts(model: dict[str, Any]) -> dict[str, Any]:
+    from . import charts
+
+    labels = [r["label"] for r in model["runs"]]
+    out: dict[str, Any] = {"radar": None, "radar_kind": None, "categories": {}, "errors": {}}
+    axes = model["radar_axes"]
+    if len(axes) >= 3:
+        out["radar"], out["radar_kind"] = charts.radar_chart(labels, axes, model["radar"]), "radar"
+    elif axes:
+        out["radar"], out["radar_kind"] = charts.bar_chart(labels, axes, model["radar"]), "bars"
+    for sec in model["sections"]:
+        if len(sec["categories"]) > 1 and sec["chart_metric"] and sec["scored"]:
+            idx = sec["scored"]
+            out["categories"][sec["task"]] = charts.category_chart(
+                [labels[i] for i in idx], sec["categories"], [sec["cat_values"][i] for i in idx],
+                ylabel=sec["chart_metric"].replace("_", " "))
+        if sec["error_kinds"] and sec["scored"]:
+            idx = sec["scored"]
+            out["errors"][sec["task"]] = charts.error_chart(
+                [labels[i] for i in idx], sec["error_kinds"], [sec["error_counts"][i] for i in idx],
+                [sec["records"][i] for i in idx])
+    return out
+
+
+# ---- outputs -----------------------------------------------------------------------------------------
+def render_html(model: dict[str, Any]) -> str:
+    import jinja2
+
+    from importlib.resources import files
+
+    folder = files("benchsmith.eval.report") / "templates"
+    env = jinja2.Environment(loader=jinja2.FunctionLoader(lambda name: (folder / name).read_text(encoding="utf-8")),
+                             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    env.filters.update(pct=pct, seconds=seconds, integer=integer, compact=compact)
+    css = (folder / "report.css").read_text(encoding="utf-8")
+    return env.get_template("report.html.j2").render(m=model, charts=_charts(model), css=css)
+
+
+def _md(value: Any) -> str:
+    """A Markdown table cell: HTML-escaped, pipes escaped, on one line."""
+    return html.escape(str(value), quote=False).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _md_table(header: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequence[bool]) -> list[str]:
+    lines = ["| " + " | ".join(_md(h) for h in header) + " |",
+             "|" + "|".join("---:" if r else "---" for r in right) + "|"]
+    lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def render_markdown(model: dict[str, Any]) -> str:
+    runs = model["runs"]
+    labels = [r["label"] for r in runs]
+    out = [f"# {_md(model['title'])}", "",
+           f"Date: {_md(model['date'])} · runs: {len(runs)} · models: {_md(', '.join(model['models']))}"
+           f" · split: {_md(', '.join(model['splits']) or '—')}", ""]
+    if model["warnings"]:
+        out += ["> **Notes**", ">"] + [f"> - {_md(w)}" for w in model["warnings"]] + [""]
+    out += ["## Leaderboard", ""]
+    header = ["run", "model", "mode", "cases"] + [f"{c['task']} ({c['metric']})" for c in model["columns"]] + \
+             ["format errors", "transport errors", "mean latency / call", "tokens in / out"]
+    rows = []
+    for r in runs:
+        rows.append([r["label"], r["model"], r["mode"] or "—", integer(r["cases"])]
+                    + [c["text"] + (f" ({c['note']})" if c["note"] and c["value"] is not None else "") for c in r["primary"]]
+                    + [pct(r["format_error_rate"]), integer(r["transport_errors"]), seconds(r["mean_latency_s"]),
+                       f"{integer(r['prompt_tokens'])} / {integer(r['completion_tokens'])}"])
+    out += _md_table(header, rows, [False, False, False] + [True] * (len(header) - 3))
+    out += ["Primary figure per task: " + "; ".join(f"{b}: {v}" for b, v in model["primary_doc"].items()) + ".", ""]
+    for sec in model["sections"]:
+        out += [f"## {_md(sec['task'])} ({_md(sec['benchmark'])})", ""]
+        if sec["metric_rows"]:
+            out += _md_table(["metric"] + labels, ([m["metric"]] + m["cells"] for m in sec["metric_rows"]),
+                             [False] + [True] * len(labels))
+        for i in sec["not_scored"]:
+            out += [f"*{_md(labels[i])}: not scored — run `benchsmith eval score --run {_md(runs[i]['path'])}`.*", ""]
+        if sec["cat_table"]:
+            out += [f"### {_md(sec['task'])}: {_md(sec['chart_metric'] or '')} by category", ""]
+            out += _md_table(["category"] + labels, ([c["category"]] + c["cells"] for c in sec["cat_table"]),
+                             [False] + [True] * len(labels))
+        out += [f"### {_md(sec['task'])}: errors", ""]
+        out += _md_table(["error"] + labels, ([e["kind"]] + [c["text"] if c else "—" for c in e["counts"]]
+                                             for e in sec["error_rows"]), [False] + [True] * len(labels))
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _csv_value(v: Any) -> Any:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v)
+    return v
+
+
+def render_leaderboard_csv(model: dict[str, Any]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    fixed = ["run", "label", "model", "mode", "status", "split", "created_at", "cases", "finished", "format_errors",
+             "format_error_rate", "transport_errors", "model_calls", "mean_latency_s", "prompt_tokens",
+             "completion_tokens"]
+    tasks = [c["task"] for c in model["columns"]]
+    w.writerow(fixed + [x for t in tasks for x in (t, f"{t}.metric")])
+    for r in model["runs"]:
+        row = [r["key"], r["label"], r["model"], r["mode"], r["status"], r["split"], r["created_at"], r["cases"],
+               r["finished"], r["format_errors"], r["format_error_rate"], r["transport_errors"], r["model_calls"],
+               r["mean_latency_s"], r["prompt_tokens"], r["completion_tokens"]]
+        for cell in r["primary"]:
+            row += [cell["value"], cell["metric"]]
+        w.writerow([_csv_value(v) for v in row])
+    return buf.getvalue()
+
+
+def render_categories_csv(runs: Sequence[Run], model: dict[str, Any]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["run", "task", "category", "metric", "value"])
+    for r, row in zip(runs, model["runs"]):
+        for name, task in r.tasks.items():
+            if not task.scored:
+                continue
+            cats = M.categories(task.benchmark, task.scores, task.records)
+            for cat in sorted(cats):
+                for metric in sorted(cats[cat]):
+                    w.writerow([row["key"], name, cat, metric, _csv_value(cats[cat][metric])])
+    return buf.getvalue()
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Atomically replace ``path`` with ``text`` (UTF-8, LF newlines)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot write: {exc.strerror or exc}", fix="choose another --out folder") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_report(runs: Sequence[str | Path], out: str | Path, title: str | None = None,
+                 failures: int = 20) -> dict[str, Any]:
+    """Compare run folders: writes ``out/report.html`` (one self-contained file), ``out/report.md``,
+    ``out/leaderboard.csv`` and ``out/categories.csv``; returns their paths and the notes
+    (tasks not scored, unreadable lines). The same inputs give the same bytes."""
+    if not runs:
+        raise UserError("no run folder given", fix="pass one or more RUN_DIR written by `benchsmith eval run`")
+    if failures < 0:
+        raise UserError(f"--failures {failures} is negative", fix="pass 0 or more")
+    paths = [Path(p) for p in runs]
+    resolved = [p.resolve() for p in paths]
+    for i, p in enumerate(resolved):
+        if p in resolved[:i]:
+            raise UserError(f"{paths[i]}: run folder given twice", fix="pass each run folder once")
+    loaded = [load_run(p) for p in paths]
+    model = build_model(loaded, title, failures)
+    out = Path(out)
+    files = {"html": out / "report.html", "markdown": out / "report.md", "leaderboard_csv": out / "leaderboard.csv",
+             "categories_csv": out / "categories.csv"}
+    _write_text(files["html"], render_html(model))
+    _write_text(files["markdown"], render_markdown(model))
+    _write_text(files["leaderboard_csv"], render_leaderboard_csv(model))
+    _write_text(files["categories_csv"], render_categories_csv(loaded, model))
+    return {"out": str(out), "files": {k: str(v) for k, v in files.items()},
+            "runs": [r["key"] for r in model["runs"]], "tasks": [s["task"] for s in model["sections"]],
+            "warnings": model["warnings"]}

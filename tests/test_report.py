@@ -1,0 +1,345 @@
+"""``benchsmith report``: the HTML is self-contained and escaped, the Markdown and CSVs carry the
+scores.json figures, the output is byte-stable, and bad run folders are one red line."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from benchsmith.eval.report import categories, headline, load_run, primary, write_report
+from benchsmith.schemas import UserError
+from helpers import clean_env, console_script
+from report_helpers import LONG, SCRIPT, make_run, make_two_runs
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    return make_two_runs(tmp_path_factory.mktemp("report"))
+
+
+@pytest.fixture(scope="module")
+def report(runs, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    _, a, b = runs
+    out = tmp_path_factory.mktemp("out")
+    return out, write_report([a, b], out, title="A <vs> B", failures=20)
+
+
+def _scores(run: Path, task: str) -> dict:
+    return json.loads((run / task / "scores.json").read_text(encoding="utf-8"))
+
+
+def _records(run: Path, task: str) -> list[dict]:
+    return [json.loads(line) for line in (run / task / "records.jsonl").read_text(encoding="utf-8").splitlines() if line]
+
+
+def _pct(v: float) -> str:
+    return f"{v * 100:.1f}%"
+
+
+def _html(report) -> str:
+    return (report[0] / "report.html").read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------ files ----
+def test_writes_the_four_files(report):
+    out, result = report
+    for name in ("report.html", "report.md", "leaderboard.csv", "categories.csv"):
+        assert (out / name).is_file(), name
+    assert result["files"]["html"] == str(out / "report.html")
+    assert result["tasks"] == ["nl2api", "teval", "gta", "toolassess", "acebench_special"]
+    assert result["warnings"] == []
+
+
+def test_html_is_self_contained(report):
+    html = _html(report)
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", html, re.I)
+    assert "<script" not in html.lower()
+    assert "<link" not in html.lower() and "@import" not in html
+    assert not re.search(r"url\(\s*['\"]?(?!#)", html)       # only in-document references (SVG clip paths)
+    assert html.count("<style>") == 1
+
+
+def test_html_leaderboard_has_a_row_per_run_with_the_primary_figures(runs, report):
+    _, a, b = runs
+    html = _html(report)
+    board = html[html.index('<table class="leaderboard">'):]
+    board = board[:board.index("</table>")]
+    rows = re.findall(r"<tr>\s*<td class=\"run\">(.*?)</tr>", board, re.S)
+    assert len(rows) == 2 and "model-a" in rows[0] and "model-b" in rows[1]
+    for run, row in zip((a, b), rows):
+        assert _pct(_scores(run, "teval")["overall"] / 100) in row
+        assert _pct(_scores(run, "nl2api")["completion_rate"]) in row
+        assert _pct(_scores(run, "acebench_special")["summary"]) in row
+        assert _pct(_scores(run, "gta")["end_to_end"]["ans_acc"]) in row
+    assert "A &lt;vs&gt; B" in html and "A <vs> B" not in html
+
+
+def test_html_has_the_radar_and_category_charts(report):
+    html = _html(report)
+    overview = html[html.index('<section id="overview">'):]
+    overview = overview[:overview.index("</section>")]
+    assert overview.count("<svg") == 1
+    for axis in ("T-Eval instruct", "T-Eval review", "NL2API completion", "ToolAssess awareness", "GTA answer acc.",
+                 "ACEBench special"):
+        assert axis in overview, axis
+    assert "model-a" in overview and "model-b" in overview     # the legend
+    # one per-category chart per task with several categories, one error chart per task with errors
+    for n, task in enumerate(["teval", "gta", "toolassess", "acebench_special"], 2):
+        section = html[html.index(f'<section id="task-{n}">'):]
+        section = section[:section.index("</section>")]
+        assert section.count("<svg") == 2, task
+    assert "<?xml" not in html and "<!DOCTYPE svg" not in html
+
+
+def test_failures_are_escaped_and_truncated(report):
+    html = _html(report)
+    assert SCRIPT not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;b&gt;bold&lt;/b&gt;" in html
+    assert LONG[:600] + "…" in html          # the preview is cut with a marker
+    assert LONG in html                      # the turn in <details> keeps it
+    assert re.search(r"<details>\s*<summary class=\"small\">all turns \(2\)</summary>", html)
+
+
+def test_failure_sample_respects_the_limit(runs, tmp_path):
+    _, a, b = runs
+    write_report([a, b], tmp_path, failures=3)
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    for block in re.findall(r'<details class="run-failures">(.*?)</details>\s*(?=<details class="run-failures">|</section>|<p)',
+                            html, re.S):
+        assert block.count('<div class="fail">') <= 3
+    assert "3 of " in html
+    write_report([a], tmp_path / "none", failures=0)
+    assert '<div class="fail">' not in (tmp_path / "none" / "report.html").read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------ markdown / csv ----
+def test_markdown_has_the_leaderboard_metrics_and_errors(runs, report):
+    _, a, b = runs
+    md = (report[0] / "report.md").read_text(encoding="utf-8")
+    assert md.startswith("# A &lt;vs&gt; B\n")
+    lines = md.splitlines()
+    board = [line for line in lines if line.startswith("| model-")]
+    assert board[0].startswith("| model-a | model-a | prompt |") and board[1].startswith("| model-b | model-b | prompt |")
+    ta, tb = _scores(a, "teval"), _scores(b, "teval")
+    assert f"| overall | {_pct(ta['overall'] / 100)} | {_pct(tb['overall'] / 100)} |" in lines
+    for ability in ("plan", "review"):
+        assert f"| {ability} | {_pct(ta['abilities'][ability] / 100)} | {_pct(tb['abilities'][ability] / 100)} |" in lines
+    na, nb = _scores(a, "nl2api"), _scores(b, "nl2api")
+    assert f"| slot_f1 | {_pct(na['slot']['f1'])} | {_pct(nb['slot']['f1'])} |" in lines
+    assert "### teval: errors" in md
+    parse_a = sum(1 for r in _records(a, "teval") if r["error_type"] == "parse_error")
+    assert any(line.startswith(f"| parse_error | {parse_a:,} (") for line in lines)
+    assert "| reply: format_error |" in md and "| reply: transport_error |" in md
+    assert re.search(r"^\|---\|---\|---\|---:\|", md, re.M)
+
+
+def test_leaderboard_csv(runs, report):
+    _, a, b = runs
+    with open(report[0] / "leaderboard.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["model"] for r in rows] == ["model-a", "model-b"]
+    for run, row in zip((a, b), rows):
+        meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+        assert row["run"] == meta["run_id"]
+        assert float(row["teval"]) == pytest.approx(_scores(run, "teval")["overall"] / 100)
+        assert row["teval.metric"] == "overall"
+        assert float(row["nl2api"]) == pytest.approx(_scores(run, "nl2api")["completion_rate"])
+        assert float(row["toolassess"]) == pytest.approx(_scores(run, "toolassess")["awareness"]["accuracy"])
+        assert int(row["cases"]) == sum(t["cases"] for t in meta["tasks"].values())
+        statuses = [json.loads(line)["status"] for t in meta["tasks"] for line in
+                    (run / t / "replies.jsonl").read_text(encoding="utf-8").splitlines() if line]
+        assert float(row["format_error_rate"]) == pytest.approx(statuses.count("format_error") / len(statuses))
+        assert int(row["transport_errors"]) == statuses.count("transport_error")
+        assert int(row["prompt_tokens"]) == sum(t["prompt_tokens"] for t in meta["tasks"].values())
+        assert float(row["mean_latency_s"]) > 0
+
+
+def test_categories_csv(runs, report):
+    _, a, b = runs
+    with open(report[0] / "categories.csv", newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        assert next(reader) == ["run", "task", "category", "metric", "value"]
+        rows = {(r[0], r[1], r[2], r[3]): float(r[4]) for r in reader}
+    for run in (a, b):
+        rid = json.loads((run / "run.json").read_text(encoding="utf-8"))["run_id"]
+        for cat, v in _scores(run, "teval")["categories"].items():
+            assert rows[(rid, "teval", cat, "score")] == pytest.approx(v["score"])
+            assert rows[(rid, "teval", cat, "records")] == v["records"]
+        for cat, v in _scores(run, "acebench_special")["categories"].items():
+            assert rows[(rid, "acebench_special", cat, "accuracy")] == pytest.approx(v["accuracy"])
+        assert rows[(rid, "nl2api", "slot", "intent.f1")] == pytest.approx(_scores(run, "nl2api")["by_category"]["slot"]["intent"]["f1"])
+        gta = _records(run, "gta")
+        for cat in {r["category"] for r in gta}:
+            recs = [r for r in gta if r["category"] == cat]
+            assert rows[(rid, "gta", cat, "pass_rate")] == pytest.approx(sum(r["ok"] for r in recs) / len(recs))
+
+
+def test_output_is_byte_stable(runs, report, tmp_path):
+    _, a, b = runs
+    write_report([a, b], tmp_path, title="A <vs> B", failures=20)
+    for name in ("report.html", "report.md", "leaderboard.csv", "categories.csv"):
+        assert (tmp_path / name).read_bytes() == (report[0] / name).read_bytes(), name
+
+
+# ------------------------------------------------------------------------ tolerance ----
+def test_a_task_without_scores_is_shown_as_not_scored(runs, tmp_path):
+    _, a, _ = runs
+    run = tmp_path / "run"
+    shutil.copytree(a, run)
+    (run / "gta" / "scores.json").unlink()
+    with open(run / "teval" / "replies.jsonl", "a", encoding="utf-8") as fh:
+        fh.write('{"id": "cut-off mid-wri')                      # an interrupted append
+    loaded = load_run(run)
+    assert not loaded.tasks["gta"].scored and loaded.tasks["teval"].scored
+    result = write_report([run], tmp_path / "out")
+    assert any("gta is not scored" in w and "benchsmith eval score --run" in w for w in result["warnings"])
+    assert any("unreadable line" in w for w in result["warnings"])
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "not scored" in html and f"benchsmith eval score --run {run}" in html
+
+
+def test_the_last_reply_of_a_case_wins(runs, tmp_path):
+    _, a, _ = runs
+    run = tmp_path / "run"
+    shutil.copytree(a, run)
+    lines = (run / "nl2api" / "replies.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    retry = {**first, "status": "transport_error", "error": {"type": "transport_error", "message": "x"}, "turns": []}
+    with open(run / "nl2api" / "replies.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(retry) + "\n")
+    task = load_run(run).tasks["nl2api"]
+    assert task.replies[first["id"]].status == "transport_error"
+    assert task.reply(first["id"])["turns"] == []
+    assert len(task.replies) == len(lines)
+    # a line of another prompt version (a re-run after the prompt changed) is not this run's
+    with open(run / "nl2api" / "replies.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({**first, "prompt_version": "nl2api/v0-old"}) + "\n")
+    assert load_run(run).tasks["nl2api"].replies[first["id"]].status == "transport_error"
+
+
+def test_shared_turns_are_not_model_calls(runs, tmp_path):
+    _, a, _ = runs
+    run = tmp_path / "run"
+    shutil.copytree(a, run)
+    path = run / "teval" / "replies.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    row = next(r for r in rows if r["turns"])
+    shared = {**row["turns"][0], "shared": True, "latency_s": 0.0, "usage": {}}
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({**row, "turns": [shared]}) + "\n")
+    info = load_run(run).tasks["teval"].replies[row["id"]]
+    assert info.calls == 0 and info.latency_s is None and info.prompt_tokens == 0
+
+
+def test_missing_or_garbled_run_json_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="run.json: missing"):
+        load_run(tmp_path)
+    (tmp_path / "run.json").write_text('{"format": "benchsmith.run/v1", "tasks": ', encoding="utf-8")
+    with pytest.raises(UserError, match=r"run\.json:1: not valid JSON"):
+        load_run(tmp_path)
+    (tmp_path / "run.json").write_text('[1, 2]', encoding="utf-8")
+    with pytest.raises(UserError, match="no 'tasks' object"):
+        load_run(tmp_path)
+    with pytest.raises(UserError, match="no such run folder"):
+        load_run(tmp_path / "nope")
+
+
+# ------------------------------------------------------------------------ headline ----
+def test_headline_and_primary_per_benchmark():
+    assert primary("teval", {"overall": 50.0}) == ("overall", 0.5)
+    gta = {"step_by_step": {"inst_acc": 0.5, "tool_acc": 0.25, "arg_acc": 0.2, "summ_acc": 0.1},
+           "end_to_end": {"answered_samples": 4, "ans_acc": 0.75,
+                          "tool_f1": {"perception": {"f1": 0.5, "tp": 1, "pred": 2, "gold": 2},
+                                      "logic": {"f1": None, "tp": 0, "pred": 0, "gold": 0}}}}
+    h = headline("gta", gta)
+    assert h["ans_acc"] == 0.75 and h["tool_f1"] == 0.5 and h["tool_f1.perception"] == 0.5 and "tool_f1.logic" not in h
+    assert primary("gta", gta) == ("ans_acc", 0.75)
+    assert primary("gta", {**gta, "end_to_end": None}) == ("inst_acc", 0.5)
+    ta = {"awareness": {"accuracy": 0.6, "f1": 0.5}, "selection": {"accuracy": 0.7, "f1": 0.4},
+          "multi": {"asa": 0.3, "psa": 0.2}}
+    assert primary("toolassess", ta) == ("awareness.accuracy", 0.6)
+    assert primary("toolassess", {**ta, "tas": 0.55}) == ("tas", 0.55)
+    assert headline("toolassess", ta)["multi.psa"] == 0.2
+    ace = {"summary": 0.8, "accuracy": 0.7, "families": {"normal": 0.9, "special": 0.6}}
+    assert primary("acebench", ace) == ("summary", 0.8) and headline("acebench", ace)["family.special"] == 0.6
+    bfcl = {"summary": {"overall": 0.6, "non_live_ast": 0.7, "live_ast": None, "irrelevance": 0.9}}
+    assert headline("bfcl", bfcl) == {"overall": 0.6, "non_live_ast": 0.7, "irrelevance": 0.9}
+    assert primary("bfcl", bfcl) == ("overall", 0.6)
+    assert primary("nl2api", {"completion_rate": 0.25}) == ("completion_rate", 0.25)
+    assert primary("teval", None) == ("overall", None)
+    assert categories("acebench", {"categories": {"special_incomplete": {"n": 4, "accuracy": 0.5, "error_types": {"x": 2}}}}) \
+        == {"special_incomplete": {"accuracy": 0.5, "n": 4.0}}
+    assert categories("gta", {}, [{"category": "e2e", "ok": True, "score": 1.0}, {"category": "e2e", "ok": False, "score": 0.0}]) \
+        == {"e2e": {"mean_score": 0.5, "pass_rate": 0.5, "passed": 1.0, "records": 2.0}}
+
+
+def test_tas_across_runs_and_distinct_labels(runs, tmp_path):
+    ws, a, _ = runs
+    again = make_run(ws, tmp_path / "again", "model-a", quality=0.5, seed=7, mode="tools", tasks=("toolassess",))
+    result = write_report([a, again], tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "| model-a · prompt | model-a | prompt |" in md and "| model-a · tools | model-a | tools |" in md
+    assert "| TAS (across these runs) |" in md
+    assert result["tasks"][0] == "nl2api"       # the union of the runs' tasks
+    tools_row = next(line for line in md.splitlines() if line.startswith("| model-a · tools |"))
+    assert tools_row.split(" | ")[4] == "—"     # nl2api was not part of that run
+
+
+# ------------------------------------------------------------------------ CLI ----
+def test_cli_writes_the_report_and_prints_its_path(runs, tmp_path, monkeypatch):
+    _, a, b = runs
+    for key in ("BENCHSMITH_REPORT_OUT", "BENCHSMITH_REPORT_TITLE", "BENCHSMITH_REPORT_FAILURES"):
+        monkeypatch.delenv(key, raising=False)
+    from benchsmith.cli import app
+
+    res = CliRunner().invoke(app, ["report", str(a), str(b), "--out", str(tmp_path / "o"), "--failures", "2",
+                                   "--title", "T"], prog_name="benchsmith")
+    assert res.exit_code == 0, res.output
+    assert res.output.strip().splitlines()[-1] == str(tmp_path / "o" / "report.html")
+    assert "<title>T</title>" in (tmp_path / "o" / "report.html").read_text(encoding="utf-8")
+    monkeypatch.setenv("BENCHSMITH_REPORT_OUT", str(tmp_path / "env"))
+    res = CliRunner().invoke(app, ["report", str(a)], prog_name="benchsmith")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "env" / "report.html").is_file()
+
+
+def test_cli_default_out_is_inside_the_first_run(runs, tmp_path, monkeypatch):
+    _, a, _ = runs
+    monkeypatch.delenv("BENCHSMITH_REPORT_OUT", raising=False)
+    run = tmp_path / "run"
+    shutil.copytree(a, run)
+    from benchsmith.cli import app
+
+    res = CliRunner().invoke(app, ["report", str(run)], prog_name="benchsmith")
+    assert res.exit_code == 0, res.output
+    assert (run / "report" / "report.html").is_file() and (run / "report" / "leaderboard.csv").is_file()
+
+
+def test_cli_missing_run_json_is_one_red_line(runs, tmp_path):
+    _, a, _ = runs
+    proc = subprocess.run([console_script(), "report", str(a), str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, env=clean_env(), stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2, proc.stderr
+    lines = _ANSI.sub("", proc.stderr).strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr
+    assert str(tmp_path / "run.json") in lines[0] and "benchsmith eval run" in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_chart_text_is_escaped_and_literal():
+    from benchsmith.eval.report._private.charts import category_chart, radar_chart
+
+    svg = category_chart([f"{SCRIPT} $x$"], ["<b>c</b>", "d"], [{"<b>c</b>": 0.5, "d": 0.2}])
+    assert SCRIPT not in svg and "&lt;script&gt;" in svg and "$x$" in svg      # no mathtext either
+    svg = radar_chart([SCRIPT], ["a<", "b", "c"], [{"a<": 0.5}])
+    assert SCRIPT not in svg and "a&lt;" in svg
