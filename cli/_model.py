@@ -1,6 +1,76 @@
 """``benchsmith model serve|stop|status``: the local default model server."""
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 
+from . import user_errors  # cli/__init__ defines it before importing this module
+
 model_app = typer.Typer(help="The local default model (Gemma 3 270M on xllamacpp, 127.0.0.1).", no_args_is_help=True)
+
+
+@model_app.command("serve")
+@user_errors
+def model_serve(
+    port: Optional[int] = typer.Option(None, "--port", envvar="BENCHSMITH_MODEL_PORT",
+                                       help="Port (default: a free one)"),
+    host: str = typer.Option("127.0.0.1", "--host", envvar="BENCHSMITH_MODEL_HOST",
+                             help="Bind address (loopback by default)"),
+    parallel: int = typer.Option(4, "--parallel", envvar="BENCHSMITH_MODEL_PARALLEL",
+                                 help="Requests served at once (llama.cpp slots)"),
+    ctx_per_slot: int = typer.Option(4096, "--ctx-per-slot", envvar="BENCHSMITH_MODEL_CTX_PER_SLOT",
+                                     help="Context tokens per slot (n_ctx = parallel x this)"),
+    threads: Optional[int] = typer.Option(None, "--threads", envvar="BENCHSMITH_MODEL_THREADS",
+                                          help="CPU threads (default: every CPU)"),
+    wait: float = typer.Option(60.0, "--wait", envvar="BENCHSMITH_MODEL_WAIT",
+                               help="Seconds to wait for the server to become healthy"),
+    foreground: bool = typer.Option(False, "--foreground", envvar="BENCHSMITH_MODEL_FOREGROUND",
+                                    help="Run in this process until Ctrl-C instead of in the background"),
+) -> None:
+    """Start the local model server (OpenAI-compatible, /v1) and print its base URL; reuses a running one."""
+    from benchsmith.models import local_server_status, run_local_server, start_local_server
+
+    if foreground:
+        def ready(info) -> None:  # noqa: ANN001 - a ServerInfo
+            typer.echo(f"{info.base_url}  (pid {info.pid}; Ctrl-C stops it)")
+
+        run_local_server(port=port, parallel=parallel, ctx_per_slot=ctx_per_slot, threads=threads, host=host,
+                         on_ready=ready)
+        return
+    before = local_server_status()
+    info = start_local_server(port=port, parallel=parallel, ctx_per_slot=ctx_per_slot, threads=threads, wait=wait,
+                              host=host)
+    typer.echo(info.base_url)
+    if before is not None and before.pid == info.pid:
+        wanted = {"parallel": parallel, "ctx_per_slot": ctx_per_slot, "threads": threads or info.threads, "host": host}
+        differ = {k: getattr(info, k) for k, v in wanted.items() if getattr(info, k) != v}
+        note = f"; running with {', '.join(f'{k}={v}' for k, v in differ.items())} -- `benchsmith model stop` first " \
+               f"to change that" if differ else ""
+        typer.echo(f"already running (pid {info.pid}){note}", err=True)
+
+
+@model_app.command("stop")
+@user_errors
+def model_stop() -> None:
+    """Stop the local model server (no error when none runs)."""
+    from benchsmith.models import stop_local_server
+
+    info = stop_local_server()
+    typer.echo(f"stopped the local model server (pid {info.pid}, {info.url})" if info else "no local model server running")
+
+
+@model_app.command("status")
+@user_errors
+def model_status() -> None:
+    """Print the local model server's state as JSON; exit code 1 when it is not running."""
+    import json
+
+    from benchsmith.models import local_server_status
+    from benchsmith.models._private.paths import state_dir
+
+    info = local_server_status()
+    if info is None:
+        typer.echo(json.dumps({"running": False, "state_dir": str(state_dir())}))
+        raise typer.Exit(1)
+    typer.echo(json.dumps({"running": True, **info.to_dict()}, ensure_ascii=False))

@@ -1,2 +1,38 @@
 """Models: OpenAI-compatible chat endpoints (langchain-openai) with timeouts, retries and rate limits,
-and the real local default model (Gemma 3 270M served by xllamacpp on 127.0.0.1)."""
+and the real local default model (Gemma 3 270M served by xllamacpp on 127.0.0.1).
+
+>>> from benchsmith.models import ModelConfig, ModelClient
+>>> cfg = ModelConfig(name="my-model", base_url="http://127.0.0.1:8080/v1", timeout=30)
+>>> client = ModelClient(cfg)            # nothing is contacted until the first call
+>>> cfg.api_key_env                      # the NAME of the key's environment variable, never the key
+'OPENAI_API_KEY'
+"""
+
+from benchsmith.models._private.client import ModelClient, Reply
+from benchsmith.models._private.config import ModelConfig, resolve_model
+from benchsmith.models._private.errors import TransportError
+from benchsmith.models._private.local import DEFAULT_LOCAL_MODEL, ensure_local_model
+from benchsmith.models._private.server import (
+    ServerInfo,
+    ensure_local_server,
+    local_server_status,
+    run_local_server,
+    start_local_server,
+    stop_local_server,
+)
+
+__all__ = [
+    "DEFAULT_LOCAL_MODEL",
+    "ModelClient",
+    "ModelConfig",
+    "Reply",
+    "ServerInfo",
+    "TransportError",
+    "ensure_local_model",
+    "ensure_local_server",
+    "local_server_status",
+    "resolve_model",
+    "run_local_server",
+    "start_local_server",
+    "stop_local_server",
+]

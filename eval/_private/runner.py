@@ -51,6 +51,12 @@ class Request:
     max_tokens: int | None = None
     stop: list[str] | None = None
 
+    def __post_init__(self) -> None:
+        if self.json_schema is not None:
+            from benchsmith.eval.tasks._common import bounded_strings, closed_schema
+
+            object.__setattr__(self, "json_schema", bounded_strings(closed_schema(self.json_schema)))
+
     def key(self) -> str:
         blob = json.dumps([self.messages, self.json_schema, self.tools, self.max_tokens, self.stop],
                           sort_keys=True, ensure_ascii=False, default=str)

@@ -16,7 +16,7 @@ from benchsmith.eval import EvalCase
 from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
 from benchsmith.prompts import get_prompt
 
-from ._common import enum_or_string, native_tool_calls, openai_tool, python_calls
+from ._common import call_schema, enum_or_string, native_tool_calls, openai_tool, python_calls
 
 DECISIONS = ["call", "missing_parameters", "incorrect_value", "cannot_solve"]
 VARIANTS = ("standard", "condensed", "minimal")
@@ -76,11 +76,10 @@ class ACEBenchTask(SingleCallTask):
         names = [str(f.get("name")) for f in functions if f.get("name")]
         schema = {"type": "object", "properties": {
             "decision": {"type": "string", "enum": DECISIONS},
-            "calls": {"type": "array", "maxItems": 6, "items": {"type": "object", "properties": {
-                "name": enum_or_string(names), "arguments": {"type": "object"}}, "required": ["name", "arguments"]}},
+            "calls": {"type": "array", "maxItems": 6, "items": call_schema(functions)},
             "api": enum_or_string([*names, ""]) if names else {"type": "string"},
-            "parameters": {"type": "array", "maxItems": 6, "items": {"type": "string"}},
-            "values": {"type": "array", "maxItems": 6, "items": {"type": "string"}}},
+            "parameters": {"type": "array", "maxItems": 6, "items": {"type": "string", "maxLength": 64}},
+            "values": {"type": "array", "maxItems": 6, "items": {"type": "string", "maxLength": 120}}},
             "required": ["decision", "calls", "api", "parameters", "values"]}
         msgs = self._template().render(functions=functions, native_tools=False, time=inp.get("time"), profile=inp.get("profile"),
                                        question=inp.get("question", ""))

@@ -13,7 +13,7 @@ from benchsmith.eval import EvalCase
 from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
 from benchsmith.prompts import get_prompt
 
-from ._common import enum_or_string, native_tool_calls, openai_tool, python_calls
+from ._common import call_schema, native_tool_calls, openai_tool, python_calls
 
 
 def _conversation(case: EvalCase) -> list[dict[str, str]]:
@@ -38,10 +38,8 @@ class BFCLTask(SingleCallTask):
             tools = [openai_tool(f.get("name", "").replace(".", "_"), f.get("description", ""), f.get("parameters"))
                      for f in functions]
             return Request(msgs, tools=tools, max_tokens=self.options.max_tokens)
-        names = [str(f.get("name")) for f in functions if f.get("name")]
-        schema = {"type": "object", "properties": {"calls": {"type": "array", "maxItems": 6, "items": {
-            "type": "object", "properties": {"name": enum_or_string(names), "arguments": {"type": "object"}},
-            "required": ["name", "arguments"]}}}, "required": ["calls"]}
+        schema = {"type": "object", "properties": {"calls": {"type": "array", "maxItems": 6, "items": call_schema(functions)}},
+                  "required": ["calls"]}
         msgs = get_prompt("bfcl/function_call").render(functions=functions, native_tools=False, conversation=conv)
         return Request(msgs, json_schema=schema, max_tokens=self.options.max_tokens)
 

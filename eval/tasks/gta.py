@@ -11,7 +11,7 @@ from benchsmith.eval import EvalCase
 from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
 from benchsmith.prompts import get_prompt
 
-from ._common import THOUGHT, enum_or_string
+from ._common import THOUGHT, call_schema
 
 
 def plain_dialogs(dialogs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -37,6 +37,21 @@ def plain_dialogs(dialogs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def gta_parameters(tool: dict[str, Any]) -> dict[str, Any]:
+    """A JSON Schema for a GTA tool's ``inputs`` (text -> string, number -> number, else any)."""
+    types = {"text": "string", "number": "number", "int": "integer", "bool": "boolean"}
+    props, required = {}, []
+    for i in tool.get("inputs") or []:
+        name = i.get("name")
+        if not name:
+            continue
+        t = types.get(str(i.get("type")))
+        props[name] = {"type": t} if t else {}
+        if not i.get("optional"):
+            required.append(name)
+    return {"type": "object", "properties": props, "required": required}
+
+
 @task("gta")
 class GTATask(SingleCallTask):
     benchmark = "gta"
@@ -50,13 +65,12 @@ class GTATask(SingleCallTask):
 
     def request(self, case: EvalCase) -> Request:
         tools = case.input.get("tools") or []
-        names = [str(t.get("name")) for t in tools if t.get("name")]
         schema = {"type": "object", "properties": {
-            "thought": THOUGHT,
-            "tool_calls": {"type": "array", "maxItems": 1, "items": {"type": "object", "properties": {
-                "name": enum_or_string(names), "arguments": {"type": "object"}}, "required": ["name", "arguments"]}},
-            "content": {"type": "string", "maxLength": 600}},
-            "required": ["thought", "tool_calls", "content"]}
+            "tool_calls": {"type": "array", "maxItems": 1, "items": call_schema(
+                [{"name": t.get("name"), "parameters": gta_parameters(t)} for t in tools])},
+            "content": {"type": "string", "maxLength": 600},
+            "thought": THOUGHT},
+            "required": ["tool_calls", "content", "thought"]}
         msgs = get_prompt("gta/step").render(tools=tools, dialogs=plain_dialogs(case.input.get("dialogs") or []))
         return Request(msgs, json_schema=schema, max_tokens=self.options.max_tokens)
 

@@ -23,23 +23,26 @@ from benchsmith.eval._private.runner import CallContext, FormatError, Outcome, R
 from benchsmith.prompts import get_prompt
 from benchsmith.schemas import ToolCall, UnresolvedReference, read_json, resolve_references
 
-from ._common import THOUGHT, native_tool_calls
+from ._common import THOUGHT, native_tool_calls, reference_choices
 
 MAX_OBSERVATION = 1500
 
 
-def step_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
+def step_schema(tools: list[dict[str, Any]], labels: list[str] | None = None) -> dict[str, Any]:
     """One ``anyOf`` branch per tool (its name as a constant, its parameters as the arguments
-    schema) plus ``finish``."""
+    schema, parameters that take an earlier output limited to the ``labels`` that exist) plus
+    ``finish``. The action comes first and the thought last, so a rambling thought cannot cost
+    the step."""
     branches = []
     for t in tools:
-        params = t.get("parameters") or {"type": "object"}
-        branches.append({"type": "object", "properties": {"thought": THOUGHT, "action": {"const": t["name"]},
-                                                          "arguments": params},
-                         "required": ["thought", "action", "arguments"]})
-    branches.append({"type": "object", "properties": {"thought": THOUGHT, "action": {"const": "finish"},
-                                                      "arguments": {"type": "object", "maxProperties": 0}},
-                     "required": ["thought", "action", "arguments"]})
+        params = reference_choices(t.get("parameters") or {"type": "object"}, labels or [])
+        branches.append({"type": "object", "properties": {"action": {"const": t["name"]}, "arguments": params,
+                                                          "thought": THOUGHT},
+                         "required": ["action", "arguments", "thought"]})
+    branches.append({"type": "object", "properties": {"action": {"const": "finish"},
+                                                      "arguments": {"type": "object", "maxProperties": 0},
+                                                      "thought": THOUGHT},
+                     "required": ["action", "arguments", "thought"]})
     return {"anyOf": branches}
 
 
@@ -145,7 +148,7 @@ class NL2APITask(Task):
         names = {t["name"] for t in tools}
         env = self._env(case)
         native = self.options.mode == "tools"
-        schema = None if native else step_schema(tools)
+        labels = [f"${c['label']}$" for c in case.meta.get("setup") or [] if c.get("label")]
         oa_tools = [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
                                                       "parameters": t.get("parameters") or {"type": "object"}}}
                     for t in tools] if native else None
@@ -160,7 +163,8 @@ class NL2APITask(Task):
                 msgs = self._native_messages(case) + history
                 req = Request(msgs, tools=oa_tools, max_tokens=self.options.max_tokens)
             else:
-                req = Request(self._base(case, steps, False), json_schema=schema, max_tokens=self.options.max_tokens)
+                req = Request(self._base(case, steps, False), json_schema=step_schema(tools, labels),
+                              max_tokens=self.options.max_tokens)
             _, turn = await ctx.call(req)
             turns.append(turn)
             try:
@@ -182,6 +186,7 @@ class NL2APITask(Task):
             try:
                 obs = _observation_text(label, env.call(step["action"], step["arguments"], label))
                 calls.append({"name": step["action"], "arguments": step["arguments"], "label": label})
+                labels.append(f"${label}$")
             except ToolError as exc:
                 obs = f"Error from {step['action']}: {exc}"
             step["observation"] = obs
@@ -192,8 +197,8 @@ class NL2APITask(Task):
                      "function": {"name": step["action"], "arguments": json.dumps(step["arguments"], ensure_ascii=False)}}]},
                     {"role": "tool", "tool_call_id": call_id, "content": obs}]
             else:
-                steps.append({"reply": json.dumps({"thought": step["thought"], "action": step["action"],
-                                                   "arguments": step["arguments"]}, ensure_ascii=False),
+                steps.append({"reply": json.dumps({"action": step["action"], "arguments": step["arguments"],
+                                                   "thought": step["thought"]}, ensure_ascii=False),
                               "observation": obs})
         result = json.dumps(calls, ensure_ascii=False)
         if not calls and unreadable == len(turns):

@@ -14,8 +14,8 @@ from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask
 
 from ._common import THOUGHT
 
-_STEP = {"type": "object", "properties": {"thought": THOUGHT, "name": {"type": "string"}, "args": {"type": "object"}},
-         "required": ["thought", "name", "args"]}
+_STEP = {"type": "object", "properties": {"name": {"type": "string"}, "args": {"type": "object"}, "thought": THOUGHT},
+         "required": ["name", "args", "thought"]}
 SCHEMAS: dict[str, dict[str, Any]] = {
     "instruct": _STEP, "reason": _STEP, "retrieve": _STEP, "understand": _STEP,
     "plan": {"type": "array", "minItems": 1, "maxItems": 8,

@@ -1,0 +1,108 @@
+"""Small process and HTTP helpers for the local server: liveness, identity, health, free ports, a file lock."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Iterator
+
+
+def pid_alive(pid: int) -> bool:
+    """True if ``pid`` runs (a zombie, or a child of ours that exited, counts as gone)."""
+    if pid <= 0:
+        return False
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
+def looks_like_our_server(pid: int) -> bool | None:
+    """Whether ``pid``'s command line is a benchsmith model server; None when it cannot be read."""
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return None
+    return "serve_main" in cmd or ("benchsmith" in cmd and "serve" in cmd)
+
+
+def healthy(url: str, timeout: float = 2.0) -> bool:
+    """GET ``url``/health answers ``{"status": "ok"}`` (proxies bypassed: the server is local)."""
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"{url}/health", timeout=timeout) as resp:
+            return resp.status == 200 and json.loads(resp.read() or b"{}").get("status") == "ok"
+    except (OSError, ValueError, urllib.error.URLError):
+        return False
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port the OS considers free on ``host`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def default_threads() -> int:
+    """CPUs this process may run on (``os.cpu_count()`` where affinity is unknown)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on ``path`` (POSIX ``flock``; a no-op where unavailable)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        if sys.platform != "win32":
+            import fcntl
+
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if sys.platform != "win32":
+                import fcntl
+
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def tail(path: Path | None, lines: int = 15) -> str:
+    """The last ``lines`` lines of a log file ("" if unreadable)."""
+    if path is None:
+        return ""
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""

@@ -1,0 +1,156 @@
+"""The local model server process: llama.cpp's HTTP server (xllamacpp) kept alive until a signal.
+
+Run as ``python -m benchsmith.models._private.serve_main --model-path PATH --port N ...``.
+With ``--detach`` it forks once, prints the server's pid and returns at once, the server
+living on in a new session with its output in ``--log``; ``start_local_server`` uses that.
+Once llama.cpp listens, the process writes the state file (``server.json`` in ``--state-dir``)
+and removes it again on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+STATE_FILE = "server.json"
+
+
+def build_params(model_path: str | Path, *, host: str, port: int, parallel: int, ctx_per_slot: int,
+                 threads: int) -> Any:
+    """xllamacpp ``CommonParams`` for the local model: ``parallel`` slots of ``ctx_per_slot`` tokens
+    each (llama.cpp splits ``n_ctx`` evenly between slots), Gemma's chat template, no web UI."""
+    import xllamacpp
+
+    from benchsmith.models._private.local import DEFAULT_LOCAL_MODEL
+    from benchsmith.models._private.template import GEMMA_CHAT_TEMPLATE
+
+    p = xllamacpp.CommonParams()
+    p.model.path = str(model_path)
+    p.model_alias = {DEFAULT_LOCAL_MODEL}
+    p.hostnames = [host]
+    p.port = port
+    p.n_parallel = parallel
+    p.n_ctx = parallel * ctx_per_slot
+    p.cpuparams.n_threads = threads
+    p.cpuparams_batch.n_threads = threads
+    p.use_jinja = True
+    p.chat_template = GEMMA_CHAT_TEMPLATE
+    p.ui = False
+    return p
+
+
+def run(*, model_path: str, host: str, port: int, parallel: int, ctx_per_slot: int, threads: int,
+        state_dir: str | Path, instance: str, log_path: str | None = None,
+        on_ready: Callable[[], None] | None = None) -> int:
+    """Serve until SIGTERM/SIGINT; write the state file once listening (then call ``on_ready``),
+    remove it on the way out. Returns 0, or 3 when llama.cpp could not start."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:  # noqa: ARG001
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        return _serve(model_path, host, port, parallel, ctx_per_slot, threads, state_dir, instance, log_path,
+                      on_ready, stop)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _serve(model_path: str, host: str, port: int, parallel: int, ctx_per_slot: int, threads: int,
+           state_dir: str | Path, instance: str, log_path: str | None, on_ready: Callable[[], None] | None,
+           stop: Any) -> int:
+    from datetime import datetime, timezone
+
+    import xllamacpp
+
+    from benchsmith.models._private.local import DEFAULT_LOCAL_MODEL
+    from benchsmith.schemas import write_json
+
+    params = build_params(model_path, host=host, port=port, parallel=parallel, ctx_per_slot=ctx_per_slot,
+                          threads=threads)
+    try:
+        server = xllamacpp.Server(params)
+    except RuntimeError as exc:
+        print(f"benchsmith: the local model server did not start on {host}:{port}: {exc}", file=sys.stderr, flush=True)
+        return 3
+    state_path = Path(state_dir) / STATE_FILE
+    url_host = "127.0.0.1" if host in ("0.0.0.0", "") else (f"[{host}]" if ":" in host else host)
+    write_json(state_path, {
+        "pid": os.getpid(), "instance": instance, "host": host, "port": port,
+        "url": f"http://{url_host}:{port}", "model": DEFAULT_LOCAL_MODEL, "model_path": str(model_path),
+        "parallel": parallel, "ctx_per_slot": ctx_per_slot, "threads": threads,
+        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "log_path": log_path,
+    })
+    print(f"benchsmith: local model server listening on http://{url_host}:{port} (pid {os.getpid()})",
+          file=sys.stderr, flush=True)
+    try:
+        if on_ready is not None:
+            on_ready()
+        while not stop.wait(1.0):
+            pass
+    finally:
+        _remove_own_state(state_path, instance)
+        del server
+    return 0
+
+
+def _remove_own_state(state_path: Path, instance: str) -> None:
+    import json
+
+    try:
+        if json.loads(state_path.read_text(encoding="utf-8")).get("instance") == instance:
+            state_path.unlink(missing_ok=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _detach(log_path: str) -> None:
+    """Fork; the parent prints the child's pid and exits, the child starts a new session with its
+    output going to ``log_path``."""
+    pid = os.fork()
+    if pid:
+        print(pid, flush=True)
+        os._exit(0)
+    os.setsid()
+    os.chdir("/")  # do not keep the caller's working directory busy (paths given are absolute)
+    fd_in = os.open(os.devnull, os.O_RDONLY)
+    fd_log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd_in, 0)
+    os.dup2(fd_log, 1)
+    os.dup2(fd_log, 2)
+    os.close(fd_in)
+    os.close(fd_log)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchsmith.models._private.serve_main")
+    ap.add_argument("--model-path", required=True)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--parallel", type=int, default=4)
+    ap.add_argument("--ctx-per-slot", type=int, default=4096)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--state-dir", required=True)
+    ap.add_argument("--instance", required=True)
+    ap.add_argument("--log", default=None)
+    ap.add_argument("--detach", action="store_true")
+    args = ap.parse_args(argv)
+    if args.detach:
+        if not args.log:
+            ap.error("--detach needs --log")
+        _detach(args.log)
+    return run(model_path=args.model_path, host=args.host, port=args.port, parallel=args.parallel,
+               ctx_per_slot=args.ctx_per_slot, threads=args.threads, state_dir=args.state_dir,
+               instance=args.instance, log_path=args.log)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,267 @@
+"""Lifecycle of the local model server: start (detached), reuse, status, stop, foreground run."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from benchsmith.models._private import procs
+from benchsmith.models._private.paths import state_dir
+from benchsmith.models._private.serve_main import STATE_FILE
+from benchsmith.schemas import RuntimeFault, UserError
+
+log = logging.getLogger("benchsmith.models")
+
+LOCK_FILE = "lock"
+LOG_FILE = "server.log"
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """A running local model server, as recorded in its state file."""
+
+    pid: int
+    port: int
+    url: str
+    """``http://127.0.0.1:PORT`` (no ``/v1``)."""
+    model: str
+    model_path: str
+    started_at: str
+    log_path: str | None = None
+    host: str = "127.0.0.1"
+    parallel: int = 4
+    ctx_per_slot: int = 4096
+    threads: int = 1
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL, ``http://127.0.0.1:PORT/v1``."""
+        return f"{self.url}/v1"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "base_url": self.base_url}
+
+
+def _state_path(folder: Path) -> Path:
+    return folder / STATE_FILE
+
+
+def _read_state(folder: Path) -> ServerInfo | None:
+    path = _state_path(folder)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        fields = set(ServerInfo.__dataclass_fields__)
+        return ServerInfo(**{k: v for k, v in data.items() if k in fields})
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError) as exc:
+        log.warning("ignoring unreadable local server state %s: %s", path, exc)
+        return None
+
+
+def _is_ours(info: ServerInfo) -> bool:
+    """The recorded pid runs and is that server (its command line, or failing that its health)."""
+    if not procs.pid_alive(info.pid):
+        return False
+    looks = procs.looks_like_our_server(info.pid)
+    return looks if looks is not None else procs.healthy(info.url)
+
+
+def _status(folder: Path) -> ServerInfo | None:
+    info = _read_state(folder)
+    if info is None:
+        return None
+    if not procs.pid_alive(info.pid):
+        _state_path(folder).unlink(missing_ok=True)  # stale: the process is gone
+        return None
+    return info if procs.healthy(info.url) else None
+
+
+def local_server_status() -> ServerInfo | None:
+    """The running, healthy local server from the state file, or None."""
+    return _status(state_dir())
+
+
+def _terminate(pid: int, grace: float) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not procs.pid_alive(pid):
+            return
+        time.sleep(0.05)
+    log.warning("local model server pid %s ignored SIGTERM for %.0f s; killing it", pid, grace)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    for _ in range(100):
+        if not procs.pid_alive(pid):
+            return
+        time.sleep(0.05)
+
+
+def stop_local_server(grace: float = 10.0) -> ServerInfo | None:
+    """Stop the local server (SIGTERM, SIGKILL after ``grace`` seconds) and remove its state file.
+
+    Returns what was stopped, or None when no server was running (not an error)."""
+    folder = state_dir()
+    with procs.file_lock(folder / LOCK_FILE):
+        info = _read_state(folder)
+        if info is None:
+            return None
+        stopped = None
+        if _is_ours(info):
+            _terminate(info.pid, grace)
+            stopped = info
+        _state_path(folder).unlink(missing_ok=True)
+        return stopped
+
+
+def _check_settings(port: int | None, host: str, parallel: int, ctx_per_slot: int, threads: int | None) -> None:
+    if port is not None and not 0 < port < 65536:
+        raise UserError(f"port {port} is out of range", fix="use 1-65535 or leave the port out (a free one is picked)")
+    if parallel < 1:
+        raise UserError(f"parallel={parallel}: the server needs at least one slot", fix="use --parallel 1 or more")
+    if ctx_per_slot < 256:
+        raise UserError(f"ctx_per_slot={ctx_per_slot} is too small", fix="use at least 256 tokens per slot (default 4096)")
+    if threads is not None and threads < 1:
+        raise UserError(f"threads={threads} must be at least 1", fix="leave it out to use every CPU")
+    if not host:
+        raise UserError("empty host", fix="use 127.0.0.1 (the default)")
+
+
+def _reuse(info: ServerInfo, port: int | None) -> ServerInfo:
+    if port is not None and port != info.port:
+        raise UserError(f"a local model server is already running at {info.url} (pid {info.pid}), not on port {port}",
+                        fix="stop it first with `benchsmith model stop`, or leave the port out to reuse it")
+    return info
+
+
+def start_local_server(port: int | None = None, parallel: int = 4, ctx_per_slot: int = 4096,
+                       threads: int | None = None, wait: float = 60.0, host: str = "127.0.0.1") -> ServerInfo:
+    """Start the local model server in the background, or reuse the healthy one already running.
+
+    The server (``python -m benchsmith.models._private.serve_main``) runs detached in its own
+    session with ``parallel`` slots of ``ctx_per_slot`` tokens and ``threads`` CPU threads (default:
+    every CPU), bound to ``host`` (loopback by default) on ``port`` (default: a free one). Its
+    state file and log live in ``$BENCHSMITH_MODEL_STATE_DIR`` (default
+    ``~/.cache/benchsmith/local-model``). Waits up to ``wait`` seconds for ``GET /health``.
+    """
+    _check_settings(port, host, parallel, ctx_per_slot, threads)
+    folder = state_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with procs.file_lock(folder / LOCK_FILE):
+        info = _read_state(folder)
+        if info is not None:
+            if procs.pid_alive(info.pid) and procs.healthy(info.url):
+                return _reuse(info, port)
+            if _is_ours(info):  # alive but not answering: replace it
+                log.warning("local model server pid %s does not answer %s/health; restarting it", info.pid, info.url)
+                _terminate(info.pid, 5.0)
+            _state_path(folder).unlink(missing_ok=True)
+        return _launch(folder, port, parallel, ctx_per_slot, threads or procs.default_threads(), wait, host)
+
+
+def _launch(folder: Path, port: int | None, parallel: int, ctx_per_slot: int, threads: int, wait: float,
+            host: str) -> ServerInfo:
+    from benchsmith.models._private.local import ensure_local_model
+
+    if port is not None and not procs.port_is_free(host, port):
+        raise UserError(f"port {port} on {host} is already in use", fix="choose another port or leave it out")
+    model_path = Path(ensure_local_model()).absolute()
+    port = port or procs.free_port(host)
+    instance = secrets.token_hex(8)
+    log_path = folder / LOG_FILE
+    log_path.write_text("")
+    cmd = [sys.executable, "-m", "benchsmith.models._private.serve_main", "--detach", "--log", str(log_path),
+           "--model-path", str(model_path), "--host", host, "--port", str(port), "--parallel", str(parallel),
+           "--ctx-per-slot", str(ctx_per_slot), "--threads", str(threads), "--state-dir", str(folder),
+           "--instance", instance]
+    t0 = time.monotonic()
+    try:
+        launcher = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        pid = int(launcher.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+        detail = locals().get("launcher")
+        err = detail.stderr.strip()[-2000:] if detail is not None else ""
+        raise RuntimeFault(f"could not launch the local model server ({exc}); {err}") from exc
+    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
+    deadline = t0 + wait
+    while True:
+        info = _read_state(folder)
+        if info is not None and info.pid == pid and procs.healthy(url):
+            log.info("local model server up at %s (pid %s) in %.1f s", url, pid, time.monotonic() - t0)
+            return info
+        if not procs.pid_alive(pid):
+            raise RuntimeFault(f"the local model server exited during start-up; see its log {log_path}:\n"
+                               f"{procs.tail(log_path)}")
+        if time.monotonic() > deadline:
+            _terminate(pid, 2.0)
+            _state_path(folder).unlink(missing_ok=True)
+            raise RuntimeFault(f"the local model server did not become healthy within {wait:.0f} s; "
+                               f"see its log {log_path}:\n{procs.tail(log_path)}")
+        time.sleep(0.1)
+
+
+def ensure_local_server() -> str:
+    """The base URL (``http://127.0.0.1:PORT/v1``) of the local server, starting it if needed."""
+    info = local_server_status()
+    return (info or start_local_server()).base_url
+
+
+def run_local_server(port: int | None = None, parallel: int = 4, ctx_per_slot: int = 4096,
+                     threads: int | None = None, host: str = "127.0.0.1",
+                     on_ready: Any = None) -> int:
+    """Run the local server in this process until SIGINT/SIGTERM (``benchsmith model serve --foreground``).
+
+    It records itself in the state file like a background server, so ``status``/``stop`` and
+    ``ensure_local_server`` in other processes see it. ``on_ready(info)`` is called once it listens.
+    """
+    from benchsmith.models._private import serve_main
+    from benchsmith.models._private.local import ensure_local_model
+
+    _check_settings(port, host, parallel, ctx_per_slot, threads)
+    folder = state_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = procs.file_lock(folder / LOCK_FILE)
+    lock.__enter__()
+    released = False
+
+    def ready() -> None:
+        nonlocal released
+        if not released:
+            lock.__exit__(None, None, None)
+            released = True
+        info = _read_state(folder)
+        if on_ready is not None and info is not None:
+            on_ready(info)
+
+    try:
+        running = _status(folder)
+        if running is not None:
+            raise UserError(f"a local model server is already running at {running.url} (pid {running.pid})",
+                            fix="use it, or stop it first with `benchsmith model stop`")
+        if port is not None and not procs.port_is_free(host, port):
+            raise UserError(f"port {port} on {host} is already in use", fix="choose another port or leave it out")
+        model_path = ensure_local_model()
+        rc = serve_main.run(model_path=str(model_path), host=host, port=port or procs.free_port(host),
+                            parallel=parallel, ctx_per_slot=ctx_per_slot, threads=threads or procs.default_threads(),
+                            state_dir=folder, instance=secrets.token_hex(8), on_ready=ready)
+    finally:
+        if not released:
+            lock.__exit__(None, None, None)
+    if rc:
+        raise RuntimeFault("the local model server did not start (see the messages above)")
+    return rc

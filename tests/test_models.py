@@ -1,0 +1,443 @@
+"""benchsmith.models: the chat client's retries, faults and reply parsing against a real scripted HTTP server.
+
+The server below is a real ``ThreadingHTTPServer`` on 127.0.0.1 that answers
+``/v1/chat/completions`` from a script of (status, body, headers, delay) entries, so the client
+talks HTTP through langchain-openai, openai and httpx exactly as it would to a real endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import pickle
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, ModelConfig, Reply, TransportError, resolve_model
+from benchsmith.schemas import RuntimeFault, UserError
+
+SECRET = "sk-test-0123456789abcdefSECRET"
+
+
+def completion(content: Any = "hello", *, tool_calls: list | None = None, finish_reason: str = "stop") -> dict:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls is not None:
+        message["tool_calls"] = tool_calls
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}
+
+
+class FakeEndpoint:
+    """A scripted OpenAI-compatible endpoint: each request takes the next script entry (the last repeats)."""
+
+    def __init__(self) -> None:
+        self.script: list[dict[str, Any]] = [{"status": 200, "body": completion()}]
+        self.requests: list[dict[str, Any]] = []
+        self.times: list[float] = []
+        self.models = ["served-model"]
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802
+                if self.path.endswith("/models"):
+                    self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in fake.models]})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                fake.times.append(time.monotonic())
+                step = fake.script[min(len(fake.requests) - 1, len(fake.script) - 1)]
+                if step.get("delay"):
+                    time.sleep(step["delay"])
+                try:
+                    self._send(step["status"], step["body"], step.get("headers"))
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.block_on_close = False
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def endpoint():
+    fake = FakeEndpoint()
+    yield fake
+    fake.close()
+
+
+def config(url: str, **kw: Any) -> ModelConfig:
+    base = {"name": "test-model", "base_url": url, "timeout": 5.0, "max_retries": 3, "backoff_base": 0.01,
+            "backoff_max": 0.05, "api_key_env": "BENCHSMITH_TEST_KEY"}
+    return ModelConfig(**{**base, **kw})
+
+
+@pytest.fixture(autouse=True)
+def _fake_key(monkeypatch):
+    monkeypatch.setenv("BENCHSMITH_TEST_KEY", SECRET)
+
+
+USER = [{"role": "user", "content": "hi"}]
+
+
+def unused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# -- success and parsing ---------------------------------------------------------------------------
+
+def test_plain_reply_and_request_shape(endpoint):
+    reply = ModelClient(config(endpoint.url, temperature=0.0, max_tokens=33, seed=5)).complete(
+        [{"role": "system", "content": "be brief"}, *USER], stop=["\n"])
+    assert isinstance(reply, Reply)
+    assert (reply.text, reply.finish_reason, reply.attempts) == ("hello", "stop", 1)
+    assert reply.usage == {"prompt_tokens": 7, "completion_tokens": 3}
+    assert reply.tool_calls == [] and reply.raw == {"role": "assistant", "content": "hello"}
+    assert reply.latency_s > 0
+    (req,) = endpoint.requests
+    assert req["path"] == "/v1/chat/completions"
+    assert req["auth"] == f"Bearer {SECRET}"  # the key is read from $api_key_env at call time
+    body = req["body"]
+    assert body["model"] == "test-model"
+    assert body["messages"] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    assert body["temperature"] == 0.0 and body["seed"] == 5 and body["stop"] == ["\n"]
+    assert body["max_completion_tokens"] == 33
+    assert "tools" not in body and "response_format" not in body
+    json.dumps(reply.to_dict())  # JSON-able
+
+
+def test_per_call_max_tokens(endpoint):
+    ModelClient(config(endpoint.url, max_tokens=33)).complete(USER, max_tokens=7)
+    assert endpoint.requests[0]["body"]["max_completion_tokens"] == 7
+
+
+def test_history_with_tool_calls_and_null_content_is_sent_as_openai_messages(endpoint):
+    history = [
+        {"role": "user", "content": "weather in Paris?"},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "assistant", "content": "ok", "tool_calls": [{"id": "c2", "name": "get_time", "arguments": {"tz": "CET"}}]},
+        {"role": "tool", "tool_call_id": "c2", "content": {"time": "12:00"}},
+        {"role": "user", "content": "and London?"},
+    ]
+    ModelClient(config(endpoint.url)).complete(history)
+    sent = endpoint.requests[0]["body"]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "tool", "user"]
+    assert sent[1]["content"] == ""  # never null: some servers crash on it
+    assert sent[1]["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert json.loads(sent[1]["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}
+    assert sent[2]["tool_call_id"] == "c1" and sent[2]["content"] == "sunny"
+    assert json.loads(sent[3]["tool_calls"][0]["function"]["arguments"]) == {"tz": "CET"}
+    assert json.loads(sent[4]["content"]) == {"time": "12:00"}
+
+
+def test_tools_and_json_schema_are_sent(endpoint):
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
+                                               "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                              "required": ["city"]}}}]
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    ModelClient(config(endpoint.url)).complete(USER, tools=tools, json_schema=schema, tool_choice="required")
+    body = endpoint.requests[0]["body"]
+    assert body["tools"][0]["function"]["name"] == "get_weather"
+    assert body["tool_choice"] == "required"
+    assert body["response_format"] == {"type": "json_schema",
+                                       "json_schema": {"name": "reply", "schema": schema, "strict": True}}
+
+
+def test_tool_call_reply_is_parsed(endpoint):
+    endpoint.script = [{"status": 200, "body": completion(None, finish_reason="tool_calls", tool_calls=[
+        {"id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+        {"id": "call_b", "type": "function", "function": {"name": "broken", "arguments": '{"city": '}},
+    ])}]
+    reply = ModelClient(config(endpoint.url)).complete(USER, tools=[{"type": "function", "function": {
+        "name": "get_weather", "parameters": {"type": "object", "properties": {}}}}])
+    assert reply.text == "" and reply.finish_reason == "tool_calls"
+    assert reply.tool_calls == [{"id": "call_a", "name": "get_weather", "arguments": {"city": "Paris"}},
+                                {"id": "call_b", "name": "broken", "arguments": '{"city": '}]
+    assert [c["function"]["name"] for c in reply.raw["tool_calls"]] == ["get_weather", "broken"]
+    assert json.loads(reply.raw["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}
+
+
+@pytest.mark.parametrize("body", [
+    completion(""), completion(None), {**completion(), "choices": []},
+    b"<html>not json</html>", {"object": "chat.completion"},
+], ids=["empty", "null", "no-choices", "not-json", "no-choices-key"])
+def test_empty_or_malformed_reply_is_an_empty_text(endpoint, body):
+    endpoint.script = [{"status": 200, "body": body}]
+    reply = ModelClient(config(endpoint.url)).complete(USER)
+    assert reply.text == "" and reply.tool_calls == [] and reply.attempts == 1
+    assert len(endpoint.requests) == 1  # not retried
+
+
+def test_structured_reply_cut_by_the_length_limit_is_a_reply(endpoint):
+    # openai's parse() raises LengthFinishReasonError for response_format + finish_reason "length"
+    endpoint.script = [{"status": 200, "body": completion('{"answer": "abc', finish_reason="length")}]
+    reply = ModelClient(config(endpoint.url)).complete(USER, json_schema={"type": "object"})
+    assert reply.text == '{"answer": "abc' and reply.finish_reason == "length"
+    assert reply.usage == {"prompt_tokens": 7, "completion_tokens": 3}
+
+
+# -- retries -------------------------------------------------------------------------------------------
+
+def test_500_then_200_succeeds_on_the_second_attempt(endpoint):
+    endpoint.script = [{"status": 500, "body": {"error": {"message": "boom"}}}, {"status": 200, "body": completion("ok")}]
+    reply = ModelClient(config(endpoint.url)).complete(USER)
+    assert (reply.text, reply.attempts) == ("ok", 2)
+    assert len(endpoint.requests) == 2
+
+
+def test_async_500_then_200(endpoint):
+    endpoint.script = [{"status": 502, "body": {"error": {"message": "bad gateway"}}}, {"status": 200, "body": completion("ok")}]
+    reply = asyncio.run(ModelClient(config(endpoint.url)).acomplete(USER))
+    assert (reply.text, reply.attempts) == ("ok", 2)
+
+
+def test_one_client_serves_several_event_loops(endpoint):
+    # httpx connections belong to the loop that opened them: a shared async client breaks on the next asyncio.run
+    client = ModelClient(config(endpoint.url))
+    for _ in range(3):
+        assert asyncio.run(client.acomplete(USER)).attempts == 1
+
+    async def many():
+        return await asyncio.gather(*[client.acomplete(USER) for _ in range(4)])
+
+    assert [r.text for r in asyncio.run(many())] == ["hello"] * 4
+    assert client.complete(USER).text == "hello"
+    assert len(endpoint.requests) == 8
+
+
+def test_429_honours_retry_after(endpoint):
+    endpoint.script = [{"status": 429, "body": {"error": {"message": "slow down"}}, "headers": {"Retry-After": "1"}},
+                       {"status": 200, "body": completion("ok")}]
+    reply = ModelClient(config(endpoint.url, backoff_max=0.01)).complete(USER)
+    assert (reply.text, reply.attempts) == ("ok", 2)
+    gap = endpoint.times[1] - endpoint.times[0]
+    assert 0.9 <= gap < 5, gap  # waited as told, far beyond backoff_max
+
+
+def test_429_without_retry_after_backs_off_and_gives_up_as_rate_limit(endpoint):
+    endpoint.script = [{"status": 429, "body": {"error": {"message": "slow down"}}}]
+    with pytest.raises(TransportError) as info:
+        ModelClient(config(endpoint.url, max_retries=2)).complete(USER)
+    assert (info.value.kind, info.value.status, info.value.attempts) == ("rate_limit", 429, 3)
+
+
+def test_always_503_raises_server_transport_error_after_all_retries(endpoint, caplog):
+    endpoint.script = [{"status": 503, "body": {"error": {"message": "overloaded"}}}]
+    caplog.set_level(logging.WARNING, logger="benchsmith.models")
+    t0 = time.monotonic()
+    with pytest.raises(TransportError) as info:
+        ModelClient(config(endpoint.url, max_retries=3)).complete(USER)
+    err = info.value
+    assert isinstance(err, RuntimeFault)
+    assert (err.kind, err.status, err.attempts) == ("server", 503, 4)
+    assert len(endpoint.requests) == 4
+    assert time.monotonic() - t0 < 5
+    assert "503" in str(err) and "4 attempt" in str(err)
+    assert sum("retry" in r.getMessage() for r in caplog.records) == 3
+
+
+def test_async_always_503(endpoint):
+    endpoint.script = [{"status": 503, "body": {"error": {"message": "overloaded"}}}]
+    with pytest.raises(TransportError) as info:
+        asyncio.run(ModelClient(config(endpoint.url, max_retries=2)).acomplete(USER))
+    assert (info.value.kind, info.value.attempts) == ("server", 3)
+
+
+def test_backoff_grows_and_stays_under_the_cap(endpoint):
+    endpoint.script = [{"status": 500, "body": {}}]
+    with pytest.raises(TransportError):
+        ModelClient(config(endpoint.url, max_retries=4, backoff_base=0.05, backoff_max=0.1)).complete(USER)
+    gaps = [b - a for a, b in zip(endpoint.times, endpoint.times[1:])]
+    assert len(gaps) == 4 and all(g < 0.1 + 0.5 for g in gaps), gaps
+
+
+def test_connection_refused_is_a_connection_error_quickly():
+    url = f"http://127.0.0.1:{unused_port()}/v1"
+    t0 = time.monotonic()
+    with pytest.raises(TransportError) as info:
+        ModelClient(config(url, max_retries=2)).complete(USER)
+    assert (info.value.kind, info.value.status, info.value.attempts) == ("connection", None, 3)
+    assert time.monotonic() - t0 < 3
+
+
+def test_async_connection_refused():
+    url = f"http://127.0.0.1:{unused_port()}/v1"
+    with pytest.raises(TransportError) as info:
+        asyncio.run(ModelClient(config(url, max_retries=1)).acomplete(USER))
+    assert info.value.kind == "connection" and info.value.attempts == 2
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_server_slower_than_the_timeout_is_a_timeout(endpoint, mode):
+    endpoint.script = [{"status": 200, "body": completion(), "delay": 3.0}]
+    client = ModelClient(config(endpoint.url, timeout=0.5, max_retries=1))
+    t0 = time.monotonic()
+    with pytest.raises(TransportError) as info:
+        if mode == "sync":
+            client.complete(USER)
+        else:
+            asyncio.run(client.acomplete(USER))
+    elapsed = time.monotonic() - t0
+    assert (info.value.kind, info.value.attempts) == ("timeout", 2)
+    assert elapsed < 0.5 * 2 + 1.0, elapsed
+
+
+def test_rate_limit_spaces_requests(endpoint):
+    client = ModelClient(config(endpoint.url, requests_per_second=10))
+    t0 = time.monotonic()
+    for _ in range(3):
+        client.complete(USER)
+    assert time.monotonic() - t0 >= 0.25
+
+
+# -- errors that are not retried -------------------------------------------------------------------------
+
+def test_401_is_a_user_error_without_the_key(endpoint, caplog):
+    caplog.set_level(logging.DEBUG)
+    endpoint.script = [{"status": 401, "body": {"error": {"message": f"Incorrect API key provided: {SECRET}",
+                                                          "type": "invalid_request_error"}}}]
+    client = ModelClient(config(endpoint.url))
+    with pytest.raises(UserError) as info:
+        client.complete(USER)
+    text = str(info.value)
+    assert "401" in text and "BENCHSMITH_TEST_KEY" in text
+    assert SECRET not in text and SECRET not in repr(info.value)
+    assert SECRET not in caplog.text
+    assert SECRET not in repr(client) and SECRET not in repr(client.config)
+    assert len(endpoint.requests) == 1
+
+
+def test_404_is_a_user_error_naming_the_model(endpoint):
+    endpoint.script = [{"status": 404, "body": {"error": {"message": "model not found"}}}]
+    with pytest.raises(UserError) as info:
+        ModelClient(config(endpoint.url, name="no-such-model")).complete(USER)
+    assert "no-such-model" in str(info.value) and "404" in str(info.value)
+    assert len(endpoint.requests) == 1
+
+
+def test_400_is_raised_at_once_as_a_request_error(endpoint):
+    endpoint.script = [{"status": 400, "body": {"error": {"message": "the request exceeds the available context size"}}}]
+    with pytest.raises(TransportError) as info:
+        ModelClient(config(endpoint.url)).complete(USER)
+    assert (info.value.kind, info.value.status, info.value.attempts) == ("request", 400, 1)
+    assert "context size" in str(info.value)
+    assert len(endpoint.requests) == 1
+
+
+def test_bad_messages_are_user_errors(endpoint):
+    client = ModelClient(config(endpoint.url))
+    with pytest.raises(UserError):
+        client.complete([{"role": "robot", "content": "x"}])
+    with pytest.raises(UserError):
+        client.complete([{"role": "tool", "content": "x"}])  # no tool_call_id
+    with pytest.raises(UserError):
+        client.complete([])
+    assert endpoint.requests == []
+
+
+def test_openai_without_a_key_is_a_user_error(monkeypatch):
+    monkeypatch.delenv("BENCHSMITH_TEST_KEY")
+    with pytest.raises(UserError) as info:
+        ModelClient(ModelConfig(name="gpt-x", api_key_env="BENCHSMITH_TEST_KEY")).complete(USER)
+    assert "BENCHSMITH_TEST_KEY" in str(info.value)
+
+
+def test_transport_error_pickles():
+    err = pickle.loads(pickle.dumps(TransportError("boom", kind="server", status=503, attempts=5)))
+    assert (str(err), err.kind, err.status, err.attempts) == ("boom", "server", 503, 5)
+
+
+# -- config and resolution ------------------------------------------------------------------------------
+
+def test_config_defaults_and_strictness():
+    cfg = ModelConfig(name="m")
+    assert (cfg.base_url, cfg.api_key_env, cfg.timeout, cfg.max_retries, cfg.backoff_base, cfg.backoff_max,
+            cfg.requests_per_second, cfg.temperature, cfg.max_tokens, cfg.seed, cfg.local) == \
+        (None, "OPENAI_API_KEY", 60.0, 4, 0.5, 20.0, None, 0.0, 512, 0, False)
+    with pytest.raises(Exception):
+        ModelConfig(name="m", api_key="sk-123")  # unknown field: the key is never part of a config
+    with pytest.raises(Exception):
+        ModelConfig(name="m", api_key_env="sk-live-123")  # a key where the variable's name belongs
+    with pytest.raises(Exception):
+        ModelConfig(name="m", timeout=0)
+    with pytest.raises(Exception):
+        ModelConfig(name="m", base_url="ftp://x")
+
+
+def test_config_repr_hides_credentials_in_the_url():
+    cfg = ModelConfig(name="m", base_url="https://user:hunter2@example.org/v1/")
+    assert cfg.base_url == "https://user:hunter2@example.org/v1"
+    assert "hunter2" not in repr(cfg) and "hunter2" not in str(cfg)
+
+
+def test_resolve_with_base_url(endpoint):
+    cfg = resolve_model("my-model", endpoint.url, timeout=9)
+    assert (cfg.name, cfg.base_url, cfg.timeout, cfg.local) == ("my-model", endpoint.url, 9.0, False)
+    assert resolve_model(None, endpoint.url).name == "served-model"  # the one model /models lists
+    named = resolve_model(DEFAULT_LOCAL_MODEL, endpoint.url)  # a given endpoint wins, whatever the name
+    assert (named.base_url, named.local) == (endpoint.url, False)
+    endpoint.models = ["a", "b"]
+    with pytest.raises(UserError):
+        resolve_model(None, endpoint.url)
+
+
+def test_resolve_unreachable_base_url_without_model_is_a_user_error():
+    with pytest.raises(UserError) as info:
+        resolve_model(None, f"http://127.0.0.1:{unused_port()}/v1")
+    assert "cannot reach" in str(info.value)
+
+
+def test_resolve_openai_and_local(monkeypatch, tmp_path):
+    monkeypatch.setenv("BENCHSMITH_MODEL_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    cfg = resolve_model("gpt-4o-mini", None, max_retries=1)
+    assert (cfg.name, cfg.base_url, cfg.local, cfg.max_retries) == ("gpt-4o-mini", None, False, 1)
+    assert SECRET not in repr(cfg)
+    with pytest.raises(UserError):
+        resolve_model(None, None)  # OpenAI needs a model name
+    monkeypatch.delenv("OPENAI_API_KEY")
+    local = resolve_model(None, None, start_local=False)  # no server runs in this state dir: nothing started
+    assert (local.name, local.base_url, local.local) == (DEFAULT_LOCAL_MODEL, None, True)
+    assert local.api_key() == "local"
+    with pytest.raises(UserError) as info:
+        resolve_model("gpt-4o", None, start_local=False)
+    assert "OPENAI_API_KEY" in str(info.value)
+    with pytest.raises(UserError):
+        resolve_model("m", "http://127.0.0.1:1/v1", max_retries=-1)
+    assert not list(tmp_path.iterdir())
