@@ -162,6 +162,21 @@ def eval_score(
     typer.echo(json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False))
 
 
+def _check_endpoint(base_url: str, timeout: float) -> None:
+    """Fail fast, with one clear line, when nothing answers at the endpoint (any HTTP answer will do)."""
+    import httpx
+
+    from benchsmith.schemas import UserError
+
+    try:
+        httpx.get(base_url.rstrip("/") + "/models", timeout=timeout)
+    except httpx.HTTPError as exc:
+        from benchsmith.models import mask_url
+
+        raise UserError(f"cannot reach the model endpoint {mask_url(base_url)} ({type(exc).__name__})",
+                        fix="start the server or check --base-url / BENCHSMITH_BASE_URL") from None
+
+
 @eval_app.command("run")
 @user_errors
 def eval_run(
@@ -191,7 +206,7 @@ def eval_run(
 ) -> None:
     """Ask a model to solve a split's cases; every reply is stored the moment it arrives (re-run to resume)."""
     from benchsmith.eval import TaskOptions, run_eval
-    from benchsmith.models import ModelClient, resolve_model
+    from benchsmith.models import ModelClient, mask_url, resolve_model
     from benchsmith.schemas import UserError
 
     if mode not in ("auto", "tools", "prompt"):
@@ -200,17 +215,19 @@ def eval_run(
         raise UserError(f"unknown prompt variant {variant!r}", fix="use standard, condensed or minimal")
     cfg = resolve_model(None if model == "local" else model, base_url, timeout=timeout, max_tokens=max_tokens,
                         requests_per_second=rps)
+    if cfg.base_url and not cfg.local:
+        _check_endpoint(cfg.base_url, min(timeout, 10.0))
     run_mode = ("prompt" if cfg.local else "tools") if mode == "auto" else mode
-    desc = {"name": cfg.name, "base_url": cfg.base_url, "local": cfg.local, "temperature": cfg.temperature,
+    desc = {"name": cfg.name, "base_url": mask_url(cfg.base_url), "local": cfg.local, "temperature": cfg.temperature,
             "max_tokens": cfg.max_tokens, "seed": cfg.seed, "timeout": cfg.timeout}
-    typer.echo(f"model {cfg.name} at {cfg.base_url or 'the OpenAI API'} ({run_mode} mode, concurrency {concurrency})")
+    typer.echo(f"model {cfg.name} at {mask_url(cfg.base_url) or 'the OpenAI API'} ({run_mode} mode, concurrency {concurrency})")
     result = run_eval(split, ModelClient(cfg), desc, out, tasks=[t.strip() for t in tasks.split(",") if t.strip()] or None,
                       mode=run_mode, concurrency=concurrency, limit=limit, seed=seed,
                       options=TaskOptions(mode=run_mode, max_tokens=max_tokens, step_budget=step_budget, variant=variant))
     for name, info in result.tasks.items():
         c = info["status_counts"]
         typer.echo(f"  {name}: {info['done']}/{info['cases']} done (ok {c['ok']}, format errors {c['format_error']}, "
-                   f"transport errors {c['transport_error']}), {info['model_calls']} model calls")
+                   f"refused {c['request_error']}, transport errors {c['transport_error']}), {info['model_calls']} model calls")
     typer.echo(f"run {result.status}: {out} — score it with `benchsmith eval score --run {out}`")
 
 

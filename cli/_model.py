@@ -19,7 +19,7 @@ def model_serve(
                              help="Bind address (loopback by default)"),
     parallel: int = typer.Option(4, "--parallel", envvar="BENCHSMITH_MODEL_PARALLEL",
                                  help="Requests served at once (llama.cpp slots)"),
-    ctx_per_slot: int = typer.Option(4096, "--ctx-per-slot", envvar="BENCHSMITH_MODEL_CTX_PER_SLOT",
+    ctx_per_slot: int = typer.Option(16384, "--ctx-per-slot", envvar="BENCHSMITH_MODEL_CTX_PER_SLOT",
                                      help="Context tokens per slot (n_ctx = parallel x this)"),
     threads: Optional[int] = typer.Option(None, "--threads", envvar="BENCHSMITH_MODEL_THREADS",
                                           help="CPU threads (default: every CPU)"),

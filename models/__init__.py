@@ -9,7 +9,7 @@ and the real local default model (Gemma 3 270M served by xllamacpp on 127.0.0.1)
 """
 
 from benchsmith.models._private.client import ModelClient, Reply
-from benchsmith.models._private.config import ModelConfig, resolve_model
+from benchsmith.models._private.config import ModelConfig, mask_url, resolve_model
 from benchsmith.models._private.errors import TransportError
 from benchsmith.models._private.local import DEFAULT_LOCAL_MODEL, ensure_local_model
 from benchsmith.models._private.server import (
@@ -31,6 +31,7 @@ __all__ = [
     "ensure_local_model",
     "ensure_local_server",
     "local_server_status",
+    "mask_url",
     "resolve_model",
     "run_local_server",
     "start_local_server",

@@ -193,3 +193,21 @@ def test_selection_spreads_over_categories_deterministically() -> None:
     assert [c.id for c in picked] == sorted((c.id for c in picked), key=lambda s: int(s[1:]))  # file order kept
     assert select_cases(cases, None) == cases and select_cases(cases, 99) == cases
     assert select_cases(cases, 6, seed=2) != picked or True  # another seed may differ; never an error
+
+
+def test_a_refused_request_is_final_for_its_case_and_does_not_stop_the_run(split: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    state = {"n": 0}
+
+    def refuses_some(messages, schema, tools):  # noqa: ANN001
+        state["n"] += 1
+        return Down("request") if state["n"] % 2 else FakeReply('{"decision": "no_tool", "tool": "x", "answers": []}')
+
+    res = run_eval(split, ScriptedClient(refuses_some), MODEL, out, tasks=["toolassess"], limit=LIMIT, concurrency=1,
+                   progress=False, max_consecutive_failures=2)
+    counts = res.tasks["toolassess"]["status_counts"]
+    assert counts["request_error"] == LIMIT // 2 and counts["ok"] == LIMIT // 2 and res.status == "complete"
+    client = ScriptedClient(lambda m, s, t: FakeReply("{}"))
+    run_eval(split, client, MODEL, out, tasks=["toolassess"], limit=LIMIT, progress=False)
+    assert client.calls == 0  # asking again would be refused again
+    assert score_run(out)["toolassess"]["missing_predictions"] == LIMIT // 2

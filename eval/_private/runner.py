@@ -28,8 +28,8 @@ from benchsmith.schemas import RuntimeFault, UserError, append_jsonl, read_json,
 from .core import EvalCase, get_benchmark
 
 RUN_FORMAT = "benchsmith.run/v1"
-DONE = ("ok", "format_error")
-STATUSES = ("ok", "format_error", "transport_error")
+DONE = ("ok", "format_error", "request_error")
+STATUSES = ("ok", "format_error", "request_error", "transport_error")
 
 
 # ---- model side ---------------------------------------------------------------------------------
@@ -83,7 +83,8 @@ class Turn:
 @dataclass
 class Outcome:
     """How a case ended: ``ok`` (a prediction), ``format_error`` (the reply could not be read; the raw
-    text is the prediction) or ``transport_error`` (no usable reply after retries)."""
+    text is the prediction), ``request_error`` (the endpoint refused the request, e.g. longer than its
+    context; final, no prediction) or ``transport_error`` (no reply after retries; retried next run)."""
 
     status: str
     result: Any
@@ -429,7 +430,10 @@ async def _run_async(planned: list[PlannedTask], client: ChatClient, model: dict
             try:
                 outcome = await p.task.solve(case, ctx)
             except TransportFailure as exc:
-                outcome = Outcome("transport_error", None, [], {"type": exc.kind, "message": str(exc)})
+                # a request the endpoint refuses (HTTP 4xx: too long for the context, ...) is final for
+                # this case; connection, timeout, 429 and 5xx failures are retried by the next run
+                status = "request_error" if exc.kind == "request" else "transport_error"
+                outcome = Outcome(status, None, [], {"type": exc.kind, "message": str(exc)})
             except UserError as exc:
                 abort["exc"] = exc
                 return
@@ -474,12 +478,12 @@ def finish_run(out: Path, planned: list[PlannedTask], model_name: str, meta: dic
                 statuses["pending"] += 1
                 continue
             statuses[rec["status"]] += 1
-            if rec["status"] in DONE:
+            if rec["status"] in ("ok", "format_error"):
                 preds.append({"id": c.id, "result": rec["result"]})
         write_jsonl(p.folder / "predictions.jsonl", preds)
         info = meta["tasks"][p.task.name]
         old = (previous.get("tasks") or {}).get(p.task.name, {})
-        info["done"] = statuses["ok"] + statuses["format_error"]
+        info["done"] = sum(statuses[s] for s in DONE)
         info["status_counts"] = {s: statuses[s] for s in (*STATUSES, "pending")}
         c = (counters or {}).get(p.task.name, Counter())
         for k in ("model_calls", "prompt_tokens", "completion_tokens"):
@@ -567,6 +571,7 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
         out[name] = _write(folder, run, {"benchmark": info["benchmark"], "mode": m, "records": len(cases),
                                          "missing_predictions": sum(1 for c in cases if c.id not in by_id),
                                          "format_errors": int(counts.get("format_error", 0)),
+                                         "request_errors": int(counts.get("request_error", 0)),
                                          "transport_errors": int(counts.get("transport_error", 0)),
                                          "model": meta.get("model", {}).get("name"),
                                          "prompt_version": info.get("prompt_version")})

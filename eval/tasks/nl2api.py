@@ -28,6 +28,60 @@ from ._common import THOUGHT, native_tool_calls, reference_choices
 MAX_OBSERVATION = 1500
 
 
+def _type_text(schema: Any, columns: set[str]) -> str:
+    if not isinstance(schema, dict):
+        return "any"
+    enum = schema.get("enum")
+    if isinstance(enum, list):
+        if columns and set(map(str, enum)) <= columns:
+            return "column"
+        return "one of " + "|".join(map(str, enum))
+    t = schema.get("type")
+    if t == "array":
+        return f"list of {_type_text(schema.get('items'), columns)}"
+    if t == "object" and isinstance(schema.get("properties"), dict):
+        req = set(schema.get("required") or [])
+        inner = ", ".join(f"{k}{'' if k in req else '?'}: {_type_text(v, columns)}" for k, v in schema["properties"].items())
+        return "{" + inner + "}"
+    if isinstance(t, list):
+        return "|".join(map(str, t))
+    return str(t or "any")
+
+
+def compact_tools(tools: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The tools as short text for a prompt: the column list once (it is repeated in every
+    column parameter's description), each parameter as ``name (type): first part of its description``.
+
+    >>> cols, ts = compact_tools([{"name": "f", "description": "Keep rows.", "parameters": {"type": "object",
+    ...     "properties": {"key_name": {"type": "string", "enum": ["t.a", "t.b"], "description": "A column. Columns: t.a: id; t.b: name"}},
+    ...     "required": ["key_name"]}}])
+    >>> cols, ts[0]["params"]
+    ('t.a: id; t.b: name', ['key_name (column, required): A column.'])
+    """
+    columns_text = ""
+    names: set[str] = set()
+    for t in tools:
+        for prop in ((t.get("parameters") or {}).get("properties") or {}).values():
+            desc = str(prop.get("description", "")) if isinstance(prop, dict) else ""
+            if " Columns: " in desc:
+                tail = desc.split(" Columns: ", 1)[1]
+                if len(tail) > len(columns_text):
+                    columns_text = tail
+                if isinstance(prop.get("enum"), list):
+                    names |= set(map(str, prop["enum"]))
+    out = []
+    for t in tools:
+        params = (t.get("parameters") or {})
+        req = set(params.get("required") or [])
+        lines = []
+        for name, prop in (params.get("properties") or {}).items():
+            desc = str(prop.get("description", "")) if isinstance(prop, dict) else ""
+            desc = desc.split(" Columns: ", 1)[0]
+            lines.append(f"{name} ({_type_text(prop, names)}{', required' if name in req else ''}): {desc}".rstrip(": "))
+        out.append({"name": t["name"], "description": t.get("description", ""), "params": lines})
+    return columns_text, out
+
+
 def step_schema(tools: list[dict[str, Any]], labels: list[str] | None = None) -> dict[str, Any]:
     """One ``anyOf`` branch per tool (its name as a constant, its parameters as the arguments
     schema, parameters that take an earlier output limited to the ``labels`` that exist) plus
@@ -139,8 +193,9 @@ class NL2APITask(Task):
 
     def _base(self, case: EvalCase, steps: list[dict[str, str]], native: bool) -> list[dict[str, Any]]:
         setup = [ToolCall.model_validate(c) for c in case.meta.get("setup") or []]
+        columns, tools = compact_tools([] if native else case.input["tools"])
         return get_prompt("nl2api/react").render(
-            native_tools=native, tools=[] if native else case.input["tools"], query=case.input.get("query") or "",
+            native_tools=native, tools=tools, columns=columns, query=case.input.get("query") or "",
             context=case.input.get("context"), setup_note=setup_note(setup), steps=steps)
 
     async def solve(self, case: EvalCase, ctx: CallContext) -> Outcome:

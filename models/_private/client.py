@@ -14,7 +14,7 @@ from typing import Any
 
 from benchsmith.models._private import messages as msgs
 from benchsmith.models._private import retry
-from benchsmith.models._private.config import ModelConfig, _mask_url
+from benchsmith.models._private.config import ModelConfig, mask_url
 from benchsmith.models._private.errors import TransportError
 from benchsmith.schemas import UserError
 
@@ -203,7 +203,7 @@ class ModelClient:
         return text
 
     def _where(self) -> str:
-        return _mask_url(self.config.base_url) or ("the local model server" if self.config.local else "the OpenAI API")
+        return mask_url(self.config.base_url) or ("the local model server" if self.config.local else "the OpenAI API")
 
     def _fatal(self, exc: BaseException, attempts: int) -> BaseException | None:
         """The error to raise at once for a non-retried failure (None: not an HTTP error we know)."""

@@ -14,7 +14,7 @@ from benchsmith.schemas import StrictModel, UserError
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 
 
-def _mask_url(url: str | None) -> str | None:
+def mask_url(url: str | None) -> str | None:
     """``url`` with any ``user:password@`` part replaced by ``***@``."""
     if url is None:
         return None
@@ -51,7 +51,7 @@ backoff_base=0.5, backoff_max=20.0, requests_per_second=None, temperature=0.0, m
             return None
         v = v.strip().rstrip("/")
         if not re.match(r"^https?://[^/\s]+", v):
-            raise ValueError(f"base_url must start with http:// or https://, got {_mask_url(v)!r}")
+            raise ValueError(f"base_url must start with http:// or https://, got {mask_url(v)!r}")
         return v
 
     @field_validator("api_key_env")
@@ -64,7 +64,7 @@ backoff_base=0.5, backoff_max=20.0, requests_per_second=None, temperature=0.0, m
 
     def __repr_args__(self):
         for k, v in super().__repr_args__():
-            yield k, (_mask_url(v) if k == "base_url" else v)
+            yield k, (mask_url(v) if k == "base_url" else v)
 
     def api_key(self) -> str | None:
         """The key from ``$api_key_env`` at call time (``"local"`` for the local model)."""
@@ -90,10 +90,10 @@ def _served_model(base_url: str, api_key: str | None, timeout: float) -> str:
     try:
         resp = httpx.get(f"{base_url}/models", headers=headers, timeout=min(timeout, 10.0))
     except httpx.HTTPError as exc:
-        raise UserError(f"cannot reach the model endpoint {_mask_url(base_url)} ({type(exc).__name__})",
+        raise UserError(f"cannot reach the model endpoint {mask_url(base_url)} ({type(exc).__name__})",
                         fix="check the base URL (BENCHSMITH_BASE_URL / --base-url) and that the server runs") from None
     if resp.status_code != 200:
-        raise UserError(f"{_mask_url(base_url)}/models answered HTTP {resp.status_code}; no model name was given",
+        raise UserError(f"{mask_url(base_url)}/models answered HTTP {resp.status_code}; no model name was given",
                         fix="pass the model name (BENCHSMITH_MODEL / --model)")
     try:
         ids = [m["id"] for m in resp.json().get("data", [])]
@@ -101,7 +101,7 @@ def _served_model(base_url: str, api_key: str | None, timeout: float) -> str:
         ids = []
     if len(ids) != 1:
         listed = ", ".join(ids[:10]) or "none"
-        raise UserError(f"{_mask_url(base_url)} serves {len(ids)} models ({listed}) and no model name was given",
+        raise UserError(f"{mask_url(base_url)} serves {len(ids)} models ({listed}) and no model name was given",
                         fix="pass the model name (BENCHSMITH_MODEL / --model)")
     return ids[0]
 

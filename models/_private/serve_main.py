@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+# tokens of context per server slot: T-Eval prompts of the default split reach ~11.5k tokens
+DEFAULT_CTX_PER_SLOT = 16384
 STATE_FILE = "server.json"
 
 
@@ -136,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--parallel", type=int, default=4)
-    ap.add_argument("--ctx-per-slot", type=int, default=4096)
+    ap.add_argument("--ctx-per-slot", type=int, default=DEFAULT_CTX_PER_SLOT)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--state-dir", required=True)
     ap.add_argument("--instance", required=True)

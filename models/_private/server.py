@@ -16,7 +16,7 @@ from typing import Any
 
 from benchsmith.models._private import procs
 from benchsmith.models._private.paths import state_dir
-from benchsmith.models._private.serve_main import STATE_FILE
+from benchsmith.models._private.serve_main import DEFAULT_CTX_PER_SLOT, STATE_FILE
 from benchsmith.schemas import RuntimeFault, UserError
 
 log = logging.getLogger("benchsmith.models")
@@ -39,7 +39,7 @@ class ServerInfo:
     log_path: str | None = None
     host: str = "127.0.0.1"
     parallel: int = 4
-    ctx_per_slot: int = 4096
+    ctx_per_slot: int = DEFAULT_CTX_PER_SLOT
     threads: int = 1
 
     @property
@@ -135,7 +135,7 @@ def _check_settings(port: int | None, host: str, parallel: int, ctx_per_slot: in
     if parallel < 1:
         raise UserError(f"parallel={parallel}: the server needs at least one slot", fix="use --parallel 1 or more")
     if ctx_per_slot < 256:
-        raise UserError(f"ctx_per_slot={ctx_per_slot} is too small", fix="use at least 256 tokens per slot (default 4096)")
+        raise UserError(f"ctx_per_slot={ctx_per_slot} is too small", fix=f"use at least 256 tokens per slot (default {DEFAULT_CTX_PER_SLOT})")
     if threads is not None and threads < 1:
         raise UserError(f"threads={threads} must be at least 1", fix="leave it out to use every CPU")
     if not host:
@@ -149,7 +149,7 @@ def _reuse(info: ServerInfo, port: int | None) -> ServerInfo:
     return info
 
 
-def start_local_server(port: int | None = None, parallel: int = 4, ctx_per_slot: int = 4096,
+def start_local_server(port: int | None = None, parallel: int = 4, ctx_per_slot: int = DEFAULT_CTX_PER_SLOT,
                        threads: int | None = None, wait: float = 60.0, host: str = "127.0.0.1") -> ServerInfo:
     """Start the local model server in the background, or reuse the healthy one already running.
 
@@ -221,7 +221,7 @@ def ensure_local_server() -> str:
     return (info or start_local_server()).base_url
 
 
-def run_local_server(port: int | None = None, parallel: int = 4, ctx_per_slot: int = 4096,
+def run_local_server(port: int | None = None, parallel: int = 4, ctx_per_slot: int = DEFAULT_CTX_PER_SLOT,
                      threads: int | None = None, host: str = "127.0.0.1",
                      on_ready: Any = None) -> int:
     """Run the local server in this process until SIGINT/SIGTERM (``benchsmith model serve --foreground``).
