@@ -99,6 +99,10 @@ def nl2api_serve(
 @user_errors
 def demo(
     out: Path = typer.Option(Path("out/demo"), "--out", envvar="BENCHSMITH_DEMO_OUT", help="Where to write the splits"),
+    limit: int = typer.Option(8, "--limit", envvar="BENCHSMITH_DEMO_LIMIT",
+                              help="Cases per task for the local model's evaluation run"),
+    model_run: bool = typer.Option(True, "--model-run/--no-model-run", envvar="BENCHSMITH_DEMO_MODEL_RUN",
+                                   help="Evaluate the local model and write the report"),
 ) -> None:
     """The main job on the embedded default data: Chinook + its question/SQL pairs -> SLOT, SEL and REST splits,
     gold self-tests, and T-Eval, GTA, ToolAssess and ACEBench-special cases derived from the SLOT split
@@ -121,7 +125,39 @@ def demo(
         headline = f"overall {scores['overall']:.2f}, " if "overall" in scores else ""
         typer.echo(f"  {name}: gold self-test ({info['benchmark']}, strict): {headline}"
                    f"{scores['records'] - scores['gold_failing']}/{scores['records']} records pass")
+    if model_run:
+        _demo_model_run(out, limit)
     typer.echo(f"serve the REST split with: benchsmith nl2api serve {out / 'rest'}")
+
+
+def _demo_model_run(out: Path, limit: int) -> None:
+    """The local default model on the SLOT split (up to ``limit`` cases per task), scored and reported;
+    the model server is stopped afterwards unless it was already running."""
+    from benchsmith.eval import TaskOptions, run_eval, score_run
+    from benchsmith.eval.report import write_report
+    from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, local_server_status, resolve_model, stop_local_server
+
+    was_running = local_server_status() is not None
+    cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=300.0, max_tokens=384)
+    try:
+        typer.echo(f"evaluating the local model {cfg.name} on {out / 'slot'} (up to {limit} cases per task; "
+                   f"re-running resumes) ...")
+        desc = {"name": cfg.name, "base_url": cfg.base_url, "local": True, "temperature": cfg.temperature,
+                "max_tokens": cfg.max_tokens, "seed": cfg.seed, "timeout": cfg.timeout}
+        result = run_eval(out / "slot", ModelClient(cfg), desc, out / "run", limit=limit, mode="prompt",
+                          concurrency=4, options=TaskOptions(mode="prompt", max_tokens=384))
+    finally:
+        if not was_running:
+            stop_local_server()
+    scores = score_run(out / "run")
+    for name, info in result.tasks.items():
+        c = info["status_counts"]
+        typer.echo(f"  {name}: {info['cases']} cases, {c['ok']} answered, {c['format_error']} unreadable, "
+                   f"{c['request_error']} refused, {c['transport_error']} failed; {info['model_calls']} model calls")
+    report = write_report([out / "run"], out / "report", title="benchsmith demo: the local model on the default split")
+    headline = {n: s.get("overall", s.get("completion_rate", s.get("summary"))) for n, s in scores.items()}
+    typer.echo(f"  scores: {headline}")
+    typer.echo(f"report: {report['files']['html']}")
 
 
 BENCHMARK_HELP = "acebench | bfcl | teval | gta | toolassess | nl2api"

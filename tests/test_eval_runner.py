@@ -211,3 +211,10 @@ def test_a_refused_request_is_final_for_its_case_and_does_not_stop_the_run(split
     run_eval(split, client, MODEL, out, tasks=["toolassess"], limit=LIMIT, progress=False)
     assert client.calls == 0  # asking again would be refused again
     assert score_run(out)["toolassess"]["missing_predictions"] == LIMIT // 2
+
+
+def test_a_small_limit_still_covers_every_family_of_categories() -> None:
+    cats = [f"{a}/{f}" for a in ("instruct", "plan", "reason", "retrieve", "review", "understand") for f in ("json", "str")]
+    cases = [_case(i, c) for i, c in enumerate(cats * 3)]
+    picked = select_cases(cases, 6)
+    assert {c.category.split("/")[0] for c in picked} == {"instruct", "plan", "reason", "retrieve", "review", "understand"}

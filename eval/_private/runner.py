@@ -277,9 +277,25 @@ def read_json_reply(text: str) -> Any:
 
 
 # ---- selection ------------------------------------------------------------------------------------
+def _spread_order(categories: list[str]) -> list[str]:
+    """Categories ordered so that each family (the part before ``/`` or ``:``) comes up once before
+    any comes up twice: instruct/json, plan/json, ..., then instruct/string, plan/str, ...
+
+    >>> _spread_order(["a/1", "a/2", "b/1", "c"])
+    ['a/1', 'b/1', 'c', 'a/2']
+    """
+    families: dict[str, list[str]] = defaultdict(list)
+    for c in sorted(categories):
+        families[c.replace(":", "/").split("/", 1)[0]].append(c)
+    order = []
+    for i in range(max((len(v) for v in families.values()), default=0)):
+        order += [v[i] for _, v in sorted(families.items()) if i < len(v)]
+    return order
+
+
 def select_cases(cases: list[EvalCase], limit: int | None, seed: int = 0) -> list[EvalCase]:
-    """Up to ``limit`` cases, spread over categories (round robin over sorted categories, each
-    shuffled with ``seed``); all cases, in file order, when ``limit`` is None."""
+    """Up to ``limit`` cases, spread over categories (round robin in :func:`_spread_order`, each
+    category shuffled with ``seed``), kept in file order; all cases when ``limit`` is None."""
     if limit is None or limit >= len(cases):
         return list(cases)
     by_cat: dict[str, list[EvalCase]] = defaultdict(list)
@@ -288,7 +304,7 @@ def select_cases(cases: list[EvalCase], limit: int | None, seed: int = 0) -> lis
     for cat, items in by_cat.items():
         random.Random(f"{seed}:{cat}").shuffle(items)
     picked: list[EvalCase] = []
-    queues = [by_cat[c] for c in sorted(by_cat)]
+    queues = [by_cat[c] for c in _spread_order(list(by_cat))]
     while len(picked) < limit and any(queues):
         for q in queues:
             if q and len(picked) < limit:

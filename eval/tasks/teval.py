@@ -26,7 +26,26 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                                                 "is_finished": {"type": "boolean"}},
                "required": ["answer", "is_finished"]},
 }
-VERSION = "teval/origin@v1"
+VERSION = "teval/origin@v2"
+
+
+def chat_messages(prompt: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """T-Eval's prompt as chat messages: its ``function`` turns (tool responses, which carry no
+    call id) become user turns that say so.
+
+    >>> chat_messages([{"role": "user", "content": "q"}, {"role": "function", "content": "42"}])
+    [{'role': 'user', 'content': 'q'}, {'role': 'user', 'content': 'Response: 42'}]
+    """
+    out = []
+    for m in prompt:
+        role, content = m.get("role"), m.get("content") or ""
+        if role in ("function", "tool"):
+            out.append({"role": "user", "content": f"Response: {content}"})
+        elif role in ("system", "user", "assistant"):
+            out.append({"role": role, "content": content})
+        else:
+            out.append({"role": "user", "content": f"{role}: {content}"})
+    return out
 
 
 @task("teval")
@@ -38,7 +57,7 @@ class TEvalTask(SingleCallTask):
         return f"{VERSION}-{self.options.mode}"
 
     def request(self, case: EvalCase) -> Request:
-        messages = [{"role": m["role"], "content": m.get("content") or ""} for m in case.input["origin_prompt"]]
+        messages = chat_messages(case.input["origin_prompt"])
         ability, fmt = case.meta.get("ability"), case.meta.get("format")
         schema = SCHEMAS.get(ability or "") if fmt == "json" and self.options.mode == "prompt" else None
         return Request(messages, json_schema=schema, max_tokens=self.options.max_tokens)

@@ -53,7 +53,7 @@ class PromptTemplate:
 
     def render(self, **variables: Any) -> list[dict[str, str]]:
         """The chat messages of this template for ``variables``."""
-        text = _environment().from_string(self.text).render(**variables)
+        text = _compiled(self.text).render(**variables)
         return split_messages(text, where=str(self.path))
 
 
@@ -82,6 +82,12 @@ def _environment() -> Any:
                              trim_blocks=True, lstrip_blocks=True)
     env.filters["tojson_compact"] = _tojson_compact
     return env
+
+
+@lru_cache(maxsize=256)
+def _compiled(text: str) -> Any:
+    """A template compiled once per text (compiling costs more than rendering)."""
+    return _environment().from_string(text)
 
 
 def _tojson_compact(value: Any) -> str:
