@@ -138,14 +138,14 @@ def _demo_model_run(out: Path, limit: int) -> None:
     from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, local_server_status, resolve_model, stop_local_server
 
     was_running = local_server_status() is not None
-    cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=300.0, max_tokens=384)
+    cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=300.0, max_tokens=256)
     try:
         typer.echo(f"evaluating the local model {cfg.name} on {out / 'slot'} (up to {limit} cases per task; "
                    f"re-running resumes) ...")
         desc = {"name": cfg.name, "base_url": cfg.base_url, "local": True, "temperature": cfg.temperature,
                 "max_tokens": cfg.max_tokens, "seed": cfg.seed, "timeout": cfg.timeout}
         result = run_eval(out / "slot", ModelClient(cfg), desc, out / "run", limit=limit, mode="prompt",
-                          concurrency=4, options=TaskOptions(mode="prompt", max_tokens=384))
+                          concurrency=4, options=TaskOptions(mode="prompt", max_tokens=256))
     finally:
         if not was_running:
             stop_local_server()

@@ -127,3 +127,26 @@ class GoldClient(ScriptedClient):
         call = calls[done]
         return json.dumps({"thought": f"step {done + 1}", "action": call["name"],
                            "arguments": _remap(call["arguments"], labels)})
+
+
+class GoldToolsClient(ScriptedClient):
+    """A perfect model in native tool-calling mode for nl2api cases (tool_calls + tool messages)."""
+
+    def __init__(self, cases: list[EvalCase]) -> None:
+        self.cases = {f"Question: {c.input['query']}": c for c in cases}
+        super().__init__(self._answer)
+
+    def _answer(self, messages, json_schema, tools):  # noqa: ANN001
+        assert tools and json_schema is None
+        question = next(m["content"].split("\n")[0] for m in messages
+                        if m["role"] == "user" and m["content"].startswith("Question:"))
+        case = self.cases[question]
+        done = sum(1 for m in messages if m["role"] == "tool")
+        assert all(not m["content"].startswith("Error") for m in messages if m["role"] == "tool"), messages[-1]
+        calls = case.gold["calls"]
+        if done >= len(calls):
+            return FakeReply("The answer is in the last output.")
+        labels = {c.get("label"): f"out_{i + 1}" for i, c in enumerate(calls) if c.get("label")}
+        call = calls[done]
+        return FakeReply("", tool_calls=[{"id": f"call_{done}", "name": call["name"],
+                                          "arguments": json.dumps(_remap(call["arguments"], labels))}])

@@ -218,3 +218,19 @@ def test_a_small_limit_still_covers_every_family_of_categories() -> None:
     cases = [_case(i, c) for i, c in enumerate(cats * 3)]
     picked = select_cases(cases, 6)
     assert {c.category.split("/")[0] for c in picked} == {"instruct", "plan", "reason", "retrieve", "review", "understand"}
+
+
+def test_native_tool_calling_mode_plays_the_gold_chain_with_tool_messages(split: Path, tmp_path: Path) -> None:
+    from runner_helpers import GoldToolsClient
+
+    out = tmp_path / "run"
+    planned = plan_tasks(split, out, ["nl2api"], TaskOptions(mode="tools"), None, 0)
+    client = GoldToolsClient(planned[0].cases)
+    res = run_eval(split, client, MODEL, out, tasks=["nl2api"], mode="tools", progress=False)
+    assert res.tasks["nl2api"]["status_counts"]["ok"] == 14
+    assert score_run(out)["nl2api"]["completion_rate"] == 1.0
+    # the conversation carries the assistant's tool calls and the tool results, as OpenAI expects
+    last = max(client.requests, key=lambda r: len(r["messages"]))["messages"]
+    assistant = [m for m in last if m["role"] == "assistant"]
+    assert assistant and all(m["tool_calls"][0]["id"] for m in assistant)
+    assert [m["tool_call_id"] for m in last if m["role"] == "tool"] == [m["tool_calls"][0]["id"] for m in assistant]

@@ -28,6 +28,7 @@ from benchsmith.models import (
     stop_local_server,
 )
 from benchsmith.models._private.procs import pid_alive
+from benchsmith.models._private.serve_main import DEFAULT_CTX_PER_SLOT
 from benchsmith.schemas import RuntimeFault, UserError
 from helpers import clean_env, console_script
 
@@ -107,7 +108,7 @@ def test_server_is_healthy_and_recorded(server, state_dir):
     state = json.loads((state_dir / "server.json").read_text())
     assert (state["pid"], state["port"]) == (server.pid, server.port)
     assert Path(state["log_path"]).is_file()
-    assert (server.parallel, server.ctx_per_slot, server.threads) == (4, 4096, 1)
+    assert (server.parallel, server.ctx_per_slot, server.threads) == (4, DEFAULT_CTX_PER_SLOT, 1)
     assert local_server_status() == server
     assert start_local_server() == server  # idempotent: the running server is reused
     assert ensure_local_server() == server.base_url
