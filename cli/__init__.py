@@ -155,8 +155,13 @@ def _demo_model_run(out: Path, limit: int) -> None:
         typer.echo(f"  {name}: {info['cases']} cases, {c['ok']} answered, {c['format_error']} unreadable, "
                    f"{c['request_error']} refused, {c['transport_error']} failed; {info['model_calls']} model calls")
     report = write_report([out / "run"], out / "report", title="benchsmith demo: the local model on the default split")
-    headline = {n: s.get("overall", s.get("completion_rate", s.get("summary"))) for n, s in scores.items()}
-    typer.echo(f"  scores: {headline}")
+    from benchsmith.eval.report import primary
+
+    figures = []
+    for name, s in scores.items():
+        metric, value = primary(s.get("benchmark", name), s)
+        figures.append(f"{name} {metric} {'n/a' if value is None else f'{100 * value:.1f}%'}")
+    typer.echo("  scores (strict): " + "; ".join(figures))
     typer.echo(f"report: {report['files']['html']}")
 
 
