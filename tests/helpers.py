@@ -24,3 +24,21 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSMITH_") or k in keep}
     env.update(extra)
     return env
+
+
+DEFAULT_PAIRS = Path(__file__).resolve().parent.parent / "construction" / "nl2api" / "data" / "chinook_pairs.jsonl"
+
+
+def pair_lines() -> list[str]:
+    """The embedded default question/SQL pairs, one JSON line each."""
+    return [ln for ln in DEFAULT_PAIRS.read_text(encoding="utf-8").splitlines() if ln.strip()]
+
+
+def build_slot_split(root: Path, lines: list[str]) -> Path:
+    """A SLOT split of the given pair lines under ``root/slot`` (every pair must verify)."""
+    from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
+
+    (root / "pairs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = build_split(chinook_db(), root / "pairs.jsonl", root / "slot", BuildOptions(style="slot"))
+    assert report["verified"] == len(lines), report
+    return root / "slot"

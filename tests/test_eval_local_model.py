@@ -9,12 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import build_slot_split, pair_lines
 from benchsmith.eval import TaskOptions, run_eval, score_run
 from benchsmith.eval.report import write_report
 from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model, start_local_server, stop_local_server
 
-ROOT = Path(__file__).resolve().parent.parent
-PAIRS = ROOT / "construction" / "nl2api" / "data" / "chinook_pairs.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -33,13 +32,7 @@ def local(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
-
-    root = tmp_path_factory.mktemp("localsplit")
-    lines = [ln for ln in PAIRS.read_text(encoding="utf-8").splitlines() if ln.strip()][:6]
-    (root / "pairs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    build_split(chinook_db(), root / "pairs.jsonl", root / "slot", BuildOptions(style="slot"))
-    return root / "slot"
+    return build_slot_split(tmp_path_factory.mktemp("localsplit"), pair_lines()[:6])
 
 
 def test_the_local_model_runs_every_task_kind_end_to_end(local, split: Path, tmp_path: Path) -> None:

@@ -15,22 +15,15 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import build_slot_split, pair_lines
 from fake_openai import FakeOpenAI
 
-ROOT = Path(__file__).resolve().parent.parent
-PAIRS = ROOT / "construction" / "nl2api" / "data" / "chinook_pairs.jsonl"
 ANSWER = '{"decision": "no_tool", "tool": "filter_data", "answers": ["no_tool"]}'
 
 
 @pytest.fixture(scope="module")
 def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
-
-    root = tmp_path_factory.mktemp("runcli")
-    lines = [ln for ln in PAIRS.read_text(encoding="utf-8").splitlines() if ln.strip()][:20]
-    (root / "pairs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    build_split(chinook_db(), root / "pairs.jsonl", root / "slot", BuildOptions(style="slot"))
-    return root / "slot"
+    return build_slot_split(tmp_path_factory.mktemp("runcli"), pair_lines()[:20])
 
 
 def _env(**extra: str) -> dict[str, str]:

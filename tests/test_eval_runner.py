@@ -9,29 +9,21 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import build_slot_split, pair_lines
 from benchsmith.eval import EvalCase, TaskOptions, run_eval, score_run, select_cases
 from benchsmith.eval._private.runner import plan_tasks, read_replies
 from benchsmith.schemas import RuntimeFault, UserError
 from runner_helpers import FakeReply, GoldClient, ScriptedClient
 
-ROOT = Path(__file__).resolve().parent.parent
-PAIRS = ROOT / "construction" / "nl2api" / "data" / "chinook_pairs.jsonl"
 LIMIT = 10
 MODEL = {"name": "scripted"}
 
 
 @pytest.fixture(scope="module")
 def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
-
-    root = tmp_path_factory.mktemp("runner")
-    lines = [ln for ln in PAIRS.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    pairs = root / "pairs.jsonl"
+    lines = pair_lines()
     # a spread of chain lengths, including the longest ones
-    pairs.write_text("\n".join(lines[:8] + lines[-6:]) + "\n", encoding="utf-8")
-    report = build_split(chinook_db(), pairs, root / "slot", BuildOptions(style="slot"))
-    assert report["verified"] == 14
-    return root / "slot"
+    return build_slot_split(tmp_path_factory.mktemp("runner"), lines[:8] + lines[-6:])
 
 
 def _gold_client(split: Path, out: Path, **kw) -> GoldClient:

@@ -61,29 +61,31 @@ SCORERS: dict[str, Callable[..., RecordResult]] = {}
 BENCHMARKS: dict[str, type["Benchmark"]] = {}
 
 
+def registrar(registry: dict[str, Any], kind: str, name: str, *, set_name: bool = False) -> Callable[[Any], Any]:
+    """A decorator that registers its target in ``registry`` under ``name`` (once), optionally
+    setting the target's ``name`` attribute; shared by scorers, benchmarks and run tasks."""
+
+    def deco(target: Any) -> Any:
+        if name in registry:
+            raise ValueError(f"{kind} {name} registered twice")
+        if set_name:
+            target.name = name
+        registry[name] = target
+        return target
+
+    return deco
+
+
 def scorer(name: str) -> Callable[[Callable[..., RecordResult]], Callable[..., RecordResult]]:
     """Register a pure scoring function ``(case, prediction, mode) -> RecordResult`` by name."""
 
-    def deco(fn: Callable[..., RecordResult]) -> Callable[..., RecordResult]:
-        if name in SCORERS:
-            raise ValueError(f"scorer {name} registered twice")
-        SCORERS[name] = fn
-        return fn
-
-    return deco
+    return registrar(SCORERS, "scorer", name)
 
 
 def benchmark(name: str) -> Callable[[type["Benchmark"]], type["Benchmark"]]:
     """Register a :class:`Benchmark` subclass by name (the ``--benchmark`` value)."""
 
-    def deco(cls: type[Benchmark]) -> type[Benchmark]:
-        if name in BENCHMARKS:
-            raise ValueError(f"benchmark {name} registered twice")
-        cls.name = name
-        BENCHMARKS[name] = cls
-        return cls
-
-    return deco
+    return registrar(BENCHMARKS, "benchmark", name, set_name=True)
 
 
 class Benchmark(ABC):

@@ -393,6 +393,23 @@ class _Report:
         return report
 
 
+def _write_with_answers(out: Path, by_cat: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]],
+                        prefix: str) -> list[str]:
+    """``<prefix><category>.json`` with the records and ``possible_answer/`` with the answers of each
+    category (JSON Lines, as BFCL and ACEBench ship them); stale files of earlier exports go first."""
+    names = {f"{prefix}{cat}.json" for cat in by_cat}
+    out.mkdir(parents=True, exist_ok=True)
+    _check_stale(out, [f"{prefix}*.json", f"possible_answer/{prefix}*.json"],
+                 {out / n for n in names} | {out / "possible_answer" / n for n in names})
+    written = []
+    for cat, rows in sorted(by_cat.items()):
+        name = f"{prefix}{cat}.json"
+        _write_text(out / name, _jsonl_text([r for r, _ in rows]))
+        _write_text(out / "possible_answer" / name, _jsonl_text([a for _, a in rows]))
+        written += [name, f"possible_answer/{name}"]
+    return written
+
+
 def _sid(sample: Sample, index: int) -> str:
     return sample.id or f"sample{index}"
 
@@ -480,17 +497,7 @@ def export_bfcl(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
             rep.id_map[rid] = p.sid
         except _Skip as exc:
             rep.skip(_sid(sample, i), exc)
-    names = {f"BFCL_v4_{cat}.json" for cat in by_cat}
-    out.mkdir(parents=True, exist_ok=True)
-    _check_stale(out, ["BFCL_v4_*.json", "possible_answer/BFCL_v4_*.json"],
-                 {out / n for n in names} | {out / "possible_answer" / n for n in names})
-    written = []
-    for cat, rows in sorted(by_cat.items()):
-        name = f"BFCL_v4_{cat}.json"
-        _write_text(out / name, _jsonl_text([r for r, _ in rows]))
-        _write_text(out / "possible_answer" / name, _jsonl_text([a for _, a in rows]))
-        written += [name, f"possible_answer/{name}"]
-    return rep.done(out, written)
+    return rep.done(out, _write_with_answers(out, by_cat, "BFCL_v4_"))
 
 
 # ---- ACEBench ---------------------------------------------------------------------------------------
@@ -542,17 +549,7 @@ def export_acebench(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any
             rep.id_map[rid] = p.sid
         except _Skip as exc:
             rep.skip(_sid(sample, i), exc)
-    names = {f"data_{cat}.json" for cat in by_cat}
-    out.mkdir(parents=True, exist_ok=True)
-    _check_stale(out, ["data_*.json", "possible_answer/data_*.json"],
-                 {out / n for n in names} | {out / "possible_answer" / n for n in names})
-    written = []
-    for cat, rows in sorted(by_cat.items()):
-        name = f"data_{cat}.json"
-        _write_text(out / name, _jsonl_text([r for r, _ in rows]))
-        _write_text(out / "possible_answer" / name, _jsonl_text([a for _, a in rows]))
-        written += [name, f"possible_answer/{name}"]
-    return rep.done(out, written)
+    return rep.done(out, _write_with_answers(out, by_cat, "data_"))
 
 
 # ---- GTA --------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import Any, Callable, ClassVar, Iterable, Protocol
 
 from benchsmith.schemas import RuntimeFault, UserError, append_jsonl, read_json, write_json, write_jsonl
 
-from .core import EvalCase, get_benchmark
+from .core import EvalCase, get_benchmark, registrar
 
 RUN_FORMAT = "benchsmith.run/v1"
 DONE = ("ok", "format_error", "request_error")
@@ -229,14 +229,7 @@ TASKS: dict[str, type[Task]] = {}
 def task(name: str) -> Callable[[type[Task]], type[Task]]:
     """Register a :class:`Task` subclass under ``name`` (the ``--tasks`` value)."""
 
-    def deco(cls: type[Task]) -> type[Task]:
-        if name in TASKS:
-            raise ValueError(f"task {name} registered twice")
-        cls.name = name
-        TASKS[name] = cls
-        return cls
-
-    return deco
+    return registrar(TASKS, "task", name, set_name=True)
 
 
 def get_task(name: str) -> type[Task]:

@@ -176,3 +176,23 @@ def closed_schema(schema: Any) -> Any:
         out["properties"] = {k: closed_schema(v) for k, v in schema["properties"].items()}
         out.setdefault("additionalProperties", False)
     return out
+
+
+def chat_messages(prompt: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """A benchmark's prompt turns as chat messages: ``function`` / ``tool`` turns (tool responses
+    without a call id, as T-Eval writes them) become user turns that say so; other unknown roles
+    become user turns too.
+
+    >>> chat_messages([{"role": "user", "content": "q"}, {"role": "function", "content": "42"}])
+    [{'role': 'user', 'content': 'q'}, {'role': 'user', 'content': 'Response: 42'}]
+    """
+    out = []
+    for m in prompt:
+        role, content = m.get("role") or "user", m.get("content") or ""
+        if role in ("function", "tool"):
+            out.append({"role": "user", "content": f"Response: {content}"})
+        elif role in ("system", "user", "assistant"):
+            out.append({"role": role, "content": content})
+        else:
+            out.append({"role": "user", "content": f"{role}: {content}"})
+    return out

@@ -13,13 +13,13 @@ from benchsmith.eval import EvalCase
 from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
 from benchsmith.prompts import get_prompt
 
-from ._common import call_schema, native_tool_calls, openai_tool, python_calls
+from ._common import call_schema, chat_messages, native_tool_calls, openai_tool, python_calls
 
 
 def _conversation(case: EvalCase) -> list[dict[str, str]]:
     q = case.input.get("question") or []
     turn = q[0] if q and isinstance(q[0], list) else q
-    return [{"role": m.get("role", "user"), "content": m.get("content") or ""} for m in turn if isinstance(m, dict)]
+    return chat_messages([m for m in turn if isinstance(m, dict)])
 
 
 @task("bfcl")

@@ -12,7 +12,7 @@ from typing import Any
 from benchsmith.eval import EvalCase
 from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
 
-from ._common import THOUGHT
+from ._common import THOUGHT, chat_messages
 
 _STEP = {"type": "object", "properties": {"name": {"type": "string"}, "args": {"type": "object"}, "thought": THOUGHT},
          "required": ["name", "args", "thought"]}
@@ -28,24 +28,6 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 }
 VERSION = "teval/origin@v2"
 
-
-def chat_messages(prompt: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """T-Eval's prompt as chat messages: its ``function`` turns (tool responses, which carry no
-    call id) become user turns that say so.
-
-    >>> chat_messages([{"role": "user", "content": "q"}, {"role": "function", "content": "42"}])
-    [{'role': 'user', 'content': 'q'}, {'role': 'user', 'content': 'Response: 42'}]
-    """
-    out = []
-    for m in prompt:
-        role, content = m.get("role"), m.get("content") or ""
-        if role in ("function", "tool"):
-            out.append({"role": "user", "content": f"Response: {content}"})
-        elif role in ("system", "user", "assistant"):
-            out.append({"role": role, "content": content})
-        else:
-            out.append({"role": "user", "content": f"{role}: {content}"})
-    return out
 
 
 @task("teval")
