@@ -144,7 +144,9 @@ def _demo_model_run(out: Path, limit: int) -> None:
                    f"re-running resumes) ...")
         desc = {"name": cfg.name, "base_url": cfg.base_url, "local": True, "temperature": cfg.temperature,
                 "max_tokens": cfg.max_tokens, "seed": cfg.seed, "timeout": cfg.timeout}
-        result = run_eval(out / "slot", ModelClient(cfg), desc, out / "run", limit=limit, mode="prompt",
+        # T-Eval gets one case per category (12): its overall needs both formats of every ability
+        limits = {name: limit for name in ("nl2api", "gta", "toolassess", "acebench_special")} | {"teval": max(limit, 12)}
+        result = run_eval(out / "slot", ModelClient(cfg), desc, out / "run", limit=limits, mode="prompt",
                           concurrency=4, options=TaskOptions(mode="prompt", max_tokens=256))
     finally:
         if not was_running:

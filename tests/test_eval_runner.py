@@ -226,3 +226,9 @@ def test_native_tool_calling_mode_plays_the_gold_chain_with_tool_messages(split:
     assistant = [m for m in last if m["role"] == "assistant"]
     assert assistant and all(m["tool_calls"][0]["id"] for m in assistant)
     assert [m["tool_call_id"] for m in last if m["role"] == "tool"] == [m["tool_calls"][0]["id"] for m in assistant]
+
+
+def test_limits_per_task(split: Path, tmp_path: Path) -> None:
+    planned = plan_tasks(split, tmp_path / "run", ["toolassess", "gta"], TaskOptions(), {"toolassess": 3}, 0)
+    sizes = {p.task.name: len(p.cases) for p in planned}
+    assert sizes["toolassess"] == 3 and sizes["gta"] > 3  # a task not named runs all its cases

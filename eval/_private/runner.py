@@ -342,7 +342,7 @@ class PlannedTask:
 
 
 def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: TaskOptions,
-               limit: int | None, seed: int) -> list[PlannedTask]:
+               limit: int | dict[str, int] | None, seed: int) -> list[PlannedTask]:
     """Which tasks run on which data. A benchsmith split (``samples.jsonl``) runs ``nl2api`` on the
     split itself and the derived benchmarks on cases derived into ``RUN_DIR/data``; a folder written
     by ``benchsmith eval derive`` runs its derived benchmarks; any other folder needs ``--tasks``."""
@@ -372,7 +372,7 @@ def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: Tas
         cls = get_task(name)
         data = sources.get(name, split)
         t = cls(data, options)
-        cases = select_cases(t.load(), limit, seed)
+        cases = select_cases(t.load(), limit.get(name) if isinstance(limit, dict) else limit, seed)
         if not cases:
             raise UserError(f"task {name}: no runnable case in {data}", fix="check the folder or drop the task")
         planned.append(PlannedTask(t, cases, out / name))
@@ -537,11 +537,13 @@ class _Progress:
 
 
 def run_eval(split: str | Path, client: ChatClient, model: dict[str, Any], out: str | Path, *,
-             tasks: Iterable[str] | None = None, mode: str = "prompt", concurrency: int = 4, limit: int | None = None,
+             tasks: Iterable[str] | None = None, mode: str = "prompt", concurrency: int = 4,
+             limit: int | dict[str, int] | None = None,
              seed: int = 0, options: TaskOptions | None = None, progress: bool = True,
              max_consecutive_failures: int | None = None) -> RunResult:
     """Run the tasks of ``split`` with ``client``; see the module docstring. ``model`` is the JSON-able
-    description written to run.json (``name`` is part of every reply key; never put a key in it)."""
+    description written to run.json (``name`` is part of every reply key; never put a key in it).
+    ``limit`` caps the cases per task: one number for all, or ``{task: n}`` (tasks not named: all)."""
     if mode not in ("prompt", "tools"):
         raise UserError(f"unknown mode {mode!r}", fix="use prompt or tools (auto is resolved by the caller)")
     if concurrency < 1:
