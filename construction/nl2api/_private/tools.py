@@ -290,7 +290,8 @@ def filter_data(rt: Any, data_source: Any, **cond: Any) -> Relation:
 @slot_tool(
     "filter_data_any",
     "Keep the rows of the data that satisfy at least one of several conditions (OR).",
-    _obj({"data_source": DATA, "conditions": {"type": "array", "items": CONDITION, "minItems": 1}},
+    _obj({"data_source": DATA, "conditions": {"type": "array", "items": CONDITION, "minItems": 1,
+                                              "description": "Conditions; a row is kept when any of them holds"}},
          ["data_source", "conditions"]),
     column_params=(("conditions", "*", "key_name"), ("conditions", "*", "value_key_name")),
 )
@@ -344,7 +345,8 @@ def limit_data(rt: Any, data_source: Any, n: int, offset: int = 0) -> Relation:
 @slot_tool(
     "retrieve_data",
     "Keep only the given columns of the data (optionally without duplicate rows).",
-    _obj({"data_source": DATA, "key_names": {"type": "array", "items": COLUMN, "minItems": 1},
+    _obj({"data_source": DATA, "key_names": {"type": "array", "items": COLUMN, "minItems": 1,
+                                             "description": "Columns to keep, in this order"},
           "distinct": {"type": "boolean", "description": "Drop duplicate rows (default false)"}},
          ["data_source", "key_names"]),
     column_params=(("key_names", "*"),),
@@ -412,7 +414,7 @@ def aggregate_data(rt: Any, data_source: Any, aggregation: str, key_name: str | 
     "aggregation, named by its output_name.",
     _obj({"data_source": DATA,
           "key_names": {"type": "array", "items": COLUMN, "description": "Columns to group by (may be empty)"},
-          "aggregations": {"type": "array", "minItems": 1, "items": {
+          "aggregations": {"type": "array", "minItems": 1, "description": "Aggregates to compute per group", "items": {
               "type": "object",
               "properties": {"aggregation": {"type": "string", "enum": list(AGGREGATIONS)},
                              "key_name": {**COLUMN, "description": "Column to aggregate; omit with count to count rows"},
@@ -527,7 +529,8 @@ def compute_column(rt: Any, data_source: Any, operator: str, left: Any, right: A
     "Add a column whose value is the result of the first case whose conditions all hold, "
     "or the default when none holds.",
     _obj({"data_source": DATA,
-          "cases": {"type": "array", "minItems": 1, "items": {
+          "cases": {"type": "array", "minItems": 1, "description": "Cases tried in order; the first that holds gives the value",
+                    "items": {
               "type": "object",
               "properties": {"conditions": {"type": "array", "items": CONDITION, "minItems": 1},
                              "result": OPERAND},
