@@ -130,6 +130,14 @@ def demo(
     typer.echo(f"serve the REST split with: benchsmith nl2api serve {out / 'rest'}")
 
 
+def _run_model(cfg: Any) -> dict[str, Any]:
+    """What run.json records of a model configuration (no key; a URL's credentials masked)."""
+    from benchsmith.models import mask_url
+
+    return {"name": cfg.name, "base_url": mask_url(cfg.base_url), "local": cfg.local, "temperature": cfg.temperature,
+            "max_tokens": cfg.max_tokens, "seed": cfg.seed, "timeout": cfg.timeout}
+
+
 def _demo_model_run(out: Path, limit: int) -> None:
     """The local default model on the SLOT split (up to ``limit`` cases per task), scored and reported;
     the model server is stopped afterwards unless it was already running."""
@@ -142,8 +150,7 @@ def _demo_model_run(out: Path, limit: int) -> None:
     try:
         typer.echo(f"evaluating the local model {cfg.name} on {out / 'slot'} (up to {limit} cases per task; "
                    f"re-running resumes) ...")
-        desc = {"name": cfg.name, "base_url": cfg.base_url, "local": True, "temperature": cfg.temperature,
-                "max_tokens": cfg.max_tokens, "seed": cfg.seed, "timeout": cfg.timeout}
+        desc = _run_model(cfg)
         # T-Eval gets one case per category (12): its overall needs both formats of every ability
         limits = {name: limit for name in ("nl2api", "gta", "toolassess", "acebench_special")} | {"teval": max(limit, 12)}
         result = run_eval(out / "slot", ModelClient(cfg), desc, out / "run", limit=limits, mode="prompt",
@@ -261,8 +268,7 @@ def eval_run(
     if cfg.base_url and not cfg.local:
         _check_endpoint(cfg.base_url, min(timeout, 10.0))
     run_mode = ("prompt" if cfg.local else "tools") if mode == "auto" else mode
-    desc = {"name": cfg.name, "base_url": mask_url(cfg.base_url), "local": cfg.local, "temperature": cfg.temperature,
-            "max_tokens": cfg.max_tokens, "seed": cfg.seed, "timeout": cfg.timeout}
+    desc = _run_model(cfg)
     typer.echo(f"model {cfg.name} at {mask_url(cfg.base_url) or 'the OpenAI API'} ({run_mode} mode, concurrency {concurrency})")
     result = run_eval(split, ModelClient(cfg), desc, out, tasks=[t.strip() for t in tasks.split(",") if t.strip()] or None,
                       mode=run_mode, concurrency=concurrency, limit=limit, seed=seed,

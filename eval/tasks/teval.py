@@ -29,7 +29,6 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 VERSION = "teval/origin@v2"
 
 
-
 @task("teval")
 class TEvalTask(SingleCallTask):
     benchmark = "teval"
