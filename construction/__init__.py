@@ -1,1 +1,48 @@
-"""Construction: turn sources (NL2SQL pairs, tool catalogs, models) into benchsmith samples."""
+"""Construction: turn sources (NL2SQL pairs, tool catalogs, models) into benchsmith samples.
+
+Deterministic converters (``benchsmith.construction.nl2api``) and LangGraph agent graphs run by
+:func:`run_graph` (``queries``, ``chains``, ...): each model node builds its messages from the
+state (pure), calls the model of its role, and parses the reply (pure); an unreadable reply
+sends the item to review with the raw text.
+
+>>> from benchsmith.construction import GRAPHS, get_graph
+>>> get_graph("queries").roles
+('generator', 'refiner')
+"""
+
+from ._private.catalog import CatalogEntry, draw_tools, load_catalog
+from ._private.engine import (
+    ACCEPTED,
+    FINAL,
+    GRAPHS,
+    REJECTED,
+    REVIEW,
+    RUNNING,
+    BaseState,
+    BuildContext,
+    ConstructionGraph,
+    ModelStep,
+    ParseError,
+    apply_step,
+    call_model,
+    get_graph,
+    go_on,
+    graph,
+    item_rng,
+    json_object,
+    model_node,
+    nonempty_text,
+    read_json_reply,
+    reject,
+)
+from ._private.envs import ENVIRONMENTS, EnvContext, ToolEnvironment, environment, open_environment
+from ._private.roles import ROLES, ChatModelRole, RoleModels, parse_role_spec, role_models
+from ._private.run import ConstructSummary, run_graph
+
+__all__ = [
+    "ACCEPTED", "ENVIRONMENTS", "FINAL", "GRAPHS", "REJECTED", "REVIEW", "ROLES", "RUNNING", "BaseState",
+    "BuildContext", "CatalogEntry", "ChatModelRole", "ConstructSummary", "ConstructionGraph", "EnvContext",
+    "ModelStep", "ParseError", "RoleModels", "ToolEnvironment", "apply_step", "call_model", "draw_tools",
+    "environment", "get_graph", "go_on", "graph", "item_rng", "json_object", "load_catalog", "model_node",
+    "nonempty_text", "open_environment", "parse_role_spec", "read_json_reply", "reject", "role_models", "run_graph",
+]

@@ -1,0 +1,242 @@
+"""The graph engine: model steps (build messages, pure -> model call -> parse reply, pure), the
+state every graph shares, and the registry of construction graphs.
+
+A graph's state is a plain JSON-able dict (it is checkpointed after every node). Every graph
+keeps its own ``status``: ``running`` while it works, then ``accepted``, ``rejected`` (with
+``reasons``) or ``review`` (a reply that could not be parsed; the raw reply is kept in ``raw``).
+"""
+
+from __future__ import annotations
+
+import operator
+import random
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Callable, ClassVar, TypedDict
+
+from benchsmith.schemas import UserError
+
+RUNNING, ACCEPTED, REJECTED, REVIEW = "running", "accepted", "rejected", "review"
+FINAL = (ACCEPTED, REJECTED, REVIEW)
+
+
+def _merge(a: dict | None, b: dict | None) -> dict:
+    return {**(a or {}), **(b or {})}
+
+
+class BaseState(TypedDict, total=False):
+    """Keys every graph state has; graphs add their own."""
+
+    item_id: str
+    item: dict[str, Any]
+    seed: int
+    status: str
+    reasons: Annotated[list[dict[str, Any]], operator.add]
+    calls: Annotated[list[dict[str, Any]], operator.add]
+    raw: Annotated[dict[str, str], _merge]
+    outputs: list[dict[str, Any]]
+
+
+class ParseError(Exception):
+    """A reply that cannot be read: the sample goes to review with the raw reply and this reason."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+@dataclass
+class BuildContext:
+    """What nodes may use besides the state (never checkpointed): role models, tool environments,
+    graph options."""
+
+    models: Any
+    options: dict[str, Any] = field(default_factory=dict)
+    env_context: Any = None
+    resources: dict[str, Any] = field(default_factory=dict)
+
+
+def reason(where: str, code: str, text: str) -> dict[str, Any]:
+    return {"where": where, "code": code, "reason": text[:500]}
+
+
+def reject(where: str, code: str, text: str) -> dict[str, Any]:
+    """A state update that rejects the item."""
+    return {"status": REJECTED, "reasons": [reason(where, code, text)]}
+
+
+def item_rng(state: dict[str, Any], salt: str = "") -> random.Random:
+    """A deterministic RNG for this item (seed, item id and a salt)."""
+    return random.Random(f"{state.get('seed', 0)}:{state.get('item_id', '')}:{salt}")
+
+
+@dataclass(frozen=True)
+class ModelStep:
+    """One model call of a graph: ``variables(state)`` (pure) fill prompt template ``prompt``;
+    the model of ``role`` answers, constrained by ``schema(state)`` when given; ``parse(state,
+    text)`` (pure) turns the reply into a state update or raises :class:`ParseError`."""
+
+    name: str
+    role: str
+    prompt: str
+    variables: Callable[[dict[str, Any]], dict[str, Any]]
+    parse: Callable[[dict[str, Any], str], dict[str, Any]]
+    schema: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
+    max_tokens: int = 256
+
+    def messages(self, state: dict[str, Any]) -> list[dict[str, str]]:
+        from benchsmith.prompts import get_prompt
+
+        return get_prompt(self.prompt).render(**self.variables(state))
+
+    def prompt_version(self) -> str:
+        from benchsmith.prompts import get_prompt
+
+        return get_prompt(self.prompt).version
+
+
+def call_model(step: ModelStep, state: dict[str, Any], ctx: BuildContext,
+               model: Any = None) -> tuple[str, dict[str, Any]]:
+    """Run the model call of ``step``: (reply text, call record). Transport errors propagate."""
+    messages = step.messages(state)
+    schema = step.schema(state) if step.schema else None
+    if schema is not None:
+        from benchsmith.eval.tasks._common import bounded_strings, closed_schema
+
+        schema = bounded_strings(closed_schema(schema))
+    model = model or ctx.models.for_role(step.role)
+    reply = model.complete(messages, json_schema=schema, max_tokens=step.max_tokens)
+    record = {"node": step.name, "role": step.role, "model": model.name, "prompt": step.prompt_version(),
+              "latency_s": round(getattr(reply, "latency_s", 0.0), 4), "tokens": dict(getattr(reply, "usage", {}) or {}),
+              "finish": getattr(reply, "finish_reason", None)}
+    return reply.text or "", record
+
+
+def apply_step(step: ModelStep, state: dict[str, Any], ctx: BuildContext) -> dict[str, Any]:
+    """``call_model`` then ``parse``; a parse failure routes the item to review with the raw reply."""
+    text, record = call_model(step, state, ctx)
+    try:
+        update = step.parse(state, text)
+    except ParseError as exc:
+        record["parsed"] = False
+        return {"calls": [record], "status": REVIEW, "raw": {step.name: text},
+                "reasons": [reason(step.name, exc.code, exc.reason)]}
+    record["parsed"] = True
+    update = dict(update)
+    update["calls"] = [record, *update.get("calls", [])]
+    return update
+
+
+def model_node(step: ModelStep) -> Callable[..., dict[str, Any]]:
+    """A LangGraph node running ``step`` (the runtime context is a :class:`BuildContext`)."""
+
+    def node(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
+        return apply_step(step, state, runtime.context)
+
+    node.__name__ = step.name
+    return node
+
+
+def go_on(next_node: str) -> Callable[[dict[str, Any]], str]:
+    """A router: ``next_node`` while the item is running, else the end."""
+    from langgraph.graph import END
+
+    def route(state: dict[str, Any]) -> str:
+        return next_node if state.get("status") == RUNNING else END
+
+    return route
+
+
+def read_json_reply(text: str) -> Any:
+    """The JSON value in a reply (code fences and text around one object/array tolerated)."""
+    import json
+
+    t = (text or "").strip()
+    if t.startswith("```"):
+        t = t.strip("`")
+        t = t[t.find("\n") + 1:] if "\n" in t else t
+    try:
+        return json.loads(t)
+    except ValueError:
+        pass
+    for opener, closer in (("{", "}"), ("[", "]")):
+        start, end = t.find(opener), t.rfind(closer)
+        if 0 <= start < end:
+            try:
+                return json.loads(t[start:end + 1])
+            except ValueError:
+                continue
+    raise ParseError("not_json", f"the reply is not JSON: {t[:120]!r}")
+
+
+def json_object(text: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A JSON object reply with ``required`` keys, else :class:`ParseError`."""
+    value = read_json_reply(text)
+    if not isinstance(value, dict):
+        raise ParseError("bad_shape", f"expected a JSON object, got {type(value).__name__}")
+    missing = [k for k in required if k not in value]
+    if missing:
+        raise ParseError("missing_field", f"the reply has no {', '.join(missing)}")
+    return value
+
+
+def nonempty_text(value: Any, field_name: str, *, min_len: int = 1) -> str:
+    if not isinstance(value, str) or len(value.strip()) < min_len:
+        raise ParseError("empty_field", f"{field_name} is empty or not text")
+    return value.strip()
+
+
+# -- graph registry ---------------------------------------------------------------------------
+class ConstructionGraph:
+    """A registered construction graph. Subclasses set ``name``, ``version``, ``roles`` and implement
+    ``read_items`` (input -> (item id, item) pairs), ``initial`` (item -> initial state), ``build``
+    (an uncompiled StateGraph) and ``outputs`` (a finished accepted state -> sample dicts)."""
+
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = "v1"
+    description: ClassVar[str] = ""
+    roles: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        self.options = dict(options or {})
+
+    def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
+        raise NotImplementedError
+
+    def initial(self, item_id: str, item: dict[str, Any], seed: int) -> dict[str, Any]:
+        return {"item_id": item_id, "item": item, "seed": seed, "status": RUNNING, "reasons": [], "calls": [],
+                "raw": {}, "outputs": []}
+
+    def build(self) -> Any:
+        raise NotImplementedError
+
+    def outputs(self, state: dict[str, Any]) -> list[dict[str, Any]]:
+        return list(state.get("outputs") or [])
+
+    def resources(self, ctx: BuildContext) -> dict[str, Any]:
+        """Heavy shared objects for the nodes (databases, embedders), made once per run."""
+        return {}
+
+
+GRAPHS: dict[str, type[ConstructionGraph]] = {}
+
+
+def graph(name: str) -> Callable[[type[ConstructionGraph]], type[ConstructionGraph]]:
+    """Register a :class:`ConstructionGraph` subclass under ``name``."""
+
+    def deco(cls: type[ConstructionGraph]) -> type[ConstructionGraph]:
+        if name in GRAPHS:
+            raise ValueError(f"graph {name} registered twice")
+        cls.name = name
+        GRAPHS[name] = cls
+        return cls
+
+    return deco
+
+
+def get_graph(name: str) -> type[ConstructionGraph]:
+    from benchsmith.construction import graphs as _graphs  # noqa: F401 - registration
+
+    if name not in GRAPHS:
+        raise UserError(f"unknown construction graph {name!r}", fix=f"choose from {', '.join(sorted(GRAPHS))}")
+    return GRAPHS[name]

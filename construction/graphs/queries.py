@@ -1,0 +1,124 @@
+"""Query generation: draw tools from a catalog, shuffle their docs, let the generator write a
+request (few-shot), let the refiner rewrite it, then check it (pure): the query must not name a
+tool, must not copy an example, and must have a sane length.
+
+Items: ``n`` draws from the catalog (``options["n"]``, default 10; ``k`` tools per draw,
+``strategy`` random or related), deterministic in the seed.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from benchsmith.construction._private.catalog import draw_tools, load_catalog
+from benchsmith.construction._private.engine import (
+    ACCEPTED,
+    BaseState,
+    ConstructionGraph,
+    ModelStep,
+    ParseError,
+    go_on,
+    graph,
+    item_rng,
+    json_object,
+    model_node,
+    nonempty_text,
+    reject,
+)
+
+from ._tools import names_tool, setup_text, tool_view
+
+QUERY = {"type": "string", "minLength": 12, "maxLength": 300}
+
+
+def _gen_vars(state: dict[str, Any]) -> dict[str, Any]:
+    item = state["item"]
+    columns, tools = tool_view(item["tools"], item_rng(state, "shuffle"))
+    return {"tools": tools, "columns": columns, "setup_note": setup_text(item.get("setup") or []),
+            "examples": item.get("examples") or []}
+
+
+def _parse_draft(state: dict[str, Any], text: str) -> dict[str, Any]:
+    value = json_object(text, ("query",))
+    return {"draft": nonempty_text(value["query"], "query", min_len=5)}
+
+
+def _refine_vars(state: dict[str, Any]) -> dict[str, Any]:
+    _, tools = tool_view(state["item"]["tools"])
+    return {"tools": tools, "setup_note": setup_text(state["item"].get("setup") or []), "draft": state["draft"]}
+
+
+def _parse_refined(state: dict[str, Any], text: str) -> dict[str, Any]:
+    value = json_object(text, ("query",))
+    solvable = value.get("solvable", True)
+    if not isinstance(solvable, bool):
+        raise ParseError("bad_field", "solvable must be true or false")
+    return {"query": nonempty_text(value["query"], "query", min_len=5), "solvable": solvable}
+
+
+class QueryState(BaseState, total=False):
+    draft: str
+    query: str
+    solvable: bool
+
+
+GENERATE = ModelStep("generate", "generator", "construction/query_generate", _gen_vars, _parse_draft,
+                     schema=lambda s: {"type": "object", "properties": {"query": QUERY}, "required": ["query"]},
+                     max_tokens=160)
+REFINE = ModelStep("refine", "refiner", "construction/query_refine", _refine_vars, _parse_refined,
+                   schema=lambda s: {"type": "object", "properties": {"solvable": {"type": "boolean"}, "query": QUERY},
+                                     "required": ["solvable", "query"]},
+                   max_tokens=160)
+
+
+def finalize(state: dict[str, Any]) -> dict[str, Any]:
+    """Pure checks on the refined query, then the sample."""
+    item, query = state["item"], state["query"]
+    if not state.get("solvable", True):
+        return reject("finalize", "unsolvable", "the refiner judged the request impossible with these tools")
+    named = names_tool(query, item["tools"])
+    if named:
+        return reject("finalize", "names_tool", f"the query names the tool {named!r}")
+    if not 12 <= len(query) <= 400:
+        return reject("finalize", "bad_length", f"the query has {len(query)} characters (12-400 allowed)")
+    if query.strip().lower() in {e.strip().lower() for e in item.get("examples") or []}:
+        return reject("finalize", "copied_example", "the query repeats an example verbatim")
+    metadata = {"draft": state["draft"], "catalog_entry": item["entry"],
+                "tool_sample": [t["name"] for t in item["tools"]]}
+    if item.get("environment"):
+        metadata["environment"] = item["environment"]
+    sample = {"query": query, "tools": item["tools"], "setup": item.get("setup") or [], "categories": ["generated_query"],
+              "metadata": metadata}
+    return {"status": ACCEPTED, "outputs": [sample]}
+
+
+@graph("queries")
+class QueriesGraph(ConstructionGraph):
+    description = "tools drawn from a catalog -> generator writes a query -> refiner rewrites it -> pure checks"
+    roles = ("generator", "refiner")
+    steps = (GENERATE, REFINE)
+
+    def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
+        catalog = load_catalog(source)
+        n, k = int(self.options.get("n", 10)), int(self.options.get("k", 2))
+        rng = random.Random(f"queries:{self.options.get('draw_seed', 0)}")
+        items = []
+        for i in range(n):
+            entry = draw_tools(catalog, k, rng, self.options.get("strategy", "random"))
+            items.append((f"q{i + 1:05d}", {"entry": entry.id, "tools": entry.tools, "setup": entry.setup,
+                                            "environment": entry.environment, "examples": entry.examples}))
+        return items
+
+    def build(self) -> Any:
+        from langgraph.graph import END, START, StateGraph
+
+        g = StateGraph(QueryState)
+        g.add_node("generate", model_node(GENERATE))
+        g.add_node("refine", model_node(REFINE))
+        g.add_node("finalize", finalize)
+        g.add_edge(START, "generate")
+        g.add_conditional_edges("generate", go_on("refine"), ["refine", END])
+        g.add_conditional_edges("refine", go_on("finalize"), ["finalize", END])
+        g.add_edge("finalize", END)
+        return g
