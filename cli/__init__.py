@@ -358,6 +358,10 @@ from ._model import model_app  # noqa: E402
 from ._report import register as _register_report  # noqa: E402
 
 app.add_typer(model_app, name="model")
+
+from ._construct import construct_app  # noqa: E402 - needs user_errors defined above
+
+app.add_typer(construct_app, name="construct")
 _register_report(app)
 
 

@@ -185,6 +185,14 @@ def run_graph(graph: str | ConstructionGraph, source: Any, out: str | Path, *, m
     return summary
 
 
+_BASE_KEYS = frozenset({"item_id", "item", "seed", "status", "reasons", "calls", "raw", "outputs"})
+
+
+def _candidate(state: dict[str, Any]) -> dict[str, Any]:
+    """What the graph had made of the item when it stopped (everything but the bookkeeping)."""
+    return {k: v for k, v in state.items() if k not in _BASE_KEYS}
+
+
 def _write_outputs(spec: ConstructionGraph, app: Any, items: list[tuple[str, dict[str, Any]]], out: Path,
                    source: str, summary: ConstructSummary, config: Callable[[str], dict[str, Any]]) -> None:
     samples, pool, review = [], [], []
@@ -224,12 +232,12 @@ def _write_outputs(spec: ConstructionGraph, app: Any, items: list[tuple[str, dic
             first = reasons[0] if reasons else {"where": "?", "code": "unknown", "reason": ""}
             rejected_by[f"{first['where']}:{first['code']}"] += 1
             pool.append({"item_id": item_id, "item": item, "rejected_by": first, "reasons": reasons,
-                         "candidate": state.get("candidate"), "calls": len(state.get("calls") or [])})
+                         "candidate": _candidate(state), "calls": len(state.get("calls") or [])})
         elif status == REVIEW:
             summary.review += 1
             rejected_by[f"review:{reasons[0]['code'] if reasons else 'unreadable'}"] += 1
             review.append({"item_id": item_id, "item": item, "reasons": reasons, "raw": state.get("raw") or {},
-                           "candidate": state.get("candidate")})
+                           "candidate": _candidate(state)})
         elif status in (None, RUNNING):
             summary.unfinished += 1
     write_jsonl(out / "samples.jsonl", samples)

@@ -36,3 +36,52 @@ def names_tool(text: str, tools: list[dict[str, Any]]) -> str | None:
         if len(name) > 3 and re.search(rf"(?<![a-z0-9_]){re.escape(name.lower())}(?![a-z0-9_])", low):
             return name
     return None
+
+
+STOPWORDS = frozenset("""
+about above after again against also among another anything around back because been before being below between
+both could does doing done down during each either else ever every from further give have having here into just
+know like list look make many more most much must need only other over please same show should since some such
+tell than that their them then there these they thing this those through under until upon very want were what
+when where which while with within without would your yours will shall week weekend today tomorrow
+""".split())
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-case words of four letters or more, stop words removed, a plural ``s`` stripped."""
+    words = set()
+    for w in re.findall(r"[a-zA-Z]{4,}", text.lower()):
+        if w in STOPWORDS:
+            continue
+        words.add(w[:-1] if w.endswith("s") and not w.endswith("ss") else w)
+    return words
+
+
+def tool_vocabulary(tools: list[dict[str, Any]], extra: list[str] = ()) -> set[str]:
+    """Every content word of the tools' names, descriptions and parameter docs (and ``extra`` texts)."""
+    import json
+
+    parts = [json.dumps(t, ensure_ascii=False) for t in tools] + list(extra)
+    return content_words(" ".join(p.replace("_", " ").replace(".", " ") for p in parts))
+
+
+def fewshot_texts(messages: list[dict[str, str]]) -> set[str]:
+    """The string values of the few-shot assistant replies in a prompt (normalised), so a reply
+    that only copies an example can be caught."""
+    import json
+
+    out = set()
+    for m in messages:
+        if m["role"] != "assistant":
+            continue
+        try:
+            value = json.loads(m["content"])
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            out |= {normal(v) for v in value.values() if isinstance(v, str) and v.strip()}
+    return out
+
+
+def normal(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))

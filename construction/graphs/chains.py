@@ -32,8 +32,8 @@ from ._tools import setup_text, tool_view
 
 VERDICTS = ("success", "internal_error", "input_error", "irrelevant_response", "unable_to_accomplish")
 DECISIONS = ("continue", "retry", "finish")
-INPUT_CODES = {"bad_arguments", "unknown_argument", "missing_argument", "bad_reference", "unknown_tool",
-               "tool_input_error", "unknown_column", "bad_value"}
+# an environment raises ToolError for what the caller got wrong; only these codes are the tool's own fault
+INTERNAL_CODES = {"timeout", "internal_error", "query_timeout"}
 MAX_TEXT = 1200
 
 
@@ -211,7 +211,7 @@ def _parse_review(state: dict[str, Any], text: str) -> dict[str, Any]:
     pending = dict(state["pending"])
     overrides = list(state.get("overrides") or [])
     if pending.get("error") and verdict == "success":  # a failed call is never a success
-        verdict = "input_error" if pending["error"]["code"] in INPUT_CODES else "internal_error"
+        verdict = "internal_error" if pending["error"]["code"] in INTERNAL_CODES else "input_error"
         overrides.append(f"{pending['call']['label']}: reviewer said success on an error; set {verdict}")
     pending["verdict"] = verdict
     steps, attempts = list(state.get("steps") or []), list(state.get("attempts") or [])
@@ -314,8 +314,12 @@ class ChainsGraph(ConstructionGraph):
     def initial(self, item_id: str, item: dict[str, Any], seed: int) -> dict[str, Any]:
         state = super().initial(item_id, item, seed)
         candidate = dict(item)
-        if self.options.get("environment") and not candidate.get("metadata", {}).get("environment"):
-            candidate["metadata"] = {**candidate.get("metadata", {}), "environment": self.options["environment"]}
+        env = candidate.get("metadata", {}).get("environment") or self.options.get("environment")
+        if env is None and "nl2api" in (candidate.get("categories") or []):  # an NL2API split's own samples
+            style = next((c for c in ("slot", "sel", "rest") if c in candidate["categories"]), "slot")
+            env = {"kind": "nl2api", "style": style, "setup": candidate.get("setup") or []}
+        if env is not None:
+            candidate["metadata"] = {**candidate.get("metadata", {}), "environment": env}
         state.update({"candidate": candidate, "steps": [], "attempts": [], "pending": {},
                       "budget": int(self.options.get("step_budget", 6)),
                       "retries_left": int(self.options.get("max_retries", 2)), "overrides": []})

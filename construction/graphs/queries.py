@@ -9,6 +9,7 @@ Items: ``n`` draws from the catalog (``options["n"]``, default 10; ``k`` tools p
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from benchsmith.construction._private.catalog import draw_tools, load_catalog
@@ -27,7 +28,7 @@ from benchsmith.construction._private.engine import (
     reject,
 )
 
-from ._tools import names_tool, setup_text, tool_view
+from ._tools import content_words, fewshot_texts, names_tool, normal, setup_text, tool_vocabulary, tool_view
 
 QUERY = {"type": "string", "minLength": 12, "maxLength": 300}
 
@@ -77,13 +78,22 @@ def finalize(state: dict[str, Any]) -> dict[str, Any]:
     item, query = state["item"], state["query"]
     if not state.get("solvable", True):
         return reject("finalize", "unsolvable", "the refiner judged the request impossible with these tools")
+    if re.search(r"[\x00-\x1f\x7f]", query):
+        return reject("finalize", "control_characters", "the query contains control characters")
     named = names_tool(query, item["tools"])
     if named:
         return reject("finalize", "names_tool", f"the query names the tool {named!r}")
     if not 12 <= len(query) <= 400:
         return reject("finalize", "bad_length", f"the query has {len(query)} characters (12-400 allowed)")
-    if query.strip().lower() in {e.strip().lower() for e in item.get("examples") or []}:
-        return reject("finalize", "copied_example", "the query repeats an example verbatim")
+    if normal(query) in {normal(e) for e in item.get("examples") or []}:
+        return reject("finalize", "copied_example", "the query repeats an example of the catalog verbatim")
+    fixed = fewshot_texts(GENERATE.messages(state)) | fewshot_texts(REFINE.messages(state))
+    if normal(query) in fixed - {normal(e) for e in item.get("examples") or []}:
+        return reject("finalize", "copied_fewshot", "the query copies a few-shot example of the prompt")
+    vocabulary = tool_vocabulary(item["tools"], [*(item.get("examples") or []), setup_text(item.get("setup") or [])])
+    if not content_words(query) & vocabulary:
+        return reject("finalize", "off_topic", "the query shares no content word with the tools, their columns or "
+                                               "the examples: it cannot be about them")
     metadata = {"draft": state["draft"], "catalog_entry": item["entry"],
                 "tool_sample": [t["name"] for t in item["tools"]]}
     if item.get("environment"):

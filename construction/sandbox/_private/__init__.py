@@ -1,0 +1,2 @@
+"""Internals of :mod:`benchsmith.construction.sandbox`: the tool machinery, the engine, one module
+per domain, scenarios and metrics."""

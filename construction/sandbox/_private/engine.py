@@ -1,0 +1,201 @@
+"""The sandbox engine: domains registered by name, composed into one :class:`Sandbox` from an
+initial config, with every call checked, run transactionally and logged.
+
+A domain is a class with a typed ``State`` model and ``@tool`` methods. Tools read and change
+``self.state`` and raise ``ToolError`` (with a ``code``) when a precondition fails; the engine then
+restores the domain's state, so a failed call never leaves half a change behind. Before a tool
+runs, every other domain of the sandbox may veto it through :meth:`Domain.guard` (the device
+domain blocks network tools while the Wi-Fi is off). Nothing reads the wall clock or draws random
+numbers: times and ids come from the state.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any, Callable, ClassVar, TypeVar
+
+from pydantic import Field, ValidationError
+
+from benchsmith.construction.nl2api._private.relation import ToolError
+from benchsmith.schemas import StrictModel, Tool, UnresolvedReference, UserError, resolve_references
+
+from .tooling import ToolSpec, build_spec, is_tool
+
+D = TypeVar("D", bound=type)
+DOMAINS: dict[str, type[Domain]] = {}
+
+
+class Domain:
+    """Base of a sandbox domain. Subclasses set ``State`` (a strict pydantic model) and mark tools
+    with ``@tool``; ``@domain(name)`` registers them and builds their tool schemas."""
+
+    name: ClassVar[str] = ""
+    State: ClassVar[type[StrictModel]]
+    needs_network: ClassVar[bool] = False
+    specs: ClassVar[dict[str, ToolSpec]] = {}
+
+    def __init__(self, state: StrictModel, sandbox: Sandbox) -> None:
+        self.state = state
+        self.sandbox = sandbox
+
+    def guard(self, caller: Domain, tool_name: str) -> None:
+        """Raise ``ToolError`` to stop ``caller``'s tool from running (default: allow)."""
+
+
+def domain(name: str) -> Callable[[D], D]:
+    """Register a :class:`Domain` subclass under ``name`` (its config key and tool ``domain``)."""
+
+    def deco(cls: D) -> D:
+        if name in DOMAINS:
+            raise ValueError(f"sandbox domain {name} registered twice")
+        if not (isinstance(cls, type) and issubclass(cls, Domain)):
+            raise TypeError(f"@domain({name!r}) needs a Domain subclass")
+        state = getattr(cls, "State", None)
+        if not (isinstance(state, type) and issubclass(state, StrictModel)):
+            raise TypeError(f"sandbox domain {name}: State must be a StrictModel subclass")
+        specs = {}
+        for attr in dir(cls):
+            member = getattr(cls, attr)
+            if is_tool(member):
+                specs[attr] = build_spec(name, member)
+        if not specs:
+            raise TypeError(f"sandbox domain {name} has no @tool methods")
+        cls.name = name
+        cls.specs = specs
+        DOMAINS[name] = cls
+        return cls
+
+    return deco
+
+
+class CallRecord(StrictModel):
+    """One call made on a sandbox: what was asked, and what came back or why it failed."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    label: str | None = None
+    domain: str | None = None
+    ok: bool
+    observation: Any = None
+    error_code: str | None = None
+    error: str | None = None
+
+
+class Sandbox:
+    """Domains composed from ``config`` (``{domain name: initial state}``); a tool environment.
+
+    ``call`` runs one tool and returns its JSON-able observation or raises ``ToolError``;
+    arguments may refer to earlier labelled outputs (``"$order.order_id$"``).
+    """
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        _load_domains()
+        if not isinstance(config, Mapping) or not config:
+            raise UserError("a sandbox config must be a non-empty JSON object {domain: state}",
+                            fix=f"use domains from {', '.join(sorted(DOMAINS))}")
+        self.domains: dict[str, Domain] = {}
+        owner: dict[str, str] = {}
+        for name, raw in config.items():
+            cls = DOMAINS.get(name)
+            if cls is None:
+                raise UserError(f"unknown sandbox domain {name!r}", fix=f"use one of {', '.join(sorted(DOMAINS))}")
+            self.domains[name] = cls(_load_state(cls, raw), self)
+            for tool_name in cls.specs:
+                if tool_name in owner:
+                    raise UserError(f"sandbox domains {owner[tool_name]} and {name} both define tool {tool_name}",
+                                    fix="configure only one of them")
+                owner[tool_name] = name
+        self._owner = owner
+        self.log: list[CallRecord] = []
+        self.outputs: dict[str, Any] = {}
+
+    def tools(self) -> list[Tool]:
+        """The tools of every configured domain, in config order then by name."""
+        return [d.specs[n].schema for d in self.domains.values() for n in sorted(d.specs)]
+
+    def state(self) -> dict[str, Any]:
+        """A JSON-able snapshot of every domain's state."""
+        return {name: d.state.model_dump(mode="json") for name, d in self.domains.items()}
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None, label: str | None = None) -> Any:
+        """Run tool ``name``; returns its observation or raises ``ToolError`` (state unchanged)."""
+        arguments = {} if arguments is None else arguments
+        owner = self._owner.get(name) if isinstance(name, str) else None
+        record = CallRecord(name=str(name), arguments=_safe_arguments(arguments), label=label, domain=owner, ok=False)
+        try:
+            observation = self._run(name, arguments, record)
+        except ToolError as exc:
+            record.error_code, record.error = exc.code, str(exc)
+            self.log.append(record)
+            raise
+        record.ok, record.observation = True, observation
+        self.log.append(record)
+        if label:
+            self.outputs[label] = observation
+        return copy.deepcopy(observation)  # the caller may change it; the log keeps its own
+
+    def _run(self, name: str, arguments: Any, record: CallRecord) -> Any:
+        owner = self._owner.get(name) if isinstance(name, str) else None
+        if owner is None:
+            raise ToolError(f"no tool named {name!r}; tools: {', '.join(sorted(self._owner))}", code="unknown_tool")
+        try:
+            arguments = resolve_references(arguments, self.outputs)
+        except UnresolvedReference as exc:
+            raise ToolError(f"{name}: {exc.reason}", code="unresolved_reference") from None
+        dom = self.domains[owner]
+        spec = dom.specs[name]
+        record.arguments = _safe_arguments(arguments)
+        if "_unreadable" in record.arguments:
+            raise ToolError(f"{name}: arguments must be JSON values", code="bad_arguments")
+        kwargs = spec.bind(arguments)
+        for other in self.domains.values():
+            if other is not dom:
+                other.guard(dom, name)
+        backup = dom.state.model_copy(deep=True)
+        try:
+            result = getattr(dom, spec.method)(**kwargs)
+            return _jsonable(result)
+        except BaseException:
+            dom.state = backup
+            raise
+
+
+def _load_state(cls: type[Domain], raw: Any) -> StrictModel:
+    if not isinstance(raw, Mapping):
+        raise UserError(f"sandbox config of domain {cls.name} must be a JSON object, got {type(raw).__name__}",
+                        fix=f"give the initial state of {cls.name} as an object")
+    try:
+        return cls.State.model_validate(dict(raw))
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(state)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise UserError(f"sandbox config {cls.name}.{where}: {err['msg']}{more}",
+                        fix=f"correct field {where!r} of domain {cls.name}") from None
+
+
+def _jsonable(value: Any) -> Any:
+    """A detached JSON copy of ``value`` (pydantic models dumped)."""
+    def default(obj: Any) -> Any:
+        if isinstance(obj, StrictModel):
+            return obj.model_dump(mode="json")
+        raise TypeError(f"sandbox observation holds a {type(obj).__name__}")
+
+    return json.loads(json.dumps(value, default=default))
+
+
+def _safe_arguments(arguments: Any) -> dict[str, Any]:
+    """The arguments as logged: a JSON copy, or their text when they are not JSON."""
+    if not isinstance(arguments, dict):
+        return {}
+    try:
+        return _jsonable(arguments)
+    except (TypeError, ValueError):
+        return {"_unreadable": repr(arguments)[:200]}
+
+
+def _load_domains() -> None:
+    """Import the built-in domains (they register themselves)."""
+    from . import device, food, messaging, reminders  # noqa: F401
