@@ -231,9 +231,40 @@ def test_kill_9_during_construct_chains_then_rerun_yields_every_item_once(split:
     ids = Counter([s.provenance.source_id for s in made] + [r["item_id"] for r in _lines(out / "error_pool.jsonl")]
                   + [r["item_id"] for r in _lines(out / "review.jsonl")])
     assert set(ids) == {s.id for s in items} and set(ids.values()) == {1}, "every item exactly once"
-    assert len(made) == len(items)  # this script always succeeds: nothing lost, nothing doubled
+    # the scripted chain only counts rows: questions that state a value the count never uses are rejected
+    pool = _lines(out / "error_pool.jsonl")
+    assert len(made) + len(pool) == len(items) and made and pool
+    assert {r["rejected_by"]["code"] for r in pool} == {"query_value_unused"}
     # 4 calls per item; only nodes in flight at the kill (at most 2, concurrency 2) may repeat
     assert 4 * len(items) <= asked <= 4 * len(items) + 2
     summary = json.loads((out / "summary.json").read_text())
     assert summary["unfinished"] == 0 and summary["skipped_done"] + summary["resumed"] >= 1
     assert "samples accepted" in done.stdout
+
+
+def test_k_voters_each_vote_once_and_an_unreadable_vote_abstains(split: Path, tmp_path: Path) -> None:
+    def voter(reply: str, name: str) -> ChatModelRole:
+        return ChatModelRole(ScriptedChat(script=lambda msgs: reply), name=name)
+
+    voters = [voter('{"vote": "accept", "reason": "fine"}', "v1"), voter('{"vote": "reject", "reason": "vague"}', "v2"),
+              voter("I think it is good", "v3")]
+    m = RoleModels(default=models().default, voters=voters)
+    s = run_graph("vote", split / "samples.jsonl", tmp_path / "v", models=m, limit=2)
+    assert s.samples == 2 and s.calls_by_node == {"vote": 6}
+    voted = read_jsonl(tmp_path / "v" / "samples.jsonl", Sample)
+    originals = {x.id: x for x in read_jsonl(split / "samples.jsonl", Sample)}
+    for x in voted:
+        assert [v["vote"] for v in x.metadata["votes"]] == ["accept", "reject", "abstain"]
+        assert x.metadata["votes"][2]["raw"] == "I think it is good"
+        assert x.provenance == originals[x.id].provenance and x.gold == originals[x.id].gold  # only votes added
+
+
+def test_a_chain_that_ignores_a_value_of_the_request_is_rejected(split: Path, tmp_path: Path) -> None:
+    base = read_jsonl(split / "samples.jsonl", Sample)[0]
+    asked = base.model_copy(update={"query": "How many rows mention the album Let There Be Rock by AC/DC?", "gold": [],
+                                    "id": None})
+    (tmp_path / "in.jsonl").write_text(asked.model_dump_json() + "\n")
+    s = run_graph("chains", tmp_path / "in.jsonl", tmp_path / "c", models=models(), env_context=EnvContext(split=split))
+    assert s.rejected_by == {"finalize:query_value_unused": 1}
+    reason = _lines(tmp_path / "c" / "error_pool.jsonl")[0]["rejected_by"]["reason"]
+    assert "'Let There Be Rock'" in reason and "'AC/DC'" in reason

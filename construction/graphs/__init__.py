@@ -1,3 +1,3 @@
 """The built-in construction graphs (each registers itself by name)."""
 
-from . import chains, queries  # noqa: F401
+from . import chains, queries, vote  # noqa: F401

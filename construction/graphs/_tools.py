@@ -85,3 +85,23 @@ def fewshot_texts(messages: list[dict[str, str]]) -> set[str]:
 
 def normal(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def query_values(query: str) -> list[str]:
+    """Values a request states that its calls must use: numbers and capitalised names that do not
+    start a sentence (``"Iron Maiden"``, ``"250"``), in order of appearance.
+
+    >>> query_values("How many Iron Maiden songs cost more than 0.99? I wonder.")
+    ['Iron Maiden', '0.99']
+    """
+    out: list[str] = []
+    for m in re.finditer(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])|(?:[A-Z][\w'&/-]*)(?:\s+[A-Z][\w'&/-]*)*", query):
+        text = m.group(0)
+        before = query[:m.start()].rstrip()
+        if text[0].isupper() and (not before or before[-1] in ".?!:" or text in ("I", "I'm")):
+            words = text.split()
+            if len(words) == 1:
+                continue
+            text = " ".join(words[1:])  # a sentence's first word is capitalised anyway
+        out.append(text)
+    return out

@@ -28,7 +28,7 @@ from benchsmith.construction._private.engine import (
 )
 from benchsmith.schemas import Sample, UserError
 
-from ._tools import setup_text, tool_view
+from ._tools import query_values, setup_text, tool_view
 
 VERDICTS = ("success", "internal_error", "input_error", "irrelevant_response", "unable_to_accomplish")
 DECISIONS = ("continue", "retry", "finish")
@@ -267,6 +267,11 @@ def finalize(state: dict[str, Any]) -> dict[str, Any]:
     cand, steps = state["candidate"], state.get("steps") or []
     if not steps:
         return reject("finalize", "no_successful_step", "the chain ended without a step judged successful")
+    used = json.dumps([s["call"]["arguments"] for s in steps] + [cand.get("setup") or []], ensure_ascii=False).lower()
+    unused = [v for v in query_values(cand["query"]) if v.lower() not in used]
+    if unused:
+        return reject("finalize", "query_value_unused",
+                      f"the request states {', '.join(repr(v) for v in unused)} but no call uses it")
     gold = [{"thought": s.get("thought") or None, "call": s["call"], "observation": s.get("observation"),
              "verdict": s["verdict"]} for s in steps]
     last = steps[-1]
