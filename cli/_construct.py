@@ -57,7 +57,7 @@ def _models(model: str, base_url: Optional[str], roles: list[str], timeout: floa
 def print_summary(s: Any) -> None:
     from rich.console import Console
 
-    console = Console()
+    console = Console(soft_wrap=True)
     rejected = ", ".join(f"{k}={v}" for k, v in s.rejected_by.items()) or "none"
     per = f"{s.calls_per_accepted:.2f}" if s.calls_per_accepted is not None else "n/a (nothing accepted)"
     console.print(f"[bold]{s.graph}[/] {s.out}: {s.items} items, {s.samples} samples accepted, {s.rejected} rejected, "
@@ -108,3 +108,99 @@ _graph_command("queries", "Draw tools from a catalog; the generator writes a que
                "A split folder, a tools JSON/JSONL file or a samples JSONL", {})
 _graph_command("chains", "Gold chains: planner -> executor -> reviewer with real tools (or a tool simulator), within a "
                "step budget. Options: step_budget (6), max_retries (2).", "Samples JSONL with queries", {})
+_graph_command("dialogues", "Dialogues: a user agent (goal, persona), the assistant agent and a tool agent (real sandbox / "
+               "NL2API tools, or a simulator); the user ends when its goal is met. Options: max_turns (8), max_steps (4), "
+               "persona, allow_failed_calls (true).",
+               "'sandbox' (the packaged scenarios), a scenarios JSONL, or a samples JSONL / split folder", {})
+
+
+@construct_app.command("apis")
+@user_errors
+def construct_apis(
+    source: Path = typer.Argument(..., help="Seed documents: a T-Eval tool catalog (file or folder) or a tools JSON/JSONL"),
+    out: Path = OUT, model: str = MODEL, base_url: Optional[str] = BASE_URL, role: list[str] = ROLE,
+    concurrency: int = CONCURRENCY, seed: int = SEED, limit: Optional[int] = LIMIT, timeout: float = TIMEOUT,
+    max_tokens: int = MAX_TOKENS, temperature: float = TEMPERATURE, sets: list[str] = SET,
+    dedupe_threshold: float = typer.Option(0.9, "--dedupe-threshold", envvar="BENCHSMITH_DEDUPE_THRESHOLD",
+                                           help="Cosine above which a new API's description duplicates another's"),
+) -> None:
+    """API synthesis: a domain -> sub-domain -> function context tree from seed documents; the generator proposes a new
+    function per leaf, the refiner writes its spec; validated, then de-duplicated (names and sentence embeddings)
+    into OUT/tools.json. Options: per_leaf (2), k (8), examples (2), min_leaf (2), domains."""
+    from benchsmith.construction.graphs.apis import export_tools
+
+    run("apis", source, out, model=model, base_url=base_url, roles=role, concurrency=concurrency, seed=seed, limit=limit,
+        timeout=timeout, max_tokens=max_tokens, split=None, options=parse_sets(sets), temperature=temperature)
+    res = export_tools(out / "samples.jsonl", out / "tools.json", seeds=source, threshold=dedupe_threshold)
+    typer.echo(f"  tools.json: {res['tools']} new APIs kept, {len(res['dropped'])} dropped as duplicates "
+               f"(see {out / 'tools.dropped.jsonl'})")
+_graph_command("special", "Special and awareness cases from accepted samples: incomplete (a required value removed), "
+               "error_param (a wrong value), irrelevant, no_tool and cannot_complete requests; the generator rewrites "
+               "the request, pure checks verify the rewrite. Options: kinds (all five).",
+               "Samples JSONL (or a run/split folder) with queries and gold calls", {})
+_graph_command("expand", "Exemplar expansion: keep an exemplar's tool chain, change the scenario and values "
+               "(generator), polish it (refiner); annotate the results with `construct chains`. Options: refine (true).",
+               "Exemplar samples JSONL (or a split folder)", {})
+
+
+@construct_app.command("backtranslate")
+@user_errors
+def construct_backtranslate(
+    source: Path = typer.Argument(..., help="JSONL of {id, sql, evidence?} (NL2SQL pairs without a question)"),
+    out: Path = OUT, model: str = MODEL, base_url: Optional[str] = BASE_URL, role: list[str] = ROLE,
+    concurrency: int = CONCURRENCY, seed: int = SEED, limit: Optional[int] = LIMIT, timeout: float = TIMEOUT,
+    max_tokens: int = MAX_TOKENS, temperature: float = TEMPERATURE, sets: list[str] = SET,
+    database: Optional[Path] = typer.Option(None, "--db", envvar="BENCHSMITH_DB",
+                                            help="SQLite database of the SQL (default: the embedded Chinook)"),
+) -> None:
+    """SQL -> question: the SQL must run (and convert to tools); the generator writes the question, pure checks screen
+    it (every literal stated, no SQL leaked), the refiner verifies it asks what the SQL computes. Writes OUT/pairs.jsonl
+    for `benchsmith nl2api build`. Options: require_conversion (true)."""
+    from benchsmith.construction.graphs.backtranslate import to_pairs
+
+    options = parse_sets(sets)
+    if database is not None:
+        options["database"] = str(database)
+    run("backtranslate", source, out, model=model, base_url=base_url, roles=role, concurrency=concurrency, seed=seed,
+        limit=limit, timeout=timeout, max_tokens=max_tokens, split=None, options=options, temperature=temperature)
+    n = to_pairs(out / "samples.jsonl", out / "pairs.jsonl")
+    typer.echo(f"  pairs.jsonl: {n} question/SQL pairs")
+
+
+@construct_app.command("check")
+@user_errors
+def construct_check(
+    source: Path = typer.Argument(..., help="Samples JSONL to inspect"),
+    out: Path = OUT, model: str = MODEL, base_url: Optional[str] = BASE_URL, role: list[str] = ROLE,
+    concurrency: int = CONCURRENCY, timeout: float = TIMEOUT, split: Optional[Path] = SPLIT,
+    checks: str = typer.Option("", "--checks", envvar="BENCHSMITH_CHECKS",
+                               help="Comma-separated checks in order (default: all, model_vote last)"),
+    voter: list[str] = typer.Option([], "--voter", envvar="BENCHSMITH_VOTERS",
+                                    help="MODEL or MODEL@BASE_URL of one voter; repeat for k voters (default: one vote by "
+                                         "the voter role's model)"),
+    vote: bool = typer.Option(True, "--vote/--no-vote", envvar="BENCHSMITH_VOTE", help="Ask voter models (model_vote)"),
+    quorum: int = typer.Option(1, "--quorum", envvar="BENCHSMITH_VOTE_QUORUM", help="Readable votes needed"),
+    dedupe: bool = typer.Option(True, "--dedupe/--no-dedupe", envvar="BENCHSMITH_DEDUPE",
+                                help="Drop near-duplicates (sentence embeddings)"),
+    threshold: float = typer.Option(0.92, "--dedupe-threshold", envvar="BENCHSMITH_DEDUPE_THRESHOLD",
+                                    help="Cosine at or above which two samples are near-duplicates"),
+    require_env: bool = typer.Option(False, "--require-env", envvar="BENCHSMITH_REQUIRE_ENV",
+                                     help="Reject samples whose tools cannot be re-executed (instead of skipping)"),
+) -> None:
+    """Quality inspection: rule checks (docs, query clarity, signatures, references, dialogue consistency,
+    executability), near-duplicate removal, then k voter models; rejected samples go to OUT/error_pool.jsonl with
+    every reason, the rest to OUT/accepted.jsonl."""
+    from rich.console import Console
+
+    from benchsmith.construction import EnvContext
+    from benchsmith.construction._private.inspect import inspect_samples
+    from benchsmith.construction.checks import CheckContext
+
+    names = [c.strip() for c in checks.split(",") if c.strip()] or None
+    models = _models(model, base_url, role, timeout, 96, voter) if vote else None
+    ctx = CheckContext(env=EnvContext(split=split), vote_quorum=quorum, near_dup_threshold=threshold,
+                       require_environment=require_env)
+    s = inspect_samples(source, out, models=models, names=names, context=ctx, dedupe=dedupe, concurrency=concurrency)
+    by = ", ".join(f"{k}={v}" for k, v in s["rejected_by_check"].items()) or "none"
+    Console(soft_wrap=True).print(f"[bold]check[/] {out}: {s['total']} samples, {s['accepted']} accepted, {s['rejected']} to the error "
+                    f"pool (rejected by: {by}); {s['model_calls']} voter calls", highlight=False)

@@ -1,13 +1,22 @@
 """Automated quality checks for constructed samples: pure functions registered by name with
-:func:`check`, run as an ordered tuple by :func:`run_checks`; a rejected sample keeps every
-failing check and its reason.
+:func:`check` (``(sample)`` or ``(sample, context)``), run as an ordered tuple by
+:func:`run_checks`; a rejected sample keeps every failing check and its reason. Set-level steps:
+:func:`near_duplicates`, and :func:`check_samples` for a whole file with an error-candidate pool.
+See ``docs/construction/checks.md``.
 
 >>> DEFAULT_CHECKS
-('tool_docs', 'gold_signature', 'gold_references')
+('tool_docs', 'query_clarity', 'gold_signature', 'gold_references', 'dialogue_consistency', 'executability', 'model_vote')
 """
-from ._engine import CHECKS, CheckReport, check, failed, passed, run_checks
-from . import signature as _signature, tool_docs as _tool_docs  # noqa: F401 - registration
+from benchsmith.construction._private.envs import EnvContext
 
-DEFAULT_CHECKS: tuple[str, ...] = ("tool_docs", "gold_signature", "gold_references")
+from ._engine import CHECKS, CheckContext, CheckReport, check, failed, passed, run_checks, skipped
+from . import clarity as _clarity, dialogue as _dialogue, execution as _execution  # noqa: F401 - registration
+from . import signature as _signature, tool_docs as _tool_docs, vote as _vote  # noqa: F401 - registration
+from .dedupe import Duplicate, near_duplicates
+from .pool import NEAR_DUPLICATE, CheckSummary, check_samples
 
-__all__ = ["CHECKS", "DEFAULT_CHECKS", "CheckReport", "check", "failed", "passed", "run_checks"]
+DEFAULT_CHECKS: tuple[str, ...] = ("tool_docs", "query_clarity", "gold_signature", "gold_references",
+                                   "dialogue_consistency", "executability", "model_vote")
+
+__all__ = ["CHECKS", "DEFAULT_CHECKS", "NEAR_DUPLICATE", "CheckContext", "CheckReport", "CheckSummary", "Duplicate", "EnvContext",
+           "check", "check_samples", "failed", "near_duplicates", "passed", "run_checks", "skipped"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchsmith.schemas import CheckResult, Sample, parse_reference
+from benchsmith.schemas import CheckResult, Sample, Tool, parse_reference
 
 from ._engine import check, failed, passed
 
@@ -30,6 +30,29 @@ def _type_ok(value: Any, prop: dict[str, Any]) -> bool:
     return False
 
 
+def argument_problem(tool: Tool, arguments: dict[str, Any], where: str) -> tuple[str, str] | None:
+    """``(code, reason)`` of the first way ``arguments`` do not fit ``tool``'s parameters, or None:
+    a required one missing, an unknown one (unless ``additionalProperties`` is true), a literal
+    outside the enum or of the wrong JSON type (``$label$`` references are not judged)."""
+    props = tool.parameters.properties
+    missing = [r for r in tool.parameters.required if r not in arguments]
+    if missing:
+        return "missing_argument", f"{where} lacks required {missing[0]!r}"
+    for name, value in arguments.items():
+        prop = props.get(name)
+        if prop is None:
+            if tool.parameters.additionalProperties:
+                continue
+            return "unknown_argument", f"{where} has no parameter {name!r}"
+        if parse_reference(value) is not None:
+            continue
+        if "enum" in prop and value not in prop["enum"]:
+            return "not_in_enum", f"{where}: {name}={value!r} is not one of its {len(prop['enum'])} allowed values"
+        if not _type_ok(value, prop):
+            return "wrong_type", f"{where}: {name}={value!r} is not of type {prop.get('type')}"
+    return None
+
+
 @check("gold_signature")
 def gold_signature(sample: Sample) -> CheckResult:
     tools = {t.name: t for t in sample.tools}
@@ -40,22 +63,9 @@ def gold_signature(sample: Sample) -> CheckResult:
         tool = tools.get(call.name)
         if tool is None:
             return failed("gold_signature", "unknown_tool", f"gold step {i} calls {call.name!r}, not one of the sample's tools")
-        props = tool.parameters.properties
-        missing = [r for r in tool.parameters.required if r not in call.arguments]
-        if missing:
-            return failed("gold_signature", "missing_argument", f"gold step {i} ({call.name}) lacks required {missing[0]!r}")
-        for name, value in call.arguments.items():
-            prop = props.get(name)
-            if prop is None:
-                return failed("gold_signature", "unknown_argument", f"gold step {i} ({call.name}) has no parameter {name!r}")
-            if parse_reference(value) is not None:
-                continue
-            if "enum" in prop and value not in prop["enum"]:
-                return failed("gold_signature", "not_in_enum", f"gold step {i} ({call.name}): {name}={value!r} is not one "
-                                                               f"of its {len(prop['enum'])} allowed values")
-            if not _type_ok(value, prop):
-                return failed("gold_signature", "wrong_type", f"gold step {i} ({call.name}): {name}={value!r} is not "
-                                                              f"of type {prop.get('type')}")
+        problem = argument_problem(tool, call.arguments, f"gold step {i} ({call.name})")
+        if problem:
+            return failed("gold_signature", *problem)
     return passed("gold_signature")
 
 

@@ -1,3 +1,3 @@
 """The built-in construction graphs (each registers itself by name)."""
 
-from . import chains, queries, vote  # noqa: F401
+from . import apis, backtranslate, chains, dialogues, expand, queries, special, vote  # noqa: F401

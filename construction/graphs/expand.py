@@ -157,8 +157,6 @@ def check_expansion(query: str, exemplar: str, slots: list[dict[str, Any]], valu
         return "names_tool", f"the query names the tool {named!r}"
     if normal(query) == normal(exemplar):
         return "same_as_exemplar", "the query repeats the exemplar"
-    if normal(exemplar) in normal(query) or normal(query) in normal(exemplar):
-        return "too_similar", "the query only pads or cuts the exemplar's text"
     if slots:
         if all(_same(values.get(s["slot"], s["old"]), s["old"]) for s in slots):
             return "same_values", "every value is the exemplar's"
@@ -167,6 +165,8 @@ def check_expansion(query: str, exemplar: str, slots: list[dict[str, Any]], valu
     missing = [v for v in values.values() if not _mentions(query, v)]
     if missing:
         return "value_missing", f"the query does not state its value {missing[0]!r}"
+    if normal(exemplar) in normal(query) or normal(query) in normal(exemplar):
+        return "too_similar", "the query only pads or cuts the exemplar's text"
     return None
 
 

@@ -109,12 +109,13 @@ def pick(state: dict[str, Any]) -> dict[str, Any]:
         call, arg, value, _form = rng.choice(required or lits)
         forms = d._forms(value)
         tool = next((t for t in sample.tools if t.name == call.name), None)
-        placeholder = "N" if d._is_number_like(value) else f"a certain {d._noun(call, arg, tool)}"
+        noun = d._noun(call, arg, tool)
+        placeholder = "N" if d._is_number_like(value) else f"a certain {noun}"
         draft = d._replace_all(query, forms, placeholder, eat_quotes=True)
         draft = re.sub(r"\b(?:the|a|an) (a certain )", r"\1", draft, flags=re.IGNORECASE)
         context = hint if hint and not any(d._find(hint, f) for f in forms) else None
         change = {"api": call.name, "argument": arg, "value": value, "forms": forms, "placeholder": placeholder,
-                  "required": bool(required)}
+                  "noun": noun, "required": bool(required)}
         truth: Any = {call.name: [arg]}
     elif kind == "error_param":
         options = []
@@ -127,8 +128,9 @@ def pick(state: dict[str, Any]) -> dict[str, Any]:
         call, arg, value, form, wrong, rule = rng.choice(options)
         draft = d._replace_all(query, [form], wrong, eat_quotes=False)
         context = d._replace_all(hint, [form], wrong, eat_quotes=False) if hint else None
+        tool = next((t for t in sample.tools if t.name == call.name), None)
         change = {"api": call.name, "argument": arg, "value": value, "forms": d._forms(value), "wrong": wrong,
-                  "rule": rule}
+                  "rule": rule, "noun": d._noun(call, arg, tool)}
         truth = {arg: [wrong]}
     elif kind == "irrelevant":
         fill = {k: rng.choice(v) for k, v in d._FILL.items()}
@@ -168,7 +170,7 @@ def _rewrite_vars(state: dict[str, Any]) -> dict[str, Any]:
     item, change = state["item"], state["change"]
     sample = item["sample"]
     _, tools = tool_view(sample["tools"])
-    what = str(change.get("argument", "value")).replace("_", " ")
+    what = str(change.get("noun") or change.get("argument") or "value").replace("_", " ")
     value = change.get("value")
     task = _TASKS[item["kind"]].format(what=what, value=f'"{value}"', wrong=f'"{change.get("wrong", "")}"')
     return {"kind": item["kind"], "tools": tools, "setup_note": setup_text(sample.get("setup") or []),
@@ -205,8 +207,6 @@ def check_rewrite(kind: str, query: str, original: str, change: dict[str, Any],
     named = names_tool(query, tools)
     if named:
         return "names_tool", f"the query names the tool {named!r}"
-    if normal(query) == normal(original):
-        return "unchanged", "the query repeats the original request"
     if kind == "incomplete":
         left = [f for f in change.get("forms") or [] if d._spans(query, f)]
         if left:
@@ -217,6 +217,8 @@ def check_rewrite(kind: str, query: str, original: str, change: dict[str, Any],
         left = [f for f in change.get("forms") or [] if d._spans(query, f)]
         if left:
             return "original_value_present", f"the query still states the right value {left[0]!r}"
+    if normal(query) == normal(original):
+        return "unchanged", "the query repeats the original request"
     return None
 
 
