@@ -86,3 +86,41 @@ def test_queries_then_chains_then_votes_with_the_local_model(models: RoleModels,
         v = run_graph("vote", tmp_path / "v_in.jsonl", tmp_path / "v", models=models)
         (voted,) = honest(tmp_path / "v", v, 1, made_by="chains")
         assert [x["vote"] in ("accept", "reject", "abstain") for x in voted.metadata["votes"]] == [True]
+
+
+def test_dialogues_on_a_sandbox_scenario_with_the_local_model(models: RoleModels, tmp_path: Path) -> None:
+    d = run_graph("dialogues", "sandbox", tmp_path / "d", models=models, limit=2, concurrency=2,
+                  options={"max_turns": 2, "max_steps": 2})
+    for s in honest(tmp_path / "d", d, 2):
+        assert s.dialogue and s.dialogue[0].role == "user" and s.dialogue[-1].role == "assistant"
+        assert s.metadata["environment"]["kind"] == "sandbox"
+
+
+def test_special_cases_from_a_split_with_the_local_model(models: RoleModels, split: Path, tmp_path: Path) -> None:
+    sp = run_graph("special", split / "samples.jsonl", tmp_path / "s", models=models, limit=3, concurrency=2,
+                   options={"kinds": ["incomplete", "no_tool", "irrelevant"]})
+    for s in honest(tmp_path / "s", sp, sp.items):
+        assert "special" in s.categories and not s.gold
+
+
+def test_expand_exemplars_with_the_local_model(models: RoleModels, split: Path, tmp_path: Path) -> None:
+    e = run_graph("expand", split / "samples.jsonl", tmp_path / "e", models=models, limit=2, concurrency=2)
+    for s in honest(tmp_path / "e", e, 2):
+        assert s.metadata["exemplar"] and s.tools
+
+
+def test_api_synthesis_from_seed_documents_with_the_local_model(models: RoleModels, tmp_path: Path) -> None:
+    seeds = Path(__file__).parent / "fixtures" / "construct" / "seed_tools.json"
+    a = run_graph("apis", seeds, tmp_path / "a", models=models, limit=2, concurrency=2, options={"per_leaf": 1})
+    from benchsmith.schemas import Tool
+
+    for s in honest(tmp_path / "a", a, 2):
+        Tool.model_validate(s.metadata["api"])
+
+
+def test_backtranslation_of_sql_with_the_local_model(models: RoleModels, tmp_path: Path) -> None:
+    rows = [json.loads(x) for x in pair_lines()[:2]]
+    (tmp_path / "sql.jsonl").write_text("".join(json.dumps({"id": r["id"], "sql": r["sql"]}) + "\n" for r in rows))
+    b = run_graph("backtranslate", tmp_path / "sql.jsonl", tmp_path / "b", models=models, concurrency=2)
+    for s in honest(tmp_path / "b", b, 2):
+        assert s.metadata["sql"] and s.query
