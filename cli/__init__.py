@@ -126,8 +126,40 @@ def demo(
         typer.echo(f"  {name}: gold self-test ({info['benchmark']}, strict): {headline}"
                    f"{scores['records'] - scores['gold_failing']}/{scores['records']} records pass")
     if model_run:
-        _demo_model_run(out, limit)
+        from benchsmith.models import local_server_status, stop_local_server
+
+        was_running = local_server_status() is not None
+        try:
+            _demo_construct(out)
+            _demo_model_run(out, limit)
+        finally:  # the local model server is stopped afterwards unless it was already running
+            if not was_running:
+                stop_local_server()
     typer.echo(f"serve the REST split with: benchsmith nl2api serve {out / 'rest'}")
+
+
+def _demo_construct(out: Path, n: int = 8) -> None:
+    """A small construction pass with the local model: queries drawn from the SLOT split's tools ->
+    gold chains on its real database -> quality checks (rules, near-duplicates, one model vote)."""
+    from benchsmith.construction import EnvContext, RoleModels, run_graph
+    from benchsmith.construction._private.inspect import inspect_samples
+    from benchsmith.construction.checks import CheckContext
+    from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model
+
+    from ._construct import print_summary
+
+    cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=300.0, max_tokens=256, temperature=0.7)
+    models = RoleModels(default=ModelClient(cfg))
+    root, split = out / "construct", out / "slot"
+    typer.echo(f"constructing with the local model {cfg.name}: queries -> chains -> checks in {root} (re-running resumes) ...")
+    print_summary(run_graph("queries", split, root / "queries", models=models, options={"n": n}, concurrency=4))
+    print_summary(run_graph("chains", root / "queries" / "samples.jsonl", root / "chains", models=models, concurrency=4,
+                            env_context=EnvContext(split=split), options={"step_budget": 4, "max_retries": 1}))
+    s = inspect_samples(root / "chains" / "samples.jsonl", root / "checked", models=models,
+                        context=CheckContext(env=EnvContext(split=split)), concurrency=4)
+    by = ", ".join(f"{k}={v}" for k, v in s["rejected_by_check"].items()) or "none"
+    typer.echo(f"check {root / 'checked'}: {s['total']} samples, {s['accepted']} accepted for review, {s['rejected']} to the "
+               f"error pool (rejected by: {by})")
 
 
 def _run_model(cfg: Any) -> dict[str, Any]:
@@ -139,25 +171,19 @@ def _run_model(cfg: Any) -> dict[str, Any]:
 
 
 def _demo_model_run(out: Path, limit: int) -> None:
-    """The local default model on the SLOT split (up to ``limit`` cases per task), scored and reported;
-    the model server is stopped afterwards unless it was already running."""
+    """The local default model on the SLOT split (up to ``limit`` cases per task), scored and reported."""
     from benchsmith.eval import TaskOptions, run_eval, score_run
     from benchsmith.eval.report import write_report
-    from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, local_server_status, resolve_model, stop_local_server
+    from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model
 
-    was_running = local_server_status() is not None
     cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=300.0, max_tokens=256)
-    try:
-        typer.echo(f"evaluating the local model {cfg.name} on {out / 'slot'} (up to {limit} cases per task; "
-                   f"re-running resumes) ...")
-        desc = _run_model(cfg)
-        # T-Eval gets one case per category (12): its overall needs both formats of every ability
-        limits = {name: limit for name in ("nl2api", "gta", "toolassess", "acebench_special")} | {"teval": max(limit, 12)}
-        result = run_eval(out / "slot", ModelClient(cfg), desc, out / "run", limit=limits, mode="prompt",
-                          concurrency=4, options=TaskOptions(mode="prompt", max_tokens=256))
-    finally:
-        if not was_running:
-            stop_local_server()
+    typer.echo(f"evaluating the local model {cfg.name} on {out / 'slot'} (up to {limit} cases per task; "
+               f"re-running resumes) ...")
+    desc = _run_model(cfg)
+    # T-Eval gets one case per category (12): its overall needs both formats of every ability
+    limits = {name: limit for name in ("nl2api", "gta", "toolassess", "acebench_special")} | {"teval": max(limit, 12)}
+    result = run_eval(out / "slot", ModelClient(cfg), desc, out / "run", limit=limits, mode="prompt",
+                      concurrency=4, options=TaskOptions(mode="prompt", max_tokens=256))
     scores = score_run(out / "run")
     for name, info in result.tasks.items():
         c = info["status_counts"]
