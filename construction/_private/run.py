@@ -157,26 +157,31 @@ def run_graph(graph: str | ConstructionGraph, source: Any, out: str | Path, *, m
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             futures = {pool.submit(work, i, it, r): i for i, it, r in todo}
             summary.resumed = sum(1 for *_, r in todo if r)
-            for fut in as_completed(futures):
-                item_id = futures[fut]
-                try:
-                    fut.result()
-                    consecutive = 0
-                except UserError:
-                    for f in futures:
-                        f.cancel()
-                    raise
-                except TransportError as exc:
-                    consecutive += 1
-                    summary.errors.append(f"{item_id}: {exc}")
-                    if consecutive >= max_consecutive_errors:
+            try:
+                for fut in as_completed(futures):
+                    item_id = futures[fut]
+                    try:
+                        fut.result()
+                        consecutive = 0
+                    except UserError:
                         for f in futures:
                             f.cancel()
-                        summary.errors.append(f"stopped after {consecutive} consecutive model errors; re-run to resume")
-                        break
-                done += 1
-                if progress:
-                    progress(done, len(items))
+                        raise
+                    except TransportError as exc:
+                        consecutive += 1
+                        summary.errors.append(f"{item_id}: {exc}")
+                        if consecutive >= max_consecutive_errors:
+                            for f in futures:
+                                f.cancel()
+                            summary.errors.append(f"stopped after {consecutive} consecutive model errors; re-run to resume")
+                            break
+                    done += 1
+                    if progress:
+                        progress(done, len(items))
+            except KeyboardInterrupt:  # Ctrl-C: drop the items not started; the checkpoints keep the rest
+                for f in futures:
+                    f.cancel()
+                raise
         _write_outputs(spec, app, items, out, source_name, summary, config)
     finally:
         conn.close()
