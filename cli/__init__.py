@@ -131,7 +131,8 @@ def demo(
         was_running = local_server_status() is not None
         try:
             _demo_construct(out)
-            _demo_model_run(out, limit)
+            reviewed = _demo_review(out)
+            _demo_model_run(out, limit, reviewed)
         finally:  # the local model server is stopped afterwards unless it was already running
             if not was_running:
                 stop_local_server()
@@ -162,6 +163,45 @@ def _demo_construct(out: Path, n: int = 8) -> None:
                f"error pool (rejected by: {by})")
 
 
+def _demo_review(out: Path) -> Path:
+    """Review the default SLOT split in a local Label Studio (its data dir under ``out``): two simulated
+    reviewers per item whose verdicts come from the automated checks (the datasheet says so), an
+    adjudicator for disagreements, then the accepted items frozen into ``out/reviewed``."""
+    from benchsmith.annotation import (
+        LabelStudio,
+        Workspace,
+        checks_policy,
+        finalize,
+        label_studio_status,
+        resolve_label_studio,
+        review_automatically,
+        start_label_studio,
+        stop_label_studio,
+    )
+
+    data_dir = out / "label-studio"
+    was_running = label_studio_status(data_dir) is not None
+    typer.echo(f"reviewing {out / 'slot'} in a local Label Studio (data dir {data_dir}); the reviewers' verdicts are "
+               "supplied automatically from the checks (non-interactive run) ...")
+    info = start_label_studio(data_dir=data_dir, echo=lambda m: typer.echo(m, err=True))
+    try:
+        access = resolve_label_studio(data_dir)
+        ws = Workspace(out / "review")
+        ws.store.set_meta("name", "chinook-slot")
+        ws.load(out / "slot")
+        review_automatically(ws, LabelStudio(access.url, access.token), checks_policy(ws._check_context(None)),
+                             echo=typer.echo)
+        result = finalize(ws, out / "reviewed", name="chinook-slot-reviewed")
+    finally:
+        if not was_running:
+            stop_label_studio(data_dir)
+    sheet = result["datasheet"]
+    kappa = {k: v["cohen_kappa"] for k, v in sheet["agreement"].items()}
+    typer.echo(f"  Label Studio {info.version} at {info.url}; final {sheet['final']}; Cohen's kappa by round {kappa}; "
+               f"finalized split {out / 'reviewed'} version {result['version']} (datasheet.md)")
+    return out / "reviewed"
+
+
 def _run_model(cfg: Any) -> dict[str, Any]:
     """What run.json records of a model configuration (no key; a URL's credentials masked)."""
     from benchsmith.models import mask_url
@@ -170,19 +210,20 @@ def _run_model(cfg: Any) -> dict[str, Any]:
             "max_tokens": cfg.max_tokens, "seed": cfg.seed, "timeout": cfg.timeout}
 
 
-def _demo_model_run(out: Path, limit: int) -> None:
-    """The local default model on the SLOT split (up to ``limit`` cases per task), scored and reported."""
+def _demo_model_run(out: Path, limit: int, split: Path | None = None) -> None:
+    """The local default model on the finalized split (up to ``limit`` cases per task), scored and reported."""
     from benchsmith.eval import TaskOptions, run_eval, score_run
     from benchsmith.eval.report import write_report
     from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model
 
     cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=300.0, max_tokens=256)
-    typer.echo(f"evaluating the local model {cfg.name} on {out / 'slot'} (up to {limit} cases per task; "
+    split = split or out / "slot"
+    typer.echo(f"evaluating the local model {cfg.name} on {split} (up to {limit} cases per task; "
                f"re-running resumes) ...")
     desc = _run_model(cfg)
     # T-Eval gets one case per category (12): its overall needs both formats of every ability
     limits = {name: limit for name in ("nl2api", "gta", "toolassess", "acebench_special")} | {"teval": max(limit, 12)}
-    result = run_eval(out / "slot", ModelClient(cfg), desc, out / "run", limit=limits, mode="prompt",
+    result = run_eval(split, ModelClient(cfg), desc, out / "run", limit=limits, mode="prompt",
                       concurrency=4, options=TaskOptions(mode="prompt", max_tokens=256))
     scores = score_run(out / "run")
     for name, info in result.tasks.items():
@@ -386,8 +427,10 @@ from ._report import register as _register_report  # noqa: E402
 app.add_typer(model_app, name="model")
 
 from ._construct import construct_app  # noqa: E402 - needs user_errors defined above
+from ._annotate import annotate_app  # noqa: E402
 
 app.add_typer(construct_app, name="construct")
+app.add_typer(annotate_app, name="annotate")
 _register_report(app)
 
 

@@ -1,0 +1,145 @@
+"""Freeze the accepted items of a workspace into a versioned split with a datasheet."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter, defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from benchsmith.schemas import Sample, SplitManifest, UserError, file_sha256, samples_content_hash, write_json, write_jsonl
+
+from .agreement import cohen_kappa, percent_agreement
+
+COPIED = ("tools.json", "toolset.json", "endpoints.json", "database.sqlite", "database.sqlite.descriptions.json")
+
+
+def _version(previous: Path, content_hash: str) -> str:
+    """1.0.0 for a new folder; the same version when the split there has the same samples; else the
+    next minor version."""
+    manifest = previous / "manifest.json"
+    if not manifest.is_file():
+        return "1.0.0"
+    import json
+
+    old_manifest = json.loads(manifest.read_text(encoding="utf-8"))
+    old = old_manifest.get("version", "1.0.0")
+    if old_manifest.get("content_hash") == content_hash:
+        return old
+    major, minor, *_ = (old.split("+")[0].split("-")[0] + ".0.0").split(".")
+    return f"{int(major)}.{int(minor) + 1}.0"
+
+
+def datasheet(items: list[dict[str, Any]], users: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Counts per stage and round, Cohen's kappa of the two reviewers per round, rejection reasons,
+    reviewer statistics (pure)."""
+    counts: Counter[str] = Counter()
+    pairs: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    reasons: Counter[str] = Counter()
+    per_user: dict[Any, Counter[str]] = defaultdict(Counter)
+    final = {it["sample_id"]: it["status"] for it in items}
+    for it in items:
+        for e in it["history"]:
+            counts[f"{e['stage']} r{e['round']}: {e['outcome']}"] += 1
+            if e["stage"] == "review" and len(e.get("reviews") or []) >= 2:
+                a, b = e["reviews"][0], e["reviews"][1]
+                pairs[e["round"]].append((a["decision"], b["decision"]))
+            for r in e.get("reviews") or []:
+                c = per_user[r.get("user")]
+                c[f"{e['stage']}s"] += 1
+                c[r.get("decision") or "?"] += 1
+                agrees = (r.get("decision") == "accept") == (final[it["sample_id"]] == "accepted")
+                c["agrees_with_final"] += int(agrees)
+        if it["status"] == "rejected":
+            last = it["history"][-1] if it["history"] else {}
+            for r in last.get("reasons") or ["unknown"]:
+                reasons[str(r).split(":")[0]] += 1
+    rounds = {str(r): {"items": len(p), "cohen_kappa": cohen_kappa(p), "percent_agreement": percent_agreement(p)}
+              for r, p in sorted(pairs.items())}
+    reviewers = {}
+    for uid, c in per_user.items():
+        info = users.get(uid, {}) if uid is not None else {}
+        total = c["reviews"] + c["adjudicates"]
+        reviewers[str(info.get("username") or uid)] = {
+            "user_id": uid, "simulated": bool(info.get("simulated")), "reviews": c["reviews"],
+            "adjudications": c["adjudicates"], "accept": c["accept"], "fix": c["fix"], "reject": c["reject"],
+            "agreement_with_final": round(c["agrees_with_final"] / total, 4) if total else None}
+    status = Counter(it["status"] for it in items)
+    return {"items": len(items), "final": dict(status), "stages": dict(sorted(counts.items())), "agreement": rounds,
+            "rejection_reasons": dict(reasons.most_common()), "reviewers": reviewers,
+            "verdicts_supplied_automatically": any(r["simulated"] for r in reviewers.values())}
+
+
+def finalize(workspace: Any, out: str | Path, *, name: str | None = None) -> dict[str, Any]:
+    """Write the accepted items to ``out`` (samples.jsonl, manifest.json, datasheet.json/.md, and the
+    source split's tools and database) and return the datasheet. Items still under review block it."""
+    items = workspace.store.items()
+    open_ = [it for it in items if it["status"] in ("review", "adjudicate")]
+    if open_:
+        raise UserError(f"{len(open_)} items are still under review (e.g. {open_[0]['sample_id']})",
+                        fix="pull their annotations (`benchsmith annotate pull`) or finish the review first")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    users = workspace.store.users()
+    sheet = datasheet(items, users)
+    now = datetime.now(timezone.utc)
+    accepted = []
+    for it in items:
+        if it["status"] != "accepted":
+            continue
+        data = dict(it["sample"])
+        history = it["history"]
+        data["verification"] = {"status": "verified", "method": "expert-review", "verified_at": now.isoformat(),
+                          "checks": [{"name": f"{e['stage']}_r{e['round']}", "ok": e["outcome"] in ("accepted", "revise"),
+                                      "reason": e["outcome"], "code": None} for e in history],
+                          "details": {"rounds": it["round"], "original_id": it["sample_id"],
+                                      "reviewers": sorted({str(r.get("user")) for e in history for r in e.get("reviews") or []}),
+                                      "verdicts_supplied_automatically": sheet["verdicts_supplied_automatically"]}}
+        accepted.append(Sample.model_validate(data))
+    version = _version(out, samples_content_hash(s.id for s in accepted))
+    write_jsonl(out / "samples.jsonl", accepted)
+    split = workspace.split_dir()
+    for f in COPIED:
+        if split is not None and (split / f).is_file() and (split / f).resolve() != (out / f).resolve():
+            shutil.copyfile(split / f, out / f)
+    write_json(out / "datasheet.json", sheet)
+    (out / "datasheet.md").write_text(datasheet_markdown(sheet, version), encoding="utf-8")
+    files = {f: file_sha256(out / f) for f in ("samples.jsonl", "datasheet.json", "datasheet.md", *COPIED)
+             if (out / f).is_file()}
+    src = workspace.store.get_meta("source") or {}
+    manifest = SplitManifest(
+        name=name or f"{(split.name if split else 'split')}-reviewed", version=version, created_at=now,
+        description="accepted by multi-stage expert review in Label Studio"
+                    + (" (reviewers' verdicts supplied automatically)" if sheet["verdicts_supplied_automatically"] else ""),
+        sample_count=len(accepted), files=files, content_hash=samples_content_hash(s.id for s in accepted),
+        provenance={"source": src.get("samples", "?"), "method": "annotation.review", "created_at": now,
+                    "params": {"workspace": str(workspace.folder), "final": sheet["final"]}},
+        parent=str(split / "manifest.json") if split and (split / "manifest.json").is_file() else None,
+        extra={"datasheet": "datasheet.md"})
+    write_json(out / "manifest.json", manifest)
+    return {"out": str(out), "version": version, "accepted": len(accepted), "datasheet": sheet}
+
+
+def datasheet_markdown(sheet: dict[str, Any], version: str) -> str:
+    lines = [f"# Datasheet (version {version})", ""]
+    if sheet["verdicts_supplied_automatically"]:
+        lines += ["**The reviewers' verdicts in this split were supplied automatically (simulated reviewers), "
+                  "not by people.**", ""]
+    lines += [f"Items reviewed: {sheet['items']}; final: " + ", ".join(f"{k} {v}" for k, v in sheet["final"].items()), "",
+              "## Stages", "", "| stage, round: outcome | items |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in sheet["stages"].items()]
+    lines += ["", "## Agreement (two independent reviewers)", "", "| round | items | Cohen's kappa | % agreement |", "|---|---|---|---|"]
+    for r, a in sheet["agreement"].items():
+        kappa = "undefined" if a["cohen_kappa"] is None else f"{a['cohen_kappa']:.3f}"
+        pa = "n/a" if a["percent_agreement"] is None else f"{100 * a['percent_agreement']:.1f}%"
+        lines.append(f"| {r} | {a['items']} | {kappa} | {pa} |")
+    lines += ["", "## Rejection reasons", "", "| reason | items |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in sheet["rejection_reasons"].items()] or ["| (none) | 0 |"]
+    lines += ["", "## Reviewers", "", "| reviewer | simulated | reviews | adjudications | accept | fix | reject | agrees with final |",
+              "|---|---|---|---|---|---|---|---|"]
+    for name, r in sheet["reviewers"].items():
+        agree = "n/a" if r["agreement_with_final"] is None else f"{100 * r['agreement_with_final']:.0f}%"
+        lines.append(f"| {name} | {'yes' if r['simulated'] else 'no'} | {r['reviews']} | {r['adjudications']} | "
+                     f"{r['accept']} | {r['fix']} | {r['reject']} | {agree} |")
+    return "\n".join(lines) + "\n"

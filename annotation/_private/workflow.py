@@ -1,0 +1,213 @@
+"""The multi-stage review workflow over a workspace: load items, push a stage to Label Studio,
+pull annotations, advance items by the protocol, and freeze the accepted ones into a split."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from benchsmith.schemas import Sample, UserError, read_jsonl
+
+from .protocol import CorrectionError, apply_correction, decide_adjudication, decide_review
+from .store import Store
+
+STAGES = ("review", "adjudicate")
+BATCH = 2000
+
+
+@dataclass
+class PushReport:
+    stage: str
+    projects: dict[str, int]
+    pushed: int
+    already_there: int
+
+
+class Workspace:
+    """``Workspace(folder)``: ``folder/annotation.sqlite`` holds the state; ``folder/source.json``
+    names the split the items came from."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.store = Store(self.folder / "annotation.sqlite")
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- loading ------------------------------------------------------------------------------------
+    def load(self, source: str | Path, limit: int | None = None) -> int:
+        """Register the samples of a split folder / samples JSONL (once; re-loading adds only new ones)."""
+        from .tasks import sample_kind
+
+        path = Path(source)
+        split = path if path.is_dir() else None
+        samples_path = path / "samples.jsonl" if path.is_dir() else path
+        if not samples_path.is_file():
+            raise UserError(f"{samples_path} does not exist", fix="pass a split folder or a samples JSONL file")
+        samples = read_jsonl(samples_path, Sample)[:limit]
+        old = self.store.get_meta("source")
+        if old and old["samples"] != str(samples_path.resolve()):
+            raise UserError(f"{self.folder} already reviews {old['samples']}", fix="use another --workspace for another split")
+        self.store.set_meta("source", {"samples": str(samples_path.resolve()), "split": str(split.resolve()) if split else None})
+        return self.store.add_items([(s.id, sample_kind(s), s.model_dump(mode="json")) for s in samples])
+
+    def split_dir(self) -> Path | None:
+        src = self.store.get_meta("source") or {}
+        return Path(src["split"]) if src.get("split") else None
+
+    # -- push ---------------------------------------------------------------------------------------
+    def push(self, ls: Any, stage: str, *, max_rounds: int = 3, progress: Callable[[int], None] | None = None) -> PushReport:
+        """Create the stage's projects (one per sample kind and round) and import the items that are
+        waiting in ``stage`` and not yet there. Idempotent: tasks already in Label Studio (by
+        ``bs_id``) are recorded, never imported twice."""
+        from .configs import label_config
+        from .tasks import task_payload
+
+        if stage not in STAGES:
+            raise UserError(f"unknown stage {stage!r}", fix="use review or adjudicate")
+        waiting = [it for it in self.store.items(stage)]
+        projects: dict[str, int] = {}
+        pushed = already = 0
+        groups: dict[tuple[int, str], list[dict[str, Any]]] = {}
+        for it in waiting:
+            groups.setdefault((it["round"], it["kind"]), []).append(it)
+        for (rnd, kind), items in sorted(groups.items()):
+            config = label_config(kind, stage)
+            digest = hashlib.sha256(config.encode()).hexdigest()[:12]
+            known = self.store.project(stage, rnd, kind)
+            if known is not None and not ls.project_exists(known[0]):
+                known = None  # deleted on the server: make it again
+            if known is None:
+                name = self.store.get_meta("name", "benchsmith")
+                pid = ls.create_project(f"{name} {stage} r{rnd} {kind}", config,
+                                        maximum_annotations=2 if stage == "review" else 1,
+                                        description=f"benchsmith {stage} round {rnd} ({kind})")
+                self.store.add_project(stage, rnd, kind, pid, digest)
+            else:
+                pid = known[0]
+            projects[f"{stage}/r{rnd}/{kind}"] = pid
+            recorded = self.store.task_ids(pid)
+            todo = [it for it in items if it["sample_id"] not in recorded]
+            if not todo:
+                continue
+            remote = ls.task_keys(pid)  # a push interrupted after the import but before we recorded it
+            found = {it["sample_id"]: remote[it["sample_id"]] for it in todo if it["sample_id"] in remote}
+            if found:
+                self.store.add_tasks(stage, rnd, pid, found)
+                already += len(found)
+            todo = [it for it in todo if it["sample_id"] not in found]
+            for i in range(0, len(todo), BATCH):
+                batch = todo[i:i + BATCH]
+                payloads = [self._payload(it, stage, task_payload) for it in batch]
+                ids = ls.import_tasks(pid, payloads)
+                self.store.add_tasks(stage, rnd, pid, {it["sample_id"]: tid for it, tid in zip(batch, ids)})
+                pushed += len(batch)
+                if progress:
+                    progress(pushed)
+        return PushReport(stage, projects, pushed, already)
+
+    def _payload(self, it: dict[str, Any], stage: str, task_payload: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+        from benchsmith.construction.checks import DEFAULT_CHECKS, run_checks
+
+        sample = Sample.model_validate(it["sample"])
+        report = run_checks(sample, [c for c in DEFAULT_CHECKS if c != "model_vote"], self._check_context(None))
+        payload = task_payload(sample, it["kind"], checks=report, prescreen=None, stage=stage,
+                               reviews=self._round_reviews(it) if stage == "adjudicate" else ())
+        payload["data"]["bs_id"] = it["sample_id"]
+        payload["data"]["bs_round"] = it["round"]
+        return payload
+
+    def _round_reviews(self, it: dict[str, Any]) -> list[dict[str, Any]]:
+        events = [e for e in it["history"] if e.get("stage") == "review" and e.get("round") == it["round"]]
+        return events[-1].get("reviews", []) if events else []
+
+    # -- pull + advance -----------------------------------------------------------------------------
+    def pull(self, ls: Any, context: Any = None) -> dict[str, Any]:
+        """Fetch the annotations of the tasks still open (only those: incremental), store them, and
+        advance every item whose stage is complete. Returns counts."""
+        from .configs import parse_result
+
+        new = changed = 0
+        open_items = {it["sample_id"]: it for it in self.store.items() if it["status"] in STAGES}
+        by_project: dict[int, list[int]] = {}
+        task_of: dict[int, str] = {}
+        for p in self.store.projects():
+            for sid, tid in self.store.task_ids(p["project_id"]).items():
+                it = open_items.get(sid)
+                if it is not None and it["status"] == p["stage"] and it["round"] == p["round"]:
+                    by_project.setdefault(p["project_id"], []).append(tid)
+                    task_of[tid] = sid
+        for pid, tids in by_project.items():
+            tasks = ls.annotated_tasks(pid, tids)
+            rows = [{**a, "project": pid, "task": t["id"]} for t in tasks for a in t.get("annotations") or []]
+            n, c = self.store.upsert_annotations(rows)
+            new, changed = new + n, changed + c
+        moved = Counter()
+        for tid, sid in task_of.items():
+            it = open_items[sid]
+            anns = [a for a in self.store.annotations_for(tid) if not a["cancelled"]]
+            reviews = []
+            for a in anns:
+                r = parse_result(it["kind"], a["result"])
+                reviews.append({"user": a["user"], "decision": r.decision, "reasons": list(r.reasons),
+                                "correction": r.correction, "comment": r.comment, "annotation": a["id"],
+                                "step_verdicts": dict(r.step_verdicts)})
+            moved[self._advance(it, reviews, context)] += 1
+        return {"new_annotations": new, "changed_annotations": changed, "moved": dict(moved)}
+
+    def _advance(self, it: dict[str, Any], reviews: list[dict[str, Any]], context: Any) -> str:
+        sid, rnd, stage = it["sample_id"], it["round"], it["status"]
+        max_rounds = int(self.store.get_meta("max_rounds", 3))
+        if stage == "review":
+            d = decide_review(reviews)
+            if d.outcome == "pending":
+                return "pending"
+            event = {"stage": "review", "round": rnd, "outcome": d.outcome, "reasons": d.reasons, "reviews": reviews}
+            self.store.update_item(sid, status=d.outcome if d.outcome != "accepted" else "accepted", round=rnd, event=event)
+            return d.outcome
+        d = decide_adjudication(reviews[-1] if reviews else None)
+        if d.outcome == "pending":
+            return "pending"
+        event = {"stage": "adjudicate", "round": rnd, "outcome": d.outcome, "reasons": d.reasons, "reviews": reviews}
+        if d.outcome != "revise":
+            self.store.update_item(sid, status=d.outcome, round=rnd, event=event)
+            return d.outcome
+        from .recheck import reexecute
+
+        try:
+            revised = apply_correction(it["sample"], d.correction)
+        except CorrectionError as exc:
+            event.update(outcome="rejected", reasons=[f"bad_correction: {exc}"])
+            self.store.update_item(sid, status="rejected", round=rnd, event=event)
+            return "rejected"
+        fixed, reasons = reexecute(revised, self._check_context(context))
+        if fixed is None:
+            event.update(outcome="rejected", reasons=reasons)
+            self.store.update_item(sid, status="rejected", round=rnd, event=event)
+            return "rejected"
+        if rnd >= max_rounds:
+            event.update(outcome="rejected", reasons=["unresolved_after_max_rounds"])
+            self.store.update_item(sid, status="rejected", round=rnd, event=event)
+            return "rejected"
+        event["revised_id"] = fixed["id"]
+        self.store.update_item(sid, status="review", round=rnd + 1, sample=fixed, event=event)
+        return "revised"
+
+    def _check_context(self, context: Any) -> Any:
+        if context is not None:
+            return context
+        from benchsmith.construction import EnvContext
+        from benchsmith.construction.checks import CheckContext
+
+        return CheckContext(env=EnvContext(split=self.split_dir()))
+
+    # -- status --------------------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        items = self.store.items()
+        by = Counter((it["status"], it["round"]) for it in items)
+        return {"items": len(items), "by_status": dict(Counter(it["status"] for it in items)),
+                "by_status_round": {f"{s}/r{r}": n for (s, r), n in sorted(by.items())},
+                "projects": self.store.projects()}

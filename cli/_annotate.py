@@ -1,0 +1,194 @@
+"""``benchsmith annotate server start|stop|status``: a local Label Studio server (127.0.0.1, its own venv)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import user_errors  # cli/__init__ defines it before importing this module
+
+annotate_app = typer.Typer(help="Expert review in Label Studio.", no_args_is_help=True)
+server_app = typer.Typer(help="A local Label Studio server on 127.0.0.1 (installed into its own venv on first use). "
+                              "An existing server works too: set LABEL_STUDIO_URL and LABEL_STUDIO_API_KEY.",
+                         no_args_is_help=True)
+annotate_app.add_typer(server_app, name="server")
+
+DATA_DIR_HELP = "Label Studio's data dir (default ./.benchsmith/label-studio; its state file sits next to it)"
+
+
+def _describe(info) -> dict:  # noqa: ANN001 - a LabelStudioInfo
+    """What may be shown of a running server: where the token is, never the token."""
+    from benchsmith.annotation._private.server import ENV_API_KEY, ENV_URL, state_path
+
+    return {"running": True, **info.to_dict(), "state_file": str(state_path(Path(info.data_dir))),
+            "token_in": f"{info.credentials_file} (key \"token\")",
+            "env_for_clients": [ENV_URL, ENV_API_KEY]}
+
+
+@server_app.command("start")
+@user_errors
+def server_start(
+    port: Optional[int] = typer.Option(None, "--port", envvar="BENCHSMITH_LS_PORT", help="Port (default: a free one)"),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", envvar="BENCHSMITH_LS_DATA_DIR", help=DATA_DIR_HELP),
+    wait: float = typer.Option(180.0, "--wait", envvar="BENCHSMITH_LS_WAIT",
+                               help="Seconds to wait for the server to become healthy"),
+) -> None:
+    """Start Label Studio in the background and print its URL; reuses the one running on the data dir."""
+    from benchsmith.annotation._private.server import label_studio_status, start_label_studio
+
+    def echo(msg: str) -> None:
+        typer.echo(msg, err=True)
+
+    before = label_studio_status(data_dir)
+    info = start_label_studio(port=port, data_dir=data_dir, wait=wait, echo=echo)
+    typer.echo(info.url)
+    if before is not None and before.pid == info.pid:
+        typer.echo(f"already running (pid {info.pid}, data dir {info.data_dir})", err=True)
+    else:
+        typer.echo(f"started (pid {info.pid}) in {info.start_seconds:.1f} s; data dir {info.data_dir}; log {info.log_path}",
+                   err=True)
+    typer.echo(f"admin user and API token: {info.credentials_file} (clients: LABEL_STUDIO_URL + LABEL_STUDIO_API_KEY)",
+               err=True)
+
+
+@server_app.command("stop")
+@user_errors
+def server_stop(
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", envvar="BENCHSMITH_LS_DATA_DIR", help=DATA_DIR_HELP),
+) -> None:
+    """Stop the local Label Studio server (no error when none runs; the data dir is kept)."""
+    from benchsmith.annotation._private.server import stop_label_studio
+
+    info = stop_label_studio(data_dir)
+    typer.echo(f"stopped Label Studio (pid {info.pid}, {info.url})" if info else "no Label Studio server running")
+
+
+@server_app.command("status")
+@user_errors
+def server_status(
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", envvar="BENCHSMITH_LS_DATA_DIR", help=DATA_DIR_HELP),
+) -> None:
+    """Print the local server's state as JSON (URL, pid, data dir, where the token is); exit 1 when not running."""
+    import json
+
+    from benchsmith.annotation._private.server import data_dir_path, label_studio_status, state_path
+
+    info = label_studio_status(data_dir)
+    if info is None:
+        folder = data_dir_path(data_dir)
+        typer.echo(json.dumps({"running": False, "data_dir": str(folder), "state_file": str(state_path(folder))}))
+        raise typer.Exit(1)
+    typer.echo(json.dumps(_describe(info), ensure_ascii=False))
+
+
+WORKSPACE = typer.Option(Path(".benchsmith/annotation"), "--workspace", envvar="BENCHSMITH_ANNOTATION_WORKSPACE",
+                         help="The review workspace (its state: annotation.sqlite)")
+LS_DATA_DIR = typer.Option(None, "--data-dir", envvar="BENCHSMITH_LS_DATA_DIR", help=DATA_DIR_HELP)
+
+
+def _server_errors(fn):  # noqa: ANN001, ANN202
+    """Label Studio going down mid-sync is one red line too (exit 3); what was synced is kept."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        from benchsmith.annotation._private.lsclient import LabelStudioDown
+
+        try:
+            return fn(*args, **kwargs)
+        except LabelStudioDown as exc:
+            from rich.console import Console
+
+            Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(3) from None
+
+    return wrapper
+
+
+def _open(workspace: Path, data_dir: Optional[Path]):  # noqa: ANN202
+    from benchsmith.annotation._private.lsclient import LabelStudio
+    from benchsmith.annotation._private.server import resolve_label_studio
+    from benchsmith.annotation._private.workflow import Workspace
+
+    access = resolve_label_studio(data_dir)
+    return Workspace(workspace), LabelStudio(access.url, access.token)
+
+
+@annotate_app.command("push")
+@user_errors
+@_server_errors
+def annotate_push(
+    stage: str = typer.Option("review", "--stage", envvar="BENCHSMITH_ANNOTATION_STAGE", help="review | adjudicate"),
+    split: Optional[Path] = typer.Option(None, "--split", envvar="BENCHSMITH_SPLIT",
+                                         help="Split folder or samples JSONL to review (first push; later pushes reuse it)"),
+    limit: Optional[int] = typer.Option(None, "--limit", envvar="BENCHSMITH_LIMIT", help="At most N samples of the split"),
+    max_rounds: int = typer.Option(3, "--max-rounds", envvar="BENCHSMITH_MAX_ROUNDS", help="Review rounds at most"),
+    workspace: Path = WORKSPACE, data_dir: Optional[Path] = LS_DATA_DIR,
+) -> None:
+    """Create the stage's Label Studio projects and import the items waiting in it (idempotent: re-running
+    never duplicates a task)."""
+    ws, ls = _open(workspace, data_dir)
+    if split is not None:
+        n = ws.load(split, limit)
+        typer.echo(f"{n} new items registered from {split}")
+    ws.store.set_meta("max_rounds", max_rounds)
+    r = ws.push(ls, stage, max_rounds=max_rounds)
+    typer.echo(f"{stage}: {r.pushed} tasks pushed, {r.already_there} found already there; projects "
+               + ", ".join(f"{k}={v}" for k, v in r.projects.items()))
+
+
+@annotate_app.command("pull")
+@user_errors
+@_server_errors
+def annotate_pull(workspace: Path = WORKSPACE, data_dir: Optional[Path] = LS_DATA_DIR) -> None:
+    """Fetch the annotations of the open tasks (only those), store them and advance the items by the protocol."""
+    ws, ls = _open(workspace, data_dir)
+    r = ws.pull(ls)
+    typer.echo(f"{r['new_annotations']} new and {r['changed_annotations']} changed annotations; items moved: {r['moved']}")
+
+
+@annotate_app.command("simulate")
+@user_errors
+@_server_errors
+def annotate_simulate(workspace: Path = WORKSPACE, data_dir: Optional[Path] = LS_DATA_DIR) -> None:
+    """Post the missing annotations of every open task as simulated reviewers (distinct users) whose verdicts
+    come from the automated checks; the datasheet marks them as supplied automatically."""
+    from benchsmith.annotation._private.simulate import checks_policy, simulate
+
+    ws, ls = _open(workspace, data_dir)
+    posted = simulate(ws, ls, checks_policy(ws._check_context(None)))
+    typer.echo(f"simulated annotations posted: {posted}")
+
+
+@annotate_app.command("status")
+@user_errors
+def annotate_status(workspace: Path = WORKSPACE) -> None:
+    """Items per status and round, and the Label Studio projects (JSON)."""
+    import json
+
+    from benchsmith.annotation._private.workflow import Workspace
+
+    if not (workspace / "annotation.sqlite").is_file():
+        from benchsmith.schemas import UserError
+
+        raise UserError(f"{workspace} is not a review workspace", fix="push a split first: benchsmith annotate push --split DIR")
+    typer.echo(json.dumps(Workspace(workspace).status(), indent=2))
+
+
+@annotate_app.command("finalize")
+@user_errors
+def annotate_finalize(
+    out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="The finalized split folder"),
+    name: Optional[str] = typer.Option(None, "--name", envvar="BENCHSMITH_SPLIT_NAME", help="Split name in the manifest"),
+    workspace: Path = WORKSPACE,
+) -> None:
+    """Freeze the accepted items into a versioned split (samples, manifest with content hashes, the source split's
+    tools and database) with a datasheet (counts per stage, Cohen's kappa per round, reasons, reviewers)."""
+    from benchsmith.annotation._private.finalize import finalize
+    from benchsmith.annotation._private.workflow import Workspace
+
+    r = finalize(Workspace(workspace), out, name=name)
+    kappa = {k: v["cohen_kappa"] for k, v in r["datasheet"]["agreement"].items()}
+    typer.echo(f"{out}: version {r['version']}, {r['accepted']} samples accepted; final {r['datasheet']['final']}; "
+               f"Cohen's kappa by round {kappa}")

@@ -1,0 +1,129 @@
+"""The whole verification protocol against a real Label Studio server (session fixture), with
+reviewers simulated by API annotations from distinct users: round 1 with two reviewers,
+adjudication, a fix that is re-executed and re-reviewed in round 2, and a finalized split with a
+datasheet. Also: pushing twice never duplicates tasks; a server that is down gives one clear
+error and a later re-run finishes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import build_slot_split, pair_lines
+from ls_fixture import label_studio  # noqa: F401 - the session fixture
+
+from benchsmith.annotation._private.finalize import finalize
+from benchsmith.annotation._private.lsclient import LabelStudio, LabelStudioDown
+from benchsmith.annotation._private.simulate import simulate
+from benchsmith.annotation._private.workflow import Workspace
+from benchsmith.schemas import Sample, SplitManifest, read_json, read_jsonl
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_slot_split(tmp_path_factory.mktemp("annot"), pair_lines()[:6])
+
+
+# what each item's reviewers say, by position in the split: (reviewer 1, reviewer 2, adjudicator)
+PLAN = {
+    0: ("accept", "accept", None),                     # accepted in round 1
+    1: ("reject", "reject", None),                     # rejected in round 1
+    2: ("accept", "reject", "accept"),                 # disagreement -> adjudicated -> accepted
+    3: ("fix", "accept", "fix-good"),                  # a fix -> re-executed -> round 2 -> accepted
+    4: ("accept", "fix", "fix-bad"),                   # a fix that does not execute -> rejected
+    5: ("reject", "accept", "reject"),                 # adjudicator rejects
+}
+
+
+def make_policy(order: list[str], split: Path):
+    samples = {s.id: s for s in read_jsonl(split / "samples.jsonl", Sample)}
+
+    def policy(stage: str, reviewer: int, item: dict) -> dict:
+        pos = order.index(item["sample_id"])
+        if item["round"] > 1:
+            return {"decision": "accept"}
+        plan = PLAN[pos]
+        if stage == "review":
+            d = plan[reviewer - 1]
+            return {"decision": d, "reasons": ["wrong_call"] if d == "reject" else [],
+                    "correction": "see adjudication" if d == "fix" else ""}
+        if plan[2] == "fix-good":
+            s = samples[item["sample_id"]]
+            calls = [{"name": g.call.name, "arguments": g.call.arguments, "label": g.call.label} for g in s.gold]
+            return {"decision": "fix", "correction": json.dumps({"query": s.query.rstrip("?") + ", please?", "gold": calls})}
+        if plan[2] == "fix-bad":
+            return {"decision": "fix", "correction": json.dumps({"gold": [{"name": "aggregate_data", "arguments": {
+                "data_source": "$data_1$", "aggregation": "median"}}]})}
+        return {"decision": plan[2], "reasons": ["wrong_answer"] if plan[2] == "reject" else []}
+
+    return policy
+
+
+def test_the_full_protocol_runs_to_a_finalized_split(label_studio, split: Path, tmp_path: Path) -> None:  # noqa: F811
+    ls = LabelStudio(label_studio.base_url, label_studio.token)
+    ws = Workspace(tmp_path / "ws")
+    assert ws.load(split) == 6 and ws.load(split) == 0  # loading twice adds nothing
+    order = [it["sample_id"] for it in ws.store.items()]
+    policy = make_policy(order, split)
+
+    first = ws.push(ls, "review")
+    again = ws.push(ls, "review")
+    assert first.pushed == 6 and again.pushed == 0 and again.already_there == 0
+    (pid,) = first.projects.values()
+    assert len(ls.task_keys(pid)) == 6  # no duplicates on the server
+
+    assert simulate(ws, ls, policy) == {"review": 12, "adjudicate": 0}
+    assert simulate(ws, ls, policy) == {"review": 0, "adjudicate": 0}  # idempotent
+    pulled = ws.pull(ls)
+    assert pulled["new_annotations"] == 12
+    assert pulled["moved"] == {"accepted": 1, "rejected": 1, "adjudicate": 4}
+    assert ws.pull(ls)["new_annotations"] == 0  # decided items are not pulled again
+
+    ws.push(ls, "adjudicate")
+    assert simulate(ws, ls, policy)["adjudicate"] == 4
+    moved = ws.pull(ls)["moved"]
+    assert moved == {"accepted": 1, "revised": 1, "rejected": 2}
+    status = {it["sample_id"]: it for it in ws.store.items()}
+    revised = status[order[3]]
+    assert revised["status"] == "review" and revised["round"] == 2
+    assert revised["sample"]["query"].endswith(", please?") and revised["sample"]["gold"][0]["observation"] is not None
+    bad = status[order[4]]
+    assert bad["status"] == "rejected" and "not_executable" in bad["history"][-1]["reasons"][0]
+
+    r2 = ws.push(ls, "review")
+    assert r2.pushed == 1 and any("/r2/" in k for k in r2.projects)
+    simulate(ws, ls, policy)
+    assert ws.pull(ls)["moved"] == {"accepted": 1}
+
+    result = finalize(ws, tmp_path / "final")
+    out = tmp_path / "final"
+    final = read_jsonl(out / "samples.jsonl", Sample)
+    assert {s.verification.details["original_id"] for s in final} == {order[0], order[2], order[3]}
+    assert all(s.verification.status == "verified" and s.verification.method == "expert-review" for s in final)
+    manifest = SplitManifest.model_validate(read_json(out / "manifest.json"))
+    assert manifest.sample_count == 3 and manifest.version == "1.0.0" and "database.sqlite" in manifest.files
+    sheet = result["datasheet"]
+    # round 1 decisions: (a,a) (r,r) (a,r) (fix,a) (a,fix) (r,a): observed 2/6
+    assert sheet["agreement"]["1"]["items"] == 6 and abs(sheet["agreement"]["1"]["percent_agreement"] - 2 / 6) < 1e-9
+    assert sheet["agreement"]["1"]["cohen_kappa"] is not None and sheet["agreement"]["2"]["items"] == 1
+    assert sheet["verdicts_supplied_automatically"] is True
+    assert "supplied automatically" in (out / "datasheet.md").read_text()
+    assert set(sheet["reviewers"]) == {"auto-reviewer-1", "auto-reviewer-2", "auto-adjudicator"}
+    # the finalized split is evaluable: the nl2api self-test passes on it
+    from benchsmith.eval import run_selftest
+
+    scores = run_selftest("nl2api", out, tmp_path / "selftest")
+    assert scores["records"] == 3 and scores["gold_failing"] == 0
+
+
+def test_a_server_that_is_down_gives_one_clear_error_and_a_rerun_finishes(label_studio, split: Path,  # noqa: F811
+                                                                         tmp_path: Path) -> None:
+    ws = Workspace(tmp_path / "ws")
+    ws.load(split)
+    dead = LabelStudio("http://127.0.0.1:9", label_studio.token, retries=1, backoff=0.01)
+    with pytest.raises(LabelStudioDown, match="not answering.*re-run"):
+        ws.push(dead, "review")
+    assert ws.store.projects() == []  # nothing half-recorded
+    ls = LabelStudio(label_studio.base_url, label_studio.token)
+    assert ws.push(ls, "review").pushed == 6
