@@ -123,8 +123,11 @@ def _el(tag: str, attrs: dict[str, Any] | None = None, children: list[str] | Non
     return f"<{tag}{parts}>\n" + "\n".join(children) + f"\n</{tag}>"
 
 
-def _text(name: str, value: str, style: str | None = None) -> str:
-    return _el("Text", {"name": name, "value": value, "style": style})
+def _text(name: str, value: str, cls: str | None = None) -> str:
+    """A ``<Text>``; Label Studio ignores a Text's own style, so a class on a wrapping View (styled by
+    :data:`_CSS`) formats it."""
+    text = _el("Text", {"name": name, "value": value})
+    return _el("View", {"className": cls}, [text]) if cls else text
 
 
 def _header(value: str, size: int = 4) -> str:
@@ -144,17 +147,29 @@ def _textarea(name: str, to_name: str, placeholder: str, rows: int) -> str:
 
 
 _BOX = "border: 1px solid #ccc; border-radius: 4px; padding: 6px 10px; margin: 6px 0"
-_SMALL = "font-size: 12px; color: #555; white-space: pre-wrap"
-_PRE = "font-family: monospace; font-size: 12px; white-space: pre-wrap"
+_SMALL = "bs-small"
+_PRE = "bs-pre"
+# Label Studio's own CSS sets the text container's size and font, so these rules aim at its classes
+_CSS = """
+.bs-small .lsf-richtext__container { font-size: 12px; line-height: 16px; color: #555; }
+.bs-title .lsf-richtext__container { font-weight: bold; }
+.bs-thought .lsf-richtext__container { font-style: italic; }
+.bs-pre .lsf-richtext__container { font-size: 12px; line-height: 16px; }
+.bs-pre .lsf-richtext__line { font-family: monospace !important; }
+.bs-obs .lsf-richtext__container { color: #333; background: #f6f6f6; }
+.bs-thought .lsf-richtext__container::before { content: "thought: "; font-style: normal; font-weight: bold; }
+.bs-call .lsf-richtext__container::before { content: "call: "; font-weight: bold; }
+.bs-obs .lsf-richtext__container::before { content: "observation: "; font-weight: bold; }
+"""
 
 
 def _steps_block() -> str:
     i = INDEX_FLAG
     step = [
-        _text(f"step_{i}", f"$steps[{i}].title", "font-weight: bold"),
-        _text(f"thought_{i}", f"$steps[{i}].thought", "font-style: italic; white-space: pre-wrap"),
-        _text(f"call_{i}", f"$steps[{i}].call", _PRE),
-        _text(f"observation_{i}", f"$steps[{i}].observation", _PRE + "; color: #333"),
+        _text(f"step_{i}", f"$steps[{i}].title", "bs-title"),
+        _text(f"thought_{i}", f"$steps[{i}].thought", "bs-thought"),
+        _text(f"call_{i}", f"$steps[{i}].call", "bs-pre bs-call"),
+        _text(f"observation_{i}", f"$steps[{i}].observation", "bs-pre bs-obs"),
         _choices(f"verdict_{i}", f"call_{i}", VERDICTS, hints=False),
         _textarea(f"correction_{i}", f"call_{i}", 'corrected call for this step: JSON {"name", "arguments"}', 2),
     ]
@@ -177,8 +192,8 @@ def _body(kind: str) -> list[str]:
                 *tools, *setup, *answer]
     if kind == "special":
         return [ident, _header("Request", 3), _text("query", "$query"),
-                _header("Special case"), _text("special_kind", "$special_kind", "font-weight: bold"),
-                _header("Expected behaviour"), _text("expected", "$expected", "white-space: pre-wrap"),
+                _header("Special case"), _text("special_kind", "$special_kind", "bs-title"),
+                _header("Expected behaviour"), _text("expected", "$expected"),
                 *tools, *setup]
     return [ident, _header("Request", 3), _text("query", "$query"), *tools, *setup, *answer]
 
@@ -220,7 +235,7 @@ def label_config(kind: str, stage: str = "review") -> str:
                   _el("View", {"style": _BOX}, [_header("Reviewer 1"), _text("review_1", "$review_1", _SMALL)]),
                   _el("View", {"style": _BOX}, [_header("Reviewer 2"), _text("review_2", "$review_2", _SMALL)])]
     parts += _controls(kind, stage)
-    return _el("View", None, parts)
+    return _el("View", None, ["<Style>" + _CSS + "</Style>", *parts])
 
 
 def _check_kind(kind: str) -> None:

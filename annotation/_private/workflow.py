@@ -26,6 +26,27 @@ class PushReport:
     already_there: int
 
 
+def step_corrections(sample: dict[str, Any], corrections: dict[Any, str]) -> str:
+    """A whole-chain correction (JSON ``{"gold": [...]}``) from per-step corrected calls
+    (``{step index: '{"name", "arguments"}'}``); a step's correction that is not JSON is left out."""
+    import json
+
+    gold = []
+    for i, step in enumerate(sample.get("gold") or []):
+        call = dict(step.get("call") or {})
+        fixed = corrections.get(i, corrections.get(str(i)))
+        if fixed:
+            try:
+                value = json.loads(fixed)
+            except ValueError:
+                value = None
+            if isinstance(value, dict) and isinstance(value.get("name"), str):
+                call = {"name": value["name"], "arguments": value.get("arguments") or {}, "label": call.get("label")}
+        if call:
+            gold.append(call)
+    return json.dumps({"gold": gold}, ensure_ascii=False)
+
+
 class Workspace:
     """``Workspace(folder)``: ``folder/annotation.sqlite`` holds the state; ``folder/source.json``
     names the split the items came from."""
@@ -154,7 +175,7 @@ class Workspace:
                 r = parse_result(it["kind"], a["result"])
                 reviews.append({"user": a["user"], "decision": r.decision, "reasons": list(r.reasons),
                                 "correction": r.correction, "comment": r.comment, "annotation": a["id"],
-                                "step_verdicts": dict(r.step_verdicts)})
+                                "step_verdicts": dict(r.step_verdicts), "corrections": dict(r.corrections)})
             moved[self._advance(it, reviews, context)] += 1
         return {"new_annotations": new, "changed_annotations": changed, "moved": dict(moved)}
 
@@ -168,7 +189,11 @@ class Workspace:
             event = {"stage": "review", "round": rnd, "outcome": d.outcome, "reasons": d.reasons, "reviews": reviews}
             self.store.update_item(sid, status=d.outcome if d.outcome != "accepted" else "accepted", round=rnd, event=event)
             return d.outcome
-        d = decide_adjudication(reviews[-1] if reviews else None)
+        final = dict(reviews[-1]) if reviews else None
+        if final and final.get("decision") == "fix" and not (final.get("correction") or "").strip() \
+                and final.get("corrections"):
+            final["correction"] = step_corrections(it["sample"], final["corrections"])
+        d = decide_adjudication(final)
         if d.outcome == "pending":
             return "pending"
         event = {"stage": "adjudicate", "round": rnd, "outcome": d.outcome, "reasons": d.reasons, "reviews": reviews}
