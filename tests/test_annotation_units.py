@@ -1,0 +1,80 @@
+"""Pure parts of the protocol: decisions, corrections, agreement, the datasheet."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchsmith.annotation import apply_correction, cohen_kappa, datasheet, decide_adjudication, decide_review
+from benchsmith.annotation._private.protocol import CorrectionError
+from benchsmith.annotation._private.workflow import step_corrections
+
+
+@pytest.mark.parametrize("decisions, outcome", [
+    (["accept", "accept"], "accepted"), (["reject", "reject"], "rejected"), (["accept", "reject"], "adjudicate"),
+    (["fix", "accept"], "adjudicate"), (["fix", "fix"], "adjudicate"), (["accept"], "pending"),
+])
+def test_review_decisions(decisions: list[str], outcome: str) -> None:
+    reviews = [{"user": i, "decision": d} for i, d in enumerate(decisions)]
+    assert decide_review(reviews).outcome == outcome
+
+
+def test_a_reviewer_counts_once_with_the_latest_answer() -> None:
+    reviews = [{"user": 1, "decision": "reject"}, {"user": 1, "decision": "accept"}]
+    assert decide_review(reviews).outcome == "pending"
+    assert decide_review([*reviews, {"user": 2, "decision": "accept"}]).outcome == "accepted"
+
+
+def test_adjudication() -> None:
+    assert decide_adjudication({"decision": "fix", "correction": " "}).reasons == ["fix_without_correction"]
+    assert decide_adjudication({"decision": "reject", "reasons": ["wrong_answer"]}).reasons == ["wrong_answer"]
+    assert decide_adjudication(None).outcome == "pending"
+
+
+def test_corrections() -> None:
+    sample = {"query": "q", "gold": [{"call": {"name": "a", "arguments": {}, "label": "out_1"}, "observation": 3}]}
+    fixed = apply_correction(sample, json.dumps({"gold": [{"name": "b", "arguments": {"x": 1}}]}))
+    assert fixed["gold"][0]["call"] == {"name": "b", "arguments": {"x": 1}, "label": "out_1"}
+    assert fixed["gold"][0]["observation"] is None  # re-executed before use
+    with pytest.raises(CorrectionError, match="not \\['tools'\\]"):
+        apply_correction(sample, json.dumps({"tools": []}))
+    with pytest.raises(CorrectionError, match="no tool name"):
+        apply_correction(sample, json.dumps({"gold": [{"arguments": {}}]}))
+    with pytest.raises(CorrectionError, match="dialogue"):
+        apply_correction({"dialogue": [{"role": "user", "content": "hi"}]}, "plain text")
+    # per-step corrections become a whole-chain correction; a step correction that is not JSON is ignored
+    two = {"gold": [{"call": {"name": "a", "arguments": {}, "label": "out_1"}},
+                    {"call": {"name": "b", "arguments": {}, "label": "out_2"}}]}
+    made = json.loads(step_corrections(two, {"1": '{"name": "c", "arguments": {"k": 2}}', "0": "nonsense"}))
+    assert made["gold"] == [{"name": "a", "arguments": {}, "label": "out_1"},
+                            {"name": "c", "arguments": {"k": 2}, "label": "out_2"}]
+
+
+def test_kappa_matches_hand_computation() -> None:
+    # 10 items: 4 (a,a), 3 (r,r), 2 (a,r), 1 (r,a): po = .7; pa = .6*.5 + .4*.5 = .5 -> kappa .4
+    pairs = [("a", "a")] * 4 + [("r", "r")] * 3 + [("a", "r")] * 2 + [("r", "a")]
+    assert cohen_kappa(pairs) == pytest.approx(0.4)
+    assert cohen_kappa([("a", "r"), ("r", "a")]) == pytest.approx(-1.0)
+    assert cohen_kappa([]) is None
+
+
+def test_datasheet_counts_reasons_and_reviewers() -> None:
+    items = [
+        {"sample_id": "s1", "status": "accepted", "history": [
+            {"stage": "review", "round": 1, "outcome": "accepted", "reasons": [],
+             "reviews": [{"user": 1, "decision": "accept"}, {"user": 2, "decision": "accept"}]}]},
+        {"sample_id": "s2", "status": "rejected", "history": [
+            {"stage": "review", "round": 1, "outcome": "adjudicate", "reasons": [],
+             "reviews": [{"user": 1, "decision": "accept"}, {"user": 2, "decision": "reject"}]},
+            {"stage": "adjudicate", "round": 1, "outcome": "rejected", "reasons": ["not_executable: step 1"],
+             "reviews": [{"user": 3, "decision": "reject"}]}]},
+    ]
+    sheet = datasheet(items, {1: {"username": "ann", "simulated": False}, 2: {"username": "bob", "simulated": False},
+                              3: {"username": "cy", "simulated": True}})
+    assert sheet["final"] == {"accepted": 1, "rejected": 1}
+    assert sheet["stages"] == {"adjudicate r1: rejected": 1, "review r1: accepted": 1, "review r1: adjudicate": 1}
+    assert sheet["rejection_reasons"] == {"not_executable": 1}
+    assert sheet["agreement"]["1"]["percent_agreement"] == 0.5
+    assert sheet["reviewers"]["bob"]["agreement_with_final"] == 1.0 and sheet["reviewers"]["ann"]["agreement_with_final"] == 0.5
+    assert sheet["verdicts_supplied_automatically"] is True
