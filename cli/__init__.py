@@ -102,7 +102,7 @@ def demo(
     limit: int = typer.Option(8, "--limit", envvar="BENCHSMITH_DEMO_LIMIT",
                               help="Cases per task for the local model's evaluation run"),
     model_run: bool = typer.Option(True, "--model-run/--no-model-run", envvar="BENCHSMITH_DEMO_MODEL_RUN",
-                                   help="Evaluate the local model and write the report"),
+                                   help="Run the construction pass, the Label Studio review and the local model's evaluation with its report"),
 ) -> None:
     """The main job on the embedded default data: Chinook + its question/SQL pairs -> SLOT, SEL and REST splits,
     gold self-tests, and T-Eval, GTA, ToolAssess and ACEBench-special cases derived from the SLOT split
