@@ -127,3 +127,57 @@ def test_a_server_that_is_down_gives_one_clear_error_and_a_rerun_finishes(label_
     assert ws.store.projects() == []  # nothing half-recorded
     ls = LabelStudio(label_studio.base_url, label_studio.token)
     assert ws.push(ls, "review").pushed == 6
+
+
+@pytest.mark.parametrize("reply_lost", [False, True], ids=["killed-after-a-batch", "killed-before-the-reply"])
+def test_server_killed_mid_push_then_restarted_loses_and_duplicates_nothing(tmp_path: Path, reply_lost: bool) -> None:
+    """A real server (our own, not the shared one) is killed during a push: after a batch was imported
+    and recorded, or after the server imported a batch but before its reply arrived (so the tasks
+    are on the server and not in the workspace: the re-run must find them, not import them again)."""
+    import os
+    import signal
+
+    from benchsmith.annotation import label_studio_status, resolve_label_studio, start_label_studio, stop_label_studio
+    from benchsmith.annotation._private import workflow
+    from benchsmith.schemas import write_jsonl
+
+    now = "2026-01-01T00:00:00Z"
+    samples = [Sample(query=f"What is the weather in town {i}?", provenance={"source": "t", "method": "t", "created_at": now})
+               for i in range(25)]
+    write_jsonl(tmp_path / "samples.jsonl", samples)
+    data_dir = tmp_path / "ls"
+    start_label_studio(data_dir=data_dir)
+    try:
+        access = resolve_label_studio(data_dir)
+
+        class KilledAfterFirstBatch(LabelStudio):
+            batches = 0
+
+            def import_tasks(self, project_id, tasks):  # noqa: ANN001, ANN201
+                ids = super().import_tasks(project_id, tasks)
+                KilledAfterFirstBatch.batches += 1
+                if KilledAfterFirstBatch.batches == 1:
+                    os.kill(label_studio_status(data_dir).pid, signal.SIGKILL)  # the server dies mid-sync
+                    if reply_lost:
+                        raise LabelStudioDown("the connection dropped before the reply; re-run the command when it is back")
+                return ids
+
+        ws = Workspace(tmp_path / "ws")
+        ws.load(tmp_path / "samples.jsonl")
+        old_batch, workflow.BATCH = workflow.BATCH, 10
+        try:
+            with pytest.raises(LabelStudioDown, match="re-run the command when it is back"):
+                ws.push(KilledAfterFirstBatch(access.url, access.token, retries=1, backoff=0.01), "review")
+            recorded = sum(len(ws.store.task_ids(p["project_id"])) for p in ws.store.projects())
+            assert recorded == (0 if reply_lost else 10)  # a batch is recorded the moment its reply arrives
+            start_label_studio(data_dir=data_dir)  # back (the same data dir: the same projects and tasks)
+            access = resolve_label_studio(data_dir)
+            ls = LabelStudio(access.url, access.token)
+            report = ws.push(ls, "review")
+        finally:
+            workflow.BATCH = old_batch
+        assert (report.pushed, report.already_there) == ((15, 10) if reply_lost else (15, 0))
+        (pid,) = report.projects.values()
+        assert sorted(ls.task_keys(pid)) == sorted(s.id for s in samples)  # every sample once, none twice
+    finally:
+        stop_label_studio(data_dir)
