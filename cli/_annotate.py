@@ -124,6 +124,11 @@ def annotate_push(
                                          help="Split folder or samples JSONL to review (first push; later pushes reuse it)"),
     limit: Optional[int] = typer.Option(None, "--limit", envvar="BENCHSMITH_LIMIT", help="At most N samples of the split"),
     max_rounds: int = typer.Option(3, "--max-rounds", envvar="BENCHSMITH_MAX_ROUNDS", help="Review rounds at most"),
+    prescreen: bool = typer.Option(False, "--prescreen/--no-prescreen", envvar="BENCHSMITH_PRESCREEN",
+                                   help="Let voter models pre-screen the items first (their votes pre-annotate the tasks)"),
+    model: str = typer.Option("local", "--model", envvar="BENCHSMITH_MODEL", help="Pre-screen model; 'local' = the local model"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", envvar="BENCHSMITH_BASE_URL", help="Pre-screen endpoint"),
+    voter: list[str] = typer.Option([], "--voter", envvar="BENCHSMITH_VOTERS", help="MODEL or MODEL@BASE_URL; repeat for k voters"),
     workspace: Path = WORKSPACE, data_dir: Optional[Path] = LS_DATA_DIR,
 ) -> None:
     """Create the stage's Label Studio projects and import the items waiting in it (idempotent: re-running
@@ -132,6 +137,11 @@ def annotate_push(
     if split is not None:
         n = ws.load(split, limit)
         typer.echo(f"{n} new items registered from {split}")
+    if prescreen and stage == "review":
+        from ._construct import _models
+
+        r = ws.prescreen(_models(model, base_url, [], 120.0, 96, voter))
+        typer.echo(f"pre-screen: {r['voted']} items voted on ({r['model_calls']} model calls)")
     ws.store.set_meta("max_rounds", max_rounds)
     r = ws.push(ls, stage, max_rounds=max_rounds)
     typer.echo(f"{stage}: {r.pushed} tasks pushed, {r.already_there} found already there; projects "

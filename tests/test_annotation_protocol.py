@@ -181,3 +181,24 @@ def test_server_killed_mid_push_then_restarted_loses_and_duplicates_nothing(tmp_
         assert sorted(ls.task_keys(pid)) == sorted(s.id for s in samples)  # every sample once, none twice
     finally:
         stop_label_studio(data_dir)
+
+
+def test_a_model_prescreen_puts_votes_into_the_pre_annotations(split: Path, tmp_path: Path) -> None:
+    from scripted_chat import ScriptedChat
+
+    from benchsmith.annotation import task_payload
+    from benchsmith.construction import ChatModelRole, RoleModels
+
+    voters = [ChatModelRole(ScriptedChat(script=lambda m: '{"vote": "reject", "reason": "unclear"}'), name="v1"),
+              ChatModelRole(ScriptedChat(script=lambda m: '{"vote": "reject", "reason": "vague"}'), name="v2")]
+    ws = Workspace(tmp_path / "ws")
+    ws.load(split)
+    assert ws.prescreen(RoleModels(default=voters[0], voters=voters)) == {"voted": 6, "model_calls": 12}
+    assert ws.prescreen(RoleModels(default=voters[0], voters=voters))["voted"] == 0  # only once
+    item = ws.store.items()[0]
+    assert [v["model"] for v in item["sample"]["metadata"]["votes"]] == ["v1", "v2"]
+    payload = task_payload(Sample.model_validate(item["sample"]), "chain")
+    (prediction,) = payload["predictions"]
+    decision = next(r for r in prediction["result"] if r["from_name"] == "decision")
+    assert decision["value"]["choices"] == ["reject"] and prediction["score"] == 0.0
+    assert "v1" in payload["data"]["check_summary"] or "reject" in payload["data"]["check_summary"]

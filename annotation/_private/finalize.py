@@ -91,7 +91,7 @@ def finalize(workspace: Any, out: str | Path, *, name: str | None = None) -> dic
         data = dict(it["sample"])
         history = it["history"]
         data["verification"] = {"status": "verified", "method": "expert-review", "verified_at": now.isoformat(),
-                          "checks": [{"name": f"{e['stage']}_r{e['round']}", "ok": e["outcome"] in ("accepted", "revise"),
+                          "checks": [{"name": f"{e['stage']}_r{e['round']}", "ok": e["outcome"] in ("accepted", "revise", "voted"),
                                       "reason": e["outcome"], "code": None} for e in history],
                           "details": {"rounds": it["round"], "original_id": it["sample_id"],
                                       "reviewers": sorted({str(r.get("user")) for e in history for r in e.get("reviews") or []}),

@@ -79,6 +79,33 @@ class Workspace:
         src = self.store.get_meta("source") or {}
         return Path(src["split"]) if src.get("split") else None
 
+    # -- model pre-screen -------------------------------------------------------------------------------
+    def prescreen(self, models: Any, *, concurrency: int = 4) -> dict[str, Any]:
+        """Let the voter models vote on the items waiting for review that have no votes yet (the
+        ``vote`` construction graph, resumable, in ``<workspace>/prescreen``); the votes go into the
+        items' ``metadata.votes`` and from there into the tasks' pre-annotations."""
+        from benchsmith.construction import run_graph
+        from benchsmith.schemas import write_jsonl
+
+        waiting = [it for it in self.store.items("review") if not it["sample"].get("metadata", {}).get("votes")]
+        if not waiting:
+            return {"voted": 0, "model_calls": 0}
+        folder = self.folder / "prescreen"
+        folder.mkdir(parents=True, exist_ok=True)
+        write_jsonl(folder / "items.jsonl", [it["sample"] for it in waiting])
+        summary = run_graph("vote", folder / "items.jsonl", folder / "run", models=models, concurrency=concurrency)
+        votes = {}
+        for s in read_jsonl(folder / "run" / "samples.jsonl", Sample):
+            votes[s.id] = s.metadata.get("votes") or []
+        for it in waiting:
+            if it["sample_id"] in votes:
+                sample = dict(it["sample"])
+                sample["metadata"] = {**(sample.get("metadata") or {}), "votes": votes[it["sample_id"]]}
+                self.store.update_item(it["sample_id"], status=it["status"], round=it["round"], sample=sample,
+                                       event={"stage": "prescreen", "round": it["round"], "outcome": "voted",
+                                              "votes": votes[it["sample_id"]]})
+        return {"voted": len(votes), "model_calls": summary.model_calls}
+
     # -- push ---------------------------------------------------------------------------------------
     def push(self, ls: Any, stage: str, *, max_rounds: int = 3, progress: Callable[[int], None] | None = None) -> PushReport:
         """Create the stage's projects (one per sample kind and round) and import the items that are
