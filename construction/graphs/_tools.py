@@ -105,3 +105,29 @@ def query_values(query: str) -> list[str]:
             text = " ".join(words[1:])  # a sentence's first word is capitalised anyway
         out.append(text)
     return out
+
+
+def query_sample_items(source: Any, fix: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(sample id, sample dict)`` of every sample with a query in a samples JSONL file (or a folder
+    holding ``samples.jsonl``), without provenance and verification (the graph makes new ones)."""
+    from pathlib import Path
+
+    from benchsmith.schemas import Sample, UserError, read_jsonl
+
+    path = Path(source)
+    if path.is_dir():
+        path = path / "samples.jsonl"
+    if not path.is_file():
+        raise UserError(f"{path} does not exist", fix=fix)
+    return [(s.id, s.model_dump(mode="json", exclude_none=True, exclude={"provenance", "verification"}))
+            for s in read_jsonl(path, Sample) if s.query is not None]
+
+
+def environment_of(sample: dict[str, Any], default: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The tool environment of a sample dict: its ``metadata.environment``, else ``default``, else for an
+    NL2API split's own samples the split's tools with the sample's set-up."""
+    env = (sample.get("metadata") or {}).get("environment") or default
+    if env is None and "nl2api" in (sample.get("categories") or []):
+        style = next((c for c in ("slot", "sel", "rest") if c in sample["categories"]), "slot")
+        env = {"kind": "nl2api", "style": style, "setup": sample.get("setup") or []}
+    return env

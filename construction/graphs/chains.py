@@ -26,9 +26,8 @@ from benchsmith.construction._private.engine import (
     model_node,
     reject,
 )
-from benchsmith.schemas import Sample, UserError
 
-from ._tools import query_values, setup_text, tool_view
+from ._tools import environment_of, query_sample_items, query_values, setup_text, tool_view
 
 VERDICTS = ("success", "internal_error", "input_error", "irrelevant_response", "unable_to_accomplish")
 DECISIONS = ("continue", "retry", "finish")
@@ -300,29 +299,12 @@ class ChainsGraph(ConstructionGraph):
     steps = (PLAN, ACT, SIMULATE, REVIEW_STEP)
 
     def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
-        from pathlib import Path
-
-        from benchsmith.schemas import read_jsonl
-
-        path = Path(source)
-        if path.is_dir():
-            path = path / "samples.jsonl"
-        if not path.is_file():
-            raise UserError(f"{path} does not exist", fix="pass a samples JSONL file (e.g. the output of construct queries)")
-        items = []
-        for s in read_jsonl(path, Sample):
-            if s.query is None:
-                continue
-            items.append((s.id, s.model_dump(mode="json", exclude_none=True, exclude={"provenance", "verification"})))
-        return items
+        return query_sample_items(source, "pass a samples JSONL file (e.g. the output of construct queries)")
 
     def initial(self, item_id: str, item: dict[str, Any], seed: int) -> dict[str, Any]:
         state = super().initial(item_id, item, seed)
         candidate = dict(item)
-        env = candidate.get("metadata", {}).get("environment") or self.options.get("environment")
-        if env is None and "nl2api" in (candidate.get("categories") or []):  # an NL2API split's own samples
-            style = next((c for c in ("slot", "sel", "rest") if c in candidate["categories"]), "slot")
-            env = {"kind": "nl2api", "style": style, "setup": candidate.get("setup") or []}
+        env = environment_of(candidate, self.options.get("environment"))
         if env is not None:
             candidate["metadata"] = {**candidate.get("metadata", {}), "environment": env}
         state.update({"candidate": candidate, "steps": [], "attempts": [], "pending": {},

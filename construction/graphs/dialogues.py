@@ -37,9 +37,8 @@ from benchsmith.construction._private.engine import (
     nonempty_text,
     reject,
 )
-from benchsmith.schemas import Sample, UserError
 
-from ._tools import setup_text, tool_view
+from ._tools import environment_of, query_sample_items, setup_text, tool_view
 from .chains import INTERNAL_CODES, SIMULATE
 
 DEFAULT_PERSONA = "You are a busy person. You write short, plain messages."
@@ -426,32 +425,18 @@ class DialoguesGraph(ConstructionGraph):
     steps = (USER, ASSISTANT, SIMULATE)
 
     def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
-        from benchsmith.schemas import read_jsonl
 
         if str(source) == "sandbox":
             return _scenario_items(None)
         path = Path(source)
-        if path.is_dir():
-            path = path / "samples.jsonl"
-        if not path.is_file():
-            raise UserError(f"{path} does not exist",
-                            fix="pass a samples JSONL file, a sandbox scenarios JSONL file, or 'sandbox'")
-        if _is_scenarios_file(path):
+        if path.is_file() and _is_scenarios_file(path):
             return _scenario_items(path)
-        items = []
-        for s in read_jsonl(path, Sample):
-            if s.query is None:
-                continue
-            items.append((s.id, s.model_dump(mode="json", exclude_none=True, exclude={"provenance", "verification"})))
-        return items
+        return query_sample_items(source, "pass a samples JSONL file, a sandbox scenarios JSONL file, or 'sandbox'")
 
     def initial(self, item_id: str, item: dict[str, Any], seed: int) -> dict[str, Any]:
         state = super().initial(item_id, item, seed)
         meta = item.get("metadata") or {}
-        env = meta.get("environment") or self.options.get("environment")
-        if env is None and "nl2api" in (item.get("categories") or []):  # an NL2API split's own samples
-            style = next((c for c in ("slot", "sel", "rest") if c in item["categories"]), "slot")
-            env = {"kind": "nl2api", "style": style, "setup": item.get("setup") or []}
+        env = environment_of(item, self.options.get("environment"))
         candidate: dict[str, Any] = {
             "goal": item["query"], "persona": meta.get("persona") or self.options.get("persona") or DEFAULT_PERSONA,
             "tools": item.get("tools") or [], "setup": item.get("setup") or [],
