@@ -147,6 +147,21 @@ def go_on(next_node: str) -> Callable[[dict[str, Any]], str]:
     return route
 
 
+def pipeline(state: type, nodes: list[tuple[str, Any]]) -> Any:
+    """An uncompiled StateGraph running ``nodes`` (``(name, function)``) one after another, ending
+    early as soon as an item is no longer running (:func:`go_on` between every two nodes)."""
+    from langgraph.graph import END, START, StateGraph
+
+    g = StateGraph(state)
+    for name, fn in nodes:
+        g.add_node(name, fn)
+    g.add_edge(START, nodes[0][0])
+    for (name, _), (following, _) in zip(nodes, nodes[1:]):
+        g.add_conditional_edges(name, go_on(following), [following, END])
+    g.add_edge(nodes[-1][0], END)
+    return g
+
+
 def read_json_reply(text: str) -> Any:
     """The JSON value in a reply (code fences and text around one object/array tolerated)."""
     import json

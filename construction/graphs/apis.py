@@ -37,12 +37,12 @@ from benchsmith.construction._private.engine import (
     ConstructionGraph,
     ModelStep,
     ParseError,
-    go_on,
     graph,
     item_rng,
     json_object,
     model_node,
     nonempty_text,
+    pipeline,
     reason,
 )
 from benchsmith.schemas import Sample, Tool, UserError
@@ -228,19 +228,12 @@ class ApisGraph(ConstructionGraph):
         return tree_items(tree, self.options)
 
     def build(self) -> Any:
-        from langgraph.graph import END, START, StateGraph
-
-        g = StateGraph(ApiState)
-        g.add_node("propose", model_node(PROPOSE))
-        g.add_node("check_name", check_name)
-        g.add_node("specify", model_node(SPECIFY))
-        g.add_node("validate", validate)
-        g.add_edge(START, "propose")
-        g.add_conditional_edges("propose", go_on("check_name"), ["check_name", END])
-        g.add_conditional_edges("check_name", go_on("specify"), ["specify", END])
-        g.add_conditional_edges("specify", go_on("validate"), ["validate", END])
-        g.add_edge("validate", END)
-        return g
+        return pipeline(ApiState, [
+            ("propose", model_node(PROPOSE)),
+            ("check_name", check_name),
+            ("specify", model_node(SPECIFY)),
+            ("validate", validate),
+        ])
 
 
 # -- after the run -------------------------------------------------------------------------------------

@@ -33,11 +33,11 @@ from benchsmith.construction._private.engine import (
     ConstructionGraph,
     ModelStep,
     ParseError,
-    go_on,
     graph,
     json_object,
     model_node,
     nonempty_text,
+    pipeline,
     reject,
 )
 from benchsmith.schemas import UserError
@@ -187,7 +187,12 @@ def _schema(db: Any, tables: list[str]) -> list[dict[str, Any]]:
 
 def prepare(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
     """Parse, execute (and convert) the SQL; collect its tables, literals and the schema view."""
-    from benchsmith.construction.nl2api import Rejection, convert, execute_sql, run_and_check
+    from benchsmith.construction.nl2api import (
+        Rejection,
+        convert,
+        execute_sql,
+        run_and_check,
+    )
 
     res = runtime.context.resources
     db, sql = res["db"], state["item"]["sql"]
@@ -323,21 +328,13 @@ class BacktranslateGraph(ConstructionGraph):
         return {"db": Database(self._database()), "lock": threading.Lock()}
 
     def build(self) -> Any:
-        from langgraph.graph import END, START, StateGraph
-
-        g = StateGraph(BacktranslateState)
-        g.add_node("prepare", prepare)
-        g.add_node("question", model_node(QUESTION_STEP))
-        g.add_node("screen", screen)
-        g.add_node("check", model_node(CHECK_STEP))
-        g.add_node("finalize", finalize)
-        g.add_edge(START, "prepare")
-        g.add_conditional_edges("prepare", go_on("question"), ["question", END])
-        g.add_conditional_edges("question", go_on("screen"), ["screen", END])
-        g.add_conditional_edges("screen", go_on("check"), ["check", END])
-        g.add_conditional_edges("check", go_on("finalize"), ["finalize", END])
-        g.add_edge("finalize", END)
-        return g
+        return pipeline(BacktranslateState, [
+            ("prepare", prepare),
+            ("question", model_node(QUESTION_STEP)),
+            ("screen", screen),
+            ("check", model_node(CHECK_STEP)),
+            ("finalize", finalize),
+        ])
 
 
 def to_pairs(samples_path: str | Path, out_path: str | Path) -> int:

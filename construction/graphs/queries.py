@@ -19,16 +19,24 @@ from benchsmith.construction._private.engine import (
     ConstructionGraph,
     ModelStep,
     ParseError,
-    go_on,
     graph,
     item_rng,
     json_object,
     model_node,
     nonempty_text,
+    pipeline,
     reject,
 )
 
-from ._tools import content_words, fewshot_texts, names_tool, normal, setup_text, tool_vocabulary, tool_view
+from ._tools import (
+    content_words,
+    fewshot_texts,
+    names_tool,
+    normal,
+    setup_text,
+    tool_view,
+    tool_vocabulary,
+)
 
 QUERY = {"type": "string", "minLength": 12, "maxLength": 300}
 
@@ -121,14 +129,8 @@ class QueriesGraph(ConstructionGraph):
         return items
 
     def build(self) -> Any:
-        from langgraph.graph import END, START, StateGraph
-
-        g = StateGraph(QueryState)
-        g.add_node("generate", model_node(GENERATE))
-        g.add_node("refine", model_node(REFINE))
-        g.add_node("finalize", finalize)
-        g.add_edge(START, "generate")
-        g.add_conditional_edges("generate", go_on("refine"), ["refine", END])
-        g.add_conditional_edges("refine", go_on("finalize"), ["finalize", END])
-        g.add_edge("finalize", END)
-        return g
+        return pipeline(QueryState, [
+            ("generate", model_node(GENERATE)),
+            ("refine", model_node(REFINE)),
+            ("finalize", finalize),
+        ])

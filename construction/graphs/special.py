@@ -31,12 +31,12 @@ from benchsmith.construction._private.engine import (
     BaseState,
     ConstructionGraph,
     ModelStep,
-    go_on,
     graph,
     item_rng,
     json_object,
     model_node,
     nonempty_text,
+    pipeline,
     reject,
 )
 from benchsmith.schemas import Sample, UserError
@@ -285,17 +285,11 @@ class SpecialGraph(ConstructionGraph):
         return items
 
     def build(self) -> Any:
-        from langgraph.graph import END, START, StateGraph
-
-        g = StateGraph(SpecialState)
-        g.add_node("pick", pick)
-        g.add_node("rewrite", model_node(REWRITE))
-        g.add_node("check", check)
-        g.add_edge(START, "pick")
-        g.add_conditional_edges("pick", go_on("rewrite"), ["rewrite", END])
-        g.add_conditional_edges("rewrite", go_on("check"), ["check", END])
-        g.add_edge("check", END)
-        return g
+        return pipeline(SpecialState, [
+            ("pick", pick),
+            ("rewrite", model_node(REWRITE)),
+            ("check", check),
+        ])
 
 
 __all__ = ["KINDS", "SpecialGraph", "check_rewrite", "parse_kinds", "pick", "read_samples"]
