@@ -146,16 +146,7 @@ def _write_state(data_dir: Path, info: LabelStudioInfo) -> None:
 
 
 def _read_state(data_dir: Path) -> LabelStudioInfo | None:
-    path = state_path(data_dir)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        fields = set(LabelStudioInfo.__dataclass_fields__)
-        return LabelStudioInfo(**{k: v for k, v in data.items() if k in fields})
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, TypeError) as exc:
-        log.warning("ignoring unreadable Label Studio state %s: %s", path, exc)
-        return None
+    return procs.read_state(state_path(data_dir), LabelStudioInfo, "Label Studio")
 
 
 def _scrub(text: str, *secrets_: str) -> str:

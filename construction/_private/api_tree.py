@@ -153,14 +153,9 @@ def teval_tool(api: dict[str, Any], where: str = "api") -> dict[str, Any]:
 
 
 def _valid_tool(data: Any, where: str) -> dict[str, Any]:
-    if isinstance(data, dict) and data.get("type") == "function" and isinstance(data.get("function"), dict):
-        data = data["function"]
-    try:
-        return Tool.model_validate(data).model_dump(mode="json", exclude_none=True)
-    except ValueError as exc:
-        lines = str(exc).splitlines()
-        raise UserError(f"{where}: not a valid tool ({lines[1].strip() if len(lines) > 1 else lines[0]})",
-                        fix="each function needs a name, a description and JSON-schema parameters") from None
+    from .catalog import tool_dict
+
+    return tool_dict(data, where, fix="each function needs a name, a description and JSON-schema parameters")
 
 
 def _place_tool(tool: dict[str, Any]) -> tuple[str, str, str | None]:

@@ -72,15 +72,16 @@ def _from_samples(samples: list[Sample], *, group_by_setup: bool, split: Path | 
     return list(entries.values())
 
 
-def _tool_dict(raw: Any, where: str) -> dict[str, Any]:
+def tool_dict(raw: Any, where: str, fix: str = "each entry needs name, description and JSON-schema parameters") -> dict[str, Any]:
+    """A benchsmith ``Tool`` (or an OpenAI ``{"type": "function", "function": ...}`` entry) as a plain
+    dict, validated; a UserError naming ``where`` otherwise."""
     if isinstance(raw, dict) and raw.get("type") == "function" and isinstance(raw.get("function"), dict):
         raw = raw["function"]
     try:
         return Tool.model_validate(raw).model_dump(mode="json", exclude_none=True)
     except ValueError as exc:
-        first = str(exc).splitlines()
-        raise UserError(f"{where}: not a tool ({first[1] if len(first) > 1 else first[0]})",
-                        fix="each entry needs name, description and JSON-schema parameters") from None
+        lines = str(exc).splitlines()
+        raise UserError(f"{where}: not a valid tool ({lines[1].strip() if len(lines) > 1 else lines[0]})", fix=fix) from None
 
 
 def load_catalog(path: str | Path) -> list[CatalogEntry]:
@@ -96,14 +97,14 @@ def load_catalog(path: str | Path) -> list[CatalogEntry]:
         rows = raw_rows(path)
         if rows and isinstance(rows[0][1], dict) and ("query" in rows[0][1] or "dialogue" in rows[0][1]):
             return _from_samples(read_jsonl(path, Sample), group_by_setup=False, split=None)
-        tools = [_tool_dict(row, f"{path}:{n}") for n, row in rows]
+        tools = [tool_dict(row, f"{path}:{n}") for n, row in rows]
     else:
         data = read_json(path)
         if isinstance(data, dict) and isinstance(data.get("tools"), list):
             data = data["tools"]
         if not isinstance(data, list):
             raise UserError(f"{path}: expected a list of tools", fix="write a JSON array of tool objects")
-        tools = [_tool_dict(row, f"{path}: tool {i + 1}") for i, row in enumerate(data)]
+        tools = [tool_dict(row, f"{path}: tool {i + 1}") for i, row in enumerate(data)]
     return [CatalogEntry(id=t["name"], tools=[t], group=_family(t["name"])) for t in tools]
 
 

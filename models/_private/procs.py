@@ -8,7 +8,9 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, TypeVar
+
+T = TypeVar("T")
 
 
 def pid_alive(pid: int) -> bool:
@@ -106,3 +108,19 @@ def tail(path: Path | None, lines: int = 15) -> str:
         return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+def read_state(path: Path, cls: type[T], what: str) -> T | None:
+    """The dataclass ``cls`` saved as JSON at ``path`` (unknown keys ignored); None when the file is
+    missing, and None with a warning when it cannot be read."""
+    import logging
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        fields = set(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+        return cls(**{k: v for k, v in data.items() if k in fields})
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError) as exc:
+        logging.getLogger("benchsmith").warning("ignoring unreadable %s state %s: %s", what, path, exc)
+        return None

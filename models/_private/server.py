@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import secrets
@@ -56,16 +55,7 @@ def _state_path(folder: Path) -> Path:
 
 
 def _read_state(folder: Path) -> ServerInfo | None:
-    path = _state_path(folder)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        fields = set(ServerInfo.__dataclass_fields__)
-        return ServerInfo(**{k: v for k, v in data.items() if k in fields})
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, TypeError) as exc:
-        log.warning("ignoring unreadable local server state %s: %s", path, exc)
-        return None
+    return procs.read_state(_state_path(folder), ServerInfo, "local server")
 
 
 def _is_ours(info: ServerInfo) -> bool:
