@@ -75,8 +75,10 @@ def gold_reply(task_name: str, case: EvalCase) -> str:
     if task_name == "toolassess":
         value = json.loads(gold)
         if case.category.startswith("multi:"):
-            return json.dumps({"answers": value if case.category.endswith("awareness") else [v[0] for v in value]})
-        return json.dumps({"decision": value} if case.category == "awareness" else {"tool": value[0]})
+            return json.dumps({"answers": value if case.category.endswith("awareness")
+                               else [v[0] if v else "none" for v in value]})
+        return json.dumps({"decision": value} if case.category == "awareness"
+                          else {"tool": value[0] if value else "none"})
     if task_name == "gta":
         value = json.loads(gold)
         return json.dumps({"thought": value.get("thought", ""), "tool_calls": value.get("tool_calls") or [],

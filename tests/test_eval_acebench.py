@@ -138,6 +138,13 @@ def test_load_and_score_small_folder(tmp_path):
     # official: absent sub-categories count as 0 in the family mean
     assert official["families"]["normal"] == round(1.0 / 12, 3)
     assert official["summary_weights"] == {"normal": 0.578, "special": 0.2676, "agent": 0.1545}
+    assert official["summary_weights_source"] == "acebench_fixed"
+    # strict: sqrt of the data's own family sizes; the two-turn dialogue counts once (normal 2, special 1)
+    strict = score_cases(BENCH, cases, preds, "strict").scores
+    assert strict["summary_sizes"] == {"normal": 2, "special": 1} and strict["summary_weights_source"] == "data"
+    w = 2 ** 0.5 / (2 ** 0.5 + 1)
+    assert strict["summary_weights"] == pytest.approx({"normal": w, "special": 1 - w})
+    assert strict["summary"] == pytest.approx(strict["families"]["normal"] * w + 1.0 * (1 - w))
 
 
 @pytest.mark.parametrize("broken, where", [
@@ -197,6 +204,10 @@ def test_real_data_official_summary_reproduces_0_944():
     run = score_cases(BENCH, cases, gold, "official")
     official = run.scores
     assert official["summary"] == pytest.approx(0.944, abs=5e-4)
+    # ACEBench's own files have exactly the sizes behind the fixed weights, so strict's data-derived
+    # weights are the official ones (unrounded) there
+    strict = score_cases(BENCH, cases, gold, "strict").scores
+    assert strict["summary_sizes"] == {"normal": 700, "special": 150, "agent": 50}
     assert official["families"] == {"normal": 0.907, "special": 0.993, "agent": 1.0}
     cats = {k: v["accuracy"] for k, v in official["categories"].items()}
     assert cats == {

@@ -106,12 +106,14 @@ def test_toolassess_classes_selection_and_scenarios(derived, small_split: Path) 
     n = len(samples)
     counts = reports["toolassess"]["counts"]
     assert counts["awareness"] == {"cannot_complete": n, "no_tool": n, "requires_tool": n}
-    assert counts["selection"] == n
+    labels = counts["selection_labels"]
+    assert labels["true_tool"] == n and 0 < labels["false_tool"] <= n  # a false-tool record needs 2 distractors
+    assert counts["selection"] == labels["true_tool"] + labels["false_tool"]
     assert counts["multi"]["awareness"] >= 3 and counts["multi"]["selection"] >= 3
     assert set(counts["multi_subtasks"]) <= {"2", "3"}
     cases = get_benchmark("toolassess").load(out / "toolassess")
     cats = Counter(c.category for c in cases)
-    assert cats["awareness"] == 3 * n and cats["selection"] == n
+    assert cats["awareness"] == 3 * n and cats["selection"] == counts["selection"]
     assert cats["multi:awareness"] == counts["multi"]["awareness"]
     assert cats["multi:selection"] == counts["multi"]["selection"]
     queries = {s.query for s in samples}
@@ -120,7 +122,7 @@ def test_toolassess_classes_selection_and_scenarios(derived, small_split: Path) 
             assert (c.gold["label"] == "requires_tool") == (c.input["query"] in queries or any(
                 c.input["query"].startswith(q + "\n(Hint:") for q in queries))
         if c.category == "selection":
-            assert len(c.gold["answer_tools"]) == 1 and 2 <= len(c.gold["candidates"]) <= 4
+            assert len(c.gold["answer_tools"]) in (0, 1) and 2 <= len(c.gold["candidates"]) <= 4
         if c.category.startswith("multi:"):
             assert 2 <= len(c.gold["subtasks"]) <= 3
             for sub in c.input["subtasks"]:  # nothing of the answer reaches the model
@@ -129,8 +131,13 @@ def test_toolassess_classes_selection_and_scenarios(derived, small_split: Path) 
     by_id = {s.id: s for s in samples}
     for line in (out / "toolassess" / "selection.jsonl").read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
-        first = next(st.call.name for st in by_id[rec["meta"]["source_sample"]].gold if st.call)
-        assert rec["answer_tools"] == [first]
+        sample = by_id[rec["meta"]["source_sample"]]
+        first = next(st.call.name for st in sample.gold if st.call)
+        if rec["meta"]["label"] == "true_tool":
+            assert rec["answer_tools"] == [first]
+        else:  # no candidate is a tool of the gold chain
+            assert rec["answer_tools"] == [] and not {t["name"] for t in rec["tools"]} & {
+                st.call.name for st in sample.gold if st.call}
 
 
 def test_acebench_special_records(derived, small_split: Path) -> None:

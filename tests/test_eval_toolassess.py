@@ -44,6 +44,31 @@ def test_fixture_case(fx, loaded):
     for mode, want in fx["expect"].items():
         r = b.score(cases[fx["record"]["id"]], _pred(fx["prediction"]), mode)
         assert {"ok": r.ok, "error_type": r.error_type, "score": round(r.score, 4)} == want, mode
+        if "labels" in fx:  # selection: the record's (gold, predicted) true-tool / false-tool label
+            assert [r.details["gold_label"], r.details["pred_label"]] == fx["labels"], mode
+
+
+BY_HAND = json.loads((FIXTURE.parent / "toolassess_selection_by_hand.json").read_text(encoding="utf-8"))
+
+
+def _approx(value, want):
+    if isinstance(want, dict):
+        for k, v in want.items():
+            _approx(value[k], v)
+    else:
+        assert value == pytest.approx(want)
+
+
+@pytest.mark.parametrize("mode", ["strict", "official"])
+def test_selection_by_hand(tmp_path, mode):
+    """ToolAssess's selection figures on six records computed by hand (see the fixture's 'about')."""
+    path = tmp_path / "sel.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in BY_HAND["records"]), encoding="utf-8")
+    b = ToolAssess()
+    s = score_cases(b, b.load(path), BY_HAND["predictions"], mode).scores
+    for key, want in BY_HAND["expect"].items():
+        _approx(s[key], want)
+    assert s["tas_inputs"]["selection.f1"] == pytest.approx(17 / 35)
 
 
 def test_fixture_size():
@@ -77,8 +102,10 @@ def test_aggregate_figures(loaded):
     # requires_tool: P 0/1, R 0/1; no_tool: P 1/2, R 1/1; cannot_complete: P 0/0, R 0/1
     assert aw["precision"] == pytest.approx((0 + 0.5 + 0) / 3)
     assert aw["recall"] == pytest.approx((0 + 1 + 0) / 3)
-    sel = s["selection"]  # 6 decisions, one false positive (send_email)
-    assert sel["accuracy"] == pytest.approx(5 / 6) and sel["record_accuracy"] == 0.5
+    sel = s["selection"]  # per record: sel-weather (true_tool, false_tool) wrong, sel-none right
+    assert sel["accuracy"] == sel["record_accuracy"] == 0.5
+    cand = s["selection_per_candidate"]  # 6 candidate decisions, one false positive (send_email)
+    assert cand["accuracy"] == pytest.approx(5 / 6)
     assert s["multi"]["asa"] == 0.5 and s["multi"]["psa"] == pytest.approx((2 / 3 + 1) / 2)
 
 

@@ -83,6 +83,17 @@ def test_html_leaderboard_has_a_row_per_run_with_the_primary_figures(runs, repor
     assert "A &lt;vs&gt; B" in html and "A <vs> B" not in html
 
 
+def test_acebench_summary_says_which_weights_it_used(report):
+    """The acebench_special runs are scored in strict mode on a derived split: the Summary row says
+    its weights come from the data's own family sizes (HTML and Markdown)."""
+    html = _html(report)
+    section = html[html.index('<section id="task-5">'):]
+    section = section[:section.index("</section>")]
+    assert "weights sqrt(n) of this data&#39;s family sizes (special " in section
+    md = (report[0] / "report.md").read_text(encoding="utf-8")
+    assert "summary (weights sqrt(n) of this data's family sizes (special " in md
+
+
 def test_html_has_the_radar_and_category_charts(report):
     html = _html(report)
     overview = html[html.index('<section id="overview">'):]

@@ -423,7 +423,9 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
     """Write benchsmith's ToolAssess JSONL: ``awareness.jsonl`` (per sample: the original question
     -> requires_tool; a question answerable without tools -> no_tool; the question rewritten to
     need data or a write action the tools lack -> cannot_complete), ``selection.jsonl`` (per
-    sample: the gold's first tool among up to three distractors the chain never uses) and
+    sample: the gold's first tool among up to three distractors the chain never uses, a true-tool
+    record; and the same request among up to four such distractors only, a false-tool record whose
+    answer is no tool) and
     ``multi.jsonl`` (scenarios of 2-3 awareness or selection sub-tasks). Returns the report."""
     split, samples = load_split(split_dir)
     rng = _rng(seed, "toolassess")
@@ -470,11 +472,19 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
         picks = srng.sample(others, min(SELECTION_DISTRACTORS, len(others)))
         cands = [next(t for t in sample.tools if t.name == first.name), *picks]
         srng.shuffle(cands)
-        selection.append({"task": "selection",
-                          "query": ("Which of the candidate tools should be called first to answer this request? "
-                                    + _with_hint(_query(sample), sample.context)),
+        question = ("Which of the candidate tools should be called first to answer this request (none, if no "
+                    "candidate can serve it)? " + _with_hint(_query(sample), sample.context))
+        selection.append({"task": "selection", "query": question,
                           "tools": [_tool_entry(t) for t in cands], "answer_tools": [first.name],
-                          "meta": {"source_sample": sample.id}})
+                          "meta": {"source_sample": sample.id, "label": "true_tool"}})
+        # the false-tool situation: the same request among candidates that are all tools its chain never uses
+        if len(others) < 2:
+            _skip(skipped, sample, "selection:false_tool", "too_few_distractors")
+            continue
+        false_cands = srng.sample(others, min(SELECTION_DISTRACTORS + 1, len(others)))
+        selection.append({"task": "selection", "query": question,
+                          "tools": [_tool_entry(t) for t in false_cands], "answer_tools": [],
+                          "meta": {"source_sample": sample.id, "label": "false_tool"}})
 
     rng.shuffle(awareness)
     for i, rec in enumerate(awareness, 1):
@@ -528,6 +538,7 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
     counts = {
         "awareness": dict(sorted(Counter(r["label"] for r in awareness).items())),
         "selection": len(selection),
+        "selection_labels": dict(sorted(Counter(r["meta"]["label"] for r in selection).items())),
         "multi": dict(sorted(Counter(r["kind"] for r in multi).items())),
         "multi_subtasks": {str(k): v for k, v in sorted(Counter(len(r["subtasks"]) for r in multi).items())},
         "variants": dict(sorted(variants.items())),

@@ -33,6 +33,15 @@ def family_of(category: str) -> str:
     return category.split("_", 1)[0]
 
 
+def family_sizes(cases: list[EvalCase]) -> dict[str, int]:
+    """Samples per family of ``cases``, a multi-turn dialogue counted once (ACEBench's own files give
+    normal 700, special 150, agent 50: the sizes behind the official Summary weights)."""
+    units: dict[str, set[str]] = {}
+    for c in cases:
+        units.setdefault(family_of(c.category), set()).add(dialogue_of(c.id) if c.category in MULTI_TURN else c.id)
+    return {f: len(units[f]) for f in FAMILIES if f in units}
+
+
 def dialogue_of(case_id: str) -> str:
     """``normal_multi_turn_user_adjust_3_1`` -> ``normal_multi_turn_user_adjust_3``."""
     return re.sub(r"_\d+$", "", case_id)
@@ -214,17 +223,23 @@ class AceBench(Benchmark):
                 families[fam] = agg.r3(sum(cats[c]["accuracy"] for c in present) / len(members))
             else:
                 families[fam] = mean(cats[c]["accuracy"] for c in present)
-        weights = sqrt_weights({f: FAMILY_SIZES[f] for f in FAMILY_SIZES})
         out: dict[str, Any] = {"categories": cats, "families": families}
         if mode == "official":
+            weights = sqrt_weights(FAMILY_SIZES)
             w = {f: round(v, 4) for f, v in weights.items()}   # 0.578 / 0.2676 / 0.1545
             out["summary"] = round(sum(families.get(f, 0.0) * w[f] for f in w), 3)
             out["summary_weights"] = w
+            out["summary_sizes"] = dict(FAMILY_SIZES)
+            out["summary_weights_source"] = "acebench_fixed"
         else:
-            present = {f: weights[f] for f in families}
-            total = sum(present.values())
-            out["summary"] = sum(families[f] * present[f] / total for f in present) if total else 0.0
-            out["summary_weights"] = {f: present[f] / total for f in present} if total else {}
+            # the data's own family sizes (a multi-turn dialogue counts once, as in ACEBench's 700/150/50,
+            # which ACEBench's own files reproduce exactly)
+            sizes = {f: n for f, n in family_sizes(cases).items() if f in families}
+            weights = sqrt_weights(sizes) if sizes else {}
+            out["summary"] = sum(families[f] * weights[f] for f in weights) if weights else 0.0
+            out["summary_weights"] = weights
+            out["summary_sizes"] = sizes
+            out["summary_weights_source"] = "data"
         out["accuracy"] = safe_ratio(sum(r.ok for r in records), len(records))
         return out
 

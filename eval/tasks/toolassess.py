@@ -1,5 +1,6 @@
 """ToolAssess: awareness (requires_tool / no_tool / cannot_complete), selection (the first tool to
-call) and multi-task scenarios, each one JSON-constrained call rendered to ToolAssess's labels."""
+call, or ``none`` when no candidate fits) and multi-task scenarios, each one JSON-constrained call
+rendered to ToolAssess's labels."""
 
 from __future__ import annotations
 
@@ -12,8 +13,15 @@ from benchsmith.eval.toolassess import AWARENESS_CLASSES
 from benchsmith.prompts import get_prompt
 
 
+NONE = "none"  # the selection answer when no candidate tool fits
+
+
 def _names(tools: list[dict[str, Any]]) -> list[str]:
     return [str(t.get("name")) for t in tools or [] if t.get("name")]
+
+
+def _chosen(answer: str) -> list[str]:
+    return [] if answer == NONE else [answer]
 
 
 @task("toolassess")
@@ -38,8 +46,8 @@ class ToolAssessTask(SingleCallTask):
             if kind == "awareness":
                 item: dict[str, Any] = {"type": "string", "enum": list(AWARENESS_CLASSES)}
             else:
-                names = sorted({nm for s in subs for nm in _names(s.get("tools") or [])})
-                item = {"type": "string", "enum": names} if names else {"type": "string"}
+                names = sorted({nm for s in subs for nm in _names(s.get("tools") or [])} | {NONE})
+                item = {"type": "string", "enum": names}
             schema = {"type": "object", "properties": {"answers": {"type": "array", "items": item,
                                                                    "minItems": n, "maxItems": n}},
                       "required": ["answers"]}
@@ -50,7 +58,7 @@ class ToolAssessTask(SingleCallTask):
                       "required": ["decision"]}
             msgs = get_prompt("toolassess/awareness").render(query=inp.get("query", ""), tools=inp.get("tools") or [])
             return Request(msgs, json_schema=schema, max_tokens=32)
-        names = _names(inp.get("tools") or [])
+        names = [*_names(inp.get("tools") or []), NONE]
         schema = {"type": "object", "properties": {"tool": {"type": "string", "enum": names}}, "required": ["tool"]}
         msgs = get_prompt("toolassess/selection").render(query=inp.get("query", ""), tools=inp.get("tools") or [])
         return Request(msgs, json_schema=schema, max_tokens=32)
@@ -64,10 +72,10 @@ class ToolAssessTask(SingleCallTask):
             answers = value.get("answers")
             if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
                 raise FormatError("bad_shape", "expected answers: a list of strings")
-            result = answers if kind == "awareness" else [[a] for a in answers]
+            result = answers if kind == "awareness" else [_chosen(a) for a in answers]
             return json.dumps(result, ensure_ascii=False), value
         key = "decision" if kind == "awareness" else "tool"
         got = value.get(key)
         if not isinstance(got, str) or not got:
             raise FormatError("bad_shape", f"expected {key}: a string")
-        return json.dumps(got if kind == "awareness" else [got], ensure_ascii=False), value
+        return json.dumps(got if kind == "awareness" else _chosen(got), ensure_ascii=False), value

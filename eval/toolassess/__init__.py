@@ -10,9 +10,9 @@ several models' figures with variance-contribution weights. See ``docs/eval/tool
 from ._plugin import ToolAssess
 from ._scorers import (
     AWARENESS_CLASSES, SELECTION_CLASSES, classification, norm_label, parse_awareness, parse_selection,
-    score_awareness, score_selection, selection_decisions, tas, variance_weights, weighted,
+    score_awareness, score_selection, selection_decisions, selection_labels, tas, variance_weights, weighted,
 )
 
 __all__ = ["AWARENESS_CLASSES", "SELECTION_CLASSES", "ToolAssess", "classification", "norm_label", "parse_awareness",
-           "parse_selection", "score_awareness", "score_selection", "selection_decisions", "tas", "variance_weights",
+           "parse_selection", "score_awareness", "score_selection", "selection_decisions", "selection_labels", "tas", "variance_weights",
            "weighted"]

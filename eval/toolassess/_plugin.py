@@ -14,6 +14,7 @@ from benchsmith.schemas import UserError
 
 from ._scorers import (
     AWARENESS_CLASSES, SELECTION_CLASSES, classification, norm_label, score_awareness, score_selection,
+    selection_labels,
 )
 
 TASKS = ("awareness", "selection", "multi")
@@ -150,17 +151,22 @@ class ToolAssess(Benchmark):
         out["awareness"] = classification(
             [(by_id[r.id].gold["label"], r.details.get("pred")) for r in aw], AWARENESS_CLASSES) if aw else None
         if se:
-            decisions = []
+            labels, decisions = [], []
             for r in se:
+                gold = by_id[r.id].gold
                 ds = r.details.get("decisions")
-                if ds is None:  # a missing prediction: nothing selected
-                    c = by_id[r.id].gold
-                    ds = [(n in c["answer_tools"], False) for n in c["candidates"]]
+                if ds is None:  # a missing prediction: nothing selected, the record is wrong
+                    ds = [(n in gold["answer_tools"], False) for n in gold["candidates"]]
+                labels.append(selection_labels(set(gold["answer_tools"]), None) if "pred_label" not in r.details
+                              else (r.details["gold_label"], r.details["pred_label"]))
                 decisions.extend(("true_tool" if g else "false_tool", "true_tool" if p else "false_tool") for g, p in ds)
-            out["selection"] = {**classification(decisions, SELECTION_CLASSES),
+            # ToolAssess's definition: one binary true-tool / false-tool decision per record
+            out["selection"] = {**classification(labels, SELECTION_CLASSES),
                                 "record_accuracy": mean(1.0 if r.ok else 0.0 for r in se), "records": len(se)}
+            # extra figure (not ToolAssess's): every candidate tool of every record as a decision
+            out["selection_per_candidate"] = classification(decisions, SELECTION_CLASSES)
         else:
-            out["selection"] = None
+            out["selection"] = out["selection_per_candidate"] = None
 
         def asa_psa(recs: list[RecordResult]) -> dict[str, Any]:
             shares = []

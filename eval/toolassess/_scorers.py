@@ -1,8 +1,11 @@
-"""Pure ToolAssess checks: awareness labels, tool selection re-mapped to binary decisions,
-multi-task scenarios, classification figures, variance-contribution weights and TAS.
+"""Pure ToolAssess checks: awareness labels, tool selection re-mapped per record to binary
+true-tool / false-tool labels (with a per-candidate view as an extra), multi-task scenarios,
+classification figures, variance-contribution weights and TAS.
 
 >>> norm_label("Requires tool"), norm_label("cannot be completed"), norm_label("maybe")
 ('requires_tool', 'cannot_complete', None)
+>>> selection_labels({"a"}, {"a"}), selection_labels({"a"}, {"b"}), selection_labels(set(), {"b"})
+(('true_tool', 'true_tool'), ('true_tool', 'false_tool'), ('false_tool', 'true_tool'))
 >>> selection_decisions(["a", "b", "c"], {"a"}, {"a", "c"})
 [(True, True), (False, False), (False, True)]
 """
@@ -66,7 +69,8 @@ def parse_awareness(prediction: Any) -> str:
 
 def parse_selection(prediction: Any) -> set[str]:
     """Selected tool names: a JSON list of names or calls, one name, ``{"tools": [...]}``;
-    ``"none"`` / ``[]`` / ``null`` select nothing. Raises AnswerError."""
+    ``"none"`` / ``[]`` select nothing. An empty reply or JSON ``null`` is no answer at all (it
+    does not claim that no tool fits): AnswerError, like any other unreadable reply."""
     value = _json(prediction)
     if isinstance(value, dict):
         if "tools" in value:
@@ -75,11 +79,11 @@ def parse_selection(prediction: Any) -> set[str]:
             value = [value]
         else:
             raise AnswerError("malformed_selection", "an object needs 'tools' or 'name'")
-    if value is None:
-        return set()
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise AnswerError("empty_answer", "no answer (an empty reply or null); write \"none\" or [] when no tool fits")
     if isinstance(value, str):
         text = value.strip()
-        return set() if text.lower() in ("", "none", "no_tool", "null") else {text}
+        return set() if text.lower() in ("none", "no_tool") else {text}
     if not isinstance(value, list):
         raise AnswerError("malformed_selection", f"expected tool names, got {type(value).__name__}")
     out = set()
@@ -90,6 +94,22 @@ def parse_selection(prediction: Any) -> set[str]:
             raise AnswerError("malformed_selection", "a selected tool is not a name")
         out.add(item.strip())
     return out
+
+
+def selection_labels(gold: set[str], selected: set[str] | None) -> tuple[str, str]:
+    """(gold, predicted) binary label of one selection record, ToolAssess's definition.
+
+    The gold label is ``true_tool`` when a candidate fits the request (``answer_tools`` is not
+    empty) and ``false_tool`` when every candidate is a false tool. The predicted label is the
+    gold label when the record is right (the selected set is the gold set: the fitting tools, or
+    nothing when none fits) and the other label when it is wrong: choosing a tool when none fits
+    predicts ``true_tool``; choosing nothing, a wrong tool or an unreadable answer when a tool
+    fits predicts ``false_tool``. ``selected=None`` is an unreadable or missing answer.
+    """
+    g = "true_tool" if gold else "false_tool"
+    if selected is not None and selected == gold:
+        return g, g
+    return g, ("false_tool" if g == "true_tool" else "true_tool")
 
 
 def selection_decisions(candidates: Sequence[str], gold: set[str], selected: set[str]) -> list[tuple[bool, bool]]:
@@ -213,18 +233,31 @@ def score_awareness(case: EvalCase, prediction: str, mode: Mode) -> RecordResult
 
 @scorer("toolassess.selection")
 def score_selection(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
-    """One selection record: right iff the selected set is the gold set; the score is the share
-    of right binary decisions over the candidates."""
+    """One selection record, scored per record (both modes): right (1.0) iff the selected set is
+    the gold set, else 0.0. Details: the record's binary ``gold_label`` and ``pred_label`` (see
+    :func:`selection_labels`) and, for the per-candidate extra figure, the candidate
+    ``decisions`` and ``candidate_share`` (the share of right candidate decisions)."""
     candidates = case.gold["candidates"]
     gold = set(case.gold["answer_tools"])
     try:
         selected = parse_selection(prediction)
     except AnswerError as exc:
         decisions = [(c in gold, False) for c in candidates]
-        return failed(case, exc.code, str(exc), decisions=decisions)
+        return failed(case, exc.code, str(exc), **_labels(gold, None), decisions=decisions,
+                      candidate_share=_share(decisions))
     decisions = selection_decisions(candidates, gold, selected)
-    right = sum(1 for g, p in decisions if g == p) / len(decisions) if decisions else 1.0
+    labels = _labels(gold, selected)
     if selected == gold:
-        return passed(case, 1.0, decisions=decisions)
+        return passed(case, 1.0, **labels, decisions=decisions, candidate_share=1.0)
     err = "unknown_tool" if selected - set(candidates) else "wrong_selection"
-    return failed(case, err, f"expected {sorted(gold)}, got {sorted(selected)}", score=right, decisions=decisions)
+    return failed(case, err, f"expected {sorted(gold) or 'no tool'}, got {sorted(selected) or 'no tool'}",
+                  **labels, decisions=decisions, candidate_share=_share(decisions))
+
+
+def _labels(gold: set[str], selected: set[str] | None) -> dict[str, str]:
+    g, p = selection_labels(gold, selected)
+    return {"gold_label": g, "pred_label": p}
+
+
+def _share(decisions: list[tuple[bool, bool]]) -> float:
+    return sum(1 for g, p in decisions if g == p) / len(decisions) if decisions else 1.0

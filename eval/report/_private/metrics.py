@@ -67,6 +67,18 @@ def _micro_f1(per_category: Any) -> float | None:
     return 2 * tp / (pred + gold)
 
 
+def metric_notes(benchmark: str, scores: Mapping[str, Any] | None) -> dict[str, str]:
+    """How a headline figure was computed, where scores.json says and it matters for comparing it
+    (ACEBench's Summary: fixed 700/150/50 weights or the data's own family sizes)."""
+    s = scores or {}
+    if benchmark == "acebench" and isinstance(s.get("summary_sizes"), Mapping):
+        sizes = ", ".join(f"{k} {v}" for k, v in s["summary_sizes"].items())
+        if s.get("summary_weights_source") == "acebench_fixed":
+            return {"summary": f"weights sqrt(n) of ACEBench's fixed sizes ({sizes})"}
+        return {"summary": f"weights sqrt(n) of this data's family sizes ({sizes})"}
+    return {}
+
+
 def headline(benchmark: str, scores: Mapping[str, Any] | None) -> dict[str, float]:
     """The figures that matter for ``benchmark``, as fractions in [0, 1], from its scores.json.
     Missing or null figures are left out.

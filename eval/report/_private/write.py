@@ -217,7 +217,9 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
         metric_names = _union(h.keys() for h in heads.values())
         metric_rows = [{"metric": m, "cells": [figure(m, heads[i].get(m)) if i in heads else
                                                ("not scored" if i in present else "—") for i in range(len(runs))],
-                        "values": [heads[i].get(m) if i in heads else None for i in range(len(runs))], "note": ""}
+                        "values": [heads[i].get(m) if i in heads else None for i in range(len(runs))], "note": "",
+                        "detail": "; ".join(dict.fromkeys(
+                            n for i in heads if (n := M.metric_notes(bench, runs[i].tasks[t].scores).get(m))))}
                        for m in metric_names]
         if bench == "toolassess":
             metric_rows.extend(_tas_rows(runs, t, heads))
@@ -325,7 +327,7 @@ def _tas_rows(runs: Sequence[Run], task: str, heads: dict[int, dict[str, float]]
         return []
     values = [result.get(str(i)) for i in range(len(runs))]
     return [{"metric": "TAS (across these runs)", "cells": [pct(v) for v in values], "values": values,
-             "note": "ToolAssess's variance-weighted score, computed over the runs of this report"}]
+             "note": "ToolAssess's variance-weighted score, computed over the runs of this report", "detail": ""}]
 
 
 # ---- charts ------------------------------------------------------------------------------------------
@@ -402,7 +404,8 @@ def render_markdown(model: dict[str, Any]) -> str:
     for sec in model["sections"]:
         out += [f"## {_md(sec['task'])} ({_md(sec['benchmark'])})", ""]
         if sec["metric_rows"]:
-            out += _md_table(["metric"] + labels, ([m["metric"]] + m["cells"] for m in sec["metric_rows"]),
+            out += _md_table(["metric"] + labels, ([m["metric"] + (f" ({m['detail']})" if m["detail"] else "")] + m["cells"]
+                                                   for m in sec["metric_rows"]),
                              [False] + [True] * len(labels))
         for i in sec["not_scored"]:
             out += [f"*{_md(labels[i])}: not scored — run `benchsmith eval score --run {_md(runs[i]['path'])}`.*", ""]
