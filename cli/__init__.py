@@ -242,6 +242,9 @@ def _demo_model_run(out: Path, limit: int, split: Path | None = None) -> None:
 
 
 BENCHMARK_HELP = "acebench | bfcl | teval | gta | toolassess | nl2api"
+BFCL_FORMAT_HELP = ("BFCL only: prompt | fc, the output format of the results (prompt-mode models: Python call text; "
+                    "FC models: [{name: arguments JSON}]); official mode decodes with BFCL's decoder of that format "
+                    "(default prompt)")
 
 
 @eval_app.command("score")
@@ -256,6 +259,8 @@ def eval_score(
     out: Optional[Path] = typer.Option(None, "--out", envvar="BENCHSMITH_OUT", help="Where scores.json and records.jsonl go"),
     run: Optional[Path] = typer.Option(None, "--run", envvar="BENCHSMITH_RUN",
                                        help="A run folder of `benchsmith eval run`: score each of its tasks in place"),
+    output_format: Optional[str] = typer.Option(None, "--format", envvar="BENCHSMITH_BFCL_FORMAT",
+                                                help=BFCL_FORMAT_HELP),
 ) -> None:
     """Score a predictions file (OUT/scores.json, OUT/records.jsonl), or every task of a run (--run RUN_DIR)."""
     import json
@@ -263,6 +268,9 @@ def eval_score(
     from benchsmith.schemas import UserError
 
     if run is not None:
+        if output_format is not None:
+            raise UserError("--format does not apply to --run", fix="a run records its own format (BFCL tools mode: fc, "
+                            "prompt mode: prompt); drop --format / BENCHSMITH_BFCL_FORMAT")
         from benchsmith.eval import score_run
 
         for name, scores in score_run(run, mode).items():
@@ -275,7 +283,8 @@ def eval_score(
         raise UserError(f"missing {', '.join(missing)}", fix="give --benchmark, --data, --predictions and --out, or --run RUN_DIR")
     from benchsmith.eval import run_score
 
-    scores = run_score(benchmark, data, predictions, out, mode)  # type: ignore[arg-type]
+    scores = run_score(benchmark, data, predictions, out, mode,  # type: ignore[arg-type]
+                       options={"format": output_format})
     typer.echo(json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False))
 
 
@@ -354,13 +363,15 @@ def eval_selftest(
     data: Path = typer.Option(..., "--data", envvar="BENCHSMITH_DATA", help="The benchmark's own data folder or a benchsmith split"),
     mode: str = typer.Option("strict", "--mode", envvar="BENCHSMITH_MODE", help="strict | official"),
     out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="Where selftest.json, scores.json, records.jsonl go"),
+    output_format: Optional[str] = typer.Option(None, "--format", envvar="BENCHSMITH_BFCL_FORMAT",
+                                                help=BFCL_FORMAT_HELP),
 ) -> None:
     """Score the gold answers as predictions and list every record whose gold cannot pass."""
     import json
 
     from benchsmith.eval import run_selftest
 
-    scores = run_selftest(benchmark, data, out, mode)
+    scores = run_selftest(benchmark, data, out, mode, options={"format": output_format})
     typer.echo(json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False))
 
 

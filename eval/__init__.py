@@ -8,7 +8,7 @@ leaf checks are pure functions registered with :func:`scorer`.
 ('strict', 'official')
 """
 from ._private.core import (
-    BENCHMARKS, CallShapeError, tool_call_parts, MODES, SCORERS, Benchmark, EvalCase, Mode, Predictions, RecordResult, ScoreRun, benchmark, failed,
+    BENCHMARKS, CallShapeError, JSONValueText, tool_call_parts, MODES, SCORERS, Benchmark, EvalCase, Mode, Predictions, RecordResult, ScoreRun, benchmark, failed,
     get_benchmark, mean, passed, read_json_lines, read_predictions, safe_ratio, score_cases, scorer, sqrt_weights,
 )
 from ._private.derive import DERIVED_BENCHMARK, DERIVERS, derive_acebench_special, derive_all, derive_gta, derive_toolassess
@@ -22,6 +22,6 @@ from ._private.runner import (
 __all__ = ["TASKS", "CallContext", "FormatError", "Outcome", "Request", "RunResult", "SingleCallTask", "Task", "TaskOptions",
            "Turn", "get_task", "read_json_reply", "run_eval", "score_run", "select_cases", "task",
            "BENCHMARKS", "DERIVED_BENCHMARK", "DERIVERS", "EXPORTERS", "derive_acebench_special", "derive_all", "derive_gta",
-           "derive_toolassess", "export_acebench", "export_bfcl", "export_gta", "export_teval", "CallShapeError", "tool_call_parts", "MODES", "SCORERS", "Benchmark", "EvalCase", "Mode", "Predictions", "RecordResult",
+           "derive_toolassess", "export_acebench", "export_bfcl", "export_gta", "export_teval", "CallShapeError", "JSONValueText", "tool_call_parts", "MODES", "SCORERS", "Benchmark", "EvalCase", "Mode", "Predictions", "RecordResult",
            "ScoreRun", "benchmark", "failed", "get_benchmark", "mean", "passed", "read_json_lines", "read_predictions", "run_score",
            "run_selftest", "safe_ratio", "score_cases", "scorer", "sqrt_weights"]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from benchsmith.eval import EvalCase, RecordResult, get_benchmark, run_selftest
-from benchsmith.eval.bfcl import decode, render_gold
+from benchsmith.eval import EvalCase, RecordResult, get_benchmark, run_score, run_selftest
+from benchsmith.eval.bfcl import decode, render_gold, value_prediction
 from benchsmith.schemas import UserError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,12 +17,19 @@ from hypothesis import strategies as st
 FIXTURES = Path(__file__).parent / "fixtures" / "eval" / "bfcl_cases.jsonl"
 CASES = [json.loads(line) for line in FIXTURES.read_text(encoding="utf-8").splitlines() if line.strip()]
 BENCH = get_benchmark("bfcl")
+BENCH_FORMAT = {"prompt": get_benchmark("bfcl", format="prompt"), "fc": get_benchmark("bfcl", format="fc")}
 
 
 def _case(c: dict) -> EvalCase:
     return EvalCase(id=c["name"], benchmark="bfcl", category=c["category"],
                     input={"question": [[{"role": "user", "content": "question"}]], "functions": c["functions"]},
                     gold=c["gold"])
+
+
+def _prediction(c: dict) -> str:
+    """A fixture's prediction as a result line gives it: a string is text, any other JSON value a value
+    (an FC model's list of calls)."""
+    return c["prediction"] if isinstance(c["prediction"], str) else value_prediction(c["prediction"])
 
 
 def test_fixture_file_covers_the_checks():
@@ -37,8 +45,9 @@ def test_fixture_file_covers_the_checks():
                    "ast_decoder:decoder_wrong_output_format", "parallel_function_checker_no_order:cannot_find_match",
                    "irrelevance_error:decoder_success", "relevance_error:decoder_failed", "official_checker_crash"):
         assert needed in kinds, needed
-    # every documented official-vs-strict difference (docs/eval/bfcl.md rows 1-16) has a case that tells them apart
-    for row in range(1, 17):
+    assert {c.get("format", "prompt") for c in CASES} == {"prompt", "fc"}
+    # every documented official-vs-strict difference (docs/eval/bfcl.md rows 1-21) has a case that tells them apart
+    for row in range(1, 22):
         diff = [c for c in CASES if c["name"].startswith(f"diff{row:02d}_")]
         assert diff, row
         assert any(c["expected"]["strict"] != c["expected"]["official"] for c in diff), row
@@ -47,10 +56,14 @@ def test_fixture_file_covers_the_checks():
 @pytest.mark.parametrize("mode", ["strict", "official"])
 @pytest.mark.parametrize("c", CASES, ids=[c["name"] for c in CASES])
 def test_fixture_case(c, mode):
-    result = BENCH.score(_case(c), c["prediction"], mode)
+    """Each line says its output format (``format``: prompt, the default, or fc)."""
+    fmt = c.get("format", "prompt")
+    result = BENCH_FORMAT[fmt].score(_case(c), _prediction(c), mode)
     want = c["expected"][mode]
     assert (result.ok, result.error_type) == (want["ok"], want["error_type"]), result.reason
     assert 0.0 <= result.score <= 1.0 and result.score == (1.0 if result.ok else 0.0)
+    if mode == "official" and result.details:
+        assert result.details["format_read"] == fmt
 
 
 # ---- loading ------------------------------------------------------------------------------------
@@ -73,6 +86,103 @@ def _mini(tmp_path: Path) -> Path:
     _write(tmp_path, "BFCL_v4_live_relevance.json", [{"id": "live_relevance_0-0-0", "question": q, "function": FUNCS}])
     _write(tmp_path, "BFCL_v4_multi_turn_base.json", [{"id": "multi_turn_base_0"}])   # ignored category
     return tmp_path
+
+
+def test_format_option_is_checked():
+    assert get_benchmark("bfcl").options == {} and BENCH_FORMAT["fc"].options == {"format": "fc"}
+    with pytest.raises(UserError, match="not one of prompt, fc"):
+        get_benchmark("bfcl", format="xml")
+    with pytest.raises(UserError, match="takes no 'format' option"):
+        get_benchmark("acebench", format="fc")
+
+
+def test_selftest_in_fc_format_records_the_format(tmp_path):
+    data = _mini(tmp_path / "data")
+    case = BENCH.load(data)[0]
+    gold = BENCH_FORMAT["fc"].gold_prediction(case)
+    assert json.loads(gold) == [{"math_factorial": '{"number": 5}'}]
+    for mode in ("strict", "official"):
+        scores = run_selftest("bfcl", data, tmp_path / f"out-{mode}", mode, options={"format": "fc"})
+        assert scores["gold_failing"] == 0 and scores["format"] == "fc"
+        recs = [json.loads(x) for x in (tmp_path / f"out-{mode}" / "records.jsonl").read_text().splitlines()]
+        # strict reads the empty irrelevance gold as (empty) prompt-format text
+        want = {"fc": 3} if mode == "official" else {"fc": 2, "prompt": 1}
+        assert scores["formats_read"] == want == dict(Counter(r["details"]["format_read"] for r in recs))
+    assert run_selftest("bfcl", data, tmp_path / "out-prompt", "official")["format"] == "prompt"
+
+
+def test_score_predictions_file_in_both_formats(tmp_path):
+    data = _mini(tmp_path / "data")
+    preds = tmp_path / "p.jsonl"
+    # an FC result file holds the calls as a JSON value; a prompt-mode model's result is text
+    _write(tmp_path, "p.jsonl", [{"id": "simple_python_0", "result": [{"math_factorial": '{"number": 5}'}]},
+                                 {"id": "irrelevance_0", "result": "I cannot help with that."},
+                                 {"id": "live_relevance_0-0-0", "result": '[{"name": "math.factorial", "arguments": {"number": 1}}]'}])
+    fc = run_score("bfcl", data, preds, tmp_path / "fc", "official", options={"format": "fc"})
+    assert (fc["format"], fc["summary"]["non_live_ast"], fc["summary"]["irrelevance"], fc["summary"]["relevance"]) == \
+        ("fc", 1.0, 1.0, 0.0)      # the JSON text is a text reply for the FC decoder: no call
+    prompt = run_score("bfcl", data, preds, tmp_path / "prompt", "official")
+    assert prompt["format"] == "prompt" and prompt["error_types"] == {"ast_decoder:decoder_failed": 1,
+                                                                      "relevance_error:decoder_failed": 1}
+    strict = run_score("bfcl", data, preds, tmp_path / "strict", "strict", options={"format": "prompt"})
+    assert strict["summary"]["overall"] == 1.0 and strict["formats_read"] == {"fc": 2, "prompt": 1}
+    recs = {r["id"]: r for r in map(json.loads, (tmp_path / "strict" / "records.jsonl").read_text().splitlines())}
+    assert recs["live_relevance_0-0-0"]["details"] == {"format_read": "fc"}
+    assert recs["irrelevance_0"]["details"] == {"format_read": "prompt"}
+
+
+def test_cli_format_option_and_environment(tmp_path, monkeypatch):
+    from benchsmith.cli import app
+    from typer.testing import CliRunner
+
+    data = _mini(tmp_path / "data")
+    _write(tmp_path, "p.jsonl", [{"id": "simple_python_0", "result": [{"math_factorial": '{"number": 5}'}]}])
+    args = ["eval", "score", "--benchmark", "bfcl", "--data", str(data), "--predictions", str(tmp_path / "p.jsonl"),
+            "--mode", "official"]
+    runner = CliRunner()
+    res = runner.invoke(app, args + ["--out", str(tmp_path / "a"), "--format", "fc"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "a" / "scores.json").read_text())["categories"]["simple_python"]["correct"] == 1
+    res = runner.invoke(app, args + ["--out", str(tmp_path / "b")], env={"BENCHSMITH_BFCL_FORMAT": "fc"})
+    assert res.exit_code == 0 and json.loads((tmp_path / "b" / "scores.json").read_text())["format"] == "fc"
+    res = runner.invoke(app, args + ["--out", str(tmp_path / "c")])
+    assert json.loads((tmp_path / "c" / "scores.json").read_text())["format"] == "prompt"
+    assert runner.invoke(app, args + ["--out", str(tmp_path / "d"), "--format", "xml"]).exit_code == 2
+    res = runner.invoke(app, ["eval", "selftest", "--benchmark", "bfcl", "--data", str(data), "--out", str(tmp_path / "e"),
+                              "--format", "fc"])
+    assert res.exit_code == 0 and json.loads((tmp_path / "e" / "scores.json").read_text())["format"] == "fc"
+    assert runner.invoke(app, ["eval", "score", "--run", str(tmp_path), "--format", "fc"]).exit_code == 2
+
+
+def test_run_records_its_format_and_scoring_uses_it(tmp_path):
+    from benchsmith.eval import TaskOptions, get_task, score_run
+    from benchsmith.eval.tasks.bfcl import fc_result
+    from benchsmith.schemas import write_json, write_jsonl
+
+    data = _mini(tmp_path / "data")
+    for run_mode, fmt in (("tools", "fc"), ("prompt", "prompt")):
+        task = get_task("bfcl")(data, TaskOptions(mode=run_mode))
+        cases = task.load()
+        assert {c.meta["format"] for c in cases} == {fmt}
+        if run_mode == "tools":
+            calls = [{"id": "1", "name": "math_factorial", "arguments": {"number": 5}}]
+            result, parsed = task.parse(cases[0], "", calls)
+            assert result == fc_result("", calls) == [{"math_factorial": '{"number": 5}'}]
+            assert parsed == [{"name": "math_factorial", "arguments": {"number": 5}}]
+            assert task.parse(cases[1], "No tool fits.", [])[0] == "No tool fits."
+        else:
+            result = task.parse(cases[0], '{"calls": [{"name": "math.factorial", "arguments": {"number": 5}}]}', [])[0]
+            assert result == "[math.factorial(number=5)]"
+        run = tmp_path / f"run-{run_mode}"
+        write_json(run / "run.json", {"tasks": {"bfcl": {"benchmark": "bfcl", "status_counts": {}}}})
+        write_jsonl(run / "bfcl" / "cases.jsonl", cases)
+        write_jsonl(run / "bfcl" / "predictions.jsonl", [{"id": cases[0].id, "result": result},
+                                                          {"id": cases[1].id, "result": ""}])
+        scores = score_run(run, "official")["bfcl"]
+        assert scores["format"] == fmt and scores["categories"]["simple_python"]["correct"] == 1
+    # cases without a recorded format (runs written before it was recorded) are scored as prompt format
+    plain = BENCH.load(data)[0]
+    assert BENCH.score(plain, "[math.factorial(number=5)]", "official").ok
 
 
 def test_load_and_selftest_small_folder(tmp_path):
@@ -201,10 +311,11 @@ STRICT_GOLD_FAILING = {"live_simple_106-63-0", "live_simple_112-68-0", "live_mul
 
 @pytest.mark.slow
 @pytest.mark.skipif(not SHARED, reason="set BENCHSMITH_SHARED_DATA to the shared data folder")
+@pytest.mark.parametrize("fmt", ["prompt", "fc"])
 @pytest.mark.parametrize("mode", ["official", "strict"])
-def test_selftest_on_bfcl_v4(tmp_path, mode):
+def test_selftest_on_bfcl_v4(tmp_path, mode, fmt):
     data = Path(SHARED) / "bfcl_v4"
-    scores = run_selftest("bfcl", data, tmp_path, mode)
+    scores = run_selftest("bfcl", data, tmp_path, mode, options={"format": fmt})
     acc = {c: round(v["accuracy"] * 100, 2) for c, v in scores["categories"].items()}
     assert acc.pop("live_simple") == 99.22
     assert acc.pop("live_multiple") == 99.72

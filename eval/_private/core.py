@@ -12,6 +12,7 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Callable, ClassVar, Iterable, Literal, Mapping
 
 from pydantic import ConfigDict, Field
@@ -92,6 +93,10 @@ class Benchmark(ABC):
     """Base of a benchmark plug-in. Subclasses implement the four methods."""
 
     name: ClassVar[str] = ""
+    #: the options the benchmark takes, each with its allowed values (e.g. BFCL's ``format``)
+    option_values: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    #: the options it was configured with by :func:`get_benchmark` (none given: empty)
+    options: Mapping[str, str] = MappingProxyType({})
 
     @abstractmethod
     def load(self, data: Path) -> list[EvalCase]:
@@ -110,12 +115,28 @@ class Benchmark(ABC):
         """The gold answer written in the benchmark's native prediction format."""
 
 
-def get_benchmark(name: str) -> Benchmark:
+def get_benchmark(name: str, **options: str | None) -> Benchmark:
+    """The benchmark registered as ``name``, configured with ``options`` (``None`` = not given).
+
+    An option the benchmark does not take, or a value it does not allow, is a :class:`UserError`.
+    """
     from . import plugins  # noqa: F401  (registers the built-in benchmarks)
 
     if name not in BENCHMARKS:
         raise UserError(f"unknown benchmark {name!r}", fix=f"use one of {', '.join(sorted(BENCHMARKS))}")
-    return BENCHMARKS[name]()
+    bench = BENCHMARKS[name]()
+    given = {k: v for k, v in options.items() if v is not None}
+    for key, value in given.items():
+        allowed = bench.option_values.get(key)
+        if allowed is None:
+            takes = ", ".join(bench.option_values) or "none"
+            raise UserError(f"benchmark {name!r} takes no {key!r} option", fix=f"drop it (options of {name}: {takes})")
+        if value not in allowed:
+            raise UserError(f"{key} {value!r} is not one of {', '.join(allowed)} (benchmark {name})",
+                            fix=f"use one of {', '.join(allowed)}")
+    if given:
+        bench.options = given
+    return bench
 
 
 # ---- tool calls in predictions ------------------------------------------------------------------
@@ -175,6 +196,15 @@ def read_json_lines(path: Path, *, fix: str) -> list[tuple[int, dict[str, Any]]]
 
 
 # ---- predictions ------------------------------------------------------------------------------
+class JSONValueText(str):
+    """A prediction whose ``result`` was a JSON value other than a string (a list, an object, a
+    number ...), held as its JSON text. It is a ``str`` everywhere; a scorer for which the
+    difference matters can tell by its type (BFCL's FC decoder: an FC model's result is a list of
+    calls, while a string is the model's text reply)."""
+
+    __slots__ = ()
+
+
 @dataclass
 class Predictions:
     by_id: dict[str, str]
@@ -185,7 +215,8 @@ class Predictions:
 def read_predictions(path: str | Path) -> Predictions:
     """Read ``{"id", "result"}`` JSONL; bad lines are reported (line, reason), never fatal.
 
-    ``result`` may be a string (the raw model output) or any JSON value (serialised back to text).
+    ``result`` may be a string (the raw model output) or any JSON value (serialised back to text,
+    as a :class:`JSONValueText`).
     """
     p = Path(path)
     if not p.is_file():
@@ -208,7 +239,7 @@ def read_predictions(path: str | Path) -> Predictions:
             result = obj["result"]
             if rid in out.by_id:
                 out.duplicates.append(rid)
-            out.by_id[rid] = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+            out.by_id[rid] = result if isinstance(result, str) else JSONValueText(json.dumps(result, ensure_ascii=False))
     return out
 
 

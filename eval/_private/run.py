@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from benchsmith.schemas import UserError, write_json, write_jsonl
 
@@ -17,8 +17,11 @@ def _check_mode(mode: str) -> Mode:
 
 
 def _record_line(r: RecordResult) -> dict[str, Any]:
-    return {"id": r.id, "category": r.category, "ok": r.ok, "score": r.score, "error_type": r.error_type,
+    line = {"id": r.id, "category": r.category, "ok": r.ok, "score": r.score, "error_type": r.error_type,
             "reason": r.reason}
+    if r.details:
+        line["details"] = r.details
+    return line
 
 
 def _write(out: Path, run: ScoreRun, extra: dict[str, Any]) -> dict[str, Any]:
@@ -30,10 +33,13 @@ def _write(out: Path, run: ScoreRun, extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_score(benchmark: str, data: str | Path, predictions: str | Path, out: str | Path,
-              mode: str = "strict") -> dict[str, Any]:
-    """Score a predictions file against a benchmark's data; writes scores.json and records.jsonl."""
+              mode: str = "strict", options: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+    """Score a predictions file against a benchmark's data; writes scores.json and records.jsonl.
+
+    ``options`` configure the benchmark (e.g. BFCL's ``{"format": "fc"}``; see :func:`get_benchmark`).
+    """
     m = _check_mode(mode)
-    bench = get_benchmark(benchmark)
+    bench = get_benchmark(benchmark, **(options or {}))
     cases = bench.load(Path(data))
     preds = read_predictions(predictions)
     run = score_cases(bench, cases, preds.by_id, m)
@@ -48,10 +54,11 @@ def run_score(benchmark: str, data: str | Path, predictions: str | Path, out: st
     return _write(Path(out), run, extra)
 
 
-def run_selftest(benchmark: str, data: str | Path, out: str | Path, mode: str = "strict") -> dict[str, Any]:
+def run_selftest(benchmark: str, data: str | Path, out: str | Path, mode: str = "strict",
+                 options: Mapping[str, str | None] | None = None) -> dict[str, Any]:
     """Score the gold answers as predictions; list every record whose gold cannot pass."""
     m = _check_mode(mode)
-    bench = get_benchmark(benchmark)
+    bench = get_benchmark(benchmark, **(options or {}))
     cases = bench.load(Path(data))
     run = score_cases(bench, cases, {c.id: bench.gold_prediction(c) for c in cases}, m)
     failing = [{"id": r.id, "category": r.category, "error_type": r.error_type, "reason": r.reason}

@@ -3,8 +3,10 @@
 Registered as the ``bfcl`` benchmark (``benchsmith eval score|selftest --benchmark bfcl``).
 ``load`` reads a BFCL data folder (``BFCL_v4_<category>.json`` plus ``possible_answer/``);
 predictions are ``{"id", "result"}`` with the model's raw output, in the prompt format
-(Python call syntax) or the function-calling JSON format. ``official`` mode reproduces the
-official AST checker's verdicts; ``strict`` fixes its documented bugs (``docs/eval/bfcl.md``).
+(Python call syntax) or the function-calling (FC) format; the benchmark option ``format``
+(``get_benchmark("bfcl", format="fc")``) says which. ``official`` mode decodes with BFCL's
+decoder of that format and reproduces the official AST checker's verdicts; ``strict`` reads
+either format and fixes the documented bugs (``docs/eval/bfcl.md``).
 
 >>> from benchsmith.eval.bfcl import decode, strict_check
 >>> fns = [{"name": "math.factorial", "parameters": {"type": "dict", "required": ["number"],
@@ -21,7 +23,7 @@ from ._checker import (
     strict_equal,
     strict_relevant_call,
 )
-from ._decode import Decoded, decode, has_call, strip_fence
+from ._decode import FC, FORMATS, PROMPT, Decoded, decode, fc_value, has_call, strip_fence, value_prediction
 from ._plugin import (
     AST_CATEGORIES,
     BFCL,
@@ -30,8 +32,11 @@ from ._plugin import (
     LIVE_AST,
     NON_LIVE_AST,
     RELEVANCE,
+    gold_calls,
     load_folder,
+    relevance_call,
     relevance_gold,
+    render_calls,
     render_gold,
     score_ast,
     score_relevance,
@@ -41,17 +46,24 @@ __all__ = [
     "AST_CATEGORIES",
     "BFCL",
     "CATEGORIES",
+    "FC",
+    "FORMATS",
     "IRRELEVANCE",
     "LIVE_AST",
     "NON_LIVE_AST",
+    "PROMPT",
     "RELEVANCE",
     "Decoded",
     "Verdict",
     "decode",
+    "fc_value",
+    "gold_calls",
     "has_call",
     "load_folder",
     "official_check",
+    "relevance_call",
     "relevance_gold",
+    "render_calls",
     "render_gold",
     "score_ast",
     "score_relevance",
@@ -60,4 +72,5 @@ __all__ = [
     "strict_equal",
     "strict_relevant_call",
     "strip_fence",
+    "value_prediction",
 ]

@@ -258,10 +258,14 @@ def _find(functions: list, name: str) -> dict | None:
     return None
 
 
-def official_check(category: str, functions: list, gold: list, calls: list, fmt: str = "python") -> Verdict:
-    """The official AST verdict; raises where the official checker raises."""
+def official_check(category: str, functions: list, gold: list, calls: list, fmt: str = "prompt") -> Verdict:
+    """The official AST verdict; raises where the official checker raises.
+
+    ``fmt="fc"``: the checker of an FC model whose API forbids "." in names (OpenAI, Mistral,
+    Google): a gold name's "." becomes "_" before it is looked for in the output.
+    """
     language = language_of(category)
-    underscore = fmt == "json"     # FC models whose API forbids "." in names (OpenAI, Mistral, Google)
+    underscore = fmt == "fc"
     if _is_parallel(category):
         if len(calls) != len(gold):
             return _fail("parallel_function_checker_no_order:wrong_count",
@@ -481,7 +485,7 @@ def _st_value(p: str, value: Any, schema: dict, allowed: list, language: str) ->
 def _accepted_names(fdesc: dict, functions: list, fmt: str) -> set[str]:
     name = fdesc.get("name")
     names = {name} if isinstance(name, str) else set()
-    if fmt == "json" and isinstance(name, str) and "." in name:
+    if fmt == "fc" and isinstance(name, str) and "." in name:
         alias = name.replace(".", "_")
         if not any(isinstance(f, dict) and f.get("name") == alias for f in functions):
             names.add(alias)
@@ -544,7 +548,7 @@ def _perfect_matching(ok: list[list[bool]]) -> bool:
     return all(augment(r, [False] * n_cols) for r in range(len(ok)))
 
 
-def strict_check(category: str, functions: list, gold: list, calls: list, fmt: str = "python") -> Verdict:
+def strict_check(category: str, functions: list, gold: list, calls: list, fmt: str = "prompt") -> Verdict:
     """The strict AST verdict (documented bugs fixed); never raises."""
     try:
         return _strict_check(category, functions, gold, calls, fmt)
@@ -587,7 +591,7 @@ def _strict_check(category: str, functions: list, gold: list, calls: list, fmt: 
 # =============================================================================================
 # relevance (strict only: the official rule is "any decodable call", applied in the plug-in)
 # =============================================================================================
-def strict_relevant_call(functions: list, calls: list, fmt: str = "python") -> Verdict:
+def strict_relevant_call(functions: list, calls: list, fmt: str = "prompt") -> Verdict:
     """Every call names a provided function, with its required parameters and no unknown one."""
     if not calls:
         return _fail("relevance_error:decoder_failed", "no function call in the output")

@@ -1,15 +1,22 @@
 """Turn a model's raw BFCL output into calls ``[{name: {param: value}}]`` without ever running it.
 
-Two output formats are understood:
+Two output formats exist, one per kind of model BFCL evaluates:
 
-- the *prompt* format, Python call syntax such as ``[get_weather(city="Paris"), math.sqrt(x=4)]``
-  (brackets optional), read with :mod:`ast` only;
-- the *function-calling* (FC) format, JSON: a list of ``{"name": {args}}`` objects or of
-  ``{"name": ..., "arguments": ...}`` objects (OpenAI's ``{"function": {...}}`` wrapper too),
-  the arguments possibly a JSON string.
+- the *prompt* format (prompt-mode models: a raw text result), Python call syntax such as
+  ``[get_weather(city="Paris"), math.sqrt(x=4)]`` (brackets optional), read with :mod:`ast` only;
+- the *function-calling* (FC) format (FC models: the handler stores the native tool calls),
+  ``[{"get_weather": "{\\"city\\": \\"Paris\\"}"}]``: one object per call, the function name as
+  its key, the arguments as JSON text.
 
-``official`` mode reads the prompt format the way BFCL's default prompting decoder does
-(including its quirks, see ``docs/eval/bfcl.md``); ``strict`` mode fixes those quirks.
+``official`` mode decodes with the decoder of the format it is told (:data:`PROMPT` or
+:data:`FC`), exactly as BFCL's prompt-mode decoder or its FC decoder (OpenAI, Anthropic and
+Mistral handlers) does, quirks included (``docs/eval/bfcl.md``): JSON is no Python call syntax,
+so JSON calls fail the prompt decoder; the FC decoder takes nothing but the shape above.
+``strict`` mode reads either format whatever it is told (JSON call shapes as FC, anything else
+as the prompt format) and fixes the decoders' quirks; :attr:`Decoded.fmt` says which it read.
+A prediction line's ``result`` given as a JSON value (not a string) arrives as a
+JSON-value text (:func:`value_prediction`): for the official decoders that is a value (an FC
+model's calls), while a string is text (a prompt-mode output, or an FC model's text reply).
 Decoding never raises: every failure is a :class:`Decoded` with an ``error``.
 
 >>> decode('[get_weather(city="Paris"), math.sqrt(x=4)]', "official").calls
@@ -18,9 +25,17 @@ Decoding never raises: every failure is a :class:`Decoded` with an ``error``.
 'ast_decoder:decoder_failed'
 >>> decode('```python\\nf(x=+2)\\n```', "strict").calls
 [{'f': {'x': 2}}]
->>> d = decode('[{"name": "f", "arguments": "{\\\\"x\\\\": 1}"}]', "strict")
+>>> decode('[{"name": "f", "arguments": {"x": 1}}]', "official", "prompt").error
+'ast_decoder:decoder_failed'
+>>> decode([{"f": "{}"}], "official", "fc").calls
+[{'f': {}}]
+>>> decode([{"f": "{}"}, {"g": {}}], "official", "fc").error   # arguments must be JSON text
+'ast_decoder:decoder_failed'
+>>> decode('[{"f": "{}"}]', "official", "fc").error      # a string is the model's text reply
+'ast_decoder:decoder_failed'
+>>> d = decode('[{"name": "f", "arguments": {"x": 1}}]', "strict")
 >>> d.fmt, d.calls
-('json', [{'f': {'x': 1}}])
+('fc', [{'f': {'x': 1}}])
 """
 
 from __future__ import annotations
@@ -31,6 +46,12 @@ import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from benchsmith.eval._private.core import JSONValueText
+
+PROMPT = "prompt"              # Python call syntax (prompt-mode models)
+FC = "fc"                      # native function calls (FC models)
+FORMATS = (PROMPT, FC)
 
 DECODER_FAILED = "ast_decoder:decoder_failed"
 WRONG_FORMAT = "ast_decoder:decoder_wrong_output_format"
@@ -57,7 +78,7 @@ class Decoded:
     """
 
     calls: list[Any] | None
-    fmt: str                                   # "python" | "json"
+    fmt: str                                   # the format read: "prompt" | "fc"
     error: str | None = None                   # an official-style error type
     message: str = ""
     problems: list[tuple[str, str]] = field(default_factory=list)
@@ -150,10 +171,56 @@ def _try_json(text: str) -> Decoded | None:
     try:
         calls = [_json_item(x) for x in obj]
     except DecodeError as exc:
-        return Decoded(None, "json", DECODER_FAILED, str(exc))
+        return Decoded(None, FC, DECODER_FAILED, str(exc))
     if not is_call_list(calls):
-        return Decoded(calls, "json", WRONG_FORMAT, "the JSON is not a list of {name: {arguments}} calls")
-    return Decoded(calls, "json")
+        return Decoded(calls, FC, WRONG_FORMAT, "the JSON is not a list of {name: {arguments}} calls")
+    return Decoded(calls, FC)
+
+
+def value_prediction(value: Any) -> str:
+    """A prediction given as a JSON value rather than a string, as ``read_predictions`` passes a
+    line whose ``result`` is a list, an object, a number ...: its JSON text, marked as a value.
+
+    >>> value_prediction([{"f": "{}"}])
+    '[{"f": "{}"}]'
+    """
+    return JSONValueText(json.dumps(value, ensure_ascii=False))
+
+
+def fc_value(raw: str) -> Any:
+    """An FC result as BFCL's result file holds it: a prediction given as a JSON value
+    (:func:`value_prediction`, e.g. the list of calls) is that value; a string is the model's
+    text reply, kept as text even when it looks like JSON."""
+    if isinstance(raw, JSONValueText):
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            return raw
+    return raw
+
+
+def _decode_fc_official(raw: str) -> Decoded:
+    """BFCL's FC decoder: for each item of the result, its first key is the function name and the
+    value under it the arguments as JSON text. Iterating a text reply yields characters, which
+    fail (an empty text yields no call); so does an item that is not an object, an empty object,
+    or arguments that are not JSON text (an object, a list ...)."""
+    calls: list[Any] = []
+    try:
+        for item in fc_value(raw):
+            if type(item) is not dict:
+                raise DecodeError(f"a call is a {type(item).__name__}, not an object")
+            if not item:
+                raise DecodeError("a call is an empty object")
+            name = next(iter(item))
+            args = item[name]
+            if not isinstance(args, str):
+                raise DecodeError(f"the arguments of {name!r} are a {type(args).__name__}, not JSON text")
+            calls.append({name: json.loads(args)})
+    except (DecodeError, ValueError, RecursionError) as exc:
+        return Decoded(None, FC, DECODER_FAILED, f"{type(exc).__name__}: {exc}")
+    if not is_call_list(calls):
+        return Decoded(calls, FC, WRONG_FORMAT, "the arguments of a call are not a JSON object")
+    return Decoded(calls, FC)
 
 
 # ---- Python (prompt) format -------------------------------------------------------------------
@@ -306,25 +373,35 @@ def _decode_python(raw: str, strict: bool) -> Decoded:
                     raise DecodeError(f"list item is a {type(elem).__name__}, not a call")
                 calls.append(reader.call(elem, top=True))
     except Exception as exc:  # noqa: BLE001 - SyntaxError, ValueError, RecursionError, MemoryError ...
-        return Decoded(None, "python", DECODER_FAILED, f"{type(exc).__name__}: {exc}")
-    return Decoded(calls, "python", problems=reader.problems)
+        return Decoded(None, PROMPT, DECODER_FAILED, f"{type(exc).__name__}: {exc}")
+    return Decoded(calls, PROMPT, problems=reader.problems)
 
 
-def decode(raw: Any, mode: str = "strict") -> Decoded:
-    """Decode one raw model output (prompt or FC format); never raises."""
+def decode(raw: Any, mode: str = "strict", fmt: str = PROMPT) -> Decoded:
+    """Decode one raw model output; never raises.
+
+    ``official``: with BFCL's decoder of ``fmt`` only. ``strict``: JSON call shapes as FC,
+    anything else as the prompt format, whatever ``fmt`` says.
+    """
     if not isinstance(raw, str):
         try:
-            raw = json.dumps(raw)
+            raw = value_prediction(raw)
         except Exception:  # noqa: BLE001
             raw = str(raw)
-    strict = mode != "official"
+    official = mode == "official"
     try:
+        if official:
+            if fmt == FC:
+                return _decode_fc_official(raw)
+            if isinstance(raw, JSONValueText):   # the prompt decoder strips text: a list or number raises
+                return Decoded(None, PROMPT, DECODER_FAILED, "a prompt-format result is text, not a JSON value")
+            return _decode_python(raw, False)
         as_json = _try_json(raw)
         if as_json is not None:
             return as_json
-        return _decode_python(raw, strict)
+        return _decode_python(raw, True)
     except Exception as exc:  # noqa: BLE001 - last line of defence: decoding must not raise
-        return Decoded(None, "python", DECODER_FAILED, f"{type(exc).__name__}: {exc}")
+        return Decoded(None, fmt if official else PROMPT, DECODER_FAILED, f"{type(exc).__name__}: {exc}")
 
 
 def is_finite_number(v: Any) -> bool:

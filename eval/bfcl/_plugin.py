@@ -23,7 +23,7 @@ from benchsmith.eval._private.core import (
 from benchsmith.schemas import UserError
 
 from ._checker import official_check, strict_check, strict_relevant_call
-from ._decode import decode, has_call
+from ._decode import FC, FORMATS, PROMPT, decode, has_call, value_prediction
 
 PREFIX = "BFCL_v4_"
 NON_LIVE_AST = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple")
@@ -119,46 +119,47 @@ def load_folder(data: Path) -> list[EvalCase]:
 
 # ---- scoring ----------------------------------------------------------------------------------
 @scorer("bfcl.ast")
-def score_ast(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
-    """AST categories: decode, then the official or the strict checker."""
-    d = decode(prediction, mode)
+def score_ast(case: EvalCase, prediction: str, mode: Mode, fmt: str = PROMPT) -> RecordResult:
+    """AST categories: decode (official: with the decoder of ``fmt``), then the official or the strict checker."""
+    d = decode(prediction, mode, fmt)
     if d.error is not None or d.calls is None:
-        return failed(case, d.error or "ast_decoder:decoder_failed", d.message, fmt=d.fmt)
+        return failed(case, d.error or "ast_decoder:decoder_failed", d.message, format_read=d.fmt)
     functions = case.input.get("functions", [])
     if mode == "official":
         try:
             v = official_check(case.category, functions, case.gold, d.calls, d.fmt)
         except Exception as exc:  # noqa: BLE001 - the official checker raises here too
             return failed(case, "official_checker_crash",
-                          f"the official checker raises {type(exc).__name__}: {exc} (its whole run stops)", fmt=d.fmt)
+                          f"the official checker raises {type(exc).__name__}: {exc} (its whole run stops)",
+                          format_read=d.fmt)
     else:
         if d.problems:
             code, msg = d.problems[0]
-            return failed(case, code, msg, fmt=d.fmt)
+            return failed(case, code, msg, format_read=d.fmt)
         v = strict_check(case.category, functions, case.gold, d.calls, d.fmt)
     if v.ok:
-        return passed(case, fmt=d.fmt)
-    return failed(case, v.error_type or "ast_checker:unclear", v.message, fmt=d.fmt)
+        return passed(case, format_read=d.fmt)
+    return failed(case, v.error_type or "ast_checker:unclear", v.message, format_read=d.fmt)
 
 
 @scorer("bfcl.relevance")
-def score_relevance(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+def score_relevance(case: EvalCase, prediction: str, mode: Mode, fmt: str = PROMPT) -> RecordResult:
     """(Ir)relevance categories: is there a function call, and (strict, relevance) a sound one?"""
-    d = decode(prediction, mode)
+    d = decode(prediction, mode, fmt)
     contains = has_call(d)
     if case.category in IRRELEVANCE:
         if contains:
             return failed(case, "irrelevance_error:decoder_success", "a function call was decoded where none is due",
-                          fmt=d.fmt)
-        return passed(case, fmt=d.fmt)
+                          format_read=d.fmt)
+        return passed(case, format_read=d.fmt)
     if not contains:
         return failed(case, "relevance_error:decoder_failed",
-                      f"no function call decoded{': ' + d.message if d.message else ''}", fmt=d.fmt)
+                      f"no function call decoded{': ' + d.message if d.message else ''}", format_read=d.fmt)
     if mode == "strict":
         v = strict_relevant_call(case.input.get("functions", []), d.calls or [], d.fmt)
         if not v.ok:
-            return failed(case, v.error_type or "relevance_error:unclear", v.message, fmt=d.fmt)
-    return passed(case, fmt=d.fmt)
+            return failed(case, v.error_type or "relevance_error:unclear", v.message, format_read=d.fmt)
+    return passed(case, format_read=d.fmt)
 
 
 # ---- gold outputs -----------------------------------------------------------------------------
@@ -168,6 +169,25 @@ def _render(v: Any) -> str:
     if isinstance(v, list):
         return "[" + ", ".join(_render(x) for x in v) + "]"
     return repr(v)
+
+
+def render_calls(calls: list[tuple[str, dict[str, Any]]], fmt: str = PROMPT) -> str:
+    """Calls ``[(name, arguments)]`` written in an output format: the prompt format's Python call
+    syntax, or the FC format (BFCL's FC result: ``[{name: arguments as JSON text}]``, a name's
+    "." written "_" as FC APIs require). No call: the empty output.
+
+    >>> render_calls([("m.f", {"a": 3, "b": "x"})])
+    "[m.f(a=3, b='x')]"
+    >>> print(render_calls([("m.f", {"a": 3})], "fc"))
+    [{"m_f": "{\\"a\\": 3}"}]
+    """
+    if not calls:
+        return ""
+    if fmt == FC:
+        return json.dumps([{name.replace(".", "_"): json.dumps(args, ensure_ascii=False)} for name, args in calls],
+                          ensure_ascii=False)
+    return "[" + ", ".join(f"{name}({', '.join(f'{k}={_render(v)}' for k, v in args.items())})"
+                           for name, args in calls) + "]"
 
 
 def _first_of_answer_dict(d: Any) -> Any:
@@ -209,14 +229,8 @@ def _gold_choice(p: str, allowed: list, props: dict, required: set[str]) -> tupl
     return True, allowed[0]
 
 
-def render_gold(functions: list, gold: list, language: str = "python") -> str:
-    """The gold calls as prompt-format Python syntax (values chosen by :func:`_gold_choice`).
-
-    >>> fns = [{"name": "m.f", "parameters": {"required": ["c"], "properties": {
-    ...     "a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "float"}}}}]
-    >>> render_gold(fns, [{"m.f": {"a": [3], "b": ["", "x"], "c": ["", 2.5]}}])
-    '[m.f(a=3, c=2.5)]'
-    """
+def gold_calls(functions: list, gold: list, language: str = "python") -> list[tuple[str, dict[str, Any]]]:
+    """The gold calls ``[(name, arguments)]``, values chosen by :func:`_gold_choice`."""
     schema_of = {f.get("name"): f.get("parameters") or {} for f in functions if isinstance(f, dict)}
     out = []
     for call in gold:
@@ -225,13 +239,24 @@ def render_gold(functions: list, gold: list, language: str = "python") -> str:
         props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
         required = {p for p in params.get("required", []) if isinstance(p, str)} \
             if isinstance(params.get("required"), list) else set()
-        parts = []
+        chosen = {}
         for p, allowed in args.items():
             keep, value = _gold_choice(p, allowed, props, required)
             if keep:
-                parts.append(f"{p}={_render(_gold_value([value], props.get(p), language))}")
-        out.append(f"{name}({', '.join(parts)})")
-    return "[" + ", ".join(out) + "]"
+                chosen[p] = _gold_value([value], props.get(p), language)
+        out.append((name, chosen))
+    return out
+
+
+def render_gold(functions: list, gold: list, language: str = "python", fmt: str = PROMPT) -> str:
+    """The gold calls in an output format (prompt-format Python syntax by default).
+
+    >>> fns = [{"name": "m.f", "parameters": {"required": ["c"], "properties": {
+    ...     "a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "float"}}}}]
+    >>> render_gold(fns, [{"m.f": {"a": [3], "b": ["", "x"], "c": ["", 2.5]}}])
+    '[m.f(a=3, c=2.5)]'
+    """
+    return render_calls(gold_calls(functions, gold, language), fmt) or "[]"
 
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -248,7 +273,7 @@ def _plausible(schema: Any) -> Any:
         schema.get("type"), "example")
 
 
-def relevance_gold(functions: list, question: Any) -> str:
+def relevance_call(functions: list, question: Any) -> tuple[str, dict[str, Any]] | None:
     """A call to the function sharing most words with the question, required parameters filled in."""
     text = json.dumps(question, ensure_ascii=False).lower()
     words = set(_WORD.findall(text))
@@ -261,12 +286,17 @@ def relevance_gold(functions: list, question: Any) -> str:
         if score > best_score:
             best, best_score = f, score
     if best is None:
-        return "[]"
+        return None
     params = best.get("parameters") if isinstance(best.get("parameters"), dict) else {}
     props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
     required = [p for p in params.get("required", []) if isinstance(p, str)] if isinstance(params.get("required"), list) else []
-    parts = [f"{p}={_render(_plausible(props.get(p)))}" for p in required]
-    return f"[{best['name']}({', '.join(parts)})]"
+    return best["name"], {p: _plausible(props.get(p)) for p in required}
+
+
+def relevance_gold(functions: list, question: Any, fmt: str = PROMPT) -> str:
+    """:func:`relevance_call` in an output format (``[]`` when there is no function)."""
+    call = relevance_call(functions, question)
+    return render_calls([call], fmt) if call else "[]"
 
 
 # ---- the plug-in ------------------------------------------------------------------------------
@@ -281,15 +311,26 @@ def _present_mean(values: list[float | None]) -> float | None:
 
 @benchmark("bfcl")
 class BFCL(Benchmark):
-    """BFCL v4 single-turn categories: AST (non-live and live) and (ir)relevance."""
+    """BFCL v4 single-turn categories: AST (non-live and live) and (ir)relevance.
+
+    Option ``format`` (``prompt`` | ``fc``): the output format of the predictions, i.e. which of
+    BFCL's decoders official mode uses. Not given: the format a run recorded in a case's
+    ``meta["format"]`` (``eval run`` in tools mode writes ``fc``), else ``prompt``.
+    """
+
+    option_values = {"format": FORMATS}
+
+    def output_format(self, case: EvalCase) -> str:
+        fmt = self.options.get("format") or case.meta.get("format")
+        return fmt if fmt in FORMATS else PROMPT
 
     def load(self, data: Path) -> list[EvalCase]:
         return load_folder(data)
 
     def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
         if is_ast(case.category):
-            return score_ast(case, prediction, mode)
-        return score_relevance(case, prediction, mode)
+            return score_ast(case, prediction, mode, self.output_format(case))
+        return score_relevance(case, prediction, mode, self.output_format(case))
 
     def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
         by_cat: dict[str, dict[str, Any]] = {}
@@ -312,17 +353,28 @@ class BFCL(Benchmark):
         overall = _present_mean([non_live, live, irrelevance])
         ordered = {c: by_cat[c] for c in CATEGORIES if c in by_cat}
         ordered.update({c: v for c, v in by_cat.items() if c not in ordered})
-        return {"categories": ordered,
+        formats = sorted({self.output_format(c) for c in cases}) or [self.options.get("format") or PROMPT]
+        read: dict[str, int] = {}
+        for r in records:
+            fmt = r.details.get("format_read")
+            if fmt:
+                read[fmt] = read.get(fmt, 0) + 1
+        return {"format": formats[0] if len(formats) == 1 else "mixed", "formats_read": read,
+                "categories": ordered,
                 "summary": {"non_live_ast": non_live, "simple_ast": simple, "live_ast": live,
                             "irrelevance": irrelevance, "relevance": relevance, "overall": overall},
                 "error_types": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))}
 
     def gold_prediction(self, case: EvalCase) -> str:
         functions = case.input.get("functions", [])
+        fmt = self.output_format(case)
         if case.category in IRRELEVANCE:
             return ""
         if case.category in RELEVANCE:
-            return relevance_gold(functions, case.input.get("question"))
-        from ._checker import language_of
+            text = relevance_gold(functions, case.input.get("question"), fmt)
+        else:
+            from ._checker import language_of
 
-        return render_gold(functions, case.gold or [], language_of(case.category))
+            text = render_gold(functions, case.gold or [], language_of(case.category), fmt)
+        # an FC result is a value (the list of calls), not a text reply
+        return value_prediction(json.loads(text)) if fmt == FC else text

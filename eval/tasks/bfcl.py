@@ -1,12 +1,16 @@
 """BFCL single-turn AST categories and relevance / irrelevance: one call per case.
 
-``tools`` mode uses native tool calling; ``prompt`` mode a JSON list of calls under a schema.
-Either way the calls are rendered as BFCL's ``[f(a=1)]`` string; no call gives an empty string
-(what BFCL's irrelevance check expects).
+``prompt`` mode asks for a JSON list of calls under a schema and renders them as BFCL's
+prompt-format text ``[f(a=1)]`` (no call: the empty string, what BFCL's irrelevance check
+expects). ``tools`` mode uses native tool calling and keeps the calls as an FC model's BFCL
+result: ``[{name: arguments as JSON text}]`` with the names the model called (a function's "."
+is "_" in the tools it is given), or the reply's text when it made no call. Each case records
+the format in ``meta["format"]``, so ``eval score --run`` decodes it with the right decoder.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from benchsmith.eval import EvalCase
@@ -22,13 +26,36 @@ def _conversation(case: EvalCase) -> list[dict[str, str]]:
     return chat_messages([m for m in turn if isinstance(m, dict)])
 
 
+def fc_result(text: str, tool_calls: list[dict[str, Any]]) -> Any:
+    """An FC model's BFCL result: ``[{name: arguments JSON text}]``, or the text without calls.
+
+    >>> fc_result("", [{"id": "1", "name": "math_factorial", "arguments": {"number": 5}}])
+    [{'math_factorial': '{"number": 5}'}]
+    >>> fc_result("no tool fits", [])
+    'no tool fits'
+    """
+    if not tool_calls:
+        return text
+    return [{str(tc.get("name") or ""): tc["arguments"] if isinstance(tc.get("arguments"), str)
+             else json.dumps(tc.get("arguments") or {}, ensure_ascii=False)} for tc in tool_calls]
+
+
 @task("bfcl")
 class BFCLTask(SingleCallTask):
     benchmark = "bfcl"
     description = "BFCL AST categories and relevance / irrelevance"
 
+    @property
+    def output_format(self) -> str:
+        return "fc" if self.options.mode == "tools" else "prompt"
+
     def prompt_version(self) -> str:
-        return f"{get_prompt('bfcl/function_call').version}-{self.options.mode}"
+        # tools mode stores FC results since v-tools-fc (earlier tools runs hold prompt-format text)
+        suffix = "tools-fc" if self.options.mode == "tools" else self.options.mode
+        return f"{get_prompt('bfcl/function_call').version}-{suffix}"
+
+    def load(self) -> list[EvalCase]:
+        return [c.model_copy(update={"meta": {**c.meta, "format": self.output_format}}) for c in super().load()]
 
     def request(self, case: EvalCase) -> Request:
         functions = case.input.get("functions") or []
@@ -45,11 +72,12 @@ class BFCLTask(SingleCallTask):
 
     def parse(self, case: EvalCase, text: str, tool_calls: list[dict[str, Any]]) -> tuple[Any, Any]:
         if self.options.mode == "tools":
-            dotted = {f.get("name", "").replace(".", "_"): f.get("name", "") for f in case.input.get("functions") or []}
-            calls = native_tool_calls(tool_calls)
-            for c in calls:
-                c["name"] = dotted.get(c["name"], c["name"])
-            return (python_calls(calls) if calls else ""), calls
+            # the result is what BFCL stores for an FC model; the scorer's FC decoder judges it
+            try:
+                parsed: Any = native_tool_calls(tool_calls)
+            except FormatError:
+                parsed = None
+            return fc_result(text, tool_calls), parsed
         value = read_json_reply(text)
         calls = value.get("calls") if isinstance(value, dict) else None
         if not isinstance(calls, list):
