@@ -77,27 +77,56 @@ def test_reports_account_for_every_sample(derived, small_split: Path) -> None:
 def test_gta_layout_and_step_prefixes(derived, small_split: Path) -> None:
     out, reports = derived
     data = json.loads((out / "gta" / "dataset.json").read_text(encoding="utf-8"))
+    id_map = json.loads((out / "gta" / "id_map.json").read_text(encoding="utf-8"))
     _, samples = load_split(small_split)
     by_id = {s.id: s for s in samples}
-    assert set(data) <= set(by_id) and reports["gta"]["files"] == ["dataset.json"]
+    assert list(data) == [str(i) for i in range(len(data))] and id_map == reports["gta"]["id_map"]
+    assert set(id_map) == set(data) and set(id_map.values()) <= set(by_id)
+    assert reports["gta"]["files"] == ["dataset.json", "id_map.json", "toolmeta.json"]
     cases = get_benchmark("gta").load(out / "gta")
     counts = Counter(c.category for c in cases)
     assert counts["e2e"] == counts["step:answer"] == len(data) == reports["gta"]["counts"]["samples"]
     assert counts["step:tool"] == reports["gta"]["counts"]["step:tool"] == sum(
-        len([st for st in by_id[sid].gold if st.call and not st.hidden]) for sid in data)
+        len([st for st in by_id[sid].gold if st.call and not st.hidden]) for sid in id_map.values())
     for c in cases:
         sample = data[c.meta["sample"]]
+        assert c.meta["source_id"] == id_map[c.meta["sample"]]
         assert set(sample) == {"tools", "files", "dialogs", "gt_answer"}
         assert set(sample["gt_answer"]) == {"whitelist", "blacklist"}
         if c.category.startswith("step:"):
             assert c.input["dialogs"] == sample["dialogs"][:c.meta["turn"]]
         else:
             gold = [{"name": st.call.name, "arguments": st.call.arguments}
-                    for st in by_id[c.id].gold if st.call and not st.hidden]
+                    for st in by_id[c.meta["source_id"]].gold if st.call and not st.hidden]
             assert c.gold["tool_calls"] == gold and len(c.input["dialogs"]) == 1
     first = next(iter(data.values()))
     assert "$data_1$" in first["dialogs"][0]["content"]  # the hidden set-up is named for the model
     assert all(m.get("label") for m in first["dialogs"] if m["role"] == "tool")
+
+
+def test_gta_files_are_read_by_gtas_own_code(derived) -> None:
+    """What GTA's loader and executor need (checked against their code in a scratch run; see
+    docs/eval/derive.md): integer ids, AgentLego tool metadata with its own keys and types, a
+    category GTA's end-to-end F1 knows for every tool, and gold calls that its executor runs."""
+    from benchsmith.eval.gta import CATEGORIES, GTA_TYPES, check_call
+
+    out, _ = derived
+    data = json.loads((out / "gta" / "dataset.json").read_text(encoding="utf-8"))
+    toolmeta = json.loads((out / "gta" / "toolmeta.json").read_text(encoding="utf-8"))
+    assert all(str(int(k)) == k for k in data)
+    names = {t["name"] for s in data.values() for t in s["tools"]}
+    assert set(toolmeta) == names
+    for meta in toolmeta.values():
+        assert list(meta) == ["name", "description", "inputs", "outputs"]
+        for p in meta["inputs"] + meta["outputs"]:
+            assert list(p) == ["type", "name", "description", "optional", "default", "filetype"]
+            assert p["type"] in GTA_TYPES
+    assert {t["category"] for s in data.values() for t in s["tools"]} <= set(CATEGORIES)
+    kinds = {p["type"] for m in toolmeta.values() for p in m["inputs"]}
+    assert kinds == {"text", "int", "bool"}   # SLOT: strings/arrays/objects/unions as text, limits int, distinct bool
+    for c in get_benchmark("gta").load(out / "gta"):
+        for call in c.gold["tool_calls"]:
+            assert check_call(call, c.gold["specs"]) is None, (c.id, call)
 
 
 def test_toolassess_classes_selection_and_scenarios(derived, small_split: Path) -> None:

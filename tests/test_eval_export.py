@@ -171,11 +171,13 @@ def test_acebench_chains_are_parallel_records_with_positional_labels(splits: dic
 
 
 def test_gta_dialogs_and_whitelist(splits: dict[str, Path], tmp_path: Path) -> None:
-    export_gta(splits["slot"], tmp_path / "g")
+    report = export_gta(splits["slot"], tmp_path / "g")
     data = json.loads((tmp_path / "g" / "dataset.json").read_text(encoding="utf-8"))
+    ids = {v: k for k, v in report["id_map"].items()}   # GTA's loader reads integer ids: "0", "1", ...
+    assert list(data) == [str(i) for i in range(len(data))]
     samples = [json.loads(line) for line in (splits["slot"] / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
     for s in samples:
-        d = data[s["id"]]
+        d = data[ids[s["id"]]]
         roles = [m["role"] for m in d["dialogs"]]
         n = len(s["gold"])
         assert roles == ["user"] + ["assistant", "tool"] * n + ["assistant"]
@@ -185,6 +187,31 @@ def test_gta_dialogs_and_whitelist(splits: dict[str, Path], tmp_path: Path) -> N
         cells = {str(c) for row in s["answer"]["value"] for c in row if c is not None}
         assert {g[0] for g in d["gt_answer"]["whitelist"]} == cells
         assert {t["name"] for t in d["tools"]} == {t["name"] for t in s["tools"]}
+
+
+@pytest.mark.parametrize("style", ["slot", "rest"])
+def test_gta_files_are_read_by_gtas_own_code(splits: dict[str, Path], tmp_path: Path, style: str) -> None:
+    """Integer ids with the mapping kept, AgentLego tool metadata (its keys, its types), a category
+    GTA's end-to-end F1 knows, and gold calls GTA's executor runs (checked against GTA's code in a
+    scratch run, see docs/eval/export.md)."""
+    from benchsmith.eval.gta import CATEGORIES, GTA_TYPES, check_call
+
+    report = export_gta(splits[style], tmp_path / "g")
+    data = json.loads((tmp_path / "g" / "dataset.json").read_text(encoding="utf-8"))
+    toolmeta = json.loads((tmp_path / "g" / "toolmeta.json").read_text(encoding="utf-8"))
+    assert json.loads((tmp_path / "g" / "id_map.json").read_text(encoding="utf-8")) == report["id_map"]
+    assert sorted(report["id_map"], key=int) == list(data) and "toolmeta.json" in report["written"]
+    assert set(toolmeta) == {t["name"] for s in data.values() for t in s["tools"]}
+    for meta in toolmeta.values():
+        assert list(meta) == ["name", "description", "inputs", "outputs"]
+        assert all(list(p) == ["type", "name", "description", "optional", "default", "filetype"]
+                   and p["type"] in GTA_TYPES for p in meta["inputs"] + meta["outputs"])
+    assert {t["category"] for s in data.values() for t in s["tools"]} <= set(CATEGORIES)
+    cases = get_benchmark("gta").load(tmp_path / "g")
+    assert {c.meta["source_id"] for c in cases} == set(report["id_map"].values())
+    for c in cases:
+        for call in c.gold["tool_calls"]:
+            assert check_call(call, c.gold["specs"]) is None, (c.id, call)
 
 
 # ---- the hand-made split: categories and skip reasons -----------------------------------------------------
@@ -222,8 +249,12 @@ def test_handmade_acebench_and_gta(handmade: Path, tmp_path: Path) -> None:
     _, run = _selftest("gta", tmp_path / "g")
     assert all(r.ok for r in run.records)
     data = json.loads((tmp_path / "g" / "dataset.json").read_text(encoding="utf-8"))
-    assert data["par_multi"]["gt_answer"] == {"whitelist": [["sunny", "clear"]], "blacklist": None}
-    assert data["dup"]["gt_answer"] == ["It is sunny."]
+    gta_ids = {v: k for k, v in gta["id_map"].items()}
+    assert data[gta_ids["par_multi"]]["gt_answer"] == {"whitelist": [["sunny", "clear"]], "blacklist": None}
+    assert data[gta_ids["dup"]]["gt_answer"] == ["It is sunny."]
+    weather = json.loads((tmp_path / "g" / "toolmeta.json").read_text(encoding="utf-8"))["get_weather"]
+    assert [(p["name"], p["type"], p["optional"]) for p in weather["inputs"]] == [
+        ("city", "text", False), ("unit", "text", True), ("days", "text", True)]   # integer|null: any value runs
 
 
 # ---- mappings -------------------------------------------------------------------------------------------

@@ -222,17 +222,17 @@ def _whitelist(value: Any) -> list[list[str]] | None:
 
 # ---- GTA ---------------------------------------------------------------------------------------
 def _gta_tool(tool: Tool) -> dict[str, Any]:
+    """A tool in GTA's layout: inputs typed as AgentLego types (``gta_input_type``), the category
+    the end-to-end F1 counts it under, and the JSON Schema under ``parameters`` (benchsmith's
+    prompt uses it; GTA's loader reads only the name, its executor reads ``toolmeta.json``)."""
+    from benchsmith.eval.gta import gta_input_type, suggest_category
+
     props, required = tool.parameters.properties, set(tool.parameters.required)
-
-    def kind(p: dict[str, Any]) -> str:
-        t = p.get("type", "string" if "enum" in p else "any")
-        t = "|".join(t) if isinstance(t, list) else str(t)
-        return "text" if t == "string" else t
-
-    inputs = [{"type": kind(p), "name": n, "description": p.get("description"), "optional": n not in required,
+    inputs = [{"type": gta_input_type(p), "name": n, "description": p.get("description"), "optional": n not in required,
                "default": p.get("default"), "filetype": None, **({"enum": p["enum"]} if "enum" in p else {})}
               for n, p in props.items()]
-    return {"name": tool.name, "description": tool.description, "inputs": inputs,
+    return {"name": tool.name, "description": tool.description, "category": suggest_category(tool.name),
+            "inputs": inputs,
             "outputs": [{"type": "text", "name": None, "description": "the result (JSON), kept under the call's label",
                          "optional": False, "default": None, "filetype": None}],
             "parameters": tool.parameters.model_dump(mode="json", exclude_none=True)}
@@ -260,14 +260,16 @@ def derive_gta(split_dir: str | Path, out_dir: str | Path, seed: int = 0) -> dic
     """Write GTA's ``dataset.json`` (id -> tools, files, dialogs, gt_answer) for every verified
     sample: the user turn (query, hint, the set-up labels), one assistant turn per gold call
     (thought + one tool call) followed by its tool return (labelled), and the final answer turn.
-    The gta plug-in then gives a step case per assistant turn (the prefix ``dialogs[:i]``) and an
-    end-to-end case per sample. Exact answers become objective whitelists (one group per distinct
-    value). Returns the report (also written as ``derive_report.json``)."""
-    from benchsmith.eval.gta._scorers import whitelist_pass
+    Ids are ``"0"``, ``"1"``, ... (GTA's loader reads them as integers); ``id_map.json`` and the
+    report's ``id_map`` give the sample id of each; ``toolmeta.json`` holds the tools as GTA's
+    executor reads them. The gta plug-in then gives a step case per assistant turn (the prefix
+    ``dialogs[:i]``) and an end-to-end case per sample. Exact answers become objective whitelists
+    (one group per distinct value). Returns the report (also written as ``derive_report.json``)."""
+    from benchsmith.eval.gta import whitelist_pass, write_gta_dataset
     from benchsmith.eval.teval import step_thought
 
     split, samples = load_split(split_dir)
-    dataset: dict[str, Any] = {}
+    dataset: list[tuple[str, dict[str, Any]]] = []
     skipped: list[dict[str, Any]] = []
     steps_total = 0
     official_ok = 0
@@ -300,14 +302,13 @@ def derive_gta(split_dir: str | Path, out_dir: str | Path, seed: int = 0) -> dic
             steps_total += 1
         dialogs.append({"role": "assistant", "thought": "I have the result and can answer now.", "content": content})
         assert sample.id is not None
-        dataset[sample.id] = {"tools": [_gta_tool(t) for t in candidate_tools(sample, seed, "gta")], "files": [],
-                              "dialogs": dialogs, "gt_answer": gt}
+        dataset.append((sample.id, {"tools": [_gta_tool(t) for t in candidate_tools(sample, seed, "gta")], "files": [],
+                                    "dialogs": dialogs, "gt_answer": gt}))
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "dataset.json", dataset)
+    written = write_gta_dataset(out, dataset)
     counts = {"samples": len(dataset), "step:tool": steps_total, "step:answer": len(dataset), "e2e": len(dataset)}
-    report = _report("gta", split, samples, seed, ["dataset.json"], counts, skipped,
-                     official_whitelist_pass=official_ok)
+    report = _report("gta", split, samples, seed, written["files"], counts, skipped,
+                     official_whitelist_pass=official_ok, id_map=written["id_map"])
     write_json(out / REPORT, report)
     return report
 

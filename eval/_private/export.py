@@ -333,7 +333,8 @@ _GTA_TYPES = {"string": "text", "integer": "int", "number": "float", "boolean": 
 
 
 def gta_tool(tool: Tool) -> dict[str, Any]:
-    """A tool in GTA's (AgentLego's) layout; each input keeps its full JSON Schema under ``schema``."""
+    """A tool in GTA's (AgentLego's) layout; each input keeps its full JSON Schema under ``schema``;
+    ``category`` is the one GTA's end-to-end F1 counts it under (GTA's own for its 14 tools)."""
     params = tool.parameters
     inputs = []
     for name, prop in params.properties.items():
@@ -350,7 +351,10 @@ def gta_tool(tool: Tool) -> dict[str, Any]:
     outputs = [{"type": "text", "name": None,
                 "description": returns.get("description") if isinstance(returns, dict) else None,
                 "optional": False, "default": None, "filetype": None}]
-    return {"name": tool.name, "description": tool.description, "inputs": inputs, "outputs": outputs}
+    from benchsmith.eval.gta import suggest_category  # lazy: the GTA plug-in imports benchsmith.eval
+
+    return {"name": tool.name, "description": tool.description, "category": suggest_category(tool.name),
+            "inputs": inputs, "outputs": outputs}
 
 
 # ---- writing ------------------------------------------------------------------------------------
@@ -622,11 +626,15 @@ def gta_answer(answer: Any) -> tuple[Any, str]:
 
 
 def export_gta(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
-    """Write GTA's ``dataset.json``: one sample per exported split sample, keyed by its id."""
+    """Write GTA's ``dataset.json`` (one sample per exported split sample, keyed ``"0"``, ``"1"``,
+    ... as GTA's loader needs; ``id_map.json`` gives the sample id of each) and ``toolmeta.json``
+    (the tools as GTA's executor reads them)."""
+    from benchsmith.eval.gta import write_gta_dataset  # lazy: the GTA plug-in imports benchsmith.eval
+
     split, samples = _load_split(split_dir)
     out = Path(out_dir)
     rep = _Report("gta", split, len(samples))
-    dataset: dict[str, Any] = {}
+    dataset: list[tuple[str, dict[str, Any]]] = []
     for i, sample in enumerate(samples):
         try:
             p = _prepare(sample, i)
@@ -645,15 +653,17 @@ def export_gta(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
             if p.final_thought:
                 final = {"role": "assistant", "thought": p.final_thought, "content": text}
             dialogs.append(final)
-            dataset[p.sid] = {"tools": [gta_tool(t) for t in p.sample.tools], "files": [], "dialogs": dialogs,
-                              "gt_answer": gt}
+            dataset.append((p.sid, {"tools": [gta_tool(t) for t in p.sample.tools], "files": [], "dialogs": dialogs,
+                                    "gt_answer": gt}))
             rep.records["gta"] += 1
-            rep.id_map[p.sid] = p.sid
         except _Skip as exc:
             rep.skip(_sid(sample, i), exc)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "dataset.json", dataset)
-    return rep.done(out, ["dataset.json"])
+    written = write_gta_dataset(out, dataset)
+    rep.id_map = written["id_map"]
+    report = rep.done(out, [f for f in written["files"] if f != ID_MAP_FILE])
+    report["id_map"] = rep.id_map   # GTA id -> sample id, also in id_map.json
+    write_json(out / REPORT_FILE, report)
+    return report
 
 
 # ---- T-Eval -----------------------------------------------------------------------------------------

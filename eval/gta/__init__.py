@@ -1,19 +1,25 @@
 """GTA: step-by-step and end-to-end metrics with whitelist/blacklist answers.
 
-Data: GTA's ``dataset.json`` (id -> tools, files, dialogs, gt_answer). Step-by-step
-predictions are one assistant turn per ``<id>#<turn>`` id; end-to-end predictions are the final
-answer plus the tool calls made, per ``<id>``. See ``docs/eval/gta.md``.
+Data: GTA's ``dataset.json`` (id -> tools, files, dialogs, gt_answer), with its ``toolmeta.json``
+when present. Step-by-step predictions are one assistant turn per ``<id>#<turn>`` id; end-to-end
+predictions are the final answer plus the tool calls made, per ``<id>``. Each call is checked
+the way GTA's executor runs it (InstAcc). See ``docs/eval/gta.md``.
 
 >>> from benchsmith.eval.gta import whitelist_pass
 >>> whitelist_pass("It costs $24.", [["$24"]], None, "strict"), whitelist_pass("It costs $24.", [["$24"]], None, "official")
 (True, False)
 """
+from ._layout import gta_input_type, toolmeta_entry, write_gta_dataset
 from ._plugin import GTA, default_similarity
 from ._scorers import (
-    CATEGORIES, TOOL_CATEGORIES, TurnError, answer_kind, answer_score, category_counts, f1_from_counts, norm_call,
-    parse_final, parse_turn, score_tool_step, whitelist_pass,
+    ARGUMENT_ERRORS, CATEGORIES, FILE_TYPES, GTA_TYPES, IMAGE_GEN_TOOLS, TOOL_CATEGORIES, TurnError, answer_kind,
+    answer_score, category_counts, check_call, executed_arguments, f1_from_counts, gta_category, image_gen_score,
+    norm_call, official_kind, parse_final, parse_turn, read_call, score_tool_step, suggest_category, tool_specs,
+    whitelist_pass,
 )
 
-__all__ = ["CATEGORIES", "GTA", "TOOL_CATEGORIES", "TurnError", "answer_kind", "answer_score", "category_counts",
-           "default_similarity", "f1_from_counts", "norm_call", "parse_final", "parse_turn", "score_tool_step",
-           "whitelist_pass"]
+__all__ = ["ARGUMENT_ERRORS", "CATEGORIES", "FILE_TYPES", "GTA", "GTA_TYPES", "IMAGE_GEN_TOOLS", "TOOL_CATEGORIES",
+           "TurnError", "answer_kind", "answer_score", "category_counts", "check_call", "default_similarity",
+           "executed_arguments", "f1_from_counts", "gta_category", "gta_input_type", "image_gen_score", "norm_call",
+           "official_kind", "parse_final", "parse_turn", "read_call", "score_tool_step", "suggest_category",
+           "tool_specs", "toolmeta_entry", "whitelist_pass", "write_gta_dataset"]

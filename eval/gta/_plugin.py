@@ -17,9 +17,13 @@ from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, 
 from benchsmith.schemas import UserError, read_json
 
 from ._scorers import (
-    CATEGORIES, Similarity, TurnError, answer_kind, answer_score, category_counts, f1_from_counts, norm_call,
-    parse_final, parse_turn, references, score_tool_step, whitelist_pass,
+    CATEGORIES, TOOL_CATEGORIES, Similarity, TurnError, answer_kind, answer_score, answered, category_counts,
+    check_call, f1_from_counts, gta_category, image_gen_score, norm_call, official_kind, parse_final, parse_turn,
+    references, score_tool_step, tool_specs, whitelist_pass,
 )
+
+TOOLMETA = "toolmeta.json"   # GTA's tool metadata next to dataset.json (its executor reads the inputs from it)
+ID_MAP = "id_map.json"       # written by benchsmith's derive/export: GTA id -> source sample id
 
 
 def default_similarity() -> Similarity | None:
@@ -42,6 +46,21 @@ def default_similarity() -> Similarity | None:
 
 
 _UNSET: Any = object()
+
+
+def _read_optional(path: Path) -> Any:
+    if not path.is_file():
+        return None
+    return read_json(path)
+
+
+def _toolmeta(raw: Any, path: Path) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    items = raw.values() if isinstance(raw, dict) else raw if isinstance(raw, list) else None
+    if items is None:
+        raise UserError(f"{path} is neither an object nor a list of tools", fix="write GTA's toolmeta.json layout")
+    return {t["name"]: t for t in items if isinstance(t, dict) and isinstance(t.get("name"), str)}
 
 
 @benchmark("gta")
@@ -70,6 +89,10 @@ class GTA(Benchmark):
         raw = read_json(path)
         if not isinstance(raw, dict):
             raise UserError(f"{path} is not a JSON object of id -> sample", fix="use GTA's dataset.json layout")
+        toolmeta = _toolmeta(_read_optional(path.parent / TOOLMETA), path.parent / TOOLMETA)
+        id_map = _read_optional(path.parent / ID_MAP)
+        id_map = id_map if isinstance(id_map, dict) else {}
+        root = str(path.parent.absolute())
         cases: list[EvalCase] = []
         for sid, s in raw.items():
             where = f"{path} sample {sid}"
@@ -77,10 +100,17 @@ class GTA(Benchmark):
                 raise UserError(f"{where} has no dialogs list", fix="each sample needs tools, files, dialogs, gt_answer")
             dialogs, gt = s["dialogs"], s.get("gt_answer")
             tools, files = s.get("tools", []), s.get("files", [])
+            specs = tool_specs(tools, toolmeta)
+            cats = {t["name"]: c for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
+                    and (c := gta_category(t["name"], t.get("category")))}
+            meta = {"sample": str(sid), "answer_kind": answer_kind(gt), "root": root}
+            if str(sid) in id_map:
+                meta["source_id"] = id_map[str(sid)]
             turns = [i for i, m in enumerate(dialogs) if isinstance(m, dict) and m.get("role") == "assistant"]
             if not turns:
                 raise UserError(f"{where} has no assistant turn", fix="add the gold assistant turns")
             gold_calls: list[dict[str, Any]] = []
+            first_calls: list[dict[str, Any]] = []
             for i in turns:
                 msg = dialogs[i]
                 try:
@@ -88,21 +118,23 @@ class GTA(Benchmark):
                 except TurnError as exc:
                     raise UserError(f"{where} turn {i}: {exc}", fix="fix the gold tool call") from None
                 gold_calls.extend(calls)
+                first_calls.extend(calls[:1])
                 final = i == turns[-1]
                 cases.append(EvalCase(
                     id=f"{sid}#{i}", benchmark="gta", category="step:tool" if calls else "step:answer",
                     input={"dialogs": dialogs[:i], "tools": tools, "files": files, "final": final},
                     gold={"tool_calls": calls, "thought": msg.get("thought"), "content": msg.get("content"),
-                          "gt_answer": gt if (final and not calls) else None, "final": final},
-                    meta={"sample": str(sid), "turn": i, "answer_kind": answer_kind(gt)}))
+                          "gt_answer": gt if not calls else None, "sample_gt": gt, "final": final, "specs": specs},
+                    meta={**meta, "turn": i}))
             first_user = [m for m in dialogs[:turns[0]] if isinstance(m, dict) and m.get("role") == "user"]
             last = dialogs[turns[-1]]
             cases.append(EvalCase(
                 id=str(sid), benchmark="gta", category="e2e",
                 input={"dialogs": first_user, "tools": tools, "files": files},
-                gold={"tool_calls": gold_calls, "gt_answer": gt,
-                      "content": last.get("content") if not last.get("tool_calls") else None},
-                meta={"sample": str(sid), "answer_kind": answer_kind(gt)}))
+                gold={"tool_calls": gold_calls, "first_calls": first_calls, "gt_answer": gt,
+                      "content": last.get("content") if not last.get("tool_calls") else None,
+                      "specs": specs, "categories": cats},
+                meta=meta))
         return cases
 
     # ---- score ---------------------------------------------------------------------------------
@@ -114,41 +146,76 @@ class GTA(Benchmark):
         return self._score_e2e(case, prediction, mode)
 
     def _score_answer_step(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+        official = mode == "official"
         try:
-            turn = parse_turn(prediction)
+            turn = parse_turn(prediction, mode)
         except TurnError as exc:
-            return failed(case, exc.code, str(exc), inst=False, summ=0.0)
+            return failed(case, exc.code, str(exc), inst=False, summ=0.0, called=official,
+                          call_error="unreadable" if official else None)
         inst = turn["kind"] == "answer"
         gt = case.gold["gt_answer"]
-        kind = answer_kind(gt)
-        if kind == "none":  # a non-final answer turn or an image-generation sample: only the type counts
+        # official scores every gold answer turn against the sample's answer; strict only the final one
+        scored = answered(gt, mode) and (official or case.gold.get("final", True))
+        called = not inst
+        call_error = check_call(turn["tool_calls"][0], case.gold.get("specs") or {}, case.meta.get("root", "")) \
+            if called else None
+        extra = {"called": called, "call_error": call_error}
+        if not scored:  # a non-final answer turn or an image-generation sample: only the type counts
             if inst:
-                return passed(case, 1.0, inst=True, summ=None)
-            return failed(case, "type_mismatch", "expected an answer, got tool calls", inst=False, summ=None)
+                return passed(case, 1.0, inst=True, summ=None, **extra)
+            return failed(case, "type_mismatch", "expected an answer, got tool calls", inst=False, summ=None, **extra)
         if not inst:
-            return failed(case, "type_mismatch", "expected the final answer, got tool calls", inst=False, summ=0.0)
-        summ, err = answer_score(turn["content"] or "", gt, mode, self.similarity)
-        return self._answer_verdict(case, kind, summ, err, inst=True, summ=summ)
+            return failed(case, "type_mismatch", "expected the final answer, got tool calls", inst=False, summ=0.0,
+                          **extra)
+        summ, err = answer_score(turn["content"] or "", gt, mode, self.similarity, "step")
+        kind = official_kind(gt) if official else answer_kind(gt)
+        return self._answer_verdict(case, kind, summ, err, inst=True, summ=summ, **extra)
 
     def _score_e2e(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
-        gold_names = [c["name"] for c in case.gold["tool_calls"]]
+        official = mode == "official"
+        g = case.gold
+        gold_names = [c["name"] for c in (g.get("first_calls", g["tool_calls"]) if official else g["tool_calls"])]
+        base: dict[str, Any] = {"gold_tools": gold_names}
+        if official:
+            unknown = sorted({n for n in gold_names if n not in TOOL_CATEGORIES})
+            if unknown:
+                base["official_crash"] = (
+                    f"GTA's evaluator (every mode) raises KeyError 'none': gold tool(s) {', '.join(unknown)} are "
+                    "not among its 14 tools; counted under the category the data declares for them, else left out")
         try:
-            answer, calls = parse_final(prediction)
+            answer, calls = parse_final(prediction, mode)
         except TurnError as exc:
-            return failed(case, exc.code, str(exc), pred_tools=[], gold_tools=gold_names, summ=0.0)
-        names = [c["name"] for c in calls]
-        gt = case.gold["gt_answer"]
-        kind = answer_kind(gt)
-        if kind == "none":  # image generation: judged by the tools used
+            if official and not answered(g["gt_answer"], mode):  # an empty trajectory, for GTA's image-gen score
+                base["imggen"] = image_gen_score([], [], g.get("first_calls", g["tool_calls"]), None)[0]
+            return failed(case, exc.code, str(exc), pred_tools=[], summ=0.0, calls=0, call_errors=0, **base)
+        specs, root = g.get("specs") or {}, case.meta.get("root", "")
+        errors = [check_call(c, specs, root) for c in calls]
+        # official: a call to a tool outside the case's tools runs as GTA's InvalidAction and has no category
+        names = [c["name"] for c, e in zip(calls, errors) if not (official and e == "unknown_tool")]
+        details = {**base, "pred_tools": names, "calls": len(calls), "call_errors": sum(1 for e in errors if e)}
+        gt = g["gt_answer"]
+        if not answered(gt, mode):  # image generation
+            if official:
+                score, err = image_gen_score(calls, errors, g.get("first_calls", g["tool_calls"]), self.similarity,
+                                             root)
+                details.update(summ=None, imggen=score)
+                if err:
+                    return failed(case, err, "no embedding model to compare the image-generation arguments",
+                                  **details)
+                if score >= 0.5:
+                    return passed(case, min(1.0, score), **details)
+                return failed(case, "wrong_tools", "the image-generating calls differ from the gold ones",
+                              score=min(1.0, score), **details)
             tp = sum((Counter(names) & Counter(gold_names)).values())
             f = f1_from_counts(tp, len(names), len(gold_names))["f1"]
             f = 1.0 if f is None else f
             if f == 1.0:
-                return passed(case, 1.0, pred_tools=names, gold_tools=gold_names, summ=None)
-            return failed(case, "wrong_tools", "the tools used differ from the gold ones", score=f,
-                          pred_tools=names, gold_tools=gold_names, summ=None)
-        summ, err = answer_score(answer, gt, mode, self.similarity)
-        return self._answer_verdict(case, kind, summ, err, pred_tools=names, gold_tools=gold_names, summ=summ)
+                return passed(case, 1.0, summ=None, **details)
+            return failed(case, "wrong_tools", "the tools used differ from the gold ones", score=f, summ=None,
+                          **details)
+        summ, err = answer_score(answer, gt, mode, self.similarity, "e2e")
+        kind = official_kind(gt) if official else answer_kind(gt)
+        return self._answer_verdict(case, kind, summ, err, summ=summ, **details)
 
     @staticmethod
     def _answer_verdict(case: EvalCase, kind: str, value: float, err: str | None, **details: Any) -> RecordResult:
@@ -158,6 +225,8 @@ class GTA(Benchmark):
             if value == 1.0:
                 return passed(case, 1.0, **details)
             return failed(case, "wrong_answer", "a whitelist group is missing or a blacklist alias appears", **details)
+        if kind == "counted":
+            return failed(case, "unscored_answer", "GTA counts this gt_answer but never scores it", **details)
         if value >= 0.5:
             return passed(case, value, **details)
         return failed(case, "low_similarity", f"best cosine to the references is {value:.3f}", score=value, **details)
@@ -182,39 +251,64 @@ class GTA(Benchmark):
             return None
         tool = [r for r in recs if r.category == "step:tool"]
         ans = [r for r in recs if r.category == "step:answer"]
-        answered = [r for r in ans if answer_kind(by_id[r.id].gold.get("gt_answer")) != "none"]
+        n_answered = len({by_id[r.id].meta["sample"] for r in recs
+                          if answered(by_id[r.id].gold.get("sample_gt"), mode)})
         inst_hits = sum(1 for r in tool + ans if r.details.get("inst"))
         # official: answer turns of image-generation samples are counted as hits but not in the total
-        total = len(tool) + (len(answered) if mode == "official" else len(ans))
-        return {
-            "steps": len(recs), "tool_steps": len(tool), "answer_steps": len(ans), "answered_samples": len(answered),
+        total = len(tool) + (n_answered if mode == "official" else len(ans))
+        summ = sum(float(r.details.get("summ") or 0.0) for r in ans)
+        out: dict[str, Any] = {
+            "steps": len(recs), "tool_steps": len(tool), "answer_steps": len(ans), "answered_samples": n_answered,
             "inst_acc": safe_ratio(inst_hits, total),
             "tool_acc": safe_ratio(sum(1 for r in tool if r.details.get("tool")), len(tool)),
             "arg_acc": safe_ratio(sum(1 for r in tool if r.details.get("arg")), len(tool)),
-            "summ_acc": safe_ratio(sum(float(r.details.get("summ") or 0.0) for r in answered), len(answered)),
+            "summ_acc": safe_ratio(summ, n_answered),
+            "tool_calls": sum(1 for r in recs if r.details.get("called")),
+            "tool_call_errors": sum(1 for r in recs if r.details.get("called") and r.details.get("call_error")),
         }
+        if mode == "official" and (not tool or not n_answered):
+            out["official_crash"] = "GTA's evaluator divides by zero here (no gold tool turn or no answered sample)"
+        return out
 
     def _e2e_figures(self, recs: list[RecordResult], by_id: dict[str, EvalCase], mode: Mode) -> dict[str, Any] | None:
         if not self._ran(recs):
             return None
-        answered = [r for r in recs if answer_kind(by_id[r.id].gold.get("gt_answer")) != "none"]
+        official = mode == "official"
+        answered_recs = [r for r in recs if answered(by_id[r.id].gold.get("gt_answer"), mode)]
         totals = {c: {"pred": 0, "gold": 0, "tp": 0} for c in CATEGORIES}
         for r in recs:
-            gold = r.details.get("gold_tools") or [c["name"] for c in by_id[r.id].gold["tool_calls"]]
-            counts = category_counts(r.details.get("pred_tools") or [], gold, mode)
+            g = by_id[r.id].gold
+            gold = r.details.get("gold_tools")
+            if gold is None:
+                gold = [c["name"] for c in (g.get("first_calls", g["tool_calls"]) if official else g["tool_calls"])]
+            counts = category_counts(r.details.get("pred_tools") or [], gold, mode, g.get("categories"))
             for c in CATEGORIES:
                 for k in ("pred", "gold", "tp"):
                     totals[c][k] += counts[c][k]
-        return {
-            "samples": len(recs), "answered_samples": len(answered),
-            "ans_acc": safe_ratio(sum(float(r.details.get("summ") or 0.0) for r in answered), len(answered)),
-            "tool_f1": {c: {**f1_from_counts(t["tp"], t["pred"], t["gold"]), **t} for c, t in totals.items()},
+        ans = sum(float(r.details.get("summ") or 0.0) for r in answered_recs)
+        out: dict[str, Any] = {
+            "samples": len(recs), "answered_samples": len(answered_recs),
+            "ans_acc": safe_ratio(ans, len(answered_recs)),
+            "tool_f1": {c: {**f1_from_counts(t["tp"], t["pred"], t["gold"], mode), **t} for c, t in totals.items()},
+            "tool_calls": sum(int(r.details.get("calls") or 0) for r in recs),
+            "tool_call_errors": sum(int(r.details.get("call_errors") or 0) for r in recs),
         }
+        if official:
+            img = sum(float(r.details.get("imggen") or 0.0) for r in recs)
+            out["ans_acc_w_imggen"] = safe_ratio(ans + img, len(recs))
+            crashes = sum(1 for r in recs if r.details.get("official_crash"))
+            if crashes:
+                out["official_crash"] = (f"GTA's evaluator raises KeyError 'none' on {crashes} sample(s) whose gold "
+                                         "calls use tools outside its 14; figures count them under the declared "
+                                         "categories")
+        return out
 
     # ---- gold ----------------------------------------------------------------------------------
     @staticmethod
     def _gold_answer_text(gold: dict[str, Any]) -> str:
         gt, content = gold.get("gt_answer"), gold.get("content") or ""
+        if not gold.get("final", True):
+            return content
         kind = answer_kind(gt)
         if kind == "subjective":
             return references(gt)[0]

@@ -1,5 +1,6 @@
-"""Pure GTA checks: parse an assistant turn, whitelist/blacklist answers, subjective answers by
-best cosine over the references, per-category tool counts.
+"""Pure GTA checks: read an assistant turn, run a call through GTA's executor rules (tools,
+argument names, typed inputs), whitelist/blacklist answers, subjective answers by best cosine
+over the references, per-category tool counts.
 
 >>> whitelist_pass("The total is 42 dollars.", [["42", "forty-two"]], None)
 True
@@ -7,15 +8,20 @@ True
 False
 >>> parse_turn('{"thought": "look", "tool_calls": [{"name": "OCR", "arguments": "{\\\\"image\\\\": \\\\"a.jpg\\\\"}"}]}')["tool_calls"]
 [{'name': 'OCR', 'arguments': {'image': 'a.jpg'}}]
+>>> specs = tool_specs([{"name": "Calculator", "inputs": [{"name": "expression", "type": "text"}]}])
+>>> check_call({"name": "Calculator", "arguments": {"expr": "1+1"}}, specs), check_call({"name": "OCR", "arguments": {}}, specs)
+('unknown_argument', 'unknown_tool')
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections import Counter
-from typing import Any, Callable, Iterable, Sequence
+from functools import lru_cache
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from benchsmith.eval import CallShapeError, EvalCase, Mode, RecordResult, failed, passed, scorer, tool_call_parts
 
@@ -27,8 +33,18 @@ TOOL_CATEGORIES: dict[str, str] = {
     "TextToImage": "creativity", "ImageStylization": "creativity",
 }
 CATEGORIES = ("perception", "operation", "logic", "creativity")
+# AgentLego's input types (the keys GTA's tool metadata may use); the file-like ones must name an existing path
+GTA_TYPES = ("text", "int", "float", "bool", "image", "audio", "video", "file")
+FILE_TYPES = frozenset({"image", "audio", "video", "file"})
+# tools whose arguments GTA's end-to-end "answer_acc_w_imggen" compares on image-generation samples
+IMAGE_GEN_TOOLS = frozenset({"DrawBox", "AddText", "Plot", "TextToImage", "ImageStylization"})
+# executor errors raised while reading the arguments: the step then keeps the raw text, not the arguments
+ARGUMENT_ERRORS = frozenset({"bad_arguments", "unknown_argument", "missing_argument"})
+_RETRIEVAL = re.compile(r"^(get|retrieve|list|search|find|fetch|read|lookup|query|load)(_|[A-Z]|$)")
 
 Similarity = Callable[[str, str], float]
+# input types by argument name, required argument names (JSON-friendly: cases may be saved and read back)
+Spec = tuple[dict[str, str], tuple[str, ...]]
 
 
 class TurnError(ValueError):
@@ -37,6 +53,113 @@ class TurnError(ValueError):
     def __init__(self, code: str, message: str) -> None:
         self.code = code
         super().__init__(message)
+
+
+# ---- tools ----------------------------------------------------------------------------------------
+def gta_category(name: str, declared: Any = None) -> str | None:
+    """GTA's category of a tool: its 14 tools by name; any other tool by the category its data
+    declares (one of the four), else None.
+
+    >>> gta_category("OCR"), gta_category("filter_data", "logic"), gta_category("filter_data")
+    ('perception', 'logic', None)
+    """
+    return TOOL_CATEGORIES.get(name) or (declared if declared in CATEGORIES else None)
+
+
+def suggest_category(name: str) -> str:
+    """The category derive/export declare for a tool: GTA's own for its 14 tools; ``perception``
+    for tools that read data (names starting with get/retrieve/list/search/find/fetch/read/lookup/
+    query/load); ``logic`` for the rest (they compute over their inputs, like Calculator).
+
+    >>> suggest_category("TextToBbox"), suggest_category("get_unique_values"), suggest_category("sort_data")
+    ('perception', 'perception', 'logic')
+    """
+    return TOOL_CATEGORIES.get(name) or ("perception" if _RETRIEVAL.match(name) else "logic")
+
+
+def tool_specs(tools: Iterable[Any], toolmeta: Mapping[str, Any] | None = None) -> dict[str, Spec]:
+    """``{tool name: (input types, required inputs)}`` of a sample's tools, read from the tool
+    metadata file when it lists the tool (GTA's executor reads that file), else from the sample.
+    An input is required unless ``optional`` is true; an unknown type accepts any value."""
+    specs: dict[str, Spec] = {}
+    for tool in tools or []:
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            continue
+        meta = (toolmeta or {}).get(tool["name"]) or tool
+        types: dict[str, str] = {}
+        required = set()
+        for inp in meta.get("inputs") or [] if isinstance(meta, dict) else []:
+            if not isinstance(inp, dict) or not isinstance(inp.get("name"), str):
+                continue
+            types[inp["name"]] = str(inp.get("type") or "text")
+            if not inp.get("optional"):
+                required.add(inp["name"])
+        specs[tool["name"]] = (types, tuple(sorted(required)))
+    return specs
+
+
+@lru_cache(maxsize=8192)
+def _path_exists(root: str, value: str) -> bool:
+    return os.path.exists(os.path.join(root, value))
+
+
+def _converts(value: Any, kind: str, root: str) -> bool:
+    """Whether AgentLego's input parser accepts ``value`` for an input of ``kind``: it keeps a
+    value of the right Python type and otherwise calls the type on it (``int("7")`` works,
+    ``int("seven")`` does not; any value becomes text or a bool); file-like inputs need a path
+    that exists (relative paths are taken from the data folder)."""
+    if kind == "int":
+        if isinstance(value, int):
+            return True
+        try:
+            int(value)
+        except (TypeError, ValueError, OverflowError):
+            return False
+        return True
+    if kind == "float":
+        if isinstance(value, float):
+            return True
+        try:
+            float(value)
+        except (TypeError, ValueError, OverflowError):
+            return False
+        return True
+    if kind in FILE_TYPES:
+        return isinstance(value, str) and _path_exists(root, value)
+    return True
+
+
+def check_call(call: Mapping[str, Any], specs: Mapping[str, Spec], root: str = "") -> str | None:
+    """The error GTA's executor raises on this call, or None when it runs: ``unknown_tool`` (not
+    among the case's tools), ``bad_arguments`` (not a JSON object), ``unknown_argument``,
+    ``missing_argument`` (a required input absent), ``bad_value`` (a value its input's type
+    cannot take)."""
+    spec = specs.get(call["name"])
+    if spec is None:
+        return "unknown_tool"
+    args = call["arguments"]
+    if not isinstance(args, dict):
+        return "bad_arguments"
+    types, required = spec
+    if any(k not in types for k in args):
+        return "unknown_argument"
+    if any(r not in args for r in required):
+        return "missing_argument"
+    if any(not _converts(v, types[k], root) for k, v in args.items()):
+        return "bad_value"
+    return None
+
+
+def executed_arguments(call: Mapping[str, Any], error: str | None) -> Any:
+    """The arguments GTA's step record keeps after running the call: none when they could not be
+    read (the raw text is kept), the ``inputs`` value when a failing call had an input of that name
+    (the executor's fallback), else the arguments as given."""
+    if error in ARGUMENT_ERRORS or error == "unknown_tool":
+        return None
+    args = call["arguments"]
+    if error is not None and isinstance(args, dict) and "inputs" in args:
+        return args["inputs"]
+    return args
 
 
 # ---- parsing ------------------------------------------------------------------------------------
@@ -49,6 +172,25 @@ def norm_call(item: Any) -> dict[str, Any]:
     return {"name": name, "arguments": args}
 
 
+def read_call(item: Any) -> dict[str, Any]:
+    """A predicted call as GTA's ReAct parser reads it: the name (stripped) and the arguments,
+    ``None`` when they are not a JSON object (the executor then fails the call, but the tool was
+    still chosen). Raises :class:`TurnError` on an entry without a name."""
+    if not isinstance(item, dict):
+        raise TurnError("malformed_call", f"a tool call is a {type(item).__name__}, not an object")
+    entry = {**item["function"], **{k: v for k, v in item.items() if k != "function"}} \
+        if isinstance(item.get("function"), dict) else item
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise TurnError("malformed_call", "a tool call has no name")
+    args = entry.get("arguments", {})
+    if args is None:
+        args = {}
+    if isinstance(args, str):
+        args = _json(args) if args.strip() else {}
+    return {"name": name.strip(), "arguments": args if isinstance(args, dict) else None}
+
+
 def _json(text: str) -> Any:
     try:
         return json.loads(text)
@@ -56,12 +198,13 @@ def _json(text: str) -> Any:
         return None
 
 
-def parse_turn(prediction: str) -> dict[str, Any]:
+def parse_turn(prediction: str, mode: Mode = "strict") -> dict[str, Any]:
     """An assistant turn: ``{"kind": "tool"|"answer", "tool_calls", "content", "thought"}``.
 
     A JSON object ``{thought, tool_calls}`` is a tool turn, ``{thought, content}`` an answer;
-    any text that is not a JSON object is an answer with that text. Raises :class:`TurnError`
-    on a JSON object whose calls are malformed.
+    any text that is not a JSON object is an answer with that text. Official mode reads only the
+    first call (a ReAct step holds one action). Raises :class:`TurnError` on a JSON object whose
+    (read) calls are malformed or that has neither calls nor content.
     """
     obj = _json(prediction) if isinstance(prediction, str) else prediction
     if isinstance(obj, str):  # a JSON string holding the turn
@@ -74,8 +217,8 @@ def parse_turn(prediction: str) -> dict[str, Any]:
     if calls not in (None, []):
         if not isinstance(calls, list):
             raise TurnError("malformed_call", "tool_calls is not a list")
-        return {"kind": "tool", "tool_calls": [norm_call(c) for c in calls], "content": None,
-                "thought": obj.get("thought")}
+        read = [read_call(calls[0])] if mode == "official" else [read_call(c) for c in calls]
+        return {"kind": "tool", "tool_calls": read, "content": None, "thought": obj.get("thought")}
     content = obj.get("content", obj.get("answer"))
     if content is None:
         raise TurnError("empty_turn", "the turn has neither tool_calls nor content")
@@ -84,12 +227,14 @@ def parse_turn(prediction: str) -> dict[str, Any]:
     return {"kind": "answer", "tool_calls": [], "content": content, "thought": obj.get("thought")}
 
 
-def parse_final(prediction: str) -> tuple[str, list[dict[str, Any]]]:
-    """End-to-end prediction: (final answer text, every tool call made).
+def parse_final(prediction: str, mode: Mode = "strict") -> tuple[str, list[dict[str, Any]]]:
+    """End-to-end prediction: (final answer text, the tool calls made).
 
-    Accepted: ``{"answer"|"content": text, "tool_calls": [...]}``, a list of chat messages
-    (assistant ``tool_calls`` collected, the last assistant ``content`` is the answer), or plain
-    text (an answer without calls).
+    Accepted: ``{"answer"|"content": text, "tool_calls": [...]}`` (each call one step), a list of
+    chat messages, or plain text (an answer without calls). In a message list the answer is the
+    content of the last message when that message is an assistant answer (no calls); a trajectory
+    that ends on a call or a tool return has no answer. Official mode reads only the first call of
+    a message (a ReAct step holds one action).
     """
     obj = _json(prediction) if isinstance(prediction, str) else prediction
     if isinstance(obj, dict):
@@ -99,54 +244,79 @@ def parse_final(prediction: str) -> tuple[str, list[dict[str, Any]]]:
         answer = obj.get("answer", obj.get("content"))
         if answer is not None and not isinstance(answer, str):
             answer = json.dumps(answer, ensure_ascii=False)
-        return answer or "", [norm_call(c) for c in calls]
+        return answer or "", [read_call(c) for c in calls]
     if isinstance(obj, list):
-        calls, answer = [], ""
+        calls: list[dict[str, Any]] = []
+        answer = ""
         for msg in obj:
             if not isinstance(msg, dict):
                 raise TurnError("malformed_trajectory", "a message of the trajectory is not an object")
+            answer = ""
             if msg.get("role", "assistant") != "assistant":
                 continue
             tc = msg.get("tool_calls") or []
             if not isinstance(tc, list):
                 raise TurnError("malformed_call", "tool_calls is not a list")
-            calls.extend(norm_call(c) for c in tc)
-            if isinstance(msg.get("content"), str) and msg["content"] and not tc:
+            if tc:
+                calls.extend([read_call(tc[0])] if mode == "official" else [read_call(c) for c in tc])
+            elif isinstance(msg.get("content"), str):
                 answer = msg["content"]
         return answer, calls
     return (prediction if isinstance(prediction, str) else ""), []
 
 
 # ---- answers ------------------------------------------------------------------------------------
-def _groups(value: Any) -> list[list[str]]:
+def _groups(value: Any, mode: Mode) -> list[list[str]]:
+    """Alias groups. Official keeps empty aliases (``\\b(?:|x)\\b`` matches at any word boundary,
+    as in GTA's pattern); strict drops them and empty groups."""
     if not value:
         return []
     out = []
     for g in value:
         if isinstance(g, (list, tuple)):
-            out.append([str(a) for a in g if str(a)])
+            out.append([str(a) for a in g if mode == "official" or str(a)])
         elif g is not None and str(g):
             out.append([str(g)])
-    return [g for g in out if g]
+    return out if mode == "official" else [g for g in out if g]
 
 
 def _pattern(aliases: Sequence[str], mode: Mode) -> re.Pattern[str]:
     alt = "|".join(re.escape(a) for a in aliases)
     if mode == "official":  # word boundaries, as GTA writes them (never match before '$', after '%', ...)
-        return re.compile(rf"\b({alt})\b", re.IGNORECASE)
-    return re.compile(rf"(?<!\w)({alt})(?!\w)", re.IGNORECASE)
+        return re.compile(rf"\b(?:{alt})\b", re.IGNORECASE)
+    return re.compile(rf"(?<!\w)(?:{alt})(?!\w)", re.IGNORECASE)
+
+
+_COMPILED: dict[tuple[int, int, str], tuple[Any, Any, list[re.Pattern[str]] | None, re.Pattern[str] | None]] = {}
+
+
+def _compiled(whitelist: Any, blacklist: Any,
+              mode: Mode) -> tuple[list[re.Pattern[str]] | None, re.Pattern[str] | None]:
+    """The whitelist patterns (None: no group) and the blacklist pattern, compiled once per
+    answer object (the cases of a sample share it)."""
+    key = (id(whitelist), id(blacklist), mode)
+    hit = _COMPILED.get(key)
+    if hit is not None and hit[0] is whitelist and hit[1] is blacklist:
+        return hit[2], hit[3]
+    groups = _groups(whitelist, mode)
+    black = _groups(blacklist, mode)
+    white = [_pattern(g, mode) for g in groups] if groups or mode == "official" else None
+    pattern = _pattern([a for g in black for a in g], mode) if black else None
+    if len(_COMPILED) > 50_000:
+        _COMPILED.clear()
+    _COMPILED[key] = (whitelist, blacklist, white, pattern)
+    return white, pattern
 
 
 def whitelist_pass(text: str, whitelist: Any, blacklist: Any, mode: Mode = "official") -> bool:
     """Every whitelist group matches (any alias, whole word, case-insensitive) and no blacklist
     alias does. Strict mode uses "no word character around" instead of ``\\b`` so that aliases
-    starting or ending with punctuation (``$5``, ``20%``) can match."""
-    groups = _groups(whitelist)
-    if not groups:
+    starting or ending with punctuation (``$5``, ``20%``) can match; an empty whitelist passes
+    nothing in strict mode and everything in official mode (GTA counts 0 of 0 groups)."""
+    white, black = _compiled(whitelist, blacklist, mode)
+    if white is None or not all(p.search(text) for p in white):
         return False
-    if not all(_pattern(g, mode).search(text) for g in groups):
-        return False
-    return not any(_pattern(g, mode).search(text) for g in _groups(blacklist))
+    return black is None or not black.search(text)
 
 
 def answer_kind(gt: Any) -> str:
@@ -160,61 +330,129 @@ def answer_kind(gt: Any) -> str:
     return "none"
 
 
+def official_kind(gt: Any) -> str:
+    """How GTA's evaluator treats a gt_answer: a non-empty object is objective, a non-empty list
+    subjective, any other non-empty value is counted but never scored (``counted``), an empty
+    one (null: image generation) is not an answered sample."""
+    if not gt:
+        return "none"
+    return "objective" if isinstance(gt, dict) else "subjective" if isinstance(gt, list) else "counted"
+
+
+def answered(gt: Any, mode: Mode) -> bool:
+    """Whether the sample counts in the answer denominators."""
+    return official_kind(gt) != "none" if mode == "official" else answer_kind(gt) != "none"
+
+
 def references(gt: Any) -> list[str]:
     refs = [gt] if isinstance(gt, str) else gt if isinstance(gt, list) else []
     return [r for r in refs if isinstance(r, str) and r.strip()]
 
 
-def answer_score(text: str, gt: Any, mode: Mode, similarity: Similarity | None) -> tuple[float, str | None]:
-    """(score in [0, 1], error type or None). Subjective: best cosine over the references,
-    negative cosines count 0; an exact copy of a reference scores 1 without an embedder."""
-    kind = answer_kind(gt)
+def answer_score(text: str, gt: Any, mode: Mode, similarity: Similarity | None,
+                 setting: str = "step") -> tuple[float, str | None]:
+    """(score, error type or None). Subjective: best cosine over the references, negative cosines
+    count 0; an exact copy of a reference scores 1 without an embedder. Strict scores a blank
+    answer 0; official embeds any step answer (even an empty one) and, end to end, skips only
+    the empty answer, as GTA's evaluator does."""
+    kind = official_kind(gt) if mode == "official" else answer_kind(gt)
     if kind == "objective":
         return (1.0 if whitelist_pass(text, gt.get("whitelist"), gt.get("blacklist"), mode) else 0.0), None
-    if kind == "subjective":
-        refs = references(gt)
-        if any(text.strip() == r.strip() for r in refs):
-            return 1.0, None
+    if kind != "subjective":
+        return 0.0, None
+    refs = [r for r in gt if isinstance(r, str)] if mode == "official" else references(gt)
+    if mode == "official" and setting == "e2e" and not text:
+        return 0.0, None
+    if mode != "official" and not text.strip():
+        return 0.0, None
+    if any(text.strip() == r.strip() for r in refs):
+        return 1.0, None
+    if similarity is None:
+        return 0.0, "no_embedder"
+    try:
+        best = max([0.0] + [float(similarity(text, r)) for r in refs])
+    except Exception:  # noqa: BLE001 - a missing or broken embedding model fails this record only
+        return 0.0, "no_embedder"
+    return (0.0 if math.isnan(best) else min(1.0, max(0.0, best))), None
+
+
+def image_gen_score(calls: list[dict[str, Any]], errors: list[str | None], gold_calls: list[dict[str, Any]],
+                    similarity: Similarity | None, root: str = "") -> tuple[float, str | None]:
+    """GTA's end-to-end score of an image-generation sample (its ``answer_acc_w_imggen``): the
+    product, over the gold calls to an image-generating tool, of the cosine between the gold
+    arguments and the arguments of the model's last successful call to that tool (JSON text,
+    file paths as GTA's loader writes them: absolute when the file exists); 0 when a tool is
+    missing. An identical JSON text scores 1 without an embedder."""
+    pred: dict[str, Any] = {}
+    for call, err in zip(calls, errors):
+        if err is None and call["name"] in IMAGE_GEN_TOOLS:
+            pred[call["name"]] = call["arguments"]
+    score = 1.0
+    for g in gold_calls:
+        if g["name"] not in IMAGE_GEN_TOOLS:
+            continue
+        if g["name"] not in pred:
+            return 0.0, None
+        a, b = json.dumps(_absolute(g["arguments"], root)), json.dumps(_absolute(pred[g["name"]], root))
+        if a == b:
+            continue
         if similarity is None:
             return 0.0, "no_embedder"
-        if not text.strip():
-            return 0.0, None
         try:
-            best = max(float(similarity(text, r)) for r in refs)
-        except Exception:  # noqa: BLE001 - a missing or broken embedding model fails this record only
+            score *= max(0.0, float(similarity(a, b)))
+        except Exception:  # noqa: BLE001
             return 0.0, "no_embedder"
-        return (0.0 if math.isnan(best) else min(1.0, max(0.0, best))), None
-    return 0.0, None
+    return score, None
+
+
+def _absolute(args: Any, root: str) -> Any:
+    if not root or not isinstance(args, dict):
+        return args
+    return {k: (os.path.join(root, v) if isinstance(v, str) and v and os.path.isfile(os.path.join(root, v)) else v)
+            for k, v in args.items()}
 
 
 # ---- tool categories ----------------------------------------------------------------------------
-def category_counts(pred: Iterable[str], gold: Iterable[str], mode: Mode) -> dict[str, dict[str, int]]:
-    """Per category: predicted calls, gold calls, and true positives. Strict: matched pairs (the
-    multiset intersection of tool names). Official: gold calls whose tool was predicted at
-    least once (counted per gold call, so it can exceed the predictions).
+def category_counts(pred: Iterable[str], gold: Iterable[str], mode: Mode,
+                    categories: Mapping[str, str] | None = None) -> dict[str, dict[str, int]]:
+    """Per category: predicted calls, gold calls, and true positives. A name's category is GTA's
+    for its 14 tools, else ``categories[name]`` (the case's declared ones), else it is not
+    counted. Strict: matched pairs (the multiset intersection of tool names). Official: gold
+    calls whose tool was predicted at least once (counted per gold call, so it can exceed the
+    predictions).
 
     >>> category_counts(["OCR"], ["OCR", "OCR"], "official")["perception"]
     {'pred': 1, 'gold': 2, 'tp': 2}
     >>> category_counts(["OCR"], ["OCR", "OCR"], "strict")["perception"]
     {'pred': 1, 'gold': 2, 'tp': 1}
     """
+    cats = categories or {}
     p, g = Counter(pred), Counter(gold)
     out = {c: {"pred": 0, "gold": 0, "tp": 0} for c in CATEGORIES}
     for name, n in p.items():
-        if name in TOOL_CATEGORIES:
-            out[TOOL_CATEGORIES[name]]["pred"] += n
+        cat = TOOL_CATEGORIES.get(name) or cats.get(name)
+        if cat in out:
+            out[cat]["pred"] += n
     for name, n in g.items():
-        if name in TOOL_CATEGORIES:
-            c = out[TOOL_CATEGORIES[name]]
-            c["gold"] += n
-            if mode == "official":
-                c["tp"] += n if name in p else 0
-            else:
-                c["tp"] += min(n, p.get(name, 0))
+        cat = TOOL_CATEGORIES.get(name) or cats.get(name)
+        if cat not in out:
+            continue
+        c = out[cat]
+        c["gold"] += n
+        c["tp"] += (n if name in p else 0) if mode == "official" else min(n, p.get(name, 0))
     return out
 
 
-def f1_from_counts(tp: float, n_pred: float, n_gold: float) -> dict[str, float | None]:
+def f1_from_counts(tp: float, n_pred: float, n_gold: float, mode: Mode = "strict") -> dict[str, float | None]:
+    """P = TP / predicted, R = TP / gold, F1. Official mode computes them as GTA prints them:
+    ``P = TP / (pred + 1e-5)``, ``R = TP / gold`` (0 without gold calls), ``F1 = 2PR / (P + R +
+    1e-5)`` (0 without gold calls); strict gives None for an empty category."""
+    if mode == "official":
+        p = tp / (n_pred + 1e-5)
+        if not n_gold:
+            return {"precision": p, "recall": 0.0, "f1": 0.0}
+        r = tp / n_gold
+        return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r + 1e-5)}
     if n_pred == 0 and n_gold == 0:
         return {"precision": None, "recall": None, "f1": None}
     p = tp / n_pred if n_pred else 0.0
@@ -225,17 +463,36 @@ def f1_from_counts(tp: float, n_pred: float, n_gold: float) -> dict[str, float |
 # ---- the registered leaf check: one step-by-step tool turn -----------------------------------------
 @scorer("gta.tool_step")
 def score_tool_step(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
-    """A gold tool turn: right type (InstAcc), same tool names (ToolAcc), same arguments (ArgAcc)."""
+    """A gold tool turn: a call that runs (InstAcc), the same tool (ToolAcc), the same arguments
+    (ArgAcc). Strict compares every call of the turn; official only the first one, and keeps
+    ToolAcc/ArgAcc for a call the executor rejects (GTA compares the recorded step)."""
     try:
-        turn = parse_turn(prediction)
-    except TurnError as exc:
-        return failed(case, exc.code, str(exc), inst=False, tool=False, arg=False)
+        turn = parse_turn(prediction, mode)
+    except TurnError as exc:  # official: a reply GTA's ReAct parser cannot read is a failed call (NoAction)
+        return failed(case, exc.code, str(exc), inst=False, tool=False, arg=False,
+                      called=mode == "official", call_error="unreadable" if mode == "official" else None)
     gold = case.gold["tool_calls"]
-    inst = turn["kind"] == "tool"
-    tool = inst and [c["name"] for c in turn["tool_calls"]] == [c["name"] for c in gold]
-    arg = tool and all(p["arguments"] == g["arguments"] for p, g in zip(turn["tool_calls"], gold))
-    if arg:
-        return passed(case, 1.0, inst=True, tool=True, arg=True)
-    err = "wrong_arguments" if tool else "wrong_tool" if inst else "type_mismatch"
-    return failed(case, err, f"expected {[c['name'] for c in gold]} with the gold arguments", inst=inst, tool=tool,
-                  arg=arg)
+    specs, root = case.gold.get("specs") or {}, case.meta.get("root", "")
+    if turn["kind"] != "tool":
+        return failed(case, "type_mismatch", f"expected a call to {[c['name'] for c in gold]}, got an answer",
+                      inst=False, tool=False, arg=False, called=False, call_error=None)
+    calls = turn["tool_calls"]
+    errors = [check_call(c, specs, root) for c in calls]
+    if mode == "official":
+        c, g, err = calls[0], gold[0], errors[0]
+        tool = c["name"] == g["name"] and err != "unknown_tool"
+        arg = tool and err not in ARGUMENT_ERRORS and executed_arguments(c, err) == g["arguments"]
+    else:
+        tool = [c["name"] for c in calls] == [g["name"] for g in gold]
+        arg = tool and all(c["arguments"] == g["arguments"] for c, g in zip(calls, gold))
+    error = next((e for e in errors if e), None)
+    inst = error is None
+    details = {"inst": inst, "tool": tool, "arg": arg, "called": True, "call_error": error}
+    if inst and tool and arg:
+        return passed(case, 1.0, **details)
+    if not tool:
+        return failed(case, "wrong_tool", f"expected {[c['name'] for c in gold]}", **details)
+    if not arg:
+        return failed(case, "wrong_arguments", f"expected {[c['name'] for c in gold]} with the gold arguments",
+                      **details)
+    return failed(case, "invalid_call", f"GTA's executor rejects the call ({error})", **details)

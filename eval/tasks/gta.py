@@ -38,15 +38,24 @@ def plain_dialogs(dialogs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def gta_parameters(tool: dict[str, Any]) -> dict[str, Any]:
-    """A JSON Schema for a GTA tool's ``inputs`` (text -> string, number -> number, else any)."""
-    types = {"text": "string", "number": "number", "int": "integer", "bool": "boolean"}
+    """A JSON Schema for a GTA tool: the JSON Schema the entry carries (``parameters`` from
+    benchsmith's derive, an input's ``schema`` from export), else one built from the AgentLego
+    input types (text -> string, int -> integer, float -> number, bool -> boolean; files are
+    paths, strings)."""
+    if isinstance(tool.get("parameters"), dict) and tool["parameters"].get("properties") is not None:
+        return {"type": "object", **tool["parameters"]}
+    types = {"text": "string", "number": "number", "float": "number", "int": "integer", "bool": "boolean",
+             "image": "string", "audio": "string", "video": "string", "file": "string"}
     props, required = {}, []
     for i in tool.get("inputs") or []:
         name = i.get("name")
         if not name:
             continue
-        t = types.get(str(i.get("type")))
-        props[name] = {"type": t} if t else {}
+        if isinstance(i.get("schema"), dict):
+            props[name] = i["schema"]
+        else:
+            t = types.get(str(i.get("type")))
+            props[name] = {"type": t} if t else {}
         if not i.get("optional"):
             required.append(name)
     return {"type": "object", "properties": props, "required": required}
