@@ -216,7 +216,14 @@ def test_deterministic_and_seeded(small_split: Path, tmp_path: Path) -> None:
 def test_teval_wrapper_and_errors(small_split: Path, tmp_path: Path) -> None:
     report = DERIVERS["teval"](small_split, tmp_path / "teval", seed=3)
     assert report["records"]["plan"]["json"] == N_PAIRS
-    assert get_benchmark("teval").load(tmp_path / "teval")
+    # the split has no database copy (copy_db=False): its manifest names the one it was built from
+    assert report["executed"] and set(report["review_labels"]) == {"A", "B", "C", "D", "E"}
+    assert report["review_classes"]["success"] == report["review_classes"]["internal_error"] > 0
+    teval = get_benchmark("teval")
+    cases = teval.load(tmp_path / "teval")
+    gold = {c.id: teval.gold_prediction(c) for c in cases if c.category.startswith(("review/", "instruct/"))}
+    run = score_cases(teval, [c for c in cases if c.id in gold], gold, "strict")
+    assert all(r.ok for r in run.records)
     for fn in (derive_gta, derive_toolassess, derive_acebench_special):
         with pytest.raises(UserError):
             fn(tmp_path / "nowhere", tmp_path / "x")

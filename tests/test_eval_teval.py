@@ -17,8 +17,21 @@ from benchsmith.eval.teval import (
     max_weight_assignment,
     render_gold,
 )
-from benchsmith.eval.teval._parse import load_response, parse_template, plan_from_text, review_letter
-from benchsmith.eval.teval._scorers import _hungarian_max, scorer_name
+from benchsmith.eval.teval._parse import (
+    TemplateError,
+    load_response,
+    parse_markers,
+    parse_template,
+    plan_from_text,
+    review_letter,
+)
+from benchsmith.eval.teval._scorers import (
+    _hungarian_max,
+    _same_run_length,
+    _unique_optimum,
+    official_matching,
+    scorer_name,
+)
 from benchsmith.schemas import UserError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -56,8 +69,13 @@ def test_fixture_case(spec: dict) -> None:
     case = _case(spec)
     for mode in ("strict", "official"):
         result = SCORERS[case.meta["scorer"]](case, spec["prediction"], mode)
-        assert result.score == pytest.approx(spec["expected"][mode]["score"], abs=1e-6), (mode, result)
+        expected = spec["expected"][mode]
+        assert result.score == pytest.approx(expected["score"], abs=1e-6), (mode, result)
         assert 0.0 <= result.score <= 1.0
+        if "error_type" in expected:  # e.g. official_crash: the official evaluator stops on this record
+            assert result.error_type == expected["error_type"], (mode, result)
+        else:
+            assert result.error_type != "official_crash", (mode, result)
 
 
 def test_fixture_file_covers_every_scorer() -> None:
@@ -136,6 +154,39 @@ def test_hungarian_matches_scipy(matrix: list[list[float]]) -> None:
     assert ours == pytest.approx(best, abs=1e-9)
 
 
+def test_official_matching_builds_the_graph_as_teval() -> None:
+    import networkx as nx
+
+    # two identical predicted steps tie for one gold step: networkx's pick depends on the graph
+    weights = [[0.9, 0.85], [0.9, 0.85], [0.1, 0.95]]
+    g = nx.Graph()
+    for i, row in enumerate(weights):
+        for j, w in enumerate(row):
+            if w > 0.8:
+                g.add_edge(i, str(j), weight=w)
+    expected = sorted((a, int(b)) if isinstance(a, int) else (b, int(a)) for a, b in nx.max_weight_matching(g))
+    assert official_matching(weights) == expected
+    assert official_matching([[0.5]]) == []
+
+
+def _steps(*names: str) -> list[dict]:
+    return [{"id": i, "name": n, "args": "{}"} for i, n in enumerate(names)]
+
+
+def test_tie_detection() -> None:
+    # a clear optimum: no tie
+    sims = [[1.0, 0.85], [0.82, 1.0]]
+    assert _unique_optimum(sims, [(0, 0), (1, 1)])
+    # a similarity next to the threshold, or two identical rows: float noise may decide
+    assert not _unique_optimum([[0.80001, 0.0], [0.0, 1.0]], [(0, 0), (1, 1)])
+    dup = [[1.0, 0.85], [1.0, 0.85], [0.85, 1.0]]
+    assert not _unique_optimum(dup, [(0, 0), (2, 1)])
+    # ... but when the identical steps are neighbours, every tied matching gives the same run
+    assert _same_run_length(dup, [(0, 0), (2, 1)], _steps("a", "a", "b"), _steps("a", "b"))
+    twice = [[1.0, 0.85], [0.85, 1.0], [1.0, 0.85], [0.85, 1.0]]
+    assert not _same_run_length(twice, [(0, 0), (1, 1)], _steps("a", "b", "a", "b"), _steps("a", "b"))
+
+
 def test_plan_text_prefix_names() -> None:
     apis = ["filter_data", "filter_data_any"]
     assert plan_from_text("Use filter_data_any with {}", apis, strict=False)[0]["name"] == "filter_data"
@@ -145,7 +196,14 @@ def test_plan_text_prefix_names() -> None:
 
 def test_template_and_review_parsing() -> None:
     assert parse_template("A: {x}\nB: {y}", "junk A: 1\nB: 2", strict=True) == {"x": "1", "y": "2"}
-    assert parse_template("{x", "anything", strict=False) is None
+    assert parse_template("{x", "anything", strict=True) is None
+    with pytest.raises(TemplateError):  # the official evaluator crashes on such templates
+        parse_template("{x", "anything", strict=False)
+    with pytest.raises(TemplateError):
+        parse_template("A[{x}", "A[1", strict=False)
+    markers = {"thought_start": "T{", "thought_end": "}\n", "action_start": "A[", "action_end": "\n",
+               "args_start": "(", "args_end": ")"}
+    assert parse_markers(markers, "T{go}\nA[f\n({'a': 1})") == {"thought": "go", "action": "f", "args": "{'a': 1}"}
     assert review_letter("Answer：D", strict=True) == "D"
     assert review_letter("Answer: D", strict=False) == "D"
 
@@ -183,6 +241,31 @@ def test_official_layout_gold_and_aggregate() -> None:
     assert run.scores["categories"]["review/str"]["parse_rate"] == 0.5
 
 
+def test_official_aggregation_quirks() -> None:
+    from benchsmith.eval import RecordResult
+    from benchsmith.eval.teval import aggregate_teval
+
+    def case(i: int, cat: str) -> EvalCase:
+        return EvalCase(id=f"c{i}", benchmark="teval", category=cat)
+
+    cats = ["instruct/json"] * 3 + ["instruct/string", "instruct/str", "review/str", "review/str", "review/str"]
+    cases = [case(i, c) for i, c in enumerate(cats)]
+    ems = [1 / 3, 1 / 3, 1 / 3, 1.0, 1.0]
+    records = [RecordResult(id=c.id, category=c.category, ok=False, score=(1 + em) / 2,
+                            details={"format": 1.0, "args_em": em}) for c, em in zip(cases[:5], ems)]
+    records += [RecordResult(id=c.id, category=c.category, ok=i == 0, score=float(i == 0))
+                for i, c in enumerate(cases[5:])]
+    official = aggregate_teval(cases, records, "official")
+    strict = aggregate_teval(cases, records, "strict")
+    # rounded to 4 decimals as the official script; the `str` tag is not read officially
+    assert official["categories"]["instruct/json"]["args_em"] == 0.3333
+    assert official["categories"]["review/str"]["score"] == 0.3333
+    assert strict["categories"]["instruct/json"]["args_em"] == pytest.approx(1 / 3, abs=1e-12)
+    assert "instruct/str" in official["not_in_overall"] and "instruct/str" not in strict["not_in_overall"]
+    assert official["abilities"]["instruct"] == pytest.approx(((1 + 0.3333) / 2 + 1.0) / 2 * 100)
+    assert strict["abilities"]["instruct"] == pytest.approx(((1 + 1 / 3) / 2 + 1.0) / 2 * 100)
+
+
 # ---- derive ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def small_split(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -210,7 +293,7 @@ def test_derive_writes_every_ability_and_format(small_split: Path, tmp_path: Pat
     for ability in ABILITIES:
         for fmt in FORMATS[ability]:
             assert report["records"][ability][fmt] > 0, (ability, fmt)
-    assert set(report["review_labels"]) == {"A", "C", "D"}
+    assert set(report["review_labels"]) == {"A", "B", "C", "D", "E"} and report["executed"]
     plan = json.loads((tmp_path / "t" / "plan_json_v2.json").read_text(encoding="utf-8"))
     first = next(iter(plan.values()))
     assert first["ground_truth"][-1]["name"] == "FinishAction" and first["meta"]["prompt_type"] == "json"
@@ -220,6 +303,61 @@ def test_derive_writes_every_ability_and_format(small_split: Path, tmp_path: Pat
         assert (tmp_path / "t" / f).read_bytes() == (tmp_path / "t2" / f).read_bytes()
     with pytest.raises(UserError):
         derive_teval(tmp_path, tmp_path / "t3")
+
+
+def test_derived_reviews_come_from_real_executions(small_split: Path, tmp_path: Path) -> None:
+    from benchsmith.schemas import Sample, read_jsonl
+
+    report = derive_teval(small_split, tmp_path / "t")
+    assert set(report["review_classes"]) == {"success", "internal_error", "input_error", "irrelevant", "unable"}
+    assert all(n > 0 for n in report["review_classes"].values()), report["review_classes"]
+    reviews = json.loads((tmp_path / "t" / "review_str_v2.json").read_text(encoding="utf-8"))
+    samples = {s.id: s for s in read_jsonl(small_split / "samples.jsonl", Sample)}
+    letters = {"success": "A", "internal_error": "B", "input_error": "C", "irrelevant": "D", "unable": "E"}
+    for key, rec in reviews.items():
+        tag = rec["meta_data"]["review"]
+        assert rec["ground_truth"]["answer"] == letters[tag]
+        fields = dict(line.split(": ", 1) for line in rec["origin_prompt"][1]["content"].split("\n"))
+        args, response = json.loads(fields["Args"]), json.loads(fields["Response"])
+        step = [s for s in samples[rec["meta_data"]["source_sample"]].gold if not s.hidden][rec["meta_data"]["step"]]
+        if tag == "success":  # the tool's real output for the gold call
+            assert args == step.call.arguments and response == step.observation
+        elif tag == "internal_error":  # the gold call, run on a failed database connection
+            assert args == step.call.arguments and "closed database" in response["error"]
+        elif tag == "input_error":  # a wrong input the tool itself rejected, with its own message
+            assert args != step.call.arguments and set(response) == {"error"}
+            assert "closed database" not in response["error"]
+        elif tag == "unable":  # a value the data does not have: the tool ran and found nothing
+            assert args != step.call.arguments and response["rows"] == []
+            assert fields["Goal"].endswith(".") and any(str(v) in fields["Goal"] for v in args.values()
+                                                        if not str(v).startswith("$"))
+        else:
+            assert args == step.call.arguments and response != step.observation
+
+
+def test_derived_thoughts_state_the_intent(small_split: Path, tmp_path: Path) -> None:
+    derive_teval(small_split, tmp_path / "t")
+    rru = json.loads((tmp_path / "t" / "reason_str_v2.json").read_text(encoding="utf-8"))
+    tools = {"filter_data", "aggregate_data", "retrieve_data", "sort_data", "limit_data"}
+    for key, rec in rru.items():
+        thought = rec["ground_truth"]["thought"]
+        # no call text: neither the tool's name nor argument names nor $label$ references
+        assert not any(t in thought for t in tools) and "data_source" not in thought and "$" not in thought, thought
+        if rec["meta_data"]["step"] == 0:
+            assert rec["origin_prompt"][1]["content"].split("\n")[0] in thought  # the request it serves
+    jazz = [r["ground_truth"]["thought"] for k, r in rru.items() if "Jazz" in r["origin_prompt"][1]["content"]]
+    assert any('genre name is "Jazz"' in t for t in jazz) and any(t.startswith("Finally I count") for t in jazz)
+
+
+def test_derive_without_a_database_keeps_recorded_responses(small_split: Path, tmp_path: Path) -> None:
+    import shutil
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(small_split / "samples.jsonl", bare / "samples.jsonl")  # no database, no manifest
+    report = derive_teval(bare, tmp_path / "t")
+    assert not report["executed"] and "database" in report["not_executed"]
+    assert set(report["review_labels"]) == {"A", "D"}
 
 
 @needs_model

@@ -4,6 +4,14 @@ The output folder uses T-Eval's own layout (one JSON object per file mapping id 
 ``origin_prompt``, ``ground_truth`` and ``meta_data`` / plan ``meta``), so T-Eval's evaluator can
 read it too, plus ``derive_report.json``. Everything is deterministic: the same split gives the
 same files byte for byte.
+
+Gold thoughts (reason records, the assistant turns of every history, the review goals) say what
+each step is for, in terms of the request and the data it works on (``_intent``). Review
+responses come from real executions on the split's own tools and database (``_execute``): the
+gold call (A, Success), the gold call on a failed database connection (B, Internal Error), a
+realistic input mistake the tool rejects (C, Input Error), another request's real response (D,
+Irrelevant Response) and a request for something the data does not have, answered with nothing
+(E, Unable to Accomplish).
 """
 
 from __future__ import annotations
@@ -38,12 +46,13 @@ REVIEW_SYSTEM = (
     "Args: the arguments it was given\nResponse: what the tool returned\n\n"
     "Pick the option that describes the outcome:\n"
     "A: Success -- the response achieves the goal.\n"
-    "B: Internal Error -- the tool itself failed (crash, connection problem).\n"
-    "C: Input Error -- the tool does not fit the goal, or its arguments are wrong or incomplete.\n"
+    "B: Internal Error -- the tool itself failed (a crash, a database or connection problem), not its input.\n"
+    "C: Input Error -- the tool rejected the call: its arguments are wrong or incomplete.\n"
     "D: Irrelevant Response -- the response does not belong to this call or this goal.\n"
-    "E: Unable to Accomplish -- the response says the goal cannot be reached, or it is empty.\n\n"
+    "E: Unable to Accomplish -- the call ran, but the response says the goal cannot be reached, or it is empty.\n\n"
     "Answer in this format:\n```\nAnswer: [one letter, A to E]\n```\n"
 )
+REVIEW_CLASSES = {"success": "A", "internal_error": "B", "input_error": "C", "irrelevant": "D", "unable": "E"}
 _REVIEW_JSON_NOTE = ('Answer with a JSON object {"answer": "<one letter, A to E>", '
                      '"is_finished": <true when the answer is A>}.\n')
 
@@ -92,7 +101,8 @@ def _value_text(value: Any) -> str:
 
 
 def step_thought(call: ToolCall, tool: Tool | None, index: int) -> str:
-    """A deterministic thought for a gold step, from the tool description and the arguments."""
+    """A deterministic thought for a gold step, from the tool description and the arguments (used by
+    the GTA derivation; T-Eval records state the step's intent instead, see ``_intent``)."""
     what = _first_sentence(tool.description) if tool is not None else f"Use {call.name}"
     args = "; ".join(f"{k} = {_value_text(v)}" for k, v in call.arguments.items())
     lead = "First" if index == 0 else "Next"
@@ -134,20 +144,44 @@ def _deps(call: ToolCall, label_index: dict[str, int]) -> list[int]:
     return found
 
 
-def _corrupt(call: ToolCall, tool: Tool | None) -> tuple[dict[str, Any], str] | None:
-    """Arguments with the first required argument misspelled, and the error the tool gives."""
-    if tool is None:
-        return None
-    for name in tool.parameters.required:
-        if name in call.arguments:
-            bad = {(f"{name}_x" if k == name else k): v for k, v in call.arguments.items()}
-            return bad, _dump({"error": f"{call.name}: unknown argument '{name}_x'; missing required argument '{name}'"})
-    return None
-
-
 # ---- derivation --------------------------------------------------------------------------------
 def _visible_steps(sample: Sample) -> list[Step]:
     return [s for s in sample.gold if s.call is not None and not s.hidden]
+
+
+def _split_style(split: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(bindings, REST endpoints) of the split, to read its calls as NL2API tools."""
+    from benchsmith.construction.nl2api import load_bindings
+    from benchsmith.schemas import read_json
+
+    toolset, endpoints = split / "toolset.json", split / "endpoints.json"
+    bindings = load_bindings(read_json(toolset)) if toolset.is_file() else {}
+    return bindings, (read_json(endpoints) if endpoints.is_file() else {})
+
+
+def _runner(split: Path) -> tuple[Any, str | None]:
+    """The split's executable tools, or (None, why not) when it has none (a hand-made split)."""
+    from ._execute import SplitRunner
+
+    try:
+        return SplitRunner(split), None
+    except UserError as exc:
+        return None, str(exc)
+
+
+def _is_empty(response: Any) -> bool:
+    return response is None or (isinstance(response, dict) and response.get("rows") == [])
+
+
+def _review_reason(tag: str, detail: str = "") -> str:
+    return {
+        "success": "The call fits the goal, its arguments are valid and the response holds the data the goal asks for.",
+        "internal_error": f"The call is right, but the tool failed on its own side ({detail}); the input is not to blame.",
+        "input_error": f"The tool rejected the call because {detail}.",
+        "irrelevant": "The response comes from a different request: it does not match this call's arguments or goal.",
+        "unable": ("The call fits the goal and ran, but no row of the data meets it: the response is empty, so the "
+                   "goal cannot be reached with this data."),
+    }[tag]
 
 
 def derive_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
@@ -161,6 +195,8 @@ def derive_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     samples = [s for s in samples if _visible_steps(s)]
     if not samples:
         raise UserError(f"{path} has no verified sample with gold calls", fix="build the split first")
+    bindings, endpoints = _split_style(split)
+    runner, no_runner = _runner(split)
     files: dict[str, dict[str, Any]] = {name: {} for name in (
         "instruct_v2", "plan_json_v2", "plan_str_v2", "reason_str_v2", "retrieve_str_v2", "understand_str_v2",
         "reason_retrieve_understand_json_v2", "review_str_v2", "review_json_v2")}
@@ -168,114 +204,13 @@ def derive_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     all_obs = [(s.id, i, _dump(st.observation)) for s in samples for i, st in enumerate(_visible_steps(s))]
     n_obs = len(all_obs)
     position = {(s_id, i): n for n, (s_id, i, _) in enumerate(all_obs)}
-    for sn, sample in enumerate(samples):
-        tools = {t.name: t for t in sample.tools}
-        api = [api_description(t) for t in sample.tools]
-        api_names = [t.name for t in sample.tools]
-        steps = _visible_steps(sample)
-        query = _user_query(sample)
-        note = _setup_note(sample)
-        thoughts = [step_thought(st.call, tools.get(st.call.name), i) for i, st in enumerate(steps)]  # type: ignore[union-attr]
-        sid = sample.id or f"sample{sn}"
-
-        # plan: the gold call sequence + FinishAction
-        label_index = {st.call.label: i for i, st in enumerate(steps) if st.call and st.call.label}
-        plan = [{"id": i, "prev": _deps(st.call, label_index) if st.call else [], "name": st.call.name,
-                 "args": st.call.arguments} for i, st in enumerate(steps) if st.call]
-        plan.append({"id": len(plan), "prev": [len(plan) - 1], "name": FINISH, "args": {}})
-        plan_json_sys = (_api_block(api) + note +
-                         "Write the WHOLE plan that answers the query with these APIs, and nothing else. Answer "
-                         'with a JSON list of steps {"id": <int>, "name": <api name>, "args": <arguments object>} '
-                         f'in execution order; earlier outputs are written as $label$; finish with {FINISH}.\n')
-        plan_str_sys = (_api_block(api) + note +
-                        "Write the WHOLE plan that answers the query with these APIs, and nothing else. One step "
-                        "per line, in execution order: Use [api name] with [arguments].\n")
-        meta_base = {"API_list": api_names, "source_sample": sid}
-        files["plan_json_v2"][sid] = {
-            "origin_prompt": [{"role": "system", "content": plan_json_sys}, {"role": "user", "content": query}],
-            "ground_truth": plan, "meta": {"prompt_type": "json", **meta_base}}
-        files["plan_str_v2"][sid] = {
-            "origin_prompt": [{"role": "system", "content": plan_str_sys}, {"role": "user", "content": query}],
-            "ground_truth": plan, "meta": {"prompt_type": "str", **meta_base}}
-
-        done: list[tuple[str, ToolCall, Any]] = []
-        for i, st in enumerate(steps):
-            call = st.call
-            assert call is not None
-            key = f"{sid}_{i}"
-            gold = {"thought": thoughts[i], "name": call.name, "args": call.arguments}
-            # instruct: the call is given; the answer must follow the format
-            tj = JSON_TEMPLATES[(sn + i) % len(JSON_TEMPLATES)]
-            ts = STRING_TEMPLATES[(sn + i) % len(STRING_TEMPLATES)]
-            ask = f"Call {call.name} with these arguments: {_dump(call.arguments)}"
-            files["instruct_v2"][f"{key}_json"] = {
-                "origin_prompt": [
-                    {"role": "system", "content": _api_block(api) + note + "Answer with one JSON object with the "
-                     f"keys {tj['thought']!r} (your thought), {tj['action']!r} (the API name) and {tj['args']!r} "
-                     "(the arguments object), and nothing else.\n"},
-                    {"role": "user", "content": ask}],
-                "template": tj, "ground_truth": {"action": call.name, "args": call.arguments},
-                "meta_data": {"response_format": "json", "source_sample": sid, "step": i}}
-            layout = (f"{ts['thought_start']}<your thought>{ts['thought_end']}{ts['action_start']}<the API name>"
-                      f"{ts['action_end']}{ts['args_start']}<the arguments as a Python dict>{ts['args_end']}")
-            files["instruct_v2"][f"{key}_string"] = {
-                "origin_prompt": [
-                    {"role": "system", "content": _api_block(api) + note +
-                     f"Answer exactly in this layout, and nothing else:\n{layout}\n"},
-                    {"role": "user", "content": ask}],
-                "template": ts, "ground_truth": {"action": call.name, "args": call.arguments},
-                "meta_data": {"response_format": "string", "source_sample": sid, "step": i}}
-
-            # reason / retrieve / understand: the history so far, then the next step
-            hist_json, hist_str = _history(done, True), _history(done, False)
-            base_sys = _api_block(api) + note + "Solve the query step by step, one API call at a time.\n"
-            asks = {
-                "reason_str_v2": "Give only your thought for the next step, in one or two sentences.",
-                "retrieve_str_v2": "Give only the name of the API to call next.",
-                "understand_str_v2": "Give only the arguments of the next call, as a Python dict.",
-            }
-            for fname, instruction in asks.items():
-                files[fname][key] = {
-                    "origin_prompt": [{"role": "system", "content": base_sys + instruction + "\n"},
-                                      {"role": "user", "content": query}, *hist_str],
-                    "ground_truth": gold, "meta_data": {"response_format": "str", "source_sample": sid, "step": i}}
-            files["reason_retrieve_understand_json_v2"][key] = {
-                "origin_prompt": [{"role": "system", "content": base_sys +
-                                   'Answer with one JSON object {"thought": <your thought>, "name": <the API to call '
-                                   'next>, "args": <its arguments object>}, and nothing else.\n'},
-                                  {"role": "user", "content": query}, *hist_json],
-                "ground_truth": gold, "meta_data": {"response_format": "json", "source_sample": sid, "step": i}}
-
-            # review: the real response (A), another step's response (D), a misspelled argument (C)
-            own = _dump(st.observation)
-            here = position[(sid, i)]
-            reviews: list[tuple[str, dict[str, Any], str, str, str]] = [
-                ("success", call.arguments, own, "A",
-                 "The call fits the goal, its arguments are valid and the response is the data the goal asks for.")]
-            if n_obs > 1:
-                for shift in range(1, n_obs):
-                    other_sid, _, other = all_obs[(here + shift * 7919) % n_obs]
-                    if other_sid != sid and other != own:
-                        reviews.append(("irrelevant", call.arguments, other, "D",
-                                        ("The response comes from a different request: it does not match this "
-                                         "call's arguments or goal.")))
-                        break
-            corrupted = _corrupt(call, tools.get(call.name))
-            if corrupted is not None:
-                bad_args, error = corrupted
-                reviews.append(("input_error", bad_args, error, "C",
-                                ("The call passes a misspelled argument and misses a required one, so the tool "
-                                 "rejects the input.")))
-            for tag, args, response, letter, why in reviews:
-                user = (f"Goal: {thoughts[i]}\nName: {call.name}\nArgs: {_dump(args)}\nResponse: {response}")
-                for fmt, fname, system in (("str", "review_str_v2", REVIEW_SYSTEM),
-                                           ("json", "review_json_v2", REVIEW_SYSTEM + _REVIEW_JSON_NOTE)):
-                    files[fname][f"{key}_{tag}"] = {
-                        "template": "", "origin_prompt": [{"role": "system", "content": system},
-                                                          {"role": "user", "content": user}],
-                        "ground_truth": {"answer": letter, "thought": why},
-                        "meta_data": {"response_format": fmt, "source_sample": sid, "step": i, "review": tag}}
-            done.append((thoughts[i], call, st.observation))
+    missed: dict[str, int] = {}
+    try:
+        for sn, sample in enumerate(samples):
+            _derive_sample(sn, sample, files, bindings, endpoints, runner, all_obs, n_obs, position, missed)
+    finally:
+        if runner is not None:
+            runner.close()
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -293,8 +228,10 @@ def derive_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
         "review": {"json": len(files["review_json_v2"]), "str": len(files["review_str_v2"])},
     }
     labels: dict[str, int] = {}
+    classes: dict[str, int] = {}
     for rec in files["review_str_v2"].values():
         labels[rec["ground_truth"]["answer"]] = labels.get(rec["ground_truth"]["answer"], 0) + 1
+        classes[rec["meta_data"]["review"]] = classes.get(rec["meta_data"]["review"], 0) + 1
     manifest = split / "manifest.json"
     source: dict[str, Any] = {"split": str(split), "samples": len(samples)}
     if manifest.is_file():
@@ -304,6 +241,166 @@ def derive_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
         except (OSError, json.JSONDecodeError):
             pass
     report = {"source": source, "records": counts, "review_labels": dict(sorted(labels.items())),
-              "files": sorted(f"{n}.json" for n in files)}
+              "review_classes": {tag: classes.get(tag, 0) for tag in REVIEW_CLASSES},
+              "review_not_made": dict(sorted(missed.items())),
+              "executed": no_runner is None, "files": sorted(f"{n}.json" for n in files)}
+    if no_runner is not None:
+        report["not_executed"] = no_runner
     write_json(out / "derive_report.json", report)
     return report
+
+
+def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bindings: dict[str, Any],
+                   endpoints: dict[str, Any], runner: Any, all_obs: list[tuple[Any, int, str]], n_obs: int,
+                   position: dict[tuple[Any, int], int], missed: dict[str, int]) -> None:
+    from ._intent import Describer
+
+    api = [api_description(t) for t in sample.tools]
+    api_names = [t.name for t in sample.tools]
+    steps = _visible_steps(sample)
+    query = _user_query(sample)
+    note = _setup_note(sample)
+    sid = sample.id or f"sample{sn}"
+    describer = Describer(bindings, endpoints)
+    describer.setup([(c.name, c.arguments, c.label) for c in sample.setup])
+    thoughts, goals = [], []
+    before: list[tuple[dict[str, Any], str | None]] = []  # what the describer knew before each step
+    for i, st in enumerate(steps):
+        call = st.call
+        assert call is not None
+        before.append((dict(describer.labels), describer.last))
+        thoughts.append(describer.step(call.name, call.arguments, call.label, i, len(steps), sample.query or query))
+        goals.append(describer.what)
+
+    # plan: the gold call sequence + FinishAction
+    label_index = {st.call.label: i for i, st in enumerate(steps) if st.call and st.call.label}
+    plan = [{"id": i, "prev": _deps(st.call, label_index) if st.call else [], "name": st.call.name,
+             "args": st.call.arguments} for i, st in enumerate(steps) if st.call]
+    plan.append({"id": len(plan), "prev": [len(plan) - 1], "name": FINISH, "args": {}})
+    plan_json_sys = (_api_block(api) + note +
+                     "Write the WHOLE plan that answers the query with these APIs, and nothing else. Answer "
+                     'with a JSON list of steps {"id": <int>, "name": <api name>, "args": <arguments object>} '
+                     f'in execution order; earlier outputs are written as $label$; finish with {FINISH}.\n')
+    plan_str_sys = (_api_block(api) + note +
+                    "Write the WHOLE plan that answers the query with these APIs, and nothing else. One step "
+                    "per line, in execution order: Use [api name] with [arguments].\n")
+    meta_base = {"API_list": api_names, "source_sample": sid}
+    files["plan_json_v2"][sid] = {
+        "origin_prompt": [{"role": "system", "content": plan_json_sys}, {"role": "user", "content": query}],
+        "ground_truth": plan, "meta": {"prompt_type": "json", **meta_base}}
+    files["plan_str_v2"][sid] = {
+        "origin_prompt": [{"role": "system", "content": plan_str_sys}, {"role": "user", "content": query}],
+        "ground_truth": plan, "meta": {"prompt_type": "str", **meta_base}}
+
+    outputs: dict[str, Any] = {}
+    if runner is not None:
+        try:
+            outputs = runner.start(sample)
+        except Exception:  # noqa: BLE001 - set-up calls this split's tools cannot run: nothing is executed
+            runner = None
+            missed["sample:setup_not_executable"] = missed.get("sample:setup_not_executable", 0) + 1
+    done: list[tuple[str, ToolCall, Any]] = []
+    for i, st in enumerate(steps):
+        call = st.call
+        assert call is not None
+        key = f"{sid}_{i}"
+        gold = {"thought": thoughts[i], "name": call.name, "args": call.arguments}
+        # instruct: the call is given; the answer must follow the format
+        tj = JSON_TEMPLATES[(sn + i) % len(JSON_TEMPLATES)]
+        ts = STRING_TEMPLATES[(sn + i) % len(STRING_TEMPLATES)]
+        ask = f"Call {call.name} with these arguments: {_dump(call.arguments)}"
+        files["instruct_v2"][f"{key}_json"] = {
+            "origin_prompt": [
+                {"role": "system", "content": _api_block(api) + note + "Answer with one JSON object with the "
+                 f"keys {tj['thought']!r} (your thought), {tj['action']!r} (the API name) and {tj['args']!r} "
+                 "(the arguments object), and nothing else.\n"},
+                {"role": "user", "content": ask}],
+            "template": tj, "ground_truth": {"action": call.name, "args": call.arguments},
+            "meta_data": {"response_format": "json", "source_sample": sid, "step": i}}
+        layout = (f"{ts['thought_start']}<your thought>{ts['thought_end']}{ts['action_start']}<the API name>"
+                  f"{ts['action_end']}{ts['args_start']}<the arguments as a Python dict>{ts['args_end']}")
+        files["instruct_v2"][f"{key}_string"] = {
+            "origin_prompt": [
+                {"role": "system", "content": _api_block(api) + note +
+                 f"Answer exactly in this layout, and nothing else:\n{layout}\n"},
+                {"role": "user", "content": ask}],
+            "template": ts, "ground_truth": {"action": call.name, "args": call.arguments},
+            "meta_data": {"response_format": "string", "source_sample": sid, "step": i}}
+
+        # reason / retrieve / understand: the history so far, then the next step
+        hist_json, hist_str = _history(done, True), _history(done, False)
+        base_sys = _api_block(api) + note + "Solve the query step by step, one API call at a time.\n"
+        asks = {
+            "reason_str_v2": "Give only your thought for the next step: what it does and why, in one or two sentences.",
+            "retrieve_str_v2": "Give only the name of the API to call next.",
+            "understand_str_v2": "Give only the arguments of the next call, as a Python dict.",
+        }
+        for fname, instruction in asks.items():
+            files[fname][key] = {
+                "origin_prompt": [{"role": "system", "content": base_sys + instruction + "\n"},
+                                  {"role": "user", "content": query}, *hist_str],
+                "ground_truth": gold, "meta_data": {"response_format": "str", "source_sample": sid, "step": i}}
+        files["reason_retrieve_understand_json_v2"][key] = {
+            "origin_prompt": [{"role": "system", "content": base_sys +
+                               'Answer with one JSON object {"thought": <your thought>, "name": <the API to call '
+                               'next>, "args": <its arguments object>}, and nothing else.\n'},
+                              {"role": "user", "content": query}, *hist_json],
+            "ground_truth": gold, "meta_data": {"response_format": "json", "source_sample": sid, "step": i}}
+
+        # review: five outcomes of this step, each a real execution
+        reviews: list[tuple[str, str, ToolCall, Any, str]] = []
+        real = runner.run(outputs, call) if runner is not None else None
+        if real is not None and real.kind != "ok":  # the split's tools cannot run this gold call
+            missed["step:gold_call_not_executable"] = missed.get("step:gold_call_not_executable", 0) + 1
+        executable = real is not None and real.kind == "ok"
+        own_response = real.response if executable else st.observation
+        if not _is_empty(own_response):
+            reviews.append(("success", goals[i], call, own_response, _review_reason("success")))
+        else:
+            missed["success:empty_response"] = missed.get("success:empty_response", 0) + 1
+        if executable:
+            broken = runner.internal_error(outputs, call)
+            if broken is not None:
+                err = str(broken.response.get("error", ""))
+                detail = err.split("inside the service: ", 1)[-1]
+                reviews.append(("internal_error", goals[i], call, broken.response,
+                                _review_reason("internal_error", detail)))
+            else:
+                missed["internal_error:no_failure"] = missed.get("internal_error:no_failure", 0) + 1
+            wrong = runner.input_error(outputs, call, key)
+            if wrong is not None:
+                why, wrong_call, rejected = wrong
+                reviews.append(("input_error", goals[i], wrong_call, rejected.response,
+                                _review_reason("input_error", why)))
+            else:
+                missed["input_error:no_rejected_mistake"] = missed.get("input_error:no_rejected_mistake", 0) + 1
+        own = _dump(st.observation)
+        here = position[(sid, i)]
+        if n_obs > 1:
+            for shift in range(1, n_obs):
+                other_sid, _, other = all_obs[(here + shift * 7919) % n_obs]
+                if other_sid != sid and other != own:
+                    reviews.append(("irrelevant", goals[i], call, json.loads(other), _review_reason("irrelevant")))
+                    break
+        if executable:
+            asked = runner.unable(outputs, call, key)
+            if asked is not None:
+                asked_call, empty = asked
+                probe = Describer(bindings, endpoints)
+                probe.labels, probe.last = dict(before[i][0]), before[i][1]
+                probe.step(asked_call.name, asked_call.arguments, None, i, len(steps), sample.query or query)
+                reviews.append(("unable", probe.what, asked_call, empty.response, _review_reason("unable")))
+            else:
+                missed["unable:no_filter_value"] = missed.get("unable:no_filter_value", 0) + 1
+        for tag, goal, shown, response, why in reviews:
+            user = f"Goal: {goal}\nName: {shown.name}\nArgs: {_dump(shown.arguments)}\nResponse: {_dump(response)}"
+            for fmt, fname, system in (("str", "review_str_v2", REVIEW_SYSTEM),
+                                       ("json", "review_json_v2", REVIEW_SYSTEM + _REVIEW_JSON_NOTE)):
+                files[fname][f"{key}_{tag}"] = {
+                    "template": "", "origin_prompt": [{"role": "system", "content": system},
+                                                      {"role": "user", "content": user}],
+                    "ground_truth": {"answer": REVIEW_CLASSES[tag], "thought": why},
+                    "meta_data": {"response_format": fmt, "source_sample": sid, "step": i, "review": tag}}
+        if executable:
+            runner.advance(outputs, call)
+        done.append((thoughts[i], call, st.observation))

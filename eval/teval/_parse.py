@@ -65,12 +65,18 @@ def string_template(template: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+class TemplateError(ParseError):
+    """The template cannot be used (official mode: T-Eval's evaluator raises here and stops)."""
+
+
 def parse_template(template: str, text: str, strict: bool) -> dict[str, Any] | None:
     """Match ``text`` against a ``{field}`` template; None when it does not match.
 
     Official: the template's literal text is used as a regular expression as it is (so regex
-    characters in it act as operators) and any match anywhere counts. Strict: the literal
-    text is escaped first. Both: each field is ``(.*)`` with DOTALL."""
+    characters in it act as operators, and extra groups shift the fields) and any match anywhere
+    counts; a template that is not a format string or not a regular expression raises
+    :class:`TemplateError`, where T-Eval's evaluator crashes. Strict: the literal text is escaped
+    first (an unusable template is None). Both: each field is ``(.*)`` with DOTALL."""
     keys: list[str] = []
     literals: list[str] = []
     try:
@@ -78,8 +84,11 @@ def parse_template(template: str, text: str, strict: bool) -> dict[str, Any] | N
             literals.append(literal)
             if field is not None:
                 keys.append(field)
-    except ValueError:
-        return None
+    except ValueError as exc:
+        if strict:
+            return None
+        raise TemplateError(f"the official evaluator crashes on this template (string.Formatter: {exc}); "
+                            "scored 0") from None
     if strict:
         pattern = "".join(re.escape(lit) + ("(.*)" if i < len(keys) else "") for i, lit in enumerate(literals))
     else:
@@ -88,8 +97,16 @@ def parse_template(template: str, text: str, strict: bool) -> dict[str, Any] | N
             pattern = pattern.replace("{" + k + "}", "(.*)")
     try:
         found = re.findall(pattern, text, re.DOTALL)
-    except (re.error, RecursionError):
+    except re.error as exc:
+        if strict:
+            return None
+        raise TemplateError(f"the official evaluator crashes on this template (re.error: {exc}); scored 0") from None
+    except RecursionError:
         return None
+    return _fields(keys, found)
+
+
+def _fields(keys: list[str], found: list[Any]) -> dict[str, Any] | None:
     if not found:
         return None
     first = found[0] if isinstance(found[0], tuple) else (found[0],)
@@ -100,6 +117,14 @@ def parse_template(template: str, text: str, strict: bool) -> dict[str, Any] | N
         else:
             out[k] = v
     return out
+
+
+def parse_markers(template: dict[str, Any], text: str) -> dict[str, Any] | None:
+    """Strict reading of a string-format response: the template's start/end markers taken
+    literally (braces and regex characters included), each field ``(.*)`` with DOTALL."""
+    pattern = "".join(re.escape(str(template.get(f"{f}_start", ""))) + "(.*)" + re.escape(str(template.get(f"{f}_end", "")))
+                      for f in STRING_FIELDS)
+    return _fields(list(STRING_FIELDS), re.findall(pattern, text, re.DOTALL))
 
 
 # ---- plan ------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ and the plan ``api_list``. A response that cannot be parsed scores 0 (error type
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -17,10 +18,12 @@ from benchsmith.eval._private.core import EvalCase, Mode, RecordResult, failed, 
 from ._parse import (
     FINISH,
     ParseError,
+    TemplateError,
     drop_finish,
     literal_args,
     load_response,
     other_api_names,
+    parse_markers,
     parse_template,
     plan_from_json,
     plan_from_text,
@@ -32,6 +35,22 @@ from ._parse import (
 NAME_WEIGHT, ARGS_WEIGHT, MATCH_THRESHOLD = 0.75, 0.25, 0.8
 UNDERSTAND_EPS = 1e-5
 FULL = 1.0 - 1e-6  # a continuous score at or above this counts as a full match
+
+
+_EMBEDDERS: dict[tuple[str, str, str], Any] = {}
+
+
+def _embedder() -> Any:
+    """``get_embedder()`` without re-resolving the cache folder on every record: remembered per
+    (model, cache, home) environment, and re-fetched when the shared registry has replaced it."""
+    from benchsmith.eval._private import embeddings
+
+    env = os.environ
+    key = (env.get(embeddings.ENV_MODEL) or "", env.get(embeddings.ENV_CACHE) or "", env.get("HOME") or "")
+    emb = _EMBEDDERS.get(key)
+    if emb is None or embeddings._EMBEDDERS.get(key[0]) is not emb:
+        emb = _EMBEDDERS[key] = embeddings.get_embedder()
+    return emb
 
 
 def _clamp(x: float) -> float:
@@ -100,7 +119,13 @@ def _instruct(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordRe
         action, args = data[keys[1]], data[keys[2]]
         args = args if isinstance(args, dict) else {}
     else:
-        fields = parse_template(string_template(template), prediction, strict)
+        if strict:
+            fields = parse_markers(template, prediction)
+        else:
+            try:
+                fields = parse_template(string_template(template), prediction, strict)
+            except TemplateError as exc:
+                return failed(case, "official_crash", str(exc), score=0.0, format=0.0, args_em=0.0)
         if fields is None:
             return _parse_failed(case, ParseError("the response does not follow the string template"),
                                  format=0.0, args_em=0.0)
@@ -128,10 +153,12 @@ def instruct_string(case: EvalCase, prediction: str, mode: Mode = "strict") -> R
 
 
 # ---- plan ------------------------------------------------------------------------------------
-def max_weight_assignment(weights: list[list[float]]) -> list[tuple[int, int]]:
-    """Pairs (row, col) of a maximum-weight matching of a non-negative weight matrix; zero-weight
-    pairs (non-edges) are left out. scipy if installed, else networkx, else a small Hungarian."""
-    n, m = len(weights), (len(weights[0]) if weights else 0)
+def max_weight_assignment(weights: Any) -> list[tuple[int, int]]:
+    """Pairs (row, col) of a maximum-weight matching of a non-negative weight matrix (lists or a
+    numpy array); zero-weight pairs (non-edges) are left out. scipy if installed, else networkx,
+    else a small Hungarian."""
+    n = len(weights)
+    m = len(weights[0]) if n else 0
     if n == 0 or m == 0:
         return []
     try:
@@ -215,9 +242,138 @@ def longest_increasing(mapped: list[int], official: bool) -> int:
     return max(dp)
 
 
+def official_matching(weights: Any) -> list[tuple[int, int]]:
+    """T-Eval's matching: a networkx graph with prediction nodes ``i`` (int) and gold nodes ``str(j)``,
+    an edge per pair above the threshold added row by row, then ``networkx.max_weight_matching``.
+    Among matchings of equal weight networkx's choice depends on exactly this graph (node names,
+    edge insertion order, weights to the last bit), so it is rebuilt the same way."""
+    import networkx as nx
+
+    g = nx.Graph()
+    for i, row in enumerate(weights):
+        for j, w in enumerate(row):
+            if w > MATCH_THRESHOLD:
+                g.add_edge(i, str(j), weight=w)
+    pairs = []
+    for a, b in nx.max_weight_matching(g):
+        i, j = (a, b) if isinstance(a, int) else (b, a)
+        pairs.append((i, int(j)))
+    return sorted(pairs)
+
+
+TIE_MARGIN = 1e-4  # weights closer than this (to each other or to the threshold) may be ordered by float noise
+
+
+def official_weights(pred: list[dict[str, Any]], gold: list[dict[str, Any]]) -> Any:
+    """The official similarity matrix to the last bit: each list of names / args strings encoded
+    in one batch, sentence-transformers' ``cos_sim`` (float32), clipped at 0 and weighted in
+    float32, stored as float64 (see ``_batches``)."""
+    import numpy as np
+
+    from ._batches import official_cosines
+
+    names = official_cosines([s["name"] for s in pred], [s["name"] for s in gold])
+    args = official_cosines([str(s["args"]) for s in pred], [str(s["args"]) for s in gold])
+    return (names * np.float32(NAME_WEIGHT) + args * np.float32(ARGS_WEIGHT)).astype(np.float64).tolist()
+
+
+def _unique_optimum(sims: list[list[float]], pairs: list[tuple[int, int]]) -> bool:
+    """True when float noise of the size of the official code's (about 1e-7) cannot change the
+    maximum-weight matching ``pairs`` of the similarity matrix ``sims``: no similarity is within
+    :data:`TIE_MARGIN` of the threshold, and every other matching weighs at least that much less.
+
+    Fast sufficient test first: every matched pair beats the rest of its row and column by the
+    margin and no row or column left unmatched has an edge (then each alternative loses at least
+    the margin). Otherwise the runner-up is the best matching without one of the matched pairs."""
+    t, margin = MATCH_THRESHOLD, TIE_MARGIN
+    for row in sims:
+        for x in row:
+            if -margin < x - t < margin:
+                return False
+    weights = [[x if x > t else 0.0 for x in row] for row in sims]
+    row_of = {j: i for i, j in pairs}
+    col_of = dict(pairs)
+    fast = True
+    for i, row in enumerate(weights):
+        j = col_of.get(i)
+        for k, x in enumerate(row):
+            if not x or k == j:
+                continue
+            if j is None or k not in row_of or row[j] - x < margin or weights[row_of[k]][k] - x < margin:
+                fast = False
+                break
+        if not fast:
+            break
+    if fast:
+        return True
+    best = sum(weights[i][j] for i, j in pairs)
+    for i, j in pairs:
+        saved, weights[i][j] = weights[i][j], 0.0
+        alt = sum(weights[a][b] for a, b in max_weight_assignment(weights))
+        weights[i][j] = saved
+        if best - alt < margin:
+            return False
+    return True
+
+
+def _groups(texts: list[tuple[str, str]]) -> list[list[int]]:
+    """Indices with identical (name, args) text, in order; identical steps have identical rows."""
+    seen: dict[tuple[str, str], list[int]] = {}
+    for i, t in enumerate(texts):
+        seen.setdefault(t, []).append(i)
+    return list(seen.values())
+
+
+def _same_run_length(sims: list[list[float]], pairs: list[tuple[int, int]], pred: list[dict[str, Any]],
+                     gold: list[dict[str, Any]]) -> bool:
+    """True when every maximum-weight matching (up to float noise) gives the same increasing run
+    as ``pairs``, although several weigh the same because steps repeat: each group of identical
+    steps has at most one matched member and lies in consecutive positions (so moving the match
+    inside the group keeps the order of the matched gold indices), and every matching that is not
+    such a move weighs at least :data:`TIE_MARGIN` less (the best one without any pair of a
+    matched group pair is the runner-up)."""
+    t, margin = MATCH_THRESHOLD, TIE_MARGIN
+    if any(-margin < x - t < margin for row in sims for x in row):
+        return False
+    row_groups = _groups([(s["name"], str(s["args"])) for s in pred])
+    col_groups = _groups([(s["name"], str(s["args"])) for s in gold])
+    matched_rows = {i for i, _ in pairs}
+    matched_cols = {j for _, j in pairs}
+    row_of_group: dict[int, list[int]] = {}
+    col_of_group: dict[int, list[int]] = {}
+    for groups, matched, index in ((row_groups, matched_rows, row_of_group), (col_groups, matched_cols, col_of_group)):
+        for g in groups:
+            hit = [i for i in g if i in matched]
+            if len(hit) > 1 or (hit and g[-1] - g[0] != len(g) - 1):
+                return False
+            for i in g:
+                index[i] = g
+    weights = [[x if x > t else 0.0 for x in row] for row in sims]
+    best = sum(weights[i][j] for i, j in pairs)
+    for i, j in pairs:
+        rows, cols = row_of_group[i], col_of_group[j]
+        saved = [(a, b, weights[a][b]) for a in rows for b in cols]
+        for a, b, _ in saved:
+            weights[a][b] = 0.0
+        alt = sum(weights[a][b] for a, b in max_weight_assignment(weights))
+        for a, b, w in saved:
+            weights[a][b] = w
+        if best - alt < margin:
+            return False
+    return True
+
+
 def plan_f1(pred: list[dict[str, Any]], gold: list[dict[str, Any]], strict: bool) -> dict[str, Any]:
-    """Precision, recall and F1 of a predicted plan against the gold plan (FinishAction dropped)."""
-    from benchsmith.eval._private.embeddings import get_embedder
+    """Precision, recall and F1 of a predicted plan against the gold plan (FinishAction dropped).
+
+    Both modes find a maximum-weight matching of the pairs above the threshold. Strict takes the
+    optimal assignment of :func:`max_weight_assignment`. Official must pick the same matching as
+    T-Eval's networkx call when several weigh the same (duplicated or interchangeable steps): when
+    the optimum is unique by a margin, or all optimal matchings give the same increasing run
+    (:func:`_same_run_length`), the assignment's run is the official one; otherwise the official
+    weights are rebuilt bit for bit (:func:`official_weights`) and matched by
+    :func:`official_matching`."""
+    import numpy as np
 
     pred, gold = drop_finish(pred), drop_finish(gold)
     if not pred or not gold:
@@ -225,17 +381,21 @@ def plan_f1(pred: list[dict[str, Any]], gold: list[dict[str, Any]], strict: bool
             both = not pred and not gold
             return {"precision": float(both), "recall": float(both), "f1": float(both), "correct": 0,
                     "matched": []}
-        # the official evaluator crashes here (max() of an empty DP); the record counts as 0
-        raise ParseError("official evaluator crashes on a plan that is only FinishAction")
-    emb = get_embedder()
-    names = emb.similarity([s["name"] for s in pred], [s["name"] for s in gold])
-    args = emb.similarity([str(s["args"]) for s in pred], [str(s["args"]) for s in gold])
-    weights = [[0.0] * len(gold) for _ in pred]
-    for i in range(len(pred)):
-        for j in range(len(gold)):
-            sim = NAME_WEIGHT * max(0.0, float(names[i][j])) + ARGS_WEIGHT * max(0.0, float(args[i][j]))
-            weights[i][j] = sim if sim > MATCH_THRESHOLD else 0.0
-    pairs = max_weight_assignment(weights)
+        # the official evaluator embeds an empty list of step names and crashes in cos_sim (torch.mm
+        # of a 1x0 and a dxN matrix), which stops the whole evaluation; the record counts as 0
+        raise ParseError("the official evaluator crashes on this plan (nothing is left to compare once the "
+                         "final FinishAction is dropped): RuntimeError in sentence-transformers' cos_sim; scored 0")
+    n, m = len(pred), len(gold)
+    vecs = _embedder().encode([s["name"] for s in pred] + [s["name"] for s in gold] +
+                                 [str(s["args"]) for s in pred] + [str(s["args"]) for s in gold])
+    names = (vecs[:n] @ vecs[n:n + m].T).astype(np.float64)
+    args = (vecs[n + m:2 * n + m] @ vecs[2 * n + m:].T).astype(np.float64)
+    sims = NAME_WEIGHT * np.maximum(names, 0.0) + ARGS_WEIGHT * np.maximum(args, 0.0)
+    pairs = max_weight_assignment(np.where(sims > MATCH_THRESHOLD, sims, 0.0))
+    if not strict:
+        listed = sims.tolist()
+        if not _unique_optimum(listed, pairs) and not _same_run_length(listed, pairs, pred, gold):
+            pairs = official_matching(official_weights(pred, gold))
     mapped = [-1] * len(pred)
     for i, j in pairs:
         mapped[i] = j
@@ -302,9 +462,7 @@ def _pred_json(case: EvalCase, prediction: str) -> dict[str, Any] | RecordResult
 
 
 def _reason(case: EvalCase, thought: str, gold_thought: str, mode: Mode) -> RecordResult:
-    from benchsmith.eval._private.embeddings import get_embedder
-
-    sim = float(get_embedder().similarity([thought], [gold_thought])[0][0])
+    sim = float(_embedder().similarity([thought], [gold_thought])[0][0])
     score = max(0.0, sim)
     if score >= FULL and mode != "official":
         score = 1.0  # float32 rounding of identical texts (0.99999994) is a full match in strict mode
@@ -463,4 +621,4 @@ def scorer_name(ability: str, fmt: str) -> str:
 
 
 __all__ = ["ABILITIES", "FINISH", "FORMATS", "gold_letter", "gold_plan", "gold_step", "longest_increasing",
-           "max_weight_assignment", "plan_f1", "same_value", "scorer_name"]
+           "max_weight_assignment", "official_matching", "official_weights", "plan_f1", "same_value", "scorer_name"]
