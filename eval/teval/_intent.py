@@ -111,6 +111,12 @@ class Describer:
             return f"{_words(singular(owner))} {_words(col)}"
         return _words(col or name)
 
+    def arithmetic(self, args: Mapping[str, Any], table: str) -> str:
+        """``left <operator> right`` of a compute_column / calculate call, in words."""
+        op = str(args.get("operator", "add"))
+        left, right = self.value(args.get("left"), table), self.value(args.get("right"), table)
+        return _ARITH.get(op, ("{l} " + op + " {r}", op))[0].format(l=left, r=right)
+
     def value(self, value: Any, table: str = "") -> str:
         if isinstance(value, str):
             m = _REF.match(value)
@@ -269,9 +275,7 @@ class Describer:
             text = f"add to {on} a column {args.get('output_name')} holding {how}"
             out.phrase = f"the {noun}"
         elif name == "compute_column":
-            op = str(args.get("operator", "add"))
-            left, right = self.value(args.get("left"), table), self.value(args.get("right"), table)
-            how = _ARITH.get(op, ("{l} " + op + " {r}", op))[0].format(l=left, r=right)
+            how = self.arithmetic(args, table)
             text = f"add to {on} a column {args.get('output_name')} holding {how}"
             out.phrase = f"the {noun}"
         elif name == "case_column":
@@ -285,9 +289,7 @@ class Describer:
             text = f"add to {on} a column {args.get('output_name')} that is " + "; ".join(cases) + default
             out.phrase = f"the {noun}"
         elif name == "calculate":
-            op = str(args.get("operator", "add"))
-            left, right = self.value(args.get("left"), table), self.value(args.get("right"), table)
-            how = _ARITH.get(op, ("{l} " + op + " {r}", op))[0].format(l=left, r=right)
+            how = self.arithmetic(args, table)
             text = f"compute {how}"
             out = Data("value", "result", f"the result ({how})", table, step)
         else:
