@@ -59,6 +59,9 @@ def main() -> None:
     ap.add_argument("--teval-cases", type=int, default=23305)
     ap.add_argument("--only", default="acebench,bfcl,gta,toolassess,teval",
                     help="comma-separated benchmarks to time")
+    ap.add_argument("--derived", default=None,
+                    help="an existing `benchsmith eval derive` folder to time (default: derive the SLOT split afresh); "
+                         "the same folder lets two versions be timed on the same cases")
     args = ap.parse_args()
     only = set(args.only.split(","))
     if args.shared_data:
@@ -69,21 +72,24 @@ def main() -> None:
     else:
         print("no shared data folder: skipping ACEBench and BFCL (set BENCHSMITH_SHARED_DATA)")
     if only & {"gta", "toolassess", "teval"}:
-        derived_runs(args.teval_cases, only)
+        derived_runs(args.teval_cases, only, Path(args.derived) if args.derived else None)
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"peak RSS: {peak_kb / 1024:.0f} MB")
 
 
-def derived_runs(n_cases: int, only: set[str]) -> None:
+def derived_runs(n_cases: int, only: set[str], given: Path | None) -> None:
     from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
     from benchsmith.construction.nl2api._private.build import default_pairs_path
     from benchsmith.eval import derive_all
 
     with tempfile.TemporaryDirectory() as tmp:
-        split = Path(tmp) / "slot"
-        build_split(chinook_db(), default_pairs_path(), split, BuildOptions(style="slot"))
-        derived = Path(tmp) / "derived"
-        derive_all(split, derived, sorted(only & {"gta", "toolassess", "teval"}))
+        if given is not None:
+            derived = given
+        else:
+            split = Path(tmp) / "slot"
+            build_split(chinook_db(), default_pairs_path(), split, BuildOptions(style="slot"))
+            derived = Path(tmp) / "derived"
+            derive_all(split, derived, sorted(only & {"gta", "toolassess", "teval"}))
         # "cold" = an empty embedding cache (a fresh folder), not the user's ~/.cache/benchsmith/embeddings
         os.environ["BENCHSMITH_CACHE"] = str(Path(tmp) / "cache")
         for name in ("gta", "toolassess"):
