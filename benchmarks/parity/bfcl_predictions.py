@@ -99,6 +99,17 @@ def _pick_arg(rng: random.Random, calls: list[Call], pred: Callable[[Any], bool]
     return rng.choice(spots) if spots else None
 
 
+def _change_arg(rng: random.Random, calls: list[Call], pred: Callable[[Any], bool],
+                change: Callable[[Any], Any]) -> list[Call] | None:
+    """``calls`` with one argument that passes ``pred`` (picked by ``rng``) replaced by ``change(value)``."""
+    spot = _pick_arg(rng, calls, pred)
+    if spot is None:
+        return None
+    j, k = spot
+    calls[j][1][k] = change(calls[j][1][k])
+    return calls
+
+
 def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -168,29 +179,13 @@ def mutate(kind: str, rng: random.Random, calls: list[Call], functions: list, qu
             calls[j][1][k] = "none"
         return calls
     if kind == "wrong_string_value":
-        spot = _pick_arg(rng, calls, lambda v: isinstance(v, str) and v)
-        if spot is None:
-            return None
-        j, k = spot
-        v = calls[j][1][k]
-        calls[j][1][k] = rng.choice([v + " City", v[: max(1, len(v) // 2)], "Unknown", v + "s"])
-        return calls
+        return _change_arg(rng, calls, lambda v: isinstance(v, str) and v,
+                           lambda v: rng.choice([v + " City", v[: max(1, len(v) // 2)], "Unknown", v + "s"]))
     if kind == "string_variant":       # case, spaces, punctuation: equal after BFCL's normalisation
-        spot = _pick_arg(rng, calls, lambda v: isinstance(v, str) and v)
-        if spot is None:
-            return None
-        j, k = spot
-        v = calls[j][1][k]
-        calls[j][1][k] = rng.choice([v.upper(), v.lower(), v.replace(" ", "-"), v.replace(" ", "_"), v + ".", " " + v])
-        return calls
+        return _change_arg(rng, calls, lambda v: isinstance(v, str) and v, lambda v: rng.choice(
+            [v.upper(), v.lower(), v.replace(" ", "-"), v.replace(" ", "_"), v + ".", " " + v]))
     if kind == "wrong_number":
-        spot = _pick_arg(rng, calls, _is_num)
-        if spot is None:
-            return None
-        j, k = spot
-        v = calls[j][1][k]
-        calls[j][1][k] = rng.choice([v + 1, v * 2, -v if v else 7])
-        return calls
+        return _change_arg(rng, calls, _is_num, lambda v: rng.choice([v + 1, v * 2, -v if v else 7]))
     if kind == "int_for_float":
         def intish(v: Any) -> Any:
             if isinstance(v, float) and v.is_integer():
@@ -203,20 +198,10 @@ def mutate(kind: str, rng: random.Random, calls: list[Call], functions: list, qu
         new = [(n, intish(a)) for n, a in calls]
         return new if new != calls or any(isinstance(x, float) for _, a in calls for x in a.values()) else None
     if kind == "bool_as_number":
-        spot = _pick_arg(rng, calls, lambda v: isinstance(v, bool))
-        if spot is None:
-            return None
-        j, k = spot
-        calls[j][1][k] = int(calls[j][1][k])
-        return calls
+        return _change_arg(rng, calls, lambda v: isinstance(v, bool), int)
     if kind == "list_value_changed":
-        spot = _pick_arg(rng, calls, lambda v: isinstance(v, list) and v)
-        if spot is None:
-            return None
-        j, k = spot
-        v = calls[j][1][k]
-        calls[j][1][k] = rng.choice([v[::-1], v[:-1], v + v[:1], [str(x) if not isinstance(x, str) else x.upper() for x in v]])
-        return calls
+        return _change_arg(rng, calls, lambda v: isinstance(v, list) and v, lambda v: rng.choice(
+            [v[::-1], v[:-1], v + v[:1], [str(x) if not isinstance(x, str) else x.upper() for x in v]]))
     if kind == "dict_value_changed":
         spot = _pick_arg(rng, calls, lambda v: isinstance(v, dict) and v)
         if spot is None:
