@@ -108,19 +108,12 @@ def _converts(value: Any, kind: str, root: str) -> bool:
     value of the right Python type and otherwise calls the type on it (``int("7")`` works,
     ``int("seven")`` does not; any value becomes text or a bool); file-like inputs need a path
     that exists (relative paths are taken from the data folder)."""
-    if kind == "int":
-        if isinstance(value, int):
+    if kind in ("int", "float"):
+        cast = int if kind == "int" else float
+        if isinstance(value, cast):
             return True
         try:
-            int(value)
-        except (TypeError, ValueError, OverflowError):
-            return False
-        return True
-    if kind == "float":
-        if isinstance(value, float):
-            return True
-        try:
-            float(value)
+            cast(value)
         except (TypeError, ValueError, OverflowError):
             return False
         return True
