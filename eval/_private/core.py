@@ -17,7 +17,7 @@ from typing import Any, Callable, ClassVar, Iterable, Literal, Mapping
 
 from pydantic import ConfigDict, Field
 
-from benchsmith.schemas import StrictModel, UserError
+from benchsmith.schemas import StrictModel, UserError, loads_json
 
 Mode = Literal["strict", "official"]
 MODES: tuple[str, ...] = ("strict", "official")
@@ -162,8 +162,8 @@ def tool_call_parts(item: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
         args = {}
     if isinstance(args, str):
         try:
-            args = json.loads(args) if args.strip() else {}
-        except (json.JSONDecodeError, RecursionError):
+            args = loads_json(args) if args.strip() else {}
+        except json.JSONDecodeError:
             raise CallShapeError(f"arguments of {name} are not JSON") from None
     if not isinstance(args, dict):
         raise CallShapeError(f"arguments of {name} are not an object")
@@ -186,7 +186,7 @@ def read_json_lines(path: Path, *, fix: str) -> list[tuple[int, dict[str, Any]]]
         if not text:
             continue
         try:
-            obj = json.loads(text)
+            obj = loads_json(text)
         except json.JSONDecodeError as exc:
             raise UserError(f"{path}:{n}: not JSON ({exc.msg})", fix="one JSON object per line") from None
         if not isinstance(obj, dict):
@@ -228,7 +228,7 @@ def read_predictions(path: str | Path) -> Predictions:
             if not text:
                 continue
             try:
-                obj = json.loads(text)
+                obj = loads_json(text)
             except json.JSONDecodeError as exc:
                 out.bad_lines.append((n, f"not JSON: {exc.msg}"))
                 continue

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Protocol
 
-from benchsmith.schemas import RuntimeFault, UserError, append_jsonl, read_json, write_json, write_jsonl
+from benchsmith.schemas import RuntimeFault, UserError, append_jsonl, loads_json, read_json, write_json, write_jsonl
 
 from .core import EvalCase, get_benchmark, registrar
 
@@ -60,7 +60,7 @@ class Request:
     def key(self) -> str:
         blob = json.dumps([self.messages, self.json_schema, self.tools, self.max_tokens, self.stop],
                           sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()  # model text may hold lone surrogates
 
 
 @dataclass
@@ -255,8 +255,8 @@ def read_json_reply(text: str) -> Any:
     if not s:
         raise FormatError("empty_reply", "the model returned an empty reply")
     try:
-        return json.loads(s)
-    except (json.JSONDecodeError, RecursionError):
+        return loads_json(s)
+    except json.JSONDecodeError:
         pass
     dec = json.JSONDecoder()
     for i, ch in enumerate(s):
@@ -264,7 +264,7 @@ def read_json_reply(text: str) -> Any:
             try:
                 value, _ = dec.raw_decode(s, i)
                 return value
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # bad JSON, or a number of more than 4,300 digits
                 continue
     raise FormatError("not_json", "the reply holds no JSON value")
 
@@ -322,7 +322,7 @@ def read_replies(path: Path) -> dict[str, dict[str, Any]]:
             if not line:
                 continue
             try:
-                rec = json.loads(line)
+                rec = loads_json(line)
             except json.JSONDecodeError:
                 continue
             if isinstance(rec, dict) and "key" in rec:

@@ -334,7 +334,9 @@ class MalformedReply(Exception):
     """A 200 answer that is not a chat completion (turned into an empty Reply)."""
 
 
-_MALFORMED = (MalformedReply, json.JSONDecodeError)  # the latter: a 200 body that is not JSON
+# a 200 body that is not JSON, not UTF-8 (UnicodeDecodeError) or holds a number of more than 4,300
+# digits (ValueError from int()): all ValueErrors of reading the body, like JSONDecodeError
+_MALFORMED = (MalformedReply, ValueError, RecursionError)
 _CHAT_CLASS: Any = None
 
 

@@ -52,6 +52,58 @@ class JsonlError(UserError):
         )
 
 
+# ----------------------------------------------------------------------------- one JSON rule
+
+
+def loads_json(text: str | bytes) -> Any:
+    """``json.loads`` that fails only with ``json.JSONDecodeError``, whatever the text holds.
+
+    Text from a model or a file may hold a number of more than 4,300 digits (``int()`` refuses
+    it with a ``ValueError``), nesting deeper than the recursion limit, or bytes that are not
+    UTF-8; all of them are reported as a ``JSONDecodeError`` so every caller handles one error.
+
+    >>> loads_json('{"a": [1, "\\\\ud800"]}') == {"a": [1, chr(0xD800)]}
+    True
+    >>> try:
+    ...     loads_json("1" * 5000)
+    ... except json.JSONDecodeError as exc:
+    ...     print(exc.msg)
+    a number has more than 4300 digits
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except UnicodeDecodeError as exc:
+        raise json.JSONDecodeError("not UTF-8 text", "", exc.start) from None
+    except ValueError as exc:
+        msg = "a number has more than 4300 digits" if "digits" in str(exc) else f"invalid JSON value ({exc})"
+        raise json.JSONDecodeError(msg, text if isinstance(text, str) else "", 0) from None
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", text if isinstance(text, str) else "", 0) from None
+
+
+def dumps_json(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps(obj, ensure_ascii=False, **kwargs)`` whose result always encodes as UTF-8.
+
+    Text a model produced may hold lone surrogates (a JSON-escaped ``"\\\\ud800"``), which UTF-8
+    cannot encode; then the value is written with ``ensure_ascii=True`` (``\\\\ud800`` escapes),
+    which reads back to the same value. Writers must never fail on model output.
+
+    >>> dumps_json({"a": "café"})
+    '{"a": "café"}'
+    >>> print(dumps_json({"a": "x" + chr(0xD800)}))
+    {"a": "x\\ud800"}
+    """
+    kwargs.pop("ensure_ascii", None)
+    text = json.dumps(obj, ensure_ascii=False, **kwargs)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True, **kwargs)
+    return text
+
+
 # ----------------------------------------------------------------------------- reading
 
 
@@ -103,7 +155,7 @@ _JSON_TYPE_NAMES = {list: "array", str: "string", int: "number", float: "number"
 def _parse_row(text: str, model: type[M]) -> M | str:
     """The validated row, or a short reason why it is bad."""
     try:
-        obj = json.loads(text)
+        obj = loads_json(text)
     except json.JSONDecodeError as exc:
         return _shorten(f"invalid JSON: {exc.msg} (column {exc.colno})")
     if not isinstance(obj, dict):
@@ -197,7 +249,7 @@ def read_json(path: PathLike) -> Any:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise UserError(f"{path}:{line}: not UTF-8 text", fix="re-save the file as UTF-8") from None
     try:
-        return json.loads(text)
+        return loads_json(text)
     except json.JSONDecodeError as exc:
         raise UserError(
             f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}",
@@ -230,7 +282,7 @@ def _dumps_line(item: Any) -> str:
     plain = _to_plain(item)
     if isinstance(plain, Mapping) and not isinstance(plain, dict):
         plain = dict(plain)
-    return json.dumps(plain, ensure_ascii=False, allow_nan=False, default=_json_default) + "\n"
+    return dumps_json(plain, allow_nan=False, default=_json_default) + "\n"
 
 
 _umask: int | None = None
@@ -365,9 +417,7 @@ def write_json(path: PathLike, obj: Any) -> None:
     plain = _to_plain(obj)
 
     def write(fh: IO[str]) -> None:
-        text = json.dumps(
-            plain, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default
-        )
+        text = dumps_json(plain, indent=2, allow_nan=False, default=_json_default)
         fh.write(text)
         fh.write("\n")
 
