@@ -26,21 +26,41 @@ app.add_typer(schemas_app, name="schemas")
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Print a user's mistake as one red line and exit 2; let real faults raise."""
+    """Print a user's mistake as one red line and exit 2, a machinery fault (``RuntimeFault``) as one red
+    line and exit 3; anything else is a bug and raises."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from benchsmith.schemas import UserError
+        from benchsmith.schemas import RuntimeFault, UserError
 
         try:
             return fn(*args, **kwargs)
-        except UserError as exc:
+        except (UserError, RuntimeFault) as exc:
             from rich.console import Console
+            from rich.markup import escape
 
-            Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(2) from None
+            # one line: a fault may quote a log tail, which goes on the same line
+            text = " | ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+            Console(stderr=True).print(f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2 if isinstance(exc, UserError) else 3) from None
 
     return wrapper
+
+
+def check_out_dir(out: Optional[Path], flag: str = "--out") -> None:
+    """Refuse an output folder that is an existing file before any work is done."""
+    from benchsmith.schemas import UserError
+
+    if out is not None and out.exists() and not out.is_dir():
+        raise UserError(f"{flag} {out} is an existing file, not a folder",
+                        fix=f"give {flag} a folder path (new or existing), or move the file away")
+
+
+def check_port(port: int, flag: str = "--port") -> None:
+    from benchsmith.schemas import UserError
+
+    if not 1 <= port <= 65535:
+        raise UserError(f"{flag} {port} is out of range", fix=f"use a port from 1 to 65535, e.g. {flag} 8765")
 
 
 def _print_report(report: dict[str, Any], out: Path) -> None:
@@ -74,6 +94,7 @@ def nl2api_build(
 
     if style not in STYLES:
         raise UserError(f"--style {style!r} is not one of {', '.join(STYLES)}")
+    check_out_dir(out)
     report = build_split(db, pairs, out, BuildOptions(style=style, obfuscate=obfuscate, tool_universe=tool_universe,
                                                       seed=seed, timeout_s=timeout, name=name,
                                                       descriptions=descriptions))
@@ -88,6 +109,7 @@ def nl2api_serve(
     port: int = typer.Option(8765, "--port", envvar="BENCHSMITH_PORT"),
 ) -> None:
     """Serve a REST split's endpoints with FastAPI (GET, typed query parameters)."""
+    check_port(port)
     import uvicorn
 
     from benchsmith.construction.nl2api import create_app
@@ -267,6 +289,7 @@ def eval_score(
 
     from benchsmith.schemas import UserError
 
+    check_out_dir(out)
     if run is not None:
         if output_format is not None:
             raise UserError("--format does not apply to --run", fix="a run records its own format (BFCL tools mode: fc, "
@@ -371,6 +394,7 @@ def eval_selftest(
 
     from benchsmith.eval import run_selftest
 
+    check_out_dir(out)
     scores = run_selftest(benchmark, data, out, mode, options={"format": output_format})
     typer.echo(json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False))
 
@@ -394,6 +418,7 @@ def eval_derive(
 
     from benchsmith.eval import derive_all
 
+    check_out_dir(out)
     summary = derive_all(split, out, [n.strip() for n in only.split(",") if n.strip()], seed=seed)
     for name, info in summary["derived"].items():
         typer.echo(f"{name} -> {out / info['folder']} (score with --benchmark {info['benchmark']}): "
@@ -416,6 +441,7 @@ def eval_export(
 
     if format not in EXPORTERS:
         raise UserError(f"unknown export format {format!r}", fix=f"use one of {', '.join(EXPORTERS)}")
+    check_out_dir(out)
     report = EXPORTERS[format](split, out)
     typer.echo(json.dumps({k: report[k] for k in ("format", "samples", "total", "skipped_by_reason", "written") if k in report},
                           ensure_ascii=False))

@@ -29,6 +29,26 @@ SPLIT = typer.Option(None, "--split", envvar="BENCHSMITH_SPLIT",
 SET = typer.Option([], "--set", envvar="BENCHSMITH_CONSTRUCT_OPTIONS", help="Graph option KEY=VALUE (JSON value); repeatable")
 
 
+# graph options the graphs read as whole numbers (>= 0) or as true/false; checked here so a typo is one red line
+INT_OPTIONS = {"n": 10, "k": 2, "step_budget": 6, "max_retries": 2, "max_turns": 8, "max_steps": 4, "per_leaf": 2,
+               "examples": 2, "min_leaf": 2, "min_description": 20, "max_description": 400, "max_parameters": 10}
+BOOL_OPTIONS = {"refine", "allow_failed_calls", "require_conversion"}
+
+
+def _typed(key: str, raw: str, value: Any) -> Any:
+    from benchsmith.schemas import UserError
+
+    if key in INT_OPTIONS:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise UserError(f"--set {key}={raw!r}: {key} must be a whole number (integer >= 0)",
+                            fix=f"write e.g. --set {key}={INT_OPTIONS[key]}")
+    elif key in BOOL_OPTIONS and not isinstance(value, bool):
+        raise UserError(f"--set {key}={raw!r}: {key} must be true or false", fix=f"write --set {key}=true or {key}=false")
+    return value
+
+
 def parse_sets(sets: list[str]) -> dict[str, Any]:
     import json
 
@@ -40,9 +60,10 @@ def parse_sets(sets: list[str]) -> dict[str, Any]:
         if not eq or not key.strip():
             raise UserError(f"bad --set {s!r}", fix="write KEY=VALUE, e.g. --set step_budget=8")
         try:
-            out[key.strip()] = json.loads(value)
+            parsed = json.loads(value)
         except ValueError:
-            out[key.strip()] = value
+            parsed = value
+        out[key.strip()] = _typed(key.strip(), value, parsed)
     return out
 
 

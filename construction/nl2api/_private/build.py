@@ -57,6 +57,7 @@ class BuildOptions:
     name: str | None = None
     version: str = "1.0.0"
     descriptions: str | Path | None = None  # JSON {table: {column: text}}; default: <db>.descriptions.json
+    allow_empty: bool = False  # write a split even when nothing verifies (default: UserError, out_dir untouched)
 
 
 @dataclass
@@ -166,6 +167,14 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
                 details={"ordered": a.conv.ordered}),
             metadata={"sql": a.pair.sql, "pair_line": a.line},
         ))
+    if not samples and not opts.allow_empty:
+        codes: dict[str, int] = {}
+        for r in rejections:
+            codes[r["code"]] = codes.get(r["code"], 0) + 1
+        why = ", ".join(f"{k}={v}" for k, v in sorted(codes.items())) or "the pairs file has no rows"
+        raise UserError(f"nothing verified: 0 of {len(rows) + len(bad_rows)} pairs in {pairs_path} verified "
+                        f"(rejected: {why}); {out} was left untouched",
+                        fix="check --pairs (JSONL of {question, sql}) and --db")
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "samples.jsonl", samples)
     universe: dict[str, Tool] = {}
