@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -42,3 +43,22 @@ def build_slot_split(root: Path, lines: list[str]) -> Path:
     report = build_split(chinook_db(), root / "pairs.jsonl", root / "slot", BuildOptions(style="slot"))
     assert report["verified"] == len(lines), report
     return root / "slot"
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def one_error_line(stderr: str) -> str:
+    """The CLI's one red error line (colour codes removed); fails unless stderr is exactly that line."""
+    lines = ANSI.sub("", stderr).strip().splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{stderr}"
+    assert lines[0].startswith("error:"), lines[0]
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def drop_benchsmith_env(monkeypatch) -> None:
+    """CliRunner reads os.environ: keep a developer's BENCHSMITH_* settings out of CLI tests."""
+    for key in list(os.environ):
+        if key.startswith("BENCHSMITH_") and key not in {"BENCHSMITH_CACHE", "BENCHSMITH_CHINOOK_SDIST"}:
+            monkeypatch.delenv(key)

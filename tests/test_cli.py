@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ from typer.testing import CliRunner
 
 from benchsmith.cli import app
 from benchsmith.construction.nl2api import chinook_db
-from helpers import clean_env, console_script
+from helpers import clean_env, console_script, drop_benchsmith_env, one_error_line
 
 # Two good pairs and six rejected rows of different kinds.
 TINY = [
@@ -30,32 +29,15 @@ TINY = [
     "not json",
 ]
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-
-
-
 
 def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([console_script(), *args], capture_output=True, text=True, timeout=120,
                           env=clean_env(**env), stdin=subprocess.DEVNULL)
 
 
-def _one_error_line(stderr: str) -> str:
-    lines = _ANSI.sub("", stderr).strip().splitlines()
-    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{stderr}"
-    assert lines[0].startswith("error:"), lines[0]
-    assert "Traceback" not in stderr
-    return lines[0]
-
-
 @pytest.fixture(autouse=True)
 def _no_benchsmith_env(monkeypatch):
-    """CliRunner reads os.environ: keep a developer's BENCHSMITH_* settings out of these tests."""
-    for key in list(os.environ):
-        if key.startswith("BENCHSMITH_") and key not in {"BENCHSMITH_CACHE", "BENCHSMITH_CHINOOK_SDIST"}:
-            monkeypatch.delenv(key)
+    drop_benchsmith_env(monkeypatch)
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +161,7 @@ def test_missing_db_is_one_line_and_exit_2(tiny_pairs, tmp_path):
     missing = tmp_path / ("no-such-database-" * 8) / "chinook.sqlite"
     res = _run(*_build_args(missing, tiny_pairs, tmp_path / "out"), COLUMNS="40")
     assert res.returncode == 2
-    line = _one_error_line(res.stderr)
+    line = one_error_line(res.stderr)
     assert str(missing) in line
     assert not (tmp_path / "out").exists()
 
@@ -188,7 +170,7 @@ def test_unreadable_pairs_is_one_line_and_exit_2(db, tmp_path):
     for pairs in (tmp_path / "missing.jsonl", tmp_path):  # no such file; a directory
         res = _run(*_build_args(db, pairs, tmp_path / "out"))
         assert res.returncode == 2, (pairs, res.stderr)
-        assert str(pairs) in _one_error_line(res.stderr)
+        assert str(pairs) in one_error_line(res.stderr)
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads any file")
@@ -199,16 +181,16 @@ def test_pairs_without_read_permission(db, tiny_pairs, tmp_path):
     finally:
         tiny_pairs.chmod(0o644)
     assert res.returncode == 2
-    _one_error_line(res.stderr)
+    one_error_line(res.stderr)
 
 
 def test_invalid_style_is_one_line_and_exit_2(db, tiny_pairs, tmp_path):
     res = _run(*_build_args(db, tiny_pairs, tmp_path / "out", "--style", "soap"))
     assert res.returncode == 2
-    assert "soap" in _one_error_line(res.stderr)
+    assert "soap" in one_error_line(res.stderr)
     res = _run(*_build_args(db, tiny_pairs, tmp_path / "out"), BENCHSMITH_STYLE="soap")
     assert res.returncode == 2
-    _one_error_line(res.stderr)
+    one_error_line(res.stderr)
 
 
 def test_errors_with_clirunner(db, tiny_pairs, tmp_path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import subprocess
 from pathlib import Path
 
@@ -14,9 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from benchsmith.cli import app
-from helpers import build_slot_split, clean_env, console_script, pair_lines
+from helpers import ANSI, build_slot_split, clean_env, console_script, drop_benchsmith_env, one_error_line, pair_lines
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -27,10 +25,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def _one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
     assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout, proc.stderr
-    lines = _ANSI.sub("", proc.stderr).strip().splitlines()
-    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{proc.stderr}"
-    assert lines[0].startswith("error:"), lines[0]
-    return lines[0]
+    return one_error_line(proc.stderr)
 
 
 def _tree(folder: Path) -> dict[str, str]:
@@ -40,9 +35,7 @@ def _tree(folder: Path) -> dict[str, str]:
 
 @pytest.fixture(autouse=True)
 def _no_benchsmith_env(monkeypatch):
-    for key in list(os.environ):
-        if key.startswith("BENCHSMITH_") and key not in {"BENCHSMITH_CACHE", "BENCHSMITH_CHINOOK_SDIST"}:
-            monkeypatch.delenv(key)
+    drop_benchsmith_env(monkeypatch)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +56,7 @@ def test_runtime_fault_is_one_red_line_with_exit_3(split, tmp_path, monkeypatch)
                                       "--out", str(tmp_path / "st")])
     assert not isinstance(result.exception, RuntimeFault), "the RuntimeFault escaped the CLI (a traceback)"
     assert result.exit_code == 3, result.output
-    out = _ANSI.sub("", result.output)
+    out = ANSI.sub("", result.output)
     assert "Traceback" not in out
     assert "error:" in out and "the endpoint failed 5 times in a row" in out
 
