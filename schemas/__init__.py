@@ -21,6 +21,7 @@ from benchsmith.schemas._private.jsonl import (
     loads_json,
     read_json,
     read_jsonl,
+    validate_shape,
     write_json,
     write_jsonl,
 )
@@ -159,6 +160,7 @@ __all__ = [
     "loads_json",
     "append_jsonl",
     "read_json",
+    "validate_shape",
     "write_json",
     # JSON Schema
     "json_schemas",

@@ -2,7 +2,8 @@
 
 ``UserError`` is for mistakes the user can fix (bad file, bad option, bad config): the CLI
 prints its message as one red line and exits 2. ``RuntimeFault`` is for failures of the
-machinery (a server that went away, an internal invariant): the CLI shows the traceback.
+machinery (a server that went away, an internal invariant): the CLI prints it as one red
+line and exits 3.
 """
 
 from __future__ import annotations

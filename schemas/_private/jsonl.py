@@ -16,7 +16,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any, NamedTuple, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from benchsmith.schemas._private.errors import UserError
 
@@ -225,8 +225,22 @@ def read_jsonl(path: PathLike, model: type[M]) -> list[M]:
     return [item for _, item in good]
 
 
-def read_json(path: PathLike) -> Any:
+def read_json(path: PathLike, shape: Any = None, *, fix: str | None = None) -> Any:
     """Read one JSON document; bad JSON raises ``UserError`` naming the file, line and column.
+
+    With ``shape`` (a pydantic model or a type such as ``dict[str, dict[str, str]]``) the
+    document is validated too, and a document of the wrong shape raises ``UserError`` naming
+    the file and the place inside it; ``fix`` says how to correct it.
+
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = pathlib.Path(d, "names.json")
+    ...     _ = p.write_text('["a", "b"]')
+    ...     try:
+    ...         read_json(p, dict[str, str], fix="write an object of names")
+    ...     except UserError as e:
+    ...         print(str(e).replace(d, "DIR"))
+    DIR/names.json: wrong shape: Input should be a valid dictionary (fix: write an object of names)
 
     >>> import tempfile, pathlib
     >>> from benchsmith.schemas import UserError, read_json
@@ -249,12 +263,50 @@ def read_json(path: PathLike) -> Any:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise UserError(f"{path}:{line}: not UTF-8 text", fix="re-save the file as UTF-8") from None
     try:
-        return loads_json(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise UserError(
             f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}",
             fix="correct the JSON at that position",
         ) from None
+    if shape is None:
+        return data
+    return validate_shape(data, shape, where=str(path), fix=fix)
+
+
+def validate_shape(data: Any, shape: Any, *, where: str, fix: str | None = None) -> Any:
+    """``data`` validated as ``shape`` (strictly); a mismatch is a ``UserError`` naming ``where``.
+
+    >>> validate_shape({"a": 1}, dict[str, int], where="x.json")
+    {'a': 1}
+    >>> try:
+    ...     validate_shape({"a": [1]}, dict[str, int], where="x.json")
+    ... except UserError as e:
+    ...     print(e)
+    x.json: wrong shape at a: Input should be a valid integer
+    """
+    try:
+        return _adapter(shape).validate_python(data, strict=True)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        at = f" at {loc}" if loc else ""
+        more = len(exc.errors()) - 1
+        extra = f" (and {more} more problem(s))" if more > 0 else ""
+        raise UserError(_shorten(f"{where}: wrong shape{at}: {err['msg']}{extra}"), fix=fix) from None
+
+
+_ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
+
+
+def _adapter(shape: Any) -> TypeAdapter[Any]:
+    try:
+        return _ADAPTERS[shape]
+    except (KeyError, TypeError):
+        adapter: TypeAdapter[Any] = TypeAdapter(shape)
+        with contextlib.suppress(TypeError):
+            _ADAPTERS[shape] = adapter
+        return adapter
 
 
 # ----------------------------------------------------------------------------- writing
@@ -305,13 +357,47 @@ def _fsync_directory(directory: Path) -> None:
             os.close(fd)
 
 
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists but belongs to someone else
+        return True
+    return True
+
+
+def _remove_stale_temps(target: Path) -> None:
+    """Delete temp files a killed writer of ``target`` left behind.
+
+    Temp names carry the writer's pid (``.<name>.<pid>.<random>.tmp``); a temp file whose
+    writer is no longer alive can never be renamed into place, so it is removed. Files of
+    live writers (another process writing the same file right now) are left alone.
+    """
+    prefix = f".{target.name}."
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(target.parent):
+            name = entry.name
+            if not (name.startswith(prefix) and name.endswith(".tmp")):
+                continue
+            pid_text = name[len(prefix):].split(".", 1)[0]
+            if pid_text.isdigit() and _pid_alive(int(pid_text)):
+                continue
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+
+
 def _atomic_write(path: PathLike, write: Callable[[IO[str]], None]) -> None:
     target = Path(path)
     directory = target.parent
     try:
         directory.mkdir(parents=True, exist_ok=True)
         mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _new_file_mode()
-        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+        _remove_stale_temps(target)
+        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.{os.getpid()}.",
+                                        suffix=".tmp")
     except OSError as exc:
         raise UserError(
             f"{path}: cannot write: {exc.strerror or exc}",
