@@ -8,15 +8,17 @@ from ._private.build import STYLES, BuildOptions, Pair, build_split
 from ._private.chinook import chinook_db, column_descriptions
 from ._private.compare import multiset_equal, ordered_equal, values_equal
 from ._private.converter import REASONS, Conversion, Rejection, convert
-from ._private.database import Database, QueryTimeout
-from ._private.relation import Relation, ToolError
+from ._private.database import MAX_ROWS, Database, QueryTimeout, ReadOnlyViolation
+from ._private.relation import MAX_SQL_CHARS, Relation, ToolError
 from ._private.rest import create_app, run_endpoint
 from ._private.runtime import Binding, Runtime, load_bindings, observation, result_rows
+from ._private.splitfiles import read_endpoints, read_manifest, read_toolset
 from ._private.tools import SLOT_TOOLS, slot_tool
 from ._private.verify import ChainRun, execute_sql, run_and_check
 
-__all__ = ["REASONS", "STYLES", "Binding", "BuildOptions", "ChainRun", "Conversion", "Database", "Pair",
-           "QueryTimeout", "Rejection", "Relation", "Runtime", "SLOT_TOOLS", "ToolError", "build_split",
+__all__ = ["MAX_ROWS", "MAX_SQL_CHARS", "REASONS", "STYLES", "Binding", "BuildOptions", "ChainRun", "Conversion",
+           "Database", "Pair", "QueryTimeout", "ReadOnlyViolation", "Rejection", "Relation", "Runtime", "SLOT_TOOLS",
+           "ToolError", "build_split",
            "chinook_db", "column_descriptions", "convert", "create_app", "execute_sql", "load_bindings", "multiset_equal", "observation", "ordered_equal", "values_equal",
-           "result_rows", "run_and_check",
+           "read_endpoints", "read_manifest", "read_toolset", "result_rows", "run_and_check",
            "run_endpoint", "slot_tool"]

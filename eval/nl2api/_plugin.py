@@ -2,7 +2,10 @@
 
 A split directory (``samples.jsonl``, ``toolset.json``, ``database.sqlite``; REST splits
 ``endpoints.json``) gives cases whose predicted sequences are really executed on the split's
-read-only database; NESTful records (``input`` / ``output`` sequences with ``$label$``
+read-only database (opened and checked when the split is loaded, so a damaged database or a
+split file of the wrong shape stops the run with a ``UserError``; the sample's hidden set-up
+calls run through the runtime's set-up entry point, a predicted call to a hidden tool is an
+``unknown_tool``); NESTful records (``input`` / ``output`` sequences with ``$label$``
 references, optional ``sample_id`` / ``gold_answer`` / ``tools``) are scored on intent, slot
 and full-sequence match only, since their tools are not available here.
 """
@@ -18,11 +21,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from benchsmith.construction.nl2api import (
-    Database, QueryTimeout, Rejection, Runtime, ToolError, load_bindings, result_rows, run_and_check, run_endpoint,
+    Database, QueryTimeout, Rejection, Runtime, ToolError, read_endpoints, read_manifest, read_toolset, result_rows,
+    run_and_check, run_endpoint,
 )
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed
 from benchsmith.schemas import (
-    ExactAnswer, Sample, ToolCall, UnresolvedReference, UserError, read_json, read_jsonl, resolve_references,
+    ExactAnswer, Sample, ToolCall, UnresolvedReference, UserError, read_jsonl, resolve_references,
 )
 
 from ._scorers import PredictionError, _one_call, answers_match, call_metrics, parse_calls
@@ -32,20 +36,21 @@ METRICS = ("intent_p", "intent_r", "intent_f1", "slot_p", "slot_r", "slot_f1")
 
 
 class _Split:
-    """What executing predictions on one split needs (the database is opened on first use)."""
+    """What executing predictions on one split needs; its files are read and its database is
+    opened and checked at once (a broken split is a ``UserError`` before any record is scored)."""
 
     def __init__(self, root: Path, style: str) -> None:
         self.root = root
         self.style = style
         toolset = root / "toolset.json"
-        self.bindings = load_bindings(read_json(toolset)) if toolset.is_file() else None
-        self.endpoints = read_json(root / "endpoints.json") if style == "rest" else {}
-        self._db: Database | None = None
+        self.bindings = read_toolset(toolset) if toolset.is_file() else None
+        self.endpoints = read_endpoints(root / "endpoints.json") if style == "rest" else {}
+        self._db: Database | None = Database(root / "database.sqlite", check=True)
 
     @property
     def db(self) -> Database:
         if self._db is None:
-            self._db = Database(self.root / "database.sqlite")
+            self._db = Database(self.root / "database.sqlite", check=True)
         return self._db
 
 
@@ -58,7 +63,7 @@ class _ExecError(Exception):
 def _split_style(root: Path, samples: list[Sample]) -> str:
     manifest = root / "manifest.json"
     if manifest.is_file():
-        style = (read_json(manifest).get("extra") or {}).get("style")
+        style = read_manifest(manifest).style
         if style in STYLES:
             return style
     for s in samples:
@@ -248,8 +253,7 @@ class NL2API(Benchmark):
                         outputs[call.label] = final
                 return [list(r) for r in final["rows"]]
             rt = Runtime(db, split.bindings)
-            for c in case.meta.get("setup", []):
-                rt.call(ToolCall.model_validate(c))
+            rt.setup(ToolCall.model_validate(c) for c in case.meta.get("setup", []))
             final = None
             for call in calls:
                 final = rt.call(call)

@@ -16,12 +16,14 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from benchsmith.construction.nl2api import Database, Runtime, ToolError, load_bindings, observation, run_endpoint
+from benchsmith.construction.nl2api import (
+    SLOT_TOOLS, Database, Runtime, ToolError, observation, read_endpoints, read_toolset, run_endpoint,
+)
 from benchsmith.eval import EvalCase
 from benchsmith.eval._private.derive import setup_note
 from benchsmith.eval._private.runner import CallContext, FormatError, Outcome, Request, Task, Turn, read_json_reply, task
 from benchsmith.prompts import get_prompt
-from benchsmith.schemas import ToolCall, UnresolvedReference, read_json, resolve_references
+from benchsmith.schemas import ToolCall, UnresolvedReference, resolve_references
 
 from ._common import THOUGHT, native_tool_calls, reference_choices
 
@@ -121,19 +123,25 @@ def parse_step(text: str, names: set[str]) -> dict[str, Any]:
 
 
 class ToolEnv:
-    """The split's tools for one case, executing on the split's read-only database."""
+    """The split's tools for one case, executing on the split's read-only database.
 
-    def __init__(self, split: Path, db: Database, style: str, setup: list[dict[str, Any]]) -> None:
+    The case's hidden set-up calls (``setup``) run here, through the runtime's set-up entry
+    point. When none are given, set-up calls may instead come one by one through :meth:`call`,
+    until the first other call (a sample replayed call by call); ``setup_phase=False`` closes
+    that door, as the ReAct task does: the model's calls never reach a hidden tool."""
+
+    def __init__(self, split: Path, db: Database, style: str, setup: list[dict[str, Any]], *,
+                 setup_phase: bool | None = None) -> None:
         self.style = style
         self.db = db
+        self._setup_phase = not setup if setup_phase is None else setup_phase
         if style == "rest":
-            self.endpoints = read_json(split / "endpoints.json")
+            self.endpoints = read_endpoints(split / "endpoints.json")
             self.outputs: dict[str, Any] = {}
         else:
             toolset = split / "toolset.json"
-            self.runtime = Runtime(db, load_bindings(read_json(toolset)) if toolset.is_file() else None)
-            for c in setup:
-                self.runtime.call(ToolCall.model_validate(c))
+            self.runtime = Runtime(db, read_toolset(toolset) if toolset.is_file() else None)
+            self.runtime.setup(ToolCall.model_validate(c) for c in setup)
 
     def call(self, name: str, arguments: dict[str, Any], label: str) -> Any:
         """Run one call; its JSON-able observation. Raises ToolError for anything the model got wrong."""
@@ -150,7 +158,12 @@ class ToolEnv:
                 self.outputs[label] = result
                 return {"columns": result.get("columns"), "rows": (result.get("rows") or [])[:5],
                         "truncated": len(result.get("rows") or []) > 5}
-            value = self.runtime.call(ToolCall(name=name, arguments=arguments, label=label))
+            call = ToolCall(name=name, arguments=arguments, label=label)
+            if self._setup_phase and name in SLOT_TOOLS and SLOT_TOOLS[name].hidden:
+                value = self.runtime.setup([call])
+            else:
+                self._setup_phase = False
+                value = self.runtime.call(call)
             return observation(value, self.db)
         except ToolError:
             raise
@@ -188,8 +201,9 @@ class NL2APITask(Task):
         split = Path(case.meta["split"])
         key = str(split)
         if key not in self._dbs:
-            self._dbs[key] = Database(split / "database.sqlite")
-        return ToolEnv(split, self._dbs[key], case.meta.get("style", "slot"), case.meta.get("setup") or [])
+            self._dbs[key] = Database(split / "database.sqlite", check=True)
+        return ToolEnv(split, self._dbs[key], case.meta.get("style", "slot"), case.meta.get("setup") or [],
+                       setup_phase=False)
 
     def _base(self, case: EvalCase, steps: list[dict[str, str]], native: bool) -> list[dict[str, Any]]:
         setup = [ToolCall.model_validate(c) for c in case.meta.get("setup") or []]

@@ -94,8 +94,7 @@ class SplitRunner:
         if self.endpoints:
             return {}
         rt = Runtime(self.db, self.bindings)
-        for call in sample.setup:
-            rt.call(call)
+        rt.setup(sample.setup)
         return dict(rt.outputs)
 
     def advance(self, outputs: dict[str, Any], call: ToolCall) -> Outcome:

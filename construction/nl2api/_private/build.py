@@ -21,7 +21,7 @@ from benchsmith.schemas import (
 
 from .compare import multiset_equal, ordered_equal
 from .converter import REASONS, Rejection, convert
-from .database import Database
+from .database import DESCRIPTIONS_FIX, DESCRIPTIONS_SHAPE, Database
 from .rest import column_json_types, make_endpoint, rename_endpoint_params, run_endpoint
 from .runtime import Binding, slot_bindings
 from .styles import (
@@ -97,7 +97,7 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
     if opts.style not in STYLES:
         raise UserError(f"unknown style {opts.style!r}", fix=f"use one of {', '.join(STYLES)}")
     started = time.perf_counter()
-    descriptions = read_json(opts.descriptions) if opts.descriptions else None
+    descriptions = read_json(opts.descriptions, DESCRIPTIONS_SHAPE, fix=DESCRIPTIONS_FIX) if opts.descriptions else None
     db = Database(db_path, timeout_s=opts.timeout_s, descriptions=descriptions)
     rows, bad_rows = iter_jsonl_lenient(pairs_path, Pair)
     out = Path(out_dir)
@@ -113,7 +113,7 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
             if pid in seen:
                 raise Rejection("duplicate_id", f"id {pid} appears more than once")
             seen.add(pid)
-            conv = _convert_safely(db, pair.sql)  # parses first: nothing but a SELECT is ever executed
+            conv = _convert_safely(db, pair.sql)  # parses first: only SQL the converter took is executed
             expected = execute_sql(db, pair.sql)
             if not expected:
                 raise Rejection("empty_result", "the SQL returns no rows")
@@ -217,6 +217,8 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
         "db": str(db_path), "pairs": str(pairs_path), "seconds": round(time.perf_counter() - started, 3),
         "reasons": {code: REASONS[code] for code in counts},
         "rejections": sorted(rejections, key=lambda r: r["line"]),
+        # views of the database that cannot be read (e.g. over a dropped table): not part of the schema
+        "skipped_views": dict(db.skipped),
     }
     write_json(out / "report.json", report)
     files.append("report.json")
@@ -236,7 +238,8 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
 
 
 def _convert_safely(db: Database, sql: str) -> Any:
-    """Convert; a converter crash on one pair becomes that pair's rejection, not the batch's end."""
+    """Convert; a converter crash on one pair becomes that pair's rejection, not the batch's end.
+    The SQL of a pair the converter refused or crashed on is never executed."""
     try:
         return convert(db, sql)
     except Rejection:
@@ -244,7 +247,6 @@ def _convert_safely(db: Database, sql: str) -> Any:
     except Exception as exc:  # noqa: BLE001 - any converter fault is contained to its pair
         if isinstance(exc, (KeyboardInterrupt, MemoryError)):
             raise
-        execute_sql(db, sql)  # SQLite's own verdict first (sql_error, unknown_column, ...)
         raise Rejection("unsupported_expression", f"converter failed: {type(exc).__name__}: {exc}") from None
 
 

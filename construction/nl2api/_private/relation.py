@@ -5,6 +5,15 @@ identifiers and ``?`` placeholders, plus its bound parameters. Tool arguments ne
 SQL text: column names are checked against the relation's columns, values are bound.
 Sorting is kept as metadata and applied when the relation is materialised or limited, so
 the order survives projections.
+
+Each tool adds one step: its SELECT (``body``) reads the relation it started from by name, as a
+common table expression (``WITH step_0 AS (...), step_1 AS (... FROM step_0 ...) SELECT ...``),
+so a chain is never nested deeper than one level, whatever its length.
+
+Limits: a relation's SQL text may not exceed ``MAX_SQL_CHARS`` (``query_too_large``), and a
+relation materialised as rows (a final answer, the values an ``in`` condition uses) may not
+exceed the database's ``max_rows`` (``relation_too_large``). A relation used as a value is
+materialised, never copied into another relation's SQL, so SQL text grows linearly with a chain.
 """
 
 from __future__ import annotations
@@ -15,6 +24,8 @@ from typing import Any
 from benchsmith.schemas import BenchsmithError
 
 from .database import Database, quote_ident as q
+
+MAX_SQL_CHARS = 1_000_000  # backstop: no relation's SQL text is longer than this
 
 
 class ToolError(BenchsmithError):
@@ -27,14 +38,46 @@ class ToolError(BenchsmithError):
 
 @dataclass(frozen=True)
 class Relation:
-    sql: str
-    params: tuple[Any, ...]
+    body: str  # this step's SELECT; it reads the previous step by its name
+    body_params: tuple[Any, ...]
     columns: tuple[str, ...]
     visible: tuple[str, ...]
     order: tuple[tuple[str, bool], ...] = ()
     descriptions: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     # (relation before the limit, limit, offset) when this relation is a limited sorted one
     limited_from: tuple["Relation", int, int] | None = field(default=None, compare=False, repr=False)
+    # the earlier steps, oldest first: (name, body, params)
+    steps: tuple[tuple[str, str, tuple[Any, ...]], ...] = ()
+
+    def __post_init__(self) -> None:
+        size = len(self.body) + sum(len(name) + len(body) + 6 for name, body, _ in self.steps)
+        if size > MAX_SQL_CHARS:
+            raise ToolError(f"the query behind this data would be {size:,} characters long "
+                            f"(limit {MAX_SQL_CHARS:,}); use fewer or shorter steps", code="query_too_large")
+
+    # ---- the statement -------------------------------------------------------------------
+    @property
+    def sql(self) -> str:
+        """The whole SELECT statement (earlier steps as common table expressions)."""
+        if not self.steps:
+            return self.body
+        return "WITH " + ", ".join(f"{name} AS ({body})" for name, body, _ in self.steps) + " " + self.body
+
+    @property
+    def params(self) -> tuple[Any, ...]:
+        """The statement's parameters, in the order their placeholders appear in :attr:`sql`."""
+        return tuple(p for _, _, params in self.steps for p in params) + self.body_params
+
+    @property
+    def ref(self) -> str:
+        """The name a step built on this relation reads it by."""
+        return q(f"__bs_step_{len(self.steps)}")
+
+    def then(self, body: str, params: tuple[Any, ...], **changes: Any) -> "Relation":
+        """A new step: ``body`` is a SELECT that reads this relation as :attr:`ref`."""
+        changes.setdefault("limited_from", None)
+        return replace(self, body=body, body_params=params,
+                       steps=self.steps + ((self.ref, self.body, self.body_params),), **changes)
 
     # ---- helpers -------------------------------------------------------------------------
     def check_column(self, name: Any, *, arg: str = "key_name") -> str:
@@ -60,27 +103,31 @@ class Relation:
             return ""
         return " ORDER BY " + ", ".join(f"{q(c)} {'ASC' if asc else 'DESC'}" for c, asc in self.order)
 
-    def derive(self, sql: str, params: tuple[Any, ...], **changes: Any) -> "Relation":
+    def same_rows(self, **changes: Any) -> "Relation":
+        """This relation's rows with other metadata (order, visible columns)."""
         changes.setdefault("limited_from", None)
-        return replace(self, sql=sql, params=params, **changes)
+        return replace(self, **changes)
 
     # ---- materialisation -----------------------------------------------------------------
     def rows(self, db: Database, *, limit: int | None = None) -> list[tuple]:
+        """The visible rows in order; all of them (at most ``db.max_rows``) unless ``limit``."""
         cols = ", ".join(q(c) for c in self.visible)
-        sql = f"SELECT {cols} FROM ({self.sql}){self.order_sql()}"
-        params = self.params
+        body = f"SELECT {cols} FROM {self.ref}{self.order_sql()}"
         if limit is not None:
-            sql += " LIMIT ?"
-            params = params + (limit,)
-        return db.execute(sql, params)
+            return db.execute(*self.query(body + " LIMIT ?", (limit,)))
+        rows = db.execute(*self.query(body), max_rows=db.max_rows + 1)
+        if len(rows) > db.max_rows:
+            raise ToolError(f"the data has more than {db.max_rows:,} rows (the limit); filter, group or "
+                            "limit it first", code="relation_too_large")
+        return rows
 
     def count(self, db: Database) -> int:
-        return db.execute(f"SELECT COUNT(*) FROM ({self.sql})", self.params)[0][0]
+        return db.execute(*self.query(f"SELECT COUNT(*) FROM {self.ref}"))[0][0]
 
-    def column_sql(self, name: str) -> tuple[str, tuple[Any, ...]]:
-        """A subquery returning one column of this relation (for IN / scalar use)."""
-        col = self.check_column(name)
-        return f"SELECT {q(col)} FROM ({self.sql}){self.order_sql()}", self.params
+    def query(self, body: str, params: tuple[Any, ...] = ()) -> tuple[str, tuple[Any, ...]]:
+        """(SQL, params) of a statement whose ``body`` reads this relation as :attr:`ref`."""
+        final = self.then(body, params)
+        return final.sql, final.params
 
     def single_visible_column(self) -> str:
         if len(self.visible) != 1:
@@ -91,4 +138,4 @@ class Relation:
 
 def base_relation(sql: str, params: tuple[Any, ...], columns: list[str], descriptions: dict[str, str]) -> Relation:
     cols = tuple(columns)
-    return Relation(sql=sql, params=params, columns=cols, visible=cols, descriptions=descriptions)
+    return Relation(body=sql, body_params=params, columns=cols, visible=cols, descriptions=descriptions)

@@ -1,17 +1,22 @@
-"""REST style: one GET endpoint per verified question, and the FastAPI app that serves them."""
+"""REST style: one GET endpoint per verified question, and the FastAPI app that serves them.
+
+Parameter values are literal: they are put into the call template after the template's own
+``$label$`` references are resolved, so a value such as ``"$data_1$"`` is just text.
+"""
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any, Mapping
 
 from benchsmith.schemas import RestBinding, Tool, ToolCall
 
 from .converter import Conversion
-from .database import Database
+from .database import Database, QueryTimeout
 from .relation import Relation, ToolError
 from .runtime import Runtime
+from .splitfiles import read_endpoints, read_manifest
+from .tools import INT64
 
 PARAM = "__param__"
 _SUFFIX = {"equal_to": "", "not_equal_to": "_not", "greater_than": "_above", "greater_than_or_equal_to": "_min",
@@ -192,12 +197,10 @@ def run_endpoint(db: Database, endpoint: Mapping[str, Any], args: Mapping[str, A
         raise ValueError(f"missing parameters: {sorted(missing)}")
     rt = Runtime(db)
     final: Any = None
-    for call in endpoint["setup"]:
-        rt.call(ToolCall.model_validate(call))
+    rt.setup(ToolCall.model_validate(call) for call in endpoint["setup"])
     for call in endpoint["calls"]:
-        c = copy.deepcopy(call)
-        c["arguments"] = _substitute(c["arguments"], args)
-        final = rt.call(ToolCall.model_validate(c))
+        # parameters go in after the template's references are resolved: their values stay literal
+        final = rt.call(ToolCall.model_validate(call), fill=lambda a: _substitute(a, args))
     if isinstance(final, Relation):
         return {"columns": list(final.visible), "rows": [list(r) for r in final.rows(db)]}
     return {"columns": ["value"], "rows": [[final]]}
@@ -209,20 +212,34 @@ def create_app(split_dir: str) -> Any:
     from typing import Annotated
 
     from fastapi import FastAPI, HTTPException, Query
-    from pydantic import create_model
+    from pydantic import Field, create_model
 
-    from benchsmith.schemas import UserError, read_json
+    from benchsmith.schemas import Tool, UserError, read_json
 
     root = Path(split_dir)
-    manifest = read_json(root / "manifest.json")
-    if manifest.get("extra", {}).get("style") != "rest":
-        raise UserError(f"{root} is not a REST split (style {manifest.get('extra', {}).get('style')!r})",
+    manifest = read_manifest(root / "manifest.json")
+    if manifest.style != "rest":
+        raise UserError(f"{root} is not a REST split (style {manifest.style!r})",
                         fix="build one with benchsmith nl2api build --style rest")
-    endpoints = read_json(root / "endpoints.json")
-    tools = {t["name"]: t for t in read_json(root / "tools.json")}
-    db = Database(root / "database.sqlite")
-    app = FastAPI(title=f"benchsmith REST split {manifest['name']}", version=manifest["version"])
-    pytypes = {"integer": int, "number": float, "string": str, "boolean": bool}
+    endpoints = read_endpoints(root / "endpoints.json")
+    tools = {t.name: t for t in read_json(root / "tools.json", list[Tool], fix="rebuild the split")}
+    without = sorted(n for n in endpoints if n not in tools or tools[n].rest is None)
+    if without:
+        raise UserError(f"{root / 'tools.json'} has no REST tool {without[0]!r} for its endpoint in endpoints.json",
+                        fix="rebuild the split with benchsmith nl2api build --style rest")
+    db = Database(root / "database.sqlite", check=True)
+    app = FastAPI(title=f"benchsmith REST split {manifest.name}", version=manifest.version)
+    # integers SQLite can hold: a larger one is the caller's mistake (422), not a server error
+    pytypes: dict[str, Any] = {"integer": Annotated[int, Field(ge=INT64[0], le=INT64[1])], "number": float,
+                               "string": str, "boolean": bool}
+
+    def answer(ep: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            return run_endpoint(db, ep, args)
+        except (ToolError, ValueError, OverflowError) as exc:  # the caller's bad input
+            raise HTTPException(status_code=400, detail=str(exc)) from None
+        except QueryTimeout as exc:
+            raise HTTPException(status_code=504, detail=f"the query took too long: {exc}") from None
 
     for name, endpoint in endpoints.items():
         fields: dict[str, Any] = {}
@@ -237,18 +254,15 @@ def create_app(split_dir: str) -> Any:
         def handler_factory(ep: Mapping[str, Any], model: Any) -> Any:
             if model is None:
                 def handler() -> dict[str, Any]:
-                    return run_endpoint(db, ep, {})
+                    return answer(ep, {})
                 return handler
 
             def handler(params):  # type: ignore[no-untyped-def]
-                try:
-                    return run_endpoint(db, ep, params.model_dump())
-                except (ToolError, ValueError) as exc:  # the caller's bad input
-                    raise HTTPException(status_code=400, detail=str(exc)) from exc
+                return answer(ep, params.model_dump())
             # real objects, not strings: the model is local to this function
             handler.__annotations__ = {"params": Annotated[model, Query()], "return": dict}
             return handler
 
-        app.add_api_route(tools[name]["rest"]["path"], handler_factory(endpoint, model), methods=["GET"],
-                          name=name, summary=tools[name]["description"], operation_id=name)
+        app.add_api_route(tools[name].rest.path, handler_factory(endpoint, model), methods=["GET"],
+                          name=name, summary=tools[name].description, operation_id=name)
     return app

@@ -1,11 +1,19 @@
-"""Execute tool-call sequences: resolve ``$label$`` references, dispatch through a tool set."""
+"""Execute tool-call sequences: resolve ``$label$`` references, dispatch through a tool set.
+
+Hidden SLOT tools (``initialize_active_data``: loading and joining tables) run only through
+:meth:`Runtime.setup`, the set-up entry point for a sample's own set-up calls. :meth:`Runtime.call`,
+what predictions go through, answers ``unknown_tool`` for them, also when a tool set binds a
+visible name to one.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-from benchsmith.schemas import ToolCall
+from pydantic import ConfigDict, Field
+
+from benchsmith.schemas import StrictModel, ToolCall, UserError, validate_shape
 
 from .database import Database
 from .relation import Relation, ToolError
@@ -28,13 +36,30 @@ class Binding:
     rename: Mapping[str, str] = field(default_factory=dict)
 
 
+class BindingSpec(StrictModel):
+    """One entry of a split's ``toolset.json``."""
+
+    model_config = ConfigDict(extra="forbid")
+    tool: str
+    fixed: dict[str, Any] = Field(default_factory=dict)
+    rename: dict[str, str] = Field(default_factory=dict)
+
+
 def slot_bindings() -> dict[str, Binding]:
-    return {name: Binding(name) for name in SLOT_TOOLS}
+    """The visible SLOT tools under their own names (hidden set-up tools are not bound)."""
+    return {name: Binding(name) for name, tool in SLOT_TOOLS.items() if not tool.hidden}
 
 
-def load_bindings(data: Mapping[str, Any]) -> dict[str, Binding]:
-    """Bindings from a split's ``toolset.json`` (``{name: {tool, fixed, rename}}``)."""
-    return {name: Binding(b["tool"], b.get("fixed", {}), b.get("rename", {})) for name, b in data.items()}
+def load_bindings(data: Any, *, where: str = "toolset.json") -> dict[str, Binding]:
+    """Bindings from a split's ``toolset.json`` (``{name: {tool, fixed, rename}}``); a document of
+    another shape, or one naming a tool that does not exist, is a ``UserError`` naming ``where``."""
+    fix = 'rebuild the split, or write {"visible name": {"tool": SLOT tool, "fixed": {...}, "rename": {...}}}'
+    specs = validate_shape(data, dict[str, BindingSpec], where=where, fix=fix)
+    unknown = sorted(name for name, b in specs.items() if b.tool not in SLOT_TOOLS)
+    if unknown:
+        raise UserError(f"{where}: {unknown[0]} is bound to {specs[unknown[0]].tool!r}, which is no SLOT tool",
+                        fix=f"bind it to one of {', '.join(sorted(SLOT_TOOLS))}")
+    return {name: Binding(b.tool, b.fixed, b.rename) for name, b in specs.items()}
 
 
 def _resolve(value: Any, outputs: Mapping[str, Any]) -> Any:
@@ -68,17 +93,33 @@ class Runtime:
         self.bindings = dict(bindings) if bindings is not None else slot_bindings()
         self.outputs: dict[str, Any] = {}
 
-    def call(self, call: ToolCall) -> Any:
+    def setup(self, calls: Iterable[ToolCall]) -> Any:
+        """Run a sample's set-up calls (gold data, never a prediction): hidden tools allowed.
+        Returns the last call's output."""
+        result = None
+        for call in calls:
+            result = self._call(call, hidden=True)
+        return result
+
+    def call(self, call: ToolCall, *, fill: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Any:
+        """Run one visible tool call. ``fill`` is applied to the arguments after references are
+        resolved, so the values it puts in are taken literally (REST parameters)."""
+        return self._call(call, hidden=False, fill=fill)
+
+    def _call(self, call: ToolCall, *, hidden: bool,
+              fill: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Any:
         binding = self.bindings.get(call.name)
-        if binding is None and call.name in SLOT_TOOLS and SLOT_TOOLS[call.name].hidden:
-            binding = Binding(call.name)  # hidden set-up tools (data initialisation) are always available
-        if binding is None:
+        if binding is None and hidden and call.name in SLOT_TOOLS and SLOT_TOOLS[call.name].hidden:
+            binding = Binding(call.name)
+        if binding is None or (SLOT_TOOLS[binding.tool].hidden and not hidden):
             raise ToolError(f"unknown tool {call.name!r}", code="unknown_tool")
         args = {binding.rename.get(k, k): v for k, v in call.arguments.items()}
         clash = set(args) & set(binding.fixed)
         if clash:
             raise ToolError(f"tool {call.name} takes no argument {sorted(clash)[0]!r}", code="unknown_argument")
         args = _resolve({**args, **binding.fixed}, self.outputs)
+        if fill is not None:
+            args = fill(args)
         impl = SLOT_TOOLS[binding.tool]
         try:
             result = impl.fn(self, **args)

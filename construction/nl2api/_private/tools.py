@@ -8,6 +8,8 @@ specs can turn them into enums of the sample's columns.
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -107,23 +109,50 @@ def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 
 # ---- value binding ------------------------------------------------------------------------
-def bind_scalar(value: Any) -> tuple[str, tuple[Any, ...]]:
-    """SQL fragment + params for one value (a Relation becomes a scalar subquery)."""
+INT64 = (-(2 ** 63), 2 ** 63 - 1)
+
+
+def check_int(value: Any, what: str = "value") -> None:
+    """Refuse an integer SQLite cannot hold (it would fail inside the driver)."""
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64[0] <= value <= INT64[1]:
+        raise ToolError(f"{what} {str(value)[:30]}... is outside the 64-bit integer range SQLite stores")
+
+
+def bind_scalar(value: Any, db: Database) -> tuple[str, tuple[Any, ...]]:
+    """SQL fragment + params for one value. Data (a Relation) gives the first value of its one
+    column, read now and bound like any value (empty data gives NULL)."""
     if isinstance(value, Relation):
-        sql, params = value.column_sql(value.single_visible_column())
-        return f"({sql} LIMIT 1)", params
+        value.single_visible_column()
+        rows = value.rows(db, limit=1)
+        value = rows[0][0] if rows else None
     if isinstance(value, (list, dict, tuple)):
         raise ToolError(f"expected a single value, got {type(value).__name__}")
     if isinstance(value, bool):
         value = int(value)
+    check_int(value)
     return "?", (value,)
+
+
+def bind_values(rel: Relation, db: Database) -> tuple[str, tuple[Any, ...]]:
+    """The values of data with one column as a subquery over ONE bound JSON array (the data is
+    read now, at most ``db.max_rows`` rows): the data's SQL is never copied."""
+    col = rel.single_visible_column()
+    values = [r[0] for r in rel.rows(db)]
+    if any(isinstance(v, bytes) for v in values):
+        raise ToolError(f"column {col} holds binary values, which cannot be used as values to compare with")
+    if any(isinstance(v, float) and math.isinf(v) for v in values):
+        text = "[" + ",".join(("9e999" if v > 0 else "-9e999") if isinstance(v, float) and math.isinf(v)
+                              else json.dumps(v, ensure_ascii=False) for v in values) + "]"
+    else:
+        text = json.dumps(values, ensure_ascii=False)
+    return "SELECT value FROM json_each(?)", (text,)
 
 
 def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def condition_sql(rel: Relation, cond: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
+def condition_sql(db: Database, rel: Relation, cond: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
     if not isinstance(cond, dict):
         raise ToolError("a condition must be an object with key_name, operator and value")
     unknown = set(cond) - {"key_name", "operator", "value", "value_key_name"}
@@ -145,7 +174,7 @@ def condition_sql(rel: Relation, cond: dict[str, Any]) -> tuple[str, tuple[Any, 
     if not has_value:
         raise ToolError(f"operator {op} needs a value")
     if op in COMPARISONS:
-        frag, params = bind_scalar(value)
+        frag, params = bind_scalar(value, db)
         return f"{col} {COMPARISONS[op]} {frag}", params
     if op in PATTERN_OPS:
         if isinstance(value, Relation) or not isinstance(value, (str, int, float)) or isinstance(value, bool):
@@ -160,31 +189,31 @@ def condition_sql(rel: Relation, cond: dict[str, Any]) -> tuple[str, tuple[Any, 
     if op in SET_OPS:
         neg = "NOT " if op == "not_in" else ""
         if isinstance(value, Relation):
-            sql, params = value.column_sql(value.single_visible_column())
+            sql, params = bind_values(value, db)
             return f"{col} {neg}IN ({sql})", params
         if not isinstance(value, list):
             value = [value]  # a single value (e.g. an aggregate's output) is a one-item list
         frags, params = [], ()
         for v in value:
-            f, p = bind_scalar(v)
+            f, p = bind_scalar(v, db)
             frags.append(f)
             params += p
         return f"{col} {neg}IN ({', '.join(frags)})", params
     # ranges
     if not isinstance(value, list) or len(value) != 2:
         raise ToolError(f"operator {op} needs [low, high]")
-    lo, lp = bind_scalar(value[0])
-    hi, hp = bind_scalar(value[1])
+    lo, lp = bind_scalar(value[0], db)
+    hi, hp = bind_scalar(value[1], db)
     neg = "NOT " if op == "not_between" else ""
     return f"{col} {neg}BETWEEN {lo} AND {hi}", lp + hp
 
 
-def operand_sql(rel: Relation, operand: Any) -> tuple[str, tuple[Any, ...]]:
+def operand_sql(db: Database, rel: Relation, operand: Any) -> tuple[str, tuple[Any, ...]]:
     if not isinstance(operand, dict) or len(operand) != 1 or not ({"key_name", "value"} & set(operand)):
         raise ToolError('an operand must be {"key_name": column} or {"value": value}')
     if "key_name" in operand:
         return q(rel.check_column(operand["key_name"])), ()
-    return bind_scalar(operand["value"])
+    return bind_scalar(operand["value"], db)
 
 
 def _need_relation(value: Any, arg: str = "data_source") -> Relation:
@@ -196,10 +225,8 @@ def _need_relation(value: Any, arg: str = "data_source") -> Relation:
 
 def _add_column(rel: Relation, name: str, expr: str, params: tuple[Any, ...], description: str) -> Relation:
     out = rel.new_column_name(name)
-    sql = f"SELECT *, {expr} AS {q(out)} FROM ({rel.sql})"
-    # the expression's placeholders come before the subquery's in "SELECT *, expr FROM (sub)"
-    return rel.derive(sql, params + rel.params, columns=rel.columns + (out,), visible=rel.visible + (out,),
-                      descriptions={**rel.descriptions, out: description})
+    return rel.then(f"SELECT *, {expr} AS {q(out)} FROM {rel.ref}", params, columns=rel.columns + (out,),
+                    visible=rel.visible + (out,), descriptions={**rel.descriptions, out: description})
 
 
 # ---- tools --------------------------------------------------------------------------------
@@ -283,8 +310,8 @@ def initialize_active_data(rt: Any, source: str, alias: str | None = None,
 )
 def filter_data(rt: Any, data_source: Any, **cond: Any) -> Relation:
     rel = _need_relation(data_source)
-    where, params = condition_sql(rel, cond)
-    return rel.derive(f"SELECT * FROM ({rel.sql}) WHERE {where}", rel.params + params)
+    where, params = condition_sql(rt.db, rel, cond)
+    return rel.then(f"SELECT * FROM {rel.ref} WHERE {where}", params)
 
 
 @slot_tool(
@@ -301,10 +328,10 @@ def filter_data_any(rt: Any, data_source: Any, conditions: list[dict[str, Any]])
         raise ToolError("conditions must be a non-empty list")
     parts, params = [], ()
     for cond in conditions:
-        s, p = condition_sql(rel, cond)
+        s, p = condition_sql(rt.db, rel, cond)
         parts.append(f"({s})")
         params += p
-    return rel.derive(f"SELECT * FROM ({rel.sql}) WHERE {' OR '.join(parts)}", rel.params + params)
+    return rel.then(f"SELECT * FROM {rel.ref} WHERE {' OR '.join(parts)}", params)
 
 
 @slot_tool(
@@ -324,7 +351,7 @@ def sort_data(rt: Any, data_source: Any, key_names: list[str], ascending: list[b
     if not isinstance(ascending, list) or len(ascending) != len(key_names) or not all(isinstance(a, bool) for a in ascending):
         raise ToolError("ascending must be a list of booleans, one per column in key_names")
     order = tuple((rel.check_column(k), a) for k, a in zip(key_names, ascending))
-    return rel.derive(rel.sql, rel.params, order=order)
+    return rel.same_rows(order=order)
 
 
 @slot_tool(
@@ -338,8 +365,10 @@ def limit_data(rt: Any, data_source: Any, n: int, offset: int = 0) -> Relation:
     rel = _need_relation(data_source)
     if not isinstance(n, int) or isinstance(n, bool) or n < 0 or not isinstance(offset, int) or offset < 0:
         raise ToolError("n and offset must be non-negative integers")
-    sql = f"SELECT * FROM ({rel.sql}){rel.order_sql()} LIMIT ? OFFSET ?"
-    return rel.derive(sql, rel.params + (n, offset), limited_from=(rel, n, offset))
+    check_int(n, "n")
+    check_int(offset, "offset")
+    return rel.then(f"SELECT * FROM {rel.ref}{rel.order_sql()} LIMIT ? OFFSET ?", (n, offset),
+                    limited_from=(rel, n, offset))
 
 
 @slot_tool(
@@ -357,14 +386,14 @@ def retrieve_data(rt: Any, data_source: Any, key_names: list[str], distinct: boo
         raise ToolError("key_names must be a non-empty list of columns")
     keys = tuple(rel.check_column(k) for k in key_names)  # a column may be listed twice, as SQL allows
     if not distinct:
-        return rel.derive(rel.sql, rel.params, visible=keys)
+        return rel.same_rows(visible=keys)
     return _distinct(rel, keys)
 
 
 def _distinct(rel: Relation, keys: tuple[str, ...]) -> Relation:
-    sql = f"SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM ({rel.sql})"
+    sql = f"SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM {rel.ref}"
     order = rel.order if all(c in keys for c, _ in rel.order) else ()
-    return rel.derive(sql, rel.params, columns=keys, visible=keys, order=order)
+    return rel.then(sql, (), columns=keys, visible=keys, order=order)
 
 
 @slot_tool(
@@ -404,7 +433,7 @@ def _aggregate_sql(rel: Relation, aggregation: Any, key_name: Any) -> str:
 def aggregate_data(rt: Any, data_source: Any, aggregation: str, key_name: str | None = None) -> Any:
     rel = _need_relation(data_source)
     expr = _aggregate_sql(rel, aggregation, key_name)
-    return rt.db.execute(f"SELECT {expr} FROM ({rel.sql})", rel.params)[0][0]
+    return rt.db.execute(*rel.query(f"SELECT {expr} FROM {rel.ref}"))[0][0]
 
 
 @slot_tool(
@@ -443,9 +472,9 @@ def group_data_by(rt: Any, data_source: Any, key_names: list[str], aggregations:
         outs.append(out)
         descriptions[out] = f"{agg.get('aggregation')} of {agg.get('key_name') or 'rows'} per group"
     group = f" GROUP BY {', '.join(q(k) for k in keys)}" if keys else ""
-    sql = f"SELECT {', '.join(select)} FROM ({rel.sql}){group}"
+    sql = f"SELECT {', '.join(select)} FROM {rel.ref}{group}"
     cols = keys + tuple(outs)
-    return rel.derive(sql, rel.params, columns=cols, visible=cols, order=(), descriptions=descriptions)
+    return rel.then(sql, (), columns=cols, visible=cols, order=(), descriptions=descriptions)
 
 
 @slot_tool(
@@ -478,7 +507,7 @@ def transform_data(rt: Any, data_source: Any, key_name: str, function: str, outp
         value = args[name]
         if isinstance(value, dict) and set(value) == {"key_name"}:  # an argument taken from another column
             return q(rel.check_column(value["key_name"], arg=f"arguments.{name}.key_name"))
-        frag, p = bind_scalar(value)
+        frag, p = bind_scalar(value, rt.db)
         params += p
         return frag
 
@@ -518,8 +547,8 @@ def compute_column(rt: Any, data_source: Any, operator: str, left: Any, right: A
     rel = _need_relation(data_source)
     if operator not in ARITHMETIC and operator != "concat":
         raise ToolError(f"operator={operator!r} is not one of {', '.join([*ARITHMETIC, 'concat'])}", code="unknown_operator")
-    ls, lp = operand_sql(rel, left)
-    rs, rp = operand_sql(rel, right)
+    ls, lp = operand_sql(rt.db, rel, left)
+    rs, rp = operand_sql(rt.db, rel, right)
     sym = "||" if operator == "concat" else ARITHMETIC[operator]
     return _add_column(rel, output_name, f"({ls} {sym} {rs})", lp + rp, f"{operator} result")
 
@@ -555,14 +584,14 @@ def case_column(rt: Any, data_source: Any, cases: list[dict[str, Any]], output_n
             raise ToolError("a case needs a non-empty list of conditions")
         sqls = []
         for cond in conds:
-            s, p = condition_sql(rel, cond)
+            s, p = condition_sql(rt.db, rel, cond)
             sqls.append(f"({s})")
             params += p
-        r, rp = operand_sql(rel, case["result"])
+        r, rp = operand_sql(rt.db, rel, case["result"])
         params += rp
         parts.append(f"WHEN {' AND '.join(sqls)} THEN {r}")
     if default is not None:
-        d, dp = operand_sql(rel, default)
+        d, dp = operand_sql(rt.db, rel, default)
         params += dp
         parts.append(f"ELSE {d}")
     parts.append("END")
@@ -580,6 +609,6 @@ def case_column(rt: Any, data_source: Any, cases: list[dict[str, Any]], output_n
 def calculate(rt: Any, operator: str, left: Any, right: Any) -> Any:
     if operator not in ARITHMETIC:
         raise ToolError(f"operator={operator!r} is not one of {', '.join(ARITHMETIC)}", code="unknown_operator")
-    ls, lp = bind_scalar(left)
-    rs, rp = bind_scalar(right)
+    ls, lp = bind_scalar(left, rt.db)
+    rs, rp = bind_scalar(right, rt.db)
     return rt.db.execute(f"SELECT {ls} {ARITHMETIC[operator]} {rs}", lp + rp)[0][0]

@@ -18,7 +18,8 @@ from .runtime import Binding, Runtime, observation, result_rows
 
 
 def execute_sql(db: Database, sql: str) -> list[tuple]:
-    """Run the gold SQL read-only with the database's time limit; failures become rejections."""
+    """Run the gold SQL read-only (the database's read-only guard refuses anything but reading)
+    with the database's time limit; failures become rejections."""
     try:
         return db.execute(sql)
     except QueryTimeout as exc:
@@ -57,7 +58,7 @@ def _check_limits(db: Database, value: Any) -> None:
     for edge in (offset + n, offset):  # the row after the cut, and the first kept row
         if edge == 0 or n == 0:
             continue
-        pair = db.execute(f"SELECT {cols} FROM ({pre.sql}){pre.order_sql()} LIMIT 2 OFFSET ?", pre.params + (edge - 1,))
+        pair = db.execute(*pre.query(f"SELECT {cols} FROM {pre.ref}{pre.order_sql()} LIMIT 2 OFFSET ?", (edge - 1,)))
         if len(pair) == 2 and pair[0] == pair[1]:
             raise Rejection("ambiguous_limit_ties", f"rows {edge} and {edge + 1} tie on {', '.join(keys)}")
 
@@ -78,8 +79,7 @@ def run_and_check(db: Database, setup: Sequence[ToolCall], calls: Sequence[ToolC
     observations: list[Any] = []
     final: Any = None
     try:
-        for call in setup:
-            rt.call(call)
+        rt.setup(setup)
         for call in calls:
             final = rt.call(call)
             if observe:

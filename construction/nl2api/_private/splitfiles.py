@@ -1,0 +1,74 @@
+"""Reading the JSON files of a built NL2API split, each checked for its shape.
+
+A file of the wrong shape is a ``UserError`` naming the file, the place inside it and the fix,
+never a ``KeyError`` or ``AttributeError`` later on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from benchsmith.schemas import StrictModel, ToolCall, read_json, validate_shape
+
+from .runtime import Binding, load_bindings
+
+REBUILD = "rebuild the split with benchsmith nl2api build"
+
+
+class ManifestHead(BaseModel):
+    """The parts of ``manifest.json`` the NL2API tools read (the rest is not checked here)."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str = ""
+    version: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def style(self) -> Any:
+        return self.extra.get("style")
+
+
+class _ItemSpec(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: Literal["integer", "number", "string", "boolean"]
+
+
+class ParameterSpec(BaseModel):
+    """One query parameter of a REST endpoint (a JSON-Schema fragment)."""
+
+    model_config = ConfigDict(extra="allow")
+    type: Literal["integer", "number", "string", "boolean", "array"]
+    items: _ItemSpec | None = None
+
+    @model_validator(mode="after")
+    def _array_has_items(self) -> "ParameterSpec":
+        if self.type == "array" and self.items is None:
+            raise ValueError("an array parameter needs 'items' with a type")
+        return self
+
+
+class EndpointSpec(StrictModel):
+    """One entry of ``endpoints.json``: set-up calls, the call template and its parameters."""
+
+    setup: list[ToolCall]
+    calls: list[ToolCall] = Field(min_length=1)
+    parameters: dict[str, ParameterSpec]
+
+
+def read_manifest(path: str | Path) -> ManifestHead:
+    return read_json(path, ManifestHead, fix=REBUILD)
+
+
+def read_toolset(path: str | Path) -> dict[str, Binding]:
+    """The bindings of a split's ``toolset.json``."""
+    return load_bindings(read_json(path), where=str(path))
+
+
+def read_endpoints(path: str | Path) -> dict[str, Any]:
+    """A REST split's ``endpoints.json`` (as plain JSON, after checking its shape)."""
+    data = read_json(path, fix=REBUILD + " --style rest")
+    validate_shape(data, dict[str, EndpointSpec], where=str(path), fix=REBUILD + " --style rest")
+    return data
