@@ -63,6 +63,15 @@ def check_port(port: int, flag: str = "--port") -> None:
         raise UserError(f"{flag} {port} is out of range", fix=f"use a port from 1 to 65535, e.g. {flag} 8765")
 
 
+MAX_RETRIES_HELP = ("Retries of a failed model request (connection, timeout, HTTP 429, 5xx) before it counts as "
+                    "failed (default 4)")
+
+
+def retry_overrides(max_retries: Optional[int]) -> dict[str, Any]:
+    """The model-configuration override for ``--max-retries`` (none when not given)."""
+    return {} if max_retries is None else {"max_retries": max_retries}
+
+
 def _print_report(report: dict[str, Any], out: Path) -> None:
     from rich.console import Console
 
@@ -352,18 +361,22 @@ def eval_run(
     variant: str = typer.Option("standard", "--prompt-variant", envvar="BENCHSMITH_PROMPT_VARIANT",
                                 help="ACEBench prompt: standard | condensed | minimal"),
     rps: Optional[float] = typer.Option(None, "--rps", envvar="BENCHSMITH_RPS", help="Rate limit, requests per second"),
+    max_retries: Optional[int] = typer.Option(None, "--max-retries", envvar="BENCHSMITH_MAX_RETRIES",
+                                              help=MAX_RETRIES_HELP),
 ) -> None:
-    """Ask a model to solve a split's cases; every reply is stored the moment it arrives (re-run to resume)."""
+    """Ask a model to solve a split's cases; every reply is stored the moment it arrives (re-run to resume).
+    Exit code 3 when cases are left unfinished because the endpoint failed (re-run the same command to resume)."""
     from benchsmith.eval import TaskOptions, run_eval
     from benchsmith.models import ModelClient, mask_url, resolve_model
-    from benchsmith.schemas import UserError
+    from benchsmith.schemas import RuntimeFault, UserError
 
     if mode not in ("auto", "tools", "prompt"):
         raise UserError(f"unknown mode {mode!r}", fix="use auto, tools or prompt")
     if variant not in ("standard", "condensed", "minimal"):
         raise UserError(f"unknown prompt variant {variant!r}", fix="use standard, condensed or minimal")
+    check_out_dir(out)
     cfg = resolve_model(None if model == "local" else model, base_url, timeout=timeout, max_tokens=max_tokens,
-                        requests_per_second=rps)
+                        requests_per_second=rps, **retry_overrides(max_retries))
     if cfg.base_url and not cfg.local:
         _check_endpoint(cfg.base_url, min(timeout, 10.0))
     run_mode = ("prompt" if cfg.local else "tools") if mode == "auto" else mode
@@ -376,6 +389,11 @@ def eval_run(
         c = info["status_counts"]
         typer.echo(f"  {name}: {info['done']}/{info['cases']} done (ok {c['ok']}, format errors {c['format_error']}, "
                    f"refused {c['request_error']}, transport errors {c['transport_error']}), {info['model_calls']} model calls")
+    unfinished = sum(info["cases"] - info["done"] for info in result.tasks.values())
+    if unfinished:
+        total = sum(info["cases"] for info in result.tasks.values())
+        raise RuntimeFault(f"{unfinished} of {total} cases unfinished: the model endpoint did not answer them (transport "
+                           f"errors); everything finished is kept in {out} — re-run the same command to resume")
     typer.echo(f"run {result.status}: {out} — score it with `benchsmith eval score --run {out}`")
 
 

@@ -6,9 +6,10 @@ from typing import Any, Optional
 
 import typer
 
-from . import user_errors
+from . import MAX_RETRIES_HELP, check_out_dir, retry_overrides, user_errors
 
-construct_app = typer.Typer(help="Build data with LangGraph agent graphs (resumable; re-run the same --out to resume).",
+construct_app = typer.Typer(help="Build data with LangGraph agent graphs (resumable; re-run the same --out to resume). "
+                                 "Exit code 3 when items are left unfinished because a model endpoint failed.",
                             no_args_is_help=True)
 
 OUT = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="Run folder (re-use it to resume)")
@@ -27,6 +28,7 @@ MAX_TOKENS = typer.Option(384, "--max-tokens", envvar="BENCHSMITH_MAX_TOKENS", h
 SPLIT = typer.Option(None, "--split", envvar="BENCHSMITH_SPLIT",
                      help="The split folder whose tools really execute (NL2API samples)")
 SET = typer.Option([], "--set", envvar="BENCHSMITH_CONSTRUCT_OPTIONS", help="Graph option KEY=VALUE (JSON value); repeatable")
+MAX_RETRIES = typer.Option(None, "--max-retries", envvar="BENCHSMITH_MAX_RETRIES", help=MAX_RETRIES_HELP)
 
 
 # graph options the graphs read as whole numbers (>= 0) or as true/false; checked here so a typo is one red line
@@ -52,7 +54,7 @@ def _typed(key: str, raw: str, value: Any) -> Any:
 def parse_sets(sets: list[str]) -> dict[str, Any]:
     import json
 
-    from benchsmith.schemas import UserError
+    from benchsmith.schemas import UserError, loads_json
 
     out: dict[str, Any] = {}
     for s in sets:
@@ -60,19 +62,33 @@ def parse_sets(sets: list[str]) -> dict[str, Any]:
         if not eq or not key.strip():
             raise UserError(f"bad --set {s!r}", fix="write KEY=VALUE, e.g. --set step_budget=8")
         try:
-            parsed = json.loads(value)
-        except ValueError:
+            parsed = loads_json(value)
+        except json.JSONDecodeError:
             parsed = value
         out[key.strip()] = _typed(key.strip(), value, parsed)
     return out
 
 
 def _models(model: str, base_url: Optional[str], roles: list[str], timeout: float, max_tokens: int,
-            voters: list[str] | None = None, temperature: float = 0.0) -> Any:
+            voters: list[str] | None = None, temperature: float = 0.0, max_retries: Optional[int] = None) -> Any:
     from benchsmith.construction import role_models
 
     return role_models(None if model == "local" else model, base_url, roles=roles, voters=voters or [],
-                       timeout=timeout, max_tokens=max_tokens, temperature=temperature)
+                       timeout=timeout, max_tokens=max_tokens, temperature=temperature, **retry_overrides(max_retries))
+
+
+def check_finished(what: str, unfinished: int, total: int, out: Path, errors: list[str]) -> None:
+    """Exit code 3 (one red line) when items were left unfinished by model endpoint failures."""
+    if not unfinished:
+        return
+    from benchsmith.schemas import RuntimeFault
+
+    last = errors[-1] if errors else ""
+    if last.startswith("stopped after") and len(errors) > 1:
+        last = errors[-2]
+    cause = f" (last error: {last[:300]})" if last else ""
+    raise RuntimeFault(f"{what}: {unfinished} of {total} items unfinished because the model endpoint failed{cause}; "
+                       f"everything finished is kept in {out} — re-run the same command (same --out) to resume")
 
 
 def print_summary(s: Any) -> None:
@@ -91,12 +107,14 @@ def print_summary(s: Any) -> None:
 
 def run(graph: str, source: Path, out: Path, *, model: str, base_url: Optional[str], roles: list[str], concurrency: int,
         seed: int, limit: Optional[int], timeout: float, max_tokens: int, split: Optional[Path], options: dict[str, Any],
-        voters: list[str] | None = None, temperature: float = 0.0) -> Any:
+        voters: list[str] | None = None, temperature: float = 0.0, max_retries: Optional[int] = None) -> Any:
+    """Run ``graph`` and print its summary; exit code 3 when items are left unfinished (re-run resumes)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from benchsmith.construction import EnvContext, run_graph
 
-    models = _models(model, base_url, roles, timeout, max_tokens, voters, temperature)
+    check_out_dir(out)
+    models = _models(model, base_url, roles, timeout, max_tokens, voters, temperature, max_retries)
     with Progress(TextColumn(f"[bold]{graph}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   transient=True) as bar:
         task = bar.add_task(graph, total=None)
@@ -104,6 +122,7 @@ def run(graph: str, source: Path, out: Path, *, model: str, base_url: Optional[s
                             limit=limit, env_context=EnvContext(split=split),
                             progress=lambda done, total: bar.update(task, completed=done, total=total))
     print_summary(summary)
+    check_finished(f"construct {graph}", summary.unfinished, summary.items, out, summary.errors)
     return summary
 
 
@@ -113,11 +132,12 @@ def _graph_command(graph: str, help_text: str, source_help: str, extra: dict[str
         out: Path = OUT, model: str = MODEL, base_url: Optional[str] = BASE_URL, role: list[str] = ROLE,
         concurrency: int = CONCURRENCY, seed: int = SEED, limit: Optional[int] = LIMIT, timeout: float = TIMEOUT,
         max_tokens: int = MAX_TOKENS, temperature: float = TEMPERATURE, split: Optional[Path] = SPLIT,
-        sets: list[str] = SET,
+        sets: list[str] = SET, max_retries: Optional[int] = MAX_RETRIES,
     ) -> None:
         options = {**extra, **parse_sets(sets)}
         run(graph, source, out, model=model, base_url=base_url, roles=role, concurrency=concurrency, seed=seed,
-            limit=limit, timeout=timeout, max_tokens=max_tokens, split=split, options=options, temperature=temperature)
+            limit=limit, timeout=timeout, max_tokens=max_tokens, split=split, options=options, temperature=temperature,
+            max_retries=max_retries)
 
     command.__doc__ = help_text
     command.__name__ = f"construct_{graph}"
@@ -142,6 +162,7 @@ def construct_apis(
     out: Path = OUT, model: str = MODEL, base_url: Optional[str] = BASE_URL, role: list[str] = ROLE,
     concurrency: int = CONCURRENCY, seed: int = SEED, limit: Optional[int] = LIMIT, timeout: float = TIMEOUT,
     max_tokens: int = MAX_TOKENS, temperature: float = TEMPERATURE, sets: list[str] = SET,
+    max_retries: Optional[int] = MAX_RETRIES,
     dedupe_threshold: float = typer.Option(0.9, "--dedupe-threshold", envvar="BENCHSMITH_DEDUPE_THRESHOLD",
                                            help="Cosine above which a new API's description duplicates another's"),
 ) -> None:
@@ -151,7 +172,8 @@ def construct_apis(
     from benchsmith.construction.graphs.apis import export_tools
 
     run("apis", source, out, model=model, base_url=base_url, roles=role, concurrency=concurrency, seed=seed, limit=limit,
-        timeout=timeout, max_tokens=max_tokens, split=None, options=parse_sets(sets), temperature=temperature)
+        timeout=timeout, max_tokens=max_tokens, split=None, options=parse_sets(sets), temperature=temperature,
+        max_retries=max_retries)
     res = export_tools(out / "samples.jsonl", out / "tools.json", seeds=source, threshold=dedupe_threshold)
     typer.echo(f"  tools.json: {res['tools']} new APIs kept, {len(res['dropped'])} dropped as duplicates "
                f"(see {out / 'tools.dropped.jsonl'})")
@@ -171,6 +193,7 @@ def construct_backtranslate(
     out: Path = OUT, model: str = MODEL, base_url: Optional[str] = BASE_URL, role: list[str] = ROLE,
     concurrency: int = CONCURRENCY, seed: int = SEED, limit: Optional[int] = LIMIT, timeout: float = TIMEOUT,
     max_tokens: int = MAX_TOKENS, temperature: float = TEMPERATURE, sets: list[str] = SET,
+    max_retries: Optional[int] = MAX_RETRIES,
     database: Optional[Path] = typer.Option(None, "--db", envvar="BENCHSMITH_DB",
                                             help="SQLite database of the SQL (default: the embedded Chinook)"),
 ) -> None:
@@ -183,7 +206,8 @@ def construct_backtranslate(
     if database is not None:
         options["database"] = str(database)
     run("backtranslate", source, out, model=model, base_url=base_url, roles=role, concurrency=concurrency, seed=seed,
-        limit=limit, timeout=timeout, max_tokens=max_tokens, split=None, options=options, temperature=temperature)
+        limit=limit, timeout=timeout, max_tokens=max_tokens, split=None, options=options, temperature=temperature,
+        max_retries=max_retries)
     n = to_pairs(out / "samples.jsonl", out / "pairs.jsonl")
     typer.echo(f"  pairs.jsonl: {n} question/SQL pairs")
 
@@ -194,6 +218,7 @@ def construct_check(
     source: Path = typer.Argument(..., help="Samples JSONL to inspect"),
     out: Path = OUT, model: str = MODEL, base_url: Optional[str] = BASE_URL, role: list[str] = ROLE,
     concurrency: int = CONCURRENCY, timeout: float = TIMEOUT, split: Optional[Path] = SPLIT,
+    max_retries: Optional[int] = MAX_RETRIES,
     checks: str = typer.Option("", "--checks", envvar="BENCHSMITH_CHECKS",
                                help="Comma-separated checks in order (default: all, model_vote last)"),
     voter: list[str] = typer.Option([], "--voter", envvar="BENCHSMITH_VOTERS",
@@ -217,11 +242,15 @@ def construct_check(
     from benchsmith.construction._private.inspect import inspect_samples
     from benchsmith.construction.checks import CheckContext
 
+    check_out_dir(out)
     names = [c.strip() for c in checks.split(",") if c.strip()] or None
-    models = _models(model, base_url, role, timeout, 96, voter) if vote else None
+    models = _models(model, base_url, role, timeout, 96, voter, max_retries=max_retries) if vote else None
     ctx = CheckContext(env=EnvContext(split=split), vote_quorum=quorum, near_dup_threshold=threshold,
                        require_environment=require_env)
     s = inspect_samples(source, out, models=models, names=names, context=ctx, dedupe=dedupe, concurrency=concurrency)
     by = ", ".join(f"{k}={v}" for k, v in s["rejected_by_check"].items()) or "none"
     Console(soft_wrap=True).print(f"[bold]check[/] {out}: {s['total']} samples, {s['accepted']} accepted, {s['rejected']} to the error "
                     f"pool (rejected by: {by}); {s['model_calls']} voter calls", highlight=False)
+    vote_run = s.get("vote") or {}
+    check_finished("construct check (model votes)", int(vote_run.get("unfinished") or 0), int(vote_run.get("items") or 0),
+                   out, list(vote_run.get("errors") or []))

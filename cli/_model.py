@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from . import user_errors  # cli/__init__ defines it before importing this module
+from . import check_port, user_errors  # cli/__init__ defines them before importing this module
 
 model_app = typer.Typer(help="The local default model (Gemma 3 270M on xllamacpp, 127.0.0.1).", no_args_is_help=True)
 
@@ -29,6 +29,8 @@ def model_serve(
                                     help="Run in this process until Ctrl-C instead of in the background"),
 ) -> None:
     """Start the local model server (OpenAI-compatible, /v1) and print its base URL; reuses a running one."""
+    if port is not None:
+        check_port(port)
     from benchsmith.models import local_server_status, run_local_server, start_local_server
 
     if foreground:

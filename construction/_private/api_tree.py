@@ -30,14 +30,13 @@ Where a function's place in the tree comes from:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchsmith.schemas import Tool, UserError
+from benchsmith.schemas import Tool, UserError, loads_json
 
 GENERAL = "general"
 
@@ -288,8 +287,8 @@ def read_seed_documents(source: str | Path | Sequence[Any]) -> list[Any]:
     if path.suffix == ".jsonl":
         return [row for _, row in raw_rows(path)]
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        data = loads_json(path.read_bytes())
+    except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError (bad JSON, not UTF-8, huge numbers)
         raise UserError(f"cannot read {path}: {exc}", fix="pass a JSON list of toolkits or tools") from None
     if isinstance(data, dict) and isinstance(data.get("tools"), list):
         data = data["tools"]

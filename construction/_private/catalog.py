@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchsmith.schemas import Sample, Tool, UserError, read_json, read_jsonl
+from benchsmith.schemas import Sample, Tool, UserError, loads_json, read_json, read_jsonl
 
 
 @dataclass
@@ -42,8 +42,8 @@ def raw_rows(path: Path) -> list[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            rows.append((n, json.loads(line)))
-        except ValueError as exc:
+            rows.append((n, loads_json(line)))
+        except json.JSONDecodeError as exc:
             raise UserError(f"{path}:{n}: not JSON ({exc})", fix="one JSON object per line") from None
     return rows
 

@@ -65,7 +65,8 @@ def _check_run_folder(out: Path, record: dict[str, Any]) -> None:
     path = out / RUN_FILE
     if not path.is_file():
         return
-    old = read_json(path)
+    old = read_json(path, dict[str, Any], fix="this is not the run.json of a construction run: move it away or choose "
+                                             "a new --out folder")
     keys = ("graph", "version", "options", "seed", "source")
     diff = [k for k in keys if old.get(k) != record.get(k)]
     if diff:

@@ -23,7 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Protocol
 
-from benchsmith.schemas import RuntimeFault, UserError, append_jsonl, loads_json, read_json, write_json, write_jsonl
+from pydantic import BaseModel, ConfigDict
+
+from benchsmith.schemas import (
+    RuntimeFault, UserError, append_jsonl, loads_json, read_json, validate_shape, write_json, write_jsonl,
+)
 
 from .core import EvalCase, get_benchmark, registrar
 
@@ -312,11 +316,12 @@ def reply_key(case_id: str, model: str, prompt_version: str) -> str:
 
 
 def read_replies(path: Path) -> dict[str, dict[str, Any]]:
-    """The last reply line per key; a torn last line (a killed write) is ignored."""
+    """The last reply line per key; a torn line (a killed write, even one cut inside a multi-byte
+    character) is ignored."""
     out: dict[str, dict[str, Any]] = {}
     if not path.is_file():
         return out
-    with path.open("r", encoding="utf-8") as fh:
+    with path.open("rb") as fh:  # bytes: a torn line may not be UTF-8; loads_json reports that as bad JSON
         for line in fh:
             line = line.strip()
             if not line:
@@ -325,9 +330,52 @@ def read_replies(path: Path) -> dict[str, dict[str, Any]]:
                 rec = loads_json(line)
             except json.JSONDecodeError:
                 continue
-            if isinstance(rec, dict) and "key" in rec:
+            if isinstance(rec, dict) and isinstance(rec.get("key"), str) and isinstance(rec.get("status"), str):
                 out[rec["key"]] = rec
     return out
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class _RunModelShape(_Open):
+    name: str | None = None
+
+
+class _RunTaskShape(_Open):
+    benchmark: str
+    prompt_version: str | None = None
+    status_counts: dict[str, int] = {}
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    wall_s: float = 0.0
+
+
+class _RunShape(_Open):
+    run_id: str | None = None
+    created_at: str | None = None
+    model: _RunModelShape = _RunModelShape()
+    tasks: dict[str, _RunTaskShape] = {}
+
+
+class _DerivedShape(_Open):
+    folder: str
+
+
+class _DeriveReportShape(_Open):
+    derived: dict[str, _DerivedShape] = {}
+
+
+def read_run_json(path: Path) -> dict[str, Any]:
+    """``run.json`` of a run folder as a dict; a document of the wrong shape is a ``UserError``
+    naming the file and the place inside it."""
+    data = read_json(path)
+    validate_shape(data, _RunShape, where=str(path),
+                   fix="this is not a run.json written by `benchsmith eval run`: move it away, or use another --out "
+                       "folder (re-running the same command resumes only from a valid run.json)")
+    return data
 
 
 def _now() -> str:
@@ -361,8 +409,10 @@ def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: Tas
             sources[sub] = derived / sub
     elif (split / "derive_report.json").is_file():
         report = read_json(split / "derive_report.json")
+        validate_shape(report, _DeriveReportShape, where=str(split / "derive_report.json"),
+                       fix="derive the folder again with `benchsmith eval derive`")
         for sub, info in (report.get("derived") or {}).items():
-            sources[sub] = split / info.get("folder", sub)
+            sources[sub] = split / info["folder"]
     wanted = list(names) if names else list(sources)
     if not wanted:
         raise UserError(f"{split}: cannot tell which benchmark this folder holds",
@@ -390,7 +440,7 @@ async def _run_async(planned: list[PlannedTask], client: ChatClient, model: dict
                      mode: str, concurrency: int, split: Path, progress: bool,
                      max_consecutive_failures: int) -> RunResult:
     run_json = out / "run.json"
-    previous = read_json(run_json) if run_json.is_file() else {}
+    previous = read_run_json(run_json) if run_json.is_file() else {}
     if previous and previous.get("model", {}).get("name") not in (None, model["name"]):
         raise UserError(f"{out} holds a run of model {previous['model']['name']!r}, not {model['name']!r}",
                         fix="use another --out folder for another model")
@@ -475,7 +525,7 @@ async def _run_async(planned: list[PlannedTask], client: ChatClient, model: dict
 def finish_run(out: Path, planned: list[PlannedTask], model_name: str, meta: dict[str, Any],
                counters: dict[str, Counter[str]] | None = None, wall: dict[str, float] | None = None) -> dict[str, Any]:
     """Rebuild each task's predictions.jsonl from its replies and update run.json."""
-    previous = read_json(out / "run.json") if (out / "run.json").is_file() else {}
+    previous = read_run_json(out / "run.json") if (out / "run.json").is_file() else {}
     any_transport = False
     for p in planned:
         version = p.task.prompt_version()
@@ -552,6 +602,8 @@ def run_eval(split: str | Path, client: ChatClient, model: dict[str, Any], out: 
     opts = options or TaskOptions(mode=mode)
     if opts.mode != mode:
         opts = TaskOptions(mode=mode, max_tokens=opts.max_tokens, step_budget=opts.step_budget, variant=opts.variant)
+    if (out / "run.json").is_file():
+        read_run_json(out / "run.json")  # a run.json of the wrong shape: refused before any work
     planned = plan_tasks(Path(split), out, tasks, opts, limit, seed)
     limit_fail = max_consecutive_failures or max(8, 2 * concurrency + 2)
     return asyncio.run(_run_async(planned, client, model, out, mode, concurrency, Path(split), progress, limit_fail))
@@ -566,7 +618,7 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
     run_dir = Path(run_dir)
     if not (run_dir / "run.json").is_file():
         raise UserError(f"{run_dir} has no run.json", fix="pass a folder written by `benchsmith eval run`")
-    meta = read_json(run_dir / "run.json")
+    meta = read_run_json(run_dir / "run.json")
     m = _check_mode(mode)
     out: dict[str, dict[str, Any]] = {}
     from benchsmith.schemas import read_jsonl

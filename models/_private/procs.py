@@ -53,8 +53,9 @@ def healthy(url: str, timeout: float = 2.0) -> bool:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(f"{url}/health", timeout=timeout) as resp:
-            return resp.status == 200 and json.loads(resp.read() or b"{}").get("status") == "ok"
-    except (OSError, ValueError, urllib.error.URLError):
+            body = json.loads(resp.read() or b"{}")
+            return resp.status == 200 and isinstance(body, dict) and body.get("status") == "ok"
+    except (OSError, ValueError, RecursionError, urllib.error.URLError):
         return False
 
 
@@ -115,8 +116,12 @@ def read_state(path: Path, cls: type[T], what: str) -> T | None:
     missing, and None with a warning when it cannot be read."""
     import logging
 
+    from benchsmith.schemas import loads_json
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads_json(path.read_bytes())
+        if not isinstance(data, dict):
+            raise ValueError(f"a JSON {type(data).__name__}, not an object")
         fields = set(cls.__dataclass_fields__)  # type: ignore[attr-defined]
         return cls(**{k: v for k, v in data.items() if k in fields})
     except FileNotFoundError:

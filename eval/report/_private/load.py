@@ -10,11 +10,12 @@ reply of a case, with its turns, is read again from its offset only when a repor
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchsmith.schemas import UserError
+from benchsmith.schemas import UserError, loads_json
 
 RUN_FORMAT = "benchsmith.run/"
 SCORE_HINT = "run `benchsmith eval score --run {run}` to score it"
@@ -65,7 +66,7 @@ class Task:
             fh.seek(info.offset)
             line = fh.readline()
         try:
-            obj = json.loads(line.decode("utf-8", errors="replace"))
+            obj = _loads(line)
         except json.JSONDecodeError:
             return None
         return obj if isinstance(obj, dict) else None
@@ -111,6 +112,29 @@ class Run:
         return out
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(value: Any) -> Any:
+    """``value`` with every lone surrogate (model text may hold ``"\\ud800"``) replaced by U+FFFD,
+    so the report's writers and charts never meet text that cannot be encoded."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    return value
+
+
+def _loads(raw: bytes) -> Any:
+    """One JSON document of a run folder (undecodable bytes replaced, lone surrogates cleaned); a
+    ``JSONDecodeError`` for anything unreadable (huge numbers and deep nesting included)."""
+    value = loads_json(raw.decode("utf-8", errors="replace"))
+    return _clean(value) if _SURROGATE_ESCAPE.search(raw) else value
+
+
 def task_sort_key(name: str) -> tuple[int, str]:
     return (TASK_ORDER.index(name) if name in TASK_ORDER else len(TASK_ORDER), name)
 
@@ -123,7 +147,9 @@ def _read_run_json(run_dir: Path) -> dict[str, Any]:
     if not path.is_file():
         raise UserError(f"{path}: missing", fix=fix)
     try:
-        meta = json.loads(path.read_bytes().decode("utf-8"))
+        raw = path.read_bytes()
+        raw.decode("utf-8")
+        meta = _loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         where = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise UserError(f"{path}{where}: not valid JSON ({exc})",
@@ -151,7 +177,7 @@ def _jsonl(path: Path, warnings: list[str]) -> list[tuple[int, dict[str, Any]]]:
             if not text:
                 continue
             try:
-                obj = json.loads(text.decode("utf-8", errors="replace"))
+                obj = _loads(text)
             except json.JSONDecodeError:
                 bad += 1
                 continue
@@ -203,7 +229,9 @@ def _load_task(run_dir: Path, meta: dict[str, Any], name: str, info: Any) -> Tas
     scores_path = folder / "scores.json"
     if scores_path.is_file():
         try:
-            scores = json.loads(scores_path.read_bytes().decode("utf-8"))
+            raw = scores_path.read_bytes()
+            raw.decode("utf-8")
+            scores = _loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError):
             task.warnings.append(f"{name}/scores.json is not valid JSON; " + SCORE_HINT.format(run=run_dir))
         else:
