@@ -94,3 +94,27 @@ def test_pid_in_temp_name_is_this_process(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(os, "replace", spy)
     write_json(tmp_path / "x.json", [])
     assert seen and seen[0].startswith(f".x.json.{os.getpid()}.")
+
+
+@pytest.mark.parametrize(
+    ("raw", "where"),
+    [
+        (b'{"input": "q", "output": [{"name": "f", "arguments": {}, "label": "$var_1"}]}\n{"input": "caf\xe9"}\n',
+         ":2: not UTF-8 text"),
+        (b'[{"input": "q", "output": [{"name": "f", "arguments": {"n": ' + b"9" * 5000 + b"}}]}]",
+         ":1 is not JSON (a number has more than 4300 digits)"),
+    ],
+)
+def test_nestful_data_that_cannot_be_read_is_one_red_line(tmp_path: Path, raw: bytes, where: str) -> None:
+    from helpers import clean_env, console_script, one_error_line
+
+    data = tmp_path / "nestful.jsonl"
+    data.write_bytes(raw)
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("")
+    proc = subprocess.run([console_script(), "eval", "score", "--benchmark", "nl2api", "--data", str(data),
+                           "--predictions", str(preds), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, env=clean_env(), timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    line = one_error_line(proc.stderr)
+    assert f"{data}{where}" in line

@@ -26,7 +26,7 @@ from benchsmith.construction.nl2api import (
 )
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed
 from benchsmith.schemas import (
-    ExactAnswer, Sample, ToolCall, UnresolvedReference, UserError, read_jsonl, resolve_references,
+    ExactAnswer, Sample, ToolCall, UnresolvedReference, UserError, loads_json, read_jsonl, resolve_references,
 )
 
 from ._scorers import PredictionError, _one_call, answers_match, call_metrics, parse_calls
@@ -74,16 +74,25 @@ def _split_style(root: Path, samples: list[Sample]) -> str:
 
 
 def _nestful_records(path: Path) -> list[Any]:
-    text = path.read_text(encoding="utf-8")
+    """The records of a NESTful file: one JSON array (or object), or one record per line."""
     try:
-        data = json.loads(text)
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be read ({exc.strerror})", fix="check the path and its permissions") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise UserError(f"{path}:{line}: not UTF-8 text", fix="re-save the file as UTF-8") from None
+    try:
+        data = loads_json(text)
         return data if isinstance(data, list) else [data]
     except json.JSONDecodeError:
         rows = []
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
+                    rows.append(loads_json(line))
                 except json.JSONDecodeError as exc:
                     raise UserError(f"{path}:{n} is not JSON ({exc.msg})", fix="write one NESTful record per line") from None
         return rows
@@ -158,7 +167,7 @@ class NL2API(Benchmark):
             output = rec["output"]
             if isinstance(output, str):
                 try:
-                    output = json.loads(output)
+                    output = loads_json(output)
                 except json.JSONDecodeError:
                     raise UserError(f"{where}: 'output' is a string but not JSON", fix="store the call list") from None
             if not isinstance(output, list):
@@ -170,7 +179,7 @@ class NL2API(Benchmark):
             tools = rec.get("tools")
             if isinstance(tools, str):
                 try:
-                    tools = json.loads(tools)
+                    tools = loads_json(tools)
                 except json.JSONDecodeError:
                     tools = None
             cases.append(EvalCase(
