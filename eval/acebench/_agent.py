@@ -25,6 +25,8 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
+from benchsmith.eval._private.core import check_time
+
 from ._decode import DecodeError, decode_strict, official_agent_turn
 
 
@@ -542,6 +544,7 @@ def replay(case_input: dict[str, Any], turns: list[str], mode: str) -> tuple[lis
     box = Sandbox(involved, config if isinstance(config, dict) else {})
     notes: list[str] = []
     for n, turn in enumerate(turns[:200]):
+        check_time()
         try:
             calls = decode_turn(turn, mode)
         except DecodeError as exc:
@@ -571,6 +574,9 @@ def compare_official(model: list[dict[str, Any]], gold: Any) -> tuple[bool, str]
         cls = next(iter(g))
         gattrs, mattrs = g[cls], match[cls]
         if not isinstance(gattrs, dict):
+            continue
+        if not isinstance(mattrs, dict):  # a reported state that is no object (the official checker raises)
+            errors.append(f"{cls} is not an object of attributes")
             continue
         for attr, mval in mattrs.items():
             if attr not in gattrs:
@@ -645,6 +651,7 @@ def process_score(turns: list[str], milestones: Any, mode: str) -> float:
     got = [_norm_call_string(t, mode) for t in turns]
     best = 0.0
     for alt in alts:
+        check_time()
         if not isinstance(alt, list) or not alt:
             return 1.0
         pos, hits = 0, 0

@@ -16,11 +16,17 @@ Both raise :class:`DecodeError` for anything they refuse, never another exceptio
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import operator
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
+from benchsmith.eval._private.core import FoldBudget, FoldLimit
+
 MAX_CHARS = 200_000  # longer outputs are refused rather than parsed
+MAX_INT_BITS = 14_000  # larger integer literals (a 4,300+-digit hexadecimal literal parses) are refused
 
 
 class DecodeError(ValueError):
@@ -43,8 +49,36 @@ def _dotted(node: ast.AST) -> str:
     return ".".join(reversed(parts))
 
 
+# the fold budget of the output being decoded (one per decode call; see FoldBudget)
+_FOLDS: contextvars.ContextVar[FoldBudget | None] = contextvars.ContextVar("acebench_folds", default=None)
+
+
+@contextlib.contextmanager
+def _fold_budget() -> Iterator[None]:
+    token = _FOLDS.set(FoldBudget())
+    try:
+        yield
+    finally:
+        _FOLDS.reset(token)
+
+
+def _constant(v: Any) -> Any:
+    if isinstance(v, int) and v.bit_length() > MAX_INT_BITS:
+        raise DecodeError("integer literal too large")
+    return v
+
+
 def _fold(op: ast.operator, left: Any, right: Any) -> Any:
-    """Constant folding of one arithmetic node, with size limits (no ``eval``)."""
+    """Constant folding of one arithmetic node, with size limits (no ``eval``): besides the
+    limits below, the values folded in one output stay within a :class:`FoldBudget` (so a chain
+    ``"x"*9999 + "x"*9999 + ...`` stops at once instead of copying ever longer strings)."""
+    try:
+        return _fold_within(_FOLDS.get() or FoldBudget(), op, left, right)
+    except FoldLimit as exc:
+        raise DecodeError(str(exc)) from None
+
+
+def _fold_within(budget: FoldBudget, op: ast.operator, left: Any, right: Any) -> Any:
     fn = _BINOPS.get(type(op))
     if fn is None:
         raise DecodeError(f"unsupported operator {type(op).__name__}")
@@ -57,20 +91,21 @@ def _fold(op: ast.operator, left: Any, right: Any) -> Any:
             return fn(left, right)
         except (ZeroDivisionError, OverflowError, ValueError) as exc:
             raise DecodeError(str(exc)) from None
-    if isinstance(op, ast.Add) and isinstance(left, str) and isinstance(right, str):
-        return left + right
-    if isinstance(op, ast.Add) and isinstance(left, list) and isinstance(right, list):
-        return left + right
+    if isinstance(op, ast.Add) and ((isinstance(left, str) and isinstance(right, str))
+                                    or (isinstance(left, list) and isinstance(right, list))):
+        budget.check(budget.weight(left) + budget.weight(right))
+        return budget.keep(left + right)
     if isinstance(op, ast.Mult) and isinstance(left, (str, list)) and isinstance(right, int) \
             and not isinstance(right, bool) and 0 <= right * max(len(left), 1) <= 10_000:
-        return left * right
+        budget.check(right * budget.weight(left))
+        return budget.keep(left * right)
     raise DecodeError("unsupported arithmetic operands")
 
 
 # ---- official ---------------------------------------------------------------------------------
 def _official_value(node: ast.AST) -> Any:
     if isinstance(node, ast.Constant):
-        return "..." if node.value is Ellipsis else node.value
+        return "..." if node.value is Ellipsis else _constant(node.value)
     if isinstance(node, ast.UnaryOp):
         # the official resolver negates whatever the operator is (``+5`` -> -5, ``not True`` -> -1)
         if not isinstance(node.operand, ast.Constant):
@@ -137,10 +172,11 @@ def decode_official(text: Any) -> list[Call]:
         if not isinstance(tree.body, (ast.List, ast.Tuple)):
             raise DecodeError("not a list of calls")
         out = []
-        for elem in tree.body.elts:
-            if not isinstance(elem, ast.Call):
-                raise DecodeError("list element is not a call")
-            out.append(_official_call(elem))
+        with _fold_budget():
+            for elem in tree.body.elts:
+                if not isinstance(elem, ast.Call):
+                    raise DecodeError("list element is not a call")
+                out.append(_official_call(elem))
         return out
     except DecodeError:
         raise
@@ -153,7 +189,7 @@ def _strict_value(node: ast.AST) -> Any:
     if isinstance(node, ast.Constant):
         if node.value is Ellipsis or isinstance(node.value, (bytes, complex)):
             raise DecodeError(f"unsupported literal {node.value!r}"[:80])
-        return node.value
+        return _constant(node.value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) \
             and isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float)) \
             and not isinstance(node.operand.value, bool):
@@ -247,10 +283,11 @@ def official_agent_turn(text: Any) -> list[Call]:
     try:
         tree = _parse(func.strip("[]'"))
         body = tree.body
-        if isinstance(body, ast.Call):
-            return [_agent_call(body)]
-        if isinstance(body, (ast.List, ast.Tuple)):
-            return [_agent_call(e) for e in body.elts if isinstance(e, ast.Call)]
+        with _fold_budget():
+            if isinstance(body, ast.Call):
+                return [_agent_call(body)]
+            if isinstance(body, (ast.List, ast.Tuple)):
+                return [_agent_call(e) for e in body.elts if isinstance(e, ast.Call)]
         return []
     except DecodeError:
         raise

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.eval._private.core import (
-    Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed, read_json_lines, safe_ratio, scorer,
-    sqrt_weights,
+    Benchmark, EvalCase, Mode, RecordResult, benchmark, check_limit, check_value, failed, mean, passed, read_json_lines,
+    safe_ratio, scorer, sqrt_weights,
 )
 from benchsmith.schemas import UserError
 
@@ -113,6 +113,8 @@ def score_normal(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
         calls = decode(prediction, mode)
     except DecodeError as exc:
         return failed(case, "wrong_output_format", f"cannot decode the output: {exc}")
+    check_limit("calls", len(calls))
+    check_value(calls, prediction if isinstance(prediction, str) else None)  # folded strings are bounded by the decoder's FoldBudget
     if mode == "official":
         try:
             ok, etype, reason, raw = _normal.check_official(functions, calls, case.gold, case.category)
@@ -137,6 +139,8 @@ def score_special(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
 def score_agent(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
     gold = case.gold if isinstance(case.gold, dict) else {}
     turns, reported = _agent.parse_prediction(prediction)
+    check_limit("calls", len(turns))
+    check_value(reported, prediction if isinstance(prediction, str) else None)
     if mode == "official" and reported is not None:
         # the official evaluator grades the end state recorded at inference time, as reported
         state: Any = json.loads(json.dumps(reported, default=str))

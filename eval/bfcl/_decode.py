@@ -47,7 +47,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchsmith.eval._private.core import JSONValueText
+from benchsmith.eval._private.core import FoldBudget, JSONValueText
 
 PROMPT = "prompt"              # Python call syntax (prompt-mode models)
 FC = "fc"                      # native function calls (FC models)
@@ -60,8 +60,10 @@ REPEATED = "ast_decoder:repeated_keyword"
 UNPACKING = "ast_decoder:kwargs_unpacking"
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)```", re.DOTALL)
-_MAX_REPEAT = 100_000          # longest string/list a `*` may build while folding constants
+_MAX_REPEAT = 100_000          # heaviest value (string length, list elements at every level) folded
+_MAX_FOLDED = 1_000_000        # total weight of the values folded in one output
 _MAX_POW_BITS = 4_096          # largest integer power folded
+_MAX_INT_BITS = 14_000         # largest integer a fold may produce (about 4,200 digits)
 
 
 class DecodeError(Exception):
@@ -236,49 +238,78 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float, complex)) and not isinstance(v, bool)
 
 
-def _fold(node: ast.AST, strict: bool) -> Any:
-    """Fold constant arithmetic (what the official decoder gets from ``eval``) without eval."""
-    if isinstance(node, ast.Constant):
-        if isinstance(node.value, (int, float, complex, str, bytes)):
-            return node.value
-        raise DecodeError(f"cannot fold {node.value!r}")
-    if isinstance(node, (ast.List, ast.Tuple)):
-        items = [_fold(e, strict) for e in node.elts]
-        return items if isinstance(node, ast.List) else tuple(items)
-    if isinstance(node, ast.UnaryOp):
-        v = _fold(node.operand, strict)
-        if isinstance(node.op, ast.USub) and _number(v):
-            return -v
-        if isinstance(node.op, ast.UAdd) and _number(v):
-            return +v
-        if isinstance(node.op, ast.Not) and isinstance(v, bool):
-            return not v
-        raise DecodeError("unsupported unary operation")
-    if isinstance(node, ast.BinOp):
-        a, b = _fold(node.left, strict), _fold(node.right, strict)
-        return _binop(node.op, a, b)
-    raise DecodeError(f"cannot fold {type(node).__name__}")
+def _constant(v: Any) -> Any:
+    """A literal's value; an integer literal too large to print (a 4,300+-digit hexadecimal
+    literal parses) is refused."""
+    if isinstance(v, int) and v.bit_length() > _MAX_INT_BITS:
+        raise DecodeError("integer literal too large")
+    return v
 
 
-def _binop(op: ast.operator, a: Any, b: Any) -> Any:
-    if isinstance(op, ast.Pow) and isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 \
-            and b * int(abs(a)).bit_length() > _MAX_POW_BITS:
-        raise DecodeError("power too large")
-    if isinstance(op, ast.Pow) and isinstance(b, (int, float)) and abs(b) > 10_000:
-        raise DecodeError("power too large")
-    if isinstance(op, ast.Mult):
-        for seq, n in ((a, b), (b, a)):
-            if isinstance(seq, (str, bytes, list, tuple)) and isinstance(n, int) and n * max(1, len(seq)) > _MAX_REPEAT:
-                raise DecodeError("repetition too long")
-    if isinstance(op, (ast.LShift, ast.RShift)) and isinstance(b, int) and b > _MAX_POW_BITS:
-        raise DecodeError("shift too large")
-    fn = _OPS.get(type(op))
-    if fn is None:
-        raise DecodeError(f"unsupported operator {type(op).__name__}")
-    try:
-        return fn(a, b)
-    except Exception as exc:  # noqa: BLE001 - TypeError, ZeroDivisionError, OverflowError ...
-        raise DecodeError(f"{type(exc).__name__}: {exc}") from None
+class _Folder:
+    """Folds constant arithmetic (what the official decoder gets from ``eval``) without eval,
+    within a :class:`FoldBudget` (so ``"x"*99999 + "x"*99999 + ...`` stops at once instead of
+    copying ever longer strings) and the power, shift and format-width limits below."""
+
+    def __init__(self) -> None:
+        self.budget = FoldBudget(_MAX_REPEAT, _MAX_FOLDED, _MAX_INT_BITS)
+
+    def fold(self, node: ast.AST) -> Any:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (int, float, complex, str, bytes)):
+                return _constant(node.value)
+            raise DecodeError(f"cannot fold {node.value!r}")
+        if isinstance(node, (ast.List, ast.Tuple)):
+            items = [self.fold(e) for e in node.elts]
+            return items if isinstance(node, ast.List) else tuple(items)
+        if isinstance(node, ast.UnaryOp):
+            v = self.fold(node.operand)
+            if isinstance(node.op, ast.USub) and _number(v):
+                return -v
+            if isinstance(node.op, ast.UAdd) and _number(v):
+                return +v
+            if isinstance(node.op, ast.Not) and isinstance(v, bool):
+                return not v
+            raise DecodeError("unsupported unary operation")
+        if isinstance(node, ast.BinOp):
+            a, b = self.fold(node.left), self.fold(node.right)
+            return self.binop(node.op, a, b)
+        raise DecodeError(f"cannot fold {type(node).__name__}")
+
+    def binop(self, op: ast.operator, a: Any, b: Any) -> Any:
+        if isinstance(op, ast.Pow) and isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 \
+                and b * int(abs(a)).bit_length() > _MAX_POW_BITS:
+            raise DecodeError("power too large")
+        if isinstance(op, ast.Pow) and isinstance(b, (int, float)) and abs(b) > 10_000:
+            raise DecodeError("power too large")
+        seqs = (str, bytes, list, tuple)
+        weigh = self.budget.weight
+        if isinstance(op, ast.Mult):
+            for seq, n in ((a, b), (b, a)):
+                if isinstance(seq, seqs) and isinstance(n, int):
+                    self.budget.check(max(n, 0) * weigh(seq))
+        if isinstance(op, ast.Add) and isinstance(a, seqs) and isinstance(b, seqs):
+            self.budget.check(weigh(a) + weigh(b))
+        if isinstance(op, ast.Mod) and isinstance(a, (str, bytes)) \
+                and _WIDE_FORMAT.search(a if isinstance(a, str) else a.decode("latin-1")):
+            raise DecodeError("format width too large")
+        if isinstance(op, (ast.LShift, ast.RShift)) and isinstance(b, int) and b > _MAX_POW_BITS:
+            raise DecodeError("shift too large")
+        if isinstance(op, ast.Mult) and isinstance(a, int) and isinstance(b, int) \
+                and a.bit_length() + b.bit_length() > _MAX_INT_BITS:
+            raise DecodeError("product too large")
+        fn = _OPS.get(type(op))
+        if fn is None:
+            raise DecodeError(f"unsupported operator {type(op).__name__}")
+        try:
+            value = fn(a, b)
+        except Exception as exc:  # noqa: BLE001 - TypeError, ZeroDivisionError, OverflowError ...
+            raise DecodeError(f"{type(exc).__name__}: {exc}") from None
+        return self.budget.keep(value)
+
+
+# a %-format whose width or precision is given by an argument (*) or has 5+ digits
+_WIDE_FORMAT = re.compile(r"%[^a-zA-Z%]*(?:\*|\d{5})")
 
 
 _OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
@@ -293,6 +324,14 @@ class _PyReader:
     def __init__(self, strict: bool) -> None:
         self.strict = strict
         self.problems: list[tuple[str, str]] = []
+        self._folder: _Folder | None = None
+
+    @property
+    def folder(self) -> _Folder:
+        """One fold budget for the whole output (made when something is folded)."""
+        if self._folder is None:
+            self._folder = _Folder()
+        return self._folder
 
     def call(self, node: ast.Call, top: bool) -> dict[str, dict[Any, Any]]:
         parts: list[str] = []
@@ -318,10 +357,10 @@ class _PyReader:
 
     def value(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Constant):
-            return "..." if node.value is Ellipsis else node.value
+            return "..." if node.value is Ellipsis else _constant(node.value)
         if isinstance(node, ast.UnaryOp):
             if self.strict:
-                return _fold(node, True)
+                return self.folder.fold(node)
             operand = node.operand
             if not isinstance(operand, ast.Constant):
                 raise DecodeError("unary operator on a non-constant")
@@ -345,7 +384,7 @@ class _PyReader:
                     raise DecodeError(str(exc)) from None
             return out
         if isinstance(node, ast.BinOp):
-            return _fold(node, self.strict)
+            return self.folder.fold(node)
         if isinstance(node, ast.Name):
             return node.id
         if isinstance(node, ast.Call):

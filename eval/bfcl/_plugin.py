@@ -13,6 +13,8 @@ from benchsmith.eval._private.core import (
     Mode,
     RecordResult,
     benchmark,
+    check_limit,
+    check_value,
     failed,
     mean,
     passed,
@@ -23,7 +25,7 @@ from benchsmith.eval._private.core import (
 from benchsmith.schemas import UserError
 
 from ._checker import official_check, strict_check, strict_relevant_call
-from ._decode import FC, FORMATS, PROMPT, decode, has_call, value_prediction
+from ._decode import FC, FORMATS, PROMPT, Decoded, decode, has_call, value_prediction
 
 PREFIX = "BFCL_v4_"
 NON_LIVE_AST = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple")
@@ -118,10 +120,19 @@ def load_folder(data: Path) -> list[EvalCase]:
 
 
 # ---- scoring ----------------------------------------------------------------------------------
+def _check_budget(d: Decoded, prediction: str) -> None:
+    """The record's budget (when scored through ``score_cases``): number of calls, nesting depth
+    and string length of what was decoded (folded strings are bounded by the decoder itself)."""
+    if d.calls is not None:
+        check_limit("calls", len(d.calls))
+        check_value(d.calls, prediction if isinstance(prediction, str) else None)
+
+
 @scorer("bfcl.ast")
 def score_ast(case: EvalCase, prediction: str, mode: Mode, fmt: str = PROMPT) -> RecordResult:
     """AST categories: decode (official: with the decoder of ``fmt``), then the official or the strict checker."""
     d = decode(prediction, mode, fmt)
+    _check_budget(d, prediction)
     if d.error is not None or d.calls is None:
         return failed(case, d.error or "ast_decoder:decoder_failed", d.message, format_read=d.fmt)
     functions = case.input.get("functions", [])
@@ -146,6 +157,7 @@ def score_ast(case: EvalCase, prediction: str, mode: Mode, fmt: str = PROMPT) ->
 def score_relevance(case: EvalCase, prediction: str, mode: Mode, fmt: str = PROMPT) -> RecordResult:
     """(Ir)relevance categories: is there a function call, and (strict, relevance) a sound one?"""
     d = decode(prediction, mode, fmt)
+    _check_budget(d, prediction)
     contains = has_call(d)
     if case.category in IRRELEVANCE:
         if contains:

@@ -8,12 +8,14 @@ is reported as ``null``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed, safe_ratio
+from benchsmith.eval._private.core import budget_paused, embedding_text
 from benchsmith.schemas import UserError, read_json
 
 from ._scorers import (
@@ -27,22 +29,21 @@ ID_MAP = "id_map.json"       # written by benchsmith's derive/export: GTA id -> 
 
 
 def default_similarity() -> Similarity | None:
-    """Cosine of sentence embeddings from ``benchsmith.eval._private.embeddings`` (its
-    ``text_cosine``, or ``encode`` + ``cosine``); None when that module is not there."""
+    """Cosine of sentence embeddings from ``benchsmith.eval._private.embeddings`` (as its
+    ``text_cosine``; each text cut to what the model reads, and the call that loads the model
+    not counted against the record's time limit); None when that module is not there."""
     try:
         from benchsmith.eval._private import embeddings  # type: ignore[attr-defined]
     except ImportError:
         return None
-    fn = getattr(embeddings, "text_cosine", None)
-    if callable(fn):
-        return lambda a, b: float(fn(a, b))
-    encode, cosine = getattr(embeddings, "encode", None), getattr(embeddings, "cosine", None)
-    if callable(encode) and callable(cosine):
-        def sim(a: str, b: str) -> float:
-            vecs = encode([a, b])
-            return float(cosine(vecs[0], vecs[1]))
-        return sim
-    return None
+
+    def sim(a: str, b: str) -> float:
+        emb = embeddings.get_embedder()
+        texts = [embedding_text(a), embedding_text(b)]
+        with budget_paused() if getattr(emb, "_model", True) is None else contextlib.nullcontext():
+            vecs = emb.encode(texts)
+        return float(embeddings.cosine(vecs[0], vecs[1]))
+    return sim
 
 
 _UNSET: Any = object()

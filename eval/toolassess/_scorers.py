@@ -18,6 +18,7 @@ from statistics import pvariance
 from typing import Any, Iterable, Mapping, Sequence
 
 from benchsmith.eval import EvalCase, Mode, RecordResult, failed, passed, scorer
+from benchsmith.eval._private.core import check_limit, check_value
 from benchsmith.schemas import UserError
 
 AWARENESS_CLASSES = ("requires_tool", "no_tool", "cannot_complete")
@@ -51,9 +52,11 @@ def _json(text: Any) -> Any:
     if not isinstance(text, str):
         return text
     try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        value = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON, or a number of 4,300+ digits (as loads_json)
         return text
+    check_value(value, text)
+    return value
 
 
 def parse_awareness(prediction: Any) -> str:
@@ -86,6 +89,7 @@ def parse_selection(prediction: Any) -> set[str]:
         return set() if text.lower() in ("none", "no_tool") else {text}
     if not isinstance(value, list):
         raise AnswerError("malformed_selection", f"expected tool names, got {type(value).__name__}")
+    check_limit("calls", len(value))
     out = set()
     for item in value:
         if isinstance(item, dict):
