@@ -21,6 +21,7 @@ from benchsmith.schemas._private.jsonl import (
     loads_json,
     read_json,
     read_jsonl,
+    read_text,
     validate_shape,
     write_json,
     write_jsonl,
@@ -160,6 +161,7 @@ __all__ = [
     "loads_json",
     "append_jsonl",
     "read_json",
+    "read_text",
     "validate_shape",
     "write_json",
     # JSON Schema

@@ -26,7 +26,8 @@ from benchsmith.construction.nl2api import (
 )
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed
 from benchsmith.schemas import (
-    ExactAnswer, Sample, ToolCall, UnresolvedReference, UserError, loads_json, read_jsonl, resolve_references,
+    ExactAnswer, Sample, ToolCall, UnresolvedReference, UserError, loads_json, read_jsonl, read_text,
+    resolve_references,
 )
 
 from ._scorers import PredictionError, _one_call, answers_match, call_metrics, parse_calls
@@ -75,15 +76,7 @@ def _split_style(root: Path, samples: list[Sample]) -> str:
 
 def _nestful_records(path: Path) -> list[Any]:
     """The records of a NESTful file: one JSON array (or object), or one record per line."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise UserError(f"{path}: cannot be read ({exc.strerror})", fix="check the path and its permissions") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise UserError(f"{path}:{line}: not UTF-8 text", fix="re-save the file as UTF-8") from None
+    text = read_text(path)
     try:
         data = loads_json(text)
         return data if isinstance(data, list) else [data]

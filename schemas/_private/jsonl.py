@@ -225,6 +225,20 @@ def read_jsonl(path: PathLike, model: type[M]) -> list[M]:
     return [item for _, item in good]
 
 
+def read_text(path: PathLike) -> str:
+    """The whole text of a UTF-8 file (a BOM dropped); a missing, unreadable or non-UTF-8 file
+    raises ``UserError`` naming the file (and the line of the first bad byte)."""
+    with _open_for_reading(path) as fh:
+        raw = fh.read()
+    if raw.startswith(_BOM):
+        raw = raw[len(_BOM) :]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise UserError(f"{path}:{line}: not UTF-8 text", fix="re-save the file as UTF-8") from None
+
+
 def read_json(path: PathLike, shape: Any = None, *, fix: str | None = None) -> Any:
     """Read one JSON document; bad JSON raises ``UserError`` naming the file, line and column.
 
@@ -253,15 +267,7 @@ def read_json(path: PathLike, shape: Any = None, *, fix: str | None = None) -> A
     ...         print(str(e).replace(d, "DIR").split(" (fix:")[0])
     DIR/bad.json:3:1: invalid JSON: Expecting property name enclosed in double quotes
     """
-    with _open_for_reading(path) as fh:
-        raw = fh.read()
-    if raw.startswith(_BOM):
-        raw = raw[len(_BOM) :]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise UserError(f"{path}:{line}: not UTF-8 text", fix="re-save the file as UTF-8") from None
+    text = read_text(path)
     try:
         data = loads_json(text)
     except json.JSONDecodeError as exc:
