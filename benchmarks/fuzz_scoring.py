@@ -78,41 +78,56 @@ def measure(group: Group, mode: str, n: int, seed: int) -> dict:
             if exact else "ru_maxrss"}
 
 
-def readers(n: int, seed: int) -> None:
-    """The reply parser and the JSONL readers on fuzzed text (slowest call of each)."""
+class _Stopped(Exception):
+    pass
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped
+
+
+def readers(n: int, seed: int, limit: float) -> None:
+    """The reply parser and the JSONL readers on fuzzed text: the slowest call of each (a call
+    still running after ``limit`` seconds is stopped and reported as such)."""
+    import signal
+
     from benchsmith.eval import FormatError, read_json_lines, read_json_reply, read_predictions
     from benchsmith.schemas import CheckResult, UserError, iter_jsonl_lenient
 
     seed_reply = '{"tool_calls": [{"name": "f", "arguments": {"a": 1}}]}'
-    slow: dict[str, tuple[float, str, int]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "f.jsonl"
-        for i in range(n):
-            rnd = random.Random(f"{seed}/readers/{i}")
-            kind = rnd.choice(sorted(KINDS))
-            text = KINDS[kind](rnd, seed_reply)
-            start = time.perf_counter()
-            try:
-                read_json_reply(text)
-            except FormatError:
-                pass
-            spent = time.perf_counter() - start
-            if spent > slow.get("read_json_reply", (0.0, "", 0))[0]:
-                slow["read_json_reply"] = (spent, kind, len(text))
-            path.write_bytes("\n".join([text, '{"id": "a", "result": ' + text + "}"]).encode("utf-8", "surrogatepass"))
-            for name, read in (("read_predictions", lambda: read_predictions(path)),
-                               ("read_json_lines", lambda: read_json_lines(path, fix="-")),
-                               ("iter_jsonl_lenient", lambda: iter_jsonl_lenient(path, CheckResult))):
-                start = time.perf_counter()
-                try:
-                    read()
-                except UserError:
-                    pass
-                spent = time.perf_counter() - start
-                if spent > slow.get(name, (0.0, "", 0))[0]:
-                    slow[name] = (spent, kind, len(text))
-    for name, (spent, kind, size) in sorted(slow.items()):
-        print(f"{name:24s} slowest {spent * 1000:9.1f} ms  ({kind}, {size:,} chars)")
+    slow: dict[str, tuple[float, str, int, bool]] = {}
+    previous = signal.signal(signal.SIGALRM, _stop)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "f.jsonl"
+            for i in range(n):
+                rnd = random.Random(f"{seed}/readers/{i}")
+                kind = rnd.choice(sorted(KINDS))
+                text = KINDS[kind](rnd, seed_reply)
+                path.write_bytes("\n".join([text, '{"id": "a", "result": ' + text + "}"]).encode("utf-8", "surrogatepass"))
+                for name, call in (("read_json_reply", lambda: read_json_reply(text)),
+                                   ("read_predictions", lambda: read_predictions(path)),
+                                   ("read_json_lines", lambda: read_json_lines(path, fix="-")),
+                                   ("iter_jsonl_lenient", lambda: iter_jsonl_lenient(path, CheckResult))):
+                    stopped = False
+                    start = time.perf_counter()
+                    signal.setitimer(signal.ITIMER_REAL, limit)
+                    try:
+                        call()
+                    except (FormatError, UserError):
+                        pass
+                    except _Stopped:
+                        stopped = True
+                    finally:
+                        signal.setitimer(signal.ITIMER_REAL, 0)
+                    spent = time.perf_counter() - start
+                    if spent > slow.get(name, (0.0, "", 0, False))[0]:
+                        slow[name] = (spent, kind, len(text), stopped)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    for name, (spent, kind, size, stopped) in sorted(slow.items()):
+        note = f" - stopped after {limit:.0f} s" if stopped else ""
+        print(f"{name:24s} slowest {spent * 1000:9.1f} ms  ({kind}, {size:,} chars){note}")
 
 
 def main() -> None:
@@ -122,6 +137,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--readers", type=int, default=0, metavar="N",
                     help="also time the JSONL readers and the reply parser on N fuzzed inputs")
+    ap.add_argument("--reader-limit", type=float, default=30.0, metavar="S",
+                    help="stop a reader call after S seconds (the reply parser is quadratic on some inputs)")
     args = ap.parse_args()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -149,7 +166,7 @@ def main() -> None:
         print(f"slowest record {worst_s:.3f} s (target < {TARGET_SECONDS} s); peak extra memory {worst_mb:.0f} MB "
               f"(target < {TARGET_MB} MB; {r['memory']}); scorer errors {crashes}")
     if args.readers:
-        readers(args.readers, args.seed)
+        readers(args.readers, args.seed, args.reader_limit)
     print(f"total time {time.perf_counter() - started:.0f} s")
 
 

@@ -274,7 +274,8 @@ def test_outside_score_cases_no_limit_applies() -> None:
     assert core.current_budget() is None
 
 
-def test_a_prediction_over_the_size_limit_is_over_budget_in_records_jsonl(tmp_path: Path) -> None:
+def _bfcl_score_cli(tmp_path: Path, result: str) -> subprocess.CompletedProcess[str]:
+    """``eval score`` of one BFCL record (the fixture's exact_call) predicted as ``result``."""
     data = tmp_path / "bfcl"
     (data / "possible_answer").mkdir(parents=True)
     r = _row("bfcl", name="exact_call")
@@ -283,15 +284,25 @@ def test_a_prediction_over_the_size_limit_is_over_budget_in_records_jsonl(tmp_pa
     (data / "possible_answer" / "BFCL_v4_simple_python.json").write_text(json.dumps(
         {"id": "simple_python_0", "ground_truth": r["gold"]}) + "\n")
     preds = tmp_path / "p.jsonl"
-    preds.write_text(json.dumps({"id": "simple_python_0", "result": "[" + "x" * 150_000 + "]"}) + "\n")
-    proc = subprocess.run([console_script(), "eval", "score", "--benchmark", "bfcl", "--data", str(data), "--predictions",
+    preds.write_text(json.dumps({"id": "simple_python_0", "result": result}) + "\n")
+    return subprocess.run([console_script(), "eval", "score", "--benchmark", "bfcl", "--data", str(data), "--predictions",
                            str(preds), "--out", str(tmp_path / "out")], capture_output=True, text=True, env=clean_env(),
                           timeout=120)
+
+
+def test_a_prediction_over_the_size_limit_is_over_budget_in_records_jsonl(tmp_path: Path) -> None:
+    proc = _bfcl_score_cli(tmp_path, "[" + "x" * 150_000 + "]")
     assert proc.returncode == 0, proc.stderr
     line = json.loads((tmp_path / "out" / "records.jsonl").read_text().splitlines()[0])
     assert line["error_type"] == "over_budget" and not line["ok"]
     assert line["details"] == {"budget": "prediction_chars", "figure": 150_002, "limit": core.DEFAULT_BUDGET.prediction_chars}
     assert "prediction_chars" in line["reason"]
+
+
+def test_odd_literals_in_model_output_print_no_parser_warning(tmp_path: Path) -> None:
+    # Python's parser printed "<unknown>:1: SyntaxWarning: invalid decimal literal" on the CLI's stderr
+    proc = _bfcl_score_cli(tmp_path, "[geometry.area(base=1if 1 else 2, height=5)]")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
 
 # ---- data files through the CLI -------------------------------------------------------------------

@@ -12,9 +12,11 @@ import contextlib
 import contextvars
 import json
 import math
+import re
 import signal
 import threading
 import time
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -406,6 +408,13 @@ class FoldBudget:
             raise FoldLimit(f"the folded values of the output weigh more than {self.max_total:,}")
         return v
 
+
+# the file name model output is parsed under: "<unknown>", ast.parse's default, so that reasons
+# quoting a SyntaxError stay as they were. The parser's warnings about odd literals in parsed text
+# ("1if", "\\d") are not shown: they would be stray lines on the CLI's stderr.
+MODEL_OUTPUT = "<unknown>"
+warnings.filterwarnings("ignore", category=SyntaxWarning, module=re.escape(MODEL_OUTPUT))
+warnings.filterwarnings("ignore", category=DeprecationWarning, module=re.escape(MODEL_OUTPUT))
 
 EMBED_PREFIX_CHARS = 20_000
 

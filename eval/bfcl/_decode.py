@@ -47,7 +47,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchsmith.eval._private.core import FoldBudget, JSONValueText
+from benchsmith.eval._private.core import MODEL_OUTPUT, FoldBudget, JSONValueText
 
 PROMPT = "prompt"              # Python call syntax (prompt-mode models)
 FC = "fc"                      # native function calls (FC models)
@@ -397,7 +397,7 @@ class _PyReader:
 def _decode_python(raw: str, strict: bool) -> Decoded:
     text = strip_fence(raw).strip("`\n \t\r") if strict else raw.strip("`\n ")
     try:
-        tree = ast.parse(_wrap(text), mode="eval")
+        tree = ast.parse(_wrap(text), filename=MODEL_OUTPUT, mode="eval")
         reader = _PyReader(strict)
         body = tree.body
         if isinstance(body, ast.Call):

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from string import Formatter
 from typing import Any
 
-from benchsmith.eval._private.core import check_value
+from benchsmith.eval._private.core import MODEL_OUTPUT, check_value
 
 FINISH = "FinishAction"
 
@@ -57,9 +57,15 @@ def _refuse_huge_ints(value: Any) -> None:
             stack.extend(v)
 
 
+def _literal(text: str) -> Any:
+    """``ast.literal_eval(text)``, parsed under the model-output file name (whose parser warnings
+    are not shown)."""
+    return ast.literal_eval(ast.parse(text.lstrip(" \t"), filename=MODEL_OUTPUT, mode="eval"))
+
+
 def _read_value(text: str) -> Any:
     try:
-        return ast.literal_eval(text)
+        return _literal(text)
     except Exception:  # noqa: BLE001 - any failure means "try the next reading" (also RecursionError)
         pass
     try:
@@ -76,7 +82,7 @@ def literal_args(text: str, strict: bool) -> dict[str, Any]:
     """Arguments written after a string-format marker: a Python literal (official) or any
     reading of :func:`load_response` (strict); anything but a dict becomes ``{}``."""
     try:
-        value = load_response(text.strip()) if strict else ast.literal_eval(text.strip())
+        value = load_response(text.strip()) if strict else _literal(text.strip())
         if not strict and len(text) > _MIN_HUGE_INT_CHARS:
             _refuse_huge_ints(value)
     except Exception:  # noqa: BLE001
