@@ -14,6 +14,7 @@ import shutil
 import socket
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -442,3 +443,27 @@ def test_a_damaged_database_in_the_middle_is_found_at_load(slot_split, tmp_path)
     with pytest.raises(UserError, match="database.sqlite"):
         NL2API().load(split)
 
+
+
+SHARED_DB_THREADS = """
+import sys, threading
+from benchsmith.construction.nl2api import Database
+db = Database(sys.argv[1])
+def work():
+    for _ in range(200):
+        db.execute("SELECT track_id, name, milliseconds FROM tracks WHERE milliseconds % 7 = 3")
+threads = [threading.Thread(target=work) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+print("done")
+"""
+
+
+def test_one_database_shared_by_threads_never_deadlocks(chinook: Path) -> None:
+    # construct chains runs items on 4 threads over one Database. Unserialised, a thread inside the
+    # progress handler (holding SQLite's mutex, waiting for the GIL) and one reading a row (holding
+    # the GIL, waiting for the mutex) froze the whole process. A subprocess, so a freeze fails the
+    # test instead of hanging the suite.
+    proc = subprocess.run([sys.executable, "-c", SHARED_DB_THREADS, str(chinook)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr

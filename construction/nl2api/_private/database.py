@@ -10,6 +10,7 @@ statement that writes are refused with :class:`ReadOnlyViolation`.
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,11 @@ class Database:
     a dropped table or column) is left out of ``tables`` and listed in ``skipped`` with the
     reason. ``check`` runs SQLite's ``quick_check`` at open (within the time limit), so a
     damaged file is refused up front. ``max_rows`` bounds every materialised relation.
+
+    One object may be shared by threads: its statements run one at a time. (Two threads on one
+    SQLite connection with a progress handler or an authorizer can deadlock: one holds the
+    connection's mutex and waits for the GIL inside the callback while the other holds the GIL
+    and waits for the mutex to read a row.)
     """
 
     def __init__(self, path: str | Path, *, descriptions: dict[str, dict[str, str]] | None = None,
@@ -95,6 +101,7 @@ class Database:
         self.max_rows = max_rows
         self._deadline = time.monotonic() + timeout_s
         self._denied: list[str] = []
+        self._lock = threading.RLock()  # one statement at a time; also keeps _deadline and _denied its own
         self.skipped: dict[str, str] = {}
         try:
             self.con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
@@ -182,21 +189,22 @@ class Database:
     def _run(self, sql: str, params: Sequence[Any] = (), limit: float | None = None,
              max_rows: int | None = None) -> list[tuple]:
         limit = self.timeout_s if limit is None else limit
-        self._deadline = time.monotonic() + limit
-        self._denied = []
-        try:
-            cursor = self.con.execute(sql, tuple(params))
-            rows = cursor.fetchall() if max_rows is None else cursor.fetchmany(max_rows)
-            cursor.close()
-            return rows
-        except sqlite3.DatabaseError as exc:
-            if self._denied or "authoriz" in str(exc):
-                what = ", ".join(self._denied[:3]) or (sql.split() or ["the statement"])[0].upper()
-                raise ReadOnlyViolation(f"{self.path.name} is open read-only: refused {what} "
-                                        "(only statements that read run here)") from None
-            if isinstance(exc, sqlite3.OperationalError) and "interrupted" in str(exc):
-                raise QueryTimeout(f"query interrupted after {limit:.1f}s") from exc
-            raise
+        with self._lock:
+            self._deadline = time.monotonic() + limit
+            self._denied = []
+            try:
+                cursor = self.con.execute(sql, tuple(params))
+                rows = cursor.fetchall() if max_rows is None else cursor.fetchmany(max_rows)
+                cursor.close()
+                return rows
+            except sqlite3.DatabaseError as exc:
+                if self._denied or "authoriz" in str(exc):
+                    what = ", ".join(self._denied[:3]) or (sql.split() or ["the statement"])[0].upper()
+                    raise ReadOnlyViolation(f"{self.path.name} is open read-only: refused {what} "
+                                            "(only statements that read run here)") from None
+                if isinstance(exc, sqlite3.OperationalError) and "interrupted" in str(exc):
+                    raise QueryTimeout(f"query interrupted after {limit:.1f}s") from exc
+                raise
 
     def _count(self, name: str, until: float) -> int | None:
         left = until - time.monotonic()
@@ -237,7 +245,8 @@ class Database:
         return self._run(sql, params, timeout_s, max_rows)
 
     def close(self) -> None:
-        self.con.close()
+        with self._lock:
+            self.con.close()
 
     def __enter__(self) -> "Database":
         return self
