@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from benchsmith.eval import CallShapeError, EvalCase, Mode, RecordResult, failed, passed, scorer, tool_call_parts
-from benchsmith.schemas import parse_reference
+from benchsmith.schemas import loads_json, parse_reference
 
 from benchsmith.construction.nl2api import multiset_equal, ordered_equal
 
@@ -41,13 +41,13 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        return loads_json(text)
+    except json.JSONDecodeError:
         m = _FENCE.search(text)
         if m:
             try:
-                return json.loads(m.group(1))
-            except (json.JSONDecodeError, RecursionError):
+                return loads_json(m.group(1))
+            except json.JSONDecodeError:
                 pass
         raise PredictionError("parse_error", "the prediction is not JSON") from None
 
