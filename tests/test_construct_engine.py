@@ -106,6 +106,15 @@ def test_unreadable_reply_goes_to_review_with_the_raw_text(split: Path, tmp_path
     assert row["reasons"][0]["code"] == "not_json"
 
 
+@pytest.mark.parametrize("reply", ["[" * 100_000, '{"query": ' + "9" * 5000 + "}", 'Sure: {"query": ' + "[" * 50_000 + "}"],
+                         ids=["deep", "5000 digits", "deep inside text"])
+def test_a_reply_json_cannot_read_goes_to_review_not_a_crash(split: Path, tmp_path: Path, reply: str) -> None:
+    # before: RecursionError out of the node (the run stopped with a traceback)
+    s = run_graph("queries", split, tmp_path / "q", models=models(generate=reply), options={"n": 1})
+    assert s.review == 1 and s.samples == 0
+    assert _lines(tmp_path / "q" / "review.jsonl")[0]["reasons"][0]["code"] == "not_json"
+
+
 def _queries(split: Path, tmp_path: Path) -> Path:
     run_graph("queries", split, tmp_path / "q", models=models(), options={"n": 1})
     return tmp_path / "q" / "samples.jsonl"

@@ -66,6 +66,19 @@ def test_read_json_reply_on_a_5000_digit_number_is_a_format_error(text: str) -> 
         read_json_reply(text)
 
 
+@pytest.mark.parametrize("text", ["{" * 1_000_000, "[" * 1_000_000, "x{" * 500_000])
+def test_read_json_reply_gives_up_after_a_thousand_places_a_value_could_start(text: str) -> None:
+    # before: every '{' was tried, each failed try costing up to the reply's length (over 60 s)
+    with pytest.raises(FormatError, match="first 1,000 '{' or '\\[' starts"):
+        read_json_reply(text)
+
+
+def test_read_json_reply_still_finds_a_value_at_the_thousandth_place() -> None:
+    assert read_json_reply("{" * 999 + '{"a": 1}') == {"a": 1}
+    with pytest.raises(FormatError):
+        read_json_reply("{" * 1000 + '{"a": 1}')
+
+
 # ---- readers ------------------------------------------------------------------------------------
 def test_read_predictions_counts_a_5000_digit_number_line_as_bad(tmp_path: Path) -> None:
     p = tmp_path / "p.jsonl"

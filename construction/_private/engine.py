@@ -163,25 +163,39 @@ def pipeline(state: type, nodes: list[tuple[str, Any]]) -> Any:
 
 
 def read_json_reply(text: str) -> Any:
-    """The JSON value in a reply (code fences and text around one object/array tolerated)."""
+    """The JSON value in a reply (code fences and text around one object/array tolerated).
+
+    Whatever the reply holds (nesting deeper than Python's recursion limit, a number of 4,300+
+    digits, a lone surrogate), it is a value or a :class:`ParseError`, never a crash.
+
+    >>> read_json_reply('Here: {"query": "Q"} Done.')
+    {'query': 'Q'}
+    >>> try:
+    ...     read_json_reply("[" * 100_000)
+    ... except ParseError as exc:
+    ...     print(exc.code)
+    not_json
+    """
     import json
+
+    from benchsmith.schemas import loads_json
 
     t = (text or "").strip()
     if t.startswith("```"):
         t = t.strip("`")
         t = t[t.find("\n") + 1:] if "\n" in t else t
     try:
-        return json.loads(t)
-    except ValueError:
+        return loads_json(t)
+    except json.JSONDecodeError:
         pass
     for opener, closer in (("{", "}"), ("[", "]")):
         start, end = t.find(opener), t.rfind(closer)
         if 0 <= start < end:
             try:
-                return json.loads(t[start:end + 1])
-            except ValueError:
+                return loads_json(t[start:end + 1])
+            except json.JSONDecodeError:
                 continue
-    raise ParseError("not_json", f"the reply is not JSON: {t[:120]!r}")
+    raise ParseError("not_json", f"the reply is not JSON: {t[:120]!r}" + ("..." if len(t) > 120 else ""))
 
 
 def json_object(text: str, required: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -245,8 +245,14 @@ def get_task(name: str) -> type[Task]:
 
 
 # ---- JSON reading shared by tasks ------------------------------------------------------------------
+MAX_JSON_STARTS = 1_000
+
+
 def read_json_reply(text: str) -> Any:
     """The JSON value in a model reply: the whole text, else the first balanced {...} or [...] in it.
+
+    At most :data:`MAX_JSON_STARTS` places where a value could start are tried (each failed try
+    costs up to the reply's length, so a reply of a million ``{`` would otherwise take minutes).
 
     >>> read_json_reply('Sure! {"a": [1, 2]} done')
     {'a': [1, 2]}
@@ -263,14 +269,25 @@ def read_json_reply(text: str) -> Any:
     except json.JSONDecodeError:
         pass
     dec = json.JSONDecoder()
-    for i, ch in enumerate(s):
-        if ch in "{[":
-            try:
-                value, _ = dec.raw_decode(s, i)
-                return value
-            except (ValueError, RecursionError):  # bad JSON, or a number of more than 4,300 digits
-                continue
+    tried = 0
+    i = _next_start(s, 0)
+    while i >= 0:
+        if tried == MAX_JSON_STARTS:
+            raise FormatError("not_json", f"the reply holds no JSON value where one of its first {MAX_JSON_STARTS:,} "
+                                          "'{' or '[' starts")
+        tried += 1
+        try:
+            value, _ = dec.raw_decode(s, i)
+            return value
+        except (ValueError, RecursionError):  # bad JSON, or a number of more than 4,300 digits
+            i = _next_start(s, i + 1)
     raise FormatError("not_json", "the reply holds no JSON value")
+
+
+def _next_start(s: str, i: int) -> int:
+    """Where the next ``{`` or ``[`` at or after ``i`` is, else -1."""
+    a, b = s.find("{", i), s.find("[", i)
+    return min(a, b) if a >= 0 and b >= 0 else max(a, b)
 
 
 # ---- selection ------------------------------------------------------------------------------------
