@@ -11,6 +11,10 @@ from ._private.core import (
     BENCHMARKS, CallShapeError, JSONValueText, tool_call_parts, MODES, SCORERS, Benchmark, EvalCase, Mode, Predictions, RecordResult, ScoreRun, benchmark, failed,
     get_benchmark, mean, passed, read_json_lines, read_predictions, safe_ratio, score_cases, scorer, sqrt_weights,
 )
+from ._private.core import (
+    DEFAULT_BUDGET, EMBED_PREFIX_CHARS, MODEL_OUTPUT, Budget, FoldBudget, FoldLimit, OverBudget, budget_paused, check_limit,
+    check_time, check_value, current_budget, embedding_text, over_budget, score_record,
+)
 from ._private.derive import DERIVED_BENCHMARK, DERIVERS, derive_acebench_special, derive_all, derive_gta, derive_toolassess
 from ._private.export import EXPORTERS, export_acebench, export_bfcl, export_gta, export_teval
 from ._private.run import run_score, run_selftest
@@ -24,4 +28,7 @@ __all__ = ["TASKS", "CallContext", "FormatError", "Outcome", "Request", "RunResu
            "BENCHMARKS", "DERIVED_BENCHMARK", "DERIVERS", "EXPORTERS", "derive_acebench_special", "derive_all", "derive_gta",
            "derive_toolassess", "export_acebench", "export_bfcl", "export_gta", "export_teval", "CallShapeError", "JSONValueText", "tool_call_parts", "MODES", "SCORERS", "Benchmark", "EvalCase", "Mode", "Predictions", "RecordResult",
            "ScoreRun", "benchmark", "failed", "get_benchmark", "mean", "passed", "read_json_lines", "read_predictions", "run_score",
-           "run_selftest", "safe_ratio", "score_cases", "scorer", "sqrt_weights"]
+           "run_selftest", "safe_ratio", "score_cases", "scorer", "sqrt_weights",
+           "DEFAULT_BUDGET", "EMBED_PREFIX_CHARS", "MODEL_OUTPUT", "Budget", "FoldBudget", "FoldLimit", "OverBudget",
+           "budget_paused", "check_limit", "check_time", "check_value", "current_budget", "embedding_text", "over_budget",
+           "score_record"]

@@ -27,6 +27,13 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def endpoint_env(**extra: str) -> dict[str, str]:
+    """:func:`clean_env` without ``OPENAI_*`` either: the model endpoint is only what ``extra`` says."""
+    env = {k: v for k, v in clean_env().items() if not k.startswith("OPENAI_")}
+    env.update(extra)
+    return env
+
+
 DEFAULT_PAIRS = Path(__file__).resolve().parent.parent / "construction" / "nl2api" / "data" / "chinook_pairs.jsonl"
 
 

@@ -5,14 +5,13 @@ from the environment, bad input as one red line."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from fake_openai import FakeOpenAI
-from helpers import build_slot_split, pair_lines
+from helpers import build_slot_split, endpoint_env, pair_lines
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +37,6 @@ def reply(body: dict) -> str:
     raise AssertionError(system[:50])
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH_", "OPENAI_"))}
-    env.update(extra)
-    return env
-
-
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "benchsmith.cli", "construct", *args], env=env, capture_output=True,
                           text=True, timeout=300)
@@ -55,7 +48,7 @@ def _lines(path: Path) -> list[dict]:
 
 def test_queries_chains_check_pipeline(split: Path, tmp_path: Path) -> None:
     with FakeOpenAI(reply) as ep:
-        env = _env(BENCHSMITH_BASE_URL=ep.base_url, BENCHSMITH_MODEL="fake", BENCHSMITH_CONSTRUCT_OPTIONS="n=6")
+        env = endpoint_env(BENCHSMITH_BASE_URL=ep.base_url, BENCHSMITH_MODEL="fake", BENCHSMITH_CONSTRUCT_OPTIONS="n=6")
         q = _run(["queries", str(split), "--out", str(tmp_path / "q")], env)
         assert q.returncode == 0, q.stderr
         assert "6 items" in q.stdout and "per accepted sample" in q.stdout
@@ -84,9 +77,9 @@ def test_bad_input_is_one_red_line(tmp_path: Path) -> None:
     bad = tmp_path / "in.jsonl"
     bad.write_text('{"query": "x"}\nnot json\n')
     r = _run(["chains", str(bad), "--out", str(tmp_path / "c"), "--model", "fake", "--base-url", "http://127.0.0.1:9/v1"],
-             _env())
+             endpoint_env())
     assert r.returncode == 2 and "in.jsonl" in r.stderr and "line 2" in r.stderr.lower().replace(":2", " line 2")
-    r = _run(["queries", str(tmp_path / "missing"), "--out", str(tmp_path / "q")], _env())
+    r = _run(["queries", str(tmp_path / "missing"), "--out", str(tmp_path / "q")], endpoint_env())
     assert r.returncode == 2 and "does not exist" in r.stderr and "Traceback" not in r.stderr
-    r = _run(["queries", str(bad), "--out", str(tmp_path / "q"), "--role", "poet=x"], _env())
+    r = _run(["queries", str(bad), "--out", str(tmp_path / "q"), "--role", "poet=x"], endpoint_env())
     assert r.returncode == 2 and "bad role model" in r.stderr

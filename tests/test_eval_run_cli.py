@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import build_slot_split, pair_lines
+from helpers import build_slot_split, endpoint_env, pair_lines
 from fake_openai import FakeOpenAI
 
 ANSWER = '{"decision": "no_tool", "tool": "filter_data", "answers": ["no_tool"]}'
@@ -24,12 +24,6 @@ ANSWER = '{"decision": "no_tool", "tool": "filter_data", "answers": ["no_tool"]}
 @pytest.fixture(scope="module")
 def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_slot_split(tmp_path_factory.mktemp("runcli"), pair_lines()[:20])
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH_", "OPENAI_"))}
-    env.update(extra)
-    return env
 
 
 def _cmd(*args: str) -> list[str]:
@@ -45,7 +39,7 @@ def test_kill_9_midway_then_rerun_gives_every_case_exactly_once(split: Path, tmp
     args = _cmd("eval", "run", "--split", str(split), "--tasks", "toolassess", "--model", "fake", "--out", str(out),
                 "--concurrency", "2", "--timeout", "20")
     with FakeOpenAI(lambda body: ANSWER, delay=0.15) as ep:
-        env = _env(BENCHSMITH_BASE_URL=ep.base_url)
+        env = endpoint_env(BENCHSMITH_BASE_URL=ep.base_url)
         proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         replies = out / "toolassess" / "replies.jsonl"
         deadline = time.monotonic() + 120
@@ -72,11 +66,11 @@ def test_kill_9_midway_then_rerun_gives_every_case_exactly_once(split: Path, tmp
     assert meta["status"] == "complete" and meta["tasks"]["toolassess"]["done"] == len(cases)
     assert "refused 0" in done.stdout
     # score and report the run folder
-    scored = subprocess.run(_cmd("eval", "score", "--run", str(out)), env=_env(), capture_output=True, text=True)
+    scored = subprocess.run(_cmd("eval", "score", "--run", str(out)), env=endpoint_env(), capture_output=True, text=True)
     assert scored.returncode == 0, scored.stderr
     scores = json.loads((out / "toolassess" / "scores.json").read_text())
     assert scores["records"] == len(cases) and scores["missing_predictions"] == 0
-    rep = subprocess.run(_cmd("report", str(out), "--out", str(tmp_path / "rep")), env=_env(), capture_output=True, text=True)
+    rep = subprocess.run(_cmd("report", str(out), "--out", str(tmp_path / "rep")), env=endpoint_env(), capture_output=True, text=True)
     assert rep.returncode == 0, rep.stderr
     assert (tmp_path / "rep" / "report.html").is_file()
 
@@ -88,7 +82,7 @@ def test_an_endpoint_that_is_down_is_a_clear_error_within_the_timeout(split: Pat
     t0 = time.monotonic()
     res = subprocess.run(_cmd("eval", "run", "--split", str(split), "--tasks", "toolassess", "--model", "fake",
                               "--base-url", f"http://127.0.0.1:{port}/v1", "--out", str(tmp_path / "run"), "--timeout", "5"),
-                         env=_env(), capture_output=True, text=True, timeout=120)
+                         env=endpoint_env(), capture_output=True, text=True, timeout=120)
     assert res.returncode == 2, res.stdout + res.stderr
     assert "cannot reach the model endpoint" in res.stderr and f"127.0.0.1:{port}" in res.stderr
     assert res.stderr.count("\n") <= 3 and "Traceback" not in res.stderr
@@ -101,7 +95,7 @@ def test_secrets_never_reach_the_run_folder_or_the_output(split: Path, tmp_path:
     with FakeOpenAI(lambda body: ANSWER) as ep:
         res = subprocess.run(_cmd("eval", "run", "--split", str(split), "--tasks", "toolassess", "--model", "fake",
                                   "--out", str(out), "--limit", "3"),
-                             env=_env(BENCHSMITH_BASE_URL=ep.base_url, OPENAI_API_KEY=secret), capture_output=True, text=True)
+                             env=endpoint_env(BENCHSMITH_BASE_URL=ep.base_url, OPENAI_API_KEY=secret), capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
     assert secret not in res.stdout + res.stderr
     for path in out.rglob("*"):

@@ -20,8 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchsmith.eval import BENCHMARKS, FormatError, RecordResult, read_json_lines, read_json_reply, read_predictions, score_cases
-from benchsmith.eval._private.core import DEFAULT_BUDGET
+from benchsmith.eval import BENCHMARKS, DEFAULT_BUDGET, FormatError, RecordResult, read_json_lines, read_json_reply, read_predictions, score_cases
 from benchsmith.schemas import CheckResult, JsonlError, UserError, dumps_json, iter_jsonl_lenient, read_jsonl
 from fuzz_outputs import KINDS, Group, benchmark_names, fuzz_output, scorer_groups
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from fake_openai import FakeOpenAI, closed_port
-from helpers import build_slot_split, one_error_line, pair_lines
+from helpers import build_slot_split, endpoint_env, one_error_line, pair_lines
 
 from benchsmith.eval._private.runner import DONE
 
@@ -29,14 +29,8 @@ def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_slot_split(tmp_path_factory.mktemp("hardruns"), pair_lines()[:6])
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH_", "OPENAI_"))}
-    env.update(extra)
-    return env
-
-
 def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "benchsmith.cli", *args], env=env or _env(), capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "benchsmith.cli", *args], env=env or endpoint_env(), capture_output=True,
                           text=True, timeout=timeout)
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     return proc
@@ -236,7 +230,7 @@ def test_a_killed_derive_leaves_the_old_folder_and_the_next_derive_cleans_up(
     before = _tree(out)
     marker = tmp_path / "marker"
     code = KILLED_DERIVE if script == "mid_derive" else KILLED_SWAP
-    proc = subprocess.Popen([sys.executable, "-c", code, str(new_split), str(out), str(marker)], env=_env(),
+    proc = subprocess.Popen([sys.executable, "-c", code, str(new_split), str(out), str(marker)], env=endpoint_env(),
                             start_new_session=True)
     deadline = time.monotonic() + 60
     while not marker.exists():
@@ -305,7 +299,7 @@ def _surrogate_record(r: dict) -> dict:
 
 @pytest.mark.parametrize("port", ["99999", "0", "-1"])
 def test_model_serve_port_out_of_range_is_one_red_line(port: str, tmp_path: Path) -> None:
-    proc = _cli("model", "serve", "--port", port, env=_env(BENCHSMITH_MODEL_STATE_DIR=str(tmp_path / "state")))
+    proc = _cli("model", "serve", "--port", port, env=endpoint_env(BENCHSMITH_MODEL_STATE_DIR=str(tmp_path / "state")))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     line = one_error_line(proc.stderr)
     assert "--port" in line and port in line and "65535" in line, line

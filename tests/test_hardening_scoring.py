@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from benchsmith.eval import Benchmark, EvalCase, RecordResult, get_benchmark, passed, score_cases
-from benchsmith.eval._private import core
+from benchsmith import eval as core  # the scoring-budget API
 from benchsmith.eval.teval._scorers import scorer_name
 from helpers import clean_env, console_script, have_embedding_model, one_error_line
 
