@@ -138,7 +138,7 @@ def main() -> None:
     ap.add_argument("--readers", type=int, default=0, metavar="N",
                     help="also time the JSONL readers and the reply parser on N fuzzed inputs")
     ap.add_argument("--reader-limit", type=float, default=30.0, metavar="S",
-                    help="stop a reader call after S seconds (the reply parser is quadratic on some inputs)")
+                    help="stop a reader call after S seconds (a safety net: none should come near it)")
     args = ap.parse_args()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
