@@ -208,7 +208,7 @@ def step_costs(model_states: list[tuple[ModelStep, dict[str, Any]]]) -> dict[str
     """Seconds spent in each pure part of the model steps, timed directly on the states the plain loop
     saw: prompt rendering (+ the template version lookup of the call record), the closed/bounded JSON
     schema, and parsing the scripted reply."""
-    from benchsmith.eval.tasks._common import bounded_strings, closed_schema
+    from benchsmith.models import bounded_strings, closed_schema
 
     replies = [zero_reply(step.messages(state)) for step, state in model_states]
     out = {"render": 0.0, "schema": 0.0, "parse": 0.0, "n": len(model_states)}

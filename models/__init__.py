@@ -10,6 +10,18 @@ and the real local default model (Gemma 3 270M served by xllamacpp on 127.0.0.1)
 
 from benchsmith.models._private.client import ModelClient, Reply
 from benchsmith.models._private.config import ModelConfig, mask_url, resolve_model
+from benchsmith.models._private.constraints import (
+    MAX_STRING,
+    THOUGHT_SCHEMA,
+    bounded_strings,
+    call_schema,
+    closed_schema,
+    enum_or_string,
+    json_schema_types,
+    openai_tool,
+    reference_choices,
+)
+from benchsmith.models._private.embeddings import Embedder, cosine, get_embedder, text_cosine
 from benchsmith.models._private.errors import TransportError
 from benchsmith.models._private.local import DEFAULT_LOCAL_MODEL, ensure_local_model
 from benchsmith.models._private.server import (
@@ -22,18 +34,31 @@ from benchsmith.models._private.server import (
 )
 
 __all__ = [
+    "MAX_STRING",
+    "THOUGHT_SCHEMA",
+    "bounded_strings",
+    "call_schema",
+    "closed_schema",
+    "enum_or_string",
+    "json_schema_types",
+    "openai_tool",
+    "reference_choices",
     "DEFAULT_LOCAL_MODEL",
+    "Embedder",
     "ModelClient",
     "ModelConfig",
     "Reply",
     "ServerInfo",
     "TransportError",
+    "cosine",
     "ensure_local_model",
     "ensure_local_server",
+    "get_embedder",
     "local_server_status",
     "mask_url",
     "resolve_model",
     "run_local_server",
     "start_local_server",
     "stop_local_server",
+    "text_cosine",
 ]

@@ -289,7 +289,7 @@ def test_a_prediction_calling_the_set_up_tool_is_refused_quickly_in_scoring(slot
 
 
 def test_the_react_tools_refuse_the_set_up_tool(slot_split):
-    from benchsmith.eval.tasks.nl2api import ToolEnv
+    from benchsmith.construction.nl2api import ToolEnv
 
     samples = [json.loads(line) for line in (slot_split / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
     setup = samples[0]["setup"]

@@ -116,7 +116,7 @@ def test_teval_five_megabyte_reason_is_over_budget(mode: str) -> None:
 
 @needs_model
 def test_embedding_text_keeps_what_the_model_reads() -> None:
-    from benchsmith.eval._private.embeddings import get_embedder
+    from benchsmith.models import get_embedder
 
     words = " ".join(f"word{i % 97} and more text" for i in range(6000))  # 150 kB of ordinary text
     cut = core.embedding_text(words)

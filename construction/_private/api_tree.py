@@ -414,7 +414,7 @@ def dedupe_apis(tools: Sequence[dict[str, Any]], threshold: float = 0.9, embedde
     kept tool's (``near_duplicate``; it points at the most similar one). The first occurrence wins.
 
     ``embedder`` has ``encode(texts) -> vectors`` (default: the shared sentence-embedding model,
-    :func:`benchsmith.eval._private.embeddings.get_embedder`).
+    :func:`benchsmith.models.get_embedder`).
 
     >>> class Letters:  # a stand-in embedder: one axis per first letter
     ...     def encode(self, texts):
@@ -434,7 +434,7 @@ def dedupe_apis(tools: Sequence[dict[str, Any]], threshold: float = 0.9, embedde
     if not tools:
         return DedupeResult(kept, dropped)
     if embedder is None:
-        from benchsmith.eval._private.embeddings import get_embedder
+        from benchsmith.models import get_embedder
 
         embedder = get_embedder()
     vecs = np.asarray(embedder.encode([api_text(s) for s in seeds] + [api_text(t) for t in tools]), dtype=np.float32)

@@ -101,7 +101,7 @@ def call_model(step: ModelStep, state: dict[str, Any], ctx: BuildContext,
     messages = step.messages(state)
     schema = step.schema(state) if step.schema else None
     if schema is not None:
-        from benchsmith.eval.tasks._common import bounded_strings, closed_schema
+        from benchsmith.models import bounded_strings, closed_schema
 
         schema = bounded_strings(closed_schema(schema))
     model = model or ctx.models.for_role(step.role)

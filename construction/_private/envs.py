@@ -66,8 +66,7 @@ def _load_builtin() -> None:
 @environment("nl2api")
 def _nl2api(descriptor: dict[str, Any], context: EnvContext) -> ToolEnvironment:
     """``{"kind": "nl2api", "style": "slot"|"sel"|"rest", "setup": [calls]}`` on ``context.split``."""
-    from benchsmith.construction.nl2api import Database
-    from benchsmith.eval.tasks.nl2api import ToolEnv
+    from benchsmith.construction.nl2api import Database, ToolEnv
 
     split = Path(descriptor.get("split") or context.split or "")
     if not (split / "database.sqlite").is_file():

@@ -3,7 +3,7 @@ task text (the query, or the dialogue's user turns joined) means the same as an 
 dropped; the first occurrence is kept.
 
 Texts equal after folding case and whitespace are duplicates without embedding them (cosine 1.0);
-the rest are embedded with real sentence embeddings (:func:`benchsmith.eval._private.embeddings.get_embedder`,
+the rest are embedded with real sentence embeddings (:func:`benchsmith.models.get_embedder`,
 offline, cached) and compared in blocks against the samples kept so far. Samples with no task text
 are never duplicates.
 """
@@ -66,7 +66,7 @@ def near_duplicates(samples: Sequence[Sample | str], threshold: float = 0.92, em
     near: dict[int, tuple[int, float]] = {}  # unique index -> (kept index, cosine)
     if len(unique) > 1:
         if embedder is None:
-            from benchsmith.eval._private.embeddings import get_embedder
+            from benchsmith.models import get_embedder
 
             embedder = get_embedder()
         vecs = np.asarray(embedder.encode([texts[i] for i in unique]), dtype=np.float32)

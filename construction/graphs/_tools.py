@@ -12,7 +12,7 @@ from benchsmith.schemas import ToolCall
 def tool_view(tools: list[dict[str, Any]], rng: random.Random | None = None) -> tuple[str, list[dict[str, Any]]]:
     """(column list, compact tool docs), the tools shuffled by ``rng`` when given (T-Eval shuffles
     the docs so that position carries no hint)."""
-    from benchsmith.eval.tasks.nl2api import compact_tools
+    from benchsmith.construction.nl2api import compact_tools
 
     tools = [t for t in tools if not t.get("hidden")]
     if rng is not None:
@@ -22,7 +22,7 @@ def tool_view(tools: list[dict[str, Any]], rng: random.Random | None = None) -> 
 
 
 def setup_text(setup: list[dict[str, Any]]) -> str:
-    from benchsmith.eval._private.derive import setup_note
+    from benchsmith.construction.nl2api import setup_note
 
     return setup_note([ToolCall.model_validate(c) for c in setup or []])
 

@@ -106,7 +106,7 @@ def sql_tables(sql: str) -> list[str]:
 
 
 def _number_forms(text: str) -> list[str]:
-    from benchsmith.eval._private import derive as d
+    from benchsmith.construction import variants as v
 
     forms = [text]
     try:
@@ -116,20 +116,20 @@ def _number_forms(text: str) -> list[str]:
             value = float(text)
         except ValueError:
             return forms
-    return list(dict.fromkeys(forms + d._forms(value)))
+    return list(dict.fromkeys(forms + v.value_forms(value)))
 
 
 def mentions_literal(text: str, literal: dict[str, Any]) -> bool:
     """``text`` mentions the literal: a string case-insensitively as a whole token (a plural ``s``
     or ``es`` allowed), a number as written (also with thousands commas or as a small number word)."""
-    from benchsmith.eval._private import derive as d
+    from benchsmith.construction import variants as v
 
     if literal["string"]:
         form = literal["text"]
         pat = (r"(?<!\w)" if re.match(r"\w", form) else "") + re.escape(form) \
             + (r"(?:s|es)?(?!\w)" if re.search(r"\w$", form) else "")
         return re.search(pat, text, re.IGNORECASE) is not None
-    return any(d._find(text, f) for f in _number_forms(literal["text"]))
+    return any(v.find_form(text, f) for f in _number_forms(literal["text"]))
 
 
 def sql_leak(question: str, sql: str) -> str | None:

@@ -104,7 +104,7 @@ def _act_vars(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def _act_schema(state: dict[str, Any]) -> dict[str, Any]:
-    from benchsmith.eval.tasks.nl2api import step_schema
+    from benchsmith.construction.nl2api import step_schema
 
     schema = step_schema([t for t in state["candidate"]["tools"] if not t.get("hidden")], _labels(state))
     return {"anyOf": schema["anyOf"][:-1]}  # no finish branch: the planner decides when to stop

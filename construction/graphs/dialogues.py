@@ -183,7 +183,7 @@ def _assistant_vars(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def _assistant_schema(state: dict[str, Any]) -> dict[str, Any]:
-    from benchsmith.eval.tasks._common import reference_choices
+    from benchsmith.models import reference_choices
 
     labels = _labels(state)
     calls = [{"type": "object", "properties": {"name": {"const": t["name"]},

@@ -123,14 +123,14 @@ REFINE = ModelStep("refine", "refiner", "construction/query_refine", _refine_var
 
 # -- check (pure) -------------------------------------------------------------------------------------
 def _mentions(text: str, value: Any) -> bool:
-    from benchsmith.eval._private import derive as d
+    from benchsmith.construction import variants as v
 
-    forms = d._forms(value)
+    forms = v.value_forms(value)
     if isinstance(value, str) and not forms:
         return True  # a value too short or symbolic to look for
-    if isinstance(value, str) and d._is_number_like(value):
-        forms = forms + d._forms(float(value) if "." in value else int(value))
-    return any(d._spans(text, f) for f in forms)
+    if isinstance(value, str) and v.is_number_like(value):
+        forms = forms + v.value_forms(float(value) if "." in value else int(value))
+    return any(v.form_spans(text, f) for f in forms)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -230,12 +230,12 @@ class ExpandGraph(ConstructionGraph):
                 for s in read_samples(source, "exemplars with gold chains")]
 
     def initial(self, item_id: str, item: dict[str, Any], seed: int) -> dict[str, Any]:
-        from benchsmith.eval._private import derive as d
+        from benchsmith.construction import variants as v
 
         state = super().initial(item_id, item, seed)
         sample = sample_of(item["exemplar"])
         state["chain"] = chain_of(sample)
-        state["slots"] = slots_of([(arg, value) for _, arg, value, _ in d._literals(sample)])
+        state["slots"] = slots_of([(arg, value) for _, arg, value, _ in v.call_literals(sample)])
         return state
 
     def build(self) -> Any:

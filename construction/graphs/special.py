@@ -93,59 +93,59 @@ def _required(sample: Sample, name: str) -> set[str]:
 
 def pick(state: dict[str, Any]) -> dict[str, Any]:
     """What to change (seeded by the item), a deterministic draft and the expected answer."""
-    from benchsmith.eval._private import derive as d
+    from benchsmith.construction import variants as v
 
     kind = state["item"]["kind"]
     sample = sample_of(state["item"]["sample"])
     rng = item_rng(state, "pick")
-    query, hint = d._query(sample), sample.context
+    query, hint = v.sample_query(sample), sample.context
     sid = sample.id or state["item_id"]
     context: str | None = None
     if kind == "incomplete":
-        lits = d._literals(sample)
+        lits = v.call_literals(sample)
         if not lits:
             return reject("pick", "no_literal", "the request states no argument value of its gold calls")
         required = [lit for lit in lits if lit[1] in _required(sample, lit[0].name)]
         call, arg, value, _form = rng.choice(required or lits)
-        forms = d._forms(value)
+        forms = v.value_forms(value)
         tool = next((t for t in sample.tools if t.name == call.name), None)
-        noun = d._noun(call, arg, tool)
-        placeholder = "N" if d._is_number_like(value) else f"a certain {noun}"
-        draft = d._replace_all(query, forms, placeholder, eat_quotes=True)
+        noun = v.argument_noun(call, arg, tool)
+        placeholder = "N" if v.is_number_like(value) else f"a certain {noun}"
+        draft = v.replace_forms(query, forms, placeholder, eat_quotes=True)
         draft = re.sub(r"\b(?:the|a|an) (a certain )", r"\1", draft, flags=re.IGNORECASE)
-        context = hint if hint and not any(d._find(hint, f) for f in forms) else None
+        context = hint if hint and not any(v.find_form(hint, f) for f in forms) else None
         change = {"api": call.name, "argument": arg, "value": value, "forms": forms, "placeholder": placeholder,
                   "noun": noun, "required": bool(required)}
         truth: Any = {call.name: [arg]}
     elif kind == "error_param":
         options = []
-        for call, arg, value, form in d._literals(sample):
-            bad = d._corrupt(value, form, state.get("seed", 0), sid)
+        for call, arg, value, form in v.call_literals(sample):
+            bad = v.corrupt_value(value, form, state.get("seed", 0), sid)
             if bad is not None:
                 options.append((call, arg, value, form, *bad))
         if not options:
             return reject("pick", "no_corruptible_value", "no argument value stated in the request can be corrupted")
         call, arg, value, form, wrong, rule = rng.choice(options)
-        draft = d._replace_all(query, [form], wrong, eat_quotes=False)
-        context = d._replace_all(hint, [form], wrong, eat_quotes=False) if hint else None
+        draft = v.replace_forms(query, [form], wrong, eat_quotes=False)
+        context = v.replace_forms(hint, [form], wrong, eat_quotes=False) if hint else None
         tool = next((t for t in sample.tools if t.name == call.name), None)
-        change = {"api": call.name, "argument": arg, "value": value, "forms": d._forms(value), "wrong": wrong,
-                  "rule": rule, "noun": d._noun(call, arg, tool)}
+        change = {"api": call.name, "argument": arg, "value": value, "forms": v.value_forms(value), "wrong": wrong,
+                  "rule": rule, "noun": v.argument_noun(call, arg, tool)}
         truth = {arg: [wrong]}
     elif kind == "irrelevant":
-        fill = {k: rng.choice(v) for k, v in d._FILL.items()}
-        draft = rng.choice(d._IRRELEVANT).format(**fill)
-        change, truth = {"topic": draft}, d.IRRELEVANT_GOLD
+        fill = {k: rng.choice(v) for k, v in v.FILL_VALUES.items()}
+        draft = rng.choice(v.IRRELEVANT_QUESTIONS).format(**fill)
+        change, truth = {"topic": draft}, v.IRRELEVANT_GOLD
     elif kind == "no_tool":
         variant = rng.choice(("answer_given", "rephrase"))
-        draft = d._no_tool_variant(sample, variant, rng) or d._no_tool_variant(sample, variant := "rephrase", rng)
+        draft = v.no_tool_variant(sample, variant, rng) or v.no_tool_variant(sample, variant := "rephrase", rng)
         change, truth = {"variant": variant}, {"label": "no_tool"}
     elif kind == "cannot_complete":
-        text = d._tool_text(sample)
+        text = v.tools_text(sample)
         variants = ["missing_column", "write_action", "missing_table"]
         first = rng.choice(variants)
         for variant in [first, *(v for v in variants if v != first)]:
-            draft = d._cannot_variant(sample, variant, rng, text)
+            draft = v.cannot_variant(sample, variant, rng, text)
             if draft:
                 break
         change, truth = {"variant": variant}, {"label": "cannot_complete"}
@@ -198,7 +198,7 @@ def check_rewrite(kind: str, query: str, original: str, change: dict[str, Any],
     ...               {"forms": ["Brazil"]}, [])[0]
     'value_still_present'
     """
-    from benchsmith.eval._private import derive as d
+    from benchsmith.construction import variants as v
 
     if re.search(r"[\x00-\x08\x0b-\x1f\x7f]", query):
         return "control_characters", "the query contains control characters"
@@ -208,13 +208,13 @@ def check_rewrite(kind: str, query: str, original: str, change: dict[str, Any],
     if named:
         return "names_tool", f"the query names the tool {named!r}"
     if kind == "incomplete":
-        left = [f for f in change.get("forms") or [] if d._spans(query, f)]
+        left = [f for f in change.get("forms") or [] if v.form_spans(query, f)]
         if left:
             return "value_still_present", f"the query still states the dropped value {left[0]!r}"
     elif kind == "error_param":
-        if not d._spans(query, str(change["wrong"])):
+        if not v.form_spans(query, str(change["wrong"])):
             return "wrong_value_missing", f"the query does not state the wrong value {change['wrong']!r}"
-        left = [f for f in change.get("forms") or [] if d._spans(query, f)]
+        left = [f for f in change.get("forms") or [] if v.form_spans(query, f)]
         if left:
             return "original_value_present", f"the query still states the right value {left[0]!r}"
     if normal(query) == normal(original):
@@ -223,18 +223,18 @@ def check_rewrite(kind: str, query: str, original: str, change: dict[str, Any],
 
 
 def _record(kind: str, sample: Sample, query: str, context: str | None, truth: Any) -> dict[str, Any]:
-    from benchsmith.eval._private import derive as d
+    from benchsmith.construction import variants as v
 
     if kind in ACEBENCH_KINDS:
-        note = d._setup_note(sample) if kind != "irrelevant" else ""
+        note = v.sample_setup_note(sample) if kind != "irrelevant" else ""
         return {"benchmark": "acebench", "category": f"special_{kind}",
-                "question": d._ace_question(query, context, note), "ground_truth": truth}
-    return {"benchmark": "toolassess", "task": "awareness", "query": d._with_hint(query, context), "label": truth["label"]}
+                "question": v.acebench_question(query, context, note), "ground_truth": truth}
+    return {"benchmark": "toolassess", "task": "awareness", "query": v.with_hint(query, context), "label": truth["label"]}
 
 
 def check(state: dict[str, Any]) -> dict[str, Any]:
     """Pure checks of the rewrite, then the special sample."""
-    from benchsmith.eval._private import derive as d
+    from benchsmith.construction import variants as v
 
     item, query, change = state["item"], state["query"], state["change"]
     kind, raw = item["kind"], item["sample"]
@@ -247,7 +247,7 @@ def check(state: dict[str, Any]) -> dict[str, Any]:
     context = state.get("context") if kind in ("incomplete", "error_param") else None
     truth = state["truth"]
     if kind == "irrelevant":
-        answer: dict[str, Any] = {"kind": "reference", "references": [d.IRRELEVANT_GOLD]}
+        answer: dict[str, Any] = {"kind": "reference", "references": [v.IRRELEVANT_GOLD]}
     else:
         answer = {"kind": "exact", "value": truth}
     metadata = {"special": {"kind": kind, "source_sample": sample.id, "original_query": raw["query"],

@@ -14,11 +14,12 @@ from ._private.rest import create_app, run_endpoint
 from ._private.runtime import Binding, Runtime, load_bindings, observation, result_rows
 from ._private.splitfiles import read_endpoints, read_manifest, read_toolset
 from ._private.tools import SLOT_TOOLS, slot_tool
+from ._private.toolenv import ToolEnv, compact_tools, setup_note, step_schema
 from ._private.verify import ChainRun, execute_sql, run_and_check
 
 __all__ = ["MAX_ROWS", "MAX_SQL_CHARS", "REASONS", "STYLES", "Binding", "BuildOptions", "ChainRun", "Conversion",
            "Database", "Pair", "QueryTimeout", "ReadOnlyViolation", "Rejection", "Relation", "Runtime", "SLOT_TOOLS",
-           "ToolError", "build_split",
+           "ToolEnv", "ToolError", "build_split", "compact_tools", "setup_note", "step_schema",
            "chinook_db", "column_descriptions", "convert", "create_app", "execute_sql", "load_bindings", "multiset_equal", "observation", "ordered_equal", "values_equal",
            "read_endpoints", "read_manifest", "read_toolset", "result_rows", "run_and_check",
            "run_endpoint", "slot_tool"]

@@ -8,15 +8,12 @@ report; the same split and seed give the same bytes. Randomness comes only from
 
 >>> sorted(DERIVERS)
 ['acebench_special', 'gta', 'teval', 'toolassess']
->>> _corrupt_number("300000"), _corrupt_number("7"), _corrupt_date("2021-01-05")
-('300x000', '7x', '05-Jan-2021')
 >>> _string_aliases("Embraer S.A."), _number_aliases(1069), _number_aliases(2.5)
 (['Embraer S.A'], ['1069', '1,069'], ['2.5', '2.50'])
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -26,8 +23,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from benchsmith.construction.variants import (
+    FILL_VALUES, IRRELEVANT_GOLD, IRRELEVANT_QUESTIONS, acebench_question, answer_text, argument_noun,
+    call_literals, cannot_variant, corrupt_value, dump_text, find_form, flatten, form_spans, is_number_like,
+    no_tool_variant, number_text, replace_forms, sample_query, sample_setup_note, tools_text, value_forms,
+    visible_steps, with_hint,
+)
 from benchsmith.schemas import (
-    ExactAnswer, ReferenceAnswer, Sample, Step, Tool, ToolCall, UserError, WhitelistAnswer, read_jsonl, write_json,
+    ExactAnswer, ReferenceAnswer, Sample, Tool, UserError, WhitelistAnswer, read_jsonl, write_json,
     write_jsonl,
 )
 
@@ -35,16 +38,9 @@ REPORT = "derive_report.json"
 MAX_TOOLS = 12            # candidate tools per derived record: every gold-chain tool + seeded distractors
 MAX_ANSWER_VALUES = 30    # GTA: answers with more distinct values are skipped (answer_too_long)
 SELECTION_DISTRACTORS = 3
-_REF = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*(\.[^$]*)?\$$")
-_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine",
-                 10: "ten", 11: "eleven", 12: "twelve", 15: "fifteen", 20: "twenty"}
 
 
 # ---- the split ---------------------------------------------------------------------------------
-def _visible_steps(sample: Sample) -> list[Step]:
-    return [s for s in sample.gold if s.call is not None and not s.hidden]
 
 
 def load_split(split_dir: str | Path) -> tuple[Path, list[Sample]]:
@@ -54,7 +50,7 @@ def load_split(split_dir: str | Path) -> tuple[Path, list[Sample]]:
     if not path.is_file():
         raise UserError(f"{split} has no samples.jsonl", fix="pass a split folder written by `benchsmith nl2api build`")
     samples = [s for s in read_jsonl(path, Sample)
-               if (s.verification is None or s.verification.status == "verified") and _visible_steps(s)]
+               if (s.verification is None or s.verification.status == "verified") and visible_steps(s)]
     if not samples:
         raise UserError(f"{path} has no verified sample with gold calls", fix="build the split first")
     return split, samples
@@ -78,46 +74,17 @@ def _rng(seed: int, *parts: Any) -> random.Random:
     return random.Random(":".join(str(p) for p in (seed, *parts)))  # str seeds hash with SHA-512: stable
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _query(sample: Sample) -> str:
-    if sample.query is not None:
-        return sample.query
-    return "\n".join(m.content for m in sample.dialogue or [] if m.role == "user")
 
 
-def _with_hint(query: str, hint: str | None) -> str:
-    return f"{query}\n(Hint: {hint})" if hint else query
 
 
-def _setup_note(sample: Sample) -> str:
-    """``Data already loaded for you: $data_1$ = tracks joined with albums ...`` (empty without a setup)."""
-    return setup_note(sample.setup)
-
-
-def setup_note(setup: Iterable[ToolCall]) -> str:
-    """What a sample's hidden set-up calls loaded, in words a model can use (empty without a setup)."""
-    parts = []
-    for call in setup:
-        if not call.label:
-            continue
-        src = call.arguments.get("source")
-        what = str(src) if isinstance(src, str) else call.name
-        joins = [j.get("table") for j in call.arguments.get("joins") or [] if isinstance(j, dict) and j.get("table")]
-        if joins:
-            what += " joined with " + ", ".join(str(j) for j in joins)
-        parts.append(f"${call.label}$ = {what}")
-    if not parts:
-        return ""
-    return ("Data already loaded for you: " + "; ".join(parts) + " (pass it as data_source). Every tool output "
-            "is kept under a label; later calls refer to it as $label$.")
 
 
 def _chain_tools(sample: Sample) -> list[str]:
     out: list[str] = []
-    for st in _visible_steps(sample):
+    for st in visible_steps(sample):
         if st.call is not None and st.call.name not in out:
             out.append(st.call.name)
     return out
@@ -135,8 +102,6 @@ def candidate_tools(sample: Sample, seed: int, purpose: str, limit: int = MAX_TO
     return [t for t in sample.tools if t.name in keep]
 
 
-def _tool_text(sample: Sample) -> str:
-    return _dump([t.model_dump(mode="json") for t in sample.tools]).lower()
 
 
 def _skip(skipped: list[dict[str, Any]], sample: Sample, category: str, reason: str) -> None:
@@ -157,42 +122,14 @@ def _report(benchmark: str, split: Path, samples: list[Sample], seed: int | None
 
 
 # ---- answers -----------------------------------------------------------------------------------
-def _flatten(value: Any) -> list[Any]:
-    if isinstance(value, (list, tuple)):
-        return [x for v in value for x in _flatten(v)]
-    return [value]
 
 
-def _rows(value: Any) -> list[list[Any]]:
-    if isinstance(value, (list, tuple)):
-        return [list(_flatten(r)) if isinstance(r, (list, tuple)) else [r] for r in value]
-    return [[value]]
 
 
-def _number_text(v: int | float) -> str:
-    if isinstance(v, float):
-        if v.is_integer():
-            return str(int(v))
-        text = repr(v)
-        return text if len(text) <= 8 else f"{v:.2f}"
-    return str(v)
 
 
-def _cell_text(v: Any) -> str:
-    if isinstance(v, bool) or v is None:
-        return json.dumps(v)
-    if isinstance(v, (int, float)):
-        return _number_text(v)
-    return str(v)
 
 
-def answer_text(value: Any) -> str:
-    """The exact answer as prose: cells joined by ", ", rows by "; ".
-
-    >>> answer_text([["Luís", "Gonçalves"], ["Eduardo", "Martins"]]), answer_text([[1069]])
-    ('Luís, Gonçalves; Eduardo, Martins', '1069')
-    """
-    return "; ".join(", ".join(_cell_text(c) for c in row) for row in _rows(value))
 
 
 def _string_aliases(s: str) -> list[str]:
@@ -203,7 +140,7 @@ def _string_aliases(s: str) -> list[str]:
 
 
 def _number_aliases(v: int | float) -> list[str]:
-    out = [_number_text(v)]
+    out = [number_text(v)]
     if isinstance(v, float):
         out += [repr(v)] + ([str(int(v))] if v.is_integer() else [f"{v:.2f}"])
     elif abs(v) >= 1000:
@@ -213,7 +150,7 @@ def _number_aliases(v: int | float) -> list[str]:
 
 def _whitelist(value: Any) -> list[list[str]] | None:
     groups: dict[str, list[str]] = {}
-    for cell in _flatten(value):
+    for cell in flatten(value):
         if cell is None or isinstance(cell, bool):
             continue
         aliases = _number_aliases(cell) if isinstance(cell, (int, float)) else _string_aliases(str(cell))
@@ -287,17 +224,17 @@ def derive_gta(split_dir: str | Path, out_dir: str | Path, seed: int = 0) -> dic
         if not isinstance(gt, dict) or whitelist_pass(content, gt["whitelist"], gt["blacklist"], "official"):
             official_ok += 1
         tools = {t.name: t for t in sample.tools}
-        user = _with_hint(_query(sample), sample.context)
-        note = _setup_note(sample)
+        user = with_hint(sample_query(sample), sample.context)
+        note = sample_setup_note(sample)
         dialogs: list[dict[str, Any]] = [{"role": "user", "content": f"{user}\n{note}" if note else user}]
-        for i, st in enumerate(_visible_steps(sample)):
+        for i, st in enumerate(visible_steps(sample)):
             call = st.call
             assert call is not None
             dialogs.append({"role": "assistant", "thought": st.thought or step_thought(call, tools.get(call.name), i),
                             "tool_calls": [{"type": "function",
                                             "function": {"name": call.name, "arguments": call.arguments}}]})
             ret: dict[str, Any] = {"role": "tool", "name": call.name,
-                                   "content": {"type": "text", "content": _dump(st.observation)}}
+                                   "content": {"type": "text", "content": dump_text(st.observation)}}
             if call.label:
                 ret["label"] = call.label
             dialogs.append(ret)
@@ -316,90 +253,14 @@ def derive_gta(split_dir: str | Path, out_dir: str | Path, seed: int = 0) -> dic
 
 
 # ---- ToolAssess --------------------------------------------------------------------------------
-_GENERAL_QUESTIONS = (
-    "What is the chemical symbol for gold?",
-    "How many days does a leap year have?",
-    "Which planet is closest to the Sun?",
-    "What is the capital city of Japan?",
-    "How many sides does a hexagon have?",
-    "In which continent is Kenya?",
-    "What is the boiling point of water at sea level, in degrees Celsius?",
-    "Who wrote the play 'Romeo and Juliet'?",
-    "What is the plural of the word 'mouse'?",
-    "How many centimetres are there in one metre?",
-    "What is the opposite of the word 'ancient'?",
-    "Which ocean lies between Africa and Australia?",
-    "What gas do plants take in from the air for photosynthesis?",
-    "How many hours are there in one day?",
-    "What is the largest mammal on Earth?",
-    "Which language has the most native speakers in Brazil?",
-)
-_MISSING_ATTRIBUTES = {  # per table: attributes a music-store database does not record (checked against the tools)
-    "tracks": ("number of streams on Spotify", "beats per minute", "lyrics"),
-    "albums": ("number of copies sold", "critic score", "cover designer"),
-    "artists": ("number of social media followers", "home town", "date of birth"),
-    "customers": ("annual income", "shoe size", "loyalty points balance"),
-    "employees": ("salary", "annual bonus", "performance rating"),
-    "invoices": ("payment method", "delivery date", "discount code"),
-    "invoice_items": ("discount applied", "refund status", "delivery date"),
-    "genres": ("year of origin", "number of streams", "founding artist"),
-    "media_types": ("licence cost", "file extension popularity", "release year"),
-    "playlists": ("number of followers", "creator", "creation date"),
-    "playlist_track": ("date added", "number of skips", "position rating"),
-}
-_GENERIC_ATTRIBUTES = ("carbon footprint", "rating on social media", "weight in kilograms")
-_MISSING_DATA = ("product reviews", "website visits", "shipping delays", "concert tickets", "refund requests",
-                 "newsletter subscriptions")
-_NOT_KEYWORDS = {"number", "of", "on", "in", "the", "date", "year", "rate", "rating", "cost", "count", "and"}
 
 
-def _entity(sample: Sample) -> tuple[str, str]:
-    """(table, plural phrase) of the sample's main data (``invoice_items`` -> "invoice items")."""
-    src = next((c.arguments.get("source") for c in sample.setup if isinstance(c.arguments.get("source"), str)), None)
-    if src is None:  # REST: the table named in the first gold tool's description ("... from tracks where ...")
-        first = _visible_steps(sample)[0].call
-        tool = next((t for t in sample.tools if first is not None and t.name == first.name), None)
-        m = re.search(r"\bfrom (\w+)", tool.description) if tool is not None else None
-        src = m.group(1) if m else "records"
-    return src, src.replace("_", " ")
 
 
-def _absent(phrase: str, tool_text: str) -> bool:
-    words = [w for w in re.findall(r"[a-z]+", phrase.lower()) if w not in _NOT_KEYWORDS and len(w) > 2]
-    return bool(words) and not any(w in tool_text for w in words)
 
 
-def _no_tool_variant(sample: Sample, kind: str, rng: random.Random) -> str | None:
-    q = _with_hint(_query(sample), sample.context)
-    if kind == "answer_given":
-        if not isinstance(sample.answer, ExactAnswer) or len(_flatten(sample.answer.value)) > 10:
-            return None
-        return (f'A colleague already looked this up: the answer to "{_query(sample)}" is '
-                f"{answer_text(sample.answer.value)}. Without looking anything up, repeat that answer as one "
-                "complete sentence.")
-    if kind == "rephrase":
-        return f'Rewrite this question in simpler words, without answering it: "{q}"'
-    return rng.choice(_GENERAL_QUESTIONS)
 
 
-def _cannot_variant(sample: Sample, kind: str, rng: random.Random, tool_text: str) -> str | None:
-    table, entity = _entity(sample)
-    q = _with_hint(_query(sample), sample.context)
-    if kind == "missing_column":
-        options = [a for a in (*_MISSING_ATTRIBUTES.get(table, ()), *_GENERIC_ATTRIBUTES) if _absent(a, tool_text)]
-        if not options:
-            return None
-        attr = rng.choice(options)
-        return f"Answer this question, and include the {attr} of each of the {entity} involved: {q}"
-    if kind == "missing_table":
-        options = [d for d in _MISSING_DATA if _absent(d, tool_text)]
-        if not options:
-            return None
-        return f"Which of the {entity} are linked to the most {rng.choice(options)}? Use the store's records."
-    templates = (f"Permanently delete from the database every one of the {entity} this question is about: {q}",
-                 f"Add a new entry to the {table} table in the database, then answer: {q}",
-                 f"Update the database so that the answer to this question becomes empty: {q}")
-    return rng.choice(templates)
 
 
 def _tool_entry(tool: Tool) -> dict[str, Any]:
@@ -442,13 +303,13 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
     for n, sample in enumerate(samples):
         srng = _rng(seed, sample.id, "toolassess")
         tools = [_tool_entry(t) for t in candidate_tools(sample, seed, "toolassess")]
-        tool_text = _tool_text(sample)
-        items = [("requires_tool", "original", _with_hint(_query(sample), sample.context))]
+        tool_text = tools_text(sample)
+        items = [("requires_tool", "original", with_hint(sample_query(sample), sample.context))]
         for label, kinds in (("no_tool", (no_kinds[n], "rephrase", "general")),
                              ("cannot_complete", (cannot_kinds[n], "missing_column", "write_action"))):
             for kind in dict.fromkeys(kinds):  # the assigned variant first, then fallbacks that always apply
-                text = (_no_tool_variant(sample, kind, srng) if label == "no_tool"
-                        else _cannot_variant(sample, kind, srng, tool_text))
+                text = (no_tool_variant(sample, kind, srng) if label == "no_tool"
+                        else cannot_variant(sample, kind, srng, tool_text))
                 if text:
                     items.append((label, kind, text))
                     break
@@ -462,7 +323,7 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
         per_sample_aware[sample.id or ""] = recs
         awareness.extend(recs)
 
-        first = _visible_steps(sample)[0].call
+        first = visible_steps(sample)[0].call
         assert first is not None
         chain = set(_chain_tools(sample))
         others = [t for t in sample.tools if t.name not in chain]
@@ -476,7 +337,7 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
         cands = [next(t for t in sample.tools if t.name == first.name), *picks]
         srng.shuffle(cands)
         question = ("Which of the candidate tools should be called first to answer this request (none, if no "
-                    "candidate can serve it)? " + _with_hint(_query(sample), sample.context))
+                    "candidate can serve it)? " + with_hint(sample_query(sample), sample.context))
         selection.append({"task": "selection", "query": question,
                           "tools": [_tool_entry(t) for t in cands], "answer_tools": [first.name],
                           "meta": {"source_sample": sample.id, "label": "true_tool"}})
@@ -552,173 +413,30 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
 
 
 # ---- ACEBench special ------------------------------------------------------------------------
-_IRRELEVANT = (
-    "Book a table for {n} at an Italian restaurant in {city} for 8 pm tonight.",
-    "What will the weather be like in {city} this weekend?",
-    "Send an email to {person} saying that I will be late for the meeting.",
-    "Set an alarm for 6:30 tomorrow morning and call it '{thing}'.",
-    "Book a flight from {city} to {city2} for next Friday, economy class.",
-    "Order a large pepperoni pizza to be delivered to my flat in {city}.",
-    "Turn off the lights in the living room and lower the thermostat to {n}0 degrees Fahrenheit.",
-    "What is the current share price of {company}?",
-    "Schedule a dentist appointment for me next Tuesday afternoon in {city}.",
-    "Call a taxi to take {n} people from {city} central station to the airport.",
-    "How much money is left in my checking account?",
-    "Find a hotel in {city2} under 100 euros per night for {n} nights.",
-    "Remind me to water the plants at 7 pm and tell {person} about it.",
-    "Post 'Happy Friday!' on my social media accounts.",
-    "Track the parcel that {company} shipped to me yesterday.",
-    "Rent a small car in {city} for the weekend.",
-    "How many steps did I walk today according to my fitness tracker?",
-    "Pay my electricity bill from my savings account.",
-    "Cancel my gym membership and send {person} the confirmation.",
-    "Translate my last text message to {person} into Japanese and send it again.",
-)
-_FILL = {"city": ("Lisbon", "Oslo", "Toronto", "Nairobi", "Kyoto", "Lima", "Prague"),
-         "city2": ("Madrid", "Berlin", "Seoul", "Cairo", "Sydney", "Quito"),
-         "person": ("my landlord", "Dr. Alvarez", "my sister", "the project team", "Mr. Okafor"),
-         "company": ("Tesla", "Siemens", "Toyota", "Unilever", "DHL"),
-         "thing": ("gym", "standup", "flight"), "n": ("2", "3", "4", "6")}
-IRRELEVANT_GOLD = "Due to the limitations of the function, I cannot solve this problem."
 
 
-def _forms(value: Any) -> list[str]:
-    """How a literal argument value may be written in the question."""
-    if isinstance(value, bool) or value is None:
-        return []
-    if isinstance(value, str):
-        v = value.strip()
-        if len(v) < 2 or not re.search(r"\w", v) or _REF.match(v):
-            return []
-        return [v]
-    if isinstance(value, int):
-        out = [str(value)] + ([f"{value:,}"] if abs(value) >= 1000 else [])
-        return out + ([_NUMBER_WORDS[value]] if value in _NUMBER_WORDS else [])
-    if isinstance(value, float):
-        return [str(int(value)), repr(value)] if value.is_integer() else [repr(value)]
-    return []
 
 
-_STOPWORDS = {"the", "a", "an", "and", "or", "of", "in", "on", "at", "to", "for", "by", "with", "is", "are", "was",
-              "it", "as", "be", "no", "not", "all", "any", "one", "me", "my", "we", "us"}
 
 
-def _find(text: str, form: str, flags: int = re.IGNORECASE) -> list[tuple[int, int]]:
-    """Spans of ``form`` as a whole token of ``text``."""
-    pat = (r"(?<!\w)" if re.match(r"\w", form) else "") + re.escape(form) \
-        + (r"(?!\w)" if re.search(r"\w$", form) else "")
-    return [(m.start(), m.end()) for m in re.finditer(pat, text, flags)]
 
 
-def _spans(text: str, form: str) -> list[tuple[int, int]]:
-    """Where the question mentions a literal: its quoted occurrences ('Love') if any; else exact-case
-    whole-token occurrences (a common word only when quoted); else case-insensitive ones for
-    forms of four characters or more (``yahoo`` in "Yahoo").
-
-    >>> _spans("Titles by artists whose name begins with 'The'", "The"), _spans("Is it Yahoo?", "yahoo")
-    ([(42, 45)], [(6, 11)])
-    """
-    quoted = [(m.start() + 1, m.end() - 1) for m in re.finditer(r"(['\"])" + re.escape(form) + r"\1", text,
-                                                                 re.IGNORECASE)]
-    if quoted:
-        return quoted
-    if form.lower() in _STOPWORDS:
-        return []
-    return _find(text, form, 0) or (_find(text, form) if len(form) >= 4 else [])
 
 
-def _literals(sample: Sample) -> list[tuple[ToolCall, str, Any, str]]:
-    """(call, argument, value, form found in the query) for each top-level scalar, non-enum,
-    non-reference argument of a visible gold call whose value the query mentions; required
-    arguments first, then chain order."""
-    query = _query(sample)
-    tools = {t.name: t for t in sample.tools}
-    found = []
-    for st in _visible_steps(sample):
-        call = st.call
-        assert call is not None
-        tool = tools.get(call.name)
-        props = tool.parameters.properties if tool is not None else {}
-        required = set(tool.parameters.required) if tool is not None else set()
-        for arg, value in call.arguments.items():
-            if "enum" in props.get(arg, {}):
-                continue
-            for form in _forms(value):
-                if _spans(query, form):
-                    found.append((0 if arg in required else 1, call, arg, value, form))
-                    break
-    found.sort(key=lambda x: x[0])  # stable: chain order within each group
-    return [(c, a, v, f) for _, c, a, v, f in found]
 
 
-def _noun(call: ToolCall, arg: str, tool: Tool | None = None) -> str:
-    """What the dropped value is ("country", "track name"): from the call's column (``key_name``,
-    or a ``table.column`` named in the argument's description), else from the argument name."""
-    key = call.arguments.get("key_name")
-    if not (isinstance(key, str) and key) and tool is not None:
-        m = re.search(r"\b([a-z_]+\.[a-z_]+)\b", str(tool.parameters.properties.get(arg, {}).get("description", "")))
-        key = m.group(1) if m else None
-    if isinstance(key, str) and key:
-        table, _, col = key.rpartition(".")
-        words = col.replace("_", " ")
-        if col in ("name", "title") and table:
-            single = table.split(".")[-1].rstrip("s").replace("_", " ")
-            words = f"{single} {col}"
-        return words
-    base = re.sub(r"_(above|below|min|max|from|to|not|like|contains|starts|ends|before|after|low|high|at_least|"
-                  r"at_most|prefix|suffix)$", "", arg)
-    return base.replace("_", " ") or "value"
 
 
-def _is_number_like(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or \
-        (isinstance(value, str) and re.fullmatch(r"-?\d+(\.\d+)?", value.strip()) is not None)
 
 
-def _replace_all(text: str, forms: Iterable[str], new: str, eat_quotes: bool) -> str:
-    for form in forms:
-        spans = _spans(text, form)
-        for start, end in reversed(spans):
-            if eat_quotes and start > 0 and end < len(text) and text[start - 1] == text[end] and text[end] in "'\"":
-                start, end = start - 1, end + 1
-            text = text[:start] + new + text[end:]
-    return text
 
 
-def _corrupt_number(text: str) -> str:
-    """A number with a letter inside (``300000`` -> ``300x000``): not a valid number any more."""
-    if len(text) < 2:
-        return text + "x"
-    mid = len(text) // 2
-    return text[:mid] + "x" + text[mid:]
 
 
-def _corrupt_date(text: str) -> str | None:
-    """An ISO date in another format (``2021-01-05`` -> ``05-Jan-2021``), as ACEBench does."""
-    m = _ISO_DATE.match(text)
-    if not m or not 1 <= int(m.group(2)) <= 12:
-        return None
-    return f"{m.group(3)}-{_MONTHS[int(m.group(2)) - 1]}-{m.group(1)}"
 
 
-def _corrupt(value: Any, form: str, seed: int, sid: str) -> tuple[str, str] | None:
-    """(corrupted text, rule) for a literal as written in the question, or None."""
-    if isinstance(value, str) and _ISO_DATE.match(value.strip()):
-        bad = _corrupt_date(form)
-        return (bad, "date_format") if bad else None
-    if _is_number_like(value):
-        if not re.fullmatch(r"-?[\d,]+(\.\d+)?", form):
-            return None  # a number word: no digit to corrupt
-        return _corrupt_number(form), "letter_in_number"
-    if isinstance(value, str) and re.fullmatch(r"[^\W\d_]+(?:[\s'.&/-]+[^\W\d_]+)*\.?", form):
-        digest = hashlib.sha256(f"{seed}:{sid}:{form}".encode("utf-8")).hexdigest()
-        return str(10000 + int(digest[:8], 16) % 90000), "number_for_name"
-    return None
 
 
-def _ace_question(text: str, hint: str | None, note: str) -> str:
-    lines = [f"user: {text}"] + ([f"(Hint: {hint})"] if hint else []) + ([note] if note else [])
-    return "\n".join(lines)
 
 
 def derive_acebench_special(split_dir: str | Path, out_dir: str | Path, seed: int = 0) -> dict[str, Any]:
@@ -740,14 +458,14 @@ def derive_acebench_special(split_dir: str | Path, out_dir: str | Path, seed: in
     skipped: list[dict[str, Any]] = []
     sources: dict[str, dict[str, Any]] = {}
     rules: Counter[str] = Counter()
-    order = list(range(len(_IRRELEVANT)))
+    order = list(range(len(IRRELEVANT_QUESTIONS)))
     rng.shuffle(order)
     for n, sample in enumerate(samples):
         sid = sample.id or f"sample{n}"
         functions = [_tool_entry(t) for t in candidate_tools(sample, seed, "acebench")]
-        note = _setup_note(sample)
-        query, hint = _query(sample), sample.context
-        lits = _literals(sample)
+        note = sample_setup_note(sample)
+        query, hint = sample_query(sample), sample.context
+        lits = call_literals(sample)
         made_here: list[tuple[str, str, Any, dict[str, Any]]] = []  # (category, question, gold, provenance)
 
         # incomplete
@@ -755,30 +473,30 @@ def derive_acebench_special(split_dir: str | Path, out_dir: str | Path, seed: in
             _skip(skipped, sample, "special_incomplete", "no_literal_in_question")
         else:
             call, arg, value, _form = lits[0]
-            forms = _forms(value)
-            placeholder = "N" if _is_number_like(value) else \
-                f"a certain {_noun(call, arg, next((t for t in sample.tools if t.name == call.name), None))}"
-            text = _replace_all(query, forms, placeholder, eat_quotes=True)
+            forms = value_forms(value)
+            placeholder = "N" if is_number_like(value) else \
+                f"a certain {argument_noun(call, arg, next((t for t in sample.tools if t.name == call.name), None))}"
+            text = replace_forms(query, forms, placeholder, eat_quotes=True)
             text = re.sub(r"\b(?:the|a|an) (a certain )", r"\1", text, flags=re.IGNORECASE)
-            keep_hint = hint if hint and not any(_find(hint, f) for f in forms) else None
-            if any(_spans(text, f) for f in forms):
+            keep_hint = hint if hint and not any(find_form(hint, f) for f in forms) else None
+            if any(form_spans(text, f) for f in forms):
                 _skip(skipped, sample, "special_incomplete", "literal_still_in_question")
             else:
-                made_here.append(("special_incomplete", _ace_question(text, keep_hint, note), {call.name: [arg]},
+                made_here.append(("special_incomplete", acebench_question(text, keep_hint, note), {call.name: [arg]},
                                   {"api": call.name, "argument": arg}))
         # error_param
         made = False
         for call, arg, value, form in lits:
-            bad = _corrupt(value, form, seed, sid)
+            bad = corrupt_value(value, form, seed, sid)
             if bad is None:
                 continue
             token, rule = bad
-            text = _replace_all(query, [form], token, eat_quotes=False)
-            new_hint = _replace_all(hint, [form], token, eat_quotes=False) if hint else None
-            if not _spans(text, token) or any(_spans(text, f) for f in _forms(value)):
+            text = replace_forms(query, [form], token, eat_quotes=False)
+            new_hint = replace_forms(hint, [form], token, eat_quotes=False) if hint else None
+            if not form_spans(text, token) or any(form_spans(text, f) for f in value_forms(value)):
                 continue
             rules[rule] += 1
-            made_here.append(("special_error_param", _ace_question(text, new_hint, note), {arg: [token]},
+            made_here.append(("special_error_param", acebench_question(text, new_hint, note), {arg: [token]},
                               {"api": call.name, "argument": arg, "rule": rule}))
             made = True
             break
@@ -786,10 +504,10 @@ def derive_acebench_special(split_dir: str | Path, out_dir: str | Path, seed: in
             _skip(skipped, sample, "special_error_param",
                   "no_literal_in_question" if not lits else "no_corruption_rule")
         # irrelevant
-        template = _IRRELEVANT[order[n % len(order)]]
+        template = IRRELEVANT_QUESTIONS[order[n % len(order)]]
         srng = _rng(seed, sid, "irrelevant")
-        fill = {k: srng.choice(v) for k, v in _FILL.items()}
-        made_here.append(("special_irrelevant", _ace_question(template.format(**fill), None, ""), IRRELEVANT_GOLD, {}))
+        fill = {k: srng.choice(v) for k, v in FILL_VALUES.items()}
+        made_here.append(("special_irrelevant", acebench_question(template.format(**fill), None, ""), IRRELEVANT_GOLD, {}))
         for category, question, gold, prov in made_here:
             rid = f"{category}_{len(out_records[category])}"
             out_records[category].append(({"id": rid, "question": question, "function": functions},

@@ -57,7 +57,7 @@ class Request:
 
     def __post_init__(self) -> None:
         if self.json_schema is not None:
-            from benchsmith.eval.tasks._common import bounded_strings, closed_schema
+            from benchsmith.models import bounded_strings, closed_schema
 
             object.__setattr__(self, "json_schema", bounded_strings(closed_schema(self.json_schema)))
 

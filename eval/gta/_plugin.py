@@ -29,20 +29,17 @@ ID_MAP = "id_map.json"       # written by benchsmith's derive/export: GTA id -> 
 
 
 def default_similarity() -> Similarity | None:
-    """Cosine of sentence embeddings from ``benchsmith.eval._private.embeddings`` (as its
-    ``text_cosine``; each text cut to what the model reads, and the call that loads the model
-    not counted against the record's time limit); None when that module is not there."""
-    try:
-        from benchsmith.eval._private import embeddings  # type: ignore[attr-defined]
-    except ImportError:
-        return None
+    """Cosine of sentence embeddings (as :func:`benchsmith.models.text_cosine`; each text cut to
+    what the model reads, and the call that loads the model not counted against the record's
+    time limit)."""
+    from benchsmith.models import cosine, get_embedder
 
     def sim(a: str, b: str) -> float:
-        emb = embeddings.get_embedder()
+        emb = get_embedder()
         texts = [embedding_text(a), embedding_text(b)]
-        with budget_paused() if getattr(emb, "_model", True) is None else contextlib.nullcontext():
+        with budget_paused() if not emb.loaded else contextlib.nullcontext():
             vecs = emb.encode(texts)
-        return float(embeddings.cosine(vecs[0], vecs[1]))
+        return float(cosine(vecs[0], vecs[1]))
     return sim
 
 

@@ -12,94 +12,18 @@ loop.
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
-from benchsmith.construction.nl2api import (
-    SLOT_TOOLS, Database, Runtime, ToolError, observation, read_endpoints, read_toolset, run_endpoint,
-)
+from benchsmith.construction.nl2api import Database, ToolEnv, ToolError, compact_tools, setup_note, step_schema
 from benchsmith.eval import EvalCase
-from benchsmith.eval._private.derive import setup_note
 from benchsmith.eval._private.runner import CallContext, FormatError, Outcome, Request, Task, Turn, read_json_reply, task
 from benchsmith.prompts import get_prompt
-from benchsmith.schemas import ToolCall, UnresolvedReference, resolve_references
+from benchsmith.schemas import ToolCall
 
-from ._common import THOUGHT, native_tool_calls, reference_choices
+from ._common import native_tool_calls
 
 MAX_OBSERVATION = 1500
-
-
-def _type_text(schema: Any, columns: set[str]) -> str:
-    if not isinstance(schema, dict):
-        return "any"
-    enum = schema.get("enum")
-    if isinstance(enum, list):
-        if columns and set(map(str, enum)) <= columns:
-            return "column"
-        return "one of " + "|".join(map(str, enum))
-    t = schema.get("type")
-    if t == "array":
-        return f"list of {_type_text(schema.get('items'), columns)}"
-    if t == "object" and isinstance(schema.get("properties"), dict):
-        req = set(schema.get("required") or [])
-        inner = ", ".join(f"{k}{'' if k in req else '?'}: {_type_text(v, columns)}" for k, v in schema["properties"].items())
-        return "{" + inner + "}"
-    if isinstance(t, list):
-        return "|".join(map(str, t))
-    return str(t or "any")
-
-
-def compact_tools(tools: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """The tools as short text for a prompt: the column list once (it is repeated in every
-    column parameter's description), each parameter as ``name (type): first part of its description``.
-
-    >>> cols, ts = compact_tools([{"name": "f", "description": "Keep rows.", "parameters": {"type": "object",
-    ...     "properties": {"key_name": {"type": "string", "enum": ["t.a", "t.b"], "description": "A column. Columns: t.a: id; t.b: name"}},
-    ...     "required": ["key_name"]}}])
-    >>> cols, ts[0]["params"]
-    ('t.a: id; t.b: name', ['key_name (column, required): A column.'])
-    """
-    columns_text = ""
-    names: set[str] = set()
-    for t in tools:
-        for prop in ((t.get("parameters") or {}).get("properties") or {}).values():
-            desc = str(prop.get("description", "")) if isinstance(prop, dict) else ""
-            if " Columns: " in desc:
-                tail = desc.split(" Columns: ", 1)[1]
-                if len(tail) > len(columns_text):
-                    columns_text = tail
-                if isinstance(prop.get("enum"), list):
-                    names |= set(map(str, prop["enum"]))
-    out = []
-    for t in tools:
-        params = (t.get("parameters") or {})
-        req = set(params.get("required") or [])
-        lines = []
-        for name, prop in (params.get("properties") or {}).items():
-            desc = str(prop.get("description", "")) if isinstance(prop, dict) else ""
-            desc = desc.split(" Columns: ", 1)[0]
-            lines.append(f"{name} ({_type_text(prop, names)}{', required' if name in req else ''}): {desc}".rstrip(": "))
-        out.append({"name": t["name"], "description": t.get("description", ""), "params": lines})
-    return columns_text, out
-
-
-def step_schema(tools: list[dict[str, Any]], labels: list[str] | None = None) -> dict[str, Any]:
-    """One ``anyOf`` branch per tool (its name as a constant, its parameters as the arguments
-    schema, parameters that take an earlier output limited to the ``labels`` that exist) plus
-    ``finish``. The action comes first and the thought last, so a rambling thought cannot cost
-    the step."""
-    branches = []
-    for t in tools:
-        params = reference_choices(t.get("parameters") or {"type": "object"}, labels or [])
-        branches.append({"type": "object", "properties": {"action": {"const": t["name"]}, "arguments": params,
-                                                          "thought": THOUGHT},
-                         "required": ["action", "arguments", "thought"]})
-    branches.append({"type": "object", "properties": {"action": {"const": "finish"},
-                                                      "arguments": {"type": "object", "maxProperties": 0},
-                                                      "thought": THOUGHT},
-                     "required": ["action", "arguments", "thought"]})
-    return {"anyOf": branches}
 
 
 def parse_step(text: str, names: set[str]) -> dict[str, Any]:
@@ -120,59 +44,6 @@ def parse_step(text: str, names: set[str]) -> dict[str, Any]:
     if not isinstance(args, dict):
         raise FormatError("bad_arguments", "arguments must be a JSON object")
     return {"thought": str(value.get("thought") or ""), "action": action, "arguments": args}
-
-
-class ToolEnv:
-    """The split's tools for one case, executing on the split's read-only database.
-
-    The case's hidden set-up calls (``setup``) run here, through the runtime's set-up entry
-    point. When none are given, set-up calls may instead come one by one through :meth:`call`,
-    until the first other call (a sample replayed call by call); ``setup_phase=False`` closes
-    that door, as the ReAct task does: the model's calls never reach a hidden tool."""
-
-    def __init__(self, split: Path, db: Database, style: str, setup: list[dict[str, Any]], *,
-                 setup_phase: bool | None = None) -> None:
-        self.style = style
-        self.db = db
-        self._setup_phase = not setup if setup_phase is None else setup_phase
-        if style == "rest":
-            self.endpoints = read_endpoints(split / "endpoints.json")
-            self.outputs: dict[str, Any] = {}
-        else:
-            toolset = split / "toolset.json"
-            self.runtime = Runtime(db, read_toolset(toolset) if toolset.is_file() else None)
-            self.runtime.setup(ToolCall.model_validate(c) for c in setup)
-
-    def call(self, name: str, arguments: dict[str, Any], label: str) -> Any:
-        """Run one call; its JSON-able observation. Raises ToolError for anything the model got wrong."""
-        try:
-            if self.style == "rest":
-                endpoint = self.endpoints.get(name)
-                if endpoint is None:
-                    raise ToolError(f"unknown endpoint {name!r}", code="unknown_tool")
-                args = resolve_references(arguments, self.outputs)
-                extra = sorted(set(args) - set(endpoint["parameters"]))
-                if extra:
-                    raise ToolError(f"{name} has no parameter {extra[0]!r}", code="unknown_argument")
-                result = run_endpoint(self.db, endpoint, args)
-                self.outputs[label] = result
-                return {"columns": result.get("columns"), "rows": (result.get("rows") or [])[:5],
-                        "truncated": len(result.get("rows") or []) > 5}
-            call = ToolCall(name=name, arguments=arguments, label=label)
-            if self._setup_phase and name in SLOT_TOOLS and SLOT_TOOLS[name].hidden:
-                value = self.runtime.setup([call])
-            else:
-                self._setup_phase = False
-                value = self.runtime.call(call)
-            return observation(value, self.db)
-        except ToolError:
-            raise
-        except UnresolvedReference as exc:
-            raise ToolError(str(exc), code="bad_reference") from None
-        except (ValueError, TypeError, KeyError, sqlite3.Error) as exc:
-            raise ToolError(f"{type(exc).__name__}: {exc}", code="tool_error") from None
-        except Exception as exc:  # noqa: BLE001 - a crash on model input is an observation, not a run failure
-            raise ToolError(f"{type(exc).__name__}: {exc}", code="tool_error") from None
 
 
 def _observation_text(label: str, value: Any) -> str:

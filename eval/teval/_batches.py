@@ -82,7 +82,7 @@ def _cached(emb: Any, parts: Any, compute: Callable[[], Any], dtype: str) -> Any
 def batch_vectors(texts: list[str]) -> Any:
     """float32 vectors, one row per text, from one ``encode`` call on the whole list (not
     normalised), as sentence-transformers returns them with ``convert_to_tensor=True``."""
-    from benchsmith.eval._private.embeddings import get_embedder
+    from benchsmith.models import get_embedder
 
     emb = get_embedder()
 
@@ -97,7 +97,7 @@ def batch_vectors(texts: list[str]) -> Any:
 def official_cosines(a: list[str], b: list[str]) -> Any:
     """``max(cos_sim(encode(a), encode(b)), 0)`` as a float32 matrix, computed with torch exactly as
     T-Eval's plan scorer computes it (its thread count included)."""
-    from benchsmith.eval._private.embeddings import get_embedder
+    from benchsmith.models import get_embedder
 
     emb = get_embedder()
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -40,28 +39,14 @@ UNDERSTAND_EPS = 1e-5
 FULL = 1.0 - 1e-6  # a continuous score at or above this counts as a full match
 
 
-_EMBEDDERS: dict[tuple[str, str, str], Any] = {}
-
-
-def _embedder() -> Any:
-    """``get_embedder()`` without re-resolving the cache folder on every record: remembered per
-    (model, cache, home) environment, and re-fetched when the shared registry has replaced it."""
-    from benchsmith.eval._private import embeddings
-
-    env = os.environ
-    key = (env.get(embeddings.ENV_MODEL) or "", env.get(embeddings.ENV_CACHE) or "", env.get("HOME") or "")
-    emb = _EMBEDDERS.get(key)
-    if emb is None or embeddings._EMBEDDERS.get(key[0]) is not emb:
-        emb = _EMBEDDERS[key] = embeddings.get_embedder()
-    return emb
-
-
 def _encode(texts: list[str]) -> Any:
     """Unit vectors of ``texts`` (each cut to what the model reads, :func:`embedding_text`); the
     call that loads the model does not count against the record's time limit."""
-    emb = _embedder()
+    from benchsmith.models import get_embedder
+
+    emb = get_embedder()
     texts = [embedding_text(t) for t in texts]
-    if getattr(emb, "_model", True) is None:
+    if not emb.loaded:
         with budget_paused():
             return emb.encode(texts)
     return emb.encode(texts)

