@@ -16,17 +16,21 @@ from ._private.finalize import datasheet, finalize
 from ._private.lsclient import LabelStudio, LabelStudioDown
 from ._private.protocol import Decision, apply_correction, decide_adjudication, decide_review
 from ._private.server import (
+    ENV_API_KEY,
+    ENV_URL,
     LabelStudioInfo,
+    data_dir_path,
     label_studio_status,
     resolve_label_studio,
     start_label_studio,
+    state_path,
     stop_label_studio,
 )
 from ._private.simulate import checks_policy, simulate
 from ._private.tasks import sample_kind, task_payload
 from ._private.workflow import PushReport, Workspace
 
-__all__ = ["Decision", "LabelStudio", "LabelStudioDown", "LabelStudioInfo", "PushReport", "Review", "Workspace",
+__all__ = ["ENV_API_KEY", "ENV_URL", "data_dir_path", "state_path", "Decision", "LabelStudio", "LabelStudioDown", "LabelStudioInfo", "PushReport", "Review", "Workspace",
            "apply_correction", "checks_policy", "cohen_kappa", "datasheet", "decide_adjudication", "decide_review",
            "finalize", "label_config", "label_studio_status", "parse_result", "percent_agreement", "resolve_label_studio",
            "result_for", "review_automatically", "sample_kind", "simulate", "start_label_studio", "stop_label_studio",

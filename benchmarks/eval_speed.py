@@ -79,7 +79,7 @@ def main() -> None:
 
 def derived_runs(n_cases: int, only: set[str], given: Path | None) -> None:
     from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
-    from benchsmith.construction.nl2api._private.build import default_pairs_path
+    from benchsmith.construction.nl2api import default_pairs_path
     from benchsmith.eval import derive_all
 
     with tempfile.TemporaryDirectory() as tmp:

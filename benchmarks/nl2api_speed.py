@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from benchsmith.construction.nl2api import Database, Rejection, chinook_db, convert, execute_sql, run_and_check
-from benchsmith.construction.nl2api._private.build import default_pairs_path
+from benchsmith.construction.nl2api import default_pairs_path
 
 
 def load_pairs() -> list[str]:

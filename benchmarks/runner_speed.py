@@ -82,7 +82,7 @@ def toolassess_folder(split: Path | None, tmp: Path) -> Path:
     taken from a ``benchsmith eval derive`` folder, or the given folder itself."""
     if split is None:
         from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
-        from benchsmith.construction.nl2api._private.build import default_pairs_path
+        from benchsmith.construction.nl2api import default_pairs_path
 
         split = tmp / "split"
         build_split(chinook_db(), default_pairs_path(), split, BuildOptions(style="slot"))

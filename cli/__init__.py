@@ -139,7 +139,7 @@ def demo(
     gold self-tests, and T-Eval, GTA, ToolAssess and ACEBench-special cases derived from the SLOT split
     (each self-tested too)."""
     from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
-    from benchsmith.construction.nl2api._private.build import default_pairs_path
+    from benchsmith.construction.nl2api import default_pairs_path
 
     from benchsmith.eval import derive_all, run_selftest
 
@@ -174,7 +174,7 @@ def _demo_construct(out: Path, n: int = 8) -> None:
     """A small construction pass with the local model: queries drawn from the SLOT split's tools ->
     gold chains on its real database -> quality checks (rules, near-duplicates, one model vote)."""
     from benchsmith.construction import EnvContext, RoleModels, run_graph
-    from benchsmith.construction._private.inspect import inspect_samples
+    from benchsmith.construction import inspect_samples
     from benchsmith.construction.checks import CheckContext
     from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model
 

@@ -19,7 +19,7 @@ DATA_DIR_HELP = "Label Studio's data dir (default ./.benchsmith/label-studio; it
 
 def _describe(info) -> dict:  # noqa: ANN001 - a LabelStudioInfo
     """What may be shown of a running server: where the token is, never the token."""
-    from benchsmith.annotation._private.server import ENV_API_KEY, ENV_URL, state_path
+    from benchsmith.annotation import ENV_API_KEY, ENV_URL, state_path
 
     return {"running": True, **info.to_dict(), "state_file": str(state_path(Path(info.data_dir))),
             "token_in": f"{info.credentials_file} (key \"token\")",
@@ -35,7 +35,7 @@ def server_start(
                                help="Seconds to wait for the server to become healthy"),
 ) -> None:
     """Start Label Studio in the background and print its URL; reuses the one running on the data dir."""
-    from benchsmith.annotation._private.server import label_studio_status, start_label_studio
+    from benchsmith.annotation import label_studio_status, start_label_studio
 
     def echo(msg: str) -> None:
         typer.echo(msg, err=True)
@@ -58,7 +58,7 @@ def server_stop(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", envvar="BENCHSMITH_LS_DATA_DIR", help=DATA_DIR_HELP),
 ) -> None:
     """Stop the local Label Studio server (no error when none runs; the data dir is kept)."""
-    from benchsmith.annotation._private.server import stop_label_studio
+    from benchsmith.annotation import stop_label_studio
 
     info = stop_label_studio(data_dir)
     typer.echo(f"stopped Label Studio (pid {info.pid}, {info.url})" if info else "no Label Studio server running")
@@ -72,7 +72,7 @@ def server_status(
     """Print the local server's state as JSON (URL, pid, data dir, where the token is); exit 1 when not running."""
     import json
 
-    from benchsmith.annotation._private.server import data_dir_path, label_studio_status, state_path
+    from benchsmith.annotation import data_dir_path, label_studio_status, state_path
 
     info = label_studio_status(data_dir)
     if info is None:
@@ -93,7 +93,7 @@ def _server_errors(fn):  # noqa: ANN001, ANN202
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        from benchsmith.annotation._private.lsclient import LabelStudioDown
+        from benchsmith.annotation import LabelStudioDown
 
         try:
             return fn(*args, **kwargs)
@@ -107,9 +107,9 @@ def _server_errors(fn):  # noqa: ANN001, ANN202
 
 
 def _open(workspace: Path, data_dir: Optional[Path]):  # noqa: ANN202
-    from benchsmith.annotation._private.lsclient import LabelStudio
-    from benchsmith.annotation._private.server import resolve_label_studio
-    from benchsmith.annotation._private.workflow import Workspace
+    from benchsmith.annotation import LabelStudio
+    from benchsmith.annotation import resolve_label_studio
+    from benchsmith.annotation import Workspace
 
     access = resolve_label_studio(data_dir)
     return Workspace(workspace), LabelStudio(access.url, access.token)
@@ -164,7 +164,7 @@ def annotate_pull(workspace: Path = WORKSPACE, data_dir: Optional[Path] = LS_DAT
 def annotate_simulate(workspace: Path = WORKSPACE, data_dir: Optional[Path] = LS_DATA_DIR) -> None:
     """Post the missing annotations of every open task as simulated reviewers (distinct users) whose verdicts
     come from the automated checks; the datasheet marks them as supplied automatically."""
-    from benchsmith.annotation._private.simulate import checks_policy, simulate
+    from benchsmith.annotation import checks_policy, simulate
 
     ws, ls = _open(workspace, data_dir)
     posted = simulate(ws, ls, checks_policy(ws._check_context(None)))
@@ -177,7 +177,7 @@ def annotate_status(workspace: Path = WORKSPACE) -> None:
     """Items per status and round, and the Label Studio projects (JSON)."""
     import json
 
-    from benchsmith.annotation._private.workflow import Workspace
+    from benchsmith.annotation import Workspace
 
     if not (workspace / "annotation.sqlite").is_file():
         from benchsmith.schemas import UserError
@@ -195,8 +195,8 @@ def annotate_finalize(
 ) -> None:
     """Freeze the accepted items into a versioned split (samples, manifest with content hashes, the source split's
     tools and database) with a datasheet (counts per stage, Cohen's kappa per round, reasons, reviewers)."""
-    from benchsmith.annotation._private.finalize import finalize
-    from benchsmith.annotation._private.workflow import Workspace
+    from benchsmith.annotation import finalize
+    from benchsmith.annotation import Workspace
 
     r = finalize(Workspace(workspace), out, name=name)
     kappa = {k: v["cohen_kappa"] for k, v in r["datasheet"]["agreement"].items()}

@@ -239,7 +239,7 @@ def construct_check(
     from rich.console import Console
 
     from benchsmith.construction import EnvContext
-    from benchsmith.construction._private.inspect import inspect_samples
+    from benchsmith.construction import inspect_samples
     from benchsmith.construction.checks import CheckContext
 
     check_out_dir(out)

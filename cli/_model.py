@@ -69,7 +69,7 @@ def model_status() -> None:
     import json
 
     from benchsmith.models import local_server_status
-    from benchsmith.models._private.paths import state_dir
+    from benchsmith.models import state_dir
 
     info = local_server_status()
     if info is None:

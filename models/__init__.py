@@ -8,7 +8,7 @@ and the real local default model (Gemma 3 270M served by xllamacpp on 127.0.0.1)
 'OPENAI_API_KEY'
 """
 
-from benchsmith.models._private.client import ModelClient, Reply
+from benchsmith.models._private.client import ModelClient, Reply, reply_from_message
 from benchsmith.models._private.config import ModelConfig, mask_url, resolve_model
 from benchsmith.models._private.constraints import (
     MAX_STRING,
@@ -23,6 +23,8 @@ from benchsmith.models._private.constraints import (
 )
 from benchsmith.models._private.embeddings import Embedder, cosine, get_embedder, text_cosine
 from benchsmith.models._private.errors import TransportError
+from benchsmith.models._private.messages import to_langchain
+from benchsmith.models._private.paths import cache_root, state_dir
 from benchsmith.models._private.local import DEFAULT_LOCAL_MODEL, ensure_local_model
 from benchsmith.models._private.server import (
     ServerInfo,
@@ -37,6 +39,7 @@ __all__ = [
     "MAX_STRING",
     "THOUGHT_SCHEMA",
     "bounded_strings",
+    "cache_root",
     "call_schema",
     "closed_schema",
     "enum_or_string",
@@ -56,9 +59,12 @@ __all__ = [
     "get_embedder",
     "local_server_status",
     "mask_url",
+    "reply_from_message",
     "resolve_model",
     "run_local_server",
     "start_local_server",
+    "state_dir",
     "stop_local_server",
     "text_cosine",
+    "to_langchain",
 ]

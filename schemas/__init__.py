@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
-from benchsmith.schemas._private.errors import BenchsmithError, RuntimeFault, UserError
+from benchsmith.schemas._private.errors import BenchsmithError, RuntimeFault, ToolError, UserError
 from benchsmith.schemas._private.jsonl import (
     JsonlError,
     RowError,
@@ -120,6 +120,7 @@ def export_json_schemas(directory: str | os.PathLike[str]) -> list[Path]:
 __all__ = [
     # errors
     "BenchsmithError",
+    "ToolError",
     "UserError",
     "RuntimeFault",
     "JsonlError",

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from benchsmith.annotation._private import server as ls
 from benchsmith.cli._annotate import annotate_app
-from benchsmith.models._private import procs
+from benchsmith.models import procs
 from benchsmith.schemas import RuntimeFault, UserError
 from ls_fixture import label_studio  # noqa: F401 - the session fixture
 

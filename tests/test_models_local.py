@@ -27,7 +27,7 @@ from benchsmith.models import (
     start_local_server,
     stop_local_server,
 )
-from benchsmith.models._private.procs import pid_alive
+from benchsmith.models.procs import pid_alive
 from benchsmith.models._private.serve_main import DEFAULT_CTX_PER_SLOT
 from benchsmith.schemas import RuntimeFault, UserError
 from helpers import clean_env, console_script

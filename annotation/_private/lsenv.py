@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from benchsmith.models._private import procs
-from benchsmith.models._private.paths import cache_root
+from benchsmith.models import procs
+from benchsmith.models import cache_root
 from benchsmith.schemas import RuntimeFault
 
 LS_VERSION = "1.23.2"

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from benchsmith.annotation._private import lsenv
-from benchsmith.models._private import procs
+from benchsmith.models import procs
 from benchsmith.schemas import RuntimeFault, UserError
 
 log = logging.getLogger("benchsmith.annotation")

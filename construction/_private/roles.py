@@ -35,12 +35,11 @@ class ChatModelRole:
 
     def complete(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
                  max_tokens: int | None = None) -> Any:
-        from benchsmith.models._private.client import _reply_from_ai
-        from benchsmith.models._private.messages import to_langchain
+        from benchsmith.models import reply_from_message, to_langchain
 
         t0 = time.monotonic()
         message = self.chat.invoke(to_langchain(messages))
-        return _reply_from_ai(message, time.monotonic() - t0, 1)
+        return reply_from_message(message, time.monotonic() - t0, 1)
 
 
 class _ClientRole:

@@ -4,7 +4,7 @@
 >>> "result_mismatch" in REASONS
 True
 """
-from ._private.build import STYLES, BuildOptions, Pair, build_split
+from ._private.build import STYLES, BuildOptions, Pair, build_split, default_pairs_path
 from ._private.chinook import chinook_db, column_descriptions
 from ._private.compare import multiset_equal, ordered_equal, values_equal
 from ._private.converter import REASONS, Conversion, Rejection, convert
@@ -19,7 +19,7 @@ from ._private.verify import ChainRun, execute_sql, run_and_check
 
 __all__ = ["MAX_ROWS", "MAX_SQL_CHARS", "REASONS", "STYLES", "Binding", "BuildOptions", "ChainRun", "Conversion",
            "Database", "Pair", "QueryTimeout", "ReadOnlyViolation", "Rejection", "Relation", "Runtime", "SLOT_TOOLS",
-           "ToolEnv", "ToolError", "build_split", "compact_tools", "setup_note", "step_schema",
+           "ToolEnv", "ToolError", "build_split", "default_pairs_path", "compact_tools", "setup_note", "step_schema",
            "chinook_db", "column_descriptions", "convert", "create_app", "execute_sql", "load_bindings", "multiset_equal", "observation", "ordered_equal", "values_equal",
            "read_endpoints", "read_manifest", "read_toolset", "result_rows", "run_and_check",
            "run_endpoint", "slot_tool"]

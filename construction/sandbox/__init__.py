@@ -29,7 +29,7 @@ True
 
 from __future__ import annotations
 
-from benchsmith.construction.nl2api._private.relation import ToolError
+from benchsmith.schemas import ToolError
 
 from ._private import device as _device, food as _food, messaging as _messaging, reminders as _reminders  # noqa: F401
 from ._private.engine import DOMAINS, CallRecord, Domain, Sandbox, domain

@@ -54,7 +54,8 @@ def _usage(meta: dict[str, Any] | None) -> dict[str, int]:
     return out
 
 
-def _reply_from_ai(message: Any, latency: float, attempts: int) -> Reply:
+def reply_from_message(message: Any, latency: float, attempts: int = 1) -> Reply:
+    """A :class:`Reply` from a langchain ``AIMessage`` (text, tool calls, finish reason, usage)."""
     raw = msgs.ai_to_openai(message)
     meta = getattr(message, "response_metadata", None) or {}
     usage = _usage(meta.get("token_usage")) or _usage(getattr(message, "usage_metadata", None))
@@ -296,7 +297,7 @@ class ModelClient:
             t0 = time.monotonic()
             try:
                 message = await asyncio.wait_for(runnable.ainvoke(lc_messages, **kwargs), self.config.timeout)
-                return _reply_from_ai(message, time.monotonic() - t0, attempt)
+                return reply_from_message(message, time.monotonic() - t0, attempt)
             except (asyncio.TimeoutError, openai.OpenAIError, *_MALFORMED) as exc:
                 outcome = self._on_failure(exc, attempt, t0)
             if isinstance(outcome, Reply):
@@ -320,7 +321,7 @@ class ModelClient:
             t0 = time.monotonic()
             try:
                 message = runnable.invoke(lc_messages, **kwargs)
-                return _reply_from_ai(message, time.monotonic() - t0, attempt)
+                return reply_from_message(message, time.monotonic() - t0, attempt)
             except (openai.OpenAIError, *_MALFORMED) as exc:
                 outcome = self._on_failure(exc, attempt, t0)
             if isinstance(outcome, Reply):

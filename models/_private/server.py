@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from benchsmith.models._private import procs
+from benchsmith.models import procs
 from benchsmith.models._private.paths import state_dir
 from benchsmith.models._private.serve_main import DEFAULT_CTX_PER_SLOT, STATE_FILE
 from benchsmith.schemas import RuntimeFault, UserError

@@ -23,3 +23,12 @@ class UserError(BenchsmithError):
 
 class RuntimeFault(BenchsmithError):
     """A failure of the machinery rather than of the user's input."""
+
+
+class ToolError(BenchsmithError):
+    """A tool call that cannot run (unknown tool or column, wrong argument type, ...): what a model
+    got wrong, reported back to it as the call's observation. ``code`` names the kind."""
+
+    def __init__(self, message: str, *, code: str = "tool_input_error") -> None:
+        self.code = code
+        super().__init__(message)

@@ -21,19 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from benchsmith.schemas import BenchsmithError
+from benchsmith.schemas import ToolError
 
 from .database import Database, quote_ident as q
 
 MAX_SQL_CHARS = 1_000_000  # backstop: no relation's SQL text is longer than this
-
-
-class ToolError(BenchsmithError):
-    """A tool call that cannot run (unknown column, wrong argument type, ...)."""
-
-    def __init__(self, message: str, *, code: str = "tool_input_error") -> None:
-        self.code = code
-        super().__init__(message)
 
 
 @dataclass(frozen=True)

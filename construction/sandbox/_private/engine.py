@@ -18,7 +18,7 @@ from typing import Any, Callable, ClassVar, TypeVar
 
 from pydantic import Field, ValidationError
 
-from benchsmith.construction.nl2api._private.relation import ToolError
+from benchsmith.schemas import ToolError
 from benchsmith.schemas import StrictModel, Tool, UnresolvedReference, UserError, resolve_references
 
 from .tooling import ToolSpec, build_spec, is_tool

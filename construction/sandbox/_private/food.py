@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from benchsmith.construction.nl2api._private.relation import ToolError
+from benchsmith.schemas import ToolError
 from benchsmith.schemas import StrictModel
 
 from .engine import Domain, domain

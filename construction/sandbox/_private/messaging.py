@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from benchsmith.construction.nl2api._private.relation import ToolError
+from benchsmith.schemas import ToolError
 from benchsmith.schemas import StrictModel
 
 from .engine import Domain, domain

@@ -20,7 +20,7 @@ from typing import Any, Callable, Literal, Union
 
 from pydantic import BaseModel
 
-from benchsmith.construction.nl2api._private.relation import ToolError
+from benchsmith.schemas import ToolError
 from benchsmith.schemas import Tool
 
 _MARK = "__sandbox_tool__"

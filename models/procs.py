@@ -1,4 +1,5 @@
-"""Small process and HTTP helpers for the local server: liveness, identity, health, free ports, a file lock."""
+"""Process and HTTP helpers shared by the local servers (the model server and Label Studio): liveness,
+identity, health, free ports, a file lock."""
 
 from __future__ import annotations
 
