@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 
 from benchsmith.schemas._private.errors import BenchsmithError, RuntimeFault, ToolError, UserError
+from benchsmith.schemas._private.registry import ENV_PLUGINS, Registry, load_plugins
 from benchsmith.schemas._private.jsonl import (
     JsonlError,
     RowError,
@@ -118,8 +119,11 @@ def export_json_schemas(directory: str | os.PathLike[str]) -> list[Path]:
 
 
 __all__ = [
+    "ENV_PLUGINS",
+    "load_plugins",
     # errors
     "BenchsmithError",
+    "Registry",
     "ToolError",
     "UserError",
     "RuntimeFault",

@@ -70,16 +70,20 @@ def private_owner(name: str) -> str | None:
 
 
 def registries(path: Path) -> list[str]:
-    """Public module-level name tables: ``NAME: dict = {}`` filled through ``registrar(NAME, ...)``
-    (the shared helper), by ``NAME[key] = ...`` in a function (hand-rolled), or written out as a
-    dict literal of functions or classes (a literal table)."""
+    """Public module-level name tables: a :class:`benchsmith.schemas.Registry`, or ``NAME: dict = {}``
+    filled through ``registrar(NAME, ...)``, by ``NAME[key] = ...`` in a function (hand-rolled), or
+    written out as a dict literal of functions or classes (a literal table)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     tables = {}
     for n in tree.body:
         targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []
         for t in targets:
-            if isinstance(t, ast.Name) and t.id.isupper() and not t.id.startswith("_") and isinstance(n.value, ast.Dict):
+            if not (isinstance(t, ast.Name) and t.id.isupper() and not t.id.startswith("_")):
+                continue
+            if isinstance(n.value, ast.Dict):
                 tables[t.id] = n.value
+            elif isinstance(n.value, ast.Call) and getattr(n.value.func, "id", None) == "Registry":
+                tables[t.id] = None
     found = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "registrar" and node.args:
@@ -92,7 +96,9 @@ def registries(path: Path) -> list[str]:
                         if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in tables:
                             found.setdefault(t.value.id, "hand-rolled")
     for name, value in tables.items():
-        if name not in found and value.values and all(isinstance(v, (ast.Name, ast.Attribute)) for v in value.values):
+        if value is None:
+            found[name] = "Registry"
+        elif name not in found and value.values and all(isinstance(v, (ast.Name, ast.Attribute)) for v in value.values):
             found[name] = "literal table"
     return [f"{name} ({how})" for name, how in sorted(found.items())]
 

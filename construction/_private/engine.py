@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable, ClassVar, TypedDict
 
-from benchsmith.schemas import UserError
+from benchsmith.schemas import Registry
 
 RUNNING, ACCEPTED, REJECTED, REVIEW = "running", "accepted", "rejected", "review"
 FINAL = (ACCEPTED, REJECTED, REVIEW)
@@ -247,25 +247,15 @@ class ConstructionGraph:
         return {}
 
 
-GRAPHS: dict[str, type[ConstructionGraph]] = {}
+GRAPHS: Registry[type[ConstructionGraph]] = Registry("construction graph", ("benchsmith.construction.graphs",),
+                                                     set_name=True)
 
 
 def graph(name: str) -> Callable[[type[ConstructionGraph]], type[ConstructionGraph]]:
     """Register a :class:`ConstructionGraph` subclass under ``name``."""
 
-    def deco(cls: type[ConstructionGraph]) -> type[ConstructionGraph]:
-        if name in GRAPHS:
-            raise ValueError(f"graph {name} registered twice")
-        cls.name = name
-        GRAPHS[name] = cls
-        return cls
-
-    return deco
+    return GRAPHS.register(name)
 
 
 def get_graph(name: str) -> type[ConstructionGraph]:
-    from benchsmith.construction import graphs as _graphs  # noqa: F401 - registration
-
-    if name not in GRAPHS:
-        raise UserError(f"unknown construction graph {name!r}", fix=f"choose from {', '.join(sorted(GRAPHS))}")
-    return GRAPHS[name]
+    return GRAPHS.get_or_raise(name, fix=f"choose from {', '.join(sorted(GRAPHS))}")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from benchsmith.schemas import UserError
+from benchsmith.schemas import Registry, UserError
 
 
 class ToolEnvironment(Protocol):
@@ -28,39 +28,19 @@ class EnvContext:
 
 
 Opener = Callable[[dict[str, Any], EnvContext], ToolEnvironment]
-ENVIRONMENTS: dict[str, Opener] = {}
+ENVIRONMENTS: Registry[Opener] = Registry("tool environment", ("benchsmith.construction.sandbox",))
 
 
 def environment(kind: str) -> Callable[[Opener], Opener]:
     """Register ``opener(descriptor, context) -> ToolEnvironment`` for descriptors ``{"kind": kind, ...}``."""
 
-    def deco(fn: Opener) -> Opener:
-        if kind in ENVIRONMENTS:
-            raise ValueError(f"environment {kind} registered twice")
-        ENVIRONMENTS[kind] = fn
-        return fn
-
-    return deco
+    return ENVIRONMENTS.register(kind)
 
 
 def open_environment(descriptor: dict[str, Any], context: EnvContext | None = None) -> ToolEnvironment:
     """A fresh environment for ``descriptor`` (``{"kind": ..., ...}``)."""
-    _load_builtin()
     kind = descriptor.get("kind") if isinstance(descriptor, dict) else None
-    if kind not in ENVIRONMENTS:
-        raise UserError(f"unknown tool environment {kind!r}", fix=f"use one of {', '.join(sorted(ENVIRONMENTS))}")
-    return ENVIRONMENTS[kind](descriptor, context or EnvContext())
-
-
-def _load_builtin() -> None:
-    import importlib
-
-    for module in ("benchsmith.construction._private.envs", "benchsmith.construction.sandbox"):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:  # the sandbox package is optional while it is being built
-            if exc.name != module:
-                raise
+    return ENVIRONMENTS.get_or_raise(str(kind) if kind is not None else "None")(descriptor, context or EnvContext())
 
 
 @environment("nl2api")

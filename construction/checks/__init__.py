@@ -10,8 +10,6 @@ See ``docs/construction/checks.md``.
 from benchsmith.construction._private.envs import EnvContext
 
 from ._engine import CHECKS, CheckContext, CheckReport, check, failed, passed, run_checks, skipped
-from . import clarity as _clarity, dialogue as _dialogue, execution as _execution  # noqa: F401 - registration
-from . import signature as _signature, tool_docs as _tool_docs, vote as _vote  # noqa: F401 - registration
 from .dedupe import Duplicate, near_duplicates
 from .pool import NEAR_DUPLICATE, CheckSummary, check_samples
 

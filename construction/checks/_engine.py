@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from benchsmith.construction._private.envs import EnvContext
-from benchsmith.schemas import CheckResult, Sample, UserError
+from benchsmith.schemas import CheckResult, Registry, Sample, UserError
 
 Check = Callable[..., CheckResult]
-CHECKS: dict[str, Check] = {}
+CHECKS: Registry[Check] = Registry("check", tuple(f"benchsmith.construction.checks.{m}" for m in (
+    "clarity", "dialogue", "execution", "signature", "tool_docs", "vote")))
 # name -> (the registered function, whether it takes a context); decided once at registration
 _TAKES_CONTEXT: dict[str, tuple[Check, bool]] = {}
 
@@ -51,9 +52,7 @@ def check(name: str) -> Callable[[Check], Check]:
     under ``name`` (which form is decided from the signature, once)."""
 
     def deco(fn: Check) -> Check:
-        if name in CHECKS:
-            raise ValueError(f"check {name} registered twice")
-        CHECKS[name] = fn
+        CHECKS.add(name, fn)
         _TAKES_CONTEXT[name] = (fn, _wants_context(fn))
         return fn
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from benchsmith.schemas import ToolError
 
-from ._private import device as _device, food as _food, messaging as _messaging, reminders as _reminders  # noqa: F401
 from ._private.engine import DOMAINS, CallRecord, Domain, Sandbox, domain
 from ._private.environment import open_sandbox
 from ._private.metrics import call_signature, end_state_accuracy, process_accuracy, state_mismatches

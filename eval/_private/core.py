@@ -25,7 +25,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Literal, Mapping
 
 from pydantic import ConfigDict, Field
 
-from benchsmith.schemas import StrictModel, UserError, loads_json
+from benchsmith.schemas import Registry, StrictModel, UserError, loads_json
 
 Mode = Literal["strict", "official"]
 MODES: tuple[str, ...] = ("strict", "official")
@@ -66,35 +66,22 @@ def failed(case: EvalCase, error_type: str, reason: str = "", score: float = 0.0
 
 
 # ---- registries -------------------------------------------------------------------------------
-SCORERS: dict[str, Callable[..., RecordResult]] = {}
-BENCHMARKS: dict[str, type["Benchmark"]] = {}
-
-
-def registrar(registry: dict[str, Any], kind: str, name: str, *, set_name: bool = False) -> Callable[[Any], Any]:
-    """A decorator that registers its target in ``registry`` under ``name`` (once), optionally
-    setting the target's ``name`` attribute; shared by scorers, benchmarks and run tasks."""
-
-    def deco(target: Any) -> Any:
-        if name in registry:
-            raise ValueError(f"{kind} {name} registered twice")
-        if set_name:
-            target.name = name
-        registry[name] = target
-        return target
-
-    return deco
+# the built-in benchmarks: each package registers its benchmark, scorers and task when imported
+BUILTIN_BENCHMARKS = tuple(f"benchsmith.eval.{b}" for b in ("acebench", "bfcl", "gta", "nl2api", "teval", "toolassess"))
+SCORERS: Registry[Callable[..., RecordResult]] = Registry("scorer", BUILTIN_BENCHMARKS)
+BENCHMARKS: Registry[type["Benchmark"]] = Registry("benchmark", BUILTIN_BENCHMARKS, set_name=True)
 
 
 def scorer(name: str) -> Callable[[Callable[..., RecordResult]], Callable[..., RecordResult]]:
     """Register a pure scoring function ``(case, prediction, mode) -> RecordResult`` by name."""
 
-    return registrar(SCORERS, "scorer", name)
+    return SCORERS.register(name)
 
 
 def benchmark(name: str) -> Callable[[type["Benchmark"]], type["Benchmark"]]:
     """Register a :class:`Benchmark` subclass by name (the ``--benchmark`` value)."""
 
-    return registrar(BENCHMARKS, "benchmark", name, set_name=True)
+    return BENCHMARKS.register(name)
 
 
 class Benchmark(ABC):
@@ -128,11 +115,7 @@ def get_benchmark(name: str, **options: str | None) -> Benchmark:
 
     An option the benchmark does not take, or a value it does not allow, is a :class:`UserError`.
     """
-    from . import plugins  # noqa: F401  (registers the built-in benchmarks)
-
-    if name not in BENCHMARKS:
-        raise UserError(f"unknown benchmark {name!r}", fix=f"use one of {', '.join(sorted(BENCHMARKS))}")
-    bench = BENCHMARKS[name]()
+    bench = BENCHMARKS.get_or_raise(name)()
     given = {k: v for k, v in options.items() if v is not None}
     for key, value in given.items():
         allowed = bench.option_values.get(key)

@@ -26,10 +26,10 @@ from typing import Any, Callable, ClassVar, Iterable, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from benchsmith.schemas import (
-    RuntimeFault, UserError, append_jsonl, loads_json, read_json, validate_shape, write_json, write_jsonl,
+    Registry, RuntimeFault, UserError, append_jsonl, loads_json, read_json, validate_shape, write_json, write_jsonl,
 )
 
-from .core import EvalCase, get_benchmark, registrar
+from .core import BUILTIN_BENCHMARKS, EvalCase, get_benchmark
 
 RUN_FORMAT = "benchsmith.run/v1"
 DONE = ("ok", "format_error", "request_error")
@@ -227,21 +227,17 @@ class SingleCallTask(Task):
         return Outcome("ok", result, [turn])
 
 
-TASKS: dict[str, type[Task]] = {}
+TASKS: Registry[type[Task]] = Registry("task", ("benchsmith.eval.tasks", *BUILTIN_BENCHMARKS), set_name=True)
 
 
 def task(name: str) -> Callable[[type[Task]], type[Task]]:
     """Register a :class:`Task` subclass under ``name`` (the ``--tasks`` value)."""
 
-    return registrar(TASKS, "task", name, set_name=True)
+    return TASKS.register(name)
 
 
 def get_task(name: str) -> type[Task]:
-    import benchsmith.eval.tasks  # noqa: F401 - registers the built-in tasks
-
-    if name not in TASKS:
-        raise UserError(f"unknown task {name!r}", fix=f"choose one of {', '.join(sorted(TASKS))}")
-    return TASKS[name]
+    return TASKS.get_or_raise(name, fix=f"choose one of {', '.join(sorted(TASKS))}")
 
 
 # ---- JSON reading shared by tasks ------------------------------------------------------------------

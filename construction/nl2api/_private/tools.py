@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from benchsmith.schemas import Registry
+
 from .database import Database, quote_ident as q
 from .relation import Relation, ToolError, base_relation
 
@@ -56,7 +58,7 @@ class ToolDef:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-SLOT_TOOLS: dict[str, ToolDef] = {}
+SLOT_TOOLS: Registry[ToolDef] = Registry("SLOT tool")
 
 
 def slot_tool(name: str, description: str, parameters: dict[str, Any], *, hidden: bool = False,
@@ -64,9 +66,7 @@ def slot_tool(name: str, description: str, parameters: dict[str, Any], *, hidden
     """Register a SLOT tool implementation under ``name``."""
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        if name in SLOT_TOOLS:
-            raise ValueError(f"tool {name} registered twice")
-        SLOT_TOOLS[name] = ToolDef(name, description, parameters, fn, hidden, column_params, output)
+        SLOT_TOOLS.add(name, ToolDef(name, description, parameters, fn, hidden, column_params, output))
         return fn
 
     return deco

@@ -19,12 +19,13 @@ from typing import Any, Callable, ClassVar, TypeVar
 from pydantic import Field, ValidationError
 
 from benchsmith.schemas import ToolError
-from benchsmith.schemas import StrictModel, Tool, UnresolvedReference, UserError, resolve_references
+from benchsmith.schemas import Registry, StrictModel, Tool, UnresolvedReference, UserError, resolve_references
 
 from .tooling import ToolSpec, build_spec, is_tool
 
 D = TypeVar("D", bound=type)
-DOMAINS: dict[str, type[Domain]] = {}
+DOMAINS: Registry[type["Domain"]] = Registry("sandbox domain", tuple(
+    f"benchsmith.construction.sandbox._private.{m}" for m in ("device", "food", "messaging", "reminders")))
 
 
 class Domain:
@@ -64,7 +65,7 @@ def domain(name: str) -> Callable[[D], D]:
             raise TypeError(f"sandbox domain {name} has no @tool methods")
         cls.name = name
         cls.specs = specs
-        DOMAINS[name] = cls
+        DOMAINS.add(name, cls)
         return cls
 
     return deco
@@ -91,7 +92,6 @@ class Sandbox:
     """
 
     def __init__(self, config: Mapping[str, Any]) -> None:
-        _load_domains()
         if not isinstance(config, Mapping) or not config:
             raise UserError("a sandbox config must be a non-empty JSON object {domain: state}",
                             fix=f"use domains from {', '.join(sorted(DOMAINS))}")
@@ -194,8 +194,3 @@ def _safe_arguments(arguments: Any) -> dict[str, Any]:
         return _jsonable(arguments)
     except (TypeError, ValueError):
         return {"_unreadable": repr(arguments)[:200]}
-
-
-def _load_domains() -> None:
-    """Import the built-in domains (they register themselves)."""
-    from . import device, food, messaging, reminders  # noqa: F401

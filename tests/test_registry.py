@@ -1,0 +1,75 @@
+"""The one registry helper: lazy built-ins, plug-ins from $BENCHSMITH_PLUGINS (module or folder),
+clear errors for unknown names and plug-ins that cannot be imported."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchsmith.schemas import Registry, UserError, load_plugins
+from benchsmith.schemas._private import registry as registry_module
+
+
+def test_builtins_are_imported_on_first_lookup_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "lazy_colours.py").write_text(
+        "from test_registry_shared import COLOURS\nCOLOURS.add('green', '#0f0')\n", encoding="utf-8")
+    (tmp_path / "test_registry_shared.py").write_text(
+        "from benchsmith.schemas import Registry\nCOLOURS = Registry('colour', ('lazy_colours',))\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import test_registry_shared
+
+    assert "lazy_colours" not in sys.modules
+    assert test_registry_shared.COLOURS["green"] == "#0f0"
+    assert "lazy_colours" in sys.modules
+
+
+def test_a_name_registered_twice_is_a_programming_error() -> None:
+    reg: Registry[int] = Registry("thing")
+    reg.add("a", 1)
+    with pytest.raises(ValueError, match="thing a registered twice"):
+        reg.add("a", 2)
+
+
+def test_an_unknown_name_lists_the_known_ones() -> None:
+    reg: Registry[int] = Registry("thing")
+    reg.add("b", 1)
+    reg.add("a", 2)
+    with pytest.raises(UserError, match="unknown thing 'c'.*use one of a, b"):
+        reg.get_or_raise("c")
+
+
+def test_a_plugin_that_cannot_be_imported_is_a_user_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry_module, "_PLUGINS_LOADED", set(registry_module._PLUGINS_LOADED))
+    with pytest.raises(UserError, match="BENCHSMITH_PLUGINS entry 'no_such_plugin_xyz' cannot be imported"):
+        load_plugins("no_such_plugin_xyz")
+
+
+def test_a_folder_without_init_is_a_user_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry_module, "_PLUGINS_LOADED", set(registry_module._PLUGINS_LOADED))
+    with pytest.raises(UserError, match="has no __init__.py"):
+        load_plugins(str(tmp_path))
+
+
+def test_a_plugin_folder_registers_a_scorer_seen_by_the_cli(tmp_path: Path) -> None:
+    plugin = tmp_path / "my_scorers"
+    plugin.mkdir()
+    (plugin / "__init__.py").write_text(
+        "from benchsmith.eval import passed, scorer\n\n"
+        "@scorer('my_always_right')\n"
+        "def always_right(case, prediction, mode):\n"
+        "    return passed(case)\n", encoding="utf-8")
+    code = "from benchsmith.eval import SCORERS; print('my_always_right' in SCORERS)"
+    env_run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                             env={**_env(), "BENCHSMITH_PLUGINS": str(plugin)})
+    assert env_run.stdout.strip() == "True", env_run.stderr
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_env())
+    assert plain.stdout.strip() == "False", plain.stderr
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "BENCHSMITH_PLUGINS"}
