@@ -156,7 +156,7 @@ def test_cli_format_option_and_environment(tmp_path, monkeypatch):
 
 def test_run_records_its_format_and_scoring_uses_it(tmp_path):
     from benchsmith.eval import TaskOptions, get_task, score_run
-    from benchsmith.eval.tasks.bfcl import fc_result
+    from benchsmith.eval.bfcl import fc_result
     from benchsmith.schemas import write_json, write_jsonl
 
     data = _mini(tmp_path / "data")

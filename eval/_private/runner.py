@@ -3,7 +3,7 @@
 A run folder (docs/eval/runs.md) holds one sub-folder per task. Every finished case is appended
 to ``<task>/replies.jsonl`` (one write + fsync) the moment it finishes, keyed by case id, model and
 prompt version; a re-run skips keys whose last status is ``ok`` or ``format_error`` and retries
-``transport_error``, so a killed run loses at most the cases in flight. Tasks (``eval/tasks``) are
+``transport_error``, so a killed run loses at most the cases in flight. Tasks (``eval/<benchmark>/_task.py``) are
 registered by name; a task turns a case into model requests (pure), and a reply into the
 benchmark's native prediction (pure), or says why it cannot (a format error, kept with the raw
 reply, never a crash).
@@ -227,7 +227,7 @@ class SingleCallTask(Task):
         return Outcome("ok", result, [turn])
 
 
-TASKS: Registry[type[Task]] = Registry("task", ("benchsmith.eval.tasks", *BUILTIN_BENCHMARKS), set_name=True)
+TASKS: Registry[type[Task]] = Registry("task", BUILTIN_BENCHMARKS, set_name=True)
 
 
 def task(name: str) -> Callable[[type[Task]], type[Task]]:

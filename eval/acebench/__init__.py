@@ -8,5 +8,8 @@ replayed in a sandbox to get the end state. See ``docs/eval/acebench.md``.
 """
 from ._decode import DecodeError, decode_official, decode_strict
 from ._plugin import CATEGORIES, FAMILIES, AceBench, load_folder
+from ._task import ACEBenchSpecialTask, ACEBenchTask
 
-__all__ = ["CATEGORIES", "FAMILIES", "AceBench", "DecodeError", "decode_official", "decode_strict", "load_folder"]
+__all__ = [
+    "ACEBenchTask",
+    "ACEBenchSpecialTask", "CATEGORIES", "FAMILIES", "AceBench", "DecodeError", "decode_official", "decode_strict", "load_folder"]

@@ -41,8 +41,11 @@ from ._plugin import (
     score_ast,
     score_relevance,
 )
+from ._task import BFCLTask, fc_result
 
 __all__ = [
+    "fc_result",
+    "BFCLTask",
     "AST_CATEGORIES",
     "BFCL",
     "CATEGORIES",

@@ -17,8 +17,10 @@ from ._scorers import (
     norm_call, official_kind, parse_final, parse_turn, read_call, score_tool_step, suggest_category, tool_specs,
     whitelist_pass,
 )
+from ._task import GTATask
 
-__all__ = ["ARGUMENT_ERRORS", "CATEGORIES", "FILE_TYPES", "GTA", "GTA_TYPES", "IMAGE_GEN_TOOLS", "TOOL_CATEGORIES",
+__all__ = [
+    "GTATask", "ARGUMENT_ERRORS", "CATEGORIES", "FILE_TYPES", "GTA", "GTA_TYPES", "IMAGE_GEN_TOOLS", "TOOL_CATEGORIES",
            "TurnError", "answer_kind", "answer_score", "category_counts", "check_call", "default_similarity",
            "executed_arguments", "f1_from_counts", "gta_category", "gta_input_type", "image_gen_score", "norm_call",
            "official_kind", "parse_final", "parse_turn", "read_call", "score_tool_step", "suggest_category",

@@ -13,6 +13,8 @@ from ._scorers import (
     PredictionError, align_labels, answers_match, call_metrics, decimals, intent_prf, parse_calls, prf, score_calls,
     sequence_match, slot_prf, slot_string,
 )
+from ._task import NL2APITask
 
-__all__ = ["NL2API", "PredictionError", "align_labels", "answers_match", "call_metrics", "decimals", "intent_prf",
+__all__ = [
+    "NL2APITask", "NL2API", "PredictionError", "align_labels", "answers_match", "call_metrics", "decimals", "intent_prf",
            "parse_calls", "prf", "score_calls", "sequence_match", "slot_prf", "slot_string"]

@@ -12,7 +12,9 @@ from ._scorers import (
     AWARENESS_CLASSES, SELECTION_CLASSES, classification, norm_label, parse_awareness, parse_selection,
     score_awareness, score_selection, selection_decisions, selection_labels, tas, variance_weights, weighted,
 )
+from ._task import ToolAssessTask
 
-__all__ = ["AWARENESS_CLASSES", "SELECTION_CLASSES", "ToolAssess", "classification", "norm_label", "parse_awareness",
+__all__ = [
+    "ToolAssessTask", "AWARENESS_CLASSES", "SELECTION_CLASSES", "ToolAssess", "classification", "norm_label", "parse_awareness",
            "parse_selection", "score_awareness", "score_selection", "selection_decisions", "selection_labels", "tas", "variance_weights",
            "weighted"]

@@ -12,7 +12,7 @@ from typing import Any
 from benchsmith.eval import EvalCase
 from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
 
-from ._common import THOUGHT, chat_messages
+from benchsmith.eval._private.calls import THOUGHT, chat_messages
 
 _STEP = {"type": "object", "properties": {"name": {"type": "string"}, "args": {"type": "object"}, "thought": THOUGHT},
          "required": ["name", "args", "thought"]}

@@ -9,7 +9,7 @@ from typing import Any
 
 from benchsmith.eval import EvalCase
 from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
-from benchsmith.eval.toolassess import AWARENESS_CLASSES
+from ._scorers import AWARENESS_CLASSES
 from benchsmith.prompts import get_prompt
 
 

@@ -17,7 +17,7 @@ from benchsmith.eval import EvalCase
 from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
 from benchsmith.prompts import get_prompt
 
-from ._common import call_schema, chat_messages, native_tool_calls, openai_tool, python_calls
+from benchsmith.eval._private.calls import call_schema, chat_messages, native_tool_calls, openai_tool, python_calls
 
 
 def _conversation(case: EvalCase) -> list[dict[str, str]]:

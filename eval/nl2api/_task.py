@@ -21,7 +21,7 @@ from benchsmith.eval._private.runner import CallContext, FormatError, Outcome, R
 from benchsmith.prompts import get_prompt
 from benchsmith.schemas import ToolCall
 
-from ._common import native_tool_calls
+from benchsmith.eval._private.calls import native_tool_calls
 
 MAX_OBSERVATION = 1500
 

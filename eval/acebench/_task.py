@@ -16,7 +16,7 @@ from benchsmith.eval import EvalCase
 from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
 from benchsmith.prompts import get_prompt
 
-from ._common import call_schema, enum_or_string, native_tool_calls, openai_tool, python_calls
+from benchsmith.eval._private.calls import call_schema, enum_or_string, native_tool_calls, openai_tool, python_calls
 
 DECISIONS = ["call", "missing_parameters", "incorrect_value", "cannot_solve"]
 VARIANTS = ("standard", "condensed", "minimal")

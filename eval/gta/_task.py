@@ -11,7 +11,7 @@ from benchsmith.eval import EvalCase
 from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
 from benchsmith.prompts import get_prompt
 
-from ._common import THOUGHT, call_schema
+from benchsmith.eval._private.calls import THOUGHT, call_schema
 
 
 def plain_dialogs(dialogs: list[dict[str, Any]]) -> list[dict[str, Any]]:

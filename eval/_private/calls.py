@@ -1,5 +1,5 @@
-"""Pieces the built-in tasks share: call rendering (all pure); the JSON-schema builders live in
-:mod:`benchsmith.models` and are re-exported here."""
+"""Pieces the benchmarks' run tasks share: call rendering (all pure); the JSON-schema builders live
+in :mod:`benchsmith.models` and are re-exported here."""
 
 from __future__ import annotations
 
