@@ -15,8 +15,8 @@ from ._private.core import (
     DEFAULT_BUDGET, EMBED_PREFIX_CHARS, MODEL_OUTPUT, Budget, FoldBudget, FoldLimit, OverBudget, budget_paused, check_limit,
     check_time, check_value, current_budget, embedding_text, over_budget, score_record,
 )
-from ._private.derive import DERIVED_BENCHMARK, DERIVERS, derive_acebench_special, derive_all, derive_gta, derive_toolassess
-from ._private.export import EXPORTERS, export_acebench, export_bfcl, export_gta, export_teval
+from ._private.derive import DERIVED_BENCHMARK, DERIVERS, derive_all
+from ._private.export import EXPORTERS
 from ._private.run import run_score, run_selftest
 from ._private.runner import (
     TASKS, CallContext, FormatError, Outcome, Request, RunResult, SingleCallTask, Task, TaskOptions, Turn, get_task, read_json_reply,
@@ -32,3 +32,15 @@ __all__ = ["TASKS", "CallContext", "FormatError", "Outcome", "Request", "RunResu
            "DEFAULT_BUDGET", "EMBED_PREFIX_CHARS", "MODEL_OUTPUT", "Budget", "FoldBudget", "FoldLimit", "OverBudget",
            "budget_paused", "check_limit", "check_time", "check_value", "current_budget", "embedding_text", "over_budget",
            "score_record"]
+
+# each benchmark's verbs live in its folder; these names stay importable from here (loaded on use)
+_IN_BENCHMARKS = {"derive_acebench_special": "acebench", "export_acebench": "acebench", "export_bfcl": "bfcl",
+                  "derive_gta": "gta", "export_gta": "gta", "export_teval": "teval", "derive_toolassess": "toolassess"}
+
+
+def __getattr__(name: str):
+    if name in _IN_BENCHMARKS:
+        import importlib
+
+        return getattr(importlib.import_module(f"benchsmith.eval.{_IN_BENCHMARKS[name]}"), name)
+    raise AttributeError(f"module 'benchsmith.eval' has no attribute {name!r}")

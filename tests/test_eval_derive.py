@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from benchsmith.eval import get_benchmark, score_cases
-from benchsmith.eval._private.derive import (
-    DERIVED_BENCHMARK, DERIVERS, IRRELEVANT_GOLD, derive_acebench_special, derive_gta, derive_toolassess, load_split,
-)
+from benchsmith.construction.variants import IRRELEVANT_GOLD
+from benchsmith.eval import DERIVED_BENCHMARK, DERIVERS, derive_acebench_special, derive_gta, derive_toolassess
+from benchsmith.eval._private.derive import load_split
 from benchsmith.schemas import UserError
 
 ROOT = Path(__file__).resolve().parent.parent

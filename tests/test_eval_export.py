@@ -10,18 +10,11 @@ from typing import Any
 
 import pytest
 from benchsmith.eval import get_benchmark, score_cases
-from benchsmith.eval._private.export import (
-    EXPORTERS,
-    REASONS,
-    acebench_answer,
-    bfcl_answer,
-    bfcl_function,
-    export_acebench,
-    export_bfcl,
-    export_gta,
-    gta_aliases,
-    gta_answer,
-)
+from benchsmith.eval import EXPORTERS
+from benchsmith.eval._private.export import REASONS
+from benchsmith.eval.acebench import acebench_answer, export_acebench
+from benchsmith.eval.bfcl import bfcl_answer, bfcl_function, export_bfcl
+from benchsmith.eval.gta import export_gta, gta_aliases, gta_answer
 from benchsmith.schemas import ExactAnswer, Sample, Tool, ToolCall, UserError, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent

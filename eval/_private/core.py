@@ -85,7 +85,16 @@ def benchmark(name: str) -> Callable[[type["Benchmark"]], type["Benchmark"]]:
 
 
 class Benchmark(ABC):
-    """Base of a benchmark plug-in. Subclasses implement the four methods."""
+    """Base of a benchmark plug-in. Subclasses implement the four methods; the optional hooks
+    below make the benchmark's other verbs (derive, export, the report's view) known by name.
+    The run task registers itself with :func:`~benchsmith.eval.task`."""
+
+    #: case sets derived from a benchsmith split that this benchmark loads:
+    #: ``{name: derive(split_dir, out_dir, seed=0) -> report}`` (``benchsmith eval derive``)
+    derivers: ClassVar[Mapping[str, Callable[..., dict[str, Any]]]] = MappingProxyType({})
+    #: ``export(split_dir, out_dir) -> report``: a split in the benchmark's own layout
+    #: (``benchsmith eval export --format <name>``); None when there is none
+    exporter: ClassVar[Callable[..., dict[str, Any]] | None] = None
 
     name: ClassVar[str] = ""
     #: the options the benchmark takes, each with its allowed values (e.g. BFCL's ``format``)

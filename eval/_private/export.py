@@ -1,18 +1,13 @@
 """Exporters: a benchsmith split (``samples.jsonl``) written in other benchmarks' own layouts.
 
-``export_bfcl``, ``export_acebench`` and ``export_gta`` are pure functions of the split folder:
-they read ``samples.jsonl``, write the benchmark's files to ``out_dir`` (plus ``id_map.json``
-and ``export_report.json``) and return the report. Every sample is either exported or listed
-under ``skipped`` with a reason code; the same split gives the same files byte for byte.
-``EXPORTERS`` maps a format name to its exporter (``teval`` wraps ``derive_teval``). Every
-mapping choice is documented in ``docs/eval/export.md``.
-
->>> bfcl_schema({"type": ["string", "integer"], "description": "A value."})
-{'type': 'any', 'description': 'A value. (accepts: string | integer)'}
->>> bfcl_schema({"type": "array", "items": {"type": "object", "properties": {"n": {"type": "number"}}}})
-{'type': 'array', 'items': {'type': 'dict', 'properties': {'n': {'type': 'float'}}}}
->>> gta_aliases(2.0), gta_aliases(1234), gta_aliases(0.333333)
-(['2.0', '2'], ['1234', '1,234'], ['0.333333', '0.33'])
+This module is the exporters' ground floor (reading and preparing the split, schema dialects,
+the report, writing); each benchmark's exporter lives in its folder (``eval/<benchmark>/_export.py``)
+and is named by its :class:`~benchsmith.eval.Benchmark` (``exporter``). An exporter is a pure
+function of the split folder: it reads ``samples.jsonl``, writes the benchmark's files to
+``out_dir`` (plus ``id_map.json`` and ``export_report.json``) and returns the report. Every sample
+is either exported or listed under ``skipped`` with a reason code; the same split gives the same
+files byte for byte. :data:`EXPORTERS` (format name -> exporter) is a view over the benchmarks.
+Every mapping choice is documented in ``docs/eval/export.md``.
 """
 
 from __future__ import annotations
@@ -20,24 +15,19 @@ from __future__ import annotations
 import copy
 import json
 import keyword
-import math
 import re
-import string
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchsmith.eval._private.derive import _BenchmarkView
 from benchsmith.schemas import (
-    ExactAnswer,
-    NoAnswer,
-    ReferenceAnswer,
     Sample,
     Tool,
     ToolCall,
     UserError,
-    WhitelistAnswer,
     parse_reference,
     read_jsonl,
     write_json,
@@ -45,8 +35,8 @@ from benchsmith.schemas import (
 
 REPORT_FILE = "export_report.json"
 ID_MAP_FILE = "id_map.json"
-CALL_LABEL = "call_{}"            # the K-th exported call's output is written $call_K$
 MAX_ANSWER_CELLS = 100            # GTA: a longer exact answer is skipped (answer_too_long)
+CALL_LABEL = "call_{}"            # the K-th exported call's output is written $call_K$
 
 # skip reasons (codes in the report)
 REASONS = {
@@ -219,8 +209,6 @@ def _python_syntax(calls: list[ToolCall]) -> None:
 
 
 # ---- schema conversion ---------------------------------------------------------------------------
-_BFCL_TYPES = {"string": "string", "integer": "integer", "number": "float", "boolean": "boolean",
-               "array": "array", "object": "dict", "null": "any"}
 
 
 def _enum_type(enum: Any) -> str | None:
@@ -280,81 +268,6 @@ def _convert(schema: Any, names: dict[str, str], union: str, object_name: str) -
     if out["type"] == "array" and "items" not in out:
         out["items"] = {"type": union}
     return out
-
-
-def bfcl_schema(schema: Any) -> Any:
-    """A JSON-Schema property in BFCL's dialect (``dict``, ``float``, ``any``)."""
-    return _convert(schema, _BFCL_TYPES, "any", "dict")
-
-
-_ACE_TYPES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean",
-              "array": "array", "object": "object", "null": "any"}
-
-
-def acebench_schema(schema: Any) -> Any:
-    """A JSON-Schema property in ACEBench's dialect (JSON Schema; unions become ``any``)."""
-    return _convert(schema, _ACE_TYPES, "any", "object")
-
-
-def bfcl_function(tool: Tool) -> dict[str, Any]:
-    params = tool.parameters
-    return {"name": tool.name, "description": tool.description,
-            "parameters": {"type": "dict",
-                           "properties": {k: bfcl_schema(v) for k, v in params.properties.items()},
-                           "required": list(params.required)}}
-
-
-def acebench_function(tool: Tool) -> dict[str, Any]:
-    """A tool in ACEBench's layout; a tool without parameters gets ``"parameters": {}`` (the only
-    form ACEBench's official checker accepts for a call without arguments)."""
-    params = tool.parameters
-    if not params.properties:
-        return {"name": tool.name, "description": tool.description, "parameters": {}}
-    return {"name": tool.name, "description": tool.description,
-            "parameters": {"type": "object",
-                           "properties": {k: acebench_schema(v) for k, v in params.properties.items()},
-                           "required": list(params.required)}}
-
-
-def acebench_order(tools: list[Tool]) -> list[Tool]:
-    """The tools, stably reordered so that a name containing another tool's name comes first
-    (ACEBench's official checker takes the first function whose name is a substring of the
-    answer key).
-
-    >>> [t.name for t in acebench_order([Tool(name=n, description="d") for n in ("get", "get_all", "put")])]
-    ['get_all', 'get', 'put']
-    """
-    names = [t.name for t in tools]
-    inside = {n: sum(1 for m in names if m != n and m in n) for n in names}
-    return sorted(tools, key=lambda t: -inside[t.name])
-
-
-_GTA_TYPES = {"string": "text", "integer": "int", "number": "float", "boolean": "bool"}
-
-
-def gta_tool(tool: Tool) -> dict[str, Any]:
-    """A tool in GTA's (AgentLego's) layout; each input keeps its full JSON Schema under ``schema``;
-    ``category`` is the one GTA's end-to-end F1 counts it under (GTA's own for its 14 tools)."""
-    params = tool.parameters
-    inputs = []
-    for name, prop in params.properties.items():
-        t = prop.get("type")
-        entry: dict[str, Any] = {"type": _GTA_TYPES.get(t, "text") if isinstance(t, str) else "text",
-                                 "name": name, "description": prop.get("description"),
-                                 "optional": name not in params.required, "default": prop.get("default"),
-                                 "filetype": None}
-        if "enum" in prop:
-            entry["enum"] = copy.deepcopy(prop["enum"])
-        entry["schema"] = copy.deepcopy(prop)
-        inputs.append(entry)
-    returns = tool.returns or {}
-    outputs = [{"type": "text", "name": None,
-                "description": returns.get("description") if isinstance(returns, dict) else None,
-                "optional": False, "default": None, "filetype": None}]
-    from benchsmith.eval.gta import suggest_category  # lazy: the GTA plug-in imports benchsmith.eval
-
-    return {"name": tool.name, "description": tool.description, "category": suggest_category(tool.name),
-            "inputs": inputs, "outputs": outputs}
 
 
 # ---- writing ------------------------------------------------------------------------------------
@@ -418,277 +331,14 @@ def _sid(sample: Sample, index: int) -> str:
     return sample.id or f"sample{index}"
 
 
-# ---- BFCL -------------------------------------------------------------------------------------------
-def _bfcl_allowed(value: Any, schema: dict[str, Any]) -> list[Any]:
-    """BFCL's allowed-value list for a gold value: a dict (or a list of dicts) is written in the
-    nested ``{key: [allowed...]}`` form its checker expects; anything else as ``[value]``."""
-    t = schema.get("type")
-    if t == "dict" and isinstance(value, dict):
-        return [_bfcl_dict(value, schema)]
-    items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
-    if t in ("array", "tuple") and items.get("type") == "dict" and isinstance(value, list) \
-            and all(isinstance(v, dict) for v in value):
-        return [[_bfcl_dict(v, items) for v in value]]
-    return [value]
-
-
-def _bfcl_omitted(schema: dict[str, Any]) -> list[Any]:
-    return ["", schema["default"]] if "default" in schema and schema["default"] not in ("", None) else [""]
-
-
-def _bfcl_dict(value: dict[str, Any], schema: dict[str, Any]) -> dict[str, list[Any]]:
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    required = set(schema.get("required") or [])
-    out = {k: [v] for k, v in value.items()}
-    for k, prop in props.items():
-        if k not in value and k not in required:
-            out[k] = _bfcl_omitted(prop if isinstance(prop, dict) else {})
-    return out
-
-
-def _has_empty_string(value: Any, depth: int = 0) -> bool:
-    if value == "" and isinstance(value, str):
-        return True
-    if depth < 2 and isinstance(value, dict):
-        return any(_has_empty_string(v, depth + 1) for v in value.values())
-    if depth < 2 and isinstance(value, list):
-        return any(isinstance(v, dict) and _has_empty_string(v, depth + 1) for v in value)
-    return False
-
-
-def bfcl_answer(call: ToolCall, function: dict[str, Any]) -> dict[str, dict[str, list[Any]]]:
-    """``{name: {param: [allowed values]}}``: the gold value for each passed argument, ``""``
-    (plus the schema's default, if any) for each optional parameter the gold call omits."""
-    params = function["parameters"]
-    props, required = params["properties"], set(params["required"])
-    allowed = {k: _bfcl_allowed(v, props.get(k, {})) for k, v in call.arguments.items()}
-    for k, prop in props.items():
-        if k not in call.arguments and k not in required:
-            allowed[k] = _bfcl_omitted(prop)
-    return {call.name: allowed}
-
-
-def export_bfcl(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
-    """Write ``BFCL_v4_<category>.json`` + ``possible_answer/`` (BFCL v4 AST layout).
-
-    One call: ``simple_python`` (one tool offered) or ``multiple``; several independent calls:
-    ``parallel`` (one tool offered) or ``parallel_multiple``; chains are skipped
-    (``multi_step_chain``)."""
-    split, samples = _load_split(split_dir)
-    out = Path(out_dir)
-    rep = _Report("bfcl", split, len(samples))
-    by_cat: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
-    for i, sample in enumerate(samples):
-        try:
-            p = _prepare(sample, i)
-            if p.chained:
-                raise _Skip("multi_step_chain", f"{len(p.calls)} calls, later ones use earlier outputs")
-            _python_syntax(p.calls)
-            if any(_has_empty_string(c.arguments) for c in p.calls):
-                raise _Skip("empty_string_value")
-            single_tool = len(p.sample.tools) == 1
-            if len(p.calls) == 1:
-                cat = "simple_python" if single_tool else "multiple"
-            else:
-                cat = "parallel" if single_tool else "parallel_multiple"
-            functions = [bfcl_function(t) for t in p.sample.tools]
-            fn_of = {f["name"]: f for f in functions}
-            rid = f"{cat}_{len(by_cat.get(cat, []))}"
-            record = {"id": rid, "question": [_with_notes(p, positional=False)], "function": functions}
-            answer = {"id": rid, "ground_truth": [bfcl_answer(c, fn_of[c.name]) for c in p.calls]}
-            by_cat.setdefault(cat, []).append((record, answer))
-            rep.records[cat] += 1
-            rep.id_map[rid] = p.sid
-        except _Skip as exc:
-            rep.skip(_sid(sample, i), exc)
-    return rep.done(out, _write_with_answers(out, by_cat, "BFCL_v4_"))
-
-
-# ---- ACEBench ---------------------------------------------------------------------------------------
-def acebench_answer(calls: list[ToolCall], tool_names: set[str]) -> dict[str, dict[str, Any]]:
-    """``{key: arguments}`` in call order; a tool called n > 1 times gets keys ``<name>_1`` ..
-    ``<name>_n`` (ACEBench's convention). Raises ``_Skip`` if such a key is a tool name."""
-    counts = Counter(c.name for c in calls)
-    seen: Counter[str] = Counter()
-    out: dict[str, dict[str, Any]] = {}
-    for c in calls:
-        if counts[c.name] == 1:
-            key = c.name
-        else:
-            seen[c.name] += 1
-            key = f"{c.name}_{seen[c.name]}"
-            if key in tool_names or key in counts:
-                raise _Skip("ambiguous_duplicate_name", f"answer key {key!r} is also a tool name")
-        out[key] = copy.deepcopy(c.arguments)
-    return out
-
-
-def export_acebench(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
-    """Write ``data_<category>.json`` + ``possible_answer/`` (ACEBench normal family).
-
-    One call: ``normal_single_turn_single_function``; several (chains included, outputs passed
-    as ``$call_K$``): ``normal_single_turn_parallel_function``."""
-    split, samples = _load_split(split_dir)
-    out = Path(out_dir)
-    rep = _Report("acebench", split, len(samples))
-    by_cat: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
-    for i, sample in enumerate(samples):
-        try:
-            p = _prepare(sample, i)
-            _python_syntax(p.calls)
-            cat = "normal_single_turn_single_function" if len(p.calls) == 1 else "normal_single_turn_parallel_function"
-            gold = acebench_answer(p.calls, set(p.tools))
-            rid = f"{cat}_{len(by_cat.get(cat, []))}"
-            msgs = _with_notes(p, positional=True)
-            # ACEBench reads "system:" lines as the assistant's replies: system text joins the first user line
-            system = "\n".join(m["content"] for m in msgs if m["role"] == "system")
-            users = [m["content"] for m in msgs if m["role"] == "user"]
-            if system:
-                users[0] = f"{system}\n{users[0]}"
-            question = "\n".join(f"user: {u}" for u in users)
-            record = {"id": rid, "question": question + "\n",
-                      "function": [acebench_function(t) for t in acebench_order(p.sample.tools)]}
-            by_cat.setdefault(cat, []).append((record, {"id": rid, "ground_truth": gold}))
-            rep.records[cat] += 1
-            rep.id_map[rid] = p.sid
-        except _Skip as exc:
-            rep.skip(_sid(sample, i), exc)
-    return rep.done(out, _write_with_answers(out, by_cat, "data_"))
-
-
-# ---- GTA --------------------------------------------------------------------------------------------
-def gta_aliases(value: Any) -> list[str]:
-    """The phrasings of one answer cell: its text; integral floats also without ``.0``; other
-    floats also rounded to 2 decimals; integers of 4+ digits also with thousands separators;
-    strings also without leading/trailing punctuation."""
-    if value is None or isinstance(value, (dict, list)):
-        return []
-    if isinstance(value, bool):
-        return [str(value)]
-    if isinstance(value, int):
-        out = [str(value)]
-        if abs(value) >= 1000:
-            out.append(f"{value:,}")
-        return out
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return []
-        out = [repr(value)]
-        if value.is_integer():
-            out.append(str(int(value)))
-        else:
-            short = f"{value:.2f}"
-            if short != out[0] and float(short) != 0.0:
-                out.append(short)
-        return out
-    text = str(value).strip()
-    if not text:
-        return []
-    out = [text]
-    bare = text.strip(string.punctuation + " ")
-    if bare != text and re.search(r"\w", bare):
-        out.append(bare)   # "Google Inc." -> also "Google Inc" (a \b-bounded match needs it)
-    return out
-
-
-def _cells(value: Any) -> list[Any]:
-    if isinstance(value, list):
-        return [c for v in value for c in _cells(v)]
-    if isinstance(value, dict):
-        return [c for v in value.values() for c in _cells(v)]
-    return [value]
-
-
-def gta_answer(answer: Any) -> tuple[Any, str]:
-    """``(gt_answer, gold answer text)`` for a sample's answer spec (raises ``_Skip``)."""
-    if isinstance(answer, NoAnswer):
-        raise _Skip("no_answer")
-    if isinstance(answer, WhitelistAnswer):
-        gt = {"whitelist": [list(g) for g in answer.whitelist],
-              "blacklist": [list(g) for g in answer.blacklist] or None}
-        return gt, "; ".join(g[0] for g in answer.whitelist)
-    if isinstance(answer, ReferenceAnswer):
-        return list(answer.references), answer.references[0]
-    assert isinstance(answer, ExactAnswer)
-    groups: list[list[str]] = []
-    seen: set[str] = set()
-    for cell in _cells(answer.value):
-        aliases = gta_aliases(cell)
-        if not aliases or aliases[0].casefold() in seen:
-            continue
-        seen.add(aliases[0].casefold())
-        groups.append(aliases)
-    if not groups:
-        raise _Skip("empty_answer")
-    if len(groups) > MAX_ANSWER_CELLS:
-        raise _Skip("answer_too_long", f"{len(groups)} distinct cells")
-    return {"whitelist": groups, "blacklist": None}, "The answer is: " + "; ".join(g[0] for g in groups) + "."
-
-
-def export_gta(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
-    """Write GTA's ``dataset.json`` (one sample per exported split sample, keyed ``"0"``, ``"1"``,
-    ... as GTA's loader needs; ``id_map.json`` gives the sample id of each) and ``toolmeta.json``
-    (the tools as GTA's executor reads them)."""
-    from benchsmith.eval.gta import write_gta_dataset  # lazy: the GTA plug-in imports benchsmith.eval
-
-    split, samples = _load_split(split_dir)
-    out = Path(out_dir)
-    rep = _Report("gta", split, len(samples))
-    dataset: list[tuple[str, dict[str, Any]]] = []
-    for i, sample in enumerate(samples):
-        try:
-            p = _prepare(sample, i)
-            gt, text = gta_answer(p.sample.answer)
-            dialogs: list[dict[str, Any]] = list(_with_notes(p, positional=True))
-            for k, (call, obs, thought) in enumerate(zip(p.calls, p.observations, p.thoughts), 1):
-                tool = p.tools[call.name]
-                what = tool.description.split(". ")[0].rstrip(".")
-                dialogs.append({"role": "assistant",
-                                "thought": thought or f"Step {k}: {call.name} ({what[:1].lower() + what[1:]}).",
-                                "tool_calls": [{"type": "function",
-                                                "function": {"name": call.name, "arguments": call.arguments}}]})
-                dialogs.append({"role": "tool", "name": call.name,
-                                "content": {"type": "text", "content": obs if isinstance(obs, str) else _dump(obs)}})
-            final: dict[str, Any] = {"role": "assistant", "content": text}
-            if p.final_thought:
-                final = {"role": "assistant", "thought": p.final_thought, "content": text}
-            dialogs.append(final)
-            dataset.append((p.sid, {"tools": [gta_tool(t) for t in p.sample.tools], "files": [], "dialogs": dialogs,
-                                    "gt_answer": gt}))
-            rep.records["gta"] += 1
-        except _Skip as exc:
-            rep.skip(_sid(sample, i), exc)
-    written = write_gta_dataset(out, dataset)
-    rep.id_map = written["id_map"]
-    report = rep.done(out, [f for f in written["files"] if f != ID_MAP_FILE])
-    report["id_map"] = rep.id_map   # GTA id -> sample id, also in id_map.json
-    write_json(out / REPORT_FILE, report)
-    return report
-
-
-# ---- T-Eval -----------------------------------------------------------------------------------------
-def export_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
-    """``derive_teval`` with the exporters' report shape (its own report under ``derive``)."""
-    from benchsmith.eval.teval import derive_teval  # lazy: the T-Eval plug-in imports benchsmith.eval
-
-    split, samples = _load_split(split_dir)
-    skipped = []
-    for i, s in enumerate(samples):
-        if s.verification is not None and s.verification.status != "verified":
-            exc = _Skip("not_verified", f"verification status is {s.verification.status!r}")
-        elif not any(st.call is not None and not st.hidden for st in s.gold):
-            exc = _Skip("no_gold_calls")
-        else:
-            continue
-        skipped.append({"sample": _sid(s, i), "reason": exc.reason, "message": exc.message})
-    derived = derive_teval(split, out_dir)
-    records = {f"{ability}/{fmt}": n for ability, by_fmt in derived["records"].items() for fmt, n in by_fmt.items()}
-    return {"format": "teval", "split": str(split), "samples": len(samples),
-            "written": sorted([*derived["files"], "derive_report.json"]), "records": records,
-            "total": sum(records.values()), "skipped": skipped,
-            "skipped_by_reason": dict(sorted(Counter(s["reason"] for s in skipped).items())), "derive": derived}
-
-
 Exporter = Callable[[str | Path, str | Path], dict[str, Any]]
-EXPORTERS: dict[str, Exporter] = {"bfcl": export_bfcl, "acebench": export_acebench, "gta": export_gta,
-                                  "teval": export_teval}
+
+
+def _exporters() -> dict[str, Exporter]:
+    from .core import BENCHMARKS
+
+    return dict(sorted((cls.name, cls.exporter) for cls in BENCHMARKS.values() if cls.exporter is not None))
+
+
+#: format name (the benchmark's name) -> ``export(split_dir, out_dir) -> report``
+EXPORTERS: Mapping[str, Exporter] = _BenchmarkView(_exporters)

@@ -9,7 +9,10 @@ replayed in a sandbox to get the end state. See ``docs/eval/acebench.md``.
 from ._decode import DecodeError, decode_official, decode_strict
 from ._plugin import CATEGORIES, FAMILIES, AceBench, load_folder
 from ._task import ACEBenchSpecialTask, ACEBenchTask
+from ._derive import derive_acebench_special
+from ._export import acebench_answer, acebench_function, acebench_order, acebench_schema, export_acebench
 
 __all__ = [
+    "derive_acebench_special", "export_acebench", "acebench_answer", "acebench_function", "acebench_order", "acebench_schema",
     "ACEBenchTask",
     "ACEBenchSpecialTask", "CATEGORIES", "FAMILIES", "AceBench", "DecodeError", "decode_official", "decode_strict", "load_folder"]

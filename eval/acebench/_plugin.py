@@ -6,6 +6,7 @@ import json
 import re
 from collections import OrderedDict
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from benchsmith.eval._private.core import (
@@ -14,6 +15,8 @@ from benchsmith.eval._private.core import (
 )
 from benchsmith.schemas import UserError
 
+from ._derive import derive_acebench_special
+from ._export import export_acebench
 from . import _agent, _normal, _special
 from ._decode import DecodeError, decode, format_calls
 
@@ -172,6 +175,9 @@ class _Agg:
 @benchmark("acebench")
 class AceBench(Benchmark):
     """ACEBench (normal / special / agent), official and strict modes."""
+    derivers = MappingProxyType({"acebench_special": derive_acebench_special})
+    exporter = staticmethod(export_acebench)
+
 
     def load(self, data: Path) -> list[EvalCase]:
         return load_folder(Path(data))

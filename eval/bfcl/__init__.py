@@ -42,8 +42,10 @@ from ._plugin import (
     score_relevance,
 )
 from ._task import BFCLTask, fc_result
+from ._export import bfcl_answer, bfcl_function, bfcl_schema, export_bfcl
 
 __all__ = [
+    "export_bfcl", "bfcl_answer", "bfcl_function", "bfcl_schema",
     "fc_result",
     "BFCLTask",
     "AST_CATEGORIES",

@@ -18,8 +18,11 @@ from ._scorers import (
     whitelist_pass,
 )
 from ._task import GTATask
+from ._derive import derive_gta
+from ._export import export_gta, gta_aliases, gta_answer, gta_tool
 
 __all__ = [
+    "derive_gta", "export_gta", "gta_aliases", "gta_answer", "gta_tool",
     "GTATask", "ARGUMENT_ERRORS", "CATEGORIES", "FILE_TYPES", "GTA", "GTA_TYPES", "IMAGE_GEN_TOOLS", "TOOL_CATEGORIES",
            "TurnError", "answer_kind", "answer_score", "category_counts", "check_call", "default_similarity",
            "executed_arguments", "f1_from_counts", "gta_category", "gta_input_type", "image_gen_score", "norm_call",

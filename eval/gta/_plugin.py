@@ -12,12 +12,15 @@ import contextlib
 import json
 from collections import Counter
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed, safe_ratio
 from benchsmith.eval._private.core import budget_paused, embedding_text
 from benchsmith.schemas import UserError, read_json
 
+from ._derive import derive_gta
+from ._export import export_gta
 from ._scorers import (
     CATEGORIES, TOOL_CATEGORIES, Similarity, TurnError, answer_kind, answer_score, answered, category_counts,
     check_call, f1_from_counts, gta_category, image_gen_score, norm_call, official_kind, parse_final, parse_turn,
@@ -66,6 +69,9 @@ class GTA(Benchmark):
     """GTA: InstAcc, ToolAcc, ArgAcc, SummAcc (step by step); AnsAcc and per-category tool F1
     (end to end). ``similarity(a, b)`` scores subjective answers; by default the embeddings
     module of the evaluator, when installed."""
+    derivers = MappingProxyType({"gta": derive_gta})
+    exporter = staticmethod(export_gta)
+
 
     def __init__(self, similarity: Similarity | None = _UNSET) -> None:
         self._similarity = similarity

@@ -8,7 +8,10 @@ from ._derive import derive_teval, step_thought
 from ._plugin import TEval, aggregate_teval, file_kind, load_teval, render_gold
 from ._scorers import ABILITIES, FORMATS, longest_increasing, max_weight_assignment, plan_f1, same_value
 from ._task import TEvalTask
+from ._derive import derive_teval_seeded
+from ._export import export_teval
 
 __all__ = [
+    "export_teval", "derive_teval_seeded",
     "TEvalTask", "ABILITIES", "FORMATS", "TEval", "aggregate_teval", "derive_teval", "file_kind", "load_teval",
            "longest_increasing", "max_weight_assignment", "plan_f1", "render_gold", "same_value", "step_thought"]

@@ -404,3 +404,8 @@ def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bi
         if executable:
             runner.advance(outputs, call)
         done.append((thoughts[i], call, st.observation))
+
+
+def derive_teval_seeded(split_dir: str | Path, out_dir: str | Path, seed: int = 0) -> dict[str, Any]:
+    """:func:`derive_teval` as a deriver hook (T-Eval's derivation is deterministic: no seed)."""
+    return derive_teval(split_dir, out_dir)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from benchsmith.eval._private.core import (
@@ -20,6 +21,8 @@ from benchsmith.eval._private.core import (
 )
 from benchsmith.schemas import UserError, read_json
 
+from ._derive import derive_teval_seeded
+from ._export import export_teval
 from . import _scorers
 from ._parse import ParseError, load_response, plan_from_json
 from ._scorers import ABILITIES, scorer_name
@@ -220,6 +223,9 @@ def aggregate_teval(cases: list[EvalCase], records: list[RecordResult], mode: Mo
 @benchmark("teval")
 class TEval(Benchmark):
     """T-Eval (six abilities x json/str). Data: T-Eval's JSON files or a derived folder."""
+    derivers = MappingProxyType({"teval": derive_teval_seeded})
+    exporter = staticmethod(export_teval)
+
 
     def load(self, data: Path) -> list[EvalCase]:
         return load_teval(Path(data))

@@ -13,8 +13,10 @@ from ._scorers import (
     score_awareness, score_selection, selection_decisions, selection_labels, tas, variance_weights, weighted,
 )
 from ._task import ToolAssessTask
+from ._derive import derive_toolassess
 
 __all__ = [
+    "derive_toolassess",
     "ToolAssessTask", "AWARENESS_CLASSES", "SELECTION_CLASSES", "ToolAssess", "classification", "norm_label", "parse_awareness",
            "parse_selection", "score_awareness", "score_selection", "selection_decisions", "selection_labels", "tas", "variance_weights",
            "weighted"]

@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed
 from benchsmith.eval._private.core import check_limit, check_value
 from benchsmith.schemas import UserError, loads_json
 
+from ._derive import derive_toolassess
 from ._scorers import (
     AWARENESS_CLASSES, SELECTION_CLASSES, classification, norm_label, score_awareness, score_selection,
     selection_labels,
@@ -74,6 +76,8 @@ def _sub_gold(task: str, rec: dict[str, Any], where: str) -> dict[str, Any]:
 class ToolAssess(Benchmark):
     """ToolAssess: awareness (3 classes), selection (binary true/false tool), multi-task ASA/PSA,
     and the inputs of TAS (see :func:`benchsmith.eval.toolassess.tas`)."""
+    derivers = MappingProxyType({"toolassess": derive_toolassess})
+
 
     def load(self, data: Path) -> list[EvalCase]:
         data = Path(data)

@@ -1,0 +1,34 @@
+"""A benchsmith split written as T-Eval's six ability files (``benchsmith eval export --format
+teval``): :func:`derive_teval` with the exporters' report shape."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from benchsmith.eval._private.export import (
+    _load_split, _sid, _Skip,
+)
+
+from ._derive import derive_teval
+
+
+def export_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
+    """``derive_teval`` with the exporters' report shape (its own report under ``derive``)."""
+    split, samples = _load_split(split_dir)
+    skipped = []
+    for i, s in enumerate(samples):
+        if s.verification is not None and s.verification.status != "verified":
+            exc = _Skip("not_verified", f"verification status is {s.verification.status!r}")
+        elif not any(st.call is not None and not st.hidden for st in s.gold):
+            exc = _Skip("no_gold_calls")
+        else:
+            continue
+        skipped.append({"sample": _sid(s, i), "reason": exc.reason, "message": exc.message})
+    derived = derive_teval(split, out_dir)
+    records = {f"{ability}/{fmt}": n for ability, by_fmt in derived["records"].items() for fmt, n in by_fmt.items()}
+    return {"format": "teval", "split": str(split), "samples": len(samples),
+            "written": sorted([*derived["files"], "derive_report.json"]), "records": records,
+            "total": sum(records.values()), "skipped": skipped,
+            "skipped_by_reason": dict(sorted(Counter(s["reason"] for s in skipped).items())), "derive": derived}
