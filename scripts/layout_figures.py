@@ -7,7 +7,8 @@
 * cross-package ``_private`` imports: ``benchsmith.X._private`` imported from outside ``benchsmith.X``
 * import cycles between the top-level packages
 * registries: module-level dicts filled by a registering decorator or function
-* files naming each benchmark (outside tests and docs): what adding a benchmark touches
+* files outside ``eval/<benchmark>/`` naming each benchmark in code (identifiers, imports, string
+  literals; not comments or docstrings): what adding a benchmark like it touches
 """
 
 from __future__ import annotations
@@ -103,6 +104,31 @@ def registries(path: Path) -> list[str]:
     return [f"{name} ({how})" for name, how in sorted(found.items())]
 
 
+def _names_in_code(path: Path, word: str) -> bool:
+    """Whether ``word`` appears in the module's code: an identifier, an attribute, an import or a
+    string literal that is not a docstring (comments and docstrings do not count)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            if word in node.value.lower():
+                return True
+        elif isinstance(node, ast.Name) and word in node.id.lower():
+            return True
+        elif isinstance(node, ast.Attribute) and word in node.attr.lower():
+            return True
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+            if any(word in n.lower() for n in names):
+                return True
+    return False
+
+
 def figures() -> dict:
     mods = modules()
     upward, private, edges = [], [], defaultdict(set)
@@ -123,8 +149,9 @@ def figures() -> dict:
     cycles = sorted({tuple(sorted((a, b))) for a in edges for b in edges[a] if a in edges.get(b, ())})
     naming = {}
     for b in BENCHMARKS:
+        own = ROOT / "eval" / b
         naming[b] = sorted(str(p.relative_to(ROOT)) for p in mods.values()
-                           if b in p.read_text(encoding="utf-8").lower())
+                           if own not in p.parents and _names_in_code(p, b))
     return {"upward_imports": sorted(set(upward)), "private_imports": sorted(set(private)),
             "package_cycles": [list(c) for c in cycles], "registries": regs, "files_naming": naming}
 
@@ -144,7 +171,7 @@ def main() -> None:
             for item in f[key]:
                 print("    ", item)
     for b, files in f["files_naming"].items():
-        print(f"files naming {b:15s} {len(files)}")
+        print(f"files outside eval/{b + '/':12s} naming it {len(files)}")
         if args.verbose:
             for item in files:
                 print("    ", item)
