@@ -27,6 +27,8 @@ from pydantic import ConfigDict, Field
 
 from benchsmith.schemas import Registry, StrictModel, UserError, loads_json
 
+from .reportview import ReportView
+
 Mode = Literal["strict", "official"]
 MODES: tuple[str, ...] = ("strict", "official")
 
@@ -95,6 +97,8 @@ class Benchmark(ABC):
     #: ``export(split_dir, out_dir) -> report``: a split in the benchmark's own layout
     #: (``benchsmith eval export --format <name>``); None when there is none
     exporter: ClassVar[Callable[..., dict[str, Any]] | None] = None
+    #: how the report shows the benchmark (headline figures, categories, charts, notes)
+    report: ClassVar[ReportView] = ReportView()
 
     name: ClassVar[str] = ""
     #: the options the benchmark takes, each with its allowed values (e.g. BFCL's ``format``)

@@ -15,6 +15,7 @@ from benchsmith.eval._private.core import (
 )
 from benchsmith.schemas import UserError
 
+from ._report import AceBenchReport
 from ._derive import derive_acebench_special
 from ._export import export_acebench
 from . import _agent, _normal, _special
@@ -175,6 +176,7 @@ class _Agg:
 @benchmark("acebench")
 class AceBench(Benchmark):
     """ACEBench (normal / special / agent), official and strict modes."""
+    report = AceBenchReport()
     derivers = MappingProxyType({"acebench_special": derive_acebench_special})
     exporter = staticmethod(export_acebench)
 

@@ -24,6 +24,7 @@ from benchsmith.eval._private.core import (
 )
 from benchsmith.schemas import UserError
 
+from ._report import BFCLReport
 from ._export import export_bfcl
 from ._checker import official_check, strict_check, strict_relevant_call
 from ._decode import FC, FORMATS, PROMPT, Decoded, decode, has_call, value_prediction
@@ -330,6 +331,7 @@ class BFCL(Benchmark):
     BFCL's decoders official mode uses. Not given: the format a run recorded in a case's
     ``meta["format"]`` (``eval run`` in tools mode writes ``fc``), else ``prompt``.
     """
+    report = BFCLReport()
     exporter = staticmethod(export_bfcl)
 
 

@@ -19,6 +19,7 @@ from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, 
 from benchsmith.eval._private.core import budget_paused, embedding_text
 from benchsmith.schemas import UserError, read_json
 
+from ._report import GTAReport
 from ._derive import derive_gta
 from ._export import export_gta
 from ._scorers import (
@@ -69,6 +70,7 @@ class GTA(Benchmark):
     """GTA: InstAcc, ToolAcc, ArgAcc, SummAcc (step by step); AnsAcc and per-category tool F1
     (end to end). ``similarity(a, b)`` scores subjective answers; by default the embeddings
     module of the evaluator, when installed."""
+    report = GTAReport()
     derivers = MappingProxyType({"gta": derive_gta})
     exporter = staticmethod(export_gta)
 

@@ -30,6 +30,7 @@ from benchsmith.schemas import (
     resolve_references,
 )
 
+from ._report import NL2APIReport
 from ._scorers import PredictionError, _one_call, answers_match, call_metrics, parse_calls
 
 STYLES = ("slot", "sel", "rest")
@@ -98,6 +99,8 @@ def _is_nestful_record(rec: Any) -> bool:
 @benchmark("nl2api")
 class NL2API(Benchmark):
     """NL2API scoring: intent and slot P/R/F1, full-sequence match, completion by execution."""
+    report = NL2APIReport()
+
 
     def __init__(self) -> None:
         self._splits: dict[str, _Split] = {}

@@ -21,6 +21,7 @@ from benchsmith.eval._private.core import (
 )
 from benchsmith.schemas import UserError, read_json
 
+from ._report import TEvalReport
 from ._derive import derive_teval_seeded
 from ._export import export_teval
 from . import _scorers
@@ -223,6 +224,7 @@ def aggregate_teval(cases: list[EvalCase], records: list[RecordResult], mode: Mo
 @benchmark("teval")
 class TEval(Benchmark):
     """T-Eval (six abilities x json/str). Data: T-Eval's JSON files or a derived folder."""
+    report = TEvalReport()
     derivers = MappingProxyType({"teval": derive_teval_seeded})
     exporter = staticmethod(export_teval)
 

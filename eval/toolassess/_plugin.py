@@ -14,6 +14,7 @@ from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, 
 from benchsmith.eval._private.core import check_limit, check_value
 from benchsmith.schemas import UserError, loads_json
 
+from ._report import ToolAssessReport
 from ._derive import derive_toolassess
 from ._scorers import (
     AWARENESS_CLASSES, SELECTION_CLASSES, classification, norm_label, score_awareness, score_selection,
@@ -76,6 +77,7 @@ def _sub_gold(task: str, rec: dict[str, Any], where: str) -> dict[str, Any]:
 class ToolAssess(Benchmark):
     """ToolAssess: awareness (3 classes), selection (binary true/false tool), multi-task ASA/PSA,
     and the inputs of TAS (see :func:`benchsmith.eval.toolassess.tas`)."""
+    report = ToolAssessReport()
     derivers = MappingProxyType({"toolassess": derive_toolassess})
 
 

@@ -20,8 +20,6 @@ from benchsmith.schemas import UserError, loads_json
 RUN_FORMAT = "benchsmith.run/"
 SCORE_HINT = "run `benchsmith eval score --run {run}` to score it"
 
-#: the order tasks are shown in; others follow alphabetically
-TASK_ORDER = ("nl2api", "teval", "gta", "toolassess", "acebench", "acebench_special", "bfcl")
 
 
 @dataclass(frozen=True)
@@ -74,7 +72,7 @@ class Task:
 
 @dataclass
 class Run:
-    """A run folder: run.json and its tasks (in :data:`TASK_ORDER`)."""
+    """A run folder: run.json and its tasks (in :func:`task_sort_key` order)."""
 
     path: Path
     meta: dict[str, Any]
@@ -136,7 +134,14 @@ def _loads(raw: bytes) -> Any:
 
 
 def task_sort_key(name: str) -> tuple[int, str]:
-    return (TASK_ORDER.index(name) if name in TASK_ORDER else len(TASK_ORDER), name)
+    """Tasks in the order of their benchmarks' report views (``ReportView.order``), then by name;
+    a task no registered benchmark runs comes last."""
+    from benchsmith.eval._private.core import BENCHMARKS
+    from benchsmith.eval._private.runner import TASKS
+
+    task = TASKS.get(name)
+    bench = BENCHMARKS.get(getattr(task, "benchmark", "")) if task is not None else None
+    return (bench.report.order if bench is not None else 1000, name)
 
 
 def _read_run_json(run_dir: Path) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from benchsmith.eval._private.reportview import pct
 from benchsmith.schemas import UserError
 
 from . import metrics as M
@@ -24,9 +25,6 @@ DEFAULT_TITLE = "Tool-use evaluation report"
 
 
 # ---- formatting ------------------------------------------------------------------------------------
-def pct(v: float | None) -> str:
-    """``0.5088 -> '50.9%'``; None -> an em dash."""
-    return "—" if v is None else f"{v * 100:.1f}%"
 
 
 def integer(v: float | int | None) -> str:
@@ -131,8 +129,8 @@ def _failure(task, record: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001 - 
         shown_turns.append({
             "n": n,
             "shared": bool(t.get("shared")),
-            "latency": seconds(M._num(t.get("latency_s"))),
-            "tokens": f"{integer(M._num(usage.get('prompt_tokens')))} in / {integer(M._num(usage.get('completion_tokens')))} out"
+            "latency": seconds(M.num(t.get("latency_s"))),
+            "tokens": f"{integer(M.num(usage.get('prompt_tokens')))} in / {integer(M.num(usage.get('completion_tokens')))} out"
                       if usage else "",
             "messages": len(messages),
             "input_role": str(last.get("role", "")) if isinstance(last, dict) else "",
@@ -221,8 +219,7 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
                         "detail": "; ".join(dict.fromkeys(
                             n for i in heads if (n := M.metric_notes(bench, runs[i].tasks[t].scores).get(m))))}
                        for m in metric_names]
-        if bench == "toolassess":
-            metric_rows.extend(_tas_rows(runs, t, heads))
+        metric_rows.extend(M.view(bench).extra_rows(runs, t, heads))
         for row in metric_rows:
             row["best"] = _best_flags(row["values"], row["metric"]) if len(heads) > 1 else None
         cats = {i: M.categories(bench, runs[i].tasks[t].scores, runs[i].tasks[t].records) for i in heads}
@@ -264,7 +261,7 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
         })
 
     radar = [M.radar_axes(r) for r in runs]
-    radar_axes = _radar_order(_union(a.keys() for a in radar))
+    radar_axes = _union(a.keys() for a in radar)
     splits = _union([[r.split] for r in runs if r.split])
     warnings = [w for r in runs for w in r.warnings]
     if len(splits) > 1:
@@ -303,31 +300,8 @@ def _mark_best(cells: list[dict[str, Any]]) -> None:
         cell["best"] = flag
 
 
-def _radar_order(axes: list[str]) -> list[str]:
-    order = [f"T-Eval {a}" for a in M.TEVAL_ABILITIES] + ["NL2API completion", "ToolAssess awareness",
-                                                           "GTA answer acc.", "ACEBench special"]
-    return sorted(axes, key=lambda a: (order.index(a) if a in order else len(order), a))
-
-
 def _count_cell(n: int, total: int) -> dict[str, Any]:
     return {"n": n, "total": total, "text": f"{n:,}" + (f" ({n / total * 100:.1f}%)" if total and n else "")}
-
-
-def _tas_rows(runs: Sequence[Run], task: str, heads: dict[int, dict[str, float]]) -> list[dict[str, Any]]:
-    """TAS of the runs of this report (variance-contribution weights need several models)."""
-    inputs = {i: runs[i].tasks[task].scores.get("tas_inputs") for i in heads}
-    inputs = {i: v for i, v in inputs.items() if isinstance(v, dict) and v}
-    if len(inputs) < 2 or any("tas" in h for h in heads.values()):
-        return []
-    from benchsmith.eval.toolassess import tas
-
-    try:
-        result = tas({str(i): v for i, v in inputs.items()})["tas"]
-    except (UserError, KeyError, TypeError, ValueError):
-        return []
-    values = [result.get(str(i)) for i in range(len(runs))]
-    return [{"metric": "TAS (across these runs)", "cells": [pct(v) for v in values], "values": values,
-             "note": "ToolAssess's variance-weighted score, computed over the runs of this report", "detail": ""}]
 
 
 # ---- charts ------------------------------------------------------------------------------------------

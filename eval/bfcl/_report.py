@@ -1,0 +1,20 @@
+"""The report's view of BFCL: the summary figures (overall, AST, live, relevance)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from benchsmith.eval._private.reportview import ReportView, put
+
+
+class BFCLReport(ReportView):
+    order = 5
+    primary = ("overall",)
+    chart_metric = "accuracy"
+
+    def headline(self, scores: Mapping[str, Any]) -> dict[str, float]:
+        summary = scores.get("summary") if isinstance(scores.get("summary"), Mapping) else {}
+        out: dict[str, float] = {}
+        for key in ("overall", "non_live_ast", "simple_ast", "live_ast", "irrelevance", "relevance"):
+            put(out, key, summary.get(key))
+        return out
