@@ -243,7 +243,7 @@ def _run_model(cfg: Any) -> dict[str, Any]:
 
 def _demo_model_run(out: Path, limit: int, split: Path | None = None) -> None:
     """The local default model on the finalized split (up to ``limit`` cases per task), scored and reported."""
-    from benchsmith.eval import TaskOptions, run_eval, score_run
+    from benchsmith.eval import TASKS, TaskOptions, run_eval, score_run
     from benchsmith.eval.report import write_report
     from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model
 
@@ -252,8 +252,8 @@ def _demo_model_run(out: Path, limit: int, split: Path | None = None) -> None:
     typer.echo(f"evaluating the local model {cfg.name} on {split} (up to {limit} cases per task; "
                f"re-running resumes) ...")
     desc = _run_model(cfg)
-    # T-Eval gets one case per category (12): its overall needs both formats of every ability
-    limits = {name: limit for name in ("nl2api", "gta", "toolassess", "acebench_special")} | {"teval": max(limit, 12)}
+    # a task may need more cases for its headline to mean something (T-Eval: one per category)
+    limits = {name: max(limit, TASKS[name].min_cases) for name in TASKS}
     result = run_eval(split, ModelClient(cfg), desc, out / "run", limit=limits, mode="prompt",
                       concurrency=4, options=TaskOptions(mode="prompt", max_tokens=256))
     scores = score_run(out / "run")
@@ -272,7 +272,7 @@ def _demo_model_run(out: Path, limit: int, split: Path | None = None) -> None:
     typer.echo(f"report: {report['files']['html']}")
 
 
-BENCHMARK_HELP = "acebench | bfcl | teval | gta | toolassess | nl2api"
+BENCHMARK_HELP = "A registered benchmark (`benchsmith eval list` names them)"
 BFCL_FORMAT_HELP = ("BFCL only: prompt | fc, the output format of the results (prompt-mode models: Python call text; "
                     "FC models: [{name: arguments JSON}]); official mode decodes with BFCL's decoder of that format "
                     "(default prompt)")
@@ -350,7 +350,7 @@ def eval_run(
     concurrency: int = typer.Option(4, "--concurrency", envvar="BENCHSMITH_CONCURRENCY", help="Requests in flight"),
     out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="The run folder (re-use it to resume)"),
     tasks: str = typer.Option("", "--tasks", envvar="BENCHSMITH_TASKS",
-                              help="Comma-separated tasks (nl2api, teval, gta, toolassess, acebench, acebench_special, bfcl)"),
+                              help="Comma-separated tasks (`benchsmith eval list` names them)"),
     limit: Optional[int] = typer.Option(None, "--limit", envvar="BENCHSMITH_LIMIT",
                                         help="At most N cases per task, spread over categories"),
     seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED", help="Seed for case selection and derivation"),
@@ -424,8 +424,8 @@ def eval_derive(
                                help="An NL2API split folder (samples.jsonl with verified gold chains)"),
     out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT",
                              help="Where OUT/<deriver>/ folders and OUT/derive_report.json go"),
-    only: str = typer.Option("teval,gta,toolassess,acebench_special", "--only", envvar="BENCHSMITH_DERIVE_ONLY",
-                             help="Comma-separated derivers: teval, gta, toolassess, acebench_special"),
+    only: str = typer.Option("", "--only", envvar="BENCHSMITH_DERIVE_ONLY",
+                             help="Comma-separated derivers (default: all; `benchsmith eval list` names them)"),
     seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED", help="Seed for distractors and variants"),
 ) -> None:
     """Derive benchmark cases from a split's verified gold chains: T-Eval's six abilities (json and str),
@@ -437,18 +437,33 @@ def eval_derive(
     from benchsmith.eval import derive_all
 
     check_out_dir(out)
-    summary = derive_all(split, out, [n.strip() for n in only.split(",") if n.strip()], seed=seed)
+    summary = derive_all(split, out, [n.strip() for n in only.split(",") if n.strip()] or None, seed=seed)
     for name, info in summary["derived"].items():
         typer.echo(f"{name} -> {out / info['folder']} (score with --benchmark {info['benchmark']}): "
                    f"{json.dumps(info['records'], ensure_ascii=False)}")
     typer.echo(json.dumps({"out": str(out), "derived": {k: v["benchmark"] for k, v in summary["derived"].items()}}))
 
 
+@eval_app.command("list")
+@user_errors
+def eval_list() -> None:
+    """The registered benchmarks (built-in and plug-ins from $BENCHSMITH_PLUGINS), each with its run
+    tasks, derivers, exporter and scorers."""
+    from benchsmith.eval import BENCHMARKS, DERIVERS, EXPORTERS, SCORERS, TASKS
+
+    for name, cls in sorted(BENCHMARKS.items()):
+        tasks = sorted(t for t, tc in TASKS.items() if tc.benchmark == name)
+        derivers = sorted(d for d in DERIVERS if d in cls.derivers)
+        scorers = sorted(s for s in SCORERS if s.split(".", 1)[0] == name)
+        typer.echo(f"{name}: tasks {', '.join(tasks) or '-'}; derivers {', '.join(derivers) or '-'}; "
+                   f"export {'yes' if name in EXPORTERS else '-'}; scorers {len(scorers)}")
+
+
 @eval_app.command("export")
 @user_errors
 def eval_export(
     split: Path = typer.Option(..., "--split", envvar="BENCHSMITH_SPLIT", help="A benchsmith split folder (samples.jsonl)"),
-    format: str = typer.Option(..., "--format", envvar="BENCHSMITH_EXPORT_FORMAT", help="bfcl | acebench | gta | teval"),
+    format: str = typer.Option(..., "--format", envvar="BENCHSMITH_EXPORT_FORMAT", help="A benchmark with an exporter (`benchsmith eval list` names them)"),
     out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="Where the benchmark's own files go"),
 ) -> None:
     """Write a split in another benchmark's own format, so its official tools can read it."""

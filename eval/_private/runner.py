@@ -183,6 +183,8 @@ class Task(ABC):
 
     name: ClassVar[str]
     benchmark: ClassVar[str]
+    #: fewest cases a small run (``benchsmith demo --limit N``) takes, so its headline means something
+    min_cases: ClassVar[int] = 0
     description: ClassVar[str] = ""
 
     def __init__(self, data: Path, options: TaskOptions) -> None:
@@ -412,13 +414,13 @@ def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: Tas
         raise UserError(f"{split} does not exist", fix="pass a split folder (benchsmith nl2api build) or a benchmark folder")
     sources: dict[str, Path] = {}
     if (split / "samples.jsonl").is_file():
-        from .derive import derive_all
+        from .derive import DERIVERS, derive_all
 
         sources["nl2api"] = split
         derived = out / "data"
         if not (derived / "derive_report.json").is_file():
             derive_all(split, derived, seed=seed)
-        for sub in ("teval", "gta", "toolassess", "acebench_special"):
+        for sub in DERIVERS:  # each derived folder runs the task of the same name
             sources[sub] = derived / sub
     elif (split / "derive_report.json").is_file():
         report = read_json(split / "derive_report.json")
@@ -429,7 +431,7 @@ def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: Tas
     wanted = list(names) if names else list(sources)
     if not wanted:
         raise UserError(f"{split}: cannot tell which benchmark this folder holds",
-                        fix="name the task with --tasks (acebench, bfcl, teval, gta, toolassess, nl2api)")
+                        fix=f"name the task with --tasks ({', '.join(sorted(TASKS))})")
     planned = []
     for name in wanted:
         cls = get_task(name)

@@ -32,6 +32,7 @@ VERSION = "teval/origin@v2"
 @task("teval")
 class TEvalTask(SingleCallTask):
     benchmark = "teval"
+    min_cases = 12  # one case per category: the overall needs both formats of every ability
     description = "T-Eval's six abilities, json and str formats, from the benchmark's own prompts"
 
     def prompt_version(self) -> str:
