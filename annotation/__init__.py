@@ -27,7 +27,7 @@ from ._private.server import (
     stop_label_studio,
 )
 from ._private.simulate import checks_policy, simulate
-from ._private.tasks import sample_kind, task_payload
+from ._private.payloads import sample_kind, task_payload
 from ._private.workflow import PushReport, Workspace
 
 __all__ = ["ENV_API_KEY", "ENV_URL", "data_dir_path", "state_path", "Decision", "LabelStudio", "LabelStudioDown", "LabelStudioInfo", "PushReport", "Review", "Workspace",

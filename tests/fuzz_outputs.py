@@ -1,5 +1,5 @@
 """Hostile model outputs for every benchmark's scorer, shared by tests/test_fuzz_scorers.py and
-benchmarks/fuzz_scoring.py.
+perf/fuzz_scoring.py.
 
 :func:`scorer_cases` builds a few cases of every registered benchmark from the test fixtures
 (tests/fixtures/eval/*) and, for NL2API, from three embedded question/SQL pairs built into

@@ -28,7 +28,7 @@ from benchsmith.annotation._private.configs import (
     result_for,
     review_text,
 )
-from benchsmith.annotation._private.tasks import (
+from benchsmith.annotation._private.payloads import (
     MODEL_VERSION,
     OBSERVATION_LIMIT,
     sample_kind,

@@ -4,7 +4,7 @@ and random bytes through the JSONL readers and the reply parser.
 Every scored record must come back as a record (never an exception, never ``scorer_error``),
 with a score in [0, 1], writable to records.jsonl, and within the per-record budget (a record
 over a size limit is ``over_budget``; none may hit the time limit). The generators live in
-``tests/fuzz_outputs.py`` (shared with ``benchmarks/fuzz_scoring.py``). Hypothesis runs
+``tests/fuzz_outputs.py`` (shared with ``perf/fuzz_scoring.py``). Hypothesis runs
 derandomized, so CI sees the same examples every time.
 """
 

@@ -1,6 +1,6 @@
 """Label Studio labeling configs per sample kind, and the annotation results they produce.
 
-Four kinds (see :func:`benchsmith.annotation._private.tasks.sample_kind`): ``chain`` (a gold
+Four kinds (see :func:`benchsmith.annotation._private.payloads.sample_kind`): ``chain`` (a gold
 chain with a verdict and a correction per step), ``dialogue``, ``special`` (a special case) and
 ``query`` (a request with its final answer). Two stages: ``review`` and ``adjudicate`` (the same
 controls, plus both reviewers' results shown read-only as ``$review_1`` / ``$review_2``).

@@ -61,7 +61,7 @@ class Workspace:
     # -- loading ------------------------------------------------------------------------------------
     def load(self, source: str | Path, limit: int | None = None) -> int:
         """Register the samples of a split folder / samples JSONL (once; re-loading adds only new ones)."""
-        from .tasks import sample_kind
+        from .payloads import sample_kind
 
         path = Path(source)
         split = path if path.is_dir() else None
@@ -112,7 +112,7 @@ class Workspace:
         waiting in ``stage`` and not yet there. Idempotent: tasks already in Label Studio (by
         ``bs_id``) are recorded, never imported twice."""
         from .configs import label_config
-        from .tasks import task_payload
+        from .payloads import task_payload
 
         if stage not in STAGES:
             raise UserError(f"unknown stage {stage!r}", fix="use review or adjudicate")

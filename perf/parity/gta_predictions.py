@@ -5,7 +5,7 @@ For every case of a GTA folder (``dataset.json`` [+ ``toolmeta.json``], e.g. one
 one prediction, ``r<N>.jsonl`` with lines ``{"id", "result", "kind"}`` (``result`` as benchsmith
 reads it); ``kinds.json`` counts the kinds per file.
 
-    python benchmarks/parity/gta_predictions.py --data DATA --out OUT [--seed 0] [--rounds 3]
+    python perf/parity/gta_predictions.py --data DATA --out OUT [--seed 0] [--rounds 3]
 
 Step-by-step tool turns start from the gold call and: call a tool that is not among the case's
 tools (another GTA tool, an OpenAI-style ``functions.`` prefix), add an unknown argument or

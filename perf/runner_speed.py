@@ -13,7 +13,7 @@ library (ModelClient alone) and the runner's bookkeeping (plan, fsync'd replies,
 
 Targets (issue): runner >= 0.9 x server max; runner overhead < 5 ms per request.
 
-    python benchmarks/runner_speed.py [--base-url URL] [--model NAME] [--cases 32] [--concurrency 4]
+    python perf/runner_speed.py [--base-url URL] [--model NAME] [--cases 32] [--concurrency 4]
                                       [--split DIR] [--overhead-cases 200] [--overhead-repeats 3]
 
 Without ``--base-url`` the local model is used: a running local server is reused (and left

@@ -12,7 +12,7 @@ readers and the reply parser on fuzzed input.
 
 Targets (issue 12): under 1 s per record, under 200 MB extra.
 
-    python benchmarks/fuzz_scoring.py [--n 10000] [--only teval,bfcl:ast] [--seed 0] [--readers 300]
+    python perf/fuzz_scoring.py [--n 10000] [--only teval,bfcl:ast] [--seed 0] [--readers 300]
 """
 
 from __future__ import annotations

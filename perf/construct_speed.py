@@ -21,7 +21,7 @@ against the local model, and the model calls it spends per accepted sample.
               started with ``--threads`` 2 and ``--parallel`` 4 and stopped at the end.
 3. per run    model calls per accepted sample, accepted / rejected-by-reason counts (ConstructSummary).
 
-    python benchmarks/construct_speed.py [--quick] [--skip-local] [--n-local 16] [--json PATH]
+    python perf/construct_speed.py [--quick] [--skip-local] [--n-local 16] [--json PATH]
 
 Every run writes to a fresh folder under a temp dir. Measure on an idle machine: on 2 cores
 llama.cpp's threads and Python's GIL share the same CPUs with anything else running.

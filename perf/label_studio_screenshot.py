@@ -1,6 +1,6 @@
 """Screenshot the Label Studio labeling page of a real chain sample, to look at the chain review config.
 
-    python benchmarks/label_studio_screenshot.py [--out /tmp/ls_chain_review.png] [--adjudicate-out PNG]
+    python perf/label_studio_screenshot.py [--out /tmp/ls_chain_review.png] [--adjudicate-out PNG]
                                                  [--split SPLIT_DIR] [--data-dir DIR] [--pairs N]
 
 What it does, end to end through benchsmith's own code:

@@ -6,7 +6,7 @@ model's result file holds) and one in the FC format (``fc_r<N>.jsonl``: ``[{name
 JSON text}]`` as an FC model's result file holds, or a text reply). Each line is
 ``{"id", "result", "kind"}``; ``kinds.json`` counts the kinds per file.
 
-    python benchmarks/parity/bfcl_predictions.py --data DATA --out OUT [--seed 0] [--rounds 2]
+    python perf/parity/bfcl_predictions.py --data DATA --out OUT [--seed 0] [--rounds 2]
 
 A prediction is the record's gold calls (``benchsmith.eval.bfcl.gold_calls``; a call to the most
 related function for ``live_relevance``; no call for the irrelevance categories), then a

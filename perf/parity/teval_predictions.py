@@ -5,7 +5,7 @@ release) and writes ``{"id", "result"}`` JSONL that ``benchsmith eval score --be
 reads, plus ``<out>.kinds.json`` (id -> the mistake made), so that a disagreement between two
 evaluators can be traced to the kind of answer that caused it.
 
-    python benchmarks/parity/teval_predictions.py --data OUT/teval --out preds.jsonl [--seed 0]
+    python perf/parity/teval_predictions.py --data OUT/teval --out preds.jsonl [--seed 0]
 
 Every record gets one answer; which mistake (or the gold) it gets is drawn from a random
 generator seeded with the seed and the record id, so the same data and seed give the same file.

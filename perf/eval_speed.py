@@ -5,7 +5,7 @@ folder; GTA and ToolAssess cases derived from the default NL2API split, replicat
 cases derived from it and replicated to a T-Eval-sized run) this prints cases/second per
 prediction set and mode, and the process's peak RSS.
 
-    python benchmarks/eval_speed.py [--shared-data PATH] [--teval-cases 23305] [--only bfcl,gta,...]
+    python perf/eval_speed.py [--shared-data PATH] [--teval-cases 23305] [--only bfcl,gta,...]
 
 Prediction sets: the gold itself, the gold with its first number or quoted value changed,
 the gold cut in half (malformed), and an empty answer.

@@ -1,6 +1,6 @@
 """Push 10,000 tasks to a real Label Studio and pull 10,000 annotations back, timed.
 
-    python benchmarks/annotation_speed.py [--n 10000] [--keep]
+    python perf/annotation_speed.py [--n 10000] [--keep]
 
 Starts its own Label Studio on 127.0.0.1 (from the migrated template, a temporary data dir),
 builds ``n`` query samples, and times:

@@ -4,7 +4,7 @@ Prints, in one run: plain SQL execution time per pair, convert+verify time per p
 convert, execute the SQL, execute the tool sequence, compare), their ratio, and
 pairs/second for convert+verify in one process and in two worker processes.
 
-    python benchmarks/nl2api_speed.py [--rounds 20]
+    python perf/nl2api_speed.py [--rounds 20]
 """
 
 from __future__ import annotations

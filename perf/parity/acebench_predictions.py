@@ -6,7 +6,7 @@ shared EN data) and every round this writes one prediction, ``r<N>.jsonl`` with 
 categories the JSON text of ``{"result": [end state], "process": [calls]}``); ``kinds.json``
 counts the kinds per file.
 
-    python benchmarks/parity/acebench_predictions.py --data DATA --out OUT [--seed 0] [--rounds 2]
+    python perf/parity/acebench_predictions.py --data DATA --out OUT [--seed 0] [--rounds 2]
 
 Normal categories start from the gold calls (``AceBench.gold_prediction``) and apply one of:
 a changed string value, a string value with extra words (a superset), a changed number, a number

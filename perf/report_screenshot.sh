@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Render a `benchsmith report` to PNG with headless Chromium, to look at its layout at 1280 px.
 #
-#   benchmarks/report_screenshot.sh [RUN_DIR...]
+#   perf/report_screenshot.sh [RUN_DIR...]
 #
 # Without RUN_DIR, two fake runs are built first (tests/report_helpers.py: a SLOT split of the first
 # PAIRS Chinook pairs, derived T-Eval/GTA/ToolAssess/ACEBench-special cases, a good and a weak fake
