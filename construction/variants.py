@@ -28,36 +28,45 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 _NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine",
                  10: "ten", 11: "eleven", 12: "twelve", 15: "fifteen", 20: "twenty"}
 
+
 def visible_steps(sample: Sample) -> list[Step]:
     return [s for s in sample.gold if s.call is not None and not s.hidden]
 
+
 def dump_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
+
 
 def sample_query(sample: Sample) -> str:
     if sample.query is not None:
         return sample.query
     return "\n".join(m.content for m in sample.dialogue or [] if m.role == "user")
 
+
 def with_hint(query: str, hint: str | None) -> str:
     return f"{query}\n(Hint: {hint})" if hint else query
+
 
 def sample_setup_note(sample: Sample) -> str:
     """``Data already loaded for you: $data_1$ = tracks joined with albums ...`` (empty without a setup)."""
     return setup_note(sample.setup)
 
+
 def tools_text(sample: Sample) -> str:
     return dump_text([t.model_dump(mode="json") for t in sample.tools]).lower()
+
 
 def flatten(value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return [x for v in value for x in flatten(v)]
     return [value]
 
+
 def _rows(value: Any) -> list[list[Any]]:
     if isinstance(value, (list, tuple)):
         return [list(flatten(r)) if isinstance(r, (list, tuple)) else [r] for r in value]
     return [[value]]
+
 
 def number_text(v: int | float) -> str:
     if isinstance(v, float):
@@ -67,12 +76,14 @@ def number_text(v: int | float) -> str:
         return text if len(text) <= 8 else f"{v:.2f}"
     return str(v)
 
+
 def _cell_text(v: Any) -> str:
     if isinstance(v, bool) or v is None:
         return json.dumps(v)
     if isinstance(v, (int, float)):
         return number_text(v)
     return str(v)
+
 
 def answer_text(value: Any) -> str:
     """The exact answer as prose: cells joined by ", ", rows by "; ".
@@ -81,6 +92,7 @@ def answer_text(value: Any) -> str:
     ('Luís, Gonçalves; Eduardo, Martins', '1069')
     """
     return "; ".join(", ".join(_cell_text(c) for c in row) for row in _rows(value))
+
 
 _GENERAL_QUESTIONS = (
     "What is the chemical symbol for gold?",
@@ -122,6 +134,7 @@ _MISSING_DATA = ("product reviews", "website visits", "shipping delays", "concer
 
 _NOT_KEYWORDS = {"number", "of", "on", "in", "the", "date", "year", "rate", "rating", "cost", "count", "and"}
 
+
 def _entity(sample: Sample) -> tuple[str, str]:
     """(table, plural phrase) of the sample's main data (``invoice_items`` -> "invoice items")."""
     src = next((c.arguments.get("source") for c in sample.setup if isinstance(c.arguments.get("source"), str)), None)
@@ -132,9 +145,11 @@ def _entity(sample: Sample) -> tuple[str, str]:
         src = m.group(1) if m else "records"
     return src, src.replace("_", " ")
 
+
 def _absent(phrase: str, tool_text: str) -> bool:
     words = [w for w in re.findall(r"[a-z]+", phrase.lower()) if w not in _NOT_KEYWORDS and len(w) > 2]
     return bool(words) and not any(w in tool_text for w in words)
+
 
 def no_tool_variant(sample: Sample, kind: str, rng: random.Random) -> str | None:
     q = with_hint(sample_query(sample), sample.context)
@@ -147,6 +162,7 @@ def no_tool_variant(sample: Sample, kind: str, rng: random.Random) -> str | None
     if kind == "rephrase":
         return f'Rewrite this question in simpler words, without answering it: "{q}"'
     return rng.choice(_GENERAL_QUESTIONS)
+
 
 def cannot_variant(sample: Sample, kind: str, rng: random.Random, tool_text: str) -> str | None:
     table, entity = _entity(sample)
@@ -166,6 +182,7 @@ def cannot_variant(sample: Sample, kind: str, rng: random.Random, tool_text: str
                  f"Add a new entry to the {table} table in the database, then answer: {q}",
                  f"Update the database so that the answer to this question becomes empty: {q}")
     return rng.choice(templates)
+
 
 IRRELEVANT_QUESTIONS = (
     "Book a table for {n} at an Italian restaurant in {city} for 8 pm tonight.",
@@ -198,6 +215,7 @@ FILL_VALUES = {"city": ("Lisbon", "Oslo", "Toronto", "Nairobi", "Kyoto", "Lima",
 
 IRRELEVANT_GOLD = "Due to the limitations of the function, I cannot solve this problem."
 
+
 def value_forms(value: Any) -> list[str]:
     """How a literal argument value may be written in the question."""
     if isinstance(value, bool) or value is None:
@@ -214,14 +232,17 @@ def value_forms(value: Any) -> list[str]:
         return [str(int(value)), repr(value)] if value.is_integer() else [repr(value)]
     return []
 
+
 _STOPWORDS = {"the", "a", "an", "and", "or", "of", "in", "on", "at", "to", "for", "by", "with", "is", "are", "was",
               "it", "as", "be", "no", "not", "all", "any", "one", "me", "my", "we", "us"}
+
 
 def find_form(text: str, form: str, flags: int = re.IGNORECASE) -> list[tuple[int, int]]:
     """Spans of ``form`` as a whole token of ``text``."""
     pat = (r"(?<!\w)" if re.match(r"\w", form) else "") + re.escape(form) \
         + (r"(?!\w)" if re.search(r"\w$", form) else "")
     return [(m.start(), m.end()) for m in re.finditer(pat, text, flags)]
+
 
 def form_spans(text: str, form: str) -> list[tuple[int, int]]:
     """Where the question mentions a literal: its quoted occurrences ('Love') if any; else exact-case
@@ -238,6 +259,7 @@ def form_spans(text: str, form: str) -> list[tuple[int, int]]:
     if form.lower() in _STOPWORDS:
         return []
     return find_form(text, form, 0) or (find_form(text, form) if len(form) >= 4 else [])
+
 
 def call_literals(sample: Sample) -> list[tuple[ToolCall, str, Any, str]]:
     """(call, argument, value, form found in the query) for each top-level scalar, non-enum,
@@ -262,6 +284,7 @@ def call_literals(sample: Sample) -> list[tuple[ToolCall, str, Any, str]]:
     found.sort(key=lambda x: x[0])  # stable: chain order within each group
     return [(c, a, v, f) for _, c, a, v, f in found]
 
+
 def argument_noun(call: ToolCall, arg: str, tool: Tool | None = None) -> str:
     """What the dropped value is ("country", "track name"): from the call's column (``key_name``,
     or a ``table.column`` named in the argument's description), else from the argument name."""
@@ -280,9 +303,11 @@ def argument_noun(call: ToolCall, arg: str, tool: Tool | None = None) -> str:
                   r"at_most|prefix|suffix)$", "", arg)
     return base.replace("_", " ") or "value"
 
+
 def is_number_like(value: Any) -> bool:
     return (isinstance(value, (int, float)) and not isinstance(value, bool)) or \
         (isinstance(value, str) and re.fullmatch(r"-?\d+(\.\d+)?", value.strip()) is not None)
+
 
 def replace_forms(text: str, forms: Iterable[str], new: str, eat_quotes: bool) -> str:
     for form in forms:
@@ -293,6 +318,7 @@ def replace_forms(text: str, forms: Iterable[str], new: str, eat_quotes: bool) -
             text = text[:start] + new + text[end:]
     return text
 
+
 def corrupt_number(text: str) -> str:
     """A number with a letter inside (``300000`` -> ``300x000``): not a valid number any more."""
     if len(text) < 2:
@@ -300,12 +326,14 @@ def corrupt_number(text: str) -> str:
     mid = len(text) // 2
     return text[:mid] + "x" + text[mid:]
 
+
 def corrupt_date(text: str) -> str | None:
     """An ISO date in another format (``2021-01-05`` -> ``05-Jan-2021``), as ACEBench does."""
     m = _ISO_DATE.match(text)
     if not m or not 1 <= int(m.group(2)) <= 12:
         return None
     return f"{m.group(3)}-{_MONTHS[int(m.group(2)) - 1]}-{m.group(1)}"
+
 
 def corrupt_value(value: Any, form: str, seed: int, sid: str) -> tuple[str, str] | None:
     """(corrupted text, rule) for a literal as written in the question, or None."""
@@ -320,6 +348,7 @@ def corrupt_value(value: Any, form: str, seed: int, sid: str) -> tuple[str, str]
         digest = hashlib.sha256(f"{seed}:{sid}:{form}".encode("utf-8")).hexdigest()
         return str(10000 + int(digest[:8], 16) % 90000), "number_for_name"
     return None
+
 
 def acebench_question(text: str, hint: str | None, note: str) -> str:
     lines = [f"user: {text}"] + ([f"(Hint: {hint})"] if hint else []) + ([note] if note else [])

@@ -20,9 +20,11 @@ from benchsmith.schemas import (
 _ACE_TYPES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean",
               "array": "array", "object": "object", "null": "any"}
 
+
 def acebench_schema(schema: Any) -> Any:
     """A JSON-Schema property in ACEBench's dialect (JSON Schema; unions become ``any``)."""
     return _convert(schema, _ACE_TYPES, "any", "object")
+
 
 def acebench_function(tool: Tool) -> dict[str, Any]:
     """A tool in ACEBench's layout; a tool without parameters gets ``"parameters": {}`` (the only
@@ -35,6 +37,7 @@ def acebench_function(tool: Tool) -> dict[str, Any]:
                            "properties": {k: acebench_schema(v) for k, v in params.properties.items()},
                            "required": list(params.required)}}
 
+
 def acebench_order(tools: list[Tool]) -> list[Tool]:
     """The tools, stably reordered so that a name containing another tool's name comes first
     (ACEBench's official checker takes the first function whose name is a substring of the
@@ -46,6 +49,7 @@ def acebench_order(tools: list[Tool]) -> list[Tool]:
     names = [t.name for t in tools]
     inside = {n: sum(1 for m in names if m != n and m in n) for n in names}
     return sorted(tools, key=lambda t: -inside[t.name])
+
 
 def acebench_answer(calls: list[ToolCall], tool_names: set[str]) -> dict[str, dict[str, Any]]:
     """``{key: arguments}`` in call order; a tool called n > 1 times gets keys ``<name>_1`` ..
@@ -63,6 +67,7 @@ def acebench_answer(calls: list[ToolCall], tool_names: set[str]) -> dict[str, di
                 raise _Skip("ambiguous_duplicate_name", f"answer key {key!r} is also a tool name")
         out[key] = copy.deepcopy(c.arguments)
     return out
+
 
 def export_acebench(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     """Write ``data_<category>.json`` + ``possible_answer/`` (ACEBench normal family).

@@ -24,9 +24,11 @@ from benchsmith.schemas import (
 _BFCL_TYPES = {"string": "string", "integer": "integer", "number": "float", "boolean": "boolean",
                "array": "array", "object": "dict", "null": "any"}
 
+
 def bfcl_schema(schema: Any) -> Any:
     """A JSON-Schema property in BFCL's dialect (``dict``, ``float``, ``any``)."""
     return _convert(schema, _BFCL_TYPES, "any", "dict")
+
 
 def bfcl_function(tool: Tool) -> dict[str, Any]:
     params = tool.parameters
@@ -34,6 +36,7 @@ def bfcl_function(tool: Tool) -> dict[str, Any]:
             "parameters": {"type": "dict",
                            "properties": {k: bfcl_schema(v) for k, v in params.properties.items()},
                            "required": list(params.required)}}
+
 
 def _bfcl_allowed(value: Any, schema: dict[str, Any]) -> list[Any]:
     """BFCL's allowed-value list for a gold value: a dict (or a list of dicts) is written in the
@@ -47,8 +50,10 @@ def _bfcl_allowed(value: Any, schema: dict[str, Any]) -> list[Any]:
         return [[_bfcl_dict(v, items) for v in value]]
     return [value]
 
+
 def _bfcl_omitted(schema: dict[str, Any]) -> list[Any]:
     return ["", schema["default"]] if "default" in schema and schema["default"] not in ("", None) else [""]
+
 
 def _bfcl_dict(value: dict[str, Any], schema: dict[str, Any]) -> dict[str, list[Any]]:
     props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
@@ -59,6 +64,7 @@ def _bfcl_dict(value: dict[str, Any], schema: dict[str, Any]) -> dict[str, list[
             out[k] = _bfcl_omitted(prop if isinstance(prop, dict) else {})
     return out
 
+
 def _has_empty_string(value: Any, depth: int = 0) -> bool:
     if value == "" and isinstance(value, str):
         return True
@@ -67,6 +73,7 @@ def _has_empty_string(value: Any, depth: int = 0) -> bool:
     if depth < 2 and isinstance(value, list):
         return any(isinstance(v, dict) and _has_empty_string(v, depth + 1) for v in value)
     return False
+
 
 def bfcl_answer(call: ToolCall, function: dict[str, Any]) -> dict[str, dict[str, list[Any]]]:
     """``{name: {param: [allowed values]}}``: the gold value for each passed argument, ``""``
@@ -78,6 +85,7 @@ def bfcl_answer(call: ToolCall, function: dict[str, Any]) -> dict[str, dict[str,
         if k not in call.arguments and k not in required:
             allowed[k] = _bfcl_omitted(prop)
     return {call.name: allowed}
+
 
 def export_bfcl(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     """Write ``BFCL_v4_<category>.json`` + ``possible_answer/`` (BFCL v4 AST layout).

@@ -23,8 +23,8 @@ from benchsmith.schemas import (
 )
 
 
-
 _GTA_TYPES = {"string": "text", "integer": "int", "number": "float", "boolean": "bool"}
+
 
 def gta_tool(tool: Tool) -> dict[str, Any]:
     """A tool in GTA's (AgentLego's) layout; each input keeps its full JSON Schema under ``schema``;
@@ -49,6 +49,7 @@ def gta_tool(tool: Tool) -> dict[str, Any]:
 
     return {"name": tool.name, "description": tool.description, "category": suggest_category(tool.name),
             "inputs": inputs, "outputs": outputs}
+
 
 def gta_aliases(value: Any) -> list[str]:
     """The phrasings of one answer cell: its text; integral floats also without ``.0``; other
@@ -83,12 +84,14 @@ def gta_aliases(value: Any) -> list[str]:
         out.append(bare)   # "Google Inc." -> also "Google Inc" (a \b-bounded match needs it)
     return out
 
+
 def _cells(value: Any) -> list[Any]:
     if isinstance(value, list):
         return [c for v in value for c in _cells(v)]
     if isinstance(value, dict):
         return [c for v in value.values() for c in _cells(v)]
     return [value]
+
 
 def gta_answer(answer: Any) -> tuple[Any, str]:
     """``(gt_answer, gold answer text)`` for a sample's answer spec (raises ``_Skip``)."""
@@ -114,6 +117,7 @@ def gta_answer(answer: Any) -> tuple[Any, str]:
     if len(groups) > MAX_ANSWER_CELLS:
         raise _Skip("answer_too_long", f"{len(groups)} distinct cells")
     return {"whitelist": groups, "blacklist": None}, "The answer is: " + "; ".join(g[0] for g in groups) + "."
+
 
 def export_gta(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     """Write GTA's ``dataset.json`` (one sample per exported split sample, keyed ``"0"``, ``"1"``,
