@@ -25,6 +25,7 @@ from benchsmith.models._private.embeddings import Embedder, cosine, get_embedder
 from benchsmith.models._private.errors import TransportError
 from benchsmith.models._private.messages import to_langchain
 from benchsmith.models._private.paths import cache_root, state_dir
+from benchsmith.models._private.replies import MAX_JSON_STARTS, ParseError, read_json_reply
 from benchsmith.models._private.local import DEFAULT_LOCAL_MODEL, ensure_local_model
 from benchsmith.models._private.server import (
     ServerInfo,
@@ -36,7 +37,9 @@ from benchsmith.models._private.server import (
 )
 
 __all__ = [
+    "MAX_JSON_STARTS",
     "MAX_STRING",
+    "ParseError",
     "THOUGHT_SCHEMA",
     "bounded_strings",
     "cache_root",
@@ -45,6 +48,7 @@ __all__ = [
     "enum_or_string",
     "json_schema_types",
     "openai_tool",
+    "read_json_reply",
     "reference_choices",
     "DEFAULT_LOCAL_MODEL",
     "Embedder",

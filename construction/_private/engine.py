@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable, ClassVar, TypedDict
 
+from benchsmith.models import ParseError, read_json_reply  # noqa: F401  (re-exported by the package)
 from benchsmith.schemas import Registry
 
 RUNNING, ACCEPTED, REJECTED, REVIEW = "running", "accepted", "rejected", "review"
@@ -34,15 +35,6 @@ class BaseState(TypedDict, total=False):
     calls: Annotated[list[dict[str, Any]], operator.add]
     raw: Annotated[dict[str, str], _merge]
     outputs: list[dict[str, Any]]
-
-
-class ParseError(Exception):
-    """A reply that cannot be read: the sample goes to review with the raw reply and this reason."""
-
-    def __init__(self, code: str, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
 
 
 @dataclass
@@ -162,45 +154,9 @@ def pipeline(state: type, nodes: list[tuple[str, Any]]) -> Any:
     return g
 
 
-def read_json_reply(text: str) -> Any:
-    """The JSON value in a reply (code fences and text around one object/array tolerated).
-
-    Whatever the reply holds (nesting deeper than Python's recursion limit, a number of 4,300+
-    digits, a lone surrogate), it is a value or a :class:`ParseError`, never a crash.
-
-    >>> read_json_reply('Here: {"query": "Q"} Done.')
-    {'query': 'Q'}
-    >>> try:
-    ...     read_json_reply("[" * 100_000)
-    ... except ParseError as exc:
-    ...     print(exc.code)
-    not_json
-    """
-    import json
-
-    from benchsmith.schemas import loads_json
-
-    t = (text or "").strip()
-    if t.startswith("```"):
-        t = t.strip("`")
-        t = t[t.find("\n") + 1:] if "\n" in t else t
-    try:
-        return loads_json(t)
-    except json.JSONDecodeError:
-        pass
-    for opener, closer in (("{", "}"), ("[", "]")):
-        start, end = t.find(opener), t.rfind(closer)
-        if 0 <= start < end:
-            try:
-                return loads_json(t[start:end + 1])
-            except json.JSONDecodeError:
-                continue
-    raise ParseError("not_json", f"the reply is not JSON: {t[:120]!r}" + ("..." if len(t) > 120 else ""))
-
-
 def json_object(text: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
     """A JSON object reply with ``required`` keys, else :class:`ParseError`."""
-    value = read_json_reply(text)
+    value = read_json_reply(text, want=dict)
     if not isinstance(value, dict):
         raise ParseError("bad_shape", f"expected a JSON object, got {type(value).__name__}")
     missing = [k for k in required if k not in value]

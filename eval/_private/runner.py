@@ -29,6 +29,8 @@ from benchsmith.schemas import (
     Registry, RuntimeFault, UserError, append_jsonl, loads_json, read_json, validate_shape, write_json, write_jsonl,
 )
 
+from benchsmith.models import ParseError, read_json_reply  # noqa: F401  (read_json_reply: re-exported)
+
 from .core import BUILTIN_BENCHMARKS, EvalCase, get_benchmark
 
 RUN_FORMAT = "benchsmith.run/v1"
@@ -96,12 +98,9 @@ class Outcome:
     error: dict[str, str] | None = None
 
 
-class FormatError(ValueError):
-    """A model reply that cannot be read as the task's answer."""
-
-    def __init__(self, code: str, message: str) -> None:
-        self.code = code
-        super().__init__(message)
+#: a model reply that cannot be read as the task's answer (``code``, ``reason``): the one reply
+#: error of :mod:`benchsmith.models`
+FormatError = ParseError
 
 
 class TransportFailure(Exception):
@@ -240,52 +239,6 @@ def task(name: str) -> Callable[[type[Task]], type[Task]]:
 
 def get_task(name: str) -> type[Task]:
     return TASKS.get_or_raise(name, fix=f"choose one of {', '.join(sorted(TASKS))}")
-
-
-# ---- JSON reading shared by tasks ------------------------------------------------------------------
-MAX_JSON_STARTS = 1_000
-
-
-def read_json_reply(text: str) -> Any:
-    """The JSON value in a model reply: the whole text, else the first balanced {...} or [...] in it.
-
-    At most :data:`MAX_JSON_STARTS` places where a value could start are tried (each failed try
-    costs up to the reply's length, so a reply of a million ``{`` would otherwise take minutes).
-
-    >>> read_json_reply('Sure! {"a": [1, 2]} done')
-    {'a': [1, 2]}
-    >>> read_json_reply("no json")
-    Traceback (most recent call last):
-    ...
-    benchsmith.eval._private.runner.FormatError: the reply holds no JSON value
-    """
-    s = (text or "").strip()
-    if not s:
-        raise FormatError("empty_reply", "the model returned an empty reply")
-    try:
-        return loads_json(s)
-    except json.JSONDecodeError:
-        pass
-    dec = json.JSONDecoder()
-    tried = 0
-    i = _next_start(s, 0)
-    while i >= 0:
-        if tried == MAX_JSON_STARTS:
-            raise FormatError("not_json", f"the reply holds no JSON value where one of its first {MAX_JSON_STARTS:,} "
-                                          "'{' or '[' starts")
-        tried += 1
-        try:
-            value, _ = dec.raw_decode(s, i)
-            return value
-        except (ValueError, RecursionError):  # bad JSON, or a number of more than 4,300 digits
-            i = _next_start(s, i + 1)
-    raise FormatError("not_json", "the reply holds no JSON value")
-
-
-def _next_start(s: str, i: int) -> int:
-    """Where the next ``{`` or ``[`` at or after ``i`` is, else -1."""
-    a, b = s.find("{", i), s.find("[", i)
-    return min(a, b) if a >= 0 and b >= 0 else max(a, b)
 
 
 # ---- selection ------------------------------------------------------------------------------------

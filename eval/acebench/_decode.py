@@ -24,13 +24,18 @@ from collections.abc import Iterator
 from typing import Any
 
 from benchsmith.eval._private.core import FoldBudget, FoldLimit
+from benchsmith.models import ParseError as _ReplyError
 
 MAX_CHARS = 200_000  # longer outputs are refused rather than parsed
 MAX_INT_BITS = 14_000  # larger integer literals (a 4,300+-digit hexadecimal literal parses) are refused
 
 
-class DecodeError(ValueError):
-    """The output is not a list of calls."""
+class DecodeError(_ReplyError):
+    """The output is not a list of calls (a :class:`benchsmith.models.ParseError` with the code
+    ``decoder_failed``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("decoder_failed", reason)
 
 
 Call = dict[str, dict[str, Any]]   # {name: {arg: value}}

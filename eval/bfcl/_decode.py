@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchsmith.eval._private.core import MODEL_OUTPUT, FoldBudget, JSONValueText
+from benchsmith.models import ParseError as _ReplyError
 
 PROMPT = "prompt"              # Python call syntax (prompt-mode models)
 FC = "fc"                      # native function calls (FC models)
@@ -66,8 +67,12 @@ _MAX_POW_BITS = 4_096          # largest integer power folded
 _MAX_INT_BITS = 14_000         # largest integer a fold may produce (about 4,200 digits)
 
 
-class DecodeError(Exception):
-    """A value or call the decoder cannot read (always caught inside this module)."""
+class DecodeError(_ReplyError):
+    """A value or call the decoder cannot read (always caught inside this module; a
+    :class:`benchsmith.models.ParseError` with the code ``decoder_failed``)."""
+
+    def __init__(self, reason: str = "") -> None:
+        super().__init__("decoder_failed", reason)
 
 
 @dataclass

@@ -11,12 +11,17 @@ from string import Formatter
 from typing import Any
 
 from benchsmith.eval._private.core import MODEL_OUTPUT, check_value
+from benchsmith.models import ParseError as _ReplyError
 
 FINISH = "FinishAction"
 
 
-class ParseError(ValueError):
-    """The response cannot be read in the requested format."""
+class ParseError(_ReplyError):
+    """The response cannot be read in the requested format (a :class:`benchsmith.models.ParseError`
+    with the code ``unreadable``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("unreadable", reason)
 
 
 def load_response(raw: Any, start: str = "", end: str = "") -> Any:
