@@ -48,7 +48,7 @@ from benchsmith.schemas._private.sample import (
     WhitelistAnswer,
     content_id,
 )
-from benchsmith.schemas._private.split import SplitManifest, file_sha256, samples_content_hash
+from benchsmith.schemas._private.split import Split, SplitManifest, file_sha256, samples_content_hash
 from benchsmith.schemas._private.tool import (
     RestBinding,
     StrictModel,
@@ -154,6 +154,7 @@ __all__ = [
     "Sample",
     "content_id",
     # splits
+    "Split",
     "SplitManifest",
     "file_sha256",
     "samples_content_hash",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from benchsmith.schemas import Sample, UserError, read_jsonl
+from benchsmith.schemas import Sample, Split, UserError, read_jsonl
 
 from .protocol import CorrectionError, apply_correction, decide_adjudication, decide_review
 from .store import Store
@@ -65,9 +65,7 @@ class Workspace:
 
         path = Path(source)
         split = path if path.is_dir() else None
-        samples_path = path / "samples.jsonl" if path.is_dir() else path
-        if not samples_path.is_file():
-            raise UserError(f"{samples_path} does not exist", fix="pass a split folder or a samples JSONL file")
+        samples_path = Split.samples_file(path, fix="pass a split folder or a samples JSONL file")
         samples = read_jsonl(samples_path, Sample)[:limit]
         old = self.store.get_meta("source")
         if old and old["samples"] != str(samples_path.resolve()):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchsmith.schemas import Sample, Tool, UserError, loads_json, read_json, read_jsonl
+from benchsmith.schemas import Sample, Split, Tool, UserError, loads_json, read_json, read_jsonl
 
 
 @dataclass
@@ -88,9 +88,9 @@ def load_catalog(path: str | Path) -> list[CatalogEntry]:
     """The catalog entries in ``path`` (see the module docs for the accepted forms)."""
     path = Path(path)
     if path.is_dir():
-        if not (path / "samples.jsonl").is_file():
+        if not Split(path).has(Split.SAMPLES):
             raise UserError(f"{path} is a folder without samples.jsonl", fix="pass a split folder or a tools file")
-        return _from_samples(read_jsonl(path / "samples.jsonl", Sample), group_by_setup=True, split=path)
+        return _from_samples(Split(path).samples(), group_by_setup=True, split=path)
     if not path.is_file():
         raise UserError(f"{path} does not exist", fix="pass a split folder, a tools JSON/JSONL file or a samples JSONL")
     if path.suffix == ".jsonl":

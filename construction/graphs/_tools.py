@@ -110,15 +110,9 @@ def query_values(query: str) -> list[str]:
 def query_sample_items(source: Any, fix: str) -> list[tuple[str, dict[str, Any]]]:
     """``(sample id, sample dict)`` of every sample with a query in a samples JSONL file (or a folder
     holding ``samples.jsonl``), without provenance and verification (the graph makes new ones)."""
-    from pathlib import Path
+    from benchsmith.schemas import Sample, Split, read_jsonl
 
-    from benchsmith.schemas import Sample, UserError, read_jsonl
-
-    path = Path(source)
-    if path.is_dir():
-        path = path / "samples.jsonl"
-    if not path.is_file():
-        raise UserError(f"{path} does not exist", fix=fix)
+    path = Split.samples_file(source, fix=fix)
     return [(s.id, s.model_dump(mode="json", exclude_none=True, exclude={"provenance", "verification"}))
             for s in read_jsonl(path, Sample) if s.query is not None]
 

@@ -239,13 +239,9 @@ class ApisGraph(ConstructionGraph):
 # -- after the run -------------------------------------------------------------------------------------
 def synthesized_tools(samples_path: str | Path) -> list[dict[str, Any]]:
     """The synthesized APIs (Tool dicts) of an ``apis`` run's samples (a samples.jsonl or its folder)."""
-    from benchsmith.schemas import read_jsonl
+    from benchsmith.schemas import Split, read_jsonl
 
-    path = Path(samples_path)
-    if path.is_dir():
-        path = path / "samples.jsonl"
-    if not path.is_file():
-        raise UserError(f"{path} does not exist", fix="pass the samples.jsonl of a construct apis run")
+    path = Split.samples_file(samples_path, fix="pass the samples.jsonl of a construct apis run")
     tools = []
     for s in read_jsonl(path, Sample):
         if CATEGORY not in s.categories:

@@ -342,13 +342,9 @@ def to_pairs(samples_path: str | Path, out_path: str | Path) -> int:
     ``{"id", "question", "sql", "evidence"}`` rows (``benchsmith nl2api build`` input); returns
     the number of rows."""
     from benchsmith.construction.nl2api import Pair
-    from benchsmith.schemas import Sample, read_jsonl, write_jsonl
+    from benchsmith.schemas import Sample, Split, read_jsonl, write_jsonl
 
-    path = Path(samples_path)
-    if path.is_dir():
-        path = path / "samples.jsonl"
-    if not path.is_file():
-        raise UserError(f"{path} does not exist", fix="pass the samples.jsonl of a backtranslate run")
+    path = Split.samples_file(samples_path, fix="pass the samples.jsonl of a backtranslate run")
     rows = []
     for s in read_jsonl(path, Sample):
         sql = s.metadata.get("sql")

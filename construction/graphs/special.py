@@ -23,7 +23,6 @@ awareness). ``metadata.special.record`` holds the benchmark's own record fields.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from benchsmith.construction._private.engine import (
@@ -63,13 +62,9 @@ def parse_kinds(value: Any) -> tuple[str, ...]:
 def read_samples(source: Any, what: str) -> list[Sample]:
     """Accepted samples with a query and at least one visible gold call, from a samples JSONL file,
     a run folder or a split folder (``samples.jsonl`` inside). Rejected samples are left out."""
-    from benchsmith.schemas import read_jsonl
+    from benchsmith.schemas import Split, read_jsonl
 
-    path = Path(source)
-    if path.is_dir():
-        path = path / "samples.jsonl"
-    if not path.is_file():
-        raise UserError(f"{path} does not exist", fix=f"pass a samples JSONL file or a split folder ({what})")
+    path = Split.samples_file(source, fix=f"pass a samples JSONL file or a split folder ({what})")
     out = []
     for s in read_jsonl(path, Sample):
         if s.query is None or (s.verification is not None and s.verification.status == "rejected"):

@@ -18,7 +18,7 @@ from benchsmith.construction._private.engine import (
     graph,
     json_object,
 )
-from benchsmith.schemas import Sample, UserError
+from benchsmith.schemas import Sample
 
 MAX = 300
 
@@ -91,15 +91,10 @@ class VoteGraph(ConstructionGraph):
     steps = (VOTE,)
 
     def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
-        from pathlib import Path
 
-        from benchsmith.schemas import read_jsonl
+        from benchsmith.schemas import Split, read_jsonl
 
-        path = Path(source)
-        if path.is_dir():
-            path = path / "samples.jsonl"
-        if not path.is_file():
-            raise UserError(f"{path} does not exist", fix="pass a samples JSONL file")
+        path = Split.samples_file(source, fix="pass a samples JSONL file")
         return [(s.id, s.model_dump(mode="json")) for s in read_jsonl(path, Sample)]
 
     def initial(self, item_id: str, item: dict[str, Any], seed: int) -> dict[str, Any]:

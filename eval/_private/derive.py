@@ -28,7 +28,7 @@ from benchsmith.construction.variants import (
     visible_steps,
 )
 from benchsmith.schemas import (
-    Sample, Tool, UserError, read_jsonl, write_json,
+    Sample, Split, Tool, UserError, write_json,
 )
 
 REPORT = "derive_report.json"
@@ -40,15 +40,12 @@ MAX_TOOLS = 12            # candidate tools per derived record: every gold-chain
 
 def load_split(split_dir: str | Path) -> tuple[Path, list[Sample]]:
     """The verified samples with at least one visible gold call, in file order."""
-    split = Path(split_dir)
-    path = split / "samples.jsonl"
-    if not path.is_file():
-        raise UserError(f"{split} has no samples.jsonl", fix="pass a split folder written by `benchsmith nl2api build`")
-    samples = [s for s in read_jsonl(path, Sample)
+    split = Split.open(split_dir)
+    samples = [s for s in split.samples()
                if (s.verification is None or s.verification.status == "verified") and visible_steps(s)]
     if not samples:
-        raise UserError(f"{path} has no verified sample with gold calls", fix="build the split first")
-    return split, samples
+        raise UserError(f"{split.samples_path} has no verified sample with gold calls", fix="build the split first")
+    return split.root, samples
 
 
 def _source(split: Path, samples: list[Sample], seed: int | None) -> dict[str, Any]:

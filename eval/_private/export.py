@@ -25,11 +25,11 @@ from typing import Any
 from benchsmith.eval._private.derive import _BenchmarkView
 from benchsmith.schemas import (
     Sample,
+    Split,
     Tool,
     ToolCall,
     UserError,
     parse_reference,
-    read_jsonl,
     write_json,
 )
 
@@ -69,11 +69,8 @@ class _Skip(Exception):
 
 # ---- reading the split and preparing each sample --------------------------------------------------
 def _load_split(split_dir: str | Path) -> tuple[Path, list[Sample]]:
-    split = Path(split_dir)
-    path = split / "samples.jsonl"
-    if not path.is_file():
-        raise UserError(f"{split} has no samples.jsonl", fix="pass a split folder written by `benchsmith nl2api build`")
-    return split, read_jsonl(path, Sample)
+    split = Split.open(split_dir)
+    return split.root, split.samples()
 
 
 @dataclass

@@ -26,7 +26,7 @@ from typing import Any, Callable, ClassVar, Iterable, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from benchsmith.schemas import (
-    Registry, RuntimeFault, UserError, append_jsonl, loads_json, read_json, validate_shape, write_json, write_jsonl,
+    Registry, RuntimeFault, Split, UserError, append_jsonl, loads_json, read_json, validate_shape, write_json, write_jsonl,
 )
 
 from benchsmith.models import ParseError, read_json_reply  # noqa: F401  (read_json_reply: re-exported)
@@ -366,7 +366,7 @@ def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: Tas
     if not split.exists():
         raise UserError(f"{split} does not exist", fix="pass a split folder (benchsmith nl2api build) or a benchmark folder")
     sources: dict[str, Path] = {}
-    if (split / "samples.jsonl").is_file():
+    if Split(split).has(Split.SAMPLES):
         from .derive import DERIVERS, derive_all
 
         sources["nl2api"] = split

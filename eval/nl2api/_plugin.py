@@ -26,7 +26,7 @@ from benchsmith.construction.nl2api import (
 )
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed
 from benchsmith.schemas import (
-    ExactAnswer, Sample, ToolCall, UnresolvedReference, UserError, loads_json, read_jsonl, read_text,
+    ExactAnswer, Sample, Split, ToolCall, UnresolvedReference, UserError, loads_json, read_text,
     resolve_references,
 )
 
@@ -44,15 +44,15 @@ class _Split:
     def __init__(self, root: Path, style: str) -> None:
         self.root = root
         self.style = style
-        toolset = root / "toolset.json"
-        self.bindings = read_toolset(toolset) if toolset.is_file() else None
-        self.endpoints = read_endpoints(root / "endpoints.json") if style == "rest" else {}
-        self._db: Database | None = Database(root / "database.sqlite", check=True)
+        split = Split(root)
+        self.bindings = read_toolset(split.toolset_path) if split.has(Split.TOOLSET) else None
+        self.endpoints = read_endpoints(split.endpoints_path) if style == "rest" else {}
+        self._db: Database | None = Database(split.database_path, check=True)
 
     @property
     def db(self) -> Database:
         if self._db is None:
-            self._db = Database(self.root / "database.sqlite", check=True)
+            self._db = Database(Split(self.root).database_path, check=True)
         return self._db
 
 
@@ -63,7 +63,7 @@ class _ExecError(Exception):
 
 
 def _split_style(root: Path, samples: list[Sample]) -> str:
-    manifest = root / "manifest.json"
+    manifest = Split(root).manifest_path
     if manifest.is_file():
         style = read_manifest(manifest).style
         if style in STYLES:
@@ -72,7 +72,7 @@ def _split_style(root: Path, samples: list[Sample]) -> str:
         for c in s.categories:
             if c in STYLES:
                 return c
-    return "rest" if (root / "endpoints.json").is_file() else "slot"
+    return "rest" if Split(root).has(Split.ENDPOINTS) else "slot"
 
 
 def _nestful_records(path: Path) -> list[Any]:
@@ -108,7 +108,7 @@ class NL2API(Benchmark):
     # ---- load ----------------------------------------------------------------------------------
     def load(self, data: Path) -> list[EvalCase]:
         data = Path(data)
-        if data.is_dir() and (data / "samples.jsonl").is_file():
+        if data.is_dir() and Split(data).has(Split.SAMPLES):
             return self._load_split(data)
         if data.is_dir():
             files = sorted(p for p in data.iterdir() if p.suffix in (".json", ".jsonl") and p.is_file())
@@ -127,13 +127,14 @@ class NL2API(Benchmark):
         raise UserError(f"{data} does not exist", fix="pass a split directory or a NESTful data file")
 
     def _load_split(self, root: Path) -> list[EvalCase]:
-        samples = read_jsonl(root / "samples.jsonl", Sample)
+        split = Split.open(root)
+        samples = split.samples()
         style = _split_style(root, samples)
-        if not (root / "database.sqlite").is_file():
+        if not split.has(Split.DATABASE):
             raise UserError(f"split {root} has no database.sqlite", fix="rebuild the split (its database is copied in)")
-        if style == "rest" and not (root / "endpoints.json").is_file():
+        if style == "rest" and not split.has(Split.ENDPOINTS):
             raise UserError(f"REST split {root} has no endpoints.json", fix="rebuild the split with --style rest")
-        if style == "sel" and not (root / "toolset.json").is_file():
+        if style == "sel" and not split.has(Split.TOOLSET):
             raise UserError(f"SEL split {root} has no toolset.json", fix="rebuild the split with this benchsmith version")
         key = str(root.resolve())
         self._splits[key] = _Split(root, style)

@@ -21,7 +21,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from benchsmith.schemas import Sample, Step, Tool, ToolCall, UserError, read_jsonl, write_json
+from benchsmith.eval._private.derive import load_split
+from benchsmith.schemas import Sample, Step, Tool, ToolCall, UserError, write_json
 
 FINISH = "FinishAction"
 _REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:\.[^$]*)?\$")
@@ -186,15 +187,7 @@ def _review_reason(tag: str, detail: str = "") -> str:
 
 def derive_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     """Write T-Eval files for every verified sample of an NL2API split; returns the report."""
-    split = Path(split_dir)
-    path = split / "samples.jsonl"
-    if not path.is_file():
-        raise UserError(f"{split} has no samples.jsonl", fix="pass a split folder written by `benchsmith nl2api build`")
-    samples = [s for s in read_jsonl(path, Sample)
-               if s.verification is None or s.verification.status == "verified"]
-    samples = [s for s in samples if _visible_steps(s)]
-    if not samples:
-        raise UserError(f"{path} has no verified sample with gold calls", fix="build the split first")
+    split, samples = load_split(split_dir)
     bindings, endpoints = _split_style(split)
     runner, no_runner = _runner(split)
     files: dict[str, dict[str, Any]] = {name: {} for name in (

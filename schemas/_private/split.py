@@ -87,3 +87,86 @@ def samples_content_hash(ids: Iterable[str]) -> str:
     """
     joined = "\n".join(sorted(ids))
     return "sha256:" + hashlib.sha256(joined.encode("utf-8")).hexdigest()
+
+
+class Split:
+    """A split folder and the files in it: ``samples.jsonl`` (always), ``manifest.json``,
+    ``tools.json``, ``toolset.json`` (SEL), ``endpoints.json`` (REST), ``database.sqlite`` with its
+    ``.descriptions.json`` sidecar. Everything that reads a split finds its files here.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (Path(d) / Split.SAMPLES).write_text("", encoding="utf-8")
+    ...     split = Split.open(d)
+    ...     split.samples(), split.database_path.name, split.has(Split.TOOLSET)
+    ([], 'database.sqlite', False)
+    """
+
+    SAMPLES = "samples.jsonl"
+    MANIFEST = "manifest.json"
+    TOOLS = "tools.json"
+    TOOLSET = "toolset.json"
+    ENDPOINTS = "endpoints.json"
+    DATABASE = "database.sqlite"
+    DESCRIPTIONS = "database.sqlite.descriptions.json"
+    #: the files a split carries besides its samples and manifest
+    DATA_FILES = (TOOLS, TOOLSET, ENDPOINTS, DATABASE, DESCRIPTIONS)
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    @classmethod
+    def open(cls, root: str | os.PathLike[str],
+             fix: str = "pass a split folder written by `benchsmith nl2api build`") -> Split:
+        """The split in folder ``root``; a folder without ``samples.jsonl`` is a :class:`UserError`."""
+        split = cls(root)
+        if not split.samples_path.is_file():
+            raise UserError(f"{split.root} has no {cls.SAMPLES}", fix=fix)
+        return split
+
+    @classmethod
+    def samples_file(cls, source: str | os.PathLike[str], fix: str = "pass a samples JSONL file or a split folder") -> Path:
+        """The samples file ``source`` names: a JSONL file, or a folder's ``samples.jsonl`` (a split,
+        a construction run); one that does not exist is a :class:`UserError`."""
+        path = Path(source)
+        if path.is_dir():
+            path = path / cls.SAMPLES
+        if not path.is_file():
+            raise UserError(f"{path} does not exist", fix=fix)
+        return path
+
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+    def has(self, name: str) -> bool:
+        return (self.root / name).is_file()
+
+    @property
+    def samples_path(self) -> Path:
+        return self.root / self.SAMPLES
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / self.MANIFEST
+
+    @property
+    def toolset_path(self) -> Path:
+        return self.root / self.TOOLSET
+
+    @property
+    def endpoints_path(self) -> Path:
+        return self.root / self.ENDPOINTS
+
+    @property
+    def database_path(self) -> Path:
+        return self.root / self.DATABASE
+
+    def samples(self) -> list[Any]:
+        """Every sample of ``samples.jsonl`` (a bad row is a :class:`UserError` naming it)."""
+        from benchsmith.schemas._private.jsonl import read_jsonl
+        from benchsmith.schemas._private.sample import Sample
+
+        return read_jsonl(self.samples_path, Sample)
+
+    def __repr__(self) -> str:
+        return f"Split({str(self.root)!r})"
