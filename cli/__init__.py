@@ -73,12 +73,9 @@ def retry_overrides(max_retries: Optional[int]) -> dict[str, Any]:
 
 
 def _print_report(report: dict[str, Any], out: Path) -> None:
-    from rich.console import Console
+    from benchsmith.demo import build_report_line
 
-    console = Console()
-    rejected = ", ".join(f"{k}={v}" for k, v in report["rejected"].items()) or "none"
-    console.print(f"[bold]{report['style'].upper()}[/] {out}: {report['verified']}/{report['total']} verified "
-                  f"({report['verified_rate']:.1%}) in {report['seconds']:.2f}s; rejected: {rejected}")
+    typer.echo(build_report_line(report, out))
 
 
 @nl2api_app.command("build")
@@ -137,139 +134,10 @@ def demo(
 ) -> None:
     """The main job on the embedded default data: Chinook + its question/SQL pairs -> SLOT, SEL and REST splits,
     gold self-tests, and T-Eval, GTA, ToolAssess and ACEBench-special cases derived from the SLOT split
-    (each self-tested too)."""
-    from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
-    from benchsmith.construction.nl2api import default_pairs_path
+    (each self-tested too); with --model-run, construction, review and evaluation with the local model."""
+    from benchsmith.demo import run
 
-    from benchsmith.eval import derive_all, run_selftest
-
-    db = chinook_db()
-    for style in ("slot", "sel", "rest"):
-        report = build_split(db, default_pairs_path(), out / style, BuildOptions(style=style, name=f"chinook-{style}"))
-        _print_report(report, out / style)
-        scores = run_selftest("nl2api", out / style, out / "selftest" / f"nl2api-{style}")
-        typer.echo(f"  gold self-test (nl2api, strict): {scores['records'] - scores['gold_failing']}/{scores['records']} pass")
-    summary = derive_all(out / "slot", out / "derived")
-    typer.echo(f"cases derived from the SLOT split into {out / 'derived'}:")
-    for name, info in summary["derived"].items():
-        scores = run_selftest(info["benchmark"], out / "derived" / info["folder"], out / "selftest" / name)
-        headline = f"overall {scores['overall']:.2f}, " if "overall" in scores else ""
-        typer.echo(f"  {name}: gold self-test ({info['benchmark']}, strict): {headline}"
-                   f"{scores['records'] - scores['gold_failing']}/{scores['records']} records pass")
-    if model_run:
-        from benchsmith.models import local_server_status, stop_local_server
-
-        was_running = local_server_status() is not None
-        try:
-            _demo_construct(out)
-            reviewed = _demo_review(out)
-            _demo_model_run(out, limit, reviewed)
-        finally:  # the local model server is stopped afterwards unless it was already running
-            if not was_running:
-                stop_local_server()
-    typer.echo(f"serve the REST split with: benchsmith nl2api serve {out / 'rest'}")
-
-
-def _demo_construct(out: Path, n: int = 8) -> None:
-    """A small construction pass with the local model: queries drawn from the SLOT split's tools ->
-    gold chains on its real database -> quality checks (rules, near-duplicates, one model vote)."""
-    from benchsmith.construction import EnvContext, RoleModels, run_graph
-    from benchsmith.construction import inspect_samples
-    from benchsmith.construction.checks import CheckContext
-    from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model
-
-    from ._construct import print_summary
-
-    cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=300.0, max_tokens=256, temperature=0.7)
-    models = RoleModels(default=ModelClient(cfg))
-    root, split = out / "construct", out / "slot"
-    typer.echo(f"constructing with the local model {cfg.name}: queries -> chains -> checks in {root} (re-running resumes) ...")
-    print_summary(run_graph("queries", split, root / "queries", models=models, options={"n": n}, concurrency=4))
-    print_summary(run_graph("chains", root / "queries" / "samples.jsonl", root / "chains", models=models, concurrency=4,
-                            env_context=EnvContext(split=split), options={"step_budget": 4, "max_retries": 1}))
-    s = inspect_samples(root / "chains" / "samples.jsonl", root / "checked", models=models,
-                        context=CheckContext(env=EnvContext(split=split)), concurrency=4)
-    by = ", ".join(f"{k}={v}" for k, v in s["rejected_by_check"].items()) or "none"
-    typer.echo(f"check {root / 'checked'}: {s['total']} samples, {s['accepted']} accepted for review, {s['rejected']} to the "
-               f"error pool (rejected by: {by})")
-
-
-def _demo_review(out: Path) -> Path:
-    """Review the default SLOT split in a local Label Studio (its data dir under ``out``): two simulated
-    reviewers per item whose verdicts come from the automated checks (the datasheet says so), an
-    adjudicator for disagreements, then the accepted items frozen into ``out/reviewed``."""
-    from benchsmith.annotation import (
-        LabelStudio,
-        Workspace,
-        checks_policy,
-        finalize,
-        label_studio_status,
-        resolve_label_studio,
-        review_automatically,
-        start_label_studio,
-        stop_label_studio,
-    )
-
-    data_dir = out / "label-studio"
-    was_running = label_studio_status(data_dir) is not None
-    typer.echo(f"reviewing {out / 'slot'} in a local Label Studio (data dir {data_dir}); the reviewers' verdicts are "
-               "supplied automatically from the checks (non-interactive run) ...")
-    info = start_label_studio(data_dir=data_dir, echo=lambda m: typer.echo(m, err=True))
-    try:
-        access = resolve_label_studio(data_dir)
-        ws = Workspace(out / "review")
-        ws.store.set_meta("name", "chinook-slot")
-        ws.load(out / "slot")
-        review_automatically(ws, LabelStudio(access.url, access.token), checks_policy(ws._check_context(None)),
-                             echo=typer.echo)
-        result = finalize(ws, out / "reviewed", name="chinook-slot-reviewed")
-    finally:
-        if not was_running:
-            stop_label_studio(data_dir)
-    sheet = result["datasheet"]
-    kappa = {k: v["cohen_kappa"] for k, v in sheet["agreement"].items()}
-    typer.echo(f"  Label Studio {info.version} at {info.url}; final {sheet['final']}; Cohen's kappa by round {kappa}; "
-               f"finalized split {out / 'reviewed'} version {result['version']} (datasheet.md)")
-    return out / "reviewed"
-
-
-def _run_model(cfg: Any) -> dict[str, Any]:
-    """What run.json records of a model configuration (no key; a URL's credentials masked)."""
-    from benchsmith.models import mask_url
-
-    return {"name": cfg.name, "base_url": mask_url(cfg.base_url), "local": cfg.local, "temperature": cfg.temperature,
-            "max_tokens": cfg.max_tokens, "seed": cfg.seed, "timeout": cfg.timeout}
-
-
-def _demo_model_run(out: Path, limit: int, split: Path | None = None) -> None:
-    """The local default model on the finalized split (up to ``limit`` cases per task), scored and reported."""
-    from benchsmith.eval import TASKS, TaskOptions, run_eval, score_run
-    from benchsmith.eval.report import write_report
-    from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model
-
-    cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=300.0, max_tokens=256)
-    split = split or out / "slot"
-    typer.echo(f"evaluating the local model {cfg.name} on {split} (up to {limit} cases per task; "
-               f"re-running resumes) ...")
-    desc = _run_model(cfg)
-    # a task may need more cases for its headline to mean something (T-Eval: one per category)
-    limits = {name: max(limit, TASKS[name].min_cases) for name in TASKS}
-    result = run_eval(split, ModelClient(cfg), desc, out / "run", limit=limits, mode="prompt",
-                      concurrency=4, options=TaskOptions(mode="prompt", max_tokens=256))
-    scores = score_run(out / "run")
-    for name, info in result.tasks.items():
-        c = info["status_counts"]
-        typer.echo(f"  {name}: {info['cases']} cases, {c['ok']} answered, {c['format_error']} unreadable, "
-                   f"{c['request_error']} refused, {c['transport_error']} failed; {info['model_calls']} model calls")
-    report = write_report([out / "run"], out / "report", title="benchsmith demo: the local model on the default split")
-    from benchsmith.eval.report import primary
-
-    figures = []
-    for name, s in scores.items():
-        metric, value = primary(s.get("benchmark", name), s)
-        figures.append(f"{name} {metric} {'n/a' if value is None else f'{100 * value:.1f}%'}")
-    typer.echo("  scores (strict): " + "; ".join(figures))
-    typer.echo(f"report: {report['files']['html']}")
+    run(out, limit=limit, model_run=model_run, echo=typer.echo, note=lambda m: typer.echo(m, err=True))
 
 
 BENCHMARK_HELP = "A registered benchmark (`benchsmith eval list` names them)"
@@ -380,7 +248,7 @@ def eval_run(
     if cfg.base_url and not cfg.local:
         _check_endpoint(cfg.base_url, min(timeout, 10.0))
     run_mode = ("prompt" if cfg.local else "tools") if mode == "auto" else mode
-    desc = _run_model(cfg)
+    desc = cfg.describe()
     typer.echo(f"model {cfg.name} at {mask_url(cfg.base_url) or 'the OpenAI API'} ({run_mode} mode, concurrency {concurrency})")
     result = run_eval(split, ModelClient(cfg), desc, out, tasks=[t.strip() for t in tasks.split(",") if t.strip()] or None,
                       mode=run_mode, concurrency=concurrency, limit=limit, seed=seed,

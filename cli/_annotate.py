@@ -167,7 +167,7 @@ def annotate_simulate(workspace: Path = WORKSPACE, data_dir: Optional[Path] = LS
     from benchsmith.annotation import checks_policy, simulate
 
     ws, ls = _open(workspace, data_dir)
-    posted = simulate(ws, ls, checks_policy(ws._check_context(None)))
+    posted = simulate(ws, ls, checks_policy(ws.check_context()))
     typer.echo(f"simulated annotations posted: {posted}")
 
 

@@ -94,15 +94,14 @@ def check_finished(what: str, unfinished: int, total: int, out: Path, errors: li
 def print_summary(s: Any) -> None:
     from rich.console import Console
 
+    from rich.markup import escape
+
     console = Console(soft_wrap=True)
-    rejected = ", ".join(f"{k}={v}" for k, v in s.rejected_by.items()) or "none"
-    per = f"{s.calls_per_accepted:.2f}" if s.calls_per_accepted is not None else "n/a (nothing accepted)"
-    console.print(f"[bold]{s.graph}[/] {s.out}: {s.items} items, {s.samples} samples accepted, {s.rejected} rejected, "
-                  f"{s.review} to review, {s.unfinished} unfinished; rejected by: {rejected}", highlight=False)
-    console.print(f"  model calls {s.model_calls} ({per} per accepted sample); "
-                  f"resumed {s.resumed}, already done {s.skipped_done}; {s.seconds:.1f}s", highlight=False)
-    for e in s.errors[-5:]:
-        console.print(f"  [yellow]{e}[/]", highlight=False)
+    first, second, *errors = s.describe()
+    console.print(f"[bold]{escape(s.graph)}[/]{escape(first[len(s.graph):])}", highlight=False)
+    console.print(escape(second), highlight=False)
+    for e in errors:
+        console.print(f"[yellow]{escape(e)}[/]", highlight=False)
 
 
 def run(graph: str, source: Path, out: Path, *, model: str, base_url: Optional[str], roles: list[str], concurrency: int,

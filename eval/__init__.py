@@ -13,7 +13,7 @@ from ._private.core import (
 )
 from ._private.core import (
     DEFAULT_BUDGET, EMBED_PREFIX_CHARS, MODEL_OUTPUT, Budget, FoldBudget, FoldLimit, OverBudget, budget_paused, check_limit,
-    check_time, check_value, current_budget, embedding_text, over_budget, score_record,
+    check_time, check_value, current_budget, embedding_text, over_budget, score_record, scorer_for,
 )
 from ._private.derive import DERIVED_BENCHMARK, DERIVERS, derive_all
 from ._private.reportview import ReportView, record_categories
@@ -32,7 +32,7 @@ __all__ = ["TASKS", "CallContext", "FormatError", "Outcome", "Request", "RunResu
            "run_selftest", "safe_ratio", "score_cases", "scorer", "sqrt_weights",
            "DEFAULT_BUDGET", "EMBED_PREFIX_CHARS", "MODEL_OUTPUT", "Budget", "FoldBudget", "FoldLimit", "OverBudget",
            "budget_paused", "check_limit", "check_time", "check_value", "current_budget", "embedding_text", "over_budget",
-           "score_record", "ReportView", "record_categories"]
+           "score_record", "scorer_for", "ReportView", "record_categories"]
 
 # each benchmark's verbs live in its folder; these names stay importable from here (loaded on use)
 _IN_BENCHMARKS = {"derive_acebench_special": "acebench", "export_acebench": "acebench", "export_bfcl": "bfcl",

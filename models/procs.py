@@ -9,7 +9,7 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Iterator, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -37,13 +37,61 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def looks_like_our_server(pid: int) -> bool | None:
-    """Whether ``pid``'s command line is a benchsmith model server; None when it cannot be read."""
+def command_line(pid: int) -> str | None:
+    """``pid``'s command line (arguments joined by spaces); None when it cannot be read."""
     try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return None
+
+
+def looks_like_our_server(pid: int) -> bool | None:
+    """Whether ``pid``'s command line is a benchsmith model server; None when it cannot be read."""
+    cmd = command_line(pid)
+    if cmd is None:
+        return None
     return "serve_main" in cmd or ("benchsmith" in cmd and "serve" in cmd)
+
+
+def is_ours(pid: int, looks: Callable[[int], bool | None], is_healthy: Callable[[], bool]) -> bool:
+    """The recorded ``pid`` runs and is the server we started: its command line says so
+    (``looks``), or, when that cannot be read, the server answers (``is_healthy``)."""
+    if not pid_alive(pid):
+        return False
+    verdict = looks(pid)
+    return verdict if verdict is not None else is_healthy()
+
+
+def terminate(pid: int, grace: float, what: str) -> None:
+    """SIGTERM ``pid`` (its whole process group when it leads one), SIGKILL it after ``grace``
+    seconds, and wait up to 5 s more for it to go."""
+    import logging
+    import signal
+    import time
+
+    def send(sig: int) -> bool:
+        try:
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, sig)
+            else:
+                os.kill(pid, sig)
+            return True
+        except ProcessLookupError:
+            return False
+
+    if not send(signal.SIGTERM):
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return
+        time.sleep(0.05)
+    logging.getLogger("benchsmith").warning("%s pid %s ignored SIGTERM for %.0f s; killing it", what, pid, grace)
+    send(signal.SIGKILL)
+    for _ in range(100):
+        if not pid_alive(pid):
+            return
+        time.sleep(0.05)
 
 
 def healthy(url: str, timeout: float = 2.0) -> bool:

@@ -3,7 +3,7 @@
     python scripts/layout_figures.py [--json]
 
 * upward imports: a module importing a package of a higher layer
-  (schemas < models < prompts < construction < eval < annotation < cli)
+  (schemas < models < prompts < construction < eval < annotation < demo < cli)
 * cross-package ``_private`` imports: ``benchsmith.X._private`` imported from outside ``benchsmith.X``
 * import cycles between the top-level packages
 * registries: module-level dicts filled by a registering decorator or function
@@ -21,7 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ["schemas", "models", "prompts", "construction", "eval", "annotation", "cli"]
+LAYERS = ["schemas", "models", "prompts", "construction", "eval", "annotation", "demo", "cli"]
 BENCHMARKS = ["bfcl", "acebench", "teval", "gta", "toolassess", "nl2api"]
 
 

@@ -44,7 +44,7 @@ def test_no_upward_private_or_cyclic_imports() -> None:
 ])
 def test_the_detector_finds_a_planted_violation(tmp_path: Path, where: str, line: str, key: str) -> None:
     copy = tmp_path / "tree"
-    for name in ("schemas", "models", "prompts", "construction", "eval", "annotation", "cli", "scripts"):
+    for name in ("schemas", "models", "prompts", "construction", "eval", "annotation", "demo", "cli", "scripts"):
         shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__", "*.sqlite", "data"))
     path = copy / where
     path.write_text(path.read_text(encoding="utf-8") + "\n\ndef _planted():\n" + line, encoding="utf-8")

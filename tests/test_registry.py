@@ -73,3 +73,24 @@ def _env() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if k != "BENCHSMITH_PLUGINS"}
+
+
+def test_a_category_scorer_is_used_by_registering_it_alone() -> None:
+    from benchsmith.eval import SCORERS, EvalCase, get_benchmark, passed, score_cases
+
+    bench = get_benchmark("toolassess")
+    case = EvalCase(id="c1", benchmark="toolassess", category="awareness", gold={"label": "requires_tool"})
+    before = score_cases(bench, [case], {"c1": '"no_tool"'}, "strict").records[0]
+    assert not before.ok  # the built-in awareness scorer: a wrong label
+
+    def lenient(case, prediction, mode):  # noqa: ANN001, ANN202
+        return passed(case, 1.0, via="override")
+
+    SCORERS.add("toolassess:awareness", lenient)
+    try:
+        after = score_cases(bench, [case], {"c1": '"no_tool"'}, "strict").records[0]
+    finally:
+        del SCORERS["toolassess:awareness"]
+    assert after.ok and after.details == {"via": "override"}
+    again = score_cases(bench, [case], {"c1": '"no_tool"'}, "strict").records[0]
+    assert not again.ok

@@ -19,7 +19,6 @@ import logging
 import os
 import secrets
 import shutil
-import signal
 import sqlite3
 import subprocess
 import time
@@ -209,45 +208,17 @@ def check_access(url: str, token: str, token_source: str, url_source: str, timeo
 # ---------------------------------------------------------------- processes
 
 def _looks_like_ls(pid: int) -> bool | None:
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return None
-    return "label-studio" in cmd or "label_studio" in cmd
+    cmd = procs.command_line(pid)
+    return None if cmd is None else ("label-studio" in cmd or "label_studio" in cmd)
 
 
 def _is_ours(info: LabelStudioInfo) -> bool:
-    if not procs.pid_alive(info.pid):
-        return False
-    looks = _looks_like_ls(info.pid)
-    return looks if looks is not None else ls_healthy(info.url)
+    return procs.is_ours(info.pid, _looks_like_ls, lambda: ls_healthy(info.url))
 
 
 def _terminate(pid: int, grace: float) -> None:
     """SIGTERM the server's process group (it runs in its own session), SIGKILL after ``grace`` seconds."""
-    def send(sig: int) -> bool:
-        try:
-            if os.getpgid(pid) == pid:
-                os.killpg(pid, sig)
-            else:
-                os.kill(pid, sig)
-            return True
-        except ProcessLookupError:
-            return False
-
-    if not send(signal.SIGTERM):
-        return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if not procs.pid_alive(pid):
-            return
-        time.sleep(0.05)
-    log.warning("Label Studio pid %s ignored SIGTERM for %.0f s; killing it", pid, grace)
-    send(signal.SIGKILL)
-    for _ in range(100):
-        if not procs.pid_alive(pid):
-            return
-        time.sleep(0.05)
+    procs.terminate(pid, grace, "Label Studio")
 
 
 def _child_env(data_dir: Path, creds: dict[str, str]) -> dict[str, str]:

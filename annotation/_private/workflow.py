@@ -159,7 +159,7 @@ class Workspace:
         from benchsmith.construction.checks import DEFAULT_CHECKS, run_checks
 
         sample = Sample.model_validate(it["sample"])
-        report = run_checks(sample, [c for c in DEFAULT_CHECKS if c != "model_vote"], self._check_context(None))
+        report = run_checks(sample, [c for c in DEFAULT_CHECKS if c != "model_vote"], self.check_context(None))
         payload = task_payload(sample, it["kind"], checks=report, prescreen=None, stage=stage,
                                reviews=self._round_reviews(it) if stage == "adjudicate" else ())
         payload["data"]["bs_id"] = it["sample_id"]
@@ -233,7 +233,7 @@ class Workspace:
             event.update(outcome="rejected", reasons=[f"bad_correction: {exc}"])
             self.store.update_item(sid, status="rejected", round=rnd, event=event)
             return "rejected"
-        fixed, reasons = reexecute(revised, self._check_context(context))
+        fixed, reasons = reexecute(revised, self.check_context(context))
         if fixed is None:
             event.update(outcome="rejected", reasons=reasons)
             self.store.update_item(sid, status="rejected", round=rnd, event=event)
@@ -246,7 +246,9 @@ class Workspace:
         self.store.update_item(sid, status="review", round=rnd + 1, sample=fixed, event=event)
         return "revised"
 
-    def _check_context(self, context: Any) -> Any:
+    def check_context(self, context: Any = None) -> Any:
+        """The checks' context for this workspace's items (``context`` when given, else one on the
+        split the items came from)."""
         if context is not None:
             return context
         from benchsmith.construction import EnvContext

@@ -55,6 +55,16 @@ class ConstructSummary:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def describe(self) -> list[str]:
+        """The run in two lines (what came out, what it cost), then its last five errors."""
+        rejected = ", ".join(f"{k}={v}" for k, v in self.rejected_by.items()) or "none"
+        per = f"{self.calls_per_accepted:.2f}" if self.calls_per_accepted is not None else "n/a (nothing accepted)"
+        return [f"{self.graph} {self.out}: {self.items} items, {self.samples} samples accepted, {self.rejected} rejected, "
+                f"{self.review} to review, {self.unfinished} unfinished; rejected by: {rejected}",
+                f"  model calls {self.model_calls} ({per} per accepted sample); "
+                f"resumed {self.resumed}, already done {self.skipped_done}; {self.seconds:.1f}s",
+                *(f"  {e}" for e in self.errors[-5:])]
+
 
 def _run_record(spec: ConstructionGraph, seed: int, models: Any, source: str) -> dict[str, Any]:
     return {"graph": spec.name, "version": spec.version, "options": spec.options, "seed": seed, "source": source,

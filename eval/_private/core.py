@@ -75,7 +75,11 @@ BENCHMARKS: Registry[type["Benchmark"]] = Registry("benchmark", BUILTIN_BENCHMAR
 
 
 def scorer(name: str) -> Callable[[Callable[..., RecordResult]], Callable[..., RecordResult]]:
-    """Register a pure scoring function ``(case, prediction, mode) -> RecordResult`` by name."""
+    """Register a pure scoring function ``(case, prediction, mode) -> RecordResult`` by name.
+
+    A name ``"<benchmark>:<category>"`` makes it the scorer of that benchmark's records of that
+    category (:func:`scorer_for`); other names (``"<benchmark>.<part>"``) are parts a benchmark's
+    ``score`` calls."""
 
     return SCORERS.register(name)
 
@@ -502,6 +506,19 @@ def over_budget(case: EvalCase, exc: OverBudget) -> RecordResult:
                   figure=exc.figure, limit=exc.allowed)
 
 
+def scorer_for(bench: Benchmark, case: EvalCase) -> Callable[[EvalCase, str, Mode], RecordResult]:
+    """What scores ``case``: a scorer registered as ``"<benchmark>:<category>"`` (for example
+    ``@scorer("gta:step:tool")``) when there is one, else the benchmark's own ``score``. So a
+    scorer for a category (a new one, or one scored differently) is used by registering it alone.
+
+    >>> from benchsmith.eval import get_benchmark
+    >>> case = EvalCase(id="x", benchmark="toolassess", category="awareness")
+    >>> scorer_for(get_benchmark("toolassess"), case).__name__
+    'score'
+    """
+    return SCORERS.get(f"{bench.name}:{case.category}") or bench.score
+
+
 def score_record(bench: Benchmark, case: EvalCase, prediction: str, mode: Mode,
                  budget: Budget = DEFAULT_BUDGET) -> RecordResult:
     """Score one record within ``budget``; never raises. ``over_budget`` when the prediction is
@@ -528,7 +545,7 @@ def _score_within(rec: _Record, bench: Benchmark, case: EvalCase, prediction: st
         signal.setitimer(signal.ITIMER_REAL, budget.seconds)
     try:
         rec.scoring = True
-        result = bench.score(case, prediction, mode)
+        result = scorer_for(bench, case)(case, prediction, mode)
         rec.scoring = False
     except OverBudget as exc:
         rec.scoring = False

@@ -62,6 +62,12 @@ backoff_base=0.5, backoff_max=20.0, requests_per_second=None, temperature=0.0, m
                              "not the key itself")
         return v
 
+    def describe(self) -> dict[str, Any]:
+        """What a run records of this configuration: no key, and a URL's credentials masked."""
+        return {"name": self.name, "base_url": mask_url(self.base_url), "local": self.local,
+                "temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed,
+                "timeout": self.timeout}
+
     def __repr_args__(self):
         for k, v in super().__repr_args__():
             yield k, (mask_url(v) if k == "base_url" else v)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -60,10 +58,7 @@ def _read_state(folder: Path) -> ServerInfo | None:
 
 def _is_ours(info: ServerInfo) -> bool:
     """The recorded pid runs and is that server (its command line, or failing that its health)."""
-    if not procs.pid_alive(info.pid):
-        return False
-    looks = procs.looks_like_our_server(info.pid)
-    return looks if looks is not None else procs.healthy(info.url)
+    return procs.is_ours(info.pid, procs.looks_like_our_server, lambda: procs.healthy(info.url))
 
 
 def _status(folder: Path) -> ServerInfo | None:
@@ -82,24 +77,7 @@ def local_server_status() -> ServerInfo | None:
 
 
 def _terminate(pid: int, grace: float) -> None:
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if not procs.pid_alive(pid):
-            return
-        time.sleep(0.05)
-    log.warning("local model server pid %s ignored SIGTERM for %.0f s; killing it", pid, grace)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    for _ in range(100):
-        if not procs.pid_alive(pid):
-            return
-        time.sleep(0.05)
+    procs.terminate(pid, grace, "local model server")
 
 
 def stop_local_server(grace: float = 10.0) -> ServerInfo | None:
