@@ -178,3 +178,37 @@ def read_state(path: Path, cls: type[T], what: str) -> T | None:
     except (OSError, ValueError, TypeError) as exc:
         logging.getLogger("benchsmith").warning("ignoring unreadable %s state %s: %s", what, path, exc)
         return None
+
+
+def wait_until_up(pid: int, ready: Callable[[], bool | str], *, what: str, wait: float, log_path: Path,
+                  t0: float | None = None, poll: float = 0.1, grace: float = 2.0, log_lines: int = 15,
+                  scrub: Callable[[str], str] = lambda text: text, cleanup: Callable[[], None] | None = None) -> None:
+    """Wait for a server we just started (``pid``) to be up: ``ready()`` says True when it is, a
+    sentence when it answers but is wrong (e.g. it refuses our token), False while it is not up yet.
+
+    On failure (that sentence, the process exiting, or ``wait`` seconds passing since ``t0``) the
+    process is stopped, ``cleanup`` runs, and a :class:`~benchsmith.schemas.RuntimeFault` names
+    ``what`` went wrong with the tail of its log (passed through ``scrub``)."""
+    import time
+
+    from benchsmith.schemas import RuntimeFault
+
+    deadline = (time.monotonic() if t0 is None else t0) + wait
+    while True:
+        verdict = ready()
+        if verdict is True:
+            return
+        if isinstance(verdict, str):
+            problem = verdict
+        elif not pid_alive(pid):
+            problem = "exited during start-up"
+        elif time.monotonic() > deadline:
+            problem = f"did not become healthy within {wait:.0f} s"
+        else:
+            time.sleep(poll)
+            continue
+        terminate(pid, grace, what)
+        if cleanup is not None:
+            cleanup()
+        raise RuntimeFault(f"{what} {problem}; see its log {log_path}:\n{scrub(tail(log_path, log_lines))}")
+

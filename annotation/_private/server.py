@@ -254,23 +254,17 @@ def _spawn(data_dir: Path, port: int, creds: dict[str, str], version: str) -> tu
 def _wait_up(pid: int, url: str, token: str, wait: float, log_path: Path, t0: float) -> None:
     """Wait for ``/health`` on exactly this port and for ``token`` to be accepted there (so it is our server,
     not another one that took the port); on failure stop it and raise with the scrubbed log tail."""
-    deadline = t0 + wait
-    while True:
-        if ls_healthy(url):
-            try:
-                whoami(url, token, timeout=10.0)
-                return
-            except (OSError, ValueError, KeyError) as exc:
-                problem = f"answers on {url} but refused the admin token ({getattr(exc, 'code', type(exc).__name__)})"
-        elif not procs.pid_alive(pid):
-            problem = "exited during start-up"
-        elif time.monotonic() > deadline:
-            problem = f"did not become healthy on {url} within {wait:.0f} s"
-        else:
-            time.sleep(0.25)
-            continue
-        _terminate(pid, 5.0)
-        raise RuntimeFault(f"Label Studio {problem}; see its log {log_path}:\n{_scrub(procs.tail(log_path, 25), token)}")
+    def ready() -> bool | str:
+        if not ls_healthy(url):
+            return False
+        try:
+            whoami(url, token, timeout=10.0)
+            return True
+        except (OSError, ValueError, KeyError) as exc:
+            return f"answers on {url} but refused the admin token ({getattr(exc, 'code', type(exc).__name__)})"
+
+    procs.wait_until_up(pid, ready, what=f"Label Studio on {url}", wait=wait, log_path=log_path, t0=t0, poll=0.25,
+                        grace=5.0, log_lines=25, scrub=lambda text: _scrub(text, token))
 
 
 # ---------------------------------------------------------------- template and data dir

@@ -166,21 +166,19 @@ def _launch(folder: Path, port: int | None, parallel: int, ctx_per_slot: int, th
         err = detail.stderr.strip()[-2000:] if detail is not None else ""
         raise RuntimeFault(f"could not launch the local model server ({exc}); {err}") from exc
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
-    deadline = t0 + wait
-    while True:
+    up: list[ServerInfo] = []
+
+    def ready() -> bool:
         info = _read_state(folder)
         if info is not None and info.pid == pid and procs.healthy(url):
-            log.info("local model server up at %s (pid %s) in %.1f s", url, pid, time.monotonic() - t0)
-            return info
-        if not procs.pid_alive(pid):
-            raise RuntimeFault(f"the local model server exited during start-up; see its log {log_path}:\n"
-                               f"{procs.tail(log_path)}")
-        if time.monotonic() > deadline:
-            _terminate(pid, 2.0)
-            _state_path(folder).unlink(missing_ok=True)
-            raise RuntimeFault(f"the local model server did not become healthy within {wait:.0f} s; "
-                               f"see its log {log_path}:\n{procs.tail(log_path)}")
-        time.sleep(0.1)
+            up.append(info)
+            return True
+        return False
+
+    procs.wait_until_up(pid, ready, what="the local model server", wait=wait, log_path=log_path, t0=t0,
+                        cleanup=lambda: _state_path(folder).unlink(missing_ok=True))
+    log.info("local model server up at %s (pid %s) in %.1f s", url, pid, time.monotonic() - t0)
+    return up[-1]
 
 
 def ensure_local_server() -> str:
