@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from benchsmith.construction.nl2api import (
-    Database, QueryTimeout, Rejection, Runtime, ToolError, read_endpoints, read_manifest, read_toolset, result_rows,
+    QueryTimeout, Rejection, Runtime, SplitTools, ToolError, read_manifest, result_rows,
     run_and_check, run_endpoint,
 )
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed
@@ -37,23 +37,13 @@ STYLES = ("slot", "sel", "rest")
 METRICS = ("intent_p", "intent_r", "intent_f1", "slot_p", "slot_r", "slot_f1")
 
 
-class _Split:
+class _Split(SplitTools):
     """What executing predictions on one split needs; its files are read and its database is
     opened and checked at once (a broken split is a ``UserError`` before any record is scored)."""
 
     def __init__(self, root: Path, style: str) -> None:
-        self.root = root
+        super().__init__(root, check=True)
         self.style = style
-        split = Split(root)
-        self.bindings = read_toolset(split.toolset_path) if split.has(Split.TOOLSET) else None
-        self.endpoints = read_endpoints(split.endpoints_path) if style == "rest" else {}
-        self._db: Database | None = Database(split.database_path, check=True)
-
-    @property
-    def db(self) -> Database:
-        if self._db is None:
-            self._db = Database(Split(self.root).database_path, check=True)
-        return self._db
 
 
 class _ExecError(Exception):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.construction.nl2api import (
-    Database, QueryTimeout, Runtime, ToolError, load_bindings, observation, run_endpoint,
+    Database, QueryTimeout, Runtime, SplitTools, ToolError, observation, run_endpoint,
 )
 from benchsmith.schemas import Sample, ToolCall, UnresolvedReference, UserError, read_json, resolve_references
 
@@ -77,13 +77,10 @@ class SplitRunner:
 
     def __init__(self, split: str | Path) -> None:
         root = Path(split)
-        self.db = Database(_database_path(root))
+        tools = SplitTools(root, database=_database_path(root))
+        self.db, self.bindings, self.endpoints = tools.db, tools.bindings, tools.endpoints
         self.broken = Database(self.db.path)
         self.broken.close()  # every query on it fails inside the tool: the internal-error case
-        toolset = root / "toolset.json"
-        self.bindings = load_bindings(read_json(toolset)) if toolset.is_file() else None
-        endpoints = root / "endpoints.json"
-        self.endpoints: dict[str, Any] = read_json(endpoints) if endpoints.is_file() else {}
 
     def close(self) -> None:
         self.db.close()

@@ -72,3 +72,37 @@ def read_endpoints(path: str | Path) -> dict[str, Any]:
     data = read_json(path, fix=REBUILD + " --style rest")
     validate_shape(data, dict[str, EndpointSpec], where=str(path), fix=REBUILD + " --style rest")
     return data
+
+
+class SplitTools:
+    """A built split's executable tools: its SEL bindings (``toolset.json``, None for SLOT), its REST
+    endpoints (``endpoints.json``, empty unless REST) and its database, opened read-only at once
+    (``check`` runs SQLite's quick_check first), so a broken split fails before anything runs.
+    ``database`` names another database file (a split built without copying its own)."""
+
+    def __init__(self, root: str | Path, *, database: str | Path | None = None, check: bool = False) -> None:
+        from benchsmith.schemas import Split
+
+        from .database import Database
+
+        split = Split(root)
+        self.root = split.root
+        self.bindings = read_toolset(split.toolset_path) if split.has(Split.TOOLSET) else None
+        self.endpoints: dict[str, Any] = read_endpoints(split.endpoints_path) if split.has(Split.ENDPOINTS) else {}
+        self.database_path = Path(database) if database is not None else split.database_path
+        self._check = check
+        self._db: Any = Database(self.database_path, check=check)
+
+    @property
+    def db(self) -> Any:
+        """The split's read-only :class:`Database` (opened again after :meth:`close`)."""
+        if self._db is None:
+            from .database import Database
+
+            self._db = Database(self.database_path, check=self._check)
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
