@@ -203,8 +203,9 @@ class ConstructionGraph:
         return {}
 
 
-GRAPHS: Registry[type[ConstructionGraph]] = Registry("construction graph", ("benchsmith.construction.graphs",),
-                                                     set_name=True)
+GRAPHS: Registry[type[ConstructionGraph]] = Registry("construction graph", tuple(
+    f"benchsmith.construction.graphs.{m}"
+    for m in ("apis", "backtranslate", "chains", "dialogues", "expand", "queries", "special", "vote")), set_name=True)
 
 
 def graph(name: str) -> Callable[[type[ConstructionGraph]], type[ConstructionGraph]]:

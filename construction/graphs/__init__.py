@@ -1,3 +1,2 @@
-"""The built-in construction graphs (each registers itself by name)."""
-
-from . import apis, backtranslate, chains, dialogues, expand, queries, special, vote  # noqa: F401
+"""The built-in construction graphs, one module each, registered by name with
+:func:`benchsmith.construction.graph` when ``GRAPHS`` first looks a name up."""
