@@ -267,6 +267,17 @@ def _convert(schema: Any, names: dict[str, str], union: str, object_name: str) -
     return out
 
 
+def schema_dialect(names: dict[str, str], union: str, object_name: str, doc: str) -> Callable[[Any], Any]:
+    """A converter of JSON-Schema properties into a benchmark's dialect (:func:`_convert` with
+    these type names), documented by ``doc``."""
+
+    def convert(schema: Any) -> Any:
+        return _convert(schema, names, union, object_name)
+
+    convert.__doc__ = doc
+    return convert
+
+
 # ---- writing ------------------------------------------------------------------------------------
 def _jsonl_text(rows: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in rows)

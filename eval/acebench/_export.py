@@ -9,21 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.eval._private.export import (
-    _convert, _load_split, _prepare,
-    _python_syntax, _Report, _sid, _Skip, _with_notes, _write_with_answers,
+    _load_split, _prepare, _python_syntax, _Report, _sid, _Skip, _with_notes, _write_with_answers, schema_dialect,
 )
-from benchsmith.schemas import (
-    Tool, ToolCall,
-)
+from benchsmith.schemas import Tool, ToolCall
 
-
-_ACE_TYPES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean",
-              "array": "array", "object": "object", "null": "any"}
-
-
-def acebench_schema(schema: Any) -> Any:
-    """A JSON-Schema property in ACEBench's dialect (JSON Schema; unions become ``any``)."""
-    return _convert(schema, _ACE_TYPES, "any", "object")
+acebench_schema = schema_dialect(
+    {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean", "array": "array",
+     "object": "object", "null": "any"}, "any", "object",
+    "A JSON-Schema property in ACEBench's dialect (JSON Schema; unions become ``any``).")
 
 
 def acebench_function(tool: Tool) -> dict[str, Any]:

@@ -13,21 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.eval._private.export import (
-    _convert, _load_split, _prepare,
-    _python_syntax, _Report, _sid, _Skip, _with_notes, _write_with_answers,
+    _load_split, _prepare, _python_syntax, _Report, _sid, _Skip, _with_notes, _write_with_answers, schema_dialect,
 )
-from benchsmith.schemas import (
-    Tool, ToolCall,
-)
+from benchsmith.schemas import Tool, ToolCall
 
-
-_BFCL_TYPES = {"string": "string", "integer": "integer", "number": "float", "boolean": "boolean",
-               "array": "array", "object": "dict", "null": "any"}
-
-
-def bfcl_schema(schema: Any) -> Any:
-    """A JSON-Schema property in BFCL's dialect (``dict``, ``float``, ``any``)."""
-    return _convert(schema, _BFCL_TYPES, "any", "dict")
+bfcl_schema = schema_dialect(
+    {"string": "string", "integer": "integer", "number": "float", "boolean": "boolean", "array": "array",
+     "object": "dict", "null": "any"}, "any", "dict",
+    "A JSON-Schema property in BFCL's dialect (``dict``, ``float``, ``any``).")
 
 
 def bfcl_function(tool: Tool) -> dict[str, Any]:
