@@ -123,11 +123,11 @@ def test_random_text_never_raises_embedding_scorers(ability: str, text: str) -> 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=80), st.sampled_from(["", "[", "{"]), st.sampled_from(["", "]", "}"]))
 def test_load_response_raises_only_parse_error(text: str, start: str, end: str) -> None:
-    from benchsmith.eval.teval._parse import ParseError
+    from benchsmith.eval.teval._parse import ResponseError
 
     try:
         load_response(text, start, end)
-    except ParseError:
+    except ResponseError:
         pass
 
 

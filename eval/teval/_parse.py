@@ -1,5 +1,5 @@
 """Parsing T-Eval model responses (both modes). Pure functions; nothing here raises on model text
-except :class:`ParseError`, which the scorers turn into a zero score."""
+except :class:`ResponseError`, which the scorers turn into a zero score."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from benchsmith.models import ParseError as _ReplyError
 FINISH = "FinishAction"
 
 
-class ParseError(_ReplyError):
+class ResponseError(_ReplyError):
     """The response cannot be read in the requested format (a :class:`benchsmith.models.ParseError`
     with the code ``unreadable``)."""
 
@@ -49,12 +49,12 @@ _MIN_HUGE_INT_CHARS = 3_000    # a shorter text holds no such literal (hexadecim
 
 
 def _refuse_huge_ints(value: Any) -> None:
-    """ParseError for an integer too large to print (a 4,300+-digit hexadecimal literal parses)."""
+    """ResponseError for an integer too large to print (a 4,300+-digit hexadecimal literal parses)."""
     stack = [value]
     while stack:
         v = stack.pop()
         if isinstance(v, int) and v.bit_length() > _MAX_INT_BITS:
-            raise ParseError("a number too large to print")
+            raise ResponseError("a number too large to print")
         if isinstance(v, dict):
             stack.extend(v)
             stack.extend(v.values())
@@ -80,7 +80,7 @@ def _read_value(text: str) -> Any:
     try:
         return json.loads(text.replace("'", '"'))
     except Exception:  # noqa: BLE001
-        raise ParseError("neither a Python literal nor JSON") from None
+        raise ResponseError("neither a Python literal nor JSON") from None
 
 
 def literal_args(text: str, strict: bool) -> dict[str, Any]:
@@ -106,7 +106,7 @@ def string_template(template: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-class TemplateError(ParseError):
+class TemplateError(ResponseError):
     """The template cannot be used (official mode: T-Eval's evaluator raises here and stops)."""
 
 
@@ -212,18 +212,18 @@ def parse_markers(template: dict[str, Any], text: str) -> dict[str, Any] | None:
 
 # ---- plan ------------------------------------------------------------------------------------
 def plan_from_json(raw: Any) -> list[dict[str, Any]]:
-    """Steps ``{name: str, id: int, args: str}`` sorted by id; ParseError when unreadable."""
+    """Steps ``{name: str, id: int, args: str}`` sorted by id; ResponseError when unreadable."""
     data = load_response(raw, "[", "]")
     if not isinstance(data, list):
-        raise ParseError("the plan is not a list")
+        raise ResponseError("the plan is not a list")
     steps = []
     for item in data:
         try:
             steps.append({"name": str(item["name"]), "id": int(item["id"]), "args": str(item["args"])})
         except Exception:  # noqa: BLE001
-            raise ParseError("a plan step lacks name, id or args") from None
+            raise ResponseError("a plan step lacks name, id or args") from None
     if not steps:
-        raise ParseError("the plan is empty")
+        raise ResponseError("the plan is empty")
     return sorted(steps, key=lambda s: s["id"])
 
 
@@ -253,7 +253,7 @@ def plan_from_text(raw: str, api_list: Iterable[str], strict: bool) -> list[dict
                 args = _LEAD.sub("", fragment[(best_at or 0) + len(best):]).strip()
             steps.append({"id": len(steps), "name": best, "args": args})
     if not steps:
-        raise ParseError("no step names an API of the list")
+        raise ResponseError("no step names an API of the list")
     return steps
 
 
@@ -266,7 +266,7 @@ def rru_from_json(raw: Any) -> dict[str, Any]:
     """``{thought: str, name: str, args: dict}``; missing keys read as '' / {}."""
     data = load_response(raw, "{", "}")
     if not isinstance(data, dict):
-        raise ParseError("the response is not an object")
+        raise ResponseError("the response is not an object")
     out: dict[str, Any] = {"thought": str(data.get("thought", "")), "name": str(data.get("name", ""))}
     args = data.get("args", {})
     out["args"] = args if isinstance(args, dict) else {}
@@ -298,4 +298,4 @@ def review_letter(raw: str, strict: bool) -> str:
     rest = raw[cut + 1:].strip()
     if rest and rest[0] in REVIEW_LETTERS:
         return rest[0]
-    raise ParseError("no option letter A-E after the colon")
+    raise ResponseError("no option letter A-E after the colon")

@@ -25,7 +25,7 @@ from ._report import TEvalReport
 from ._derive import derive_teval_seeded
 from ._export import export_teval
 from . import _scorers
-from ._parse import ParseError, load_response, plan_from_json
+from ._parse import ResponseError, load_response, plan_from_json
 from ._scorers import ABILITIES, scorer_name
 
 # file stem (lower case, version suffix allowed) -> (abilities, default format)
@@ -124,7 +124,7 @@ def render_gold(case: EvalCase) -> str:
     if ability == "plan":
         try:
             steps = plan_from_json(gold)
-        except ParseError:
+        except ResponseError:
             return ""
         raw = load_response(gold, "[", "]")
         if fmt == "json":
@@ -143,7 +143,7 @@ def render_gold(case: EvalCase) -> str:
         return f"Answer: {letter}"
     try:
         step = _scorers.gold_step(gold)
-    except ParseError:
+    except ResponseError:
         return ""
     if fmt == "json":
         return json.dumps(step, ensure_ascii=False)

@@ -19,7 +19,7 @@ from benchsmith.eval._private.core import (
 
 from ._parse import (
     FINISH,
-    ParseError,
+    ResponseError,
     TemplateError,
     drop_finish,
     literal_args,
@@ -108,12 +108,12 @@ def _instruct(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordRe
         try:
             data = load_response(prediction)
             if not isinstance(data, dict):
-                raise ParseError("the response is not an object")
+                raise ResponseError("the response is not an object")
             keys = [template.get("thought", "thought"), template.get("action", "action"), template.get("args", "args")]
             missing = [k for k in keys if k not in data]
             if missing:
-                raise ParseError(f"the response lacks the template keys {missing}")
-        except ParseError as exc:
+                raise ResponseError(f"the response lacks the template keys {missing}")
+        except ResponseError as exc:
             return _parse_failed(case, exc, format=0.0, args_em=0.0)
         action, args = data[keys[1]], data[keys[2]]
         args = args if isinstance(args, dict) else {}
@@ -126,7 +126,7 @@ def _instruct(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordRe
             except TemplateError as exc:
                 return failed(case, "official_crash", str(exc), score=0.0, format=0.0, args_em=0.0)
         if fields is None:
-            return _parse_failed(case, ParseError("the response does not follow the string template"),
+            return _parse_failed(case, ResponseError("the response does not follow the string template"),
                                  format=0.0, args_em=0.0)
         action = fields.get("action", "")
         action = action.strip() if isinstance(action, str) else action
@@ -389,7 +389,7 @@ def plan_f1(pred: list[dict[str, Any]], gold: list[dict[str, Any]], strict: bool
                     "matched": []}
         # the official evaluator embeds an empty list of step names and crashes in cos_sim (torch.mm
         # of a 1x0 and a dxN matrix), which stops the whole evaluation; the record counts as 0
-        raise ParseError("the official evaluator crashes on this plan (nothing is left to compare once the "
+        raise ResponseError("the official evaluator crashes on this plan (nothing is left to compare once the "
                          "final FinishAction is dropped): RuntimeError in sentence-transformers' cos_sim; scored 0")
     n, m = len(pred), len(gold)
     vecs = _encode([s["name"] for s in pred] + [s["name"] for s in gold] +
@@ -419,21 +419,21 @@ def _plan(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordResult
     strict = _strict(mode)
     try:
         gold = gold_plan(case.gold)
-    except ParseError as exc:
+    except ResponseError as exc:
         return failed(case, "bad_gold", f"gold plan unreadable: {exc}")
     try:
         if fmt == "json":
             pred = plan_from_json(prediction)
         else:
             pred = plan_from_text(prediction, case.input.get("api_list") or [], strict)
-    except ParseError as exc:
+    except ResponseError as exc:
         return _parse_failed(case, exc, precision=0.0, recall=0.0)
     steps = drop_finish(pred)
     check_limit("plan_steps", len(steps))  # every step is embedded: a huge plan is over budget, not scored
     check_limit("embed_chars", sum(len(s["name"]) + len(s["args"]) for s in steps))
     try:
         res = plan_f1(pred, gold, strict)
-    except ParseError as exc:
+    except ResponseError as exc:
         return failed(case, "official_crash", str(exc), precision=0.0, recall=0.0)
     ok = res["f1"] >= FULL
     return _result(case, res["f1"], ok, "plan_mismatch",
@@ -459,14 +459,14 @@ def gold_step(gold: Any) -> dict[str, Any]:
 def _gold_or_fail(case: EvalCase) -> dict[str, Any] | RecordResult:
     try:
         return gold_step(case.gold)
-    except ParseError as exc:
+    except ResponseError as exc:
         return failed(case, "bad_gold", f"gold step unreadable: {exc}")
 
 
 def _pred_json(case: EvalCase, prediction: str) -> dict[str, Any] | RecordResult:
     try:
         return rru_from_json(prediction)
-    except ParseError as exc:
+    except ResponseError as exc:
         return _parse_failed(case, exc)
 
 
@@ -552,7 +552,7 @@ def _gold_args_text(gold: Any) -> tuple[str, Any]:
     if isinstance(gold, str):
         try:
             gold = load_response(gold, "{", "}")
-        except ParseError:
+        except ResponseError:
             return "", None
     args = gold.get("args", "") if isinstance(gold, dict) else ""
     return str(args), args
@@ -569,7 +569,7 @@ def understand_str(case: EvalCase, prediction: str, mode: Mode = "strict") -> Re
         if not ok and isinstance(value, dict):
             try:
                 parsed = load_response(pred, "{", "}")
-            except ParseError:
+            except ResponseError:
                 parsed = None
             ok = isinstance(parsed, dict) and same_value(parsed, value)
     else:
@@ -587,7 +587,7 @@ def gold_letter(gold: Any) -> str:
 def review_str(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
     try:
         letter = review_letter(prediction, _strict(mode))
-    except ParseError as exc:
+    except ResponseError as exc:
         return _parse_failed(case, exc)
     gold = gold_letter(case.gold)
     ok = letter == gold
@@ -601,20 +601,20 @@ def review_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> Recor
         # official: needs a boolean 'is_finished', then compares {'review': bool} with the gold letter
         try:
             data = load_response(prediction)
-        except ParseError as exc:
+        except ResponseError as exc:
             return _parse_failed(case, exc)
         if not isinstance(data, dict) or data.get("is_finished", None) not in (True, False) or \
                 "is_finished" not in data:
-            return _parse_failed(case, ParseError("no boolean 'is_finished'"))
+            return _parse_failed(case, ResponseError("no boolean 'is_finished'"))
         ok = {"review": data["is_finished"]} == gold
         return _result(case, float(ok), ok, "official_unreachable",
                        "the official json review compares a dict with the gold letter and never matches")
     try:
         data = load_response(prediction, "{", "}")
         if not isinstance(data, dict) or not isinstance(data.get("answer"), str):
-            raise ParseError("no string 'answer'")
+            raise ResponseError("no string 'answer'")
         letter = review_letter(":" + data["answer"], True)
-    except ParseError as exc:
+    except ResponseError as exc:
         return _parse_failed(case, exc)
     ok = letter == gold
     return _result(case, float(ok), ok, "wrong_answer", f"expected {gold}, got {letter}", answer=letter)
