@@ -247,3 +247,22 @@ def test_official_agent_grades_the_reported_state_strict_replays_the_calls():
     assert not st.ok and st.details["end_state"] == "replayed"
     assert any("reported end state differs" in n for n in st.details["replay_notes"])
     assert st.details["process"] == 0.25   # in-order scan: a miss consumes the rest of the turns
+
+
+def test_agent_replay_runs_on_the_construction_sandbox():
+    """The agent family keeps no apps of its own: the replay is construction.sandbox's AceBenchSandbox."""
+    from benchsmith.construction.sandbox import AceBenchSandbox
+    from benchsmith.eval.acebench import _agent
+
+    assert not any(hasattr(_agent, n) for n in ("Sandbox", "SCENARIOS", "BaseApi", "MessageApi", "Travel"))
+    inp = {"involved_classes": ["BaseApi", "MessageApi"], "initial_config": {"BaseApi": {"wifi": False, "logged_in": True}}}
+    turns = ["[turn_on_wifi()]", "[delete_message(message_id=1), nope(), delete_message(message_id=2)]", "not a call",
+             "[send_message(sender_name='Eve', receiver_name='Frank', message='hi')]"]
+    state, notes = _agent.replay(inp, turns, "strict")
+    box = AceBenchSandbox(inp["involved_classes"], inp["initial_config"])
+    for name, args in [("turn_on_wifi", {}), ("delete_message", {"message_id": 1}),
+                       ("send_message", {"sender_name": "Eve", "receiver_name": "Frank", "message": "hi"})]:
+        box.call(name, args)
+    assert state == box.state()
+    assert state[0] == {"BaseApi": {"wifi": True, "logged_in": True}} and "2" in state[1]["MessageApi"]["inbox"]
+    assert notes[0] == "turn 1: no such function nope" and notes[1].startswith("turn 2: not decodable")

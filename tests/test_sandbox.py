@@ -432,3 +432,68 @@ def test_call_signature_is_canonical():
     assert call_signature({"name": "f"}) == "f()"
     with pytest.raises(TypeError, match="not a call"):
         call_signature(["f"])
+
+
+# ----------------------------------------------------------------------------- ACEBench-flavoured domains
+def test_acebench_domains_are_documented_and_typed():
+    from benchsmith.construction.sandbox import ACEBENCH_CLASSES
+
+    sb = Sandbox({name: {} for name in ACEBENCH_CLASSES.values()})
+    tools = {t.name: t for t in sb.tools()}
+    assert len(tools) == 28 and {t.domain for t in tools.values()} == set(ACEBENCH_CLASSES.values())
+    for t in tools.values():
+        assert len(t.description.split()) >= 3
+        for prop in t.parameters.properties.values():
+            assert prop["description"].strip() and "type" in prop
+    items = tools["add_food_delivery_order"].parameters.properties["items"]
+    assert items["type"] == "array" and items["items"] == {"type": "object"}
+    assert tools["modify_flight"].parameters.required == ["user_id", "reservation_id"]
+
+
+def test_acebench_calls_keep_a_half_done_change_as_acebench_does():
+    sb = Sandbox({"acebench_travel": {}})
+    with pytest.raises(ToolError) as info:   # the cabin changes and is paid for, then the bag count is no number
+        sb.call("modify_flight", {"user_id": "user1", "reservation_id": "res_1", "new_cabin": "Business Class",
+                                  "add_baggage": "2"})
+    assert info.value.code == "tool_failed" and str(info.value) == "modify_flight: TypeError"
+    state = sb.state()["acebench_travel"]
+    assert state["reservations"][0]["cabin"] == "Business Class"
+    assert state["users"]["user1"]["bank_balance"] == 50000.0 - 1800
+    assert sb.log[-1].ok is False and sb.log[-1].arguments["add_baggage"] == "2"
+
+
+def test_acebench_arguments_are_passed_as_given():
+    sb = Sandbox({"acebench_phone": {"wifi": True}, "acebench_message": {}})
+    # no schema check: a string id is looked up as it is (and not found), a null is kept
+    assert sb.call("delete_message", {"message_id": "1"}) == {"status": False, "message": "no such message id"}
+    assert sb.call("search_messages", {"user_name": "Eve", "keyword": None})["status"] is False
+    assert sb.call("search_messages", {"user_name": "Eve", "keyword": "$x$"})["status"] is False  # no references
+    with pytest.raises(ToolError, match="^send_message: TypeError$"):
+        sb.call("send_message", {"sender_name": "Eve", "receiver_name": "Frank", "text": "hi"})
+
+
+def test_acebench_sandbox_reads_acebench_records():
+    from benchsmith.construction.sandbox import AceBenchSandbox
+
+    # each class loads its own config, then BaseApi's, which wins (wifi off by default, logged in)
+    box = AceBenchSandbox(["MessageApi", "Nope", "FoodPlatform", "MessageApi"],
+                          {"MessageApi": {"wifi": True}, "BaseApi": {"logged_in_users": ["Eve"]}})
+    assert box.classes == ["MessageApi", "FoodPlatform"]
+    assert box.sandbox.state()["acebench_phone"] == {"wifi": False, "logged_in": True}
+    state = box.state()
+    assert [next(iter(s)) for s in state] == ["MessageApi", "FoodPlatform"]   # BaseApi is not involved
+    assert set(state[0]["MessageApi"]) == {"inbox"} and set(state[0]["MessageApi"]["inbox"]) == {"1", "2", "3", "4", "5", "6"}
+    assert state[1]["FoodPlatform"]["logged_in_users"] == ["Eve"]
+    assert set(state[1]["FoodPlatform"]) == {"users", "logged_in_users", "orders"}
+    assert box.call("turn_on_wifi", {})["status"] is True
+    with pytest.raises(ToolError, match="^no such function reserve_flight$"):
+        box.call("reserve_flight", {})
+    empty = AceBenchSandbox(["Nope"], {})
+    assert empty.sandbox is None and empty.state() == []
+    with pytest.raises(ToolError, match="^no such function turn_on_wifi$") as info:
+        empty.call("turn_on_wifi", {})
+    assert info.value.code == "unknown_tool"
+    travel = AceBenchSandbox(["Travel"], {"BaseApi": {"wifi": True}})
+    assert [next(iter(s)) for s in travel.state()] == ["Travel"]
+    with pytest.raises(ToolError, match="no such function turn_on_wifi"):
+        travel.call("turn_on_wifi", {})

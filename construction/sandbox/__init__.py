@@ -1,7 +1,10 @@
 """Sandbox scenarios for agent benchmarks: stateful phone apps (device, messaging, reminders,
 food delivery) composed into one :class:`Sandbox`, hand-written scenarios with gold calls and
 expected end states, verification by execution, and ACEBench-style end-state and process
-accuracy. See ``docs/construction/sandbox.md``.
+accuracy. ACEBench's own agent apps are ACEBench-flavoured domains of the same sandbox
+(``acebench_phone``, ``acebench_message``, ``acebench_reminder``, ``acebench_food``,
+``acebench_travel``), built from an ACEBench record by :class:`AceBenchSandbox`. See
+``docs/construction/sandbox.md``.
 
 >>> from benchsmith.construction.sandbox import Sandbox, ToolError, end_state_accuracy
 >>> sb = Sandbox({"device": {"wifi_on": False},
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 from benchsmith.schemas import ToolError
 
+from ._private.acebench import ACEBENCH_CLASSES, AceBenchSandbox
 from ._private.engine import DOMAINS, CallRecord, Domain, Sandbox, domain
 from ._private.environment import open_sandbox
 from ._private.metrics import call_signature, end_state_accuracy, process_accuracy, state_mismatches
@@ -38,7 +42,9 @@ from ._private.scenario import Scenario, ScenarioReport, load_scenarios, scenari
 from ._private.tooling import ToolSpec, tool
 
 __all__ = [
+    "ACEBENCH_CLASSES",
     "DOMAINS",
+    "AceBenchSandbox",
     "CallRecord",
     "Domain",
     "Sandbox",

@@ -7,6 +7,12 @@ restores the domain's state, so a failed call never leaves half a change behind.
 runs, every other domain of the sandbox may veto it through :meth:`Domain.guard` (the device
 domain blocks network tools while the Wi-Fi is off). Nothing reads the wall clock or draws random
 numbers: times and ids come from the state.
+
+A domain with ``loose = True`` follows ACEBench's calling convention instead (its ACEBench-flavoured
+domains, ``acebench_*``): arguments reach the method as given (no schema check, no conversion, no
+``$label$`` references), a Python error inside the tool (a missing or unknown argument, a value of
+the wrong type) becomes a ``ToolError`` with code ``tool_failed``, and nothing is rolled back, so a
+call that fails part-way keeps what it changed before failing.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from .tooling import ToolSpec, build_spec, is_tool
 
 D = TypeVar("D", bound=type)
 DOMAINS: Registry[type["Domain"]] = Registry("sandbox domain", tuple(
-    f"benchsmith.construction.sandbox._private.{m}" for m in ("device", "food", "messaging", "reminders")))
+    f"benchsmith.construction.sandbox._private.{m}" for m in (
+        "device", "food", "messaging", "reminders", "acebench_apps", "acebench_travel")))
 
 
 class Domain:
@@ -35,6 +42,8 @@ class Domain:
     name: ClassVar[str] = ""
     State: ClassVar[type[StrictModel]]
     needs_network: ClassVar[bool] = False
+    loose: ClassVar[bool] = False
+    requires: ClassVar[tuple[str, ...]] = ()
     specs: ClassVar[dict[str, ToolSpec]] = {}
 
     def __init__(self, state: StrictModel, sandbox: Sandbox) -> None:
@@ -43,6 +52,10 @@ class Domain:
 
     def guard(self, caller: Domain, tool_name: str) -> None:
         """Raise ``ToolError`` to stop ``caller``'s tool from running (default: allow)."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """The domain's state as JSON (what :meth:`Sandbox.state` shows)."""
+        return self.state.model_dump(mode="json")
 
 
 def domain(name: str) -> Callable[[D], D]:
@@ -107,6 +120,11 @@ class Sandbox:
                     raise UserError(f"sandbox domains {owner[tool_name]} and {name} both define tool {tool_name}",
                                     fix="configure only one of them")
                 owner[tool_name] = name
+        for name, dom in self.domains.items():
+            missing = [r for r in dom.requires if r not in self.domains]
+            if missing:
+                raise UserError(f"sandbox domain {name} needs domain(s) {', '.join(missing)} in the same config",
+                                fix=f"add {', '.join(repr(m) for m in missing)} to the config")
         self._owner = owner
         self.log: list[CallRecord] = []
         self.outputs: dict[str, Any] = {}
@@ -117,10 +135,11 @@ class Sandbox:
 
     def state(self) -> dict[str, Any]:
         """A JSON-able snapshot of every domain's state."""
-        return {name: d.state.model_dump(mode="json") for name, d in self.domains.items()}
+        return {name: d.snapshot() for name, d in self.domains.items()}
 
     def call(self, name: str, arguments: dict[str, Any] | None = None, label: str | None = None) -> Any:
-        """Run tool ``name``; returns its observation or raises ``ToolError`` (state unchanged)."""
+        """Run tool ``name``; returns its observation or raises ``ToolError`` (state unchanged,
+        except in a ``loose`` domain)."""
         arguments = {} if arguments is None else arguments
         owner = self._owner.get(name) if isinstance(name, str) else None
         record = CallRecord(name=str(name), arguments=_safe_arguments(arguments), label=label, domain=owner, ok=False)
@@ -140,6 +159,8 @@ class Sandbox:
         owner = self._owner.get(name) if isinstance(name, str) else None
         if owner is None:
             raise ToolError(f"no tool named {name!r}; tools: {', '.join(sorted(self._owner))}", code="unknown_tool")
+        if self.domains[owner].loose:
+            return self._run_loose(name, arguments, self.domains[owner])
         try:
             arguments = resolve_references(arguments, self.outputs)
         except UnresolvedReference as exc:
@@ -160,6 +181,22 @@ class Sandbox:
         except BaseException:
             dom.state = backup
             raise
+
+    def _run_loose(self, name: str, arguments: Any, dom: Domain) -> Any:
+        """ACEBench's convention: arguments as given, errors of the tool become ``tool_failed``,
+        no rollback (see the module docstring)."""
+        if not isinstance(arguments, dict) or not all(isinstance(k, str) for k in arguments):
+            raise ToolError(f"{name}: arguments must be a JSON object", code="bad_arguments")
+        for other in self.domains.values():
+            if other is not dom:
+                other.guard(dom, name)
+        try:
+            result = getattr(dom, dom.specs[name].method)(**copy.deepcopy(arguments))
+        except ToolError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - as in ACEBench, any failure of the tool fails the call
+            raise ToolError(f"{name}: {type(exc).__name__}", code="tool_failed") from None
+        return _loose_jsonable(result)
 
 
 def _load_state(cls: type[Domain], raw: Any) -> StrictModel:
@@ -184,6 +221,14 @@ def _jsonable(value: Any) -> Any:
         raise TypeError(f"sandbox observation holds a {type(obj).__name__}")
 
     return json.loads(json.dumps(value, default=default))
+
+
+def _loose_jsonable(value: Any) -> Any:
+    """A detached JSON copy of ``value`` with values JSON lacks written as text (never raises)."""
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)[:2000]
 
 
 def _safe_arguments(arguments: Any) -> dict[str, Any]:

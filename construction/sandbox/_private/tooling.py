@@ -3,10 +3,11 @@ hints and docstring into a benchsmith :class:`~benchsmith.schemas.Tool`, and :me
 checks call arguments against it before anything runs.
 
 Supported parameter types: ``str``, ``int``, ``float``, ``bool``, ``Literal[...]``, ``list[T]``,
-``T | None`` (optional; ``null`` counts as omitted) and pydantic models (JSON objects whose fields
-carry ``Field(description=...)``). The docstring's first paragraph describes the tool; an
-``Args:`` section gives one ``name: description`` line (indented continuation lines allowed) per
-parameter, and every parameter must be documented.
+``dict[str, T]`` (``T`` may be ``Any``: any JSON object), ``T | None`` (optional; ``null`` counts
+as omitted) and pydantic models (JSON objects whose fields carry ``Field(description=...)``). The
+docstring's first paragraph describes the tool; an ``Args:`` section gives one ``name:
+description`` line (indented continuation lines allowed) per parameter, and every parameter must
+be documented.
 """
 
 from __future__ import annotations
@@ -182,6 +183,11 @@ def json_schema(hint: Any) -> dict[str, Any]:
     if origin is list:
         (item,) = typing.get_args(hint)
         return {"type": "array", "items": json_schema(item)}
+    if origin is dict:
+        key, item = typing.get_args(hint)
+        if key is not str:
+            raise TypeError(f"unsupported sandbox parameter type {hint!r} (object keys are strings)")
+        return {"type": "object"} if item is Any else {"type": "object", "additionalProperties": json_schema(item)}
     if isinstance(hint, type) and issubclass(hint, BaseModel):
         props, required = {}, []
         for fname, finfo in hint.model_fields.items():
@@ -224,6 +230,10 @@ def convert(value: Any, hint: Any, where: str) -> Any:
         _expect(value, isinstance(value, list), "an array", where)
         (item,) = typing.get_args(hint)
         return [convert(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        _expect(value, isinstance(value, dict) and all(isinstance(k, str) for k in value), "an object", where)
+        item = typing.get_args(hint)[1]
+        return dict(value) if item is Any else {k: convert(v, item, f"{where}.{k}") for k, v in value.items()}
     if isinstance(hint, type) and issubclass(hint, BaseModel):
         _expect(value, isinstance(value, dict), "an object", where)
         fields = hint.model_fields
