@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchsmith.construction.variants import dump_text
 from benchsmith.eval._private.derive import _BenchmarkView
 from benchsmith.schemas import (
     Sample,
@@ -167,8 +168,7 @@ def _prepare(sample: Sample, index: int) -> _Prepared:
                      final_thought=final_thought, chained=chained, tools=tools)
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+_dump = dump_text  # the exporters' name for it
 
 
 def _notes(p: _Prepared, positional: bool) -> str:

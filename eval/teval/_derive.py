@@ -21,8 +21,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from benchsmith.construction.variants import dump_text, visible_steps
 from benchsmith.eval._private.derive import load_split
-from benchsmith.schemas import Sample, Step, Tool, ToolCall, UserError, write_json
+from benchsmith.schemas import Sample, Tool, ToolCall, UserError, write_json
 
 FINISH = "FinishAction"
 _REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:\.[^$]*)?\$")
@@ -59,10 +60,6 @@ _REVIEW_JSON_NOTE = ('Answer with a JSON object {"answer": "<one letter, A to E>
 
 
 # ---- rendering helpers -------------------------------------------------------------------------
-def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str, sort_keys=False)
-
-
 def _type_name(prop: dict[str, Any]) -> str:
     t = prop.get("type")
     if isinstance(t, list):
@@ -98,7 +95,7 @@ def _first_sentence(text: str) -> str:
 
 
 def _value_text(value: Any) -> str:
-    return value if isinstance(value, str) else _dump(value)
+    return value if isinstance(value, str) else dump_text(value)
 
 
 def step_thought(call: ToolCall, tool: Tool | None, index: int) -> str:
@@ -125,31 +122,27 @@ def _user_query(sample: Sample) -> str:
 
 
 def _api_block(api: list[dict[str, Any]]) -> str:
-    return "You have access to the following APIs:\n" + _dump(api) + "\n"
+    return "You have access to the following APIs:\n" + dump_text(api) + "\n"
 
 
 def _history(calls: list[tuple[str, ToolCall, Any]], as_json: bool) -> list[dict[str, str]]:
     messages = []
     for thought, call, obs in calls:
         if as_json:
-            content = _dump({"thought": thought, "name": call.name, "args": call.arguments})
+            content = dump_text({"thought": thought, "name": call.name, "args": call.arguments})
         else:
-            content = f"Thought: {thought}\nAction: {call.name}\nAction Input: {_dump(call.arguments)}"
+            content = f"Thought: {thought}\nAction: {call.name}\nAction Input: {dump_text(call.arguments)}"
         messages.append({"role": "assistant", "content": content})
-        messages.append({"role": "function", "content": _dump(obs)})
+        messages.append({"role": "function", "content": dump_text(obs)})
     return messages
 
 
 def _deps(call: ToolCall, label_index: dict[str, int]) -> list[int]:
-    found = sorted({label_index[m.group(1)] for m in _REF.finditer(_dump(call.arguments)) if m.group(1) in label_index})
+    found = sorted({label_index[m.group(1)] for m in _REF.finditer(dump_text(call.arguments)) if m.group(1) in label_index})
     return found
 
 
 # ---- derivation --------------------------------------------------------------------------------
-def _visible_steps(sample: Sample) -> list[Step]:
-    return [s for s in sample.gold if s.call is not None and not s.hidden]
-
-
 def _split_style(split: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(bindings, REST endpoints) of the split, to read its calls as NL2API tools."""
     from benchsmith.construction.nl2api import load_bindings
@@ -194,7 +187,7 @@ def derive_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
         "instruct_v2", "plan_json_v2", "plan_str_v2", "reason_str_v2", "retrieve_str_v2", "understand_str_v2",
         "reason_retrieve_understand_json_v2", "review_str_v2", "review_json_v2")}
     # every observation of the split, to pair steps with responses that belong elsewhere
-    all_obs = [(s.id, i, _dump(st.observation)) for s in samples for i, st in enumerate(_visible_steps(s))]
+    all_obs = [(s.id, i, dump_text(st.observation)) for s in samples for i, st in enumerate(visible_steps(s))]
     n_obs = len(all_obs)
     position = {(s_id, i): n for n, (s_id, i, _) in enumerate(all_obs)}
     missed: dict[str, int] = {}
@@ -250,7 +243,7 @@ def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bi
 
     api = [api_description(t) for t in sample.tools]
     api_names = [t.name for t in sample.tools]
-    steps = _visible_steps(sample)
+    steps = visible_steps(sample)
     query = _user_query(sample)
     note = _setup_note(sample)
     sid = sample.id or f"sample{sn}"
@@ -301,7 +294,7 @@ def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bi
         # instruct: the call is given; the answer must follow the format
         tj = JSON_TEMPLATES[(sn + i) % len(JSON_TEMPLATES)]
         ts = STRING_TEMPLATES[(sn + i) % len(STRING_TEMPLATES)]
-        ask = f"Call {call.name} with these arguments: {_dump(call.arguments)}"
+        ask = f"Call {call.name} with these arguments: {dump_text(call.arguments)}"
         files["instruct_v2"][f"{key}_json"] = {
             "origin_prompt": [
                 {"role": "system", "content": _api_block(api) + note + "Answer with one JSON object with the "
@@ -367,7 +360,7 @@ def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bi
                                 _review_reason("input_error", why)))
             else:
                 missed["input_error:no_rejected_mistake"] = missed.get("input_error:no_rejected_mistake", 0) + 1
-        own = _dump(st.observation)
+        own = dump_text(st.observation)
         here = position[(sid, i)]
         if n_obs > 1:
             for shift in range(1, n_obs):
@@ -386,7 +379,7 @@ def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bi
             else:
                 missed["unable:no_filter_value"] = missed.get("unable:no_filter_value", 0) + 1
         for tag, goal, shown, response, why in reviews:
-            user = f"Goal: {goal}\nName: {shown.name}\nArgs: {_dump(shown.arguments)}\nResponse: {_dump(response)}"
+            user = f"Goal: {goal}\nName: {shown.name}\nArgs: {dump_text(shown.arguments)}\nResponse: {dump_text(response)}"
             for fmt, fname, system in (("str", "review_str_v2", REVIEW_SYSTEM),
                                        ("json", "review_json_v2", REVIEW_SYSTEM + _REVIEW_JSON_NOTE)):
                 files[fname][f"{key}_{tag}"] = {
