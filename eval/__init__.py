@@ -23,8 +23,14 @@ from ._private.runner import (
     TASKS, CallContext, FormatError, Outcome, Request, RunResult, SingleCallTask, Task, TaskOptions, Turn, get_task, read_json_reply,
     run_eval, score_run, select_cases, task,
 )
+from ._private.episode import (
+    BUDGET_ENDS, END_REASONS, NORMAL_ENDS, STOP_PHRASE, USER_FAILURES, Budgets, Episode, EpisodeEnv, EpisodeSpec, EpisodeTask,
+    Journal, error_type, reliability, run_episode,
+)
 
-__all__ = ["TASKS", "CallContext", "FormatError", "Outcome", "Request", "RunResult", "SingleCallTask", "Task", "TaskOptions",
+__all__ = ["BUDGET_ENDS", "END_REASONS", "NORMAL_ENDS", "STOP_PHRASE", "USER_FAILURES", "Budgets", "Episode", "EpisodeEnv",
+           "EpisodeSpec", "EpisodeTask", "Journal", "error_type", "reliability", "run_episode",
+           "TASKS", "CallContext", "FormatError", "Outcome", "Request", "RunResult", "SingleCallTask", "Task", "TaskOptions",
            "Turn", "get_task", "read_json_reply", "run_eval", "score_run", "select_cases", "task",
            "BENCHMARKS", "DERIVED_BENCHMARK", "DERIVERS", "EXPORTERS", "derive_acebench_special", "derive_all", "derive_gta",
            "derive_toolassess", "export_acebench", "export_bfcl", "export_gta", "export_teval", "CallShapeError", "JSONValueText", "tool_call_parts", "MODES", "SCORERS", "Benchmark", "EvalCase", "Mode", "Predictions", "RecordResult",

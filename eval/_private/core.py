@@ -69,7 +69,7 @@ def failed(case: EvalCase, error_type: str, reason: str = "", score: float = 0.0
 
 # ---- registries -------------------------------------------------------------------------------
 # the built-in benchmarks: each package registers its benchmark, scorers and task when imported
-BUILTIN_BENCHMARKS = tuple(f"benchsmith.eval.{b}" for b in ("acebench", "bfcl", "gta", "nl2api", "teval", "toolassess"))
+BUILTIN_BENCHMARKS = tuple(f"benchsmith.eval.{b}" for b in ("acebench", "agent", "bfcl", "gta", "nl2api", "teval", "toolassess"))
 SCORERS: Registry[Callable[..., RecordResult]] = Registry("scorer", BUILTIN_BENCHMARKS)
 BENCHMARKS: Registry[type["Benchmark"]] = Registry("benchmark", BUILTIN_BENCHMARKS, set_name=True)
 

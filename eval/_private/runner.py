@@ -12,6 +12,7 @@ reply, never a crash).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import random
@@ -34,6 +35,8 @@ from benchsmith.models import ParseError, read_json_reply  # noqa: F401  (read_j
 from .core import BUILTIN_BENCHMARKS, EvalCase, get_benchmark
 
 RUN_FORMAT = "benchsmith.run/v1"
+#: data names a task's loader knows without a folder (``--split sandbox --tasks agent``: the packaged scenarios)
+PACKAGED_DATA = ("sandbox",)
 DONE = ("ok", "format_error", "request_error")
 STATUSES = ("ok", "format_error", "request_error", "transport_error")
 
@@ -56,6 +59,8 @@ class Request:
     tools: list[dict[str, Any]] | None = None
     max_tokens: int | None = None
     stop: list[str] | None = None
+    temperature: float | None = None   # overrides the model configuration's (independent trials)
+    seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.json_schema is not None:
@@ -64,7 +69,8 @@ class Request:
             object.__setattr__(self, "json_schema", bounded_strings(closed_schema(self.json_schema)))
 
     def key(self) -> str:
-        blob = json.dumps([self.messages, self.json_schema, self.tools, self.max_tokens, self.stop],
+        blob = json.dumps([self.messages, self.json_schema, self.tools, self.max_tokens, self.stop, self.temperature,
+                           self.seed],
                           sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()  # model text may hold lone surrogates
 
@@ -114,33 +120,54 @@ class TransportFailure(Exception):
 class CallContext:
     """What a task's ``solve`` uses to talk to the model: one call = one turn, identical requests
     across cases of a run share one model call (T-Eval asks reason, retrieve and understand from
-    the same prompt)."""
+    the same prompt). Episodic tasks also get the user simulator's client (``role="user"``) and the
+    run's episode journal (``journal``: every finished turn, for resuming after a kill)."""
 
     def __init__(self, client: ChatClient, mode: str, memo: dict[str, asyncio.Future[Any]],
-                 counters: Counter[str]) -> None:
+                 counters: Counter[str], *, user_client: ChatClient | None = None, journal: Any = None,
+                 key: str | None = None, user_local: bool = False) -> None:
         self.client = client
+        self.user_client = user_client
+        self.user_local = user_local   # the user simulator is the local base model: one line per reply
         self.mode = mode
+        self.journal = journal
+        self.key = key
         self._memo = memo
         self._counters = counters
 
-    async def call(self, req: Request) -> tuple[Any, Turn]:
-        key = req.key()
-        fut = self._memo.get(key)
+    async def call(self, req: Request, role: str = "assistant", share: bool = True) -> tuple[Any, Turn]:
+        """One model call; ``share=False`` never shares it with an identical request of another case
+        (episodes: each is independent, and counts its own tokens)."""
+        client = self.client
+        prefix = ""
+        if role == "user":
+            if self.user_client is None:
+                raise UserError("this task needs a user simulator model and none was given",
+                                fix="pass --user-model (default: the local model)")
+            client, prefix = self.user_client, "user_"
+        memo: dict[str, asyncio.Future[Any]] = self._memo if share else {}
+        key = f"{role}:{req.key()}"
+        fut = memo.get(key)
         shared = fut is not None
         if fut is None:
-            fut = self._memo[key] = asyncio.get_running_loop().create_future()
+            fut = memo[key] = asyncio.get_running_loop().create_future()
+            extra: dict[str, Any] = {}
+            if req.temperature is not None:
+                extra["temperature"] = req.temperature
+            if req.seed is not None:
+                extra["seed"] = req.seed
             try:
-                reply = await self.client.acomplete(req.messages, tools=req.tools, json_schema=req.json_schema,
-                                                    max_tokens=req.max_tokens, stop=req.stop)
+                reply = await client.acomplete(req.messages, tools=req.tools, json_schema=req.json_schema,
+                                               max_tokens=req.max_tokens, stop=req.stop, **extra)
             except Exception as exc:  # noqa: BLE001 - classified below; never cached
-                del self._memo[key]
+                del memo[key]
                 fut.set_exception(exc)
                 fut.exception()  # mark retrieved
                 raise _transport(exc) from exc
-            self._counters["model_calls"] += 1
+            self._counters[prefix + "model_calls"] += 1
             usage = getattr(reply, "usage", None) or {}
-            self._counters["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
-            self._counters["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+            self._counters[prefix + "prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
+            self._counters[prefix + "completion_tokens"] += int(usage.get("completion_tokens") or 0)
             fut.set_result(reply)
         else:
             try:
@@ -175,6 +202,13 @@ class TaskOptions:
     max_tokens: int = 384
     step_budget: int = 12           # end-to-end tasks: model calls per case (Chinook gold chains: up to 10 calls)
     variant: str = "standard"       # ACEBench prompt variant: standard | condensed | minimal
+    trials: int = 1                 # episodic tasks: independent trials per case (pass^k, pass@k for k <= trials)
+    trial_temperature: float = 0.7  # sampling temperature of trials when trials > 1 (trial t uses seed t)
+    max_turns: int = 12             # episodes: user messages
+    max_steps: int = 8              # episodes: assistant replies after one user message
+    max_tool_calls: int = 40        # episodes: tool calls
+    max_episode_tokens: int = 250_000  # episodes: prompt + completion tokens of the model under test
+    episode_wall_s: float = 1800.0  # episodes: seconds of model and tool time
 
 
 class Task(ABC):
@@ -196,6 +230,11 @@ class Task(ABC):
 
     def runnable(self, case: EvalCase) -> bool:
         return True
+
+    def trials_for(self, case: EvalCase) -> int:
+        """Independent runs of ``case`` (episodic tasks: ``options.trials``); each is its own case
+        ``<id>~t<N>`` with ``meta["trial"] = N`` and ``meta["base_id"] = <id>``."""
+        return 1
 
     @abstractmethod
     def prompt_version(self) -> str:
@@ -350,6 +389,19 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def expand_trials(t: Task, cases: list[EvalCase]) -> list[EvalCase]:
+    """Each case as many times as ``t.trials_for`` says (one trial keeps the case as it is)."""
+    out: list[EvalCase] = []
+    for c in cases:
+        n = t.trials_for(c)
+        if n <= 1:
+            out.append(c)
+            continue
+        out += [c.model_copy(update={"id": f"{c.id}~t{i}", "meta": {**c.meta, "trial": i, "base_id": c.id}})
+                for i in range(n)]
+    return out
+
+
 @dataclass
 class PlannedTask:
     task: Task
@@ -363,7 +415,7 @@ def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: Tas
     split itself and the derived benchmarks on cases derived into ``RUN_DIR/data``; a folder written
     by ``benchsmith eval derive`` runs its derived benchmarks; any other folder needs ``--tasks``."""
     split = Path(split)
-    if not split.exists():
+    if not split.exists() and not (names and str(split) in PACKAGED_DATA):
         raise UserError(f"{split} does not exist", fix="pass a split folder (benchsmith nl2api build) or a benchmark folder")
     sources: dict[str, Path] = {}
     if Split(split).has(Split.SAMPLES):
@@ -390,7 +442,7 @@ def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: Tas
         cls = get_task(name)
         data = sources.get(name, split)
         t = cls(data, options)
-        cases = select_cases(t.load(), limit.get(name) if isinstance(limit, dict) else limit, seed)
+        cases = expand_trials(t, select_cases(t.load(), limit.get(name) if isinstance(limit, dict) else limit, seed))
         if not cases:
             raise UserError(f"task {name}: no runnable case in {data}", fix="check the folder or drop the task")
         planned.append(PlannedTask(t, cases, out / name))
@@ -406,7 +458,10 @@ class RunResult:
 
 async def _run_async(planned: list[PlannedTask], client: ChatClient, model: dict[str, Any], out: Path,
                      mode: str, concurrency: int, split: Path, progress: bool,
-                     max_consecutive_failures: int) -> RunResult:
+                     max_consecutive_failures: int, user_client: ChatClient | None = None,
+                     user_model: dict[str, Any] | None = None) -> RunResult:
+    from .episode import Journal
+
     run_json = out / "run.json"
     previous = read_run_json(run_json) if run_json.is_file() else {}
     if previous and previous.get("model", {}).get("name") not in (None, model["name"]):
@@ -415,9 +470,11 @@ async def _run_async(planned: list[PlannedTask], client: ChatClient, model: dict
     meta: dict[str, Any] = {
         "format": RUN_FORMAT,
         "run_id": previous.get("run_id") or f"{_now().replace(':', '-')}-{model['name']}".replace("/", "_"),
-        "model": model, "mode": mode, "split": str(split.resolve()), "concurrency": concurrency,
+        "model": model, "mode": mode, "split": str(split.resolve()) if split.exists() else str(split), "concurrency": concurrency,
         "created_at": previous.get("created_at") or _now(), "updated_at": _now(), "status": "running", "tasks": {},
     }
+    if user_model is not None:
+        meta["user_model"] = user_model   # the model that played the user in episodic tasks
     counters: dict[str, Counter[str]] = {p.task.name: Counter() for p in planned}
     pending: list[tuple[PlannedTask, EvalCase, str]] = []
     done_before: dict[str, int] = {}
@@ -435,10 +492,11 @@ async def _run_async(planned: list[PlannedTask], client: ChatClient, model: dict
             else:
                 pending.append((p, c, key))
         done_before[p.task.name] = n_done
-        meta["tasks"][p.task.name] = {"benchmark": p.task.benchmark, "data": str(p.task.data.resolve()),
+        meta["tasks"][p.task.name] = {"benchmark": p.task.benchmark, "data": str(p.task.data.resolve()) if p.task.data.exists() else str(p.task.data),
                                       "cases": len(p.cases), "prompt_version": version}
     write_json(run_json, meta)
 
+    journals = {p.task.name: Journal(p.folder / "episodes.jsonl") for p in planned}
     sem = asyncio.Semaphore(max(1, concurrency))
     memo: dict[str, asyncio.Future[Any]] = {}
     failures = {"consecutive": 0}
@@ -453,7 +511,9 @@ async def _run_async(planned: list[PlannedTask], client: ChatClient, model: dict
             if abort["exc"] is not None:
                 return
             started = _now()
-            ctx = CallContext(client, mode, memo, counters[p.task.name])
+            ctx = CallContext(client, mode, memo, counters[p.task.name], user_client=user_client,
+                              journal=journals[p.task.name], key=key,
+                              user_local=bool((user_model or {}).get("local")))
             try:
                 outcome = await p.task.solve(case, ctx)
             except TransportFailure as exc:
@@ -513,7 +573,8 @@ def finish_run(out: Path, planned: list[PlannedTask], model_name: str, meta: dic
         info["done"] = sum(statuses[s] for s in DONE)
         info["status_counts"] = {s: statuses[s] for s in (*STATUSES, "pending")}
         c = (counters or {}).get(p.task.name, Counter())
-        for k in ("model_calls", "prompt_tokens", "completion_tokens"):
+        for k in ("model_calls", "prompt_tokens", "completion_tokens",
+                  "user_model_calls", "user_prompt_tokens", "user_completion_tokens"):
             info[k] = int(old.get(k, 0)) + int(c.get(k, 0)) if old.get("prompt_version") == version else int(c.get(k, 0))
         info["wall_s"] = round(float(old.get("wall_s", 0.0)) + float((wall or {}).get(p.task.name, 0.0)), 2)
         any_transport |= bool(statuses["transport_error"] or statuses["pending"])
@@ -558,10 +619,13 @@ def run_eval(split: str | Path, client: ChatClient, model: dict[str, Any], out: 
              tasks: Iterable[str] | None = None, mode: str = "prompt", concurrency: int = 4,
              limit: int | dict[str, int] | None = None,
              seed: int = 0, options: TaskOptions | None = None, progress: bool = True,
-             max_consecutive_failures: int | None = None) -> RunResult:
+             max_consecutive_failures: int | None = None, user_client: ChatClient | None = None,
+             user_model: dict[str, Any] | None = None) -> RunResult:
     """Run the tasks of ``split`` with ``client``; see the module docstring. ``model`` is the JSON-able
     description written to run.json (``name`` is part of every reply key; never put a key in it).
-    ``limit`` caps the cases per task: one number for all, or ``{task: n}`` (tasks not named: all)."""
+    ``limit`` caps the cases per task: one number for all, or ``{task: n}`` (tasks not named: all).
+    ``user_client`` plays the user in episodic tasks (default: ``client``); ``user_model`` describes it
+    in run.json (default: ``model``)."""
     if mode not in ("prompt", "tools"):
         raise UserError(f"unknown mode {mode!r}", fix="use prompt or tools (auto is resolved by the caller)")
     if concurrency < 1:
@@ -569,12 +633,15 @@ def run_eval(split: str | Path, client: ChatClient, model: dict[str, Any], out: 
     out = Path(out)
     opts = options or TaskOptions(mode=mode)
     if opts.mode != mode:
-        opts = TaskOptions(mode=mode, max_tokens=opts.max_tokens, step_budget=opts.step_budget, variant=opts.variant)
+        opts = dataclasses.replace(opts, mode=mode)
     if (out / "run.json").is_file():
         read_run_json(out / "run.json")  # a run.json of the wrong shape: refused before any work
     planned = plan_tasks(Path(split), out, tasks, opts, limit, seed)
     limit_fail = max_consecutive_failures or max(8, 2 * concurrency + 2)
-    return asyncio.run(_run_async(planned, client, model, out, mode, concurrency, Path(split), progress, limit_fail))
+    if user_client is None:
+        user_client, user_model = client, (user_model or model)
+    return asyncio.run(_run_async(planned, client, model, out, mode, concurrency, Path(split), progress, limit_fail,
+                                  user_client, user_model or model))
 
 
 def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, Any]]:

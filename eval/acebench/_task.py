@@ -5,7 +5,7 @@ condensed or minimal prompt variant.
 ``[f(a=1)]`` string, a text reply is kept as it is (ACEBench's own convention for special cases).
 ``prompt`` mode asks for a JSON decision (call / missing_parameters / incorrect_value /
 cannot_solve) under a JSON schema and renders it to the phrases ACEBench's checker looks for.
-Agent categories need a sandbox and are not run here.
+Agent categories run as episodes (``_episode.py``): a simulated user, the sandbox, budgets.
 """
 
 from __future__ import annotations
@@ -13,10 +13,15 @@ from __future__ import annotations
 from typing import Any
 
 from benchsmith.eval import EvalCase
-from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
+from benchsmith.eval._private.episode import Episode, EpisodeSpec, EpisodeTask
+from benchsmith.eval._private.runner import (
+    CallContext, FormatError, Outcome, Request, SingleCallTask, read_json_reply, task,
+)
 from benchsmith.prompts import get_prompt
 
 from benchsmith.eval._private.calls import call_schema, enum_or_string, native_tool_calls, openai_tool, python_calls
+
+from . import _episode
 
 DECISIONS = ["call", "missing_parameters", "incorrect_value", "cannot_solve"]
 VARIANTS = ("standard", "condensed", "minimal")
@@ -51,19 +56,28 @@ def render_decision(value: dict[str, Any]) -> str:
 
 
 @task("acebench")
-class ACEBenchTask(SingleCallTask):
+class ACEBenchTask(EpisodeTask, SingleCallTask):
     benchmark = "acebench"
-    description = "ACEBench normal and special single-turn function calling"
+    description = "ACEBench: normal and special function calling (one call), agent categories as episodes"
 
-    def runnable(self, case: EvalCase) -> bool:
-        return not case.category.startswith("agent")
+    def is_episode(self, case: EvalCase) -> bool:
+        return case.category.startswith("agent")
+
+    def episode_spec(self, case: EvalCase) -> EpisodeSpec:
+        return _episode.episode_spec(case)
+
+    def prediction(self, case: EvalCase, episode: Episode) -> str:
+        return _episode.prediction(case, episode)
+
+    async def solve_single(self, case: EvalCase, ctx: CallContext) -> Outcome:
+        return await SingleCallTask.solve(self, case, ctx)
 
     def _template(self) -> Any:
         variant = self.options.variant if self.options.variant in VARIANTS else "standard"
         return get_prompt(f"acebench/{variant}")
 
     def prompt_version(self) -> str:
-        return f"{self._template().version}-{self.options.mode}"
+        return f"{self._template().version}-{self.options.mode}+{EpisodeTask.prompt_version(self)}"
 
     def request(self, case: EvalCase) -> Request:
         inp = case.input
@@ -104,3 +118,6 @@ class ACEBenchSpecialTask(ACEBenchTask):
     """The same task on ACEBench special cases derived from a split (``benchsmith eval derive``)."""
 
     description = "ACEBench special variants derived from a split"
+
+    def prompt_version(self) -> str:
+        return f"{self._template().version}-{self.options.mode}"

@@ -186,12 +186,17 @@ class ModelClient:
         return runnable
 
     @staticmethod
-    def _call_kwargs(max_tokens: int | None, stop: list[str] | str | None) -> dict[str, Any]:
+    def _call_kwargs(max_tokens: int | None, stop: list[str] | str | None, temperature: float | None = None,
+                     seed: int | None = None) -> dict[str, Any]:
         kw: dict[str, Any] = {}
         if max_tokens is not None:
             kw["max_tokens"] = max_tokens
         if stop is not None:
             kw["stop"] = [stop] if isinstance(stop, str) else list(stop)
+        if temperature is not None:
+            kw["temperature"] = float(temperature)
+        if seed is not None:
+            kw["seed"] = int(seed)
         return kw
 
     # -- errors ----------------------------------------------------------------------------------
@@ -278,9 +283,11 @@ class ModelClient:
     # -- calls -----------------------------------------------------------------------------------
     async def acomplete(self, messages: list[dict[str, Any]], *, tools: list[dict] | None = None,
                         json_schema: dict | None = None, max_tokens: int | None = None,
-                        stop: list[str] | str | None = None, tool_choice: Any = None) -> Reply:
+                        stop: list[str] | str | None = None, tool_choice: Any = None,
+                        temperature: float | None = None, seed: int | None = None) -> Reply:
         """One chat completion (async). ``tools`` are OpenAI function schemas (``tool_choice``
-        optional); ``json_schema`` constrains the reply (``response_format`` json_schema, strict)."""
+        optional); ``json_schema`` constrains the reply (``response_format`` json_schema, strict);
+        ``temperature`` and ``seed`` override the configuration's for this call (independent trials)."""
         import openai
 
         lc_messages = msgs.to_langchain(messages)
@@ -288,7 +295,7 @@ class ModelClient:
         if self._kwargs is None:
             await asyncio.to_thread(self._settings)  # may start the local server: not on the loop
         runnable = self._runnable(tools, json_schema, tool_choice, loop)
-        kwargs = self._call_kwargs(max_tokens, stop)
+        kwargs = self._call_kwargs(max_tokens, stop, temperature, seed)
         attempt = 0
         while True:
             attempt += 1
@@ -306,13 +313,14 @@ class ModelClient:
 
     def complete(self, messages: list[dict[str, Any]], *, tools: list[dict] | None = None,
                  json_schema: dict | None = None, max_tokens: int | None = None,
-                 stop: list[str] | str | None = None, tool_choice: Any = None) -> Reply:
+                 stop: list[str] | str | None = None, tool_choice: Any = None,
+                 temperature: float | None = None, seed: int | None = None) -> Reply:
         """One chat completion (blocking); see ``acomplete``."""
         import openai
 
         lc_messages = msgs.to_langchain(messages)
         runnable = self._runnable(tools, json_schema, tool_choice)
-        kwargs = self._call_kwargs(max_tokens, stop)
+        kwargs = self._call_kwargs(max_tokens, stop, temperature, seed)
         attempt = 0
         while True:
             attempt += 1

@@ -1,0 +1,214 @@
+"""The ``agent`` benchmark: loading episodes from benchsmith samples, scoring and aggregation.
+
+A case is one sample with an environment (``metadata.environment``) and something to reach:
+``metadata.expected_state`` (scenarios; dialogues built from scenarios), else the end state the
+constructed dialogue reached (``metadata.final_state``, checked by review), else, for NL2API
+environments, the answer of the gold's last successful call. Categories: ``scenario`` and
+``dialogue``. There is no official evaluator for this data: both modes score the same way.
+
+Scoring never trusts a reported state: the prediction's calls are replayed in a fresh environment
+(environments are deterministic) and the replay's end state is compared.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from benchsmith.construction import EnvContext, open_environment
+from benchsmith.construction.sandbox import load_scenarios, process_accuracy, scenario_to_sample, state_mismatches
+from benchsmith.eval._private.core import (
+    Benchmark, EvalCase, Mode, RecordResult, benchmark, check_limit, failed, mean, passed, safe_ratio,
+)
+from benchsmith.eval._private.episode import error_type, reliability
+from benchsmith.schemas import Sample, Split, ToolError, UserError, loads_json, read_jsonl
+
+from ._report import AgentReport
+
+CATEGORIES = ("scenario", "dialogue")
+MAX_REPLAY = 200
+
+
+def _case(sample: Sample, where: str) -> EvalCase | None:
+    meta = sample.metadata
+    env = meta.get("environment")
+    if not isinstance(env, dict) or not env.get("kind"):
+        return None
+    dialogue = sample.dialogue or []
+    if not dialogue and "scenario_id" not in meta and "expected_state" not in meta:
+        return None          # a plain single-query sample: the nl2api task runs those
+    instruction = meta.get("goal") or sample.query
+    if not instruction:
+        users = [m.content for m in dialogue if m.role == "user"]
+        instruction = " ".join(users)
+    if not instruction:
+        raise UserError(f"{where}: sample {sample.id} has no goal or query to give the simulated user",
+                        fix="add metadata.goal (or query) to the sample")
+    gold_calls = [s.call.model_dump(mode="json", exclude_none=True) for s in sample.gold
+                  if s.call is not None and s.verdict in (None, "success")]
+    milestones = meta.get("milestones") or ([gold_calls] if gold_calls else [])
+    gold: dict[str, Any] = {"calls": gold_calls, "milestones": milestones}
+    if meta.get("expected_state") is not None:
+        gold["state"], gold["state_source"] = meta["expected_state"], "expected_state"
+    elif meta.get("final_state") is not None:
+        gold["state"], gold["state_source"] = meta["final_state"], "reviewed_final_state"
+    elif env.get("kind") != "nl2api":
+        raise UserError(f"{where}: sample {sample.id} has no expected or final state to score against",
+                        fix="add metadata.expected_state, or build it with `benchsmith construct dialogues`")
+    tools = [t.model_dump(mode="json", exclude_none=True) for t in sample.tools]
+    case_id = (meta.get("scenario_id") if not dialogue else None) or sample.id
+    if not case_id:
+        raise UserError(f"{where}: a sample without an id", fix="give every sample an id")
+    return EvalCase(id=str(case_id), benchmark="agent", category="dialogue" if dialogue else "scenario",
+                    input={"instruction": instruction, "persona": meta.get("persona"), "tools": tools,
+                           "environment": env, "setup": [c.model_dump(mode="json", exclude_none=True) for c in sample.setup]},
+                    gold=gold, meta={"file": where, "scenario_id": meta.get("scenario_id")})
+
+
+def load_agent_cases(data: str | Path) -> list[EvalCase]:
+    """Cases from ``sandbox`` (the packaged scenarios), a scenarios JSONL file, or a split / samples
+    file holding scenario or dialogue samples."""
+    data = Path(data)
+    samples: list[tuple[Sample, str]] = []
+    if str(data) == "sandbox" and not data.exists():
+        samples = [(scenario_to_sample(s), "packaged scenarios") for s in load_scenarios()]
+    elif data.is_file() and _is_scenarios(data):
+        samples = [(scenario_to_sample(s), str(data)) for s in load_scenarios(data)]
+    elif data.is_file():
+        samples = [(s, str(data)) for s in read_jsonl(data, Sample)]
+    elif data.is_dir() and Split(data).has(Split.SAMPLES):
+        path = Split(data).path(Split.SAMPLES)
+        samples = [(s, str(path)) for s in read_jsonl(path, Sample)]
+    elif data.is_dir() and (data / "scenarios.jsonl").is_file():
+        samples = [(scenario_to_sample(s), str(data / "scenarios.jsonl")) for s in load_scenarios(data / "scenarios.jsonl")]
+    else:
+        raise UserError(f"{data}: no agent data here",
+                        fix="pass 'sandbox', a scenarios JSONL file, or a split / samples file with dialogue or scenario samples")
+    cases = [c for s, where in samples if (c := _case(s, where)) is not None]
+    if samples and not cases:
+        raise UserError(f"{data}: none of its {len(samples)} samples is an episode (no environment with a dialogue, "
+                        "scenario or expected state)", fix="build dialogues with `benchsmith construct dialogues`")
+    return cases
+
+
+def _is_scenarios(path: Path) -> bool:
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    return False
+                return isinstance(row, dict) and "domains" in row and "expected_state" in row
+    return False
+
+
+def split_dir(case: EvalCase) -> Path | None:
+    where = Path(str(case.meta.get("file") or ""))
+    return where.parent if where.name.endswith(".jsonl") else None
+
+
+def open_case_env(case: EvalCase) -> Any:
+    """A fresh environment for ``case`` (its descriptor; NL2API tools on the split's database)."""
+    return open_environment(case.input["environment"], EnvContext(split=split_dir(case)))
+
+
+def replay(case: EvalCase, calls: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]], Any]:
+    """Run ``calls`` again in a fresh environment: ``(end state, calls with ok/code, the last
+    successful call's answer rows or None)``."""
+    env = open_case_env(case)
+    done = []
+    last_label = None
+    for n, c in enumerate(calls[:MAX_REPLAY]):
+        name, args = c.get("name"), c.get("arguments")
+        label = c.get("label") or f"out_{n + 1}"   # the episode's own labels (eval/agent/_task.py)
+        try:
+            env.call(str(name), args if isinstance(args, dict) else {}, label)
+            done.append({"name": name, "arguments": args, "ok": True})
+            last_label = label
+        except ToolError as exc:
+            done.append({"name": name, "arguments": args, "ok": False, "code": getattr(exc, "code", None)})
+    snap = getattr(env, "state", None)
+    state = json.loads(json.dumps(snap(), default=str)) if callable(snap) else None
+    answer = None
+    if last_label is not None and callable(getattr(env, "answer", None)):
+        try:
+            answer = env.answer(last_label)
+        except (KeyError, ToolError):
+            answer = None
+    return state, done, answer
+
+
+def _rows(value: Any) -> list[str]:
+    return sorted(json.dumps(r, sort_keys=True, default=str) for r in (value or []))
+
+
+@benchmark("agent")
+class AgentBench(Benchmark):
+    """Episodes on sandbox scenarios and constructed dialogues (end state, process, pass^k)."""
+
+    report = AgentReport()
+
+    def load(self, data: Path) -> list[EvalCase]:
+        return load_agent_cases(data)
+
+    def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+        try:
+            pred = loads_json(prediction) if isinstance(prediction, str) else prediction
+        except ValueError:
+            pred = None
+        if not isinstance(pred, dict) or not isinstance(pred.get("calls"), list):
+            return failed(case, "wrong_output_format", "the prediction is not an episode record (a JSON object with calls)")
+        calls = [c for c in pred["calls"] if isinstance(c, dict)]
+        check_limit("calls", len(calls))
+        summary = pred.get("episode") if isinstance(pred.get("episode"), dict) else {}
+        state, done, answer = replay(case, calls)
+        gold = case.gold if isinstance(case.gold, dict) else {}
+        process = process_accuracy([c for c in done if c["ok"]], gold.get("milestones") or [])
+        if "state" in gold:
+            diff = state_mismatches(state, gold["state"]) if state is not None else ["no end state"]
+            ok, why = not diff, "; ".join(diff[:3])
+        else:
+            _, _, gold_answer = replay(case, gold.get("calls") or [])
+            ok = answer is not None and _rows(answer) == _rows(gold_answer)
+            why = "" if ok else ("no successful call" if answer is None else "the last answer differs from the gold answer")
+        details = {"process": process, "end_state": ok, "calls": len(done),
+                   "episode": {**{k: summary.get(k) for k in ("end", "user_turns", "tool_calls", "failed_calls",
+                                                                "format_errors") if k in summary},
+                               "error_type": None if ok else error_type(summary, done, gold.get("calls"))}}
+        if ok:
+            return passed(case, **details)
+        return failed(case, details["episode"]["error_type"] or "end_state_mismatch", why or "the end state differs",
+                      **details)
+
+    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
+        counted = [r for r in records if r.error_type != "user_simulator_failure"]
+        cats: dict[str, Any] = {}
+        for cat in CATEGORIES:
+            recs = [r for r in counted if r.category == cat]
+            if not recs:
+                continue
+            cats[cat] = {"n": len(recs), "correct": sum(r.ok for r in recs),
+                         "end_state_accuracy": safe_ratio(sum(r.ok for r in recs), len(recs)),
+                         "process_accuracy": mean(float(r.details.get("process", 0.0)) for r in recs)}
+        errors: dict[str, int] = {}
+        for r in records:
+            if not r.ok:
+                errors[r.error_type or "unknown"] = errors.get(r.error_type or "unknown", 0) + 1
+        out: dict[str, Any] = {
+            "end_state_accuracy": safe_ratio(sum(r.ok for r in counted), len(counted)),
+            "process_accuracy": mean(float(r.details.get("process", 0.0)) for r in counted),
+            "episodes": len(records), "counted_episodes": len(counted),
+            "user_simulator_failures": len(records) - len(counted),
+            "error_types": dict(sorted(errors.items())), "categories": cats,
+        }
+        rel = reliability(cases, records)
+        if rel is not None:
+            out["reliability"] = rel
+        return out
+
+    def gold_prediction(self, case: EvalCase) -> str:
+        gold = case.gold if isinstance(case.gold, dict) else {}
+        calls = [{k: c[k] for k in ("name", "arguments", "label") if k in c} for c in gold.get("calls") or []]
+        return json.dumps({"calls": calls, "episode": {"end": "user_stop"}}, ensure_ascii=False)

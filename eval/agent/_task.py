@@ -1,0 +1,42 @@
+"""The ``agent`` run task: each case is an episode (a simulated user with the case's goal and
+persona, the model under test with the case's tools, calls running in a fresh copy of the case's
+environment)."""
+
+from __future__ import annotations
+
+import json
+
+from benchsmith.eval import EvalCase
+from benchsmith.eval._private.episode import Episode, EpisodeSpec, EpisodeTask, episode_prediction
+from benchsmith.eval._private.runner import task
+
+from ._plugin import open_case_env
+
+
+class _Env:
+    def __init__(self, case: EvalCase) -> None:
+        self._env = open_case_env(case)
+        self._n = 0
+
+    def call(self, name: str, arguments: dict) -> object:
+        self._n += 1
+        return self._env.call(name, arguments, f"out_{self._n}")
+
+    def state(self) -> object:
+        snap = getattr(self._env, "state", None)
+        return snap() if callable(snap) else None
+
+
+@task("agent")
+class AgentTask(EpisodeTask):
+    benchmark = "agent"
+    description = "episodes against a simulated user: sandbox scenarios and constructed dialogues"
+    min_cases = 2
+
+    def episode_spec(self, case: EvalCase) -> EpisodeSpec:
+        inp = case.input
+        return EpisodeSpec(instruction=inp["instruction"], tools=inp.get("tools") or [], open_env=lambda: _Env(case),
+                           persona=inp.get("persona"))
+
+    def prediction(self, case: EvalCase, episode: Episode) -> str:
+        return json.dumps(episode_prediction(episode), ensure_ascii=False, default=str)
