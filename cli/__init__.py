@@ -231,8 +231,24 @@ def eval_run(
     rps: Optional[float] = typer.Option(None, "--rps", envvar="BENCHSMITH_RPS", help="Rate limit, requests per second"),
     max_retries: Optional[int] = typer.Option(None, "--max-retries", envvar="BENCHSMITH_MAX_RETRIES",
                                               help=MAX_RETRIES_HELP),
+    user_model: str = typer.Option("local", "--user-model", envvar="BENCHSMITH_USER_MODEL",
+                                   help="Episodes: the model that plays the user, NAME or NAME@URL; 'local' = the local model"),
+    trials: int = typer.Option(1, "--trials", envvar="BENCHSMITH_TRIALS",
+                               help="Episodes: independent trials per case (pass^k and pass@k for k up to this)"),
+    trial_temperature: float = typer.Option(0.7, "--trial-temperature", envvar="BENCHSMITH_TRIAL_TEMPERATURE",
+                                            help="Episodes: sampling temperature of trials when --trials > 1"),
+    max_turns: int = typer.Option(12, "--max-turns", envvar="BENCHSMITH_MAX_TURNS", help="Episodes: user messages"),
+    max_steps: int = typer.Option(8, "--max-steps", envvar="BENCHSMITH_MAX_STEPS",
+                                  help="Episodes: assistant replies after one user message"),
+    max_tool_calls: int = typer.Option(40, "--max-tool-calls", envvar="BENCHSMITH_MAX_TOOL_CALLS",
+                                       help="Episodes: tool calls"),
+    episode_tokens: int = typer.Option(250_000, "--episode-tokens", envvar="BENCHSMITH_EPISODE_TOKENS",
+                                       help="Episodes: prompt + completion tokens of the model under test"),
+    episode_wall: float = typer.Option(1800.0, "--episode-wall", envvar="BENCHSMITH_EPISODE_WALL",
+                                       help="Episodes: seconds of model and tool time"),
 ) -> None:
     """Ask a model to solve a split's cases; every reply is stored the moment it arrives (re-run to resume).
+    Episodic tasks (ACEBench agent categories, agent) play each case against a simulated user (--user-model).
     Exit code 3 when cases are left unfinished because the endpoint failed (re-run the same command to resume)."""
     from benchsmith.eval import TaskOptions, run_eval
     from benchsmith.models import ModelClient, mask_url, resolve_model
@@ -249,10 +265,30 @@ def eval_run(
         _check_endpoint(cfg.base_url, min(timeout, 10.0))
     run_mode = ("prompt" if cfg.local else "tools") if mode == "auto" else mode
     desc = cfg.describe()
+    for name, value, least in (("--trials", trials, 1), ("--max-turns", max_turns, 1), ("--max-steps", max_steps, 1),
+                               ("--max-tool-calls", max_tool_calls, 1), ("--episode-tokens", episode_tokens, 1)):
+        if value < least:
+            raise UserError(f"{name} must be at least {least}, got {value}", fix=f"pass {name} {least} or more")
+    if episode_wall <= 0 or trial_temperature < 0:
+        raise UserError("--episode-wall must be positive and --trial-temperature not negative",
+                        fix="e.g. --episode-wall 1800 --trial-temperature 0.7")
+    user_name, _, user_url = user_model.partition("@")
+    from benchsmith.models import DEFAULT_LOCAL_MODEL
+
+    ucfg = resolve_model(DEFAULT_LOCAL_MODEL if user_name in ("", "local") and not user_url else user_name or None,
+                         user_url or None, start_local=False, timeout=timeout,
+                         requests_per_second=rps, **retry_overrides(max_retries))
+    if ucfg.base_url and not ucfg.local and ucfg.base_url != cfg.base_url:
+        _check_endpoint(ucfg.base_url, min(timeout, 10.0))
+    udesc = ucfg.describe()
     typer.echo(f"model {cfg.name} at {mask_url(cfg.base_url) or 'the OpenAI API'} ({run_mode} mode, concurrency {concurrency})")
     result = run_eval(split, ModelClient(cfg), desc, out, tasks=[t.strip() for t in tasks.split(",") if t.strip()] or None,
                       mode=run_mode, concurrency=concurrency, limit=limit, seed=seed,
-                      options=TaskOptions(mode=run_mode, max_tokens=max_tokens, step_budget=step_budget, variant=variant))
+                      options=TaskOptions(mode=run_mode, max_tokens=max_tokens, step_budget=step_budget, variant=variant,
+                                          trials=trials, trial_temperature=trial_temperature, max_turns=max_turns,
+                                          max_steps=max_steps, max_tool_calls=max_tool_calls,
+                                          max_episode_tokens=episode_tokens, episode_wall_s=episode_wall),
+                      user_client=ModelClient(ucfg), user_model=udesc)
     for name, info in result.tasks.items():
         c = info["status_counts"]
         typer.echo(f"  {name}: {info['done']}/{info['cases']} done (ok {c['ok']}, format errors {c['format_error']}, "

@@ -143,7 +143,20 @@ def test_a_user_who_never_stops_is_cut_by_the_turn_budget():
     ep, _, u = play_one(spec_of("msg-wifi-off"), lambda m, k: say("Sure."), lambda m, k: say("Tell me more."),
                         budgets=Budgets(max_turns=3))
     assert ep.end == "user_turn_budget" and u.calls == 3
-    assert score("msg-wifi-off", ep).error_type == "user_simulator_failure"
+    # the task is undone and the user keeps asking: the model's budget, not the simulator's fault
+    assert score("msg-wifi-off", ep).error_type == "budget_exhausted"
+
+
+def test_a_user_who_never_stops_after_the_goal_is_reached_does_not_fail_the_episode():
+    ep, _, _ = play_one(spec_of("msg-wifi-off"), gold_wifi, lambda m, k: say("And then?"), budgets=Budgets(max_turns=2))
+    assert ep.end == "user_turn_budget"
+    rec = score("msg-wifi-off", ep)
+    assert rec.ok and rec.details["episode"]["end"] == "user_turn_budget"
+
+
+def test_a_user_who_stops_before_asking_anything_is_a_simulator_failure():
+    ep, a, _ = play_one(spec_of("msg-wifi-off"), gold_wifi, lambda m, k: say("finish conversation"))
+    assert ep.end == "user_failure" and ep.events[0]["error"]["code"] == "user_stopped_at_once" and a.calls == 0
 
 
 def test_step_budget_cuts_an_assistant_that_only_calls_tools():

@@ -12,10 +12,14 @@ functions (:func:`read_assistant`, :func:`read_user`). Only :func:`run_episode` 
 and environments.
 
 End reasons: ``user_stop`` (the user said the stop phrase), ``assistant_done`` (solo episodes:
-the assistant answered without a call), ``user_failure`` (the simulator broke its role or sent
-nothing), ``user_turn_budget`` (the simulator never stopped), ``step_budget`` (too many assistant
-replies after one user message), ``call_budget``, ``token_budget``, ``wall_budget``. The first two
-are normal ends; the two user ones are never charged to the model (:data:`USER_FAILURES`).
+the assistant answered without a call), ``user_failure`` (the simulator broke its role, sent
+nothing, or stopped before asking anything), ``user_turn_budget`` (the simulator never stopped),
+``step_budget`` (too many assistant replies after one user message), ``call_budget``,
+``token_budget``, ``wall_budget``. The first two are normal ends. A ``user_failure`` is never
+charged to the model (:data:`USER_FAILURES`). A user who never stops is cut by the turn budget:
+if the goal was reached the episode passes (and is counted as a simulator that never stopped);
+if not, it is ``budget_exhausted`` for the model, because a user who keeps asking while the task
+is undone is doing its job (excluding those episodes would reward an assistant that never finishes).
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ from .runner import CallContext, Outcome, Request, Task
 
 STOP_PHRASE = "finish conversation"
 NORMAL_ENDS = ("user_stop", "assistant_done")
-USER_FAILURES = ("user_failure", "user_turn_budget")
-BUDGET_ENDS = ("step_budget", "call_budget", "token_budget", "wall_budget")
+USER_FAILURES = ("user_failure",)
+BUDGET_ENDS = ("user_turn_budget", "step_budget", "call_budget", "token_budget", "wall_budget")
 END_REASONS = NORMAL_ENDS + USER_FAILURES + BUDGET_ENDS
 MAX_OBSERVATION = 1500
 MAX_MESSAGE = 600
@@ -277,21 +281,44 @@ def assistant_messages(spec: EpisodeSpec, events: list[dict[str, Any]], native: 
     return head + history(events, native)
 
 
-def user_messages(spec: EpisodeSpec, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+USER_SCHEMA = {"type": "object", "properties": {"message": {"type": "string", "maxLength": 300},
+                                                "done": {"type": "boolean"}}, "required": ["message", "done"]}
+
+
+def user_messages(spec: EpisodeSpec, events: list[dict[str, Any]], json_mode: bool = False) -> list[dict[str, Any]]:
     """The user simulator's request: its instruction, then the conversation with roles swapped (the
     assistant's words arrive as ``user`` messages, its own as ``assistant``); calls and results are
-    not shown to it."""
+    not shown to it. ``json_mode`` (a base model as the user, e.g. the local one): a worked example
+    and one JSON object per reply, ``{"message", "done"}`` (:data:`USER_SCHEMA`)."""
     from benchsmith.prompts import get_prompt
 
-    msgs = get_prompt("agent/user").render(instruction=spec.instruction, persona=spec.persona,
-                                           stop_phrase=spec.stop_phrase)
-    msgs.append({"role": "user", "content": OPENER})
+    if json_mode:
+        msgs = get_prompt("agent/user_json").render(instruction=spec.instruction, persona=spec.persona, opener=OPENER)
+    else:
+        msgs = get_prompt("agent/user").render(instruction=spec.instruction, persona=spec.persona,
+                                               stop_phrase=spec.stop_phrase)
+        msgs.append({"role": "user", "content": OPENER})
     for ev in events:
         if ev["who"] == "user":
-            msgs.append({"role": "assistant", "content": ev["text"]})
+            said = _dumps({"message": ev["text"], "done": False}) if json_mode else ev["text"]
+            msgs.append({"role": "assistant", "content": said})
         elif ev["who"] == "assistant" and not ev.get("error") and not ev.get("calls") and ev.get("text"):
             msgs.append({"role": "user", "content": ev["text"]})
     return msgs
+
+
+def read_user_json(text: str, stop_phrase: str, tool_names: Iterable[str] = ()) -> tuple[str, bool]:
+    """:func:`read_user` for a ``{"message", "done"}`` reply (pure).
+
+    >>> read_user_json('{"message": "Thanks, bye.", "done": true}', "finish conversation")
+    ('Thanks, bye.', True)
+    """
+    value = read_json_reply(text)
+    if not isinstance(value, dict) or not isinstance(value.get("message"), str) or not isinstance(value.get("done"), bool):
+        raise ParseError("user_bad_reply", "the user simulator's reply is not {message, done}")
+    if value["done"]:
+        return " ".join(value["message"].split())[:MAX_MESSAGE * 2], True
+    return read_user(value["message"], stop_phrase, tool_names)
 
 
 def read_user(text: str, stop_phrase: str, tool_names: Iterable[str] = ()) -> tuple[str, bool]:
@@ -465,7 +492,7 @@ class Journal:
 # ---- the loop -------------------------------------------------------------------------------------------
 async def run_episode(spec: EpisodeSpec, ctx: Any, *, native: bool, budgets: Budgets,
                       temperature: float | None = None, seed: int | None = None,
-                      user_one_line: bool = False, max_tokens: int = 384, key: str | None = None) -> Episode:
+                      user_json: bool = False, max_tokens: int = 384, key: str | None = None) -> Episode:
     """Play one episode (or finish one a journal holds); see the module docstring. Model calls go
     through ``ctx.call(request, role)`` (a :class:`~benchsmith.eval.CallContext`); transport
     failures propagate (the journal keeps every finished turn, the next run resumes)."""
@@ -508,15 +535,20 @@ async def run_episode(spec: EpisodeSpec, ctx: Any, *, native: bool, budgets: Bud
                 continue
             if s["user_turns"] >= budgets.max_turns:
                 return finish("user_turn_budget")
-            req = Request(user_messages(spec, events), max_tokens=96 if user_one_line else 160,
-                          stop=["\n"] if user_one_line else None, temperature=temperature, seed=seed)
+            req = Request(user_messages(spec, events, user_json), max_tokens=120 if user_json else 160,
+                          json_schema=USER_SCHEMA if user_json else None, temperature=temperature, seed=seed)
             _, turn = await ctx.call(req, "user", share=False)
             model_turns.append(turn)
             try:
-                text, stopped = read_user(turn.raw, spec.stop_phrase, tool_names)
+                read = read_user_json if user_json else read_user
+                text, stopped = read(turn.raw, spec.stop_phrase, tool_names)
             except ParseError as exc:
                 record({"who": "user", "text": "", "raw": turn.raw[:2000], "error": {"code": exc.code, "message": str(exc)},
                         "elapsed_s": round(time.monotonic() - t0, 4)})
+                return finish("user_failure")
+            if stopped and s["user_turns"] == 0:      # it never let the assistant speak
+                record({"who": "user", "text": text, "raw": turn.raw[:2000], "elapsed_s": round(time.monotonic() - t0, 4),
+                        "error": {"code": "user_stopped_at_once", "message": "the user simulator ended before asking anything"}})
                 return finish("user_failure")
             record({"who": "user", "text": text, "stop": stopped, "elapsed_s": round(time.monotonic() - t0, 4)})
             if stopped:
@@ -582,7 +614,8 @@ class EpisodeTask(Task):
         from benchsmith.prompts import get_prompt
 
         o = self.options
-        return (f"{get_prompt('agent/assistant').version}+{get_prompt('agent/user').version}-{o.mode}"
+        return (f"{get_prompt('agent/assistant').version}+{get_prompt('agent/user').version}"
+                f"+{get_prompt('agent/user_json').version}-{o.mode}"
                 f"-t{o.max_turns}s{o.max_steps}c{o.max_tool_calls}")
 
     @abstractmethod
@@ -603,7 +636,7 @@ class EpisodeTask(Task):
             temperature, seed = self.options.trial_temperature, int(trial)
         spec = self.episode_spec(case)
         episode = await run_episode(spec, ctx, native=self.options.mode == "tools", budgets=Budgets.from_options(self.options),
-                                    temperature=temperature, seed=seed, user_one_line=bool(getattr(ctx, "user_local", False)),
+                                    temperature=temperature, seed=seed, user_json=bool(getattr(ctx, "user_local", False)),
                                     max_tokens=self.options.max_tokens)
         return Outcome("ok", self.prediction(case, episode), list(episode.model_turns))
 
@@ -613,7 +646,8 @@ def error_type(summary: dict[str, Any], calls: list[dict[str, Any]], gold_calls:
     """Why a failed episode failed, one of ``user_simulator_failure``, ``budget_exhausted``,
     ``wrong_call``, ``wrong_argument``, ``precondition_violated``, ``gave_up`` (pure).
 
-    The end reason decides first (a user failure is never the model's; a cut is a cut); then the
+    The end reason decides first (a user failure is never the model's; a cut by any budget, the
+    user's turn budget included, is ``budget_exhausted``); then the
     first failed call's code (unknown tool: wrong call; a precondition code: precondition violated;
     anything else: wrong argument); then, with no failed call, the calls against the gold calls
     (a gold tool never called: gave up if the model made fewer calls, else wrong call; all gold

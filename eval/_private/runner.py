@@ -128,7 +128,7 @@ class CallContext:
                  key: str | None = None, user_local: bool = False) -> None:
         self.client = client
         self.user_client = user_client
-        self.user_local = user_local   # the user simulator is the local base model: one line per reply
+        self.user_local = user_local   # the user simulator is the local base model: JSON replies after a worked example
         self.mode = mode
         self.journal = journal
         self.key = key

@@ -209,3 +209,49 @@ def process_score(turns: list[str], milestones: Any, mode: str) -> float:
         score = hits / len(alt)
         best = max(best, round(score, 3) if mode == "official" else score)
     return best
+
+
+# ---- benchsmith episodes ----------------------------------------------------------------------------
+def episode_summary(prediction: Any) -> dict[str, Any] | None:
+    """The ``episode`` summary a benchsmith episode adds to its inference record, else None."""
+    text = prediction.strip() if isinstance(prediction, str) else ""
+    if not text.startswith("{") or '"episode"' not in text:
+        return None
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    summary = obj.get("episode") if isinstance(obj, dict) else None
+    return summary if isinstance(summary, dict) else None
+
+
+def milestone_list(milestones: Any) -> list[str]:
+    """The first alternative of the gold milestones, as call strings."""
+    if not isinstance(milestones, list) or not milestones:
+        return []
+    first = milestones[0] if isinstance(milestones[0], list) else milestones
+    return [str(m) for m in first]
+
+
+def decode_or_skip(turn: str) -> list[tuple[str, dict[str, Any]]]:
+    try:
+        return decode_turn(turn, "strict")
+    except DecodeError:
+        return []
+
+
+def replayed_calls(case_input: dict[str, Any], turns: list[str]) -> list[dict[str, Any]]:
+    """The calls of ``turns`` as a fresh sandbox runs them: ``{name, arguments, ok, code}``."""
+    involved = [c for c in case_input.get("involved_classes", []) if isinstance(c, str)]
+    config = case_input.get("initial_config") or {}
+    box = AceBenchSandbox(involved, config if isinstance(config, dict) else {})
+    out: list[dict[str, Any]] = []
+    for turn in turns[:200]:
+        for name, args in decode_or_skip(turn):
+            try:
+                box.call(name, args)
+                out.append({"name": name, "arguments": args, "ok": True})
+            except ToolError as exc:
+                out.append({"name": name, "arguments": args, "ok": False, "code": exc.code})
+                break
+    return out

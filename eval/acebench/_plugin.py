@@ -13,6 +13,7 @@ from benchsmith.eval._private.core import (
     Benchmark, EvalCase, Mode, RecordResult, benchmark, check_limit, check_value, failed, mean, passed, read_json_lines,
     safe_ratio, scorer, sqrt_weights,
 )
+from benchsmith.eval._private.episode import error_type, reliability
 from benchsmith.schemas import UserError
 
 from ._report import AceBenchReport
@@ -160,6 +161,14 @@ def score_agent(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
     end_ok, why = compare(state, gold.get("state"))
     process = 1.0 if (end_ok and mode == "official") else _agent.process_score(turns, gold.get("milestones"), mode)
     details = {"process": process, "turns": len(turns), "end_state": source, "replay_notes": notes[:20]}
+    summary = _agent.episode_summary(prediction)
+    if summary is not None:   # a benchsmith episode: its end reason and, when it failed, why
+        calls = _agent.replayed_calls(case.input, turns)
+        gold_calls = [{"name": n, "arguments": a} for t in _agent.milestone_list(gold.get("milestones"))
+                      for n, a in _agent.decode_or_skip(t)]
+        details["episode"] = {**{k: summary.get(k) for k in ("end", "user_turns", "tool_calls", "failed_calls",
+                                                             "format_errors") if k in summary},
+                              "error_type": None if end_ok else error_type(summary, calls, gold_calls)}
     if end_ok:
         return passed(case, **details)
     return failed(case, "end_state_mismatch", why + (f" | {notes[0]}" if notes else ""), **details)
@@ -213,9 +222,23 @@ class AceBench(Benchmark):
                 entry.update(dialogues=len(dialogues), turn_accuracy=safe_ratio(correct, n),
                              accuracy=agg.r3(end), end_accuracy=agg.r3(end), process_accuracy=agg.r3(proc))
             elif cat in AGENT:
+                user_failed = [r for r in recs if (r.details.get("episode") or {}).get("error_type")
+                               == "user_simulator_failure"]
+                if mode == "strict" and user_failed:   # never charged to the model (official mode has no such notion)
+                    recs = [r for r in recs if r not in user_failed]
+                    n, correct = len(recs), sum(r.ok for r in recs)
+                    entry.update(n=n, correct=correct)
                 acc = safe_ratio(correct, n)
                 proc = mean(float(r.details.get("process", 1.0 if r.ok else 0.0)) for r in recs)
-                entry.update(accuracy=agg.r3(acc), end_accuracy=agg.r3(acc), process_accuracy=agg.r3(proc))
+                entry.update(accuracy=agg.r3(acc), end_accuracy=agg.r3(acc), process_accuracy=agg.r3(proc),
+                             user_simulator_failures=len(user_failed))
+                kinds: dict[str, int] = {}
+                for r in by_cat[cat]:
+                    kind = (r.details.get("episode") or {}).get("error_type")
+                    if kind:
+                        kinds[kind] = kinds.get(kind, 0) + 1
+                if kinds:
+                    entry["episode_error_types"] = dict(sorted(kinds.items()))
             elif cat in SPECIAL:
                 entry["accuracy"] = safe_ratio(correct, n)   # the official summary does not round these
             else:
@@ -253,6 +276,9 @@ class AceBench(Benchmark):
             out["summary_sizes"] = sizes
             out["summary_weights_source"] = "data"
         out["accuracy"] = safe_ratio(sum(r.ok for r in records), len(records))
+        rel = reliability(cases, records)
+        if rel is not None:
+            out["reliability"] = rel
         return out
 
     def gold_prediction(self, case: EvalCase) -> str:

@@ -140,6 +140,13 @@ def replay(case: EvalCase, calls: list[dict[str, Any]]) -> tuple[Any, list[dict[
     return state, done, answer
 
 
+def _count(values: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
 def _rows(value: Any) -> list[str]:
     return sorted(json.dumps(r, sort_keys=True, default=str) for r in (value or []))
 
@@ -202,6 +209,9 @@ class AgentBench(Benchmark):
             "episodes": len(records), "counted_episodes": len(counted),
             "user_simulator_failures": len(records) - len(counted),
             "error_types": dict(sorted(errors.items())), "categories": cats,
+            "end_reasons": dict(sorted(_count((r.details.get("episode") or {}).get("end") or "unknown" for r in records).items())),
+            "user_never_stopped": sum(1 for r in records if r.ok and (r.details.get("episode") or {}).get("end")
+                                      == "user_turn_budget"),
         }
         rel = reliability(cases, records)
         if rel is not None:
