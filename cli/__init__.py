@@ -203,6 +203,18 @@ def _check_endpoint(base_url: str, timeout: float) -> None:
                         fix="start the server or check --base-url / BENCHSMITH_BASE_URL") from None
 
 
+def _task_data(text: str) -> dict[str, Path] | None:
+    from benchsmith.schemas import UserError
+
+    out: dict[str, Path] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, sep, path = part.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise UserError(f"--task-data {part!r} is not TASK=PATH", fix="e.g. --task-data agent=sandbox")
+        out[name.strip()] = Path(path.strip())
+    return out or None
+
+
 @eval_app.command("run")
 @user_errors
 def eval_run(
@@ -231,6 +243,10 @@ def eval_run(
     rps: Optional[float] = typer.Option(None, "--rps", envvar="BENCHSMITH_RPS", help="Rate limit, requests per second"),
     max_retries: Optional[int] = typer.Option(None, "--max-retries", envvar="BENCHSMITH_MAX_RETRIES",
                                               help=MAX_RETRIES_HELP),
+    categories: str = typer.Option("", "--categories", envvar="BENCHSMITH_CATEGORIES",
+                                   help="Comma-separated category prefixes: only cases of these categories"),
+    task_data: str = typer.Option("", "--task-data", envvar="BENCHSMITH_TASK_DATA",
+                                  help="Comma-separated TASK=PATH: run TASK on other data (e.g. agent=sandbox)"),
     user_model: str = typer.Option("local", "--user-model", envvar="BENCHSMITH_USER_MODEL",
                                    help="Episodes: the model that plays the user, NAME or NAME@URL; 'local' = the local model"),
     trials: int = typer.Option(1, "--trials", envvar="BENCHSMITH_TRIALS",
@@ -288,7 +304,9 @@ def eval_run(
                                           trials=trials, trial_temperature=trial_temperature, max_turns=max_turns,
                                           max_steps=max_steps, max_tool_calls=max_tool_calls,
                                           max_episode_tokens=episode_tokens, episode_wall_s=episode_wall),
-                      user_client=ModelClient(ucfg), user_model=udesc)
+                      user_client=ModelClient(ucfg), user_model=udesc,
+                      categories=[c.strip() for c in categories.split(",") if c.strip()] or None,
+                      task_data=_task_data(task_data))
     for name, info in result.tasks.items():
         c = info["status_counts"]
         typer.echo(f"  {name}: {info['done']}/{info['cases']} done (ok {c['ok']}, format errors {c['format_error']}, "

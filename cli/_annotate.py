@@ -121,7 +121,7 @@ def _open(workspace: Path, data_dir: Optional[Path]):  # noqa: ANN202
 def annotate_push(
     stage: str = typer.Option("review", "--stage", envvar="BENCHSMITH_ANNOTATION_STAGE", help="review | adjudicate"),
     split: Optional[Path] = typer.Option(None, "--split", envvar="BENCHSMITH_SPLIT",
-                                         help="Split folder or samples JSONL to review (first push; later pushes reuse it)"),
+                                         help="Split folder or samples JSONL to add to the review (a workspace may review several; later pushes without it reuse them)"),
     limit: Optional[int] = typer.Option(None, "--limit", envvar="BENCHSMITH_LIMIT", help="At most N samples of the split"),
     max_rounds: int = typer.Option(3, "--max-rounds", envvar="BENCHSMITH_MAX_ROUNDS", help="Review rounds at most"),
     prescreen: bool = typer.Option(False, "--prescreen/--no-prescreen", envvar="BENCHSMITH_PRESCREEN",

@@ -114,7 +114,8 @@ def finalize(workspace: Any, out: str | Path, *, name: str | None = None) -> dic
                     + (" (reviewers' verdicts supplied automatically)" if sheet["verdicts_supplied_automatically"] else ""),
         sample_count=len(accepted), files=files, content_hash=samples_content_hash(s.id for s in accepted),
         provenance={"source": src.get("samples", "?"), "method": "annotation.review", "created_at": now,
-                    "params": {"workspace": str(workspace.folder), "final": sheet["final"]}},
+                    "params": {"workspace": str(workspace.folder), "final": sheet["final"],
+                               "sources": [s["samples"] for s in workspace.sources()]}},
         parent=str(split / "manifest.json") if split and (split / "manifest.json").is_file() else None,
         extra={"datasheet": "datasheet.md"})
     write_json(out / "manifest.json", manifest)

@@ -60,18 +60,32 @@ class Workspace:
 
     # -- loading ------------------------------------------------------------------------------------
     def load(self, source: str | Path, limit: int | None = None) -> int:
-        """Register the samples of a split folder / samples JSONL (once; re-loading adds only new ones)."""
+        """Register the samples of a split folder / samples JSONL (once; re-loading adds only new ones).
+        A workspace may review several sources (an NL2API split and what construction built from it,
+        sandbox dialogues, ...): each load adds one; the first split folder loaded is the workspace's
+        split (its tools and database go with the finalized split)."""
         from .payloads import sample_kind
 
         path = Path(source)
         split = path if path.is_dir() else None
         samples_path = Split.samples_file(path, fix="pass a split folder or a samples JSONL file")
         samples = read_jsonl(samples_path, Sample)[:limit]
-        old = self.store.get_meta("source")
-        if old and old["samples"] != str(samples_path.resolve()):
-            raise UserError(f"{self.folder} already reviews {old['samples']}", fix="use another --workspace for another split")
-        self.store.set_meta("source", {"samples": str(samples_path.resolve()), "split": str(split.resolve()) if split else None})
+        entry = {"samples": str(samples_path.resolve()), "split": str(split.resolve()) if split else None}
+        sources = self.sources()
+        if entry not in sources:
+            self.store.set_meta("sources", [*sources, entry])
+        primary = self.store.get_meta("source")
+        if not primary or (not primary.get("split") and entry["split"]):
+            self.store.set_meta("source", entry)
         return self.store.add_items([(s.id, sample_kind(s), s.model_dump(mode="json")) for s in samples])
+
+    def sources(self) -> list[dict[str, Any]]:
+        """Every source loaded, in order (``{"samples": file, "split": folder or None}``)."""
+        sources = self.store.get_meta("sources")
+        if sources:
+            return list(sources)
+        primary = self.store.get_meta("source")
+        return [primary] if primary else []
 
     def split_dir(self) -> Path | None:
         src = self.store.get_meta("source") or {}

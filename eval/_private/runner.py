@@ -410,12 +410,15 @@ class PlannedTask:
 
 
 def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: TaskOptions,
-               limit: int | dict[str, int] | None, seed: int) -> list[PlannedTask]:
+               limit: int | dict[str, int] | None, seed: int, categories: Iterable[str] | None = None,
+               task_data: dict[str, Path] | None = None) -> list[PlannedTask]:
     """Which tasks run on which data. A benchsmith split (``samples.jsonl``) runs ``nl2api`` on the
     split itself and the derived benchmarks on cases derived into ``RUN_DIR/data``; a folder written
-    by ``benchsmith eval derive`` runs its derived benchmarks; any other folder needs ``--tasks``."""
+    by ``benchsmith eval derive`` runs its derived benchmarks; any other folder needs ``--tasks``.
+    ``task_data`` gives a task other data (``{"agent": Path("sandbox")}``); ``categories`` keeps only
+    cases whose category starts with one of them."""
     split = Path(split)
-    if not split.exists() and not (names and str(split) in PACKAGED_DATA):
+    if not split.exists() and not ((names or task_data) and str(split) in PACKAGED_DATA):
         raise UserError(f"{split} does not exist", fix="pass a split folder (benchsmith nl2api build) or a benchmark folder")
     sources: dict[str, Path] = {}
     if Split(split).has(Split.SAMPLES):
@@ -433,6 +436,8 @@ def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: Tas
                        fix="derive the folder again with `benchsmith eval derive`")
         for sub, info in (report.get("derived") or {}).items():
             sources[sub] = split / info["folder"]
+    for name, data in (task_data or {}).items():
+        sources[name] = Path(data)
     wanted = list(names) if names else list(sources)
     if not wanted:
         raise UserError(f"{split}: cannot tell which benchmark this folder holds",
@@ -442,7 +447,11 @@ def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: Tas
         cls = get_task(name)
         data = sources.get(name, split)
         t = cls(data, options)
-        cases = expand_trials(t, select_cases(t.load(), limit.get(name) if isinstance(limit, dict) else limit, seed))
+        loaded = t.load()
+        if categories:
+            prefixes = tuple(categories)
+            loaded = [c for c in loaded if c.category.startswith(prefixes)]
+        cases = expand_trials(t, select_cases(loaded, limit.get(name) if isinstance(limit, dict) else limit, seed))
         if not cases:
             raise UserError(f"task {name}: no runnable case in {data}", fix="check the folder or drop the task")
         planned.append(PlannedTask(t, cases, out / name))
@@ -620,7 +629,8 @@ def run_eval(split: str | Path, client: ChatClient, model: dict[str, Any], out: 
              limit: int | dict[str, int] | None = None,
              seed: int = 0, options: TaskOptions | None = None, progress: bool = True,
              max_consecutive_failures: int | None = None, user_client: ChatClient | None = None,
-             user_model: dict[str, Any] | None = None) -> RunResult:
+             user_model: dict[str, Any] | None = None, categories: Iterable[str] | None = None,
+             task_data: dict[str, Path] | None = None) -> RunResult:
     """Run the tasks of ``split`` with ``client``; see the module docstring. ``model`` is the JSON-able
     description written to run.json (``name`` is part of every reply key; never put a key in it).
     ``limit`` caps the cases per task: one number for all, or ``{task: n}`` (tasks not named: all).
@@ -636,7 +646,7 @@ def run_eval(split: str | Path, client: ChatClient, model: dict[str, Any], out: 
         opts = dataclasses.replace(opts, mode=mode)
     if (out / "run.json").is_file():
         read_run_json(out / "run.json")  # a run.json of the wrong shape: refused before any work
-    planned = plan_tasks(Path(split), out, tasks, opts, limit, seed)
+    planned = plan_tasks(Path(split), out, tasks, opts, limit, seed, categories, task_data)
     limit_fail = max_consecutive_failures or max(8, 2 * concurrency + 2)
     if user_client is None:
         user_client, user_model = client, (user_model or model)

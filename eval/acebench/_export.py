@@ -11,7 +11,9 @@ from typing import Any
 from benchsmith.eval._private.export import (
     _load_split, _prepare, _python_syntax, _Report, _sid, _Skip, _with_notes, _write_with_answers, schema_dialect,
 )
-from benchsmith.schemas import Tool, ToolCall
+from benchsmith.construction.sandbox import Sandbox
+from benchsmith.eval._private.calls import python_calls
+from benchsmith.schemas import Sample, Tool, ToolCall, ToolError
 
 acebench_schema = schema_dialect(
     {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean", "array": "array",
@@ -62,16 +64,79 @@ def acebench_answer(calls: list[ToolCall], tool_names: set[str]) -> dict[str, di
     return out
 
 
+def is_agent_sample(sample: Sample) -> bool:
+    """A sandbox episode: a dialogue, a scenario or an expected end state on a sandbox environment."""
+    env = sample.metadata.get("environment")
+    return isinstance(env, dict) and env.get("kind") == "sandbox" and bool(
+        sample.dialogue or "scenario_id" in sample.metadata or "expected_state" in sample.metadata)
+
+
+def agent_record(sample: Sample) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """``(category, record, answer)`` of a sandbox episode in ACEBench's agent layout (the id is set
+    by the caller). A dialogue becomes ``agent_multi_turn`` (its goal and persona are the simulated
+    user's instruction); a scenario ``agent_multi_step`` (its query is the one user message). The
+    sandbox domains are the involved classes, configured by their initial state; the gold calls run
+    in a fresh sandbox give the milestones (arguments resolved: ACEBench has no references; one
+    milestone per assistant reply of a dialogue, one per call of a scenario) and the ground truth
+    (each domain's full end state). Raises ``_Skip`` when the gold calls do not replay."""
+    config = sample.metadata["environment"].get("config")
+    if not isinstance(config, dict) or not config:
+        raise _Skip("no_gold_calls", "the sandbox environment has no config")
+    box = Sandbox(config)
+    steps = [st for st in sample.gold if st.call is not None and st.verdict in (None, "success")]
+    if not steps:
+        raise _Skip("no_gold_calls")
+    for st in steps:
+        try:
+            box.call(st.call.name, st.call.arguments, st.call.label)
+        except ToolError as exc:
+            raise _Skip("unresolved_reference" if exc.code == "unresolved_reference" else "gold_call_off_schema",
+                        f"gold call {st.call.name} does not replay: {exc}") from None
+    resolved = [{"name": r.name, "arguments": r.arguments} for r in box.log]
+    if sample.dialogue:
+        groups: list[list[dict[str, Any]]] = []
+        labels = {st.call.label: n for n, st in enumerate(steps)}
+        for m in sample.dialogue:
+            got = [resolved[labels[c.label]] for c in m.tool_calls if c.label in labels]
+            if got:
+                groups.append(got)
+        category = "agent_multi_turn"
+        persona = sample.metadata.get("persona")
+        question = str(sample.metadata.get("goal") or sample.query or "") + (f" {persona}" if persona else "")
+    else:
+        groups = [[c] for c in resolved]
+        category = "agent_multi_step"
+        question = sample.query or ""
+    _python_syntax([ToolCall(name=c["name"], arguments=c["arguments"]) for c in resolved])
+    state = box.state()
+    record = {"question": question, "initial_config": config, "path": [],
+              "function": [acebench_function(t) for t in acebench_order(sample.tools)], "involved_classes": list(config)}
+    answer = {"ground_truth": [{d: state[d]} for d in config], "mile_stone": [python_calls(g) for g in groups]}
+    return category, record, answer
+
+
 def export_acebench(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
-    """Write ``data_<category>.json`` + ``possible_answer/`` (ACEBench normal family).
+    """Write ``data_<category>.json`` + ``possible_answer/`` (ACEBench normal and agent families).
 
     One call: ``normal_single_turn_single_function``; several (chains included, outputs passed
-    as ``$call_K$``): ``normal_single_turn_parallel_function``."""
+    as ``$call_K$``): ``normal_single_turn_parallel_function``. Sandbox dialogues and scenarios:
+    ``agent_multi_turn`` / ``agent_multi_step`` (:func:`agent_record`)."""
     split, samples = _load_split(split_dir)
     out = Path(out_dir)
     rep = _Report("acebench", split, len(samples))
     by_cat: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for i, sample in enumerate(samples):
+        if is_agent_sample(sample):
+            try:
+                cat, record, answer = agent_record(sample)
+            except _Skip as exc:
+                rep.skip(_sid(sample, i), exc)
+                continue
+            rid = f"{cat}_{len(by_cat.get(cat, []))}"
+            by_cat.setdefault(cat, []).append(({"id": rid, **record}, {"id": rid, **answer}))
+            rep.records[cat] += 1
+            rep.id_map[rid] = _sid(sample, i)
+            continue
         try:
             p = _prepare(sample, i)
             _python_syntax(p.calls)

@@ -130,6 +130,9 @@ class NL2API(Benchmark):
         self._splits[key] = _Split(root, style)
         cases = []
         for line, s in enumerate(samples, 1):
+            env = s.metadata.get("environment")
+            if s.dialogue is not None or (isinstance(env, dict) and env.get("kind") not in (None, "nl2api")):
+                continue   # dialogues and sandbox scenarios are episodes: the agent benchmark plays them
             answer = s.answer if isinstance(s.answer, ExactAnswer) else None
             cases.append(EvalCase(
                 id=s.id or f"line-{line}", benchmark="nl2api", category=style,

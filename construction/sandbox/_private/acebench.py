@@ -4,7 +4,9 @@ of the ACEBench-flavoured domains from an ACEBench record's ``involved_classes``
 
 ACEBench class → domain: ``BaseApi`` → ``acebench_phone``, ``MessageApi`` → ``acebench_message``,
 ``ReminderApi`` → ``acebench_reminder``, ``FoodPlatform`` → ``acebench_food``, ``Travel`` →
-``acebench_travel`` (other names are ignored). As in ACEBench, every class is loaded from its own
+``acebench_travel``; a name of another sandbox domain (``messaging``, ``device``, ...) is that
+domain, configured by ``initial_config[name]`` and reported as its snapshot (benchsmith's own agent
+data exported in ACEBench's layout); other names are ignored. As in ACEBench, every class is loaded from its own
 config and then from ``initial_config["BaseApi"]``, so the latter decides ``wifi`` (default
 false), ``logged_in`` (default true) and the food platform's ``logged_in_users`` (default none).
 The phone domain is there whenever one of the phone classes is; it is reported only when
@@ -58,13 +60,19 @@ class AceBenchSandbox:
     """
 
     def __init__(self, involved: Sequence[str], initial_config: Mapping[str, Any]) -> None:
+        from .engine import DOMAINS
+
         self.classes: list[str] = []
         for name in involved:
-            if isinstance(name, str) and name in ACEBENCH_CLASSES and name not in self.classes:
+            if isinstance(name, str) and (name in ACEBENCH_CLASSES or name in DOMAINS) and name not in self.classes:
                 self.classes.append(name)
         base = initial_config.get("BaseApi", {})
         config: dict[str, dict[str, Any]] = {}
         for name in self.classes:
+            if name not in ACEBENCH_CLASSES:     # a sandbox domain by its own name (benchsmith's exported agent data)
+                own = initial_config.get(name, {})
+                config[name] = own if isinstance(own, dict) else {}
+                continue
             own = initial_config.get(name, {})
             if name in _PHONE_CLASSES:
                 _phone_config(own)          # ACEBench reads the class's own config first (then overrides it)
@@ -89,6 +97,9 @@ class AceBenchSandbox:
         if self.sandbox is None:
             return out
         for name in self.classes:
+            if name not in ACEBENCH_CLASSES:
+                out.append({name: self.sandbox.domains[name].snapshot()})
+                continue
             dom = self.sandbox.domains[ACEBENCH_CLASSES[name]]
             assert isinstance(dom, AceBenchDomain)
             out.append({name: dom.exported_state()})
