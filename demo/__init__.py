@@ -2,9 +2,12 @@
 
 Chinook + its question/SQL pairs -> SLOT, SEL and REST splits with gold self-tests; T-Eval, GTA,
 ToolAssess and ACEBench-special cases derived from the SLOT split (each self-tested); then, with
-``model_run``, a small construction pass with the local model, a review of the SLOT split in a
-local Label Studio (simulated reviewers, marked as such in the datasheet), and the local model's
-evaluation on the finalized split with its report. Every step resumes when run again.
+``model_run``, a small construction pass with the local model (queries and chains on the SLOT
+split, dialogues on a few sandbox scenarios), a review in a local Label Studio of the SLOT split
+together with what the construction pass built (one workspace, several sources; simulated
+reviewers, marked as such in the datasheet), and the local model's evaluation on the finalized
+split with its report, including a small agent evaluation (a few sandbox scenarios and the reviewed
+dialogues as episodes against a simulated user, two trials each). Every step resumes when run again.
 
 This package sits above every other library layer (it uses construction, annotation and eval);
 the CLI only parses the options and calls :func:`run`.
@@ -81,6 +84,43 @@ def construct(out: Path, n: int = 8, *, echo: Echo = print) -> None:
     by = ", ".join(f"{k}={v}" for k, v in s["rejected_by_check"].items()) or "none"
     echo(f"check {root / 'checked'}: {s['total']} samples, {s['accepted']} accepted for review, {s['rejected']} to the "
          f"error pool (rejected by: {by})")
+    scenarios = write_scenarios(root / "scenarios.jsonl")
+    dialogues = run_graph("dialogues", scenarios, root / "dialogues", models=models, concurrency=4,
+                          options={"max_turns": 4, "max_steps": 3})
+    for line in dialogues.describe():
+        echo(line)
+
+
+#: the sandbox scenarios of the demo's dialogues and agent evaluation (short ones: the local model is small)
+DEMO_SCENARIOS = ("msg-send-basic", "rem-add-basic", "food-check-balance")
+
+
+def write_scenarios(path: Path) -> Path:
+    """The demo's sandbox scenarios as a scenarios JSONL file."""
+    from benchsmith.construction.sandbox import load_scenarios
+
+    chosen = [sc for sc in load_scenarios() if sc.id in DEMO_SCENARIOS]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(sc.model_dump_json(exclude_none=True) + "\n" for sc in chosen), encoding="utf-8")
+    return path
+
+
+def agent_data(out: Path, reviewed: Path) -> Path:
+    """``out/agent/samples.jsonl``: the demo's sandbox scenarios and the reviewed dialogues (their
+    NL2API environments pointed at the reviewed split), for the agent task."""
+    from benchsmith.construction.sandbox import load_scenarios, scenario_to_sample
+    from benchsmith.schemas import Sample, read_jsonl, write_jsonl
+
+    samples = [scenario_to_sample(sc) for sc in load_scenarios(write_scenarios(out / "agent" / "scenarios.jsonl"))]
+    if (reviewed / "samples.jsonl").is_file():
+        for sample in read_jsonl(reviewed / "samples.jsonl", Sample):
+            if sample.dialogue:
+                env = dict(sample.metadata.get("environment") or {})
+                if env.get("kind") == "nl2api":
+                    env["split"] = str(reviewed.resolve())
+                samples.append(sample.model_copy(update={"metadata": {**sample.metadata, "environment": env}}))
+    write_jsonl(out / "agent" / "samples.jsonl", samples)
+    return out / "agent"
 
 
 def review(out: Path, *, echo: Echo = print, note: Echo = print) -> Path:
@@ -101,14 +141,19 @@ def review(out: Path, *, echo: Echo = print, note: Echo = print) -> Path:
 
     data_dir = out / "label-studio"
     was_running = label_studio_status(data_dir) is not None
-    echo(f"reviewing {out / 'slot'} in a local Label Studio (data dir {data_dir}); the reviewers' verdicts are "
-         "supplied automatically from the checks (non-interactive run) ...")
+    built = [p for p in (out / "construct" / "checked" / "accepted.jsonl", out / "construct" / "dialogues" / "samples.jsonl")
+             if p.is_file() and p.stat().st_size]
+    echo(f"reviewing {out / 'slot'} and what the construction pass built ({', '.join(map(str, built)) or 'nothing accepted'}) "
+         f"in a local Label Studio (data dir {data_dir}); the reviewers' verdicts are supplied automatically from the "
+         "checks (non-interactive run) ...")
     info = start_label_studio(data_dir=data_dir, echo=note)
     try:
         access = resolve_label_studio(data_dir)
         ws = Workspace(out / "review")
         ws.store.set_meta("name", "chinook-slot")
         ws.load(out / "slot")
+        for source in built:
+            echo(f"  {source}: {ws.load(source)} new items")
         review_automatically(ws, LabelStudio(access.url, access.token), checks_policy(ws.check_context()), echo=echo)
         result = finalize(ws, out / "reviewed", name="chinook-slot-reviewed")
     finally:
@@ -129,11 +174,15 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
 
     cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=300.0, max_tokens=256)
     split = split or out / "slot"
-    echo(f"evaluating the local model {cfg.name} on {split} (up to {limit} cases per task; re-running resumes) ...")
+    agent = agent_data(out, split)
+    echo(f"evaluating the local model {cfg.name} on {split} (up to {limit} cases per task) and, as the agent task, on "
+         f"{agent} (sandbox scenarios and reviewed dialogues, 2 trials each, the local model also playing the user; "
+         "re-running resumes) ...")
     # a task may need more cases for its headline to mean something (T-Eval: one per category)
     limits = {name: max(limit, TASKS[name].min_cases) for name in TASKS}
     result = run_eval(split, ModelClient(cfg), cfg.describe(), out / "run", limit=limits, mode="prompt",
-                      concurrency=4, options=TaskOptions(mode="prompt", max_tokens=256))
+                      concurrency=4, task_data={"agent": agent},
+                      options=TaskOptions(mode="prompt", max_tokens=256, trials=2, max_turns=3, max_steps=3))
     scores = score_run(out / "run")
     for name, info in result.tasks.items():
         c = info["status_counts"]
@@ -148,4 +197,5 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
     echo(f"report: {report['files']['html']}")
 
 
-__all__ = ["build_report_line", "construct", "evaluate", "review", "run"]
+__all__ = ["DEMO_SCENARIOS", "agent_data", "build_report_line", "construct", "evaluate", "review", "run",
+           "write_scenarios"]

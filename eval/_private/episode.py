@@ -54,7 +54,9 @@ PRECONDITION_CODES = frozenset({
 
 class EpisodeEnv(Protocol):
     """Where an episode's calls run: ``call`` returns a JSON-able observation or raises
-    ``ToolError`` (with ``.code``); ``state`` is a JSON-able snapshot (or ``None``)."""
+    ``ToolError`` (with ``.code``); ``state`` is a JSON-able snapshot (or ``None``). An environment
+    that keeps outputs under labels sets ``last_label`` after a call (the assistant is told, so a
+    later call can pass the output on as ``$label$``)."""
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any: ...
 
@@ -196,7 +198,8 @@ def _cut(text: str, limit: int = MAX_OBSERVATION) -> str:
 def observation_text(ob: dict[str, Any]) -> str:
     """What the assistant reads for one call."""
     if ob["status"] == "ok":
-        return _cut(_dumps(ob.get("observation")))
+        kept = f"(kept as ${ob['label']}$) " if ob.get("label") else ""
+        return kept + _cut(_dumps(ob.get("observation")))
     if ob["status"] == "not_run":
         return _dumps({"error": "not_run", "message": "not run: an earlier call of the same reply failed"})
     return _cut(_dumps({"error": ob.get("code") or "tool_error", "message": ob.get("message", "")}))
@@ -436,6 +439,9 @@ def execute(env: EpisodeEnv, calls: list[dict[str, Any]], budget_left: int) -> t
         try:
             ob["observation"] = env.call(c["name"], copy.deepcopy(c["arguments"]))
             ob["status"] = "ok"
+            label = getattr(env, "last_label", None)
+            if isinstance(label, str) and label:
+                ob["label"] = label   # later calls may pass this output on as "$label$"
         except ToolError as exc:
             ob.update(status="error", code=getattr(exc, "code", None) or "tool_error", message=str(exc)[:500])
             stopped = True

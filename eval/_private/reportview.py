@@ -51,6 +51,32 @@ def flatten(prefix: str, value: Any, out: dict[str, float]) -> None:
         out[prefix] = float(value)
 
 
+def reliability(block: Any) -> dict[str, Any] | None:
+    """A scores.json ``reliability`` block with its k keys as ints, in order; None when it holds no pass^k.
+
+    >>> reliability({"trials": 2, "tasks": 3, "pass^k": {"2": 0.25, "1": 0.5}, "pass@k": {"1": 0.5}})
+    {'trials': 2, 'tasks': 3, 'pass^k': {1: 0.5, 2: 0.25}, 'pass@k': {1: 0.5}, 'user_simulator_failures': None}
+    """
+    def curve(value: Any) -> dict[int, float]:
+        out: dict[int, float] = {}
+        for k, v in (value.items() if isinstance(value, Mapping) else ()):
+            if str(k).isdigit() and num(v) is not None:
+                out[int(k)] = float(v)
+        return dict(sorted(out.items()))
+
+    if not isinstance(block, Mapping) or not curve(block.get("pass^k")):
+        return None
+    count = {k: int(v) if (v := num(block.get(k))) is not None else None
+             for k in ("trials", "tasks", "user_simulator_failures")}
+    return {"trials": count["trials"], "tasks": count["tasks"], "pass^k": curve(block.get("pass^k")),
+            "pass@k": curve(block.get("pass@k")), "user_simulator_failures": count["user_simulator_failures"]}
+
+
+def counts(block: Any) -> dict[str, int]:
+    """``{kind: count}`` of a mapping's numeric values (others left out)."""
+    return {str(k): int(v) for k, v in block.items() if num(v) is not None} if isinstance(block, Mapping) else {}
+
+
 def record_categories(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
     """Per record category: ``records``, ``passed``, ``pass_rate`` and ``mean_score`` from records.jsonl."""
     groups: dict[str, list[Mapping[str, Any]]] = {}
@@ -109,6 +135,13 @@ class ReportView:
     def radar(self, task: str, scores: Mapping[str, Any]) -> dict[str, float]:
         """Axes this task adds to the radar chart (axis label -> fraction)."""
         return {}
+
+    def episodes(self, scores: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The agent-episode figures of a task, None when it has no episodes: ``end_state`` and
+        ``process`` (fractions or None), ``per_category`` ``{category: {"end_state", "process"}}``,
+        ``reliability`` (see :func:`reliability`, or None), ``error_types`` ``{kind: count}``,
+        ``episodes`` and ``user_simulator_failures`` (counts or None)."""
+        return None
 
     def extra_rows(self, runs: Sequence[Any], task: str, heads: dict[int, dict[str, float]]) -> list[dict[str, Any]]:
         """Rows the report adds under the task's figures (e.g. figures computed across runs)."""

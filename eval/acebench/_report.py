@@ -1,10 +1,14 @@
-"""The report's view of ACEBench: the Summary (and how it was weighted), accuracy, the families."""
+"""The report's view of ACEBench: the Summary (and how it was weighted), accuracy, the families,
+and the agent categories' episodes."""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from benchsmith.eval._private.reportview import ReportView, get, num, put
+from benchsmith.eval._private.reportview import ReportView, counts, get, num, put, reliability
+
+#: the categories played as episodes
+AGENT_CATEGORIES = ("agent_multi_turn", "agent_multi_step")
 
 
 class AceBenchReport(ReportView):
@@ -32,3 +36,36 @@ class AceBenchReport(ReportView):
     def radar(self, task: str, scores: Mapping[str, Any]) -> dict[str, float]:
         special = get(scores, "families", "special")
         return {"ACEBench special": float(special)} if num(special) is not None else {}
+
+    def episodes(self, scores: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The agent categories only (overall figures weighted by their counted episodes); None
+        when the scores hold none."""
+        cats = {c: v for c in AGENT_CATEGORIES if isinstance(v := get(scores, "categories", c), Mapping)}
+        if not cats:
+            return None
+        per_category: dict[str, dict[str, float | None]] = {}
+        kinds: dict[str, int] = {}
+        weights: list[tuple[float, float | None, float | None]] = []
+        episodes = failures = 0
+        for cat, v in cats.items():
+            end = num(v.get("end_accuracy")) if num(v.get("end_accuracy")) is not None else num(v.get("accuracy"))
+            process = num(v.get("process_accuracy"))
+            per_category[cat] = {"end_state": end, "process": process}
+            n, failed = int(num(v.get("n")) or 0), int(num(v.get("user_simulator_failures")) or 0)
+            weights.append((float(n), end, process))
+            # strict scoring leaves simulator failures out of n; official scoring counts them
+            episodes += n + (failed if scores.get("mode") == "strict" else 0)
+            failures += failed
+            for kind, count in counts(v.get("episode_error_types")).items():
+                kinds[kind] = kinds.get(kind, 0) + count
+
+        def mean(pos: int) -> float | None:
+            pairs = [(w[0], w[pos]) for w in weights if w[pos] is not None]
+            total = sum(n for n, _ in pairs)
+            if total:
+                return sum(n * x for n, x in pairs) / total
+            return sum(x for _, x in pairs) / len(pairs) if pairs else None
+
+        return {"end_state": mean(1), "process": mean(2), "per_category": per_category,
+                "reliability": reliability(scores.get("reliability")), "error_types": dict(sorted(kinds.items())),
+                "episodes": episodes, "user_simulator_failures": failures}

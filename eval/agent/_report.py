@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from benchsmith.eval._private.reportview import ReportView, get, put
+from benchsmith.eval._private.reportview import ReportView, counts, get, num, put, reliability
 
 
 class AgentReport(ReportView):
@@ -24,3 +24,18 @@ class AgentReport(ReportView):
     def radar(self, task: str, scores: Mapping[str, Any]) -> dict[str, float]:
         h = self.headline(scores)
         return {"Agent end state": h["end_state_accuracy"]} if "end_state_accuracy" in h else {}
+
+    def episodes(self, scores: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Every case is an episode: the top-level figures, ``categories`` and ``reliability``."""
+        cats = scores.get("categories") if isinstance(scores.get("categories"), Mapping) else {}
+        per_category = {str(c): {"end_state": num(get(v, "end_state_accuracy")), "process": num(get(v, "process_accuracy"))}
+                        for c, v in sorted(cats.items())}
+        end, process = num(scores.get("end_state_accuracy")), num(scores.get("process_accuracy"))
+        rel = reliability(scores.get("reliability"))
+        if end is None and process is None and rel is None and not per_category:
+            return None
+        n, failures = num(scores.get("episodes")), num(scores.get("user_simulator_failures"))
+        return {"end_state": end, "process": process, "per_category": per_category, "reliability": rel,
+                "error_types": counts(scores.get("error_types")),
+                "episodes": int(n) if n is not None else None,
+                "user_simulator_failures": int(failures) if failures is not None else None}

@@ -20,7 +20,10 @@ class _Env:
 
     def call(self, name: str, arguments: dict) -> object:
         self._n += 1
-        return self._env.call(name, arguments, f"out_{self._n}")
+        self.last_label = None
+        result = self._env.call(name, arguments, f"out_{self._n}")
+        self.last_label = f"out_{self._n}"
+        return result
 
     def state(self) -> object:
         snap = getattr(self._env, "state", None)

@@ -1,6 +1,6 @@
 """GTA step-by-step: from the gold dialogue prefix, the model makes the next step — one tool call
-(``step:tool``) or the final answer (``step:answer``). End-to-end cases (``e2e``) need the tools
-to run and are left to the ``nl2api`` task on the same split."""
+(``step:tool``) or the final answer (``step:answer``). End-to-end cases (``e2e``) of GTA cases
+derived from a split run as solo episodes with the split's executable tools (``_episode.py``)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,15 @@ import json
 from typing import Any
 
 from benchsmith.eval import EvalCase
-from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
+from benchsmith.eval._private.episode import Episode, EpisodeSpec, EpisodeTask
+from benchsmith.eval._private.runner import (
+    CallContext, FormatError, Outcome, Request, SingleCallTask, read_json_reply, task,
+)
 from benchsmith.prompts import get_prompt
 
 from benchsmith.eval._private.calls import THOUGHT, call_schema
+
+from . import _episode
 
 
 def plain_dialogs(dialogs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -62,15 +67,27 @@ def gta_parameters(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 @task("gta")
-class GTATask(SingleCallTask):
+class GTATask(EpisodeTask, SingleCallTask):
     benchmark = "gta"
-    description = "GTA step-by-step tool calls and answers from gold prefixes"
+    description = "GTA step by step from gold prefixes; end to end (derived cases) with the split's tools"
 
     def runnable(self, case: EvalCase) -> bool:
-        return case.category.startswith("step")
+        return case.category.startswith("step") or (case.category == "e2e" and _episode.runnable(case))
+
+    def is_episode(self, case: EvalCase) -> bool:
+        return case.category == "e2e"
+
+    def episode_spec(self, case: EvalCase) -> EpisodeSpec:
+        return _episode.episode_spec(case, gta_parameters)
+
+    def prediction(self, case: EvalCase, episode: Episode) -> str:
+        return _episode.prediction(case, episode)
+
+    async def solve_single(self, case: EvalCase, ctx: CallContext) -> Outcome:
+        return await SingleCallTask.solve(self, case, ctx)
 
     def prompt_version(self) -> str:
-        return f"{get_prompt('gta/step').version}-{self.options.mode}"
+        return f"{get_prompt('gta/step').version}-{self.options.mode}+{EpisodeTask.prompt_version(self)}"
 
     def request(self, case: EvalCase) -> Request:
         tools = case.input.get("tools") or []

@@ -178,3 +178,29 @@ def error_chart(labels: Sequence[str], kinds: Sequence[str], counts: Sequence[Ma
         ax.set_xlabel("share of records", fontsize=9)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8.5, handlelength=1.0)
         return _svg(fig)
+
+
+def pass_k_chart(labels: Sequence[str], curves: Sequence[Mapping[int, float]],
+                 colours: Sequence[str] | None = None) -> str:
+    """pass^k over k, one line per run (``{k: fraction}``); ``colours`` default to the run order's."""
+    import matplotlib
+
+    ks = sorted({k for c in curves for k in c})
+    with matplotlib.rc_context(RC):
+        fig = _figure(5.4, 3.0)
+        ax = fig.add_subplot()
+        for i, (label, curve) in enumerate(zip(labels, curves)):
+            xs = [k for k in ks if k in curve]
+            ax.plot(xs, [curve[k] for k in xs], color=colours[i] if colours else colour(i), linewidth=1.8,
+                    marker="o", markersize=4, label=_short(label, 40), zorder=3)
+        ax.set_xticks(ks)
+        ax.set_xticklabels([str(k) for k in ks], fontsize=9)
+        ax.set_xlim(min(ks, default=1) - 0.3, max(ks, default=1) + 0.3)
+        ax.set_ylim(0, 1.06)
+        _percent_axis(ax)
+        ax.yaxis.grid(True, color="#E5E5E5", linewidth=0.8, zorder=0)
+        ax.set_xlabel("k (trials that must all succeed)", fontsize=9)
+        ax.set_ylabel("pass^k", fontsize=9)
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.01), ncol=min(max(1, len(labels)), 4), fontsize=9,
+                  handlelength=1.6, borderaxespad=0.2)
+        return _svg(fig)

@@ -89,6 +89,13 @@ class Run:
         return str(name or "?")
 
     @property
+    def user_model(self) -> str | None:
+        """The name of the model that played the user in episodic tasks (run.json ``user_model``), or None."""
+        model = self.meta.get("user_model")
+        name = model.get("name") if isinstance(model, dict) else model
+        return str(name) if name else None
+
+    @property
     def mode(self) -> str:
         return str(self.meta.get("mode") or "")
 

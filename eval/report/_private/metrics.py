@@ -91,6 +91,15 @@ def categories(benchmark: str, scores: Mapping[str, Any] | None,
     return view(benchmark).categories(scores or {}, records)
 
 
+def episodes(benchmark: str, scores: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A task's agent-episode figures (:meth:`ReportView.episodes`), None when it has no episodes.
+
+    >>> episodes("nl2api", {"completion_rate": 0.5}) is None
+    True
+    """
+    return view(benchmark).episodes(scores or {}) if scores else None
+
+
 def chart_metric(benchmark: str, cats: Mapping[str, Mapping[str, float]]) -> str | None:
     """The metric drawn for a benchmark's categories (falls back to ``pass_rate``/``accuracy``)."""
     for m in (view(benchmark).chart_metric, "pass_rate", "accuracy", "score"):

@@ -16,10 +16,16 @@ from benchsmith.eval._private.reportview import pct
 from benchsmith.schemas import UserError
 
 from . import metrics as M
-from .load import Run, load_run, task_sort_key
+from .load import Run, _loads, load_run, task_sort_key
 
 RAW_PREVIEW = 600          # characters of the last raw reply shown in a failure row
 TURN_TEXT = 6000           # characters of each turn's raw reply / input shown in the details
+EPISODE_TEXT = 600         # characters of an episode event's text
+EPISODE_ITEM = 300         # characters of one call, observation or state-diff line of an episode
+EPISODE_DIFF = 20          # state-diff lines shown per tool event
+EPISODE_EVENTS = 80        # events shown per episode (the first ones and the end)
+MD_EPISODES = 5            # failing episodes per run in the Markdown
+MD_TEXT = 160              # characters of each item of an episode in the Markdown
 ELLIPSIS = "…"
 DEFAULT_TITLE = "Tool-use evaluation report"
 
@@ -117,6 +123,83 @@ def _turns(reply: dict[str, Any] | None) -> list[dict[str, Any]]:
     return [t for t in turns if isinstance(t, dict)] if isinstance(turns, list) else []
 
 
+def _transcript(reply: dict[str, Any] | None) -> list[dict[str, Any]] | None:
+    """The episode events of a reply whose result is JSON with a ``transcript`` list, else None."""
+    result = reply.get("result") if reply else None
+    if not isinstance(result, str) or not result.lstrip().startswith("{"):
+        return None
+    try:
+        obj = _loads(result.encode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return None
+    events = obj.get("transcript") if isinstance(obj, dict) else None
+    return [e for e in events if isinstance(e, dict)] if isinstance(events, list) else None
+
+
+def _call_text(call: Any) -> str:
+    """``name(key=value, ...)``, values as JSON."""
+    if not isinstance(call, dict):
+        return _text(call)
+    args = call.get("arguments")
+    if isinstance(args, dict):
+        inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)}" for k, v in args.items())
+    else:
+        inner = _text(args)
+    return f"{call.get('name') or '?'}({inner})"
+
+
+def _observation(ob: Any) -> dict[str, str]:
+    if not isinstance(ob, dict):
+        return {"name": "", "status": "ok", "code": "", "text": truncate(_text(ob), EPISODE_ITEM)}
+    status = str(ob.get("status") or "ok")
+    if status == "error":
+        code = str(ob.get("code") or "tool_error")
+        text = f"{code}: {_text(ob.get('message'))}"
+    elif status == "not_run":
+        code, text = "", "not run"
+    else:
+        code, text = "", _text(ob.get("observation"))
+    return {"name": str(ob.get("name") or ""), "status": status, "code": code, "text": truncate(text, EPISODE_ITEM)}
+
+
+def _event(ev: dict[str, Any]) -> dict[str, Any]:
+    calls = ev.get("calls") if isinstance(ev.get("calls"), list) else []
+    obs = ev.get("observations") if isinstance(ev.get("observations"), list) else []
+    diff = ev.get("state_diff") if isinstance(ev.get("state_diff"), list) else []
+    error = ev.get("error") if isinstance(ev.get("error"), dict) else None
+    diff_lines = [truncate(_text(x), EPISODE_ITEM) for x in diff[:EPISODE_DIFF]]
+    if len(diff) > EPISODE_DIFF:
+        diff_lines.append(f"{ELLIPSIS} {len(diff) - EPISODE_DIFF} more")
+    return {"who": str(ev.get("who") or "?"), "text": truncate(_text(ev.get("text")), EPISODE_TEXT),
+            "calls": [truncate(_call_text(c), EPISODE_ITEM) for c in calls],
+            "observations": [_observation(o) for o in obs], "state_diff": diff_lines,
+            "error": truncate(f"{error.get('code') or 'error'}: {_text(error.get('message'))}", EPISODE_ITEM) if error else "",
+            "end": str(ev.get("reason") or "") if ev.get("who") == "end" else "",
+            "stop": ev.get("stop") is True, "skipped": 0}
+
+
+def _episode(reply: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, Any] | None:
+    """The episode viewer of a failing record: its events (the first ones and the end) and a summary line."""
+    events = _transcript(reply)
+    if events is None:
+        return None
+    shown = [_event(e) for e in events[:EPISODE_EVENTS - 1]]
+    if len(events) > EPISODE_EVENTS:
+        shown.append({**_event({}), "who": ELLIPSIS, "skipped": len(events) - EPISODE_EVENTS})
+    if len(events) >= EPISODE_EVENTS:
+        shown.append(_event(events[-1]))
+    details = record.get("details") if isinstance(record.get("details"), dict) else {}
+    ep = details.get("episode") if isinstance(details.get("episode"), dict) else {}
+    parts = [f"end: {ep['end']}" if ep.get("end") else ""]
+    for key, name in (("user_turns", "user turns"), ("tool_calls", "tool calls"), ("failed_calls", "failed calls"),
+                      ("format_errors", "format errors")):
+        if M.num(ep.get(key)) is not None:
+            parts.append(f"{name}: {int(ep[key])}")
+    if M.num(details.get("process")) is not None:
+        parts.append(f"process: {pct(float(details['process']))}")
+    return {"events": shown, "count": len(events), "summary": " · ".join(p for p in parts if p)}
+
+
 def _failure(task, record: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001 - a Task
     reply = task.reply(str(record.get("id")))
     turns = _turns(reply)
@@ -151,6 +234,53 @@ def _failure(task, record: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001 - 
         "raw_preview": truncate(raw, RAW_PREVIEW) if turns else "",
         "has_reply": reply is not None,
         "turns": shown_turns,
+        "episode": _episode(reply, record),
+    }
+
+
+def _episodes_part(runs: Sequence[Run], task: str, bench: str, scored: Sequence[int]) -> dict[str, Any] | None:
+    """The "Agent episodes" part of a task's section, from its view's :meth:`ReportView.episodes`;
+    None when no run of the task has episodes."""
+    blocks = {i: e for i in scored if (e := M.episodes(bench, runs[i].tasks[task].scores))}
+    if not blocks:
+        return None
+    idx = sorted(blocks)
+    scopes = [("all", None)] + [(c, c) for c in _union(blocks[i]["per_category"] for i in idx)]
+    accuracy = []
+    for label, cat in scopes:
+        cells = []
+        for i in idx:
+            v = blocks[i] if cat is None else blocks[i]["per_category"].get(cat, {})
+            cells.append({"end_state": pct(v.get("end_state")), "process": pct(v.get("process"))})
+        accuracy.append({"scope": label, "cells": cells})
+    kinds = sorted(_union(blocks[i]["error_types"] for i in idx),
+                   key=lambda k: (-sum(blocks[i]["error_types"].get(k, 0) for i in idx), k))
+    error_rows = [{"kind": k, "cells": [_count_cell(blocks[i]["error_types"].get(k, 0), blocks[i].get("episodes") or 0)["text"]
+                                        for i in idx]} for k in kinds]
+    rel_runs = [i for i in idx if blocks[i]["reliability"]]
+    rels = [blocks[i]["reliability"] for i in rel_runs]
+    ks = sorted({k for r in rels for k in r["pass^k"]} | {k for r in rels for k in r["pass@k"]})
+    pass_rows = [{"k": k, "cells": [{"hat": pct(r["pass^k"].get(k)), "at": pct(r["pass@k"].get(k))} for r in rels]}
+                 for k in ks]
+    rel_notes = []
+    for i, r in zip(rel_runs, rels):
+        note = (f"{integer(r['trials'])} trial{'s' if r['trials'] != 1 else ''} per task over "
+                f"{integer(r['tasks'])} task{'s' if r['tasks'] != 1 else ''}")
+        if r.get("user_simulator_failures"):
+            note += f"; {integer(r['user_simulator_failures'])} trials with a user-simulator failure left out"
+        rel_notes.append({"i": i, "text": note})
+    return {
+        "runs": idx,
+        "users": [{"i": i, "text": f"user simulator: {runs[i].user_model or '— (not in run.json)'}",
+                   "counts": " · ".join(x for x in (
+                       f"{integer(blocks[i]['episodes'])} episodes" if blocks[i].get("episodes") is not None else "",
+                       f"{integer(blocks[i]['user_simulator_failures'])} user-simulator failures (not charged to the model)"
+                       if blocks[i].get("user_simulator_failures") else "") if x)} for i in idx],
+        "accuracy": accuracy,
+        "error_rows": error_rows,
+        "rel_runs": rel_runs, "pass_rows": pass_rows, "rel_notes": rel_notes,
+        "curves": [r["pass^k"] for r in rels],
+        "chart": any(len(r["pass^k"]) >= 2 for r in rels),
     }
 
 
@@ -168,7 +298,7 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
     run_rows = [{"i": i, "label": labels[i], "key": keys[i], "run_id": r.run_id, "model": r.model, "mode": r.mode,
                  "status": r.status, "split": r.split, "created_at": str(r.meta.get("created_at") or ""),
                  "updated_at": str(r.meta.get("updated_at") or ""), "path": str(r.path),
-                 "colour": None, **summaries[i]} for i, r in enumerate(runs)]
+                 "user_model": r.user_model, "colour": None, **summaries[i]} for i, r in enumerate(runs)]
     from .charts import colour
 
     for row in run_rows:
@@ -258,6 +388,7 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
             "failures": {i: [_failure(runs[i].tasks[t], rec) for rec in recs] for i, recs in samples.items()},
             "failing": {i: sum(scorer_counts[i].values()) for i in present},
             "failure_limit": failures,
+            "episodes": _episodes_part(runs, t, bench, [i for i in present if runs[i].tasks[t].scored]),
         })
 
     radar = [M.radar_axes(r) for r in runs]
@@ -274,6 +405,7 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
         "models": models,
         "splits": splits,
         "modes": _union([[r.mode] for r in runs if r.mode]),
+        "user_models": any(r.user_model for r in runs),
         "columns": columns,
         "sections": sections,
         "radar_axes": radar_axes,
@@ -309,7 +441,7 @@ def _charts(model: dict[str, Any]) -> dict[str, Any]:
     from . import charts
 
     labels = [r["label"] for r in model["runs"]]
-    out: dict[str, Any] = {"radar": None, "radar_kind": None, "categories": {}, "errors": {}}
+    out: dict[str, Any] = {"radar": None, "radar_kind": None, "categories": {}, "errors": {}, "pass_k": {}}
     axes = model["radar_axes"]
     if len(axes) >= 3:
         out["radar"], out["radar_kind"] = charts.radar_chart(labels, axes, model["radar"]), "radar"
@@ -326,6 +458,10 @@ def _charts(model: dict[str, Any]) -> dict[str, Any]:
             out["errors"][sec["task"]] = charts.error_chart(
                 [labels[i] for i in idx], sec["error_kinds"], [sec["error_counts"][i] for i in idx],
                 [sec["records"][i] for i in idx])
+        eps = sec["episodes"]
+        if eps and eps["chart"]:
+            out["pass_k"][sec["task"]] = charts.pass_k_chart(
+                [labels[i] for i in eps["rel_runs"]], eps["curves"], [model["runs"][i]["colour"] for i in eps["rel_runs"]])
     return out
 
 
@@ -387,10 +523,63 @@ def render_markdown(model: dict[str, Any]) -> str:
             out += [f"### {_md(sec['task'])}: {_md(sec['chart_metric'] or '')} by category", ""]
             out += _md_table(["category"] + labels, ([c["category"]] + c["cells"] for c in sec["cat_table"]),
                              [False] + [True] * len(labels))
+        if sec["episodes"]:
+            out += _md_episodes(sec, labels)
         out += [f"### {_md(sec['task'])}: errors", ""]
         out += _md_table(["error"] + labels, ([e["kind"]] + [c["text"] if c else "—" for c in e["counts"]]
                                              for e in sec["error_rows"]), [False] + [True] * len(labels))
+        if sec["episodes"]:
+            out += _md_failing_episodes(sec, labels)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _md_episodes(sec: dict[str, Any], labels: Sequence[str]) -> list[str]:
+    eps = sec["episodes"]
+    own = [labels[i] for i in eps["runs"]]
+    out = [f"### {_md(sec['task'])}: Agent episodes", ""]
+    out += [f"- {_md(labels[u['i']])}: {_md(u['text'])}" + (f" ({_md(u['counts'])})" if u["counts"] else "")
+            for u in eps["users"]] + [""]
+    out += _md_table(["scope"] + [f"{x} {m}" for x in own for m in ("end state", "process")],
+                     ([a["scope"]] + [v for c in a["cells"] for v in (c["end_state"], c["process"])] for a in eps["accuracy"]),
+                     [False] + [True] * (2 * len(own)))
+    if eps["error_rows"]:
+        out += _md_table(["episode error type"] + own, ([e["kind"]] + e["cells"] for e in eps["error_rows"]),
+                         [False] + [True] * len(own))
+    if eps["pass_rows"]:
+        rel = [labels[i] for i in eps["rel_runs"]]
+        out += _md_table(["k"] + [f"{x} {m}" for x in rel for m in ("pass^k", "pass@k")],
+                         ([str(p["k"])] + [v for c in p["cells"] for v in (c["hat"], c["at"])] for p in eps["pass_rows"]),
+                         [True] * (1 + 2 * len(rel)))
+        out += [f"- {_md(labels[n['i']])}: {_md(n['text'])}" for n in eps["rel_notes"]] + [""]
+    return out
+
+
+def _md_event(ev: dict[str, Any]) -> str:
+    if ev["skipped"]:
+        return f"- {ELLIPSIS} {ev['skipped']} more events"
+    parts = [truncate(ev["text"], MD_TEXT)] if ev["text"] else []
+    parts += [f"call {truncate(c, MD_TEXT)}" for c in ev["calls"]]
+    parts += [f"{o['name']}: " + (o["text"] if o["status"] == "not_run" else f"{o['status']} {truncate(o['text'], MD_TEXT)}")
+              for o in ev["observations"]]
+    parts += [f"diff {d}" for d in ev["state_diff"]]
+    parts += [f"error {ev['error']}"] if ev["error"] else []
+    parts += [ev["end"]] if ev["end"] else []
+    parts += ["(stop)"] if ev["stop"] else []
+    return f"- **{_md(ev['who'])}**: " + _md(" · ".join(parts) or "—")
+
+
+def _md_failing_episodes(sec: dict[str, Any], labels: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for i, fails in sec["failures"].items():
+        shown = [f for f in fails if f["episode"]][:MD_EPISODES]
+        if not shown:
+            continue
+        out += [f"### {_md(sec['task'])}: failing episodes of {_md(labels[i])} (up to {MD_EPISODES})", ""]
+        for f in shown:
+            ep = f["episode"]
+            out += [f"**{_md(f['id'])}** ({_md(f['error_type'])}){' — ' + _md(ep['summary']) if ep['summary'] else ''}", ""]
+            out += [_md_event(ev) for ev in ep["events"]] + [""]
+    return out
 
 
 def _csv_value(v: Any) -> Any:
