@@ -335,3 +335,20 @@ def test_reliability_matches_tau_bench_definitions():
         hat = (comb(3, k) / comb(4, k) + comb(1, k) / comb(4, k)) / 2
         at = (1 - comb(1, k) / comb(4, k) + 1 - comb(3, k) / comb(4, k)) / 2
         assert rel["pass^k"][str(k)] == pytest.approx(hat) and rel["pass@k"][str(k)] == pytest.approx(at)
+
+
+def test_concurrent_trials_each_start_from_their_own_copy_of_the_state(tmp_path):
+    from benchsmith.construction.sandbox import load_scenarios
+    from benchsmith.eval import run_eval
+
+    path = tmp_path / "one.jsonl"
+    path.write_text(next(s for s in load_scenarios() if s.id == "msg-wifi-off").model_dump_json() + "\n")
+    slow = Scripted(gold_wifi, delay=0.01)           # episodes interleave at every call
+    res = run_eval(path, slow, {"name": "s"}, tmp_path / "run", tasks=["agent"], mode="tools", concurrency=4,
+                   progress=False, options=TaskOptions(mode="tools", trials=4), user_client=Scripted(polite_user),
+                   user_model={"name": "u"})
+    assert res.tasks["agent"]["done"] == 4
+    for line in (tmp_path / "run/agent/predictions.jsonl").read_text().splitlines():
+        pred = json.loads(json.loads(line)["result"])
+        assert len(pred["final_state"]["messaging"]["messages"]) == 5     # one sent message each, none from the others
+    assert score_run(tmp_path / "run")["agent"]["reliability"]["pass^k"]["4"] == 1.0

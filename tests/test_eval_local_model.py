@@ -63,3 +63,26 @@ def test_the_local_model_runs_every_task_kind_end_to_end(local, split: Path, tmp
     report = write_report([out], tmp_path / "report")
     html = Path(report["files"]["html"]).read_text(encoding="utf-8")
     assert DEFAULT_LOCAL_MODEL in html and "<svg" in html
+
+
+def test_the_local_model_plays_agent_episodes_against_itself_as_the_user(local, tmp_path: Path) -> None:
+    cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=240.0, max_tokens=160)
+    out = tmp_path / "agent-run"
+    res = run_eval("sandbox", ModelClient(cfg), cfg.describe(), out, tasks=["agent"], limit=2, concurrency=2,
+                   mode="prompt", progress=False, user_client=ModelClient(cfg), user_model=cfg.describe(),
+                   options=TaskOptions(mode="prompt", max_tokens=160, trials=2, max_turns=2, max_steps=2))
+    info = res.tasks["agent"]
+    assert info["done"] == info["cases"] == 4 and info["status_counts"]["transport_error"] == 0, info
+    assert info["model_calls"] > 0 and info["user_model_calls"] > 0
+    replies = [json.loads(x) for x in (out / "agent" / "replies.jsonl").read_text().splitlines()]
+    for r in replies:
+        episode = json.loads(r["result"])["episode"]
+        assert episode["end"] in ("user_stop", "user_failure", "user_turn_budget", "step_budget"), episode
+    journal = [json.loads(x) for x in (out / "agent" / "episodes.jsonl").read_text().splitlines()]
+    assert sum(1 for x in journal if x["event"]["who"] == "end") == 4
+    assert any(x["event"]["who"] == "user" and x["event"].get("text") for x in journal)   # the local model spoke as the user
+    scores = score_run(out)["agent"]
+    assert scores["reliability"]["trials"] == 2 and scores["episodes"] == 4
+    report = write_report([out], tmp_path / "report")
+    html = Path(report["files"]["html"]).read_text()
+    assert "Agent episodes" in html and cfg.name in html
