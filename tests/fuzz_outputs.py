@@ -120,6 +120,15 @@ def _acebench(groups: dict[str, Group]) -> None:
         _group(groups, "acebench", family_of(r["category"]), bench, case, bench.gold_prediction(case), r["prediction"])
 
 
+def _agent(groups: dict[str, Group]) -> None:
+    bench = get_benchmark("agent")
+    cases = {c.id: c for c in bench.load("sandbox")}
+    for r in _rows("agent"):
+        case = cases[r["scenario"]]
+        seeds = [bench.gold_prediction(case)] + ([r["prediction"]] if r["prediction"] is not None else [])
+        _group(groups, "agent", "episode", bench, case, *seeds)
+
+
 NL2API_PAIRS = 3
 
 
@@ -155,6 +164,7 @@ def scorer_groups(tmp: Path) -> dict[str, Group]:
     _gta(groups)
     _toolassess(groups, tmp)
     _acebench(groups)
+    _agent(groups)
     _nl2api(groups, tmp)
     missing = set(BENCHMARKS) - {g.benchmark for g in groups.values()}
     assert not missing, f"no fuzz cases for {sorted(missing)}: add them to tests/fuzz_outputs.py"

@@ -686,6 +686,23 @@ def error_type(summary: dict[str, Any], calls: list[dict[str, Any]], gold_calls:
     return "gave_up" if not calls else "wrong_argument"
 
 
+def clean_summary(raw: Any) -> dict[str, Any]:
+    """An episode summary read from a prediction (untrusted): the end reason when it is a known one
+    and the counts that are integers; nothing else (pure).
+
+    >>> clean_summary({"end": ["x"], "user_turns": 2, "tool_calls": "3"})
+    {'end': None, 'user_turns': 2}
+    """
+    raw = raw if isinstance(raw, dict) else {}
+    end = raw.get("end")
+    out: dict[str, Any] = {"end": end if isinstance(end, str) and end in END_REASONS else None}
+    for k in ("user_turns", "tool_calls", "failed_calls", "format_errors"):
+        v = raw.get(k)
+        if isinstance(v, int) and not isinstance(v, bool):
+            out[k] = v
+    return out
+
+
 def transcript(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The events without raw replies and usage: what a prediction keeps for the episode viewer."""
     keep = ("who", "text", "calls", "observations", "state_diff", "error", "reason", "stop")

@@ -13,7 +13,7 @@ from benchsmith.eval._private.core import (
     Benchmark, EvalCase, Mode, RecordResult, benchmark, check_limit, check_value, failed, mean, passed, read_json_lines,
     safe_ratio, scorer, sqrt_weights,
 )
-from benchsmith.eval._private.episode import error_type, reliability
+from benchsmith.eval._private.episode import clean_summary, error_type, reliability
 from benchsmith.schemas import UserError
 
 from ._report import AceBenchReport
@@ -162,13 +162,12 @@ def score_agent(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
     process = 1.0 if (end_ok and mode == "official") else _agent.process_score(turns, gold.get("milestones"), mode)
     details = {"process": process, "turns": len(turns), "end_state": source, "replay_notes": notes[:20]}
     summary = _agent.episode_summary(prediction)
+    summary = clean_summary(summary) if summary is not None else None
     if summary is not None:   # a benchsmith episode: its end reason and, when it failed, why
         calls = _agent.replayed_calls(case.input, turns)
         gold_calls = [{"name": n, "arguments": a} for t in _agent.milestone_list(gold.get("milestones"))
                       for n, a in _agent.decode_or_skip(t)]
-        details["episode"] = {**{k: summary.get(k) for k in ("end", "user_turns", "tool_calls", "failed_calls",
-                                                             "format_errors") if k in summary},
-                              "error_type": None if end_ok else error_type(summary, calls, gold_calls)}
+        details["episode"] = {**summary, "error_type": None if end_ok else error_type(summary, calls, gold_calls)}
     if end_ok:
         return passed(case, **details)
     return failed(case, "end_state_mismatch", why + (f" | {notes[0]}" if notes else ""), **details)

@@ -19,9 +19,9 @@ from typing import Any
 from benchsmith.construction import EnvContext, open_environment
 from benchsmith.construction.sandbox import load_scenarios, process_accuracy, scenario_to_sample, state_mismatches
 from benchsmith.eval._private.core import (
-    Benchmark, EvalCase, Mode, RecordResult, benchmark, check_limit, failed, mean, passed, safe_ratio,
+    Benchmark, EvalCase, Mode, RecordResult, benchmark, check_limit, failed, mean, passed, safe_ratio, scorer,
 )
-from benchsmith.eval._private.episode import error_type, reliability
+from benchsmith.eval._private.episode import clean_summary, error_type, reliability
 from benchsmith.schemas import Sample, Split, ToolError, UserError, loads_json, read_jsonl
 
 from ._report import AgentReport
@@ -129,6 +129,9 @@ def replay(case: EvalCase, calls: list[dict[str, Any]]) -> tuple[Any, list[dict[
             last_label = label
         except ToolError as exc:
             done.append({"name": name, "arguments": args, "ok": False, "code": getattr(exc, "code", None)})
+    log = getattr(env, "log", None)
+    if isinstance(log, list) and len(log) == len(done):   # the sandbox's own log: arguments with references resolved
+        done = [{**d, "arguments": getattr(r, "arguments", d["arguments"])} for d, r in zip(done, log)]
     snap = getattr(env, "state", None)
     state = json.loads(json.dumps(snap(), default=str)) if callable(snap) else None
     answer = None
@@ -151,6 +154,37 @@ def _rows(value: Any) -> list[str]:
     return sorted(json.dumps(r, sort_keys=True, default=str) for r in (value or []))
 
 
+@scorer("agent.episode")
+def score_episode(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+    """An episode prediction: its calls replayed in a fresh environment, the end state (or the last
+    answer) against the gold, process accuracy and, for a failure, the episode's error type."""
+    try:
+        pred = loads_json(prediction) if isinstance(prediction, str) else prediction
+    except ValueError:
+        pred = None
+    if not isinstance(pred, dict) or not isinstance(pred.get("calls"), list):
+        return failed(case, "wrong_output_format", "the prediction is not an episode record (a JSON object with calls)")
+    calls = [c for c in pred["calls"] if isinstance(c, dict)]
+    check_limit("calls", len(calls))
+    summary = clean_summary(pred.get("episode"))
+    state, done, answer = replay(case, calls)
+    gold = case.gold if isinstance(case.gold, dict) else {}
+    process = process_accuracy([c for c in done if c["ok"]], gold.get("milestones") or [])
+    if "state" in gold:
+        diff = state_mismatches(state, gold["state"]) if state is not None else ["no end state"]
+        ok, why = not diff, "; ".join(diff[:3])
+    else:
+        _, _, gold_answer = replay(case, gold.get("calls") or [])
+        ok = answer is not None and _rows(answer) == _rows(gold_answer)
+        why = "" if ok else ("no successful call" if answer is None else "the last answer differs from the gold answer")
+    details = {"process": process, "end_state": ok, "calls": len(done),
+               "episode": {**summary, "error_type": None if ok else error_type(summary, done, gold.get("calls"))}}
+    if ok:
+        return passed(case, **details)
+    return failed(case, details["episode"]["error_type"] or "end_state_mismatch", why or "the end state differs",
+                  **details)
+
+
 @benchmark("agent")
 class AgentBench(Benchmark):
     """Episodes on sandbox scenarios and constructed dialogues (end state, process, pass^k)."""
@@ -161,33 +195,7 @@ class AgentBench(Benchmark):
         return load_agent_cases(data)
 
     def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
-        try:
-            pred = loads_json(prediction) if isinstance(prediction, str) else prediction
-        except ValueError:
-            pred = None
-        if not isinstance(pred, dict) or not isinstance(pred.get("calls"), list):
-            return failed(case, "wrong_output_format", "the prediction is not an episode record (a JSON object with calls)")
-        calls = [c for c in pred["calls"] if isinstance(c, dict)]
-        check_limit("calls", len(calls))
-        summary = pred.get("episode") if isinstance(pred.get("episode"), dict) else {}
-        state, done, answer = replay(case, calls)
-        gold = case.gold if isinstance(case.gold, dict) else {}
-        process = process_accuracy([c for c in done if c["ok"]], gold.get("milestones") or [])
-        if "state" in gold:
-            diff = state_mismatches(state, gold["state"]) if state is not None else ["no end state"]
-            ok, why = not diff, "; ".join(diff[:3])
-        else:
-            _, _, gold_answer = replay(case, gold.get("calls") or [])
-            ok = answer is not None and _rows(answer) == _rows(gold_answer)
-            why = "" if ok else ("no successful call" if answer is None else "the last answer differs from the gold answer")
-        details = {"process": process, "end_state": ok, "calls": len(done),
-                   "episode": {**{k: summary.get(k) for k in ("end", "user_turns", "tool_calls", "failed_calls",
-                                                                "format_errors") if k in summary},
-                               "error_type": None if ok else error_type(summary, done, gold.get("calls"))}}
-        if ok:
-            return passed(case, **details)
-        return failed(case, details["episode"]["error_type"] or "end_state_mismatch", why or "the end state differs",
-                      **details)
+        return score_episode(case, prediction, mode)
 
     def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
         counted = [r for r in records if r.error_type != "user_simulator_failure"]
