@@ -274,7 +274,7 @@ def test_kill_9_mid_episode_then_resume_finishes_every_episode_exactly_once(tmp_
     replies_before = (out / "agent" / "replies.jsonl").read_text().splitlines() if (out / "agent" / "replies.jsonl").is_file() else []
     assert len(replies_before) < 4, "the kill came too late to test anything"
     kept = Journal(journal)
-    kept_model_turns = sum(1 for k in kept._load() for e in kept.load(k) if e["who"] in ("user", "assistant"))
+    kept_model_turns = sum(1 for k in list(kept._load()) for e in kept.load(k) if e["who"] in ("user", "assistant"))
     log = tmp_path / "calls.log"
     play(out, 4, 0.0, log=log)
     replies = [json.loads(x) for x in (out / "agent" / "replies.jsonl").read_text().splitlines()]

@@ -486,13 +486,12 @@ class Journal:
         return self._events
 
     def load(self, key: str) -> list[dict[str, Any]]:
-        return [dict(e) for e in self._load().get(key, [])]
+        """The journaled events of episode ``key`` (read once per run: an episode starts once; the
+        journal keeps nothing of the episodes it has handed out, so memory does not grow with the run)."""
+        return [dict(e) for e in self._load().pop(key, [])]
 
     def append(self, key: str, n: int, event: dict[str, Any]) -> None:
         append_jsonl(self.path, {"key": key, "n": n, "event": event})
-        seq = self._load().setdefault(key, [])
-        if n == len(seq):
-            seq.append(event)
 
 
 # ---- the loop -------------------------------------------------------------------------------------------
