@@ -25,6 +25,7 @@ is undone is doing its job (excluding those episodes would reward an assistant t
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import time
 from dataclasses import dataclass, field
@@ -640,7 +641,10 @@ class EpisodeTask(Task):
         if trial is not None:
             temperature, seed = self.options.trial_temperature, int(trial)
         spec = self.episode_spec(case)
-        episode = await run_episode(spec, ctx, native=self.options.mode == "tools", budgets=Budgets.from_options(self.options),
+        budgets = Budgets.from_options(self.options)
+        if spec.solo:   # one request, no one to talk to: an end-to-end case's step budget (--step-budget)
+            budgets = dataclasses.replace(budgets, max_steps=max(budgets.max_steps, self.options.step_budget))
+        episode = await run_episode(spec, ctx, native=self.options.mode == "tools", budgets=budgets,
                                     temperature=temperature, seed=seed, user_json=bool(getattr(ctx, "user_local", False)),
                                     max_tokens=self.options.max_tokens)
         return Outcome("ok", self.prediction(case, episode), list(episode.model_turns))
