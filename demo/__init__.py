@@ -92,7 +92,7 @@ def construct(out: Path, n: int = 8, *, echo: Echo = print) -> None:
 
 
 #: the sandbox scenarios of the demo's dialogues and agent evaluation (short ones: the local model is small)
-DEMO_SCENARIOS = ("msg-send-basic", "rem-add-basic", "food-check-balance")
+DEMO_SCENARIOS = ("msg-send-basic", "rem-add-basic", "msg-wifi-off")
 
 
 def write_scenarios(path: Path) -> Path:

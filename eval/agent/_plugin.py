@@ -7,7 +7,9 @@ environments, the answer of the gold's last successful call. Categories: ``scena
 ``dialogue``. There is no official evaluator for this data: both modes score the same way.
 
 Scoring never trusts a reported state: the prediction's calls are replayed in a fresh environment
-(environments are deterministic) and the replay's end state is compared.
+(environments are deterministic) and the replay's end state is compared. When the expected state
+already holds before any call (a read-only task: "how much is left on my account?"), the end state
+cannot tell, and every milestone must be reached as well.
 """
 
 from __future__ import annotations
@@ -143,6 +145,13 @@ def replay(case: EvalCase, calls: list[dict[str, Any]]) -> tuple[Any, list[dict[
     return state, done, answer
 
 
+def _read_only(case: EvalCase) -> bool:
+    """The expected end state already holds before any call (a question, not a change)."""
+    snap = getattr(open_case_env(case), "state", None)
+    gold = case.gold if isinstance(case.gold, dict) else {}
+    return callable(snap) and not state_mismatches(json.loads(json.dumps(snap(), default=str)), gold.get("state"))
+
+
 def _count(values: Any) -> dict[str, int]:
     out: dict[str, int] = {}
     for v in values:
@@ -173,6 +182,9 @@ def score_episode(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
     if "state" in gold:
         diff = state_mismatches(state, gold["state"]) if state is not None else ["no end state"]
         ok, why = not diff, "; ".join(diff[:3])
+        if ok and process < 1.0 and _read_only(case):
+            # the goal changes nothing, so the end state cannot tell: its milestones must all be reached
+            ok, why = False, "a read-only task: the end state is the initial one, and not every milestone was reached"
     else:
         _, _, gold_answer = replay(case, gold.get("calls") or [])
         ok = answer is not None and _rows(answer) == _rows(gold_answer)

@@ -17,6 +17,7 @@ from typing import Any
 
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed, safe_ratio
 from benchsmith.eval._private.core import budget_paused, embedding_text
+from benchsmith.eval._private.episode import reliability
 from benchsmith.schemas import UserError, read_json
 
 from ._report import GTAReport
@@ -246,6 +247,9 @@ class GTA(Benchmark):
                                "step_by_step": self._step_figures(steps, by_id, mode),
                                "end_to_end": self._e2e_figures(e2e, by_id, mode)}
         out["error_types"] = dict(Counter(r.error_type for r in records if r.error_type).most_common())
+        rel = reliability(cases, records)   # end-to-end episodes run as trials (--trials)
+        if rel is not None:
+            out["reliability"] = rel
         return out
 
     @staticmethod
