@@ -52,9 +52,11 @@ def _style(sample: Sample) -> str:
 
 class _Env:
     def __init__(self, split: Path, sample: Sample) -> None:
-        self._env = open_environment({"kind": "nl2api", "style": _style(sample), "split": str(split),
-                                      "setup": [c.model_dump(mode="json", exclude_none=True) for c in sample.setup]},
-                                     EnvContext(split=split))
+        env = sample.metadata.get("environment")   # a dialogue on the sandbox keeps its own environment
+        descriptor = env if isinstance(env, dict) and env.get("kind") else \
+            {"kind": "nl2api", "style": _style(sample), "split": str(split),
+             "setup": [c.model_dump(mode="json", exclude_none=True) for c in sample.setup]}
+        self._env = open_environment(descriptor, EnvContext(split=split))
         self._n = 0
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
@@ -65,7 +67,8 @@ class _Env:
         return result
 
     def state(self) -> Any:
-        return None
+        snap = getattr(self._env, "state", None)
+        return snap() if callable(snap) else None
 
 
 def episode_spec(case: EvalCase, parameters: Any) -> EpisodeSpec:
