@@ -25,11 +25,11 @@ from ._private.runner import (
 )
 from ._private.episode import (
     BUDGET_ENDS, END_REASONS, NORMAL_ENDS, STOP_PHRASE, USER_FAILURES, Budgets, Episode, EpisodeEnv, EpisodeSpec, EpisodeTask,
-    Journal, error_type, reliability, run_episode,
+    Journal, LabelledEnv, error_type, reliability, run_episode,
 )
 
 __all__ = ["BUDGET_ENDS", "END_REASONS", "NORMAL_ENDS", "STOP_PHRASE", "USER_FAILURES", "Budgets", "Episode", "EpisodeEnv",
-           "EpisodeSpec", "EpisodeTask", "Journal", "error_type", "reliability", "run_episode",
+           "EpisodeSpec", "EpisodeTask", "Journal", "LabelledEnv", "error_type", "reliability", "run_episode",
            "TASKS", "CallContext", "FormatError", "Outcome", "Request", "RunResult", "SingleCallTask", "Task", "TaskOptions",
            "Turn", "get_task", "read_json_reply", "run_eval", "score_run", "select_cases", "task",
            "BENCHMARKS", "DERIVED_BENCHMARK", "DERIVERS", "EXPORTERS", "derive_acebench_special", "derive_all", "derive_gta",

@@ -64,6 +64,28 @@ class EpisodeEnv(Protocol):
     def state(self) -> Any: ...
 
 
+class LabelledEnv:
+    """A construction tool environment (``call(name, arguments, label)``) as an episode
+    environment: the N-th call's output is kept as ``out_N`` and reported in ``last_label``;
+    ``state`` is the environment's snapshot, or None when it has none (NL2API tools)."""
+
+    def __init__(self, env: Any) -> None:
+        self._env = env
+        self._n = 0
+        self.last_label: str | None = None
+
+    def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        self._n += 1
+        self.last_label = None
+        result = self._env.call(name, arguments, f"out_{self._n}")
+        self.last_label = f"out_{self._n}"
+        return result
+
+    def state(self) -> Any:
+        snap = getattr(self._env, "state", None)
+        return snap() if callable(snap) else None
+
+
 @dataclass(frozen=True)
 class Budgets:
     """Per-episode limits (see :class:`~benchsmith.eval.TaskOptions`)."""

@@ -81,8 +81,10 @@ def decode_turn(turn: str, mode: str) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def replay(case_input: dict[str, Any], turns: list[str], mode: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """Run every decodable turn in a fresh sandbox; returns (end state, notes on failed turns)."""
+def replay(case_input: dict[str, Any], turns: list[str], mode: str,
+           calls: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Run every decodable turn in a fresh sandbox; returns (end state, notes on failed turns).
+    ``calls``, when given, receives every call run: ``{name, arguments, ok, code}``."""
     involved = [c for c in case_input.get("involved_classes", []) if isinstance(c, str)]
     config = case_input.get("initial_config") or {}
     box = AceBenchSandbox(involved, config if isinstance(config, dict) else {})
@@ -90,15 +92,19 @@ def replay(case_input: dict[str, Any], turns: list[str], mode: str) -> tuple[lis
     for n, turn in enumerate(turns[:200]):
         check_time()
         try:
-            calls = decode_turn(turn, mode)
+            decoded = decode_turn(turn, mode)
         except DecodeError as exc:
             notes.append(f"turn {n}: not decodable ({exc})")
             continue
-        for name, args in calls:
+        for name, args in decoded:
             try:
                 box.call(name, args)
+                if calls is not None:
+                    calls.append({"name": name, "arguments": args, "ok": True})
             except ToolError as exc:
                 notes.append(f"turn {n}: {exc}")
+                if calls is not None:
+                    calls.append({"name": name, "arguments": args, "ok": False, "code": exc.code})
                 break
     return box.state(), notes
 
@@ -241,17 +247,7 @@ def decode_or_skip(turn: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def replayed_calls(case_input: dict[str, Any], turns: list[str]) -> list[dict[str, Any]]:
-    """The calls of ``turns`` as a fresh sandbox runs them: ``{name, arguments, ok, code}``."""
-    involved = [c for c in case_input.get("involved_classes", []) if isinstance(c, str)]
-    config = case_input.get("initial_config") or {}
-    box = AceBenchSandbox(involved, config if isinstance(config, dict) else {})
-    out: list[dict[str, Any]] = []
-    for turn in turns[:200]:
-        for name, args in decode_or_skip(turn):
-            try:
-                box.call(name, args)
-                out.append({"name": name, "arguments": args, "ok": True})
-            except ToolError as exc:
-                out.append({"name": name, "arguments": args, "ok": False, "code": exc.code})
-                break
-    return out
+    """The calls of ``turns`` as a fresh sandbox runs them (strict decoding): ``{name, arguments, ok, code}``."""
+    calls: list[dict[str, Any]] = []
+    replay(case_input, turns, "strict", calls)
+    return calls

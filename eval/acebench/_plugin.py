@@ -153,7 +153,8 @@ def score_agent(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
         source = "reported"
     else:
         # strict never trusts a reported state: the end state is what the calls produce
-        state, notes = _agent.replay(case.input, turns, mode)
+        replayed: list[dict[str, Any]] = []
+        state, notes = _agent.replay(case.input, turns, mode, replayed if mode == "strict" else None)
         source = "replayed"
         if reported is not None and json.loads(json.dumps(reported, default=str)) != state:
             notes.append("the reported end state differs from the replay of the calls")
@@ -164,7 +165,7 @@ def score_agent(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
     summary = _agent.episode_summary(prediction)
     summary = clean_summary(summary) if summary is not None else None
     if summary is not None:   # a benchsmith episode: its end reason and, when it failed, why
-        calls = _agent.replayed_calls(case.input, turns)
+        calls = replayed if source == "replayed" and mode == "strict" else _agent.replayed_calls(case.input, turns)
         gold_calls = [{"name": n, "arguments": a} for t in _agent.milestone_list(gold.get("milestones"))
                       for n, a in _agent.decode_or_skip(t)]
         details["episode"] = {**summary, "error_type": None if end_ok else error_type(summary, calls, gold_calls)}

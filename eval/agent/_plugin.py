@@ -15,6 +15,7 @@ cannot tell, and every milestone must be reached as well.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -152,13 +153,6 @@ def _read_only(case: EvalCase) -> bool:
     return callable(snap) and not state_mismatches(json.loads(json.dumps(snap(), default=str)), gold.get("state"))
 
 
-def _count(values: Any) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for v in values:
-        out[v] = out.get(v, 0) + 1
-    return out
-
-
 def _rows(value: Any) -> list[str]:
     return sorted(json.dumps(r, sort_keys=True, default=str) for r in (value or []))
 
@@ -229,7 +223,8 @@ class AgentBench(Benchmark):
             "episodes": len(records), "counted_episodes": len(counted),
             "user_simulator_failures": len(records) - len(counted),
             "error_types": dict(sorted(errors.items())), "categories": cats,
-            "end_reasons": dict(sorted(_count((r.details.get("episode") or {}).get("end") or "unknown" for r in records).items())),
+            "end_reasons": dict(sorted(Counter((r.details.get("episode") or {}).get("end") or "unknown"
+                                               for r in records).items())),
             "user_never_stopped": sum(1 for r in records if r.ok and (r.details.get("episode") or {}).get("end")
                                       == "user_turn_budget"),
         }

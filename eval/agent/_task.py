@@ -7,27 +7,10 @@ from __future__ import annotations
 import json
 
 from benchsmith.eval import EvalCase
-from benchsmith.eval._private.episode import Episode, EpisodeSpec, EpisodeTask, episode_prediction
+from benchsmith.eval._private.episode import Episode, EpisodeSpec, EpisodeTask, LabelledEnv, episode_prediction
 from benchsmith.eval._private.runner import task
 
 from ._plugin import open_case_env
-
-
-class _Env:
-    def __init__(self, case: EvalCase) -> None:
-        self._env = open_case_env(case)
-        self._n = 0
-
-    def call(self, name: str, arguments: dict) -> object:
-        self._n += 1
-        self.last_label = None
-        result = self._env.call(name, arguments, f"out_{self._n}")
-        self.last_label = f"out_{self._n}"
-        return result
-
-    def state(self) -> object:
-        snap = getattr(self._env, "state", None)
-        return snap() if callable(snap) else None
 
 
 @task("agent")
@@ -38,7 +21,7 @@ class AgentTask(EpisodeTask):
 
     def episode_spec(self, case: EvalCase) -> EpisodeSpec:
         inp = case.input
-        return EpisodeSpec(instruction=inp["instruction"], tools=inp.get("tools") or [], open_env=lambda: _Env(case),
+        return EpisodeSpec(instruction=inp["instruction"], tools=inp.get("tools") or [], open_env=lambda: LabelledEnv(open_case_env(case)),
                            persona=inp.get("persona"))
 
     def prediction(self, case: EvalCase, episode: Episode) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from benchsmith.construction import EnvContext, open_environment
 from benchsmith.eval import EvalCase
-from benchsmith.eval._private.episode import Episode, EpisodeSpec
+from benchsmith.eval._private.episode import Episode, EpisodeSpec, LabelledEnv
 from benchsmith.schemas import Sample, Split, UserError, read_json
 
 STYLES = ("slot", "sel", "rest")
@@ -50,25 +50,12 @@ def _style(sample: Sample) -> str:
     return next((c for c in STYLES if c in sample.categories), "slot")
 
 
-class _Env:
-    def __init__(self, split: Path, sample: Sample) -> None:
-        env = sample.metadata.get("environment")   # a dialogue on the sandbox keeps its own environment
-        descriptor = env if isinstance(env, dict) and env.get("kind") else \
-            {"kind": "nl2api", "style": _style(sample), "split": str(split),
-             "setup": [c.model_dump(mode="json", exclude_none=True) for c in sample.setup]}
-        self._env = open_environment(descriptor, EnvContext(split=split))
-        self._n = 0
-
-    def call(self, name: str, arguments: dict[str, Any]) -> Any:
-        self._n += 1
-        self.last_label = None
-        result = self._env.call(name, arguments, f"out_{self._n}")
-        self.last_label = f"out_{self._n}"
-        return result
-
-    def state(self) -> Any:
-        snap = getattr(self._env, "state", None)
-        return snap() if callable(snap) else None
+def _open_env(split: Path, sample: Sample) -> LabelledEnv:
+    env = sample.metadata.get("environment")   # a dialogue on the sandbox keeps its own environment
+    descriptor = env if isinstance(env, dict) and env.get("kind") else \
+        {"kind": "nl2api", "style": _style(sample), "split": str(split),
+         "setup": [c.model_dump(mode="json", exclude_none=True) for c in sample.setup]}
+    return LabelledEnv(open_environment(descriptor, EnvContext(split=split)))
 
 
 def episode_spec(case: EvalCase, parameters: Any) -> EpisodeSpec:
@@ -79,7 +66,7 @@ def episode_spec(case: EvalCase, parameters: Any) -> EpisodeSpec:
     first = next((m.get("content") for m in case.input.get("dialogs") or [] if m.get("role") == "user"), "") or ""
     tools = [{"name": t.get("name"), "description": t.get("description") or "", "parameters": parameters(t)}
              for t in case.input.get("tools") or [] if isinstance(t, dict) and t.get("name")]
-    return EpisodeSpec(instruction=str(first), tools=tools, open_env=lambda: _Env(split, sample), solo=True)
+    return EpisodeSpec(instruction=str(first), tools=tools, open_env=lambda: _open_env(split, sample), solo=True)
 
 
 def prediction(case: EvalCase, episode: Episode) -> str:
