@@ -394,18 +394,6 @@ def after_tool(state: dict[str, Any]) -> str:
 
 
 # -- items ----------------------------------------------------------------------------------------------------
-def _is_scenarios_file(path: Path) -> bool:
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    return False
-                return isinstance(row, dict) and "domains" in row and "expected_state" in row
-    return False
-
-
 def _scenario_items(path: Path | None) -> list[tuple[str, dict[str, Any]]]:
     from benchsmith.construction.sandbox import load_scenarios, scenario_to_sample
 
@@ -429,7 +417,9 @@ class DialoguesGraph(ConstructionGraph):
         if str(source) == "sandbox":
             return _scenario_items(None)
         path = Path(source)
-        if path.is_file() and _is_scenarios_file(path):
+        from benchsmith.construction.sandbox import is_scenarios_file
+
+        if path.is_file() and is_scenarios_file(path):
             return _scenario_items(path)
         return query_sample_items(source, "pass a samples JSONL file, a sandbox scenarios JSONL file, or 'sandbox'")
 

@@ -38,7 +38,9 @@ from ._private.acebench import ACEBENCH_CLASSES, AceBenchSandbox
 from ._private.engine import DOMAINS, CallRecord, Domain, Sandbox, domain
 from ._private.environment import open_sandbox
 from ._private.metrics import call_signature, end_state_accuracy, process_accuracy, state_mismatches
-from ._private.scenario import Scenario, ScenarioReport, load_scenarios, scenario_to_sample, verify_scenario
+from ._private.scenario import (
+    Scenario, ScenarioReport, is_scenarios_file, load_scenarios, scenario_to_sample, verify_scenario,
+)
 from ._private.tooling import ToolSpec, tool
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "call_signature",
     "domain",
     "end_state_accuracy",
+    "is_scenarios_file",
     "load_scenarios",
     "open_sandbox",
     "process_accuracy",

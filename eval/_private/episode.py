@@ -653,7 +653,9 @@ class EpisodeTask(Task):
     def prediction(self, case: EvalCase, episode: Episode) -> str: ...
 
     async def solve_single(self, case: EvalCase, ctx: CallContext) -> Outcome:
-        raise NotImplementedError(f"{self.name}: case {case.id} is not an episode")
+        """A case that is not an episode (``is_episode`` false): a task mixing both kinds overrides
+        this (ACEBench and GTA solve theirs as single calls)."""
+        raise TypeError(f"task {self.name} says case {case.id} is not an episode but defines no solve_single")
 
     async def solve(self, case: EvalCase, ctx: CallContext) -> Outcome:
         if not self.is_episode(case):

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.construction import EnvContext, open_environment
-from benchsmith.construction.sandbox import load_scenarios, process_accuracy, scenario_to_sample, state_mismatches
+from benchsmith.construction.sandbox import (
+    is_scenarios_file, load_scenarios, process_accuracy, scenario_to_sample, state_mismatches,
+)
 from benchsmith.eval._private.core import (
     Benchmark, EvalCase, Mode, RecordResult, benchmark, check_limit, failed, mean, passed, safe_ratio, scorer,
 )
@@ -76,7 +78,7 @@ def load_agent_cases(data: str | Path) -> list[EvalCase]:
     samples: list[tuple[Sample, str]] = []
     if str(data) == "sandbox" and not data.exists():
         samples = [(scenario_to_sample(s), "packaged scenarios") for s in load_scenarios()]
-    elif data.is_file() and _is_scenarios(data):
+    elif data.is_file() and is_scenarios_file(data):
         samples = [(scenario_to_sample(s), str(data)) for s in load_scenarios(data)]
     elif data.is_file():
         samples = [(s, str(data)) for s in read_jsonl(data, Sample)]
@@ -93,18 +95,6 @@ def load_agent_cases(data: str | Path) -> list[EvalCase]:
         raise UserError(f"{data}: none of its {len(samples)} samples is an episode (no environment with a dialogue, "
                         "scenario or expected state)", fix="build dialogues with `benchsmith construct dialogues`")
     return cases
-
-
-def _is_scenarios(path: Path) -> bool:
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    return False
-                return isinstance(row, dict) and "domains" in row and "expected_state" in row
-    return False
 
 
 def split_dir(case: EvalCase) -> Path | None:

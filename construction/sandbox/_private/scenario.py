@@ -99,6 +99,22 @@ class ScenarioReport(StrictModel):
         return [f"{c.name}: {c.reason}" for c in self.checks if not c.ok]
 
 
+def is_scenarios_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a scenarios JSONL file (its first row has ``domains`` and ``expected_state``)
+    rather than a samples file."""
+    import json
+
+    with Path(path).open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    return False
+                return isinstance(row, dict) and "domains" in row and "expected_state" in row
+    return False
+
+
 def load_scenarios(path: str | os.PathLike[str] | None = None) -> list[Scenario]:
     """The scenarios of a JSONL file (default: the packaged set). Bad rows and repeated ids raise
     ``JsonlError`` listing each one as ``file:line``."""
