@@ -226,7 +226,11 @@ def eval_run(
     base_url: Optional[str] = typer.Option(None, "--base-url", envvar="BENCHSMITH_BASE_URL",
                                            help="OpenAI-compatible endpoint; none and no OPENAI_API_KEY = local model"),
     mode: str = typer.Option("auto", "--mode", envvar="BENCHSMITH_RUN_MODE",
-                             help="auto | tools (native tool calling) | prompt (JSON-constrained text)"),
+                             help="auto | tools (native tool calling) | prompt (JSON-constrained text) | "
+                                  "direct (= --strategy direct, auto decoding)"),
+    strategy: Optional[str] = typer.Option(None, "--strategy", envvar="BENCHSMITH_STRATEGY",
+                                           help="nl2api end to end: react (one call per step, outputs fed back; "
+                                                "default) | direct (the whole call sequence in one reply)"),
     concurrency: int = typer.Option(4, "--concurrency", envvar="BENCHSMITH_CONCURRENCY", help="Requests in flight"),
     out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="The run folder (re-use it to resume)"),
     tasks: str = typer.Option("", "--tasks", envvar="BENCHSMITH_TASKS",
@@ -270,8 +274,16 @@ def eval_run(
     from benchsmith.models import ModelClient, mask_url, resolve_model
     from benchsmith.schemas import RuntimeFault, UserError
 
-    if mode not in ("auto", "tools", "prompt"):
-        raise UserError(f"unknown mode {mode!r}", fix="use auto, tools or prompt")
+    if mode not in ("auto", "tools", "prompt", "direct"):
+        raise UserError(f"unknown mode {mode!r}", fix="use auto, tools, prompt or direct")
+    if strategy is not None and strategy not in ("react", "direct"):
+        raise UserError(f"unknown strategy {strategy!r}", fix="use --strategy react or --strategy direct")
+    if mode == "direct":   # a shorthand: the direct strategy with auto decoding
+        if strategy == "react":
+            raise UserError("--mode direct contradicts --strategy react",
+                            fix="drop one of them (--mode direct is --strategy direct --mode auto)")
+        mode, strategy = "auto", "direct"
+    strategy = strategy or "react"
     if variant not in ("standard", "condensed", "minimal"):
         raise UserError(f"unknown prompt variant {variant!r}", fix="use standard, condensed or minimal")
     check_out_dir(out)
@@ -297,13 +309,15 @@ def eval_run(
     if ucfg.base_url and not ucfg.local and ucfg.base_url != cfg.base_url:
         _check_endpoint(ucfg.base_url, min(timeout, 10.0))
     udesc = ucfg.describe()
-    typer.echo(f"model {cfg.name} at {mask_url(cfg.base_url) or 'the OpenAI API'} ({run_mode} mode, concurrency {concurrency})")
+    typer.echo(f"model {cfg.name} at {mask_url(cfg.base_url) or 'the OpenAI API'} ({run_mode} mode, "
+               f"{strategy} strategy, concurrency {concurrency})")
     result = run_eval(split, ModelClient(cfg), desc, out, tasks=[t.strip() for t in tasks.split(",") if t.strip()] or None,
                       mode=run_mode, concurrency=concurrency, limit=limit, seed=seed,
                       options=TaskOptions(mode=run_mode, max_tokens=max_tokens, step_budget=step_budget, variant=variant,
                                           trials=trials, trial_temperature=trial_temperature, max_turns=max_turns,
                                           max_steps=max_steps, max_tool_calls=max_tool_calls,
-                                          max_episode_tokens=episode_tokens, episode_wall_s=episode_wall),
+                                          max_episode_tokens=episode_tokens, episode_wall_s=episode_wall,
+                                          strategy=strategy),
                       user_client=ModelClient(ucfg), user_model=udesc,
                       categories=[c.strip() for c in categories.split(",") if c.strip()] or None,
                       task_data=_task_data(task_data))

@@ -39,6 +39,8 @@ RUN_FORMAT = "benchsmith.run/v1"
 PACKAGED_DATA = ("sandbox",)
 DONE = ("ok", "format_error", "request_error")
 STATUSES = ("ok", "format_error", "request_error", "transport_error")
+#: how an end-to-end task asks for a call sequence (``TaskOptions.strategy``; run.json ``strategy``, missing = react)
+STRATEGIES = ("react", "direct")
 
 
 # ---- model side ---------------------------------------------------------------------------------
@@ -209,6 +211,11 @@ class TaskOptions:
     max_tool_calls: int = 40        # episodes: tool calls
     max_episode_tokens: int = 250_000  # episodes: prompt + completion tokens of the model under test
     episode_wall_s: float = 1800.0  # episodes: seconds of model and tool time
+    strategy: str = "react"         # nl2api end to end: "react" (one call per step) or "direct" (the whole sequence at once)
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise UserError(f"unknown strategy {self.strategy!r}", fix=f"use {' or '.join(STRATEGIES)}")
 
 
 class Task(ABC):
@@ -480,6 +487,7 @@ async def _run_async(planned: list[PlannedTask], client: ChatClient, model: dict
         "format": RUN_FORMAT,
         "run_id": previous.get("run_id") or f"{_now().replace(':', '-')}-{model['name']}".replace("/", "_"),
         "model": model, "mode": mode, "split": str(split.resolve()) if split.exists() else str(split), "concurrency": concurrency,
+        "strategy": planned[0].task.options.strategy if planned else "react",
         "created_at": previous.get("created_at") or _now(), "updated_at": _now(), "status": "running", "tasks": {},
     }
     if user_model is not None:

@@ -7,6 +7,12 @@ ran, which the ``nl2api`` scorer executes again and compares with the gold answe
 parameter schema); ``tools`` mode uses native tool calling with tool messages. A reply that
 cannot be read is fed back as an error observation and costs a step; the step budget bounds the
 loop.
+
+Strategy ``direct`` (``TaskOptions.strategy``) asks once for the whole sequence instead: one reply
+holds every call (``{"calls": [...]}`` under a schema in ``prompt`` mode, all the reply's native tool
+calls in ``tools`` mode), outputs named ``$out_1$``, ``$out_2$``, ... in call order. Nothing is fed
+back; the calls are executed once afterwards only to record, per call, whether it ran. An
+unreadable reply is a format error (one shot, no retry).
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ from benchsmith.schemas import ToolCall
 from benchsmith.eval._private.calls import native_tool_calls
 
 MAX_OBSERVATION = 1500
+#: direct strategy: the preview of each call's output kept in the trace
+MAX_TRACE_OUTPUT = 300
+#: direct strategy: the reply length cap (max_tokens x step budget, at most this)
+DIRECT_MAX_TOKENS = 4096
 
 
 def parse_step(text: str, names: set[str]) -> dict[str, Any]:
@@ -46,6 +56,49 @@ def parse_step(text: str, names: set[str]) -> dict[str, Any]:
     return {"thought": str(value.get("thought") or ""), "action": action, "arguments": args}
 
 
+def parse_direct(text: str) -> list[dict[str, Any]]:
+    """``[{"name", "arguments"}]`` from a direct prompt-mode reply ``{"calls": [...]}`` (a bare list
+    of calls is accepted too); raises :class:`FormatError` (pure). Tool names are not checked here:
+    a call to a tool that does not exist is a wrong call, which the scorer judges.
+
+    >>> parse_direct('{"calls": [{"name": "f", "arguments": {"x": 1}}, {"name": "g"}]}')
+    [{'name': 'f', 'arguments': {'x': 1}}, {'name': 'g', 'arguments': {}}]
+    """
+    value = read_json_reply(text)
+    calls = value.get("calls") if isinstance(value, dict) else value
+    if not isinstance(calls, list):
+        raise FormatError("bad_shape", 'expected a JSON object {"calls": [{"name", "arguments"}, ...]}')
+    if not calls:
+        raise FormatError("no_calls", "the reply lists no call")
+    out = []
+    for n, item in enumerate(calls, 1):
+        if not isinstance(item, dict):
+            raise FormatError("bad_call", f"call {n} is not a JSON object")
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            raise FormatError("no_name", f"call {n} names no tool")
+        args = item.get("arguments") if item.get("arguments") is not None else {}
+        if not isinstance(args, dict):
+            raise FormatError("bad_arguments", f"arguments of call {n} ({name}) must be a JSON object")
+        out.append({"name": name, "arguments": args})
+    return out
+
+
+def direct_schema(tools: list[dict[str, Any]], labels: list[str], max_calls: int) -> dict[str, Any]:
+    """``{"calls": [...]}``: each item one branch per tool (the branches of :func:`step_schema`, its
+    name as a constant and its own parameter schema), between 1 and ``max_calls`` items; parameters
+    that take an earlier output are limited to ``labels``."""
+    items = []
+    for branch in step_schema(tools, labels)["anyOf"]:
+        props = branch["properties"]
+        if props["action"].get("const") == "finish":
+            continue
+        items.append({"type": "object", "properties": {"name": props["action"], "arguments": props["arguments"]},
+                      "required": ["name", "arguments"]})
+    return {"type": "object", "required": ["calls"], "properties": {"calls": {
+        "type": "array", "items": {"anyOf": items}, "minItems": 1, "maxItems": max(1, max_calls)}}}
+
+
 def _observation_text(label: str, value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     if len(text) > MAX_OBSERVATION:
@@ -56,7 +109,7 @@ def _observation_text(label: str, value: Any) -> str:
 @task("nl2api")
 class NL2APITask(Task):
     benchmark = "nl2api"
-    description = "NL2API end to end: ReAct with the split's tools really executing"
+    description = "NL2API end to end: ReAct (or --strategy direct: one shot) with the split's tools really executing"
 
     def __init__(self, data: Path, options: Any) -> None:
         super().__init__(data, options)
@@ -66,7 +119,12 @@ class NL2APITask(Task):
         return case.meta.get("source") == "split"
 
     def prompt_version(self) -> str:
-        return f"{get_prompt('nl2api/react').version}-{self.options.mode}-budget{self.options.step_budget}"
+        name = "direct" if self._direct else "react"
+        return f"{get_prompt(f'nl2api/{name}').version}-{self.options.mode}-budget{self.options.step_budget}"
+
+    @property
+    def _direct(self) -> bool:
+        return getattr(self.options, "strategy", "react") == "direct"
 
     def _env(self, case: EvalCase) -> ToolEnv:
         split = Path(case.meta["split"])
@@ -76,22 +134,29 @@ class NL2APITask(Task):
         return ToolEnv(split, self._dbs[key], case.meta.get("style", "slot"), case.meta.get("setup") or [],
                        setup_phase=False)
 
-    def _base(self, case: EvalCase, steps: list[dict[str, str]], native: bool) -> list[dict[str, Any]]:
+    def _base(self, case: EvalCase, steps: list[dict[str, str]], native: bool,
+              prompt: str = "nl2api/react") -> list[dict[str, Any]]:
         setup = [ToolCall.model_validate(c) for c in case.meta.get("setup") or []]
         columns, tools = compact_tools([] if native else case.input["tools"])
-        return get_prompt("nl2api/react").render(
+        return get_prompt(prompt).render(
             native_tools=native, tools=tools, columns=columns, query=case.input.get("query") or "",
             context=case.input.get("context"), setup_note=setup_note(setup), steps=steps)
 
+    @staticmethod
+    def _oa_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
+                                                  "parameters": t.get("parameters") or {"type": "object"}}}
+                for t in tools]
+
     async def solve(self, case: EvalCase, ctx: CallContext) -> Outcome:
+        if self._direct:
+            return await self._solve_direct(case, ctx)
         tools = case.input["tools"]
         names = {t["name"] for t in tools}
         env = self._env(case)
         native = self.options.mode == "tools"
         labels = [f"${c['label']}$" for c in case.meta.get("setup") or [] if c.get("label")]
-        oa_tools = [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
-                                                      "parameters": t.get("parameters") or {"type": "object"}}}
-                    for t in tools] if native else None
+        oa_tools = self._oa_tools(tools) if native else None
         steps: list[dict[str, str]] = []           # prompt mode: rendered (reply, observation) pairs
         history: list[dict[str, Any]] = []         # tools mode: assistant + tool messages
         calls: list[dict[str, Any]] = []
@@ -147,6 +212,53 @@ class NL2APITask(Task):
         if turns and isinstance(turns[-1].parsed, dict):
             turns[-1].parsed = {**turns[-1].parsed, "stopped": stopped, "unreadable_replies": unreadable}
         return Outcome("ok", result, turns)
+
+    async def _solve_direct(self, case: EvalCase, ctx: CallContext) -> Outcome:
+        """One request for the whole sequence; its calls are the prediction (labels ``out_1..N``)."""
+        tools = case.input["tools"]
+        native = self.options.mode == "tools"
+        budget = max(1, self.options.step_budget)
+        messages = self._base(case, [], native, "nl2api/direct")
+        # the one reply holds what ReAct writes over all its steps: the same total length, within
+        # DIRECT_MAX_TOKENS (10 calls fit easily) unless --max-tokens alone asks for more
+        max_tokens = min(self.options.max_tokens * budget, max(self.options.max_tokens, DIRECT_MAX_TOKENS))
+        if native:
+            req = Request(messages, tools=self._oa_tools(tools), max_tokens=max_tokens)
+        else:
+            labels = [f"${c['label']}$" for c in case.meta.get("setup") or [] if c.get("label")]
+            labels += [f"$out_{i}$" for i in range(1, budget)]
+            req = Request(messages, json_schema=direct_schema(tools, labels, budget), max_tokens=max_tokens)
+        _, turn = await ctx.call(req)
+        try:
+            if native:
+                if not turn.tool_calls:
+                    raise FormatError("no_calls", "the reply makes no tool call")
+                read = native_tool_calls(turn.tool_calls)
+            else:
+                read = parse_direct(turn.raw)
+        except FormatError as exc:
+            turn.parsed = {"error": exc.code, "message": str(exc)}
+            return Outcome("format_error", turn.raw, [turn], {"type": exc.code, "message": str(exc)[:500]})
+        calls = [{"name": c["name"], "arguments": c["arguments"], "label": f"out_{i}"} for i, c in enumerate(read, 1)]
+        turn.parsed = {"strategy": "direct", "calls": self._trace(case, calls)}
+        return Outcome("ok", json.dumps(calls, ensure_ascii=False), [turn])
+
+    def _trace(self, case: EvalCase, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each call run once, in order, in a fresh environment: ``ok`` with a preview of its output,
+        or the tool error (later calls still run; scoring executes the sequence again on its own)."""
+        env = self._env(case)
+        out = []
+        for call in calls:
+            entry: dict[str, Any] = {"name": call["name"], "label": call["label"]}
+            try:
+                value = env.call(call["name"], call["arguments"], call["label"])
+            except ToolError as exc:
+                entry.update(ok=False, error=exc.code, message=str(exc)[:500])
+            else:
+                text = json.dumps(value, ensure_ascii=False, default=str)
+                entry.update(ok=True, output=text if len(text) <= MAX_TRACE_OUTPUT else text[:MAX_TRACE_OUTPUT] + " …(cut)")
+            out.append(entry)
+        return out
 
     def _native_messages(self, case: EvalCase) -> list[dict[str, Any]]:
         return self._base(case, [], True)

@@ -16,57 +16,15 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from benchsmith.schemas import BenchsmithError, ToolCall
+from benchsmith.schemas import ToolCall
 
 from .database import Database
+from .reasons import REASONS, Rejection
+from .rewrite import DECORRELATED, TableLookup, prepare
 
-REASONS: dict[str, str] = {
-    "invalid_row": "the pairs file row is not valid JSON or lacks question/sql",
-    "duplicate_id": "another pair already used this id",
-    "parse_error": "the SQL does not parse as SQLite",
-    "not_select": "the statement is not a SELECT query",
-    "multiple_statements": "more than one SQL statement",
-    "unknown_table": "the SQL names a table the database does not have",
-    "unknown_column": "the SQL names a column the database does not have",
-    "ambiguous_column": "an unqualified column exists in more than one joined table",
-    "sql_error": "SQLite could not execute the SQL",
-    "sql_timeout": "the SQL ran longer than the time limit and was interrupted",
-    "empty_result": "the SQL returns no rows, so the answer cannot be checked",
-    "set_operation": "UNION / INTERSECT / EXCEPT are not translated",
-    "cte": "WITH (common table expressions) is not translated",
-    "window_function": "window functions (OVER) are not translated",
-    "subquery_in_from": "a subquery in FROM or JOIN is not translated",
-    "correlated_subquery": "a subquery refers to the outer query",
-    "exists_subquery": "EXISTS is not translated",
-    "unsupported_join": "RIGHT / FULL / NATURAL joins are not translated",
-    "unsupported_join_condition": "a LEFT JOIN condition that is not an equality of columns",
-    "unsupported_expression": "an expression or function without a tool equivalent",
-    "unsupported_aggregate": "an aggregate function without a tool equivalent",
-    "unsupported_nulls_order": "NULLS FIRST/LAST differing from SQLite's default",
-    "bare_column": "a column that is neither grouped nor aggregated next to an aggregate",
-    "distinct_order": "DISTINCT with ORDER BY on a column that is not selected",
-    "nondeterministic": "the result depends on randomness or the current time",
-    "condition_too_complex": "the WHERE/HAVING condition expands to too many clauses",
-    "constant_condition": "a condition that compares two constants",
-    "unsupported_like": "LIKE with an ESCAPE clause or a non-text pattern",
-    "unsupported_scalar_select": "a SELECT without FROM that is not arithmetic on subqueries",
-    "unordered_limit": "LIMIT/OFFSET without ORDER BY picks arbitrary rows",
-    "ambiguous_limit_ties": "rows tied on the ORDER BY keys straddle the LIMIT, so the answer is ambiguous",
-    "tool_error": "executing the converted tool sequence failed",
-    "result_mismatch": "the tool sequence's result differs from the SQL's",
-    "order_mismatch": "the tool sequence returns the right rows in an order the SQL does not allow",
-}
+__all__ = ["REASONS", "Conversion", "Converter", "Rejection", "convert", "parse_select"]
 
 MAX_CNF_CLAUSES = 16
-
-
-class Rejection(BenchsmithError):
-    """A pair that cannot become a sample, with a reason code from :data:`REASONS`."""
-
-    def __init__(self, code: str, message: str) -> None:
-        assert code in REASONS, code
-        self.code = code
-        super().__init__(f"{code}: {message}")
 
 
 @dataclass
@@ -84,6 +42,24 @@ class _Scope:
     aliases: dict[str, tuple[str, str]]
     outer: "_Scope | None" = None
     merged: set[str] = field(default_factory=set)  # right-hand copies of JOIN ... USING columns
+    # sql alias (lower) -> (prefix, output column names) of a subquery in FROM / JOIN
+    derived: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    entries: list[str] = field(default_factory=list)  # aliases (lower) in FROM order
+    qualified_only: set[str] = field(default_factory=set)  # derived aliases added by decorrelation
+
+    def star(self, db: Database) -> list[str]:
+        """The columns ``SELECT *`` gives, in FROM order."""
+        out = []
+        for alias in self.entries:
+            if alias in self.qualified_only:
+                continue
+            if alias in self.derived:
+                prefix, names = self.derived[alias]
+                out += [f"{prefix}.{n}" for n in names]
+            else:
+                prefix, table = self.aliases[alias]
+                out += [f"{prefix}.{c.name}" for c in db.table(table).columns if f"{prefix}.{c.name}" not in self.merged]
+        return out
 
 
 # an operand: ("col", name) or ("val", python value / "$label$")
@@ -130,16 +106,40 @@ def parse_select(sql: str) -> exp.Select:
     return tree
 
 
-def _check_global(tree: exp.Select) -> None:
+_SET_OPS = (exp.Union, exp.Intersect, exp.Except)
+_RANKINGS = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank"}
+
+
+def parse_query(sql: str) -> exp.Expression:
+    """Parse one SQLite statement: a SELECT or a compound SELECT (UNION / INTERSECT / EXCEPT)."""
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="sqlite") if s is not None]
+    except sqlglot.errors.SqlglotError as exc:
+        raise Rejection("parse_error", str(exc).splitlines()[0][:200]) from None
+    if len(statements) != 1:
+        raise Rejection("multiple_statements" if statements else "parse_error", f"{len(statements)} statements")
+    tree = statements[0]
+    if not isinstance(tree, (exp.Select, *_SET_OPS)):
+        raise Rejection("not_select", f"{type(tree).__name__} statement")
+    return tree
+
+
+def output_names(query: exp.Expression) -> list[str] | None:
+    """The names SQLite gives a query's result columns (None when a ``*`` hides them)."""
+    while isinstance(query, (*_SET_OPS, exp.Subquery)):
+        query = query.this
+    if not isinstance(query, exp.Select):
+        return None
+    names = []
+    for item in query.expressions:
+        if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
+            return None
+        names.append(item.alias or (item.name if isinstance(item, exp.Column) else item.sql(dialect="sqlite")))
+    return names
+
+
+def _check_global(tree: exp.Expression) -> None:
     for node in tree.walk():
-        if isinstance(node, exp.With):
-            raise Rejection("cte", "WITH clause")
-        if isinstance(node, exp.Window):
-            raise Rejection("window_function", node.sql(dialect="sqlite")[:80])
-        if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
-            raise Rejection("set_operation", type(node).__name__.upper())
-        if isinstance(node, exp.Exists):
-            raise Rejection("exists_subquery", "EXISTS")
         if type(node).__name__ == "Rand" or (isinstance(node, exp.Anonymous) and str(node.this).lower() == "random"):
             raise Rejection("nondeterministic", "random()")
         if isinstance(node, exp.Literal) and node.is_string and node.this.lower() == "now" \
@@ -159,6 +159,7 @@ class Converter:
         self.features: set[str] = set()
         self._n = 0
         self._names: set[str] = set()
+        self.visible: dict[str, list[str]] = {}  # data label -> its visible columns
 
     # ---- emission ---------------------------------------------------------------------
     def _label(self, prefix: str) -> str:
@@ -180,15 +181,80 @@ class Converter:
 
     # ---- entry ------------------------------------------------------------------------
     def convert(self, sql: str) -> Conversion:
-        tree = parse_select(sql)
+        tree = parse_query(sql)
         _check_global(tree)
-        label, _ = self.select(tree, None)
+        tree = prepare(tree, TableLookup(self.db))
+        label, _ = self.select_any(tree, None)
         return Conversion(self.setup, self.calls, label, bool(tree.args.get("order")), self.features)
 
+    def select_any(self, node: exp.Expression, outer: _Scope | None, *, as_data: bool = False) -> tuple[str, str]:
+        """A SELECT or a compound SELECT; returns (label, kind) with kind "data" or "value"."""
+        if isinstance(node, exp.Subquery):
+            node = node.this
+        if isinstance(node, exp.Select):
+            return self.select(node, outer, as_data=as_data)
+        if isinstance(node, _SET_OPS):
+            return self._compound(node, outer)
+        raise Rejection("not_select", f"{type(node).__name__} where a query was expected")
+
+    def _compound(self, node: exp.Expression, outer: _Scope | None) -> tuple[str, str]:
+        if node.args.get("with_") is not None:
+            raise Rejection("cte", "WITH inside a compound SELECT")
+        self.features.add("set_operation")
+        left, _ = self.select_any(node.this, outer, as_data=True)
+        right, _ = self.select_any(node.expression, outer, as_data=True)
+        if isinstance(node, exp.Union):
+            op = "union" if node.args.get("distinct", True) else "union_all"
+        else:
+            if node.args.get("distinct") is False:
+                raise Rejection("set_operation", f"{type(node).__name__.upper()} ALL")
+            op = "intersect" if isinstance(node, exp.Intersect) else "except"
+        cols = self.visible[left]
+        if len(cols) != len(self.visible[right]):
+            raise Rejection("set_operation", f"{op.upper()} of {len(cols)} and {len(self.visible[right])} columns")
+        if len({c.lower() for c in cols}) != len(cols):
+            raise Rejection("set_operation", "the first SELECT of a compound lists a column twice")
+        label = self.emit("combine_data", {"data_source": f"${left}$", "other": f"${right}$", "operation": op}, "combined")
+        names = [n.lower() for n in output_names(node) or []]
+        order = node.args.get("order")
+        if order is not None:
+            self.features.add("order")
+            keys, asc, nulls = [], [], []
+            for o in order.expressions:
+                t = o.this
+                if isinstance(t, exp.Literal) and not t.is_string and str(t.this).isdigit() and 1 <= int(t.this) <= len(cols):
+                    pos = int(t.this) - 1
+                elif isinstance(t, exp.Column) and t.name.lower() in names:
+                    pos = names.index(t.name.lower())
+                else:
+                    raise Rejection("set_operation", f"ORDER BY {t.sql(dialect='sqlite')[:40]} is no result column of the compound")
+                desc = bool(o.args.get("desc"))
+                keys.append(cols[pos])
+                asc.append(not desc)
+                nulls.append(_nulls_place(o, desc))
+            label = self.emit("sort_data", _sort_args(label, keys, asc, nulls), "sorted")
+        label = self._limit(node, label)
+        self.visible[label] = list(cols)
+        return label, "data"
+
+    def _limit(self, node: exp.Expression, label: str) -> str:
+        limit, offset = _int_clause(node.args.get("limit")), _int_clause(node.args.get("offset"))
+        if limit is None and offset is None:
+            return label
+        self.features.add("limit")
+        if limit is None or limit < 0:
+            raise Rejection("unsupported_expression", "OFFSET without a non-negative LIMIT")
+        args = {"data_source": f"${label}$", "n": limit}
+        if offset:
+            args["offset"] = offset
+        return self.emit("limit_data", args, "limited")
+
     # ---- one SELECT -------------------------------------------------------------------
-    def select(self, sel: exp.Select, outer: _Scope | None) -> tuple[str, str]:
-        """Returns (label, kind) with kind "data" or "value"."""
+    def select(self, sel: exp.Select, outer: _Scope | None, *, as_data: bool = False) -> tuple[str, str]:
+        """Returns (label, kind) with kind "data" or "value" (``as_data``: always data)."""
         if not sel.args.get("from_"):
+            if as_data:
+                raise Rejection("unsupported_scalar_select", "a SELECT without FROM used as data")
             return self._scalar_select(sel, outer)
         scope, data = self._from(sel, outer)
         state = _State(self, scope, data)
@@ -207,7 +273,7 @@ class Converter:
         if distinct and sel.args["distinct"].args.get("on"):
             raise Rejection("unsupported_expression", "DISTINCT ON")
 
-        if group is None and has_agg and having is None and order is None and not distinct \
+        if not as_data and group is None and has_agg and having is None and order is None and not distinct \
                 and len(items) == 1 and _plain_agg(items[0].unalias()) is not None \
                 and not sel.args.get("limit") and not sel.args.get("offset"):
             agg, arg = _plain_agg(items[0].unalias())
@@ -230,14 +296,11 @@ class Converter:
                     raise Rejection("unsupported_expression", "* mixed with other columns")
                 proj.append(state.column_of(item.unalias(), alias=item.alias or None))
         # ordering
-        keys: list[tuple[str, bool]] = []
+        keys: list[tuple[str, bool, str]] = []
         if order is not None:
             self.features.add("order")
             for o in order.expressions:
                 desc = bool(o.args.get("desc"))
-                nulls_first = o.args.get("nulls_first")
-                if nulls_first is not None and bool(nulls_first) != (not desc):
-                    raise Rejection("unsupported_nulls_order", o.sql(dialect="sqlite"))
                 target = o.this
                 if isinstance(target, exp.Literal) and not target.is_string:
                     pos = int(target.this)
@@ -246,10 +309,10 @@ class Converter:
                     col = proj[pos - 1]
                 else:
                     col = state.column_of(_resolve_alias(target, aliases))
-                keys.append((col, not desc))
+                keys.append((col, not desc, _nulls_place(o, desc)))
         if distinct:
             self.features.add("distinct")
-            if any(k not in proj for k, _ in keys):
+            if any(k not in proj for k, _, _ in keys):
                 raise Rejection("distinct_order", "ORDER BY a column that is not selected with DISTINCT")
             if len(proj) == 1:
                 state.data = self.emit("get_unique_values", {"data_source": f"${state.data}$", "key_name": proj[0]}, "unique")
@@ -257,19 +320,12 @@ class Converter:
                 state.data = self.emit("retrieve_data", {"data_source": f"${state.data}$", "key_names": proj,
                                                          "distinct": True}, "distinct")
         if keys:
-            state.data = self.emit("sort_data", {"data_source": f"${state.data}$", "key_names": [k for k, _ in keys],
-                                                 "ascending": [a for _, a in keys]}, "sorted")
-        limit, offset = _int_clause(sel.args.get("limit")), _int_clause(sel.args.get("offset"))
-        if limit is not None or offset is not None:
-            self.features.add("limit")
-            if limit is None or limit < 0:
-                raise Rejection("unsupported_expression", "OFFSET without a non-negative LIMIT")
-            args = {"data_source": f"${state.data}$", "n": limit}
-            if offset:
-                args["offset"] = offset
-            state.data = self.emit("limit_data", args, "limited")
+            state.data = self.emit("sort_data", _sort_args(state.data, [k for k, _, _ in keys], [a for _, a, _ in keys],
+                                                           [n for _, _, n in keys]), "sorted")
+        state.data = self._limit(sel, state.data)
         if not distinct:
             state.data = self.emit("retrieve_data", {"data_source": f"${state.data}$", "key_names": proj}, "result")
+        self.visible[state.data] = list(proj)
         return state.data, "data"
 
     def _scalar_select(self, sel: exp.Select, outer: _Scope | None) -> tuple[str, str]:
@@ -298,19 +354,22 @@ class Converter:
     def subquery(self, node: exp.Expression, outer: _Scope | None, *, first_row: bool = False) -> str:
         """Convert a subquery; ``first_row`` for a scalar use, where SQLite takes its first row."""
         inner = node.this if isinstance(node, exp.Subquery) else node
-        if not isinstance(inner, exp.Select):
-            raise Rejection("set_operation", "subquery is not a plain SELECT")
         self.features.add("nested")
-        label, kind = self.select(inner, outer)
+        label, kind = self.select_any(inner, outer)
         if first_row and kind == "data" and _int_clause(inner.args.get("limit")) != 1:
             label = self.emit("limit_data", {"data_source": f"${label}$", "n": 1}, "limited")
         return f"${label}$"
 
     # ---- FROM / JOIN ------------------------------------------------------------------
     def _from(self, sel: exp.Select, outer: _Scope | None) -> tuple[_Scope, str]:
-        source = sel.args["from_"].this
+        """Load FROM and its JOINs. A run of tables loads in one hidden ``initialize_active_data``
+        call; a subquery in FROM / JOIN is converted on its own, named with ``alias_data`` and
+        joined with ``join_data`` (as is each table after it)."""
         scope = _Scope({}, outer)
         used: dict[str, int] = {}
+        items: list[tuple[exp.Expression, exp.Join | None]] = [(sel.args["from_"].this, None)]
+        items += [(j.this, j) for j in sel.args.get("joins") or []]
+        extra_conditions: list[exp.Expression] = []
 
         def add(table_node: exp.Expression) -> str:
             if not isinstance(table_node, exp.Table):
@@ -321,52 +380,93 @@ class Converter:
             used[table.name] = used.get(table.name, 0) + 1
             prefix = table.name if used[table.name] == 1 else f"{table.name}_{used[table.name]}"
             alias = (table_node.alias or table_node.name).lower()
-            if alias in scope.aliases:
+            if alias in scope.aliases or alias in scope.derived:
                 raise Rejection("sql_error", f"alias {alias} used twice")
             scope.aliases[alias] = (prefix, table.name)
+            scope.entries.append(alias)
             return prefix
 
-        first = add(source)
-        args: dict[str, Any] = {"source": self.db.table(source.name).name}
-        if first != args["source"]:
-            args["alias"] = first
-        joins = []
-        extra_conditions: list[exp.Expression] = []
-        for join in sel.args.get("joins") or []:
+        def join_kind(join: exp.Join) -> str:
             side = (join.args.get("side") or "").upper()
             kind = (join.args.get("kind") or "").upper()
             if side in ("RIGHT", "FULL") or kind in ("NATURAL",) or join.args.get("method"):
                 raise Rejection("unsupported_join", join.sql(dialect="sqlite")[:80])
-            prefix = add(join.this)
-            entry: dict[str, Any] = {"table": self.db.table(join.this.name).name}
-            if prefix != entry["table"]:
-                entry["alias"] = prefix
-            on, using = join.args.get("on"), join.args.get("using")
-            pairs: list[list[str]] = []
-            if using:
-                new_alias = (join.this.alias or join.this.name).lower()
-                for ident in using:
-                    left = self._resolve_using(scope, ident.name, exclude=new_alias)
-                    right = f"{prefix}.{self._col_name(join.this.name, ident.name)}"
-                    pairs.append([left, right])
-                    scope.merged.add(right)  # SELECT * and unqualified names see only the left copy
-            elif on is not None:
-                for cond in _conjuncts(on):
-                    pair = self._equi_pair(cond, scope)
-                    if pair is None:
-                        if side == "LEFT":
-                            raise Rejection("unsupported_join_condition", cond.sql(dialect="sqlite")[:80])
-                        extra_conditions.append(cond)
-                    else:
-                        pairs.append(pair)
-            entry["type"] = "left" if side == "LEFT" else ("cross" if not pairs else "inner")
+            return side
+
+        n_tables = 0
+        while n_tables < len(items) and isinstance(items[n_tables][0], exp.Table):
+            n_tables += 1
+        if n_tables:
+            source = items[0][0]
+            first = add(source)
+            args: dict[str, Any] = {"source": self.db.table(source.name).name}
+            if first != args["source"]:
+                args["alias"] = first
+            joins = []
+            for node, join in items[1:n_tables]:
+                side = join_kind(join)
+                prefix = add(node)
+                entry: dict[str, Any] = {"table": self.db.table(node.name).name}
+                if prefix != entry["table"]:
+                    entry["alias"] = prefix
+                on, using = join.args.get("on"), join.args.get("using")
+                pairs: list[list[str]] = []
+                if using:
+                    new_alias = (node.alias or node.name).lower()
+                    for ident in using:
+                        left = self._resolve_using(scope, ident.name, exclude=new_alias)
+                        right = f"{prefix}.{self._col_name(node.name, ident.name)}"
+                        pairs.append([left, right])
+                        scope.merged.add(right)  # SELECT * and unqualified names see only the left copy
+                elif on is not None:
+                    for cond in _conjuncts(on):
+                        pair = self._equi_pair(cond, scope)
+                        if pair is None:
+                            if side == "LEFT":
+                                raise Rejection("unsupported_join_condition", cond.sql(dialect="sqlite")[:80])
+                            extra_conditions.append(cond)
+                        else:
+                            pairs.append(pair)
+                entry["type"] = "left" if side == "LEFT" else ("cross" if not pairs else "inner")
+                if pairs:
+                    entry["on"] = pairs
+                joins.append(entry)
+                self.features.add("join")
+            if joins:
+                args["joins"] = joins
+            label = self.emit("initialize_active_data", args, "data", hidden=True)
+        else:
+            label, _ = self._derived(items[0][0], scope)
+            n_tables = 1
+        for node, join in items[n_tables:]:
+            side = join_kind(join)
+            if join.args.get("using"):
+                raise Rejection("subquery_in_from", "JOIN ... USING after a subquery in FROM")
+            if isinstance(node, exp.Table):
+                prefix = add(node)
+                init: dict[str, Any] = {"source": self.db.table(node.name).name}
+                if prefix != init["source"]:
+                    init["alias"] = prefix
+                other = self.emit("initialize_active_data", init, "data", hidden=True)
+            else:
+                other, prefix = self._derived(node, scope)
+            pairs = []
+            for cond in (_conjuncts(join.args["on"]) if join.args.get("on") is not None else []):
+                pair = self._equi_pair(cond, scope)
+                if pair is not None:
+                    mine = [p.rsplit(".", 1)[0] == prefix for p in pair]
+                    if mine[0] != mine[1]:
+                        pairs.append(pair[::-1] if mine[0] else pair)
+                        continue
+                if side == "LEFT":
+                    raise Rejection("unsupported_join_condition", cond.sql(dialect="sqlite")[:80])
+                extra_conditions.append(cond)
+            call: dict[str, Any] = {"data_source": f"${label}$", "other": f"${other}$",
+                                    "type": "left" if side == "LEFT" else ("inner" if pairs else "cross")}
             if pairs:
-                entry["on"] = pairs
-            joins.append(entry)
+                call["on"] = pairs
+            label = self.emit("join_data", call, "joined")
             self.features.add("join")
-        if joins:
-            args["joins"] = joins
-        label = self.emit("initialize_active_data", args, "data", hidden=True)
         if extra_conditions:
             # inner-join conditions that are not column equalities behave as WHERE filters
             cond = extra_conditions[0]
@@ -375,6 +475,33 @@ class Converter:
             sel.set("where", exp.Where(this=cond if sel.args.get("where") is None
                                        else exp.And(this=exp.Paren(this=cond), expression=exp.Paren(this=sel.args["where"].this))))
         return scope, label
+
+    def _derived(self, node: exp.Expression, scope: _Scope) -> tuple[str, str]:
+        """A subquery in FROM / JOIN: its own sequence, its columns named alias.<output name>."""
+        if not isinstance(node, exp.Subquery):
+            raise Rejection("subquery_in_from", node.sql(dialect="sqlite")[:80])
+        alias = node.alias or self.fresh_name("subquery")
+        if alias.lower() in scope.aliases or alias.lower() in scope.derived:
+            raise Rejection("sql_error", f"alias {alias} used twice")
+        self.features.add("nested")
+        self.features.add("derived_table")
+        label, _ = self.select_any(node.this, scope.outer, as_data=True)
+        visible = self.visible[label]
+        names = output_names(node.this) or [c.rsplit(".", 1)[-1] for c in visible]
+        if len(names) != len(visible):
+            raise Rejection("subquery_in_from", f"the subquery {alias} has {len(visible)} columns, named {names}")
+        if len({n.lower() for n in names}) != len(names):
+            raise Rejection("subquery_in_from", f"the subquery {alias} gives two columns the same name")
+        args: dict[str, Any] = {"data_source": f"${label}$", "alias": alias}
+        if names != [c.rsplit(".", 1)[-1] for c in visible]:
+            args["column_names"] = names
+        label = self.emit("alias_data", args, "named")
+        scope.derived[alias.lower()] = (alias, names)
+        scope.entries.append(alias.lower())
+        if node.meta.get(DECORRELATED):
+            scope.qualified_only.add(alias.lower())
+        self.visible[label] = [f"{alias}.{n}" for n in names]
+        return label, alias
 
     def _col_name(self, table: str, column: str) -> str:
         col = self.db.table(table).column(column)
@@ -398,29 +525,39 @@ class Converter:
     def resolve_column(self, col: exp.Column, scope: _Scope) -> str:
         name = col.name
         if col.table:
-            hit = scope.aliases.get(col.table.lower())
+            key = col.table.lower()
+            if key in scope.derived:
+                prefix, names = scope.derived[key]
+                found = [n for n in names if n.lower() == name.lower()]
+                if not found:
+                    raise Rejection("unknown_column", f"{col.table}.{name}")
+                return f"{prefix}.{found[0]}"
+            hit = scope.aliases.get(key)
             if hit is None:
                 s = scope.outer
                 while s is not None:
-                    if col.table.lower() in s.aliases:
+                    if key in s.aliases or key in s.derived:
                         raise Rejection("correlated_subquery", col.sql(dialect="sqlite"))
                     s = s.outer
                 raise Rejection("unknown_table", col.table)
             prefix, table = hit
             return f"{prefix}.{self._col_name(table, name)}"
-        hits = [(p, t) for p, t in scope.aliases.values() if self.db.table(t).column(name) is not None
+        hits = [f"{p}.{self.db.table(t).column(name).name}" for p, t in scope.aliases.values()
+                if self.db.table(t).column(name) is not None
                 and f"{p}.{self.db.table(t).column(name).name}" not in scope.merged]
+        hits += [f"{p}.{n}" for a, (p, names) in scope.derived.items() if a not in scope.qualified_only
+                 for n in names if n.lower() == name.lower()]
         if len(hits) > 1:
             raise Rejection("ambiguous_column", name)
         if not hits:
             s = scope.outer
             while s is not None:
-                if any(self.db.table(t).column(name) is not None for _, t in s.aliases.values()):
+                if any(self.db.table(t).column(name) is not None for _, t in s.aliases.values()) or any(
+                        n.lower() == name.lower() for _, names in s.derived.values() for n in names):
                     raise Rejection("correlated_subquery", name)
                 s = s.outer
             raise Rejection("unknown_column", name)
-        prefix, table = hits[0]
-        return f"{prefix}.{self._col_name(table, name)}"
+        return hits[0]
 
 
 def _literal(node: exp.Literal) -> Any:
@@ -439,12 +576,27 @@ def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
 
 
 def _has_agg(node: exp.Expression) -> bool:
-    for n in node.walk():
-        if isinstance(n, exp.Subquery):
-            continue
-        if isinstance(n, exp.AggFunc):
-            return True
-    return False
+    return bool(_agg_nodes(node))
+
+
+def _nulls_place(o: exp.Ordered, desc: bool) -> str:
+    """"first" / "last" when an ORDER BY term places NULLs other than SQLite's default, else "default"."""
+    nulls_first = o.args.get("nulls_first")
+    if nulls_first is None or bool(nulls_first) == (not desc):
+        return "default"
+    return "first" if nulls_first else "last"
+
+
+def _sort_args(data: str, keys: list[str], ascending: list[bool], nulls: list[str]) -> dict[str, Any]:
+    args: dict[str, Any] = {"data_source": f"${data}$", "key_names": keys, "ascending": ascending}
+    if any(n != "default" for n in nulls):
+        args["nulls"] = nulls
+    return args
+
+
+def _window_parts(node: exp.Window) -> list[exp.Expression]:
+    order = node.args.get("order")
+    return [*(node.args.get("partition_by") or []), *([o.this for o in order.expressions] if order is not None else [])]
 
 
 def _plain_agg(node: exp.Expression) -> tuple[str, exp.Expression | None] | None:
@@ -504,8 +656,7 @@ class _State:
         self.conv = conv
         self.scope = scope
         self.data = data
-        self.star_columns = [f"{p}.{c.name}" for p, t in scope.aliases.values() for c in conv.db.table(t).columns
-                             if f"{p}.{c.name}" not in scope.merged]
+        self.star_columns = scope.star(conv.db)
         # expression SQL -> column name already computed on the current data
         self.computed: dict[Any, str] = {}
         self.grouped = False
@@ -551,6 +702,8 @@ class _State:
             return self._compute("subtract", ("val", 0), inner, alias or "negated")
         if isinstance(node, exp.Subquery):  # a scalar use: SQLite takes the first row
             return ("val", self.conv.subquery(node, self.scope, first_row=True))
+        if isinstance(node, exp.Window):
+            return self._remember(key, self._window(node, alias))
         if isinstance(node, exp.AggFunc):
             raise Rejection("unsupported_expression", f"aggregate in this position: {node.sql(dialect='sqlite')[:60]}")
         if type(node) in _ARITH:
@@ -631,6 +784,33 @@ class _State:
         self.emit_on_data("transform_data", call, "transformed")
         return ("col", out)
 
+    def _window(self, node: exp.Window, alias: str | None) -> Operand:
+        function = _RANKINGS.get(type(node.this))
+        if function is None:
+            raise Rejection("window_function", f"{node.this.sql(dialect='sqlite')[:40]} OVER (...): only row_number, "
+                                               "rank and dense_rank have a tool")
+        if node.args.get("spec") is not None:
+            raise Rejection("window_function", "a window frame (ROWS / RANGE)")
+        order = node.args.get("order")
+        if order is None:
+            raise Rejection("window_function", f"{function} without ORDER BY numbers rows in no fixed order")
+        keys, asc, nulls = [], [], []
+        for o in order.expressions:
+            desc = bool(o.args.get("desc"))
+            keys.append(self.column_of(o.this))
+            asc.append(not desc)
+            nulls.append(_nulls_place(o, desc))
+        call: dict[str, Any] = {"function": function, "key_names": keys, "ascending": asc}
+        if any(n != "default" for n in nulls):
+            call["nulls"] = nulls
+        partition = [self.column_of(p) for p in node.args.get("partition_by") or []]
+        if partition:
+            call["partition_by"] = partition
+        out = self.conv.fresh_name(alias or function)
+        self.conv.features.add("window")
+        self.emit_on_data("rank_rows", {**call, "output_name": out}, "ranked")
+        return ("col", out)
+
     def _case(self, node: exp.Expression, alias: str | None) -> Operand:
         self.conv.features.add("case")
         cases = []
@@ -642,14 +822,10 @@ class _State:
                          w.args.get("true")) for w in node.args.get("ifs") or []]
             default = node.args.get("default")
         for cond, result in branches:
-            conds = []
-            for c in _conjuncts(cond):
-                lits = self.literals(c, negate=False)
-                if lits[0] != "lit":
-                    raise Rejection("unsupported_expression", "CASE condition with OR")
-                conds.append(lits[1])
             res = self.operand(result)
-            cases.append({"conditions": conds, "result": {"key_name" if res[0] == "col" else "value": res[1]}})
+            # WHEN (a OR b) THEN r is WHEN a THEN r WHEN b THEN r: a disjunction holds when one of its terms does
+            for conds in _dnf(self.literals(cond, negate=False)):
+                cases.append({"conditions": conds, "result": {"key_name" if res[0] == "col" else "value": res[1]}})
         call: dict[str, Any] = {"cases": cases}
         if default is not None:
             d = self.operand(default)
@@ -725,7 +901,18 @@ class _State:
         raise Rejection("unsupported_expression", f"condition {node.sql(dialect='sqlite')[:80]}")
 
     def apply_condition(self, node: exp.Expression) -> None:
-        clauses = _cnf(self.literals(node, negate=False))
+        tree = self.literals(node, negate=False)
+        try:
+            clauses = _cnf(tree)
+        except Rejection:
+            # an OR of ANDs too large as AND-ed ORs: mark the rows where one AND-group holds, keep those
+            groups = _dnf(tree)
+            self.conv.features.add("or")
+            out = self.conv.fresh_name("condition_holds")
+            self.emit_on_data("case_column", {"cases": [{"conditions": g, "result": {"value": 1}} for g in groups],
+                                              "default": {"value": 0}, "output_name": out}, "cased")
+            self.emit_on_data("filter_data", {"key_name": out, "operator": "equal_to", "value": 1}, "filtered")
+            return
         for clause in clauses:
             if len(clause) == 1:
                 self.emit_on_data("filter_data", clause[0], "filtered")
@@ -823,6 +1010,9 @@ def _plain_columns(node: exp.Expression) -> list[exp.Column]:
     out, stack = [], [node]
     while stack:
         n = stack.pop()
+        if isinstance(n, exp.Window):
+            stack.extend(_window_parts(n))
+            continue
         if isinstance(n, (exp.Subquery, exp.AggFunc)):
             continue
         if isinstance(n, exp.Column):
@@ -833,11 +1023,15 @@ def _plain_columns(node: exp.Expression) -> list[exp.Column]:
 
 
 def _agg_nodes(node: exp.Expression) -> list[exp.Expression]:
+    """Aggregates outside subqueries (a window function is none; the aggregates it orders by are)."""
     out = []
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, exp.Subquery):
+        if isinstance(n, (exp.Subquery, exp.Select)):
+            continue
+        if isinstance(n, exp.Window):
+            stack.extend(reversed(_window_parts(n)))
             continue
         if isinstance(n, exp.AggFunc):
             out.append(n)
@@ -875,6 +1069,25 @@ def _cnf(tree: tuple) -> list[list[dict[str, Any]]]:
         result = [a + b for a in result for b in p]
         if len(result) > MAX_CNF_CLAUSES:
             raise Rejection("condition_too_complex", f"more than {MAX_CNF_CLAUSES} clauses")
+    return result
+
+
+def _dnf(tree: tuple) -> list[list[dict[str, Any]]]:
+    """The condition as an OR of AND-groups (at most ``MAX_CNF_CLAUSES`` groups)."""
+    kind = tree[0]
+    if kind == "lit":
+        return [[tree[1]]]
+    parts = [_dnf(t) for t in tree[1]]
+    if kind == "or":
+        result = [g for p in parts for g in p]
+    else:
+        result = parts[0]
+        for p in parts[1:]:
+            result = [a + b for a in result for b in p]
+            if len(result) > MAX_CNF_CLAUSES:
+                break
+    if len(result) > MAX_CNF_CLAUSES:
+        raise Rejection("condition_too_complex", f"more than {MAX_CNF_CLAUSES} clauses, as AND-ed ORs and as OR-ed ANDs")
     return result
 
 

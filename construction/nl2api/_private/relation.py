@@ -7,8 +7,10 @@ Sorting is kept as metadata and applied when the relation is materialised or lim
 the order survives projections.
 
 Each tool adds one step: its SELECT (``body``) reads the relation it started from by name, as a
-common table expression (``WITH step_0 AS (...), step_1 AS (... FROM step_0 ...) SELECT ...``),
-so a chain is never nested deeper than one level, whatever its length.
+common table expression (``WITH s_a AS (...), s_b AS (... FROM s_a ...) SELECT ...``), so a chain
+is never nested deeper than one level, whatever its length. A step's name is a digest of its own
+SELECT and parameters (which name the steps it reads), so two relations built from different
+chains can be joined or combined: their steps are merged, a shared step appearing once.
 
 Limits: a relation's SQL text may not exceed ``MAX_SQL_CHARS`` (``query_too_large``), and a
 relation materialised as rows (a final answer, the values an ``in`` condition uses) may not
@@ -18,6 +20,7 @@ materialised, never copied into another relation's SQL, so SQL text grows linear
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,7 +37,9 @@ class Relation:
     body_params: tuple[Any, ...]
     columns: tuple[str, ...]
     visible: tuple[str, ...]
-    order: tuple[tuple[str, bool], ...] = ()
+    # (column, ascending[, "first" | "last"]): without the third item NULLs sort as SQLite does
+    # (first when ascending, last when descending)
+    order: tuple[tuple[Any, ...], ...] = ()
     descriptions: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     # (relation before the limit, limit, offset) when this relation is a limited sorted one
     limited_from: tuple["Relation", int, int] | None = field(default=None, compare=False, repr=False)
@@ -62,14 +67,27 @@ class Relation:
 
     @property
     def ref(self) -> str:
-        """The name a step built on this relation reads it by."""
-        return q(f"__bs_step_{len(self.steps)}")
+        """The name a step built on this relation reads it by (a digest of its SELECT and parameters)."""
+        digest = hashlib.blake2b(f"{self.body}\x00{self.body_params!r}".encode("utf-8", "surrogatepass"),
+                                 digest_size=8).hexdigest()
+        return q(f"__bs_{digest}")
 
     def then(self, body: str, params: tuple[Any, ...], **changes: Any) -> "Relation":
         """A new step: ``body`` is a SELECT that reads this relation as :attr:`ref`."""
         changes.setdefault("limited_from", None)
         return replace(self, body=body, body_params=params,
                        steps=self.steps + ((self.ref, self.body, self.body_params),), **changes)
+
+    def with_inputs(self, others: "tuple[Relation, ...]", body: str, params: tuple[Any, ...],
+                    **changes: Any) -> "Relation":
+        """A new step reading this relation and ``others`` (each by its :attr:`ref`): the steps of
+        all of them are merged in order, a step they share appearing once."""
+        steps: dict[str, tuple[str, str, tuple[Any, ...]]] = {}
+        for rel in (self, *others):
+            for step in rel.steps + ((rel.ref, rel.body, rel.body_params),):
+                steps.setdefault(step[0], step)
+        changes.setdefault("limited_from", None)
+        return replace(self, body=body, body_params=params, steps=tuple(steps.values()), **changes)
 
     # ---- helpers -------------------------------------------------------------------------
     def check_column(self, name: Any, *, arg: str = "key_name") -> str:
@@ -93,7 +111,9 @@ class Relation:
     def order_sql(self) -> str:
         if not self.order:
             return ""
-        return " ORDER BY " + ", ".join(f"{q(c)} {'ASC' if asc else 'DESC'}" for c, asc in self.order)
+        return " ORDER BY " + ", ".join(
+            f"{q(o[0])} {'ASC' if o[1] else 'DESC'}" + (f" NULLS {o[2].upper()}" if len(o) > 2 and o[2] else "")
+            for o in self.order)
 
     def same_rows(self, **changes: Any) -> "Relation":
         """This relation's rows with other metadata (order, visible columns)."""

@@ -46,8 +46,16 @@ def slot_tool_spec(tool: ToolDef, columns: list[str] | None = None,
                 category="data", tags=["slot", tool.output])
 
 
-def slot_tools(columns: list[str] | None = None, descriptions: Mapping[str, str] | None = None) -> list[Tool]:
-    return [slot_tool_spec(t, columns, descriptions) for t in SLOT_TOOLS.values() if not t.hidden]
+def slot_tools(columns: list[str] | None = None, descriptions: Mapping[str, str] | None = None, *,
+               extended: bool = False) -> list[Tool]:
+    """The visible SLOT tools (the extended tier too with ``extended``)."""
+    return [slot_tool_spec(t, columns, descriptions) for t in SLOT_TOOLS.values()
+            if not t.hidden and (extended or t.tier == "core")]
+
+
+def uses_extended(calls: Iterable[ToolCall]) -> bool:
+    """Whether a gold sequence needs a tool of the extended tier."""
+    return any(c.name in SLOT_TOOLS and SLOT_TOOLS[c.name].tier != "core" for c in calls)
 
 
 # ---- SEL: column- and condition-bound variants --------------------------------------------
@@ -55,7 +63,8 @@ def _slug(text: str) -> str:
     return re.sub(r"[^0-9A-Za-z]+", "_", text).strip("_").lower()
 
 
-def sel_toolset(columns: list[str], descriptions: Mapping[str, str]) -> tuple[list[Tool], dict[str, Binding]]:
+def sel_toolset(columns: list[str], descriptions: Mapping[str, str], *,
+                extended: bool = False) -> tuple[list[Tool], dict[str, Binding]]:
     """SEL tools for one sample: a getter and a unique-values tool per column, a filter per
     operator, and the remaining generic SLOT tools."""
     tools: list[Tool] = []
@@ -90,7 +99,7 @@ def sel_toolset(columns: list[str], descriptions: Mapping[str, str]) -> tuple[li
                           parameters=params, category="data", tags=["sel", "filter"]))
         bindings[name] = Binding("filter_data", fixed={"operator": op})
     for tool in SLOT_TOOLS.values():
-        if tool.hidden or tool.name in ("filter_data", "get_unique_values"):
+        if tool.hidden or tool.name in ("filter_data", "get_unique_values") or (tool.tier != "core" and not extended):
             continue
         tools.append(slot_tool_spec(tool, columns, descriptions))
         bindings[tool.name] = Binding(tool.name)

@@ -30,6 +30,9 @@ RANGE_OPS = ("between", "not_between")
 NULL_OPS = ("is_null", "is_not_null")
 OPERATORS = (*COMPARISONS, *PATTERN_OPS, *SET_OPS, *RANGE_OPS, *NULL_OPS)
 ARITHMETIC = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "modulo": "%"}
+NULLS_PLACES = ("first", "last", "default")
+SET_OPERATIONS = {"union": "UNION", "union_all": "UNION ALL", "intersect": "INTERSECT", "except": "EXCEPT"}
+RANKINGS = {"row_number": "ROW_NUMBER", "rank": "RANK", "dense_rank": "DENSE_RANK"}
 CAST_TYPES = {"integer": "INTEGER", "real": "REAL", "text": "TEXT", "numeric": "NUMERIC"}
 # function -> (number of extra arguments it takes: names, which are required)
 TRANSFORMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -56,17 +59,20 @@ class ToolDef:
     column_params: tuple[tuple[str, ...], ...] = ()
     output: str = "data"  # "data" (a relation) or "value"
     extra: dict[str, Any] = field(default_factory=dict)
+    # "core": in every split's universe; "extended" (joining, combining and ranking derived data):
+    # in the universe of a split only when one of its gold sequences needs them
+    tier: str = "core"
 
 
 SLOT_TOOLS: Registry[ToolDef] = Registry("SLOT tool")
 
 
 def slot_tool(name: str, description: str, parameters: dict[str, Any], *, hidden: bool = False,
-              column_params: tuple[tuple[str, ...], ...] = (), output: str = "data") -> Callable:
+              column_params: tuple[tuple[str, ...], ...] = (), output: str = "data", tier: str = "core") -> Callable:
     """Register a SLOT tool implementation under ``name``."""
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        SLOT_TOOLS.add(name, ToolDef(name, description, parameters, fn, hidden, column_params, output))
+        SLOT_TOOLS.add(name, ToolDef(name, description, parameters, fn, hidden, column_params, output, tier=tier))
         return fn
 
     return deco
@@ -336,22 +342,34 @@ def filter_data_any(rt: Any, data_source: Any, conditions: list[dict[str, Any]])
 
 @slot_tool(
     "sort_data",
-    "Sort the rows of the data by one or more columns (empty values come first when ascending).",
+    "Sort the rows of the data by one or more columns (empty values come first when ascending, last "
+    "when descending, unless nulls says otherwise).",
     _obj({"data_source": DATA,
           "key_names": {"type": "array", "items": COLUMN, "minItems": 1, "description": "Columns to sort by, most important first"},
           "ascending": {"type": "array", "items": {"type": "boolean"},
-                        "description": "For each column in key_names: true for ascending, false for descending"}},
+                        "description": "For each column in key_names: true for ascending, false for descending"},
+          "nulls": {"type": "array", "items": {"type": "string", "enum": list(NULLS_PLACES)},
+                    "description": "For each column in key_names: where empty values go (first, last or default)"}},
          ["data_source", "key_names", "ascending"]),
     column_params=(("key_names", "*"),),
 )
-def sort_data(rt: Any, data_source: Any, key_names: list[str], ascending: list[bool]) -> Relation:
+def sort_data(rt: Any, data_source: Any, key_names: list[str], ascending: list[bool],
+              nulls: list[str] | None = None) -> Relation:
     rel = _need_relation(data_source)
+    return rel.same_rows(order=_order(rel, key_names, ascending, nulls))
+
+
+def _order(rel: Relation, key_names: Any, ascending: Any, nulls: Any) -> tuple[tuple[Any, ...], ...]:
     if not isinstance(key_names, list) or not key_names:
         raise ToolError("key_names must be a non-empty list of columns")
     if not isinstance(ascending, list) or len(ascending) != len(key_names) or not all(isinstance(a, bool) for a in ascending):
         raise ToolError("ascending must be a list of booleans, one per column in key_names")
-    order = tuple((rel.check_column(k), a) for k, a in zip(key_names, ascending))
-    return rel.same_rows(order=order)
+    if nulls is None:
+        return tuple((rel.check_column(k), a) for k, a in zip(key_names, ascending))
+    if not isinstance(nulls, list) or len(nulls) != len(key_names) or any(n not in NULLS_PLACES for n in nulls):
+        raise ToolError(f"nulls must be a list with one of {', '.join(NULLS_PLACES)} per column in key_names")
+    return tuple((rel.check_column(k), a) + ((n,) if n != "default" else ())
+                 for k, a, n in zip(key_names, ascending, nulls))
 
 
 @slot_tool(
@@ -392,7 +410,7 @@ def retrieve_data(rt: Any, data_source: Any, key_names: list[str], distinct: boo
 
 def _distinct(rel: Relation, keys: tuple[str, ...]) -> Relation:
     sql = f"SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM {rel.ref}"
-    order = rel.order if all(c in keys for c, _ in rel.order) else ()
+    order = rel.order if all(o[0] in keys for o in rel.order) else ()
     return rel.then(sql, (), columns=keys, visible=keys, order=order)
 
 
@@ -612,3 +630,120 @@ def calculate(rt: Any, operator: str, left: Any, right: Any) -> Any:
     ls, lp = bind_scalar(left, rt.db)
     rs, rp = bind_scalar(right, rt.db)
     return rt.db.execute(f"SELECT {ls} {ARITHMETIC[operator]} {rs}", lp + rp)[0][0]
+
+
+# ---- extended tier: derived data as a table, joins, set operations, ranking ----------------------
+@slot_tool(
+    "alias_data",
+    "Use the data like a table named alias: its columns are renamed alias.<name> (by default the part "
+    "of each column's name after the last dot), so it can be joined with other data.",
+    _obj({"data_source": DATA, "alias": {"type": "string", "description": "The name to prefix the columns with"},
+          "column_names": {"type": "array", "items": {"type": "string"},
+                           "description": "New names for the data's columns, in order (optional)"}},
+         ["data_source", "alias"]),
+    tier="extended",
+)
+def alias_data(rt: Any, data_source: Any, alias: str, column_names: list[str] | None = None) -> Relation:
+    rel = _need_relation(data_source)
+    if not isinstance(alias, str) or not alias.strip() or "." in alias:
+        raise ToolError("alias must be a non-empty name without dots")
+    names = column_names if column_names is not None else [c.rsplit(".", 1)[-1] for c in rel.visible]
+    if not isinstance(names, list) or len(names) != len(rel.visible) or not all(isinstance(n, str) and n for n in names):
+        raise ToolError(f"column_names must list {len(rel.visible)} names, one per column: {', '.join(rel.visible)}")
+    new = tuple(f"{alias}.{n}" for n in names)
+    if len(set(c.lower() for c in new)) != len(new):
+        raise ToolError(f"the new column names are not unique: {', '.join(new)}; pass column_names")
+    select = ", ".join(f"{q(c)} AS {q(n)}" for c, n in zip(rel.visible, new))
+    descriptions = {n: rel.descriptions.get(c, c) for c, n in zip(rel.visible, new)}
+    return rel.then(f"SELECT {select} FROM {rel.ref}", (), columns=new, visible=new, order=(),
+                    descriptions=descriptions)
+
+
+@slot_tool(
+    "join_data",
+    "Join two data: every row of data_source with the matching rows of other (inner: only rows with a "
+    "match; left: also rows of data_source without one, with empty values; cross: all pairs). "
+    "Their column names must differ (use alias_data first).",
+    _obj({"data_source": DATA, "other": {**DATA, "description": "The data to join with, as $label$"},
+          "type": {"type": "string", "enum": ["inner", "left", "cross"]},
+          "on": {"type": "array", "items": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
+                 "description": "Pairs of equal columns [column of data_source, column of other]"}},
+         ["data_source", "other", "type"]),
+    tier="extended",
+)
+def join_data(rt: Any, data_source: Any, other: Any, type: str, on: list[list[str]] | None = None) -> Relation:
+    left, right = _need_relation(data_source), _need_relation(other, "other")
+    clash = {c.lower() for c in left.columns} & {c.lower() for c in right.columns}
+    if clash:
+        raise ToolError(f"both data have the column(s) {', '.join(sorted(clash))}; rename one side with alias_data first")
+    if type not in ("inner", "left", "cross"):
+        raise ToolError(f"type {type!r} is not inner, left or cross")
+    pairs = on or []
+    if (type == "cross") != (not pairs):
+        raise ToolError("a cross join takes no 'on' pairs; inner and left joins need them")
+    conds = []
+    for pair in pairs:
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ToolError("each 'on' entry must be [column of data_source, column of other]")
+        conds.append(f"l.{q(left.check_column(pair[0], arg='on'))} = r.{q(right.check_column(pair[1], arg='on'))}")
+    select = ", ".join([f"l.{q(c)} AS {q(c)}" for c in left.columns] + [f"r.{q(c)} AS {q(c)}" for c in right.columns])
+    how = {"inner": "JOIN", "left": "LEFT JOIN", "cross": "CROSS JOIN"}[type]
+    body = f"SELECT {select} FROM {left.ref} AS l {how} {right.ref} AS r" + (f" ON {' AND '.join(conds)}" if conds else "")
+    return left.with_inputs((right,), body, (), columns=left.columns + right.columns,
+                            visible=left.columns + right.columns, order=(),
+                            descriptions={**left.descriptions, **right.descriptions})
+
+
+@slot_tool(
+    "combine_data",
+    "Combine the rows of two data with the same number of columns: union (without duplicates), union_all, "
+    "intersect (rows in both) or except (rows of data_source not in other). Columns keep data_source's names.",
+    _obj({"data_source": DATA, "other": {**DATA, "description": "The second data, as $label$"},
+          "operation": {"type": "string", "enum": list(SET_OPERATIONS)}},
+         ["data_source", "other", "operation"]),
+    tier="extended",
+)
+def combine_data(rt: Any, data_source: Any, other: Any, operation: str) -> Relation:
+    left, right = _need_relation(data_source), _need_relation(other, "other")
+    if operation not in SET_OPERATIONS:
+        raise ToolError(f"operation={operation!r} is not one of {', '.join(SET_OPERATIONS)}", code="unknown_operator")
+    if len(left.visible) != len(right.visible):
+        raise ToolError(f"data_source has {len(left.visible)} columns and other {len(right.visible)}; "
+                        "retrieve the same number of columns from both first")
+    names = left.visible
+    if len({n.lower() for n in names}) != len(names):
+        raise ToolError(f"data_source lists a column twice ({', '.join(names)}); retrieve each column once")
+    lsel = ", ".join(q(c) for c in names)
+    rsel = ", ".join(f"{q(c)} AS {q(n)}" for c, n in zip(right.visible, names))
+    body = f"SELECT {lsel} FROM {left.ref} {SET_OPERATIONS[operation]} SELECT {rsel} FROM {right.ref}"
+    return left.with_inputs((right,), body, (), columns=names, visible=names, order=(),
+                            descriptions={n: left.descriptions.get(n, n) for n in names})
+
+
+@slot_tool(
+    "rank_rows",
+    "Add a column numbering or ranking the rows by some columns, separately within each group of partition_by "
+    "columns: row_number (1, 2, 3, ...), rank (ties share a rank, gaps follow) or dense_rank (no gaps).",
+    _obj({"data_source": DATA, "function": {"type": "string", "enum": list(RANKINGS)},
+          "key_names": {"type": "array", "items": COLUMN, "minItems": 1, "description": "Columns to order by"},
+          "ascending": {"type": "array", "items": {"type": "boolean"}, "description": "One per column in key_names"},
+          "nulls": {"type": "array", "items": {"type": "string", "enum": list(NULLS_PLACES)},
+                    "description": "For each column in key_names: where empty values go (optional)"},
+          "partition_by": {"type": "array", "items": COLUMN, "description": "Rank within groups of these columns (optional)"},
+          "output_name": {"type": "string", "description": "Name of the new column"}},
+         ["data_source", "function", "key_names", "ascending", "output_name"]),
+    column_params=(("key_names", "*"), ("partition_by", "*")),
+    tier="extended",
+)
+def rank_rows(rt: Any, data_source: Any, function: str, key_names: list[str], ascending: list[bool], output_name: str,
+              partition_by: list[str] | None = None, nulls: list[str] | None = None) -> Relation:
+    rel = _need_relation(data_source)
+    if function not in RANKINGS:
+        raise ToolError(f"function={function!r} is not one of {', '.join(RANKINGS)}", code="unknown_operator")
+    order = _order(rel, key_names, ascending, nulls)
+    if partition_by is not None and not isinstance(partition_by, list):
+        raise ToolError("partition_by must be a list of columns")
+    part = [q(rel.check_column(c, arg="partition_by")) for c in partition_by or []]
+    window = (f"PARTITION BY {', '.join(part)} " if part else "") + rel.same_rows(order=order).order_sql().strip()
+    return _add_column(rel, output_name, f"{RANKINGS[function]}() OVER ({window})", (),
+                       f"{function} by {', '.join(key_names)}")

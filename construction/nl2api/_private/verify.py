@@ -53,7 +53,7 @@ def _check_limits(db: Database, value: Any) -> None:
         if offset > 0 or pre.count(db) > n:
             raise Rejection("unordered_limit", "LIMIT/OFFSET over rows in no fixed order")
         return
-    keys = [c for c, _ in pre.order]
+    keys = [o[0] for o in pre.order]
     cols = ", ".join('"' + k.replace('"', '""') + '"' for k in keys)
     for edge in (offset + n, offset):  # the row after the cut, and the first kept row
         if edge == 0 or n == 0:

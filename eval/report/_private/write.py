@@ -86,12 +86,14 @@ def _message_text(message: Any) -> str:
 
 # ---- the report model ------------------------------------------------------------------------------
 def _labels(runs: Sequence[Run]) -> list[str]:
-    """Unique, readable run labels: the model, then model · mode, then the run id."""
-    labels = [r.model for r in runs]
+    """Unique, readable run labels: the model (``model · direct`` for a run of the direct strategy,
+    run.json ``strategy``; a run without it is ReAct), then with · mode, then the run id."""
+    base = [f"{r.model} · direct" if r.meta.get("strategy") == "direct" else r.model for r in runs]
+    labels = list(base)
     if len(set(labels)) < len(labels):
-        labels = [f"{r.model} · {r.mode}" if r.mode else r.model for r in runs]
+        labels = [f"{b} · {r.mode}" if r.mode else b for b, r in zip(base, runs)]
     if len(set(labels)) < len(labels):
-        labels = [f"{r.model} · {r.run_id}" for r in runs]
+        labels = [f"{b} · {r.run_id}" for b, r in zip(base, runs)]
     seen: Counter[str] = Counter()
     out = []
     for label in labels:
