@@ -78,6 +78,33 @@ def _print_report(report: dict[str, Any], out: Path) -> None:
     typer.echo(build_report_line(report, out))
 
 
+WORKERS_HELP = "Processes converting and verifying pairs (results identical to 1, in input order)"
+RAY_HELP = "Run the pairs as Ray tasks: local (a local Ray instance), auto (the running cluster) or an address"
+UNIVERSE_HELP = "Candidate tools per sample: a count (12) or a fraction of the full set (0.25); gold tools always kept"
+SWEEP_HELP = "Comma-separated universe sizes (e.g. 0.25,0.5,1.0): one split per size in OUT/universe-<size>"
+
+
+def _build_options(style: str, obfuscate: bool, tool_universe: Optional[str], seed: int, timeout: float,
+                   name: Optional[str], workers: int, ray: Optional[str]) -> Any:
+    from benchsmith.construction.nl2api import STYLES, BuildOptions, parse_universe
+    from benchsmith.schemas import UserError
+
+    if style not in STYLES:
+        raise UserError(f"--style {style!r} is not one of {', '.join(STYLES)}")
+    if workers < 1:
+        raise UserError(f"--workers must be at least 1, got {workers}", fix="e.g. --workers 2")
+    return BuildOptions(style=style, obfuscate=obfuscate, seed=seed, timeout_s=timeout, name=name, workers=workers,
+                        ray=ray or None, tool_universe=parse_universe(tool_universe) if tool_universe else None)
+
+
+def _sweep(text: Optional[str]) -> Optional[list]:
+    if not text:
+        return None
+    from benchsmith.construction.nl2api import parse_universe
+
+    return [parse_universe(t.strip()) for t in text.split(",") if t.strip()]
+
+
 @nl2api_app.command("build")
 @user_errors
 def nl2api_build(
@@ -86,25 +113,98 @@ def nl2api_build(
     style: str = typer.Option("slot", "--style", envvar="BENCHSMITH_STYLE", help="slot | sel | rest"),
     out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="Output directory of the split"),
     obfuscate: bool = typer.Option(False, "--obfuscate", envvar="BENCHSMITH_OBFUSCATE", help="FUNC_n / ARG_n names"),
-    tool_universe: Optional[int] = typer.Option(None, "--tool-universe", envvar="BENCHSMITH_TOOL_UNIVERSE",
-                                                help="At most N candidate tools per sample (gold tools always kept)"),
+    tool_universe: Optional[str] = typer.Option(None, "--tool-universe", envvar="BENCHSMITH_TOOL_UNIVERSE",
+                                                help=UNIVERSE_HELP),
+    sweep: Optional[str] = typer.Option(None, "--tool-universe-sweep", envvar="BENCHSMITH_TOOL_UNIVERSE_SWEEP",
+                                        help=SWEEP_HELP),
     seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED"),
     timeout: float = typer.Option(10.0, "--timeout", envvar="BENCHSMITH_SQL_TIMEOUT", help="Seconds per SQL query"),
     name: Optional[str] = typer.Option(None, "--name", envvar="BENCHSMITH_SPLIT_NAME"),
     descriptions: Optional[Path] = typer.Option(None, "--descriptions", envvar="BENCHSMITH_DESCRIPTIONS",
                                                 help="JSON {table: {column: description}} (default: DB.descriptions.json)"),
+    workers: int = typer.Option(1, "--workers", envvar="BENCHSMITH_WORKERS", help=WORKERS_HELP),
+    ray: Optional[str] = typer.Option(None, "--ray", envvar="BENCHSMITH_RAY", help=RAY_HELP),
 ) -> None:
-    """Convert and verify NL2SQL pairs into an NL2API split (samples.jsonl, tools.json, report.json)."""
-    from benchsmith.construction.nl2api import STYLES, BuildOptions, build_split
+    """Convert and verify NL2SQL pairs into an NL2API split (samples.jsonl, tools.json, report.json).
+    A killed build resumes: run the same command again."""
+    from dataclasses import replace
+
+    from benchsmith.construction.nl2api import build_universes
+
+    check_out_dir(out)
+    opts = replace(_build_options(style, obfuscate, tool_universe, seed, timeout, name, workers, ray),
+                   descriptions=descriptions)
+    sizes = _sweep(sweep)
+    reports = build_universes(db, pairs, out, opts, sizes)
+    for size, report in zip(sizes or [None], reports):
+        _print_report(report, out if size is None else out / report_label(size))
+
+
+def report_label(size: Any) -> str:
+    from benchsmith.construction.nl2api import universe_label
+
+    return universe_label(size)
+
+
+@nl2api_app.command("import")
+@user_errors
+def nl2api_import(
+    kind: str = typer.Argument(..., help="bird | spider | sqlite-dir"),
+    root: Path = typer.Argument(..., help="The dataset folder (BIRD: dev.json + dev_databases/; Spider: dev.json + "
+                                          "database/ + tables.json; sqlite-dir: *.sqlite + pairs.jsonl)"),
+    out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT",
+                             help="Output folder: one split per database and merged/"),
+    style: str = typer.Option("slot", "--style", envvar="BENCHSMITH_STYLE", help="slot | sel | rest"),
+    split_file: Optional[str] = typer.Option(None, "--split-file", envvar="BENCHSMITH_SPLIT_FILE",
+                                             help="Question file name in the dataset folder (default dev.json, ...)"),
+    merged: bool = typer.Option(True, "--merged/--no-merged", envvar="BENCHSMITH_MERGED",
+                                help="Also write merged/: every database in one split"),
+    obfuscate: bool = typer.Option(False, "--obfuscate", envvar="BENCHSMITH_OBFUSCATE", help="FUNC_n / ARG_n names"),
+    tool_universe: Optional[str] = typer.Option(None, "--tool-universe", envvar="BENCHSMITH_TOOL_UNIVERSE",
+                                                help=UNIVERSE_HELP),
+    seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED"),
+    timeout: float = typer.Option(10.0, "--timeout", envvar="BENCHSMITH_SQL_TIMEOUT", help="Seconds per SQL query"),
+    name: Optional[str] = typer.Option(None, "--name", envvar="BENCHSMITH_SPLIT_NAME"),
+    workers: int = typer.Option(1, "--workers", envvar="BENCHSMITH_WORKERS", help=WORKERS_HELP),
+    ray: Optional[str] = typer.Option(None, "--ray", envvar="BENCHSMITH_RAY", help=RAY_HELP),
+) -> None:
+    """Build a BIRD / Spider / SQLite-folder dataset: a split per database, plus merged/ with all of them.
+    A killed import resumes: run the same command again."""
+    from benchsmith.construction.nl2api import KINDS, build_dataset
     from benchsmith.schemas import UserError
 
-    if style not in STYLES:
-        raise UserError(f"--style {style!r} is not one of {', '.join(STYLES)}")
+    if kind not in KINDS:
+        raise UserError(f"unknown dataset kind {kind!r}", fix=f"use one of {', '.join(KINDS)}")
     check_out_dir(out)
-    report = build_split(db, pairs, out, BuildOptions(style=style, obfuscate=obfuscate, tool_universe=tool_universe,
-                                                      seed=seed, timeout_s=timeout, name=name,
-                                                      descriptions=descriptions))
-    _print_report(report, out)
+    opts = _build_options(style, obfuscate, tool_universe, seed, timeout, name, workers, ray)
+    report = build_dataset(root, kind, out, opts, split_file=split_file, merged=merged)
+    for db_id, info in report["databases"].items():
+        if "error" in info:
+            typer.echo(f"  {db_id}: 0/{info['total']} verified ({info['error'][:160]})")
+        else:
+            typer.echo(f"  {db_id}: {info['verified']}/{info['total']} verified -> {out / db_id}")
+    skipped = len(report["dataset_rejections"])
+    typer.echo(f"{kind} {root}: {report['verified']}/{report['total']} verified"
+               + (f", {skipped} entries not built (see report.json)" if skipped else "")
+               + (f", {len(report['warnings'])} warnings" if report["warnings"] else ""))
+    m = report.get("merged") or {}
+    if m.get("path"):
+        typer.echo(f"merged: {m['samples']} samples over {len(m['databases'])} databases -> {m['path']}")
+    elif m.get("error"):
+        typer.echo(f"merged split not written: {m['error']}")
+    typer.echo(f"report: {out / 'report.json'}")
+
+
+@nl2api_app.command("example")
+@user_errors
+def nl2api_example(
+    kind: str = typer.Argument(..., help="bird | spider"),
+    dest: Path = typer.Argument(..., help="Where to write the example dataset"),
+) -> None:
+    """Write a small hand-made example dataset in the BIRD or Spider layout (to try `nl2api import` on)."""
+    from benchsmith.construction.nl2api import materialize_example
+
+    typer.echo(str(materialize_example(kind, dest)))
 
 
 @nl2api_app.command("serve")

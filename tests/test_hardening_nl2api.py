@@ -174,7 +174,7 @@ def test_the_reads_tools_and_verification_need_still_run(db):
 
 
 def test_the_sql_of_a_pair_the_converter_crashes_on_or_refuses_is_never_executed(chinook, tmp_path, monkeypatch):
-    build = importlib.import_module("benchsmith.construction.nl2api._private.build")
+    build = importlib.import_module("benchsmith.construction.nl2api._private.pairwork")
     crash_sql = "SELECT name FROM genres WHERE genre_id = 4"
     real_convert = build.convert
 

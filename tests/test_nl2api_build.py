@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import benchsmith.construction.nl2api._private.build as build_module
+import benchsmith.construction.nl2api._private.pairwork as build_module  # where each pair is converted
 from benchsmith.construction.nl2api import (
     REASONS,
     STYLES,

@@ -45,29 +45,62 @@ def open_environment(descriptor: dict[str, Any], context: EnvContext | None = No
 
 @environment("nl2api")
 def _nl2api(descriptor: dict[str, Any], context: EnvContext) -> ToolEnvironment:
-    """``{"kind": "nl2api", "style": "slot"|"sel"|"rest", "setup": [calls]}`` on ``context.split``."""
+    """``{"kind": "nl2api", "style": "slot"|"sel"|"rest", "setup": [calls], "db_id"?: name}`` on
+    ``context.split``. A merged split (``databases/<db_id>.sqlite``) runs on the database the
+    descriptor's ``db_id`` names (the sample's ``metadata.db_id``); without one, on ``database.sqlite``."""
     from benchsmith.construction.nl2api import Database, ToolEnv
+    from benchsmith.schemas import Split
 
     split = Path(descriptor.get("split") or context.split or "")
-    if not (split / "database.sqlite").is_file():
-        raise UserError(f"NL2API tools need their split folder; {split} has no database.sqlite",
-                        fix="pass the split folder (--split DIR) the samples were built from")
+    db_id = descriptor.get("db_id")
+    layout = Split(split)
+    if db_id is None:
+        if not (split / "database.sqlite").is_file():
+            if layout.has_databases():
+                raise UserError(f"split {split} has several databases ({', '.join(layout.db_ids())}) and no "
+                                "database.sqlite, and the NL2API environment names none of them",
+                                fix='add the sample\'s metadata.db_id to the descriptor as "db_id"')
+            raise UserError(f"NL2API tools need their split folder; {split} has no database.sqlite",
+                            fix="pass the split folder (--split DIR) the samples were built from")
+        path = split / "database.sqlite"
+    elif not isinstance(db_id, str):
+        raise UserError(f"the NL2API environment's db_id {db_id!r} is not a string",
+                        fix="name the sample's database by its db_id")
+    else:
+        path = layout.database_for(db_id)  # a missing database is a UserError naming the split and db_id
     cache = context.extra.setdefault("_dbs", {})
-    db = cache.get(str(split))
-    if db is None:
-        db = cache[str(split)] = Database(split / "database.sqlite")
-    env = ToolEnv(split, db, descriptor.get("style", "slot"), descriptor.get("setup") or [])
+
+    def open_db(path: Path, db_id: str | None) -> Any:
+        key = str(split) if path == split / "database.sqlite" else f"{split}::{db_id}"
+        db = cache.get(key)
+        if db is None:
+            db = cache[key] = Database(path)
+        return db
+
+    style = descriptor.get("style", "slot")
+    env = ToolEnv(split, open_db(path, db_id), style, descriptor.get("setup") or [])
+    if style == "rest" and layout.has_databases():  # each endpoint of a merged split on its own database
+        return _LabelledEnv(env, lambda name: open_db(layout.database_for(name), name))
     return _LabelledEnv(env)
 
 
 class _LabelledEnv:
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: Any, db_for: Callable[[str], Any] | None = None) -> None:
         self._env = env
         self._n = 0
+        self._db_for = db_for  # REST endpoints naming their own database (merged splits)
 
     def call(self, name: str, arguments: dict[str, Any], label: str | None = None) -> Any:
         self._n += 1
-        return self._env.call(name, arguments, label or f"out_{self._n}")
+        endpoint = self._env.endpoints.get(name) if self._db_for is not None else None
+        if endpoint is None or not endpoint.get("db_id"):
+            return self._env.call(name, arguments, label or f"out_{self._n}")
+        own = self._env.db
+        self._env.db = self._db_for(endpoint["db_id"])
+        try:
+            return self._env.call(name, arguments, label or f"out_{self._n}")
+        finally:
+            self._env.db = own
 
     def answer(self, label: str) -> Any:
         """The full answer rows of the output under ``label`` (what a sample's exact answer holds)."""

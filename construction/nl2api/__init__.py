@@ -4,7 +4,12 @@
 >>> "result_mismatch" in REASONS
 True
 """
-from ._private.build import STYLES, BuildOptions, Pair, build_split, default_pairs_path
+from ._private.build import (
+    STYLES, BuildOptions, Pair, build_split, build_universes, default_pairs_path, parse_universe, universe_label,
+    universe_size,
+)
+from ._private.dataset_build import build_dataset, merge_splits
+from ._private.datasets import KINDS, Dataset, DatasetDB, example_names, materialize_example, read_dataset, write_pairs
 from ._private.chinook import chinook_db, column_descriptions
 from ._private.compare import multiset_equal, ordered_equal, values_equal
 from ._private.converter import REASONS, Conversion, Rejection, convert
@@ -17,7 +22,9 @@ from ._private.tools import SLOT_TOOLS, slot_tool
 from ._private.toolenv import ToolEnv, compact_tools, setup_note, step_schema
 from ._private.verify import ChainRun, execute_sql, run_and_check
 
-__all__ = ["MAX_ROWS", "MAX_SQL_CHARS", "REASONS", "STYLES", "Binding", "BuildOptions", "ChainRun", "Conversion",
+__all__ = ["KINDS", "Dataset", "DatasetDB", "build_dataset", "build_universes", "example_names", "materialize_example",
+           "merge_splits", "parse_universe", "read_dataset", "universe_label", "universe_size", "write_pairs",
+           "MAX_ROWS", "MAX_SQL_CHARS", "REASONS", "STYLES", "Binding", "BuildOptions", "ChainRun", "Conversion",
            "Database", "Pair", "QueryTimeout", "ReadOnlyViolation", "Rejection", "Relation", "Runtime", "SLOT_TOOLS", "SplitTools",
            "ToolEnv", "ToolError", "build_split", "default_pairs_path", "compact_tools", "setup_note", "step_schema",
            "chinook_db", "column_descriptions", "convert", "create_app", "execute_sql", "load_bindings", "multiset_equal", "observation", "ordered_equal", "values_equal",

@@ -2,7 +2,8 @@
 
 A split directory (``samples.jsonl``, ``toolset.json``, ``database.sqlite``; REST splits
 ``endpoints.json``) gives cases whose predicted sequences are really executed on the split's
-read-only database (opened and checked when the split is loaded, so a damaged database or a
+read-only database (a merged split's ``databases/<db_id>.sqlite`` named by the sample's
+``metadata.db_id``, a REST endpoint's by its own ``db_id``), opened and checked when the split is loaded, so a damaged database or a
 split file of the wrong shape stops the run with a ``UserError``; the sample's hidden set-up
 calls run through the runtime's set-up entry point, a predicted call to a hidden tool is an
 ``unknown_tool``); NESTful records (``input`` / ``output`` sequences with ``$label$``
@@ -120,14 +121,14 @@ class NL2API(Benchmark):
         split = Split.open(root)
         samples = split.samples()
         style = _split_style(root, samples)
-        if not split.has(Split.DATABASE):
+        if not split.has(Split.DATABASE) and not split.has_databases():
             raise UserError(f"split {root} has no database.sqlite", fix="rebuild the split (its database is copied in)")
         if style == "rest" and not split.has(Split.ENDPOINTS):
             raise UserError(f"REST split {root} has no endpoints.json", fix="rebuild the split with --style rest")
         if style == "sel" and not split.has(Split.TOOLSET):
             raise UserError(f"SEL split {root} has no toolset.json", fix="rebuild the split with this benchsmith version")
         key = str(root.resolve())
-        self._splits[key] = _Split(root, style)
+        tools = self._splits[key] = _Split(root, style)
         cases = []
         for line, s in enumerate(samples, 1):
             env = s.metadata.get("environment")
@@ -146,7 +147,36 @@ class NL2API(Benchmark):
                       "source_id": s.provenance.source_id,
                       "setup": [c.model_dump(mode="json") for c in s.setup], "sql": s.metadata.get("sql"),
                       "difficulty": s.difficulty}))
+            db_id = s.metadata.get("db_id")
+            if db_id is not None:
+                cases[-1].meta["db_id"] = db_id
+        self._open_databases(tools, cases)
         return cases
+
+    @staticmethod
+    def _open_databases(split: _Split, cases: list[EvalCase]) -> None:
+        """Open (and check) every database the cases run on now: a missing or damaged one stops the
+        load with a ``UserError`` rather than failing records one by one."""
+        for case in cases:
+            db_id = case.meta.get("db_id")
+            if db_id is not None and not isinstance(db_id, str):
+                raise UserError(f"{split.root / Split.SAMPLES} line {case.meta['line']}: metadata.db_id "
+                                f"{db_id!r} is not a string", fix="name the sample's database by its db_id")
+            try:
+                split.db_for(db_id)
+            except UserError as exc:
+                if db_id is None:
+                    raise UserError(f"{split.root / Split.SAMPLES} line {case.meta['line']} has no metadata.db_id, "
+                                    f"and split {split.root} has several databases but no {Split.DATABASE}",
+                                    fix="give every sample of a merged split its metadata.db_id") from exc
+                raise
+        for name, endpoint in split.endpoints.items():
+            if endpoint.get("db_id") is not None:
+                try:
+                    split.db_for(endpoint["db_id"])
+                except UserError as exc:
+                    raise UserError(f"{split.root / Split.ENDPOINTS}: endpoint {name!r}: {exc}",
+                                    fix="rebuild the split with --style rest") from None
 
     def _load_nestful(self, path: Path, recs: list[Any]) -> list[EvalCase]:
         cases = []
@@ -232,7 +262,7 @@ class NL2API(Benchmark):
         except ValidationError as exc:
             raise _ExecError("malformed_call", f"not a valid tool call: {exc.errors()[0]['msg']}") from None
         try:
-            db = split.db
+            db_id = case.meta.get("db_id")
             if split.style == "rest":
                 outputs: dict[str, Any] = {}
                 final: Any = None
@@ -247,10 +277,12 @@ class NL2API(Benchmark):
                     missing = sorted(set(endpoint["parameters"]) - set(args))
                     if missing:
                         raise _ExecError("missing_argument", f"endpoint {call.name} needs parameter {missing[0]!r}")
-                    final = run_endpoint(db, endpoint, args)
+                    # each endpoint runs on its own database (a merged split's endpoints name theirs)
+                    final = run_endpoint(split.db_for(endpoint.get("db_id") or db_id), endpoint, args)
                     if call.label:
                         outputs[call.label] = final
                 return [list(r) for r in final["rows"]]
+            db = split.db_for(db_id)
             rt = Runtime(db, split.bindings)
             rt.setup(ToolCall.model_validate(c) for c in case.meta.get("setup", []))
             final = None
@@ -276,7 +308,7 @@ class NL2API(Benchmark):
     def _tie_aware(split: _Split, case: EvalCase, pred: list[dict[str, Any]], expected: list[list[Any]]) -> bool:
         """Rows right, order differs: accept swaps among rows tied on the SQL's ORDER BY keys."""
         try:
-            run_and_check(split.db, [ToolCall.model_validate(c) for c in case.meta.get("setup", [])],
+            run_and_check(split.db_for(case.meta.get("db_id")), [ToolCall.model_validate(c) for c in case.meta.get("setup", [])],
                           [ToolCall.model_validate(c) for c in pred], [tuple(r) for r in expected], True,
                           bindings=split.bindings, sql=case.meta["sql"])
             return True
@@ -313,6 +345,4 @@ class NL2API(Benchmark):
 
     def close(self) -> None:
         for s in self._splits.values():
-            if s._db is not None:
-                s._db.close()
-                s._db = None
+            s.close()

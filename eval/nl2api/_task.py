@@ -25,7 +25,7 @@ from benchsmith.construction.nl2api import Database, ToolEnv, ToolError, compact
 from benchsmith.eval import EvalCase
 from benchsmith.eval._private.runner import CallContext, FormatError, Outcome, Request, Task, Turn, read_json_reply, task
 from benchsmith.prompts import get_prompt
-from benchsmith.schemas import ToolCall
+from benchsmith.schemas import Split, ToolCall
 
 from benchsmith.eval._private.calls import native_tool_calls
 
@@ -106,6 +106,24 @@ def _observation_text(label: str, value: Any) -> str:
     return f"Output ${label}$: {text}"
 
 
+class _RestEnv(ToolEnv):
+    """The REST tools of a merged split: each endpoint runs on the database its entry names."""
+
+    def __init__(self, *args: Any, db_for: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._db_for = db_for
+
+    def call(self, name: str, arguments: dict[str, Any], label: str) -> Any:
+        endpoint = self.endpoints.get(name)
+        own = self.db
+        if endpoint is not None and endpoint.get("db_id"):
+            self.db = self._db_for(endpoint["db_id"])
+        try:
+            return super().call(name, arguments, label)
+        finally:
+            self.db = own
+
+
 @task("nl2api")
 class NL2APITask(Task):
     benchmark = "nl2api"
@@ -113,7 +131,8 @@ class NL2APITask(Task):
 
     def __init__(self, data: Path, options: Any) -> None:
         super().__init__(data, options)
-        self._dbs: dict[str, Database] = {}
+        # one read-only database per (split, db_id): a merged split runs each case on its sample's own
+        self._dbs: dict[tuple[str, str | None], Database] = {}
 
     def runnable(self, case: EvalCase) -> bool:
         return case.meta.get("source") == "split"
@@ -126,13 +145,22 @@ class NL2APITask(Task):
     def _direct(self) -> bool:
         return getattr(self.options, "strategy", "react") == "direct"
 
+    def _db(self, split: Path, db_id: str | None) -> Database:
+        """The split's database for ``db_id``: database.sqlite, or a merged split's
+        databases/<db_id>.sqlite (a missing one is a UserError); opened and checked once."""
+        key = (str(split), db_id)
+        if key not in self._dbs:
+            self._dbs[key] = Database(Split(split).database_for(db_id), check=True)
+        return self._dbs[key]
+
     def _env(self, case: EvalCase) -> ToolEnv:
         split = Path(case.meta["split"])
-        key = str(split)
-        if key not in self._dbs:
-            self._dbs[key] = Database(split / "database.sqlite", check=True)
-        return ToolEnv(split, self._dbs[key], case.meta.get("style", "slot"), case.meta.get("setup") or [],
-                       setup_phase=False)
+        db = self._db(split, case.meta.get("db_id"))
+        style = case.meta.get("style", "slot")
+        if style == "rest" and Split(split).has_databases():
+            return _RestEnv(split, db, style, case.meta.get("setup") or [], setup_phase=False,
+                            db_for=lambda db_id: self._db(split, db_id))
+        return ToolEnv(split, db, style, case.meta.get("setup") or [], setup_phase=False)
 
     def _base(self, case: EvalCase, steps: list[dict[str, str]], native: bool,
               prompt: str = "nl2api/react") -> list[dict[str, Any]]:

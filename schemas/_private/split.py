@@ -94,6 +94,11 @@ class Split:
     ``tools.json``, ``toolset.json`` (SEL), ``endpoints.json`` (REST), ``database.sqlite`` with its
     ``.descriptions.json`` sidecar. Everything that reads a split finds its files here.
 
+    A *merged* split (built from a dataset with several databases) holds ``databases/<db_id>.sqlite``
+    (each with an optional ``.descriptions.json`` sidecar) instead of, or next to, ``database.sqlite``;
+    each sample names its database in ``metadata["db_id"]`` and :meth:`database_for` finds its file
+    (``database.sqlite`` stays the default for samples without one).
+
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
     ...     _ = (Path(d) / Split.SAMPLES).write_text("", encoding="utf-8")
@@ -109,6 +114,9 @@ class Split:
     ENDPOINTS = "endpoints.json"
     DATABASE = "database.sqlite"
     DESCRIPTIONS = "database.sqlite.descriptions.json"
+    #: the folder of a merged split's databases: ``databases/<db_id>.sqlite``
+    DATABASES = "databases"
+    DATABASE_SUFFIX = ".sqlite"
     #: the files a split carries besides its samples and manifest
     DATA_FILES = (TOOLS, TOOLSET, ENDPOINTS, DATABASE, DESCRIPTIONS)
 
@@ -160,6 +168,69 @@ class Split:
     @property
     def database_path(self) -> Path:
         return self.root / self.DATABASE
+
+    @property
+    def databases_path(self) -> Path:
+        return self.root / self.DATABASES
+
+    def db_ids(self) -> list[str]:
+        """The db_ids of the databases in ``databases/`` (sorted; empty when there is no such folder).
+
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     (Path(d) / "databases").mkdir()
+        ...     for name in ("b.sqlite", "a.sqlite", "a.sqlite.descriptions.json"):
+        ...         _ = (Path(d) / "databases" / name).write_bytes(b"")
+        ...     Split(d).db_ids(), Split(d).has_databases(), Split(d).database_for("a").name
+        (['a', 'b'], True, 'a.sqlite')
+        """
+        folder = self.databases_path
+        if not folder.is_dir():
+            return []
+        return sorted(p.name[: -len(self.DATABASE_SUFFIX)] for p in folder.iterdir()
+                      if p.name.endswith(self.DATABASE_SUFFIX) and len(p.name) > len(self.DATABASE_SUFFIX)
+                      and not p.name.startswith(".") and p.is_file())
+
+    def has_databases(self) -> bool:
+        """Whether this is a merged split: ``databases/`` holds at least one ``<db_id>.sqlite``."""
+        return bool(self.db_ids())
+
+    @staticmethod
+    def check_db_id(db_id: Any, where: str = "") -> str:
+        """``db_id`` if it can name a file of ``databases/`` (a non-empty string without path
+        separators, not starting with "."), else a :class:`UserError`."""
+        ok = isinstance(db_id, str) and db_id.strip() == db_id and bool(db_id) and not db_id.startswith(".") \
+            and not any(c in db_id for c in ("/", "\\", "\0", os.sep))
+        if not ok:
+            raise UserError(f"{where + ': ' if where else ''}db_id {db_id!r} cannot name a database file",
+                            fix="use the database's name: no path separators, not starting with '.'")
+        return db_id
+
+    def database_for(self, db_id: str | None) -> Path:
+        """The database file of a sample whose ``metadata["db_id"]`` is ``db_id``:
+        ``databases/<db_id>.sqlite``, or ``database.sqlite`` when ``db_id`` is None.
+
+        A split without ``databases/`` holds one database, which every db_id names (a split built
+        from one database of a multi-database dataset keeps the db_id in its samples). A db_id
+        whose file is missing is a :class:`UserError` naming the split, the db_id and the fix."""
+        if db_id is None:
+            return self.database_path
+        self.check_db_id(db_id, where=f"split {self.root}")
+        path = self.databases_path / f"{db_id}{self.DATABASE_SUFFIX}"
+        if path.is_file():
+            return path
+        held = self.db_ids()
+        if not held and self.database_path.is_file():
+            return self.database_path
+        if held:
+            raise UserError(f"split {self.root} has no database for db_id {db_id!r}: {path} does not exist "
+                            f"(its {self.DATABASES}/ holds {', '.join(held)})",
+                            fix=f"copy the database to {self.DATABASES}/{db_id}{self.DATABASE_SUFFIX} "
+                                "or rebuild the split")
+        raise UserError(f"split {self.root} has no database for db_id {db_id!r}: neither {path} "
+                        f"nor {self.database_path} exists",
+                        fix=f"copy the database to {self.DATABASES}/{db_id}{self.DATABASE_SUFFIX} "
+                            "or rebuild the split (its databases are copied in)")
 
     def samples(self) -> list[Any]:
         """Every sample of ``samples.jsonl`` (a bad row is a :class:`UserError` naming it)."""

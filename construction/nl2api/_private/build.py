@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 import sqlglot
 from pydantic import ConfigDict, Field
@@ -19,16 +20,16 @@ from benchsmith.schemas import (
     UserError, Verification, file_sha256, iter_jsonl_lenient, read_json, samples_content_hash, write_json, write_jsonl,
 )
 
-from .compare import multiset_equal, ordered_equal
-from .converter import REASONS, Rejection, convert
+from .converter import Conversion
 from .database import DESCRIPTIONS_FIX, DESCRIPTIONS_SHAPE, Database
-from .rest import column_json_types, make_endpoint, rename_endpoint_params, run_endpoint
+from .pairwork import BATCH, Journal, fingerprint, run_pairs, run_pool, run_ray, run_serial
+from .reasons import REASONS, Rejection
+from .rest import rename_endpoint_params
 from .runtime import Binding, slot_bindings
 from .styles import (
     obfuscate_bindings, obfuscate_call, obfuscate_tool, obfuscation_map, reduce_universe, sel_toolset, slot_tools,
-    to_sel_call,
 )
-from .verify import ChainRun, execute_sql, run_and_check
+from .verify import run_and_check
 
 Style = Literal["slot", "sel", "rest"]
 STYLES = ("slot", "sel", "rest")
@@ -50,7 +51,8 @@ class Pair(StrictModel):
 class BuildOptions:
     style: Style = "slot"
     obfuscate: bool = False
-    tool_universe: int | None = None
+    # candidate tools per sample: a count (12) or a fraction of the full set (0.25); gold tools always kept
+    tool_universe: int | float | None = None
     seed: int = 0
     timeout_s: float = 10.0
     copy_db: bool = True
@@ -58,16 +60,21 @@ class BuildOptions:
     version: str = "1.0.0"
     descriptions: str | Path | None = None  # JSON {table: {column: text}}; default: <db>.descriptions.json
     allow_empty: bool = False  # write a split even when nothing verifies (default: UserError, out_dir untouched)
+    workers: int = 1  # processes converting and verifying pairs (results identical, in input order)
+    ray: str | None = None  # run the pairs as Ray tasks: "local", "auto" or a cluster address
+    db_id: str | None = None  # the dataset database this split is built from (multi-database datasets)
+    progress: Any = None  # called with the number of pairs just finished
 
 
 @dataclass
 class _Accepted:
     line: int
     pair: Pair
-    conv: Any
-    run: ChainRun  # the proof of verification; nothing is written without one
+    result: dict[str, Any]  # process_pair's verified result: nothing is written without one
+    conv: Conversion
+    rows: list[tuple]
     calls: list[ToolCall]
-    tools: list[Tool]
+    tools: list[Tool] = field(default_factory=list)
     bindings: dict[str, Any] = field(default_factory=dict)
 
 
@@ -89,47 +96,180 @@ def _difficulty(features: set[str], n_calls: int) -> str:
     return "simple"
 
 
+def universe_size(spec: int | float, n_tools: int) -> int:
+    """Candidate tools for a universe spec: a count, or a fraction (0 < f <= 1) of ``n_tools``.
+
+    >>> universe_size(12, 40), universe_size(0.25, 40), universe_size(1.0, 40)
+    (12, 10, 40)
+    """
+    if isinstance(spec, float) and spec <= 1.0:
+        if spec <= 0:
+            raise UserError(f"tool universe fraction {spec} is not in (0, 1]", fix="e.g. --tool-universe 0.25")
+        return max(1, round(spec * n_tools))
+    if isinstance(spec, float) and not spec.is_integer():
+        raise UserError(f"tool universe {spec} is neither a count nor a fraction in (0, 1]",
+                        fix="e.g. --tool-universe 12 or --tool-universe 0.25")
+    if int(spec) < 1:
+        raise UserError(f"tool universe {spec} is not a positive count", fix="e.g. --tool-universe 12 or 0.25")
+    return int(spec)
+
+
+def parse_universe(text: str) -> int | float:
+    """``--tool-universe`` text: ``12`` (a count) or ``0.25`` (a fraction of the full tool set)."""
+    try:
+        value: int | float = int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            raise UserError(f"tool universe {text!r} is neither a count nor a fraction",
+                            fix="e.g. --tool-universe 12 or --tool-universe 0.25") from None
+    universe_size(value, 1)  # validates
+    return value
+
+
+def universe_label(spec: int | float) -> str:
+    return f"universe-{spec:g}" if isinstance(spec, float) else f"universe-{spec}"
+
+
+def _pairs(pairs_path: str | Path) -> tuple[list[tuple[int, Pair]], list[Any]]:
+    return iter_jsonl_lenient(pairs_path, Pair)
+
+
+def _collect(db: Database, db_path: Path, pairs_path: Path, out: Path, opts: BuildOptions,
+             rows: list[tuple[int, Pair]], rejections: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], Journal, int]:
+    """Every pair's result by line: from the journal of an earlier (killed) build of the same
+    inputs, the rest converted and verified now (serially, in a process pool or on Ray)."""
+    seen: set[str] = set()
+    items: list[tuple[int, dict[str, Any]]] = []
+    for line, pair in rows:
+        pid = pair.id or f"line-{line}"
+        if pid in seen:
+            rejections.append({"id": pid, "line": line, "code": "duplicate_id", "message": f"duplicate_id: id {pid} appears more than once",
+                               "question": pair.question, "sql": pair.sql})
+            continue
+        seen.add(pid)
+        items.append((line, pair.model_dump()))
+    journal = Journal(out, fingerprint(db_path, Path(pairs_path), opts.style, opts.timeout_s, db.descriptions))
+    desc_json = json.dumps(db.descriptions) if db.descriptions else None
+    todo = sum(1 for line, _ in items if line not in journal.done)
+    resumed = len(items) - todo
+    if opts.ray:
+        runner = lambda todo_items: run_ray(opts.ray, str(db_path), opts.timeout_s, desc_json, opts.style,  # noqa: E731
+                                            todo_items, max(1, opts.workers))
+    elif opts.workers > 1 and todo > BATCH:
+        runner = lambda todo_items: run_pool(str(db_path), opts.timeout_s, desc_json, opts.style,  # noqa: E731
+                                             todo_items, opts.workers)
+    else:
+        runner = lambda todo_items: run_serial(db, opts.style, todo_items)  # noqa: E731
+    return run_pairs(journal, items, runner, opts.progress), journal, resumed
+
+
 def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path,
                 options: BuildOptions | None = None) -> dict[str, Any]:
     """Convert and verify every pair; write ``samples.jsonl``, ``tools.json``, ``report.json``,
-    ``manifest.json`` (and ``endpoints.json`` for REST) to ``out_dir``. Returns the report."""
+    ``manifest.json`` (and ``endpoints.json`` for REST) to ``out_dir``. Returns the report.
+
+    Pairs finished by a killed build of the same inputs into the same ``out_dir`` are taken from
+    its journal (``.journal.jsonl``) instead of being converted again."""
     opts = options or BuildOptions()
+    return build_universes(db_path, pairs_path, out_dir, opts, None)[0]
+
+
+def build_universes(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path, options: BuildOptions,
+                    sizes: Sequence[int | float] | None) -> list[dict[str, Any]]:
+    """Convert and verify once; write one split per tool-universe size in ``sizes`` (each in
+    ``out_dir/universe-<size>``), or one split with ``options.tool_universe`` when ``sizes`` is None."""
+    opts = options
     if opts.style not in STYLES:
         raise UserError(f"unknown style {opts.style!r}", fix=f"use one of {', '.join(STYLES)}")
+    if opts.workers < 1:
+        raise UserError(f"--workers must be at least 1, got {opts.workers}", fix="e.g. --workers 2")
     started = time.perf_counter()
     descriptions = read_json(opts.descriptions, DESCRIPTIONS_SHAPE, fix=DESCRIPTIONS_FIX) if opts.descriptions else None
     db = Database(db_path, timeout_s=opts.timeout_s, descriptions=descriptions)
-    rows, bad_rows = iter_jsonl_lenient(pairs_path, Pair)
-    out = Path(out_dir)
-    rejections: list[dict[str, Any]] = [
-        {"id": None, "line": e.line, "code": "invalid_row", "message": e.message} for e in bad_rows]
-    accepted: list[_Accepted] = []
-    seen: set[str] = set()
-    taken_names: set[str] = set()
-    endpoints: dict[str, Any] = {}
-    for line, pair in rows:
-        pid = pair.id or f"line-{line}"
-        try:
-            if pid in seen:
-                raise Rejection("duplicate_id", f"id {pid} appears more than once")
-            seen.add(pid)
-            conv = _convert_safely(db, pair.sql)  # parses first: only SQL the converter took is executed
-            expected = execute_sql(db, pair.sql)
-            if not expected:
-                raise Rejection("empty_result", "the SQL returns no rows")
-            run = run_and_check(db, conv.setup, conv.calls, expected, conv.ordered, observe=True, sql=pair.sql)
-            accepted.append(_style(db, opts, line, pair, conv, run, expected, taken_names, endpoints))
-        except Rejection as rej:
-            rejections.append({"id": pid, "line": line, "code": rej.code, "message": str(rej),
-                               "question": pair.question, "sql": pair.sql})
-    if opts.style == "rest":
-        universe = [a.tools[0] for a in accepted]
+    try:
+        rows, bad_rows = _pairs(pairs_path)
+        out = Path(out_dir)
+        existed = out.exists()
+        rejections: list[dict[str, Any]] = [
+            {"id": None, "line": e.line, "code": "invalid_row", "message": e.message} for e in bad_rows]
+        results, journal, resumed = _collect(db, Path(db_path), Path(pairs_path), out, opts, rows, rejections)
+        by_line = {line: pair for line, pair in rows}
+        accepted: list[_Accepted] = []
+        for line in sorted(results):
+            res, pair = results[line], by_line[line]
+            if res["status"] != "accepted":
+                rejections.append({"id": pair.id or f"line-{line}", "line": line, "code": res["code"],
+                                   "message": res["message"], "question": pair.question, "sql": pair.sql})
+                continue
+            c = res["conv"]
+            conv = Conversion([ToolCall.model_validate(x) for x in c["setup"]], [ToolCall.model_validate(x) for x in c["calls"]],
+                              "", c["ordered"], set(c["features"]))
+            accepted.append(_Accepted(line, pair, res, conv, [tuple(r) for r in res["rows"]],
+                                      [ToolCall.model_validate(x) for x in res["calls"]]))
+        total = len(rows) + len(bad_rows)
+        if not accepted and not opts.allow_empty:
+            codes: dict[str, int] = {}
+            for r in rejections:
+                codes[r["code"]] = codes.get(r["code"], 0) + 1
+            why = ", ".join(f"{k}={v}" for k, v in sorted(codes.items())) or "the pairs file has no rows"
+            journal.remove()
+            if not existed:
+                shutil.rmtree(out, ignore_errors=True)
+            raise UserError(f"nothing verified: 0 of {total} pairs in {pairs_path} verified "
+                            f"(rejected: {why}); {out} was left untouched",
+                            fix="check --pairs (JSONL of {question, sql}) and --db")
+        _tools_for(accepted, opts)
+        reports = []
+        for size in (sizes if sizes else [opts.tool_universe]):
+            target = out / universe_label(size) if sizes else out
+            o = replace(opts, tool_universe=size)
+            reports.append(_write_split(db, Path(db_path), Path(pairs_path), target, o, accepted, list(rejections),
+                                        total, started, resumed))
+        return reports
+    finally:
+        db.close()
+
+
+def _tools_for(accepted: list[_Accepted], opts: BuildOptions) -> None:
+    """Each sample's tool set. The extended tier (joining, combining, ranking derived data) is in
+    the universe of every sample of a split where any gold sequence needs it, never per sample."""
+    extended = any(a.result.get("extended") for a in accepted)
+    if opts.style == "slot":
+        for a in accepted:
+            a.tools = slot_tools(a.result["columns"], a.result["descriptions"], extended=extended)
+            a.bindings = slot_bindings()
+    elif opts.style == "sel":
+        for a in accepted:
+            a.tools, a.bindings = sel_toolset(a.result["columns"], a.result["descriptions"], extended=extended)
+    else:
+        taken: set[str] = set()
+        universe = []
+        for a in accepted:
+            tool = Tool.model_validate(a.result["rest"]["tool"])
+            base, name, k = tool.name, tool.name, 2
+            while name in taken:  # endpoint names are unique within the split, first come first named
+                name, k = f"{base}_{k}", k + 1
+            taken.add(name)
+            if name != tool.name:
+                tool = tool.model_copy(update={"name": name, "rest": tool.rest.model_copy(update={"path": f"/v1/{name}"})})
+            a.result["rest"]["name"] = name
+            a.calls = [ToolCall(name=name, arguments=a.result["rest"]["args"], label="result_1")]
+            a.tools = [tool]
+            universe.append(tool)
         for a in accepted:
             a.tools = universe
+
+
+def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts: BuildOptions,
+                 accepted: list[_Accepted], rejections: list[dict[str, Any]], total: int, started: float,
+                 resumed: int) -> dict[str, Any]:
     mapping = obfuscation_map([t for a in accepted for t in a.tools]) if opts.obfuscate else None
     created = datetime.now(timezone.utc)
     versions = _versions()
     samples: list[Sample] = []
+    endpoints: dict[str, Any] = {}
     for a in accepted:
         calls, tools = a.calls, a.tools
         if mapping is not None:
@@ -137,44 +277,44 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
             tools = [obfuscate_tool(t, mapping) for t in tools]
             if opts.style != "rest":  # prove the obfuscated sequence still runs and matches
                 try:
-                    run_and_check(db, a.conv.setup, calls, a.run.rows, a.conv.ordered,
+                    run_and_check(db, a.conv.setup, calls, a.rows, a.conv.ordered,
                                   bindings=obfuscate_bindings(a.bindings, mapping), sql=a.pair.sql)
                 except Rejection as rej:
                     rejections.append({"id": a.pair.id or f"line-{a.line}", "line": a.line, "code": rej.code,
                                        "message": f"obfuscated: {rej}", "question": a.pair.question, "sql": a.pair.sql})
                     continue
         if opts.tool_universe:
-            tools = reduce_universe(tools, {c.name for c in calls}, opts.tool_universe, f"{opts.seed}:{a.pair.id or a.line}")
-        observations = a.run.observations if opts.style != "rest" else [
-            {"columns": None, "rows": [list(r) for r in a.run.rows]}]
+            size = universe_size(opts.tool_universe, len(tools))
+            tools = reduce_universe(tools, {c.name for c in calls}, size, f"{opts.seed}:{a.pair.id or a.line}")
+        if opts.style == "rest":
+            endpoints[a.result["rest"]["name"]] = a.result["rest"]["endpoint"]
+        observations = a.result["observations"] if opts.style != "rest" else [
+            {"columns": None, "rows": [list(r) for r in a.rows]}]
         gold = [Step(call=c, observation=o) for c, o in zip(calls, observations)]
+        metadata_: dict[str, Any] = {"sql": a.pair.sql, "pair_line": a.line}
+        if opts.db_id or a.pair.db_id:
+            metadata_["db_id"] = opts.db_id or a.pair.db_id
         samples.append(Sample(
             query=a.pair.question, context=a.pair.evidence, tools=tools,
             setup=a.conv.setup if opts.style != "rest" else [],
             gold=gold,
-            answer=ExactAnswer(value=[list(r) for r in a.run.rows], ordered=a.conv.ordered),
-            categories=["nl2api", opts.style, *sorted(a.conv.features)],
+            answer=ExactAnswer(value=[list(r) for r in a.rows], ordered=a.conv.ordered),
+            # a dataset's own difficulty (BIRD: simple / moderate / challenging) stays a category
+            categories=["nl2api", opts.style, *sorted(a.conv.features),
+                        *([f"difficulty:{a.pair.difficulty}"] if a.pair.difficulty else [])],
             difficulty=a.pair.difficulty or _difficulty(a.conv.features, len(a.conv.calls)),
-            provenance=Provenance(source=f"{Path(db_path).name}+{Path(pairs_path).name}", source_id=a.pair.id or f"line-{a.line}",
+            provenance=Provenance(source=f"{db_path.name}+{pairs_path.name}", source_id=a.pair.id or f"line-{a.line}",
                                   method=f"nl2api.{opts.style}", versions=versions, seed=opts.seed, created_at=created,
                                   params={"obfuscate": opts.obfuscate, "tool_universe": opts.tool_universe}),
             verification=Verification(status="verified", method="execution-match", verified_at=created, checks=[
-                CheckResult(name="sql_executes", ok=True, reason=f"{len(a.run.rows)} rows"),
+                CheckResult(name="sql_executes", ok=True, reason=f"{len(a.rows)} rows"),
                 CheckResult(name="chain_executes", ok=True, reason=f"{len(calls)} calls"),
                 CheckResult(name="result_matches", ok=True,
                             reason="ordered match" if a.conv.ordered else "multiset match"),
                 CheckResult(name="limit_deterministic", ok=True, reason="no ties across LIMIT")],
                 details={"ordered": a.conv.ordered}),
-            metadata={"sql": a.pair.sql, "pair_line": a.line},
+            metadata=metadata_,
         ))
-    if not samples and not opts.allow_empty:
-        codes: dict[str, int] = {}
-        for r in rejections:
-            codes[r["code"]] = codes.get(r["code"], 0) + 1
-        why = ", ".join(f"{k}={v}" for k, v in sorted(codes.items())) or "the pairs file has no rows"
-        raise UserError(f"nothing verified: 0 of {len(rows) + len(bad_rows)} pairs in {pairs_path} verified "
-                        f"(rejected: {why}); {out} was left untouched",
-                        fix="check --pairs (JSONL of {question, sql}) and --db")
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "samples.jsonl", samples)
     universe: dict[str, Tool] = {}
@@ -209,69 +349,36 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
     counts: dict[str, int] = {}
     for r in rejections:
         counts[r["code"]] = counts.get(r["code"], 0) + 1
-    total = len(rows) + len(bad_rows)
     report = {
         "total": total, "verified": len(samples), "rejected": dict(sorted(counts.items())),
         "verified_rate": round(len(samples) / total, 4) if total else 0.0,
         "style": opts.style, "obfuscated": opts.obfuscate, "tool_universe": opts.tool_universe,
         "db": str(db_path), "pairs": str(pairs_path), "seconds": round(time.perf_counter() - started, 3),
+        "workers": opts.workers, "ray": opts.ray, "resumed_pairs": resumed,
         "reasons": {code: REASONS[code] for code in counts},
         "rejections": sorted(rejections, key=lambda r: r["line"]),
         # views of the database that cannot be read (e.g. over a dropped table): not part of the schema
         "skipped_views": dict(db.skipped),
     }
+    if opts.db_id:
+        report["db_id"] = opts.db_id
     write_json(out / "report.json", report)
     files.append("report.json")
+    extra: dict[str, Any] = {"style": opts.style, "obfuscated": opts.obfuscate, "tool_universe": opts.tool_universe}
+    if opts.db_id:
+        extra["db_id"] = opts.db_id
     manifest = SplitManifest(
-        name=opts.name or f"{Path(db_path).stem}-{opts.style}", version=opts.version, created_at=created,
-        description=f"NL2API {opts.style.upper()} split built from {Path(pairs_path).name} over {Path(db_path).name}; "
+        name=opts.name or f"{db_path.stem}-{opts.style}", version=opts.version, created_at=created,
+        description=f"NL2API {opts.style.upper()} split built from {pairs_path.name} over {db_path.name}; "
                     "every gold sequence verified by execution against the SQL",
         sample_count=len(samples), files={f: file_sha256(out / f) for f in files},
         content_hash=samples_content_hash([s.id for s in samples]),
         provenance=Provenance(source=str(pairs_path), method=f"nl2api.{opts.style}", versions=versions,
                               seed=opts.seed, created_at=created, params={"db": str(db_path)}),
-        extra={"style": opts.style, "obfuscated": opts.obfuscate, "tool_universe": opts.tool_universe},
+        extra=extra,
     )
     write_json(out / "manifest.json", manifest.model_dump(mode="json"))
-    db.close()
     return report
-
-
-def _convert_safely(db: Database, sql: str) -> Any:
-    """Convert; a converter crash on one pair becomes that pair's rejection, not the batch's end.
-    The SQL of a pair the converter refused or crashed on is never executed."""
-    try:
-        return convert(db, sql)
-    except Rejection:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any converter fault is contained to its pair
-        if isinstance(exc, (KeyboardInterrupt, MemoryError)):
-            raise
-        raise Rejection("unsupported_expression", f"converter failed: {type(exc).__name__}: {exc}") from None
-
-
-def _style(db: Database, opts: BuildOptions, line: int, pair: Pair, conv: Any, run: ChainRun,
-           expected: list[tuple], taken: set[str], endpoints: dict[str, Any]) -> _Accepted:
-    if opts.style == "slot":
-        return _Accepted(line, pair, conv, run, list(conv.calls), slot_tools(run.columns, run.descriptions),
-                         slot_bindings())
-    if opts.style == "sel":
-        tools, bindings = sel_toolset(run.columns, run.descriptions)
-        calls = [to_sel_call(c) for c in conv.calls]
-        sel_run = run_and_check(db, conv.setup, calls, expected, conv.ordered, bindings=bindings, observe=True,
-                                sql=pair.sql)
-        return _Accepted(line, pair, conv, sel_run, calls, tools, bindings)
-    tool, endpoint, gold_args = make_endpoint(conv, taken, column_json_types(db, conv.setup))
-    result = run_endpoint(db, endpoint, gold_args)
-    rest_rows = [tuple(r) for r in result["rows"]]
-    # the endpoint must reproduce the SQL's answer with the gold arguments
-    same = ordered_equal(expected, rest_rows) if conv.ordered else multiset_equal(expected, rest_rows)
-    if not same:
-        taken.discard(tool.name)
-        raise Rejection("result_mismatch", "REST endpoint result differs from the SQL")
-    endpoints[tool.name] = endpoint
-    call = ToolCall(name=tool.name, arguments=gold_args, label="result_1")
-    return _Accepted(line, pair, conv, run, [call], [tool])
 
 
 def default_pairs_path() -> Path:

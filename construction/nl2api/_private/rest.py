@@ -186,8 +186,11 @@ def rename_endpoint_params(endpoint: Mapping[str, Any], names: Mapping[str, str]
         if isinstance(value, list):
             return [walk(v) for v in value]
         return value
-    return {"setup": endpoint["setup"], "calls": walk(endpoint["calls"]),
-            "parameters": {names[k]: v for k, v in endpoint["parameters"].items()}}
+    renamed = {"setup": endpoint["setup"], "calls": walk(endpoint["calls"]),
+               "parameters": {names[k]: v for k, v in endpoint["parameters"].items()}}
+    if endpoint.get("db_id") is not None:  # a merged split's endpoint keeps its database
+        renamed["db_id"] = endpoint["db_id"]
+    return renamed
 
 
 def run_endpoint(db: Database, endpoint: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
@@ -207,14 +210,18 @@ def run_endpoint(db: Database, endpoint: Mapping[str, Any], args: Mapping[str, A
 
 
 def create_app(split_dir: str) -> Any:
-    """A FastAPI app serving every endpoint of a REST split (GET, typed query parameters)."""
+    """A FastAPI app serving every endpoint of a REST split (GET, typed query parameters).
+
+    Each endpoint runs on ``database.sqlite``, or, in a merged split, on the database its
+    ``endpoints.json`` entry names (``databases/<db_id>.sqlite``); every database is opened and
+    checked before the app is made."""
     from pathlib import Path
     from typing import Annotated
 
     from fastapi import FastAPI, HTTPException, Query
     from pydantic import Field, create_model
 
-    from benchsmith.schemas import Tool, UserError, read_json
+    from benchsmith.schemas import Split, Tool, UserError, read_json
 
     root = Path(split_dir)
     manifest = read_manifest(root / "manifest.json")
@@ -227,13 +234,29 @@ def create_app(split_dir: str) -> Any:
     if without:
         raise UserError(f"{root / 'tools.json'} has no REST tool {without[0]!r} for its endpoint in endpoints.json",
                         fix="rebuild the split with benchsmith nl2api build --style rest")
-    db = Database(root / "database.sqlite", check=True)
+    split = Split(root)
+    opened: dict[Path, Database] = {}
+
+    def database(name: str, endpoint: Mapping[str, Any]) -> Database:
+        db_id = endpoint.get("db_id")
+        if db_id is None and not split.has(Split.DATABASE) and split.has_databases():
+            raise UserError(f"{root / 'endpoints.json'}: endpoint {name!r} names no db_id, and this split has "
+                            f"several databases ({', '.join(split.db_ids())}) but no database.sqlite",
+                            fix="rebuild the split with benchsmith nl2api build --style rest")
+        path = split.database_for(db_id)
+        if path not in opened:
+            opened[path] = Database(path, check=True)
+        return opened[path]
+
+    if split.has(Split.DATABASE) or not split.has_databases():
+        database("", {})  # the split's own database, opened and checked first (a missing one is a UserError)
+    dbs = {name: database(name, endpoint) for name, endpoint in endpoints.items()}
     app = FastAPI(title=f"benchsmith REST split {manifest.name}", version=manifest.version)
     # integers SQLite can hold: a larger one is the caller's mistake (422), not a server error
     pytypes: dict[str, Any] = {"integer": Annotated[int, Field(ge=INT64[0], le=INT64[1])], "number": float,
                                "string": str, "boolean": bool}
 
-    def answer(ep: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    def answer(db: Database, ep: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
         try:
             return run_endpoint(db, ep, args)
         except (ToolError, ValueError, OverflowError) as exc:  # the caller's bad input
@@ -251,18 +274,18 @@ def create_app(split_dir: str) -> Any:
                 fields[pname] = (pytypes[spec["type"]], ...)
         model = create_model(f"Params_{name}", **fields) if fields else None
 
-        def handler_factory(ep: Mapping[str, Any], model: Any) -> Any:
+        def handler_factory(db: Database, ep: Mapping[str, Any], model: Any) -> Any:
             if model is None:
                 def handler() -> dict[str, Any]:
-                    return answer(ep, {})
+                    return answer(db, ep, {})
                 return handler
 
             def handler(params):  # type: ignore[no-untyped-def]
-                return answer(ep, params.model_dump())
+                return answer(db, ep, params.model_dump())
             # real objects, not strings: the model is local to this function
             handler.__annotations__ = {"params": Annotated[model, Query()], "return": dict}
             return handler
 
-        app.add_api_route(tools[name].rest.path, handler_factory(endpoint, model), methods=["GET"],
+        app.add_api_route(tools[name].rest.path, handler_factory(dbs[name], endpoint, model), methods=["GET"],
                           name=name, summary=tools[name].description, operation_id=name)
     return app

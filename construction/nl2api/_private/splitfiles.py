@@ -6,6 +6,7 @@ never a ``KeyError`` or ``AttributeError`` later on.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,6 +57,8 @@ class EndpointSpec(StrictModel):
     setup: list[ToolCall]
     calls: list[ToolCall] = Field(min_length=1)
     parameters: dict[str, ParameterSpec]
+    #: the database the endpoint runs on in a merged split (``databases/<db_id>.sqlite``)
+    db_id: str | None = None
 
 
 def read_manifest(path: str | Path) -> ManifestHead:
@@ -78,7 +81,11 @@ class SplitTools:
     """A built split's executable tools: its SEL bindings (``toolset.json``, None for SLOT), its REST
     endpoints (``endpoints.json``, empty unless REST) and its database, opened read-only at once
     (``check`` runs SQLite's quick_check first), so a broken split fails before anything runs.
-    ``database`` names another database file (a split built without copying its own)."""
+    ``database`` names another database file (a split built without copying its own).
+
+    A merged split (``databases/<db_id>.sqlite``, see :class:`~benchsmith.schemas.Split`) has one
+    database per db_id: :meth:`db_for` opens each once (checked like the default one), and
+    :attr:`db` is a :class:`UserError` there unless the split also has ``database.sqlite``."""
 
     def __init__(self, root: str | Path, *, database: str | Path | None = None, check: bool = False) -> None:
         from benchsmith.schemas import Split
@@ -86,12 +93,18 @@ class SplitTools:
         from .database import Database
 
         split = Split(root)
+        self.split = split
         self.root = split.root
         self.bindings = read_toolset(split.toolset_path) if split.has(Split.TOOLSET) else None
         self.endpoints: dict[str, Any] = read_endpoints(split.endpoints_path) if split.has(Split.ENDPOINTS) else {}
         self.database_path = Path(database) if database is not None else split.database_path
         self._check = check
-        self._db: Any = Database(self.database_path, check=check)
+        self._dbs: dict[str, Any] = {}  # db_id -> Database (merged splits)
+        self._lock = threading.Lock()
+        # a merged split without database.sqlite has no default database to open
+        self._has_databases = split.has_databases()
+        self._merged_only = database is None and not split.has(Split.DATABASE) and self._has_databases
+        self._db: Any = None if self._merged_only else Database(self.database_path, check=check)
 
     @property
     def db(self) -> Any:
@@ -99,10 +112,36 @@ class SplitTools:
         if self._db is None:
             from .database import Database
 
+            if self._merged_only:
+                from benchsmith.schemas import UserError
+
+                raise UserError(f"this split has several databases ({self.root}/{self.split.DATABASES}/: "
+                                f"{', '.join(self.split.db_ids())}) and no {self.split.DATABASE}; "
+                                "there is no single database to run on",
+                                fix="run each sample on its own database: db_for(sample.metadata['db_id'])")
             self._db = Database(self.database_path, check=self._check)
         return self._db
 
+    def db_for(self, db_id: str | None) -> Any:
+        """The read-only :class:`Database` of the samples whose ``metadata["db_id"]`` is ``db_id``
+        (the default :attr:`db` for None, and for any db_id of a split without ``databases/``);
+        opened once, checked like the default one. A db_id without a file is a ``UserError``."""
+        if db_id is None or not self._has_databases:
+            return self.db
+        path = self.split.database_for(db_id)
+        with self._lock:
+            db = self._dbs.get(db_id)
+            if db is None:
+                from .database import Database
+
+                db = self._dbs[db_id] = Database(path, check=self._check)
+            return db
+
     def close(self) -> None:
+        with self._lock:
+            dbs, self._dbs = list(self._dbs.values()), {}
+        for db in dbs:
+            db.close()
         if self._db is not None:
             self._db.close()
             self._db = None
