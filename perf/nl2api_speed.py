@@ -1,18 +1,20 @@
 """Speed of NL2API convert+verify on the embedded default pairs, measured side by side.
 
 Prints, in one run: plain SQL execution time per pair, convert+verify time per pair (parse,
-convert, execute the SQL, execute the tool sequence, compare), their ratio, and
-pairs/second for convert+verify in one process and in two worker processes.
+convert, execute the SQL, execute the tool sequence, compare), their ratio; then whole builds
+(``build_split``: convert, verify, observations, journal, write) of the default pairs repeated to
+at least 5,000 in one process, in N worker processes and as Ray tasks in Ray local mode, with
+pairs/s, pairs/s per core, whether the samples are identical, and Ray's time against the pool's.
 
-    python perf/nl2api_speed.py [--rounds 20]
+    python perf/nl2api_speed.py [--rounds 20] [--pairs 5000] [--workers 2] [--no-ray]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,19 +47,76 @@ def convert_verify(db: Database, sqls: list[str]) -> int:
     return ok
 
 
-def _worker(args: tuple[str, list[str], int]) -> int:
-    path, sqls, rounds = args
-    db = Database(path)
-    done = 0
-    for _ in range(rounds):
-        convert_verify(db, sqls)
-        done += len(sqls)
-    return done
+def _duplicated_pairs(target: int, path: Path) -> int:
+    """The default pairs repeated (fresh ids) until there are at least ``target``; returns the count."""
+    rows = [json.loads(line) for line in Path(default_pairs_path()).read_text("utf-8").splitlines() if line.strip()]
+    out, k = [], 0
+    while len(out) < target:
+        for row in rows:
+            out.append({**row, "id": f"{row.get('id') or 'pair'}-copy{k}"})
+        k += 1
+    path.write_text("".join(json.dumps(r) + "\n" for r in out), "utf-8")
+    return len(out)
+
+
+def _content(out: Path) -> list:
+    rows = []
+    for line in (out / "samples.jsonl").read_text("utf-8").splitlines():
+        s = json.loads(line)
+        rows.append((s["id"], s["gold"], s["answer"]))
+    return rows
+
+
+def builds(n_target: int, workers: int, ray: bool) -> None:
+    """Whole builds (convert, verify, observations, write) of >= n_target pairs: 1 process,
+    ``workers`` processes and Ray local mode with ``workers`` CPUs, side by side."""
+    from benchsmith.construction.nl2api import BuildOptions, build_split
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        pairs = root / "pairs.jsonl"
+        n = _duplicated_pairs(n_target, pairs)
+        db = chinook_db()
+        results = {}
+        for label, opts in (("1 process", BuildOptions(workers=1)),
+                            (f"{workers} processes", BuildOptions(workers=workers))):
+            t0 = time.perf_counter()
+            report = build_split(db, pairs, root / label.replace(" ", "_"), opts)
+            results[label] = (time.perf_counter() - t0, report, root / label.replace(" ", "_"))
+        if ray:
+            try:
+                import ray as ray_mod
+            except ImportError:
+                print("Ray local: skipped (pip install 'benchsmith[ray]')")
+                ray_mod = None
+            if ray_mod is not None:
+                t0 = time.perf_counter()
+                ray_mod.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+                start_s = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                report = build_split(db, pairs, root / "ray", BuildOptions(workers=workers, ray="auto"))
+                results[f"Ray local ({workers} CPUs)"] = (time.perf_counter() - t0, report, root / "ray")
+                ray_mod.shutdown()
+                print(f"Ray local start-up: {start_s:.1f} s (not counted below)")
+        base = _content(results["1 process"][2])
+        print(f"whole builds of {n} pairs (the {len(load_pairs())} default pairs repeated), cores: {os.cpu_count()}:")
+        for label, (secs, report, out) in results.items():
+            same = "identical" if _content(out) == base else "DIFFERENT"
+            cores = 1 if label == "1 process" else workers
+            print(f"  {label:22s} {secs:7.2f} s  {n / secs:8.1f} pairs/s  {n / secs / cores:8.1f} pairs/s/core  "
+                  f"verified {report['verified']}  samples {same} to 1 process")
+        pool = results[f"{workers} processes"][0]
+        for label, (secs, _, _) in results.items():
+            if label.startswith("Ray"):
+                print(f"  Ray local / process pool time: {secs / pool:.2f}x")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--pairs", type=int, default=5000, help="pairs in the whole-build comparison")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--no-ray", action="store_true")
     args = ap.parse_args()
     path = str(chinook_db())
     db = Database(path)
@@ -78,12 +137,7 @@ def main() -> None:
     print(f"plain SQL execution:   {t_plain / n * 1e3:8.3f} ms/pair  {n / t_plain:8.1f} pairs/s")
     print(f"convert + verify:      {t_conv / n * 1e3:8.3f} ms/pair  {n / t_conv:8.1f} pairs/s (1 process)")
     print(f"cost ratio (convert+verify / plain SQL): {t_conv / t_plain:.2f}x")
-    workers = 2
-    t0 = time.perf_counter()
-    with mp.get_context("spawn").Pool(workers) as pool:
-        done = sum(pool.map(_worker, [(path, sqls, args.rounds)] * workers))
-    elapsed = time.perf_counter() - t0
-    print(f"convert + verify:      {done / elapsed:8.1f} pairs/s ({workers} processes, incl. start-up)")
+    builds(args.pairs, args.workers, not args.no_ray)
 
 
 if __name__ == "__main__":

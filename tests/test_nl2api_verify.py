@@ -48,3 +48,42 @@ def test_without_the_sql_any_order_difference_is_rejected(db):
     with pytest.raises(Rejection) as err:
         run_and_check(db, SETUP, chain, expected, True)
     assert err.value.code == "order_mismatch"
+
+
+# ---- float noise in ORDER BY keys --------------------------------------------------------------
+@pytest.fixture()
+def noisy(tmp_path):
+    """Group sums that differ only by float noise: 0.1 + 0.2 (0.30000000000000004) against 0.3."""
+    import sqlite3
+
+    from benchsmith.construction.nl2api import Database
+
+    path = tmp_path / "noisy.sqlite"
+    con = sqlite3.connect(path)
+    con.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY, g TEXT, x REAL);"
+                      "INSERT INTO t (g, x) VALUES ('a', 0.1), ('a', 0.2), ('b', 0.3), ('c', 0.05);")
+    con.commit()
+    con.close()
+    db = Database(path)
+    yield db
+    db.close()
+
+
+def test_float_noise_ties_straddling_a_limit_are_ambiguous(noisy):
+    from benchsmith.construction.nl2api import Rejection, convert, execute_sql, run_and_check
+
+    sql = "SELECT g, SUM(x) AS s FROM t GROUP BY g ORDER BY s DESC LIMIT 1"
+    rows = execute_sql(noisy, sql)
+    assert rows[0][1] == 0.1 + 0.2 and rows[0][1] != 0.3  # the noise is real
+    conv = convert(noisy, sql)
+    with pytest.raises(Rejection) as err:
+        run_and_check(noisy, conv.setup, conv.calls, rows, conv.ordered, sql=sql)
+    assert err.value.code == "ambiguous_limit_ties"
+
+
+def test_float_noise_in_order_keys_counts_as_a_tie_without_a_limit(noisy):
+    from benchsmith.construction.nl2api._private.compare import tie_aware_equal
+
+    sql_rows = [(("a",), (0.30000000000000004,)), (("b",), (0.3,)), (("c",), (0.05,))]
+    assert tie_aware_equal(sql_rows, [("b",), ("a",), ("c",)])  # a and b tie within the tolerance
+    assert not tie_aware_equal(sql_rows, [("c",), ("a",), ("b",)])

@@ -8,11 +8,41 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from benchsmith.schemas import Sample, SplitManifest, UserError, file_sha256, samples_content_hash, write_json, write_jsonl
+from benchsmith.schemas import (
+    Sample, Split, SplitManifest, UserError, file_sha256, samples_content_hash, write_json, write_jsonl,
+)
 
 from .agreement import cohen_kappa, percent_agreement
 
 COPIED = ("tools.json", "toolset.json", "endpoints.json", "database.sqlite", "database.sqlite.descriptions.json")
+#: a merged split's databases (``databases/<db_id>.sqlite`` and their ``.descriptions.json``) and its
+#: per-database tool sets (``tools/<db_id>.json``), copied whole
+COPIED_FOLDERS = (Split.DATABASES, "tools")
+
+
+def copy_split_files(split: Path | None, out: Path) -> list[str]:
+    """Copy the source split's tools and databases (:data:`COPIED`, and every file of a merged
+    split's :data:`COPIED_FOLDERS`) into ``out``; the names written, relative to ``out`` with "/"."""
+    if split is None:
+        return []
+    written = []
+    for f in COPIED:
+        if (split / f).is_file() and (split / f).resolve() != (out / f).resolve():
+            shutil.copyfile(split / f, out / f)
+        if (out / f).is_file():
+            written.append(f)
+    for folder in COPIED_FOLDERS:
+        source = split / folder
+        if not source.is_dir():
+            continue
+        names = sorted(p.name for p in source.iterdir() if p.is_file() and not p.name.startswith("."))
+        if names:
+            (out / folder).mkdir(parents=True, exist_ok=True)
+        for name in names:
+            if (source / name).resolve() != (out / folder / name).resolve():
+                shutil.copyfile(source / name, out / folder / name)
+            written.append(f"{folder}/{name}")
+    return written
 
 
 def _version(previous: Path, content_hash: str) -> str:
@@ -100,13 +130,15 @@ def finalize(workspace: Any, out: str | Path, *, name: str | None = None) -> dic
     version = _version(out, samples_content_hash(s.id for s in accepted))
     write_jsonl(out / "samples.jsonl", accepted)
     split = workspace.split_dir()
-    for f in COPIED:
-        if split is not None and (split / f).is_file() and (split / f).resolve() != (out / f).resolve():
-            shutil.copyfile(split / f, out / f)
+    copied = copy_split_files(split, out)
     write_json(out / "datasheet.json", sheet)
     (out / "datasheet.md").write_text(datasheet_markdown(sheet, version), encoding="utf-8")
     files = {f: file_sha256(out / f) for f in ("samples.jsonl", "datasheet.json", "datasheet.md", *COPIED)
              if (out / f).is_file()}
+    files.update({f: file_sha256(out / f) for f in copied if f not in files})
+    extra: dict[str, Any] = {"datasheet": "datasheet.md"}
+    if Split(out).has_databases():  # a merged split: its samples run on databases/<db_id>.sqlite
+        extra["databases"] = Split(out).db_ids()
     src = workspace.store.get_meta("source") or {}
     manifest = SplitManifest(
         name=name or f"{(split.name if split else 'split')}-reviewed", version=version, created_at=now,
@@ -117,7 +149,7 @@ def finalize(workspace: Any, out: str | Path, *, name: str | None = None) -> dic
                     "params": {"workspace": str(workspace.folder), "final": sheet["final"],
                                "sources": [s["samples"] for s in workspace.sources()]}},
         parent=str(split / "manifest.json") if split and (split / "manifest.json").is_file() else None,
-        extra={"datasheet": "datasheet.md"})
+        extra=extra)
     write_json(out / "manifest.json", manifest)
     return {"out": str(out), "version": version, "accepted": len(accepted), "datasheet": sheet}
 

@@ -49,7 +49,10 @@ def environment_descriptor(sample: Sample, context: CheckContext) -> tuple[dict[
         return None, "no metadata.environment and the tools are not NL2API SLOT/SEL tools"
     if context.env.split is None:
         return None, "NL2API tools need their split folder and none was given (CheckContext.env.split / --split)"
-    return {"kind": "nl2api", "style": style}, ""
+    descriptor: dict[str, Any] = {"kind": "nl2api", "style": style}
+    if sample.metadata.get("db_id"):  # a merged split: the sample's own database
+        descriptor["db_id"] = sample.metadata["db_id"]
+    return descriptor, ""
 
 
 def _plain(value: Any) -> Any:

@@ -90,14 +90,15 @@ def check_samples(samples: str | os.PathLike[str] | Iterable[Sample | dict[str, 
     passed (``dedupe``; threshold ``context.near_dup_threshold``), and write ``accepted.jsonl``,
     ``error_pool.jsonl`` and ``check_summary.json`` into ``out_dir``.
 
-    Given a path inside a split folder (one with ``database.sqlite``) and a context without a split,
+    Given a path inside a split folder (one with ``database.sqlite`` or ``databases/``) and a context without a split,
     that folder is used as the split, so ``executability`` can replay NL2API samples. A bad input
     line is a ``UserError`` naming ``file:line``.
     """
     order = resolve_names(names)
     items, path = _load(samples)
     ctx = context if context is not None else CheckContext()
-    if path is not None and ctx.env.split is None and (path.parent / "database.sqlite").is_file():
+    if path is not None and ctx.env.split is None and ((path.parent / "database.sqlite").is_file()
+                                                        or (path.parent / "databases").is_dir()):
         ctx = replace(ctx, env=EnvContext(split=path.parent, extra=ctx.env.extra))
     now = datetime.now(timezone.utc)
     passing: list[tuple[Sample, list[CheckResult]]] = []

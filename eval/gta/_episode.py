@@ -54,7 +54,8 @@ def _open_env(split: Path, sample: Sample) -> LabelledEnv:
     env = sample.metadata.get("environment")   # a dialogue on the sandbox keeps its own environment
     descriptor = env if isinstance(env, dict) and env.get("kind") else \
         {"kind": "nl2api", "style": _style(sample), "split": str(split),
-         "setup": [c.model_dump(mode="json", exclude_none=True) for c in sample.setup]}
+         "setup": [c.model_dump(mode="json", exclude_none=True) for c in sample.setup],
+         **({"db_id": sample.metadata["db_id"]} if sample.metadata.get("db_id") else {})}
     return LabelledEnv(open_environment(descriptor, EnvContext(split=split)))
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from benchsmith.construction.variants import dump_text, visible_steps
 from benchsmith.eval._private.derive import load_split
-from benchsmith.schemas import Sample, Tool, ToolCall, UserError, write_json
+from benchsmith.schemas import Sample, Split, Tool, ToolCall, UserError, write_json
 
 FINISH = "FinishAction"
 _REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:\.[^$]*)?\$")
@@ -183,6 +183,8 @@ def derive_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     split, samples = load_split(split_dir)
     bindings, endpoints = _split_style(split)
     runner, no_runner = _runner(split)
+    # a merged split (databases/<db_id>.sqlite): each record names the database its sample runs on
+    merged = Split(split).has_databases()
     files: dict[str, dict[str, Any]] = {name: {} for name in (
         "instruct_v2", "plan_json_v2", "plan_str_v2", "reason_str_v2", "retrieve_str_v2", "understand_str_v2",
         "reason_retrieve_understand_json_v2", "review_str_v2", "review_json_v2")}
@@ -193,7 +195,8 @@ def derive_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     missed: dict[str, int] = {}
     try:
         for sn, sample in enumerate(samples):
-            _derive_sample(sn, sample, files, bindings, endpoints, runner, all_obs, n_obs, position, missed)
+            _derive_sample(sn, sample, files, bindings, endpoints, runner, all_obs, n_obs, position, missed,
+                           carry_db_id=merged)
     finally:
         if runner is not None:
             runner.close()
@@ -238,7 +241,7 @@ def derive_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
 
 def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bindings: dict[str, Any],
                    endpoints: dict[str, Any], runner: Any, all_obs: list[tuple[Any, int, str]], n_obs: int,
-                   position: dict[tuple[Any, int], int], missed: dict[str, int]) -> None:
+                   position: dict[tuple[Any, int], int], missed: dict[str, int], *, carry_db_id: bool = False) -> None:
     from ._intent import Describer
 
     api = [api_description(t) for t in sample.tools]
@@ -247,6 +250,9 @@ def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bi
     query = _user_query(sample)
     note = _setup_note(sample)
     sid = sample.id or f"sample{sn}"
+    src: dict[str, Any] = {"source_sample": sid}
+    if carry_db_id and sample.metadata.get("db_id") is not None:
+        src["db_id"] = sample.metadata["db_id"]
     describer = Describer(bindings, endpoints)
     describer.setup([(c.name, c.arguments, c.label) for c in sample.setup])
     thoughts, goals = [], []
@@ -270,7 +276,7 @@ def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bi
     plan_str_sys = (_api_block(api) + note +
                     "Write the WHOLE plan that answers the query with these APIs, and nothing else. One step "
                     "per line, in execution order: Use [api name] with [arguments].\n")
-    meta_base = {"API_list": api_names, "source_sample": sid}
+    meta_base = {"API_list": api_names, **src}
     files["plan_json_v2"][sid] = {
         "origin_prompt": [{"role": "system", "content": plan_json_sys}, {"role": "user", "content": query}],
         "ground_truth": plan, "meta": {"prompt_type": "json", **meta_base}}
@@ -302,7 +308,7 @@ def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bi
                  "(the arguments object), and nothing else.\n"},
                 {"role": "user", "content": ask}],
             "template": tj, "ground_truth": {"action": call.name, "args": call.arguments},
-            "meta_data": {"response_format": "json", "source_sample": sid, "step": i}}
+            "meta_data": {"response_format": "json", **src, "step": i}}
         layout = (f"{ts['thought_start']}<your thought>{ts['thought_end']}{ts['action_start']}<the API name>"
                   f"{ts['action_end']}{ts['args_start']}<the arguments as a Python dict>{ts['args_end']}")
         files["instruct_v2"][f"{key}_string"] = {
@@ -311,7 +317,7 @@ def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bi
                  f"Answer exactly in this layout, and nothing else:\n{layout}\n"},
                 {"role": "user", "content": ask}],
             "template": ts, "ground_truth": {"action": call.name, "args": call.arguments},
-            "meta_data": {"response_format": "string", "source_sample": sid, "step": i}}
+            "meta_data": {"response_format": "string", **src, "step": i}}
 
         # reason / retrieve / understand: the history so far, then the next step
         hist_json, hist_str = _history(done, True), _history(done, False)
@@ -325,13 +331,13 @@ def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bi
             files[fname][key] = {
                 "origin_prompt": [{"role": "system", "content": base_sys + instruction + "\n"},
                                   {"role": "user", "content": query}, *hist_str],
-                "ground_truth": gold, "meta_data": {"response_format": "str", "source_sample": sid, "step": i}}
+                "ground_truth": gold, "meta_data": {"response_format": "str", **src, "step": i}}
         files["reason_retrieve_understand_json_v2"][key] = {
             "origin_prompt": [{"role": "system", "content": base_sys +
                                'Answer with one JSON object {"thought": <your thought>, "name": <the API to call '
                                'next>, "args": <its arguments object>}, and nothing else.\n'},
                               {"role": "user", "content": query}, *hist_json],
-            "ground_truth": gold, "meta_data": {"response_format": "json", "source_sample": sid, "step": i}}
+            "ground_truth": gold, "meta_data": {"response_format": "json", **src, "step": i}}
 
         # review: five outcomes of this step, each a real execution
         reviews: list[tuple[str, str, ToolCall, Any, str]] = []
@@ -386,7 +392,7 @@ def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bi
                     "template": "", "origin_prompt": [{"role": "system", "content": system},
                                                       {"role": "user", "content": user}],
                     "ground_truth": {"answer": REVIEW_CLASSES[tag], "thought": why},
-                    "meta_data": {"response_format": fmt, "source_sample": sid, "step": i, "review": tag}}
+                    "meta_data": {"response_format": fmt, **src, "step": i, "review": tag}}
         if executable:
             runner.advance(outputs, call)
         done.append((thoughts[i], call, st.observation))

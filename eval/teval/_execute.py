@@ -1,7 +1,8 @@
 """Run calls against an NL2API split's own tools and database, for derived review cases.
 
 Every response of a derived review case comes from a real execution (``benchsmith.construction.
-nl2api``'s public runtime): the gold call on the split's database (success), the gold call on
+nl2api``'s public runtime): the gold call on the split's database (a merged split's
+``databases/<db_id>.sqlite`` named by the sample's ``metadata.db_id``; a REST endpoint's own) (success), the gold call on
 a database whose connection has failed (internal error), a call with a realistic input mistake
 that the tool rejects (input error), and a call whose condition no row of the data meets (the
 tool answers with nothing: unable to accomplish).
@@ -21,7 +22,7 @@ from typing import Any
 from benchsmith.construction.nl2api import (
     Database, QueryTimeout, Runtime, SplitTools, ToolError, observation, run_endpoint,
 )
-from benchsmith.schemas import Sample, ToolCall, UnresolvedReference, UserError, read_json, resolve_references
+from benchsmith.schemas import Sample, Split, ToolCall, UnresolvedReference, UserError, read_json, resolve_references
 
 FICTIONAL = ("Atlantis", "Zembla", "Ruritania", "Genovia", "Freedonia", "Latveria")
 # plausible wrong spellings of argument values, as a model writes them
@@ -56,10 +57,13 @@ def _digest(*parts: Any) -> int:
     return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:8], 16)
 
 
-def _database_path(split: Path) -> Path:
+def _database_path(split: Path) -> Path | None:
+    """The split's one database; None for a merged split without one (each sample names its own)."""
     local = split / "database.sqlite"
     if local.is_file():
         return local
+    if Split(split).has_databases():
+        return None
     manifest = split / "manifest.json"
     if manifest.is_file():
         try:
@@ -73,21 +77,41 @@ def _database_path(split: Path) -> Path:
 
 
 class SplitRunner:
-    """The split's tools over its database (read-only), plus a copy whose connection has failed."""
+    """The split's tools over its database (read-only), plus a copy whose connection has failed.
+
+    In a merged split (``databases/<db_id>.sqlite``) :meth:`start` switches to the database of the
+    sample it starts (its ``metadata.db_id``), and a REST endpoint runs on the one its entry names."""
 
     def __init__(self, split: str | Path) -> None:
         root = Path(split)
-        tools = SplitTools(root, database=_database_path(root))
-        self.db, self.bindings, self.endpoints = tools.db, tools.bindings, tools.endpoints
-        self.broken = Database(self.db.path)
-        self.broken.close()  # every query on it fails inside the tool: the internal-error case
+        path = _database_path(root)
+        self._tools = SplitTools(root, database=path)
+        self.bindings, self.endpoints = self._tools.bindings, self._tools.endpoints
+        self._broken: dict[Path, Database] = {}
+        self.db: Any = None
+        self.broken: Any = None
+        if path is not None:
+            self._use(self._tools.db)
+
+    def _broken_copy(self, db: Database) -> Database:
+        if db.path not in self._broken:
+            broken = self._broken[db.path] = Database(db.path)
+            broken.close()  # every query on it fails inside the tool: the internal-error case
+        return self._broken[db.path]
+
+    def _use(self, db: Database) -> None:
+        if db is not self.db:
+            self.db, self.broken = db, self._broken_copy(db)
 
     def close(self) -> None:
-        self.db.close()
+        self._tools.close()
 
     # ---- state ----------------------------------------------------------------------------
     def start(self, sample: Sample) -> dict[str, Any]:
-        """The outputs of the sample's hidden set-up calls (labels -> values)."""
+        """The outputs of the sample's hidden set-up calls (labels -> values), on the sample's
+        database (a db_id without a database is a ``UserError``)."""
+        db_id = sample.metadata.get("db_id")
+        self._use(self._tools.db_for(db_id if isinstance(db_id, str) else None))
         if self.endpoints:
             return {}
         rt = Runtime(self.db, self.bindings)
@@ -107,6 +131,9 @@ class SplitRunner:
         try:
             if call.name in self.endpoints:
                 endpoint = self.endpoints[call.name]
+                if endpoint.get("db_id"):  # a merged split's endpoint runs on its own database
+                    own = self._tools.db_for(endpoint["db_id"])
+                    db = self._broken_copy(own) if broken else own
                 args = resolve_references(call.arguments, outputs)
                 result = run_endpoint(db, endpoint, args)
                 return Outcome("ok", result, result)
@@ -116,7 +143,7 @@ class SplitRunner:
             return Outcome("ok", observation(value, db), value)
         except (ToolError, UnresolvedReference, ValueError, TypeError) as exc:
             return Outcome("input_error", {"error": f"{call.name}: {exc}"})
-        except (sqlite3.Error, QueryTimeout) as exc:
+        except (sqlite3.Error, QueryTimeout, UserError) as exc:  # UserError: the endpoint's database is missing
             return Outcome("internal_error", {"error": f"{call.name} failed inside the service: "
                                                        f"{type(exc).__name__}: {exc}"})
 

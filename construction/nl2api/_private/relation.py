@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from benchsmith.schemas import ToolError
@@ -65,7 +66,7 @@ class Relation:
         """The statement's parameters, in the order their placeholders appear in :attr:`sql`."""
         return tuple(p for _, _, params in self.steps for p in params) + self.body_params
 
-    @property
+    @cached_property
     def ref(self) -> str:
         """The name a step built on this relation reads it by (a digest of its SELECT and parameters)."""
         digest = hashlib.blake2b(f"{self.body}\x00{self.body_params!r}".encode("utf-8", "surrogatepass"),

@@ -34,11 +34,18 @@ DECORRELATED = "benchsmith_decorrelated"
 
 
 def prepare(tree: exp.Expression, tables: "TableLookup") -> exp.Expression:
-    """All rewrites, in order (the tree is copied first)."""
-    tree = inline_ctes(tree.copy())
-    tree = fold_constants(tree)
-    tree = decorrelate(tree, tables)
-    return push_left_join_filters(tree, tables)
+    """All rewrites, in order, each only where the tree has what it rewrites (the tree is changed
+    in place: pass a copy to keep the original)."""
+    kinds = {type(n) for n in tree.walk()}
+    if exp.With in kinds:
+        tree = inline_ctes(tree)
+    if any(issubclass(k, _FOLDABLE) for k in kinds):
+        tree = fold_constants(tree)
+    if exp.Exists in kinds or exp.Subquery in kinds:
+        tree = decorrelate(tree, tables)
+    if exp.Join in kinds:
+        tree = push_left_join_filters(tree, tables)
+    return tree
 
 
 # ---- LEFT JOIN conditions on the joined table alone -----------------------------------------------

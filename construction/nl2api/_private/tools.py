@@ -154,11 +154,27 @@ def bind_values(rel: Relation, db: Database) -> tuple[str, tuple[Any, ...]]:
     return "SELECT value FROM json_each(?)", (text,)
 
 
+def _step_names(rel: Relation) -> set[str]:
+    return {name for name, _, _ in rel.steps} | {rel.ref}
+
+
+def _disjoint(value: Relation, *others: Relation) -> bool:
+    """Whether ``value`` shares no step with ``others``: only then is it read by a subquery. A step
+    read twice in one statement could be expanded twice, and a chain of such calls would double
+    the statement at each call; shared data is read into a bound array instead."""
+    mine = _step_names(value)
+    return all(not (mine & _step_names(o)) for o in others)
+
+
 def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def condition_sql(db: Database, rel: Relation, cond: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
+def condition_sql(db: Database, rel: Relation, cond: dict[str, Any],
+                  inputs: list[Relation] | None = None) -> tuple[str, tuple[Any, ...]]:
+    """SQL + params of one condition. With ``inputs``, data given as the values of in / not_in is
+    read by a subquery over its own steps (appended to ``inputs``, which the caller's relation must
+    merge); without, the data is read now and bound as one JSON array."""
     if not isinstance(cond, dict):
         raise ToolError("a condition must be an object with key_name, operator and value")
     unknown = set(cond) - {"key_name", "operator", "value", "value_key_name"}
@@ -195,6 +211,10 @@ def condition_sql(db: Database, rel: Relation, cond: dict[str, Any]) -> tuple[st
     if op in SET_OPS:
         neg = "NOT " if op == "not_in" else ""
         if isinstance(value, Relation):
+            if inputs is not None and _disjoint(value, rel, *inputs):
+                vcol = q(value.single_visible_column())
+                inputs.append(value)
+                return f"{col} {neg}IN (SELECT {vcol} FROM {value.ref})", ()
             sql, params = bind_values(value, db)
             return f"{col} {neg}IN ({sql})", params
         if not isinstance(value, list):
@@ -316,8 +336,14 @@ def initialize_active_data(rt: Any, source: str, alias: str | None = None,
 )
 def filter_data(rt: Any, data_source: Any, **cond: Any) -> Relation:
     rel = _need_relation(data_source)
-    where, params = condition_sql(rt.db, rel, cond)
-    return rel.then(f"SELECT * FROM {rel.ref} WHERE {where}", params)
+    inputs: list[Relation] = []
+    where, params = condition_sql(rt.db, rel, cond, inputs)
+    return _filtered(rel, where, params, inputs)
+
+
+def _filtered(rel: Relation, where: str, params: tuple[Any, ...], inputs: list[Relation]) -> Relation:
+    body = f"SELECT * FROM {rel.ref} WHERE {where}"
+    return rel.with_inputs(tuple(inputs), body, params) if inputs else rel.then(body, params)
 
 
 @slot_tool(
@@ -333,11 +359,12 @@ def filter_data_any(rt: Any, data_source: Any, conditions: list[dict[str, Any]])
     if not isinstance(conditions, list) or not conditions:
         raise ToolError("conditions must be a non-empty list")
     parts, params = [], ()
+    inputs: list[Relation] = []
     for cond in conditions:
-        s, p = condition_sql(rt.db, rel, cond)
+        s, p = condition_sql(rt.db, rel, cond, inputs)
         parts.append(f"({s})")
         params += p
-    return rel.then(f"SELECT * FROM {rel.ref} WHERE {' OR '.join(parts)}", params)
+    return _filtered(rel, " OR ".join(parts), params, inputs)
 
 
 @slot_tool(

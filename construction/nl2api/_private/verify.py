@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from benchsmith.schemas import ToolCall
 
-from .compare import multiset_equal, ordered_equal, tie_aware_equal
+from .compare import multiset_equal, ordered_equal, rows_equal, tie_aware_equal
 from sqlglot import exp
 
 from .converter import Rejection, parse_select
@@ -59,7 +59,9 @@ def _check_limits(db: Database, value: Any) -> None:
         if edge == 0 or n == 0:
             continue
         pair = db.execute(*pre.query(f"SELECT {cols} FROM {pre.ref}{pre.order_sql()} LIMIT 2 OFFSET ?", (edge - 1,)))
-        if len(pair) == 2 and pair[0] == pair[1]:
+        # keys equal within the float tolerance of value comparisons tie too: 37.62 and
+        # 37.620000000000005 are one sum added up in two orders
+        if len(pair) == 2 and rows_equal(pair[0], pair[1]):
             raise Rejection("ambiguous_limit_ties", f"rows {edge} and {edge + 1} tie on {', '.join(keys)}")
 
 
