@@ -41,6 +41,7 @@ def run(out: Path, *, limit: int = 8, model_run: bool = True, echo: Echo = print
         echo(build_report_line(report, out / style))
         scores = run_selftest("nl2api", out / style, out / "selftest" / f"nl2api-{style}")
         echo(f"  gold self-test (nl2api, strict): {scores['records'] - scores['gold_failing']}/{scores['records']} pass")
+    dataset(out, echo=echo)
     summary = derive_all(out / "slot", out / "derived")
     echo(f"cases derived from the SLOT split into {out / 'derived'}:")
     for name, info in summary["derived"].items():
@@ -60,6 +61,23 @@ def run(out: Path, *, limit: int = 8, model_run: bool = True, echo: Echo = print
             if not was_running:
                 stop_local_server()
     echo(f"serve the REST split with: benchsmith nl2api serve {out / 'rest'}")
+
+
+def dataset(out: Path, *, echo: Echo = print) -> Path:
+    """The hand-made BIRD-layout example (two databases) imported as a split per database plus a
+    merged split, on two worker processes, and the merged split's gold self-test."""
+    from benchsmith.construction.nl2api import BuildOptions, build_dataset, materialize_example
+    from benchsmith.eval import run_selftest
+
+    root = materialize_example("bird", out / "datasets" / "bird")
+    report = build_dataset(root, "bird", out / "bird", BuildOptions(style="slot", workers=2, name="bird-example"))
+    per_db = ", ".join(f"{k} {v['verified']}/{v['total']}" for k, v in report["databases"].items())
+    echo(f"BIRD-layout example {root} -> {out / 'bird'}: {report['verified']}/{report['total']} verified ({per_db}; "
+         f"{len(report['dataset_rejections'])} entry naming no database)")
+    scores = run_selftest("nl2api", out / "bird" / "merged", out / "selftest" / "nl2api-bird-merged")
+    echo(f"  gold self-test of the merged split (nl2api, strict, each sample on its own database): "
+         f"{scores['records'] - scores['gold_failing']}/{scores['records']} pass")
+    return out / "bird" / "merged"
 
 
 def construct(out: Path, n: int = 8, *, echo: Echo = print) -> None:
@@ -188,14 +206,25 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
         c = info["status_counts"]
         echo(f"  {name}: {info['cases']} cases, {c['ok']} answered, {c['format_error']} unreadable, "
              f"{c['request_error']} refused, {c['transport_error']} failed; {info['model_calls']} model calls")
-    report = write_report([out / "run"], out / "report", title="benchsmith demo: the local model on the default split")
+    # the paper's one-shot mode on the same NL2API cases: the whole call sequence in one reply
+    direct = run_eval(split, ModelClient(cfg), cfg.describe(), out / "run-direct", tasks=["nl2api"],
+                      limit={"nl2api": limits["nl2api"]}, mode="prompt", concurrency=4,
+                      options=TaskOptions(mode="prompt", max_tokens=256, strategy="direct"))
+    direct_scores = score_run(out / "run-direct")
+    info = direct.tasks["nl2api"]
+    echo(f"  nl2api, direct (the whole sequence in one reply): {info['cases']} cases, "
+         f"{info['status_counts']['ok']} answered; {info['model_calls']} model calls")
+    report = write_report([out / "run", out / "run-direct"], out / "report",
+                          title="benchsmith demo: the local model on the default split (ReAct and direct)")
     figures = []
     for name, s in scores.items():
         metric, value = primary(s.get("benchmark", name), s)
         figures.append(f"{name} {metric} {'n/a' if value is None else f'{100 * value:.1f}%'}")
     echo("  scores (strict): " + "; ".join(figures))
+    metric, value = primary("nl2api", direct_scores["nl2api"])
+    echo(f"  nl2api direct: {metric} {'n/a' if value is None else f'{100 * value:.1f}%'}")
     echo(f"report: {report['files']['html']}")
 
 
-__all__ = ["DEMO_SCENARIOS", "agent_data", "build_report_line", "construct", "evaluate", "review", "run",
+__all__ = ["DEMO_SCENARIOS", "agent_data", "build_report_line", "construct", "dataset", "evaluate", "review", "run",
            "write_scenarios"]

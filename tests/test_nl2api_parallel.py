@@ -133,3 +133,14 @@ def test_ray_build_gives_the_single_process_split(chinook, tmp_path):
     on_ray = build_split(chinook, default_pairs_path(), tmp_path / "ray", BuildOptions(ray="local", workers=2))
     assert on_ray["ray"] == "local" and on_ray["verified"] == one["verified"]
     assert _split(tmp_path / "one") == _split(tmp_path / "ray")
+
+
+def test_the_journal_keeps_blobs_and_non_finite_floats(tmp_path):
+    from benchsmith.construction.nl2api._private.pairwork import Journal
+
+    fp = {"inputs": "x"}
+    journal = Journal(tmp_path, fp)
+    record = {"line": 3, "status": "accepted", "rows": [[b"\x00\xff", float("inf"), 1.5, None, "t"]]}
+    journal.add(record)
+    again = Journal(tmp_path, fp)
+    assert again.done == {3: record}

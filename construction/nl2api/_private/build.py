@@ -236,13 +236,25 @@ def _tools_for(accepted: list[_Accepted], opts: BuildOptions) -> None:
     """Each sample's tool set. The extended tier (joining, combining, ranking derived data) is in
     the universe of every sample of a split where any gold sequence needs it, never per sample."""
     extended = any(a.result.get("extended") for a in accepted)
+    # samples over the same tables share one tool set (specs are built once per column set)
+    memo: dict[str, Any] = {}
+
+    def key(a: _Accepted) -> str:
+        return json.dumps([a.result["columns"], a.result["descriptions"]], sort_keys=True)
+
     if opts.style == "slot":
+        bindings = slot_bindings()
         for a in accepted:
-            a.tools = slot_tools(a.result["columns"], a.result["descriptions"], extended=extended)
-            a.bindings = slot_bindings()
+            k = key(a)
+            if k not in memo:
+                memo[k] = slot_tools(a.result["columns"], a.result["descriptions"], extended=extended)
+            a.tools, a.bindings = memo[k], bindings
     elif opts.style == "sel":
         for a in accepted:
-            a.tools, a.bindings = sel_toolset(a.result["columns"], a.result["descriptions"], extended=extended)
+            k = key(a)
+            if k not in memo:
+                memo[k] = sel_toolset(a.result["columns"], a.result["descriptions"], extended=extended)
+            a.tools, a.bindings = memo[k]
     else:
         taken: set[str] = set()
         universe = []

@@ -133,7 +133,7 @@ def process_batch(path: str, timeout_s: float, descriptions_json: str | None, st
                   items: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
     """A batch of pairs in a worker: results in the batch's order, as plain (journal) data."""
     db = worker_db(path, timeout_s, descriptions_json)
-    return [encode(process_pair(db, style, line, pair)) for line, pair in items]
+    return [process_pair(db, style, line, pair) for line, pair in items]
 
 
 def _batches(items: Sequence[tuple[int, dict[str, Any]]], size: int) -> list[list[tuple[int, dict[str, Any]]]]:
@@ -142,7 +142,7 @@ def _batches(items: Sequence[tuple[int, dict[str, Any]]], size: int) -> list[lis
 
 def run_serial(db: Database, style: str, items: Sequence[tuple[int, dict[str, Any]]]) -> Iterator[dict[str, Any]]:
     for line, pair in items:
-        yield encode(process_pair(db, style, line, pair))
+        yield process_pair(db, style, line, pair)
 
 
 def run_pool(path: str, timeout_s: float, descriptions_json: str | None, style: str,
@@ -231,7 +231,7 @@ class Journal:
                     except json.JSONDecodeError:
                         continue  # a line cut by a kill: that pair runs again
                     if isinstance(rec, dict) and isinstance(rec.get("line"), int):
-                        self.done[rec["line"]] = rec
+                        self.done[rec["line"]] = decode(rec)
                 return
             self.path.replace(self.path.with_name(JOURNAL + ".stale"))
         out.mkdir(parents=True, exist_ok=True)
@@ -239,7 +239,10 @@ class Journal:
 
     def add(self, record: dict[str, Any]) -> None:
         self._n += 1
-        append_jsonl(self.path, record, fsync=self._n % 200 == 0)
+        try:
+            append_jsonl(self.path, record, fsync=self._n % 200 == 0)
+        except (TypeError, ValueError):  # a blob or a non-finite float in the rows: write it tagged
+            append_jsonl(self.path, encode(record), fsync=self._n % 200 == 0)
         self.done[record["line"]] = record
 
     def remove(self) -> None:
@@ -257,7 +260,7 @@ def run_pairs(journal: Journal, items: Sequence[tuple[int, dict[str, Any]]], run
         journal.add(rec)
         if progress is not None:
             progress(1)
-    return {line: decode(rec) for line, rec in journal.done.items()}
+    return dict(journal.done)
 
 
 def default_workers() -> int:

@@ -36,10 +36,16 @@ DECORRELATED = "benchsmith_decorrelated"
 def prepare(tree: exp.Expression, tables: "TableLookup") -> exp.Expression:
     """All rewrites, in order, each only where the tree has what it rewrites (the tree is changed
     in place: pass a copy to keep the original)."""
-    kinds = {type(n) for n in tree.walk()}
+    kinds: set[type] = set()
+    foldable = False  # an operation on literals only: the innermost part of any constant expression
+    for n in tree.walk():
+        kinds.add(type(n))
+        if not foldable and isinstance(n, _FOLDABLE) and not isinstance(n, (exp.AggFunc, exp.Paren, exp.Neg)):
+            children = list(n.iter_expressions())
+            foldable = bool(children) and all(isinstance(c, (exp.Literal, exp.Null, exp.DataType)) for c in children)
     if exp.With in kinds:
         tree = inline_ctes(tree)
-    if any(issubclass(k, _FOLDABLE) for k in kinds):
+    if foldable:
         tree = fold_constants(tree)
     if exp.Exists in kinds or exp.Subquery in kinds:
         tree = decorrelate(tree, tables)
@@ -157,21 +163,6 @@ def _evaluator() -> sqlite3.Connection:
     return conn
 
 
-def _is_constant(node: exp.Expression) -> bool:
-    if not isinstance(node, _FOLDABLE):
-        return False
-    for n in node.walk():
-        if isinstance(n, _NOT_CONSTANT):
-            return False
-        if type(n).__name__ == "Rand" or (isinstance(n, exp.Anonymous) and str(n.this).lower() in ("random", "randomblob")):
-            return False
-        if isinstance(n, (exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentTime)):
-            return False
-        if isinstance(n, exp.Literal) and n.is_string and n.this.lower() in ("now", "localtime", "utc"):
-            return False
-    return True
-
-
 def _literal_of(value: Any) -> exp.Expression | None:
     if value is None:
         return exp.Null()
@@ -195,22 +186,61 @@ def fold_constants(tree: exp.Expression) -> exp.Expression:
     >>> fold_constants(sqlglot.parse_one(q, read="sqlite")).sql(dialect="sqlite")
     "SELECT a FROM t WHERE d >= '1994-04-01' AND x < 0.06999999999999999"
     """
-    def fold(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Paren) and isinstance(node.this, (exp.Literal, exp.Null)):
-            return node
-        if not _is_constant(node):
-            return node
-        try:
-            value = _evaluator().execute("SELECT " + node.sql(dialect="sqlite")).fetchone()[0]
-        except (sqlite3.Error, OverflowError):
-            return node  # left for SQLite to report when the SQL runs
-        lit = _literal_of(value)
-        if lit is None:
-            return node
-        if isinstance(lit, exp.Literal) and not lit.is_string and lit.this.startswith("-"):
-            return exp.Neg(this=exp.Literal.number(lit.this[1:]))
-        return lit
-    return tree.transform(fold, copy=False)
+    # one post-order pass: which nodes are constant; then each maximal constant foldable node is folded
+    constant: dict[int, bool] = {}
+
+    def mark(node: exp.Expression) -> bool:
+        ok = not _blocks_folding(node)
+        for child in node.iter_expressions():
+            ok = mark(child) and ok
+        constant[id(node)] = ok
+        return ok
+
+    def fold(node: exp.Expression) -> None:
+        if constant.get(id(node)) and isinstance(node, _FOLDABLE) and not (
+                isinstance(node, exp.Paren) and isinstance(node.this, (exp.Literal, exp.Null))):
+            lit = _value_of(node)
+            if lit is not None:
+                if node is tree:
+                    raise _Whole(lit)
+                node.replace(lit)
+                return
+        for child in list(node.iter_expressions()):
+            fold(child)
+
+    if not mark(tree) and not any(constant.values()):
+        return tree
+    try:
+        fold(tree)
+    except _Whole as whole:
+        return whole.lit
+    return tree
+
+
+class _Whole(Exception):
+    def __init__(self, lit: exp.Expression) -> None:
+        self.lit = lit
+
+
+def _blocks_folding(n: exp.Expression) -> bool:
+    """A node whose value is not a constant (a column, a subquery, randomness, the clock)."""
+    if isinstance(n, _NOT_CONSTANT) or isinstance(n, (exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentTime)):
+        return True
+    if type(n).__name__ == "Rand" or (isinstance(n, exp.Anonymous) and str(n.this).lower() in ("random", "randomblob")):
+        return True
+    return isinstance(n, exp.Literal) and n.is_string and n.this.lower() in ("now", "localtime", "utc")
+
+
+def _value_of(node: exp.Expression) -> exp.Expression | None:
+    """The literal SQLite computes for a constant expression (None: leave it as it is)."""
+    try:
+        value = _evaluator().execute("SELECT " + node.sql(dialect="sqlite")).fetchone()[0]
+    except (sqlite3.Error, OverflowError):
+        return None  # left for SQLite to report when the SQL runs
+    lit = _literal_of(value)
+    if isinstance(lit, exp.Literal) and not lit.is_string and lit.this.startswith("-"):
+        return exp.Neg(this=exp.Literal.number(lit.this[1:]))
+    return lit
 
 
 # ---- correlated subqueries -------------------------------------------------------------------------
