@@ -24,8 +24,11 @@ def test_the_model_free_main_job(tmp_path: Path) -> None:
         verified, total = map(int, re.search(r": (\d+)/(\d+) verified", built).groups())
         assert verified == total > 100, built
     passes = [re.search(r"(\d+)/(\d+) (?:records )?pass", line) for line in lines if "gold self-test" in line]
-    assert len(passes) == 3 + 4  # three styles, four derived benchmarks
+    assert len(passes) == 3 + 1 + 4  # three styles, the merged BIRD-layout example, four derived benchmarks
     assert all(m is not None and m.group(1) == m.group(2) and int(m.group(2)) > 0 for m in passes), proc.stdout
-    for folder in ("slot", "sel", "rest", "derived/teval", "derived/gta", "derived/toolassess", "derived/acebench_special"):
+    bird = next(line for line in lines if line.startswith("BIRD-layout example"))
+    assert "40/41 verified" in bird and "school_funding 20/20" in bird, bird
+    for folder in ("slot", "sel", "rest", "bird/merged", "bird/school_funding", "derived/teval", "derived/gta",
+                   "derived/toolassess", "derived/acebench_special"):
         assert (out / folder).is_dir(), folder
     assert "benchsmith nl2api serve" in lines[-1]

@@ -106,3 +106,31 @@ def test_import_rejects_an_unknown_kind_with_one_line(tmp_path):
     result = CliRunner().invoke(app, ["nl2api", "import", "wikisql", str(tmp_path), "--out", str(tmp_path / "o")],
                                 prog_name="benchsmith")
     assert result.exit_code == 2 and "unknown dataset kind 'wikisql'" in result.output
+
+
+def test_dataset_rejections_name_the_dataset_file_and_entry(tmp_path):
+    from benchsmith.construction.nl2api import build_dataset
+
+    root = materialize_example("spider", tmp_path / "spider")
+    report = build_dataset(root, "spider", tmp_path / "out", BuildOptions())
+    assert [(r["id"], r["entry"], r["code"]) for r in report["rejections"]] == [
+        ("spider-dev-8", 8, "bare_column"), ("spider-dev-13", 13, "bare_column")]
+    assert all(r["file"] == str(root / "dev.json") for r in report["rejections"])
+
+
+def test_a_query_that_times_out_is_rejected_and_the_rest_is_built(tmp_path):
+    from benchsmith.construction.nl2api import build_dataset
+
+    root = tmp_path / "dir"
+    root.mkdir()
+    con = sqlite3.connect(root / "big.sqlite")
+    con.execute("CREATE TABLE n (i INTEGER PRIMARY KEY)")
+    con.executemany("INSERT INTO n VALUES (?)", [(i,) for i in range(2000)])
+    con.commit()
+    con.close()
+    rows = [{"id": "fast", "question": "How many numbers?", "sql": "SELECT COUNT(*) FROM n"},
+            {"id": "slow", "question": "How many triples?", "sql": "SELECT COUNT(*) FROM n a, n b, n c WHERE a.i + b.i > c.i"}]
+    (root / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    report = build_dataset(root, "sqlite-dir", tmp_path / "out", BuildOptions(timeout_s=0.3))
+    assert report["verified"] == 1
+    assert [(r["id"], r["code"]) for r in report["rejections"]] == [("slow", "sql_timeout")]

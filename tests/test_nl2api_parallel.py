@@ -68,7 +68,7 @@ def test_a_killed_build_resumes_from_its_journal(chinook, tmp_path):
 
     with pytest.raises(_Killed):
         build_split(chinook, default_pairs_path(), out, BuildOptions(progress=die_after_50))
-    journal = (out / ".journal.jsonl").read_text("utf-8").splitlines()
+    journal = (out / ".journal.pending.jsonl").read_text("utf-8").splitlines()
     assert len(journal) == 1 + 50 and not (out / "samples.jsonl").exists()
     calls = []
     resumed = build_split(chinook, default_pairs_path(), out, BuildOptions(progress=calls.append))
@@ -89,7 +89,8 @@ def test_a_journal_of_other_inputs_is_not_reused(chinook, tmp_path):
     pairs.write_text("\n".join(rows[:5]) + "\n", "utf-8")
     second = build_split(chinook, pairs, out, BuildOptions())
     assert first["total"] == 10 and second["total"] == 5 and second["resumed_pairs"] == 0
-    assert (out / ".journal.jsonl.stale").exists()
+    assert len((out / ".journal.jsonl").read_text("utf-8").splitlines()) == 1 + 5  # the new inputs' journal
+    assert not (out / ".journal.pending.jsonl").exists()
 
 
 def test_universe_counts_and_fractions():
@@ -142,5 +143,6 @@ def test_the_journal_keeps_blobs_and_non_finite_floats(tmp_path):
     journal = Journal(tmp_path, fp)
     record = {"line": 3, "status": "accepted", "rows": [[b"\x00\xff", float("inf"), 1.5, None, "t"]]}
     journal.add(record)
+    journal.finish()
     again = Journal(tmp_path, fp)
     assert again.done == {3: record}

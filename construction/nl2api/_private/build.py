@@ -214,7 +214,7 @@ def build_universes(db_path: str | Path, pairs_path: str | Path, out_dir: str | 
             for r in rejections:
                 codes[r["code"]] = codes.get(r["code"], 0) + 1
             why = ", ".join(f"{k}={v}" for k, v in sorted(codes.items())) or "the pairs file has no rows"
-            journal.remove()
+            journal.discard()
             if not existed:
                 shutil.rmtree(out, ignore_errors=True)
             raise UserError(f"nothing verified: 0 of {total} pairs in {pairs_path} verified "
@@ -227,6 +227,7 @@ def build_universes(db_path: str | Path, pairs_path: str | Path, out_dir: str | 
             o = replace(opts, tool_universe=size)
             reports.append(_write_split(db, Path(db_path), Path(pairs_path), target, o, accepted, list(rejections),
                                         total, started, resumed))
+        journal.finish()
         return reports
     finally:
         db.close()

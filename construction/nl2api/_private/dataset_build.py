@@ -43,6 +43,7 @@ def build_dataset(root: str | Path, kind: str, out_dir: str | Path, options: Bui
     inputs = out / "_inputs"
     per_db: dict[str, dict[str, Any]] = {}
     built: dict[str, Path] = {}
+    rejections: list[dict[str, Any]] = []
     for db_id, d in ds.databases.items():
         pairs_path = write_pairs(d, inputs / f"{db_id}.jsonl")
         desc_path = None
@@ -60,6 +61,11 @@ def build_dataset(root: str | Path, kind: str, out_dir: str | Path, options: Bui
             continue
         built[db_id] = out / db_id
         per_db[db_id] = {k: report[k] for k in ("total", "verified", "verified_rate", "rejected", "seconds")}
+        for r in report["rejections"]:  # named by the dataset's own file and entry, not the per-database input
+            line = r.get("line") or 0
+            entry = d.indexes[line - 1] if 0 < line <= len(d.indexes) else None
+            rejections.append({"db_id": db_id, "id": r.get("id"), "entry": entry, "file": str(ds.question_file),
+                               "code": r["code"], "message": r["message"]})
     merged_info: dict[str, Any] | None = None
     if merged and built:
         try:
@@ -73,6 +79,7 @@ def build_dataset(root: str | Path, kind: str, out_dir: str | Path, options: Bui
         "total": total, "verified": verified, "verified_rate": round(verified / total, 4) if total else 0.0,
         "databases": per_db, "merged": merged_info,
         "dataset_rejections": ds.rejections, "warnings": ds.warnings,
+        "rejections": sorted(rejections, key=lambda r: (r["entry"] is None, r["entry"] or 0)),
     }
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "report.json", report)

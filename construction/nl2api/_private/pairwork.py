@@ -31,6 +31,7 @@ from .styles import sel_toolset, to_sel_call, uses_extended
 from .verify import execute_sql, run_and_check
 
 JOURNAL = ".journal.jsonl"
+PENDING = ".journal.pending.jsonl"
 JOURNAL_VERSION = 1
 BATCH = 32  # pairs per task sent to a worker
 
@@ -211,31 +212,40 @@ def fingerprint(db_path: Path, pairs_path: Path, style: str, timeout_s: float, d
 
 
 class Journal:
-    """Append-only record of finished pairs (``<out>/.journal.jsonl``): a header line with the
-    inputs' fingerprint, then one line per pair. A journal for other inputs is set aside."""
+    """Append-only record of finished pairs: a header line with the inputs' fingerprint, then one
+    line per pair. A build in progress writes ``<out>/.journal.pending.jsonl``; a finished build
+    turns it into ``<out>/.journal.jsonl`` (:meth:`finish`), so a build that fails leaves an existing
+    split folder as it was (:meth:`discard`). Either file, written for the same inputs, is resumed."""
 
     def __init__(self, out: Path, fp: dict[str, Any]) -> None:
-        self.path = out / JOURNAL
+        self.final = out / JOURNAL
+        self.path = out / PENDING
         self.done: dict[int, dict[str, Any]] = {}
         self._n = 0
-        if self.path.is_file():
-            lines = self.path.read_text("utf-8", errors="replace").splitlines()
-            try:
-                head = json.loads(lines[0]) if lines else None
-            except json.JSONDecodeError:
-                head = None
-            if head == {"fingerprint": fp}:
-                for text in lines[1:]:
-                    try:
-                        rec = json.loads(text)
-                    except json.JSONDecodeError:
-                        continue  # a line cut by a kill: that pair runs again
-                    if isinstance(rec, dict) and isinstance(rec.get("line"), int):
-                        self.done[rec["line"]] = decode(rec)
+        for candidate in (self.final, self.path):
+            if candidate.is_file() and self._load(candidate, fp):
+                self.path = candidate
                 return
-            self.path.replace(self.path.with_name(JOURNAL + ".stale"))
         out.mkdir(parents=True, exist_ok=True)
+        self.path.unlink(missing_ok=True)  # a pending journal of other inputs
         append_jsonl(self.path, {"fingerprint": fp})
+
+    def _load(self, path: Path, fp: dict[str, Any]) -> bool:
+        lines = path.read_text("utf-8", errors="replace").splitlines()
+        try:
+            head = json.loads(lines[0]) if lines else None
+        except json.JSONDecodeError:
+            head = None
+        if head != {"fingerprint": fp}:
+            return False
+        for text in lines[1:]:
+            try:
+                rec = json.loads(text)
+            except json.JSONDecodeError:
+                continue  # a line cut by a kill: that pair runs again
+            if isinstance(rec, dict) and isinstance(rec.get("line"), int):
+                self.done[rec["line"]] = decode(rec)
+        return True
 
     def add(self, record: dict[str, Any]) -> None:
         self._n += 1
@@ -245,10 +255,16 @@ class Journal:
             append_jsonl(self.path, encode(record), fsync=self._n % 200 == 0)
         self.done[record["line"]] = record
 
-    def remove(self) -> None:
-        for p in (self.path, self.path.with_name(JOURNAL + ".stale")):
-            if p.exists():
-                p.unlink()
+    def finish(self) -> None:
+        """The build's split is written: keep this journal as the folder's journal."""
+        if self.path != self.final:
+            self.path.replace(self.final)
+            self.path = self.final
+
+    def discard(self) -> None:
+        """The build failed: remove what it started (an earlier build's journal stays)."""
+        if self.path != self.final:
+            self.path.unlink(missing_ok=True)
 
 
 def run_pairs(journal: Journal, items: Sequence[tuple[int, dict[str, Any]]], run: Callable[[Sequence], Iterable[dict]],
