@@ -91,18 +91,10 @@ _SIMPLE_TRANSFORMS = {exp.Upper: "upper", exp.Lower: "lower", exp.Length: "lengt
 
 
 def parse_select(sql: str) -> exp.Select:
-    """Parse one SQLite statement; reject what is not a single SELECT."""
-    try:
-        statements = [s for s in sqlglot.parse(sql, read="sqlite") if s is not None]
-    except sqlglot.errors.SqlglotError as exc:
-        raise Rejection("parse_error", str(exc).splitlines()[0][:200]) from None
-    if len(statements) != 1:
-        raise Rejection("multiple_statements" if statements else "parse_error", f"{len(statements)} statements")
-    tree = statements[0]
-    if isinstance(tree, (exp.Union, exp.Intersect, exp.Except)):
-        raise Rejection("set_operation", type(tree).__name__.upper())
+    """Parse one SQLite statement; reject what is not a single (non-compound) SELECT."""
+    tree = parse_query(sql)
     if not isinstance(tree, exp.Select):
-        raise Rejection("not_select", f"{type(tree).__name__} statement")
+        raise Rejection("set_operation", type(tree).__name__.upper())
     return tree
 
 

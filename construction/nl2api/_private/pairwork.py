@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import sqlglot
 
-from benchsmith.schemas import ToolCall, UserError, append_jsonl
+from benchsmith.schemas import ToolCall, UserError, append_jsonl, file_sha256
 
 from .compare import multiset_equal, ordered_equal
 from .converter import convert
@@ -188,14 +188,6 @@ def run_ray(address: str, path: str, timeout_s: float, descriptions_json: str | 
 
 
 # ---- the journal ------------------------------------------------------------------------------------
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def fingerprint(db_path: Path, pairs_path: Path, style: str, timeout_s: float, descriptions: Any) -> dict[str, Any]:
     """What a journal's results depend on: a journal written for other inputs is not reused."""
     st = db_path.stat()
@@ -205,7 +197,7 @@ def fingerprint(db_path: Path, pairs_path: Path, style: str, timeout_s: float, d
         version = "unknown"
     return {"journal": JOURNAL_VERSION, "style": style, "timeout_s": timeout_s,
             "db": {"path": str(db_path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns},
-            "pairs": _file_digest(pairs_path),
+            "pairs": file_sha256(pairs_path),
             "descriptions": hashlib.sha256(json.dumps(descriptions, sort_keys=True).encode()).hexdigest()
             if descriptions else None,
             "benchsmith": version, "sqlglot": getattr(sqlglot, "__version__", "unknown")}
