@@ -134,3 +134,17 @@ def test_a_query_that_times_out_is_rejected_and_the_rest_is_built(tmp_path):
     report = build_dataset(root, "sqlite-dir", tmp_path / "out", BuildOptions(timeout_s=0.3))
     assert report["verified"] == 1
     assert [(r["id"], r["code"]) for r in report["rejections"]] == [("slow", "sql_timeout")]
+
+
+def test_bird_difficulty_splits_the_eval_scores(tmp_path):
+    from benchsmith.construction.nl2api import build_dataset
+    from benchsmith.eval import run_selftest
+
+    root = materialize_example("bird", tmp_path / "bird")
+    build_dataset(root, "bird", tmp_path / "out", BuildOptions())
+    scores = run_selftest("nl2api", tmp_path / "out" / "merged", tmp_path / "selftest")
+    assert scores["records"] == 40 and scores["gold_failing"] == 0
+    cases = [json.loads(x) for x in (tmp_path / "out" / "merged" / "samples.jsonl").read_text("utf-8").splitlines()]
+    levels = Counter(next(c for c in s["categories"] if c.startswith("difficulty:")).split(":")[1] for s in cases)
+    assert {c: b["records"] for c, b in scores["by_category"].items()} == {f"slot/{k}": v for k, v in levels.items()}
+    assert set(levels) == {"simple", "moderate", "challenging"} and scores["completion_rate"] == 1.0

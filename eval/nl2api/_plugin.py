@@ -136,7 +136,9 @@ class NL2API(Benchmark):
                 continue   # dialogues and sandbox scenarios are episodes: the agent benchmark plays them
             answer = s.answer if isinstance(s.answer, ExactAnswer) else None
             cases.append(EvalCase(
-                id=s.id or f"line-{line}", benchmark="nl2api", category=style,
+                # a dataset's own difficulty (BIRD) splits the report: slot/simple, slot/moderate, ...
+                id=s.id or f"line-{line}", benchmark="nl2api", category=style + next(
+                    (f"/{c.split(':', 1)[1]}" for c in s.categories if c.startswith("difficulty:")), ""),
                 input={"query": s.query, "context": s.context,
                        "tools": [t.model_dump(mode="json", exclude_none=True) for t in s.tools]},
                 gold={"calls": [c.call.model_dump(mode="json") for c in s.gold if c.call is not None],
@@ -323,7 +325,7 @@ class NL2API(Benchmark):
             def fig(k: str) -> float:
                 return mean(float(r.details.get(k) or 0.0) for r in recs)
 
-            execd = [r for r in recs if r.category in STYLES]
+            execd = [r for r in recs if r.category.split("/", 1)[0] in STYLES]
             return {
                 "records": len(recs),
                 "intent": {"precision": fig("intent_p"), "recall": fig("intent_r"), "f1": fig("intent_f1")},

@@ -312,9 +312,9 @@ def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts:
             setup=a.conv.setup if opts.style != "rest" else [],
             gold=gold,
             answer=ExactAnswer(value=[list(r) for r in a.rows], ordered=a.conv.ordered),
-            # a dataset's own difficulty (BIRD: simple / moderate / challenging) stays a category
+            # an imported dataset's own difficulty (BIRD: simple / moderate / challenging) stays a category
             categories=["nl2api", opts.style, *sorted(a.conv.features),
-                        *([f"difficulty:{a.pair.difficulty}"] if a.pair.difficulty else [])],
+                        *([f"difficulty:{a.pair.difficulty}"] if a.pair.difficulty and opts.db_id else [])],
             difficulty=a.pair.difficulty or _difficulty(a.conv.features, len(a.conv.calls)),
             provenance=Provenance(source=f"{db_path.name}+{pairs_path.name}", source_id=a.pair.id or f"line-{a.line}",
                                   method=f"nl2api.{opts.style}", versions=versions, seed=opts.seed, created_at=created,
