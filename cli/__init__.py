@@ -129,7 +129,7 @@ def nl2api_build(
     A killed build resumes: run the same command again."""
     from dataclasses import replace
 
-    from benchsmith.construction.nl2api import build_universes
+    from benchsmith.construction.nl2api import build_universes, universe_label
 
     check_out_dir(out)
     opts = replace(_build_options(style, obfuscate, tool_universe, seed, timeout, name, workers, ray),
@@ -137,13 +137,7 @@ def nl2api_build(
     sizes = _sweep(sweep)
     reports = build_universes(db, pairs, out, opts, sizes)
     for size, report in zip(sizes or [None], reports):
-        _print_report(report, out if size is None else out / report_label(size))
-
-
-def report_label(size: Any) -> str:
-    from benchsmith.construction.nl2api import universe_label
-
-    return universe_label(size)
+        _print_report(report, out if size is None else out / universe_label(size))
 
 
 @nl2api_app.command("import")

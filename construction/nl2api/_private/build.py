@@ -132,10 +132,6 @@ def universe_label(spec: int | float) -> str:
     return f"universe-{spec:g}" if isinstance(spec, float) else f"universe-{spec}"
 
 
-def _pairs(pairs_path: str | Path) -> tuple[list[tuple[int, Pair]], list[Any]]:
-    return iter_jsonl_lenient(pairs_path, Pair)
-
-
 def _collect(db: Database, db_path: Path, pairs_path: Path, out: Path, opts: BuildOptions,
              rows: list[tuple[int, Pair]], rejections: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], Journal, int]:
     """Every pair's result by line: from the journal of an earlier (killed) build of the same
@@ -189,7 +185,7 @@ def build_universes(db_path: str | Path, pairs_path: str | Path, out_dir: str | 
     descriptions = read_json(opts.descriptions, DESCRIPTIONS_SHAPE, fix=DESCRIPTIONS_FIX) if opts.descriptions else None
     db = Database(db_path, timeout_s=opts.timeout_s, descriptions=descriptions)
     try:
-        rows, bad_rows = _pairs(pairs_path)
+        rows, bad_rows = iter_jsonl_lenient(pairs_path, Pair)
         out = Path(out_dir)
         existed = out.exists()
         rejections: list[dict[str, Any]] = [

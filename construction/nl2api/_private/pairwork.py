@@ -13,7 +13,6 @@ import base64
 import hashlib
 import json
 import math
-import os
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -269,7 +268,3 @@ def run_pairs(journal: Journal, items: Sequence[tuple[int, dict[str, Any]]], run
         if progress is not None:
             progress(1)
     return dict(journal.done)
-
-
-def default_workers() -> int:
-    return max(1, os.cpu_count() or 1)
