@@ -20,7 +20,7 @@ from benchsmith.schemas import ToolCall
 
 from .database import Database
 from .reasons import REASONS, Rejection
-from .rewrite import DECORRELATED, TableLookup, prepare
+from .rewrite import DECORRELATED, TableLookup, conjuncts, output_names, prepare
 
 __all__ = ["REASONS", "Conversion", "Converter", "Rejection", "convert", "parse_select"]
 
@@ -114,20 +114,6 @@ def parse_query(sql: str) -> exp.Expression:
     if not isinstance(tree, (exp.Select, *_SET_OPS)):
         raise Rejection("not_select", f"{type(tree).__name__} statement")
     return tree
-
-
-def output_names(query: exp.Expression) -> list[str] | None:
-    """The names SQLite gives a query's result columns (None when a ``*`` hides them)."""
-    while isinstance(query, (*_SET_OPS, exp.Subquery)):
-        query = query.this
-    if not isinstance(query, exp.Select):
-        return None
-    names = []
-    for item in query.expressions:
-        if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
-            return None
-        names.append(item.alias or (item.name if isinstance(item, exp.Column) else item.sql(dialect="sqlite")))
-    return names
 
 
 def _check_global(tree: exp.Expression) -> None:
@@ -411,7 +397,7 @@ class Converter:
                         pairs.append([left, right])
                         scope.merged.add(right)  # SELECT * and unqualified names see only the left copy
                 elif on is not None:
-                    for cond in _conjuncts(on):
+                    for cond in conjuncts(on):
                         pair = self._equi_pair(cond, scope)
                         if pair is None:
                             if side == "LEFT":
@@ -443,7 +429,7 @@ class Converter:
             else:
                 other, prefix = self._derived(node, scope)
             pairs = []
-            for cond in (_conjuncts(join.args["on"]) if join.args.get("on") is not None else []):
+            for cond in (conjuncts(join.args["on"]) if join.args.get("on") is not None else []):
                 pair = self._equi_pair(cond, scope)
                 if pair is not None:
                     mine = [p.rsplit(".", 1)[0] == prefix for p in pair]
@@ -557,14 +543,6 @@ def _literal(node: exp.Literal) -> Any:
     if isinstance(value, Decimal):  # sqlglot gives Decimal for 1.99; SQLite reads it as a REAL
         return float(value)
     return value
-
-
-def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
-    if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
 
 
 def _has_agg(node: exp.Expression) -> bool:

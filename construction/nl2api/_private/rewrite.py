@@ -78,7 +78,7 @@ def push_left_join_filters(tree: exp.Expression, tables: "TableLookup") -> exp.E
                 continue
             others = {a: c for a, c in _scope_columns(sel, tables).items() if a != alias}
             keep, push = [], []
-            for cond in _conjuncts(on):
+            for cond in conjuncts(on):
                 refs = [c for c in cond.find_all(exp.Column) if not isinstance(c.this, exp.Star)]
                 mine = [c for c in refs if (c.table.lower() == alias) if c.table] + \
                        [c for c in refs if not c.table and c.name.lower() in cols and not _belongs(c, others)]
@@ -271,20 +271,22 @@ def _scope_columns(sel: exp.Select, tables: TableLookup) -> dict[str, set[str] |
         if isinstance(src, exp.Table):
             scope[alias] = tables.columns(src.name)
         elif isinstance(src, exp.Subquery):
-            scope[alias] = _output_names(src.this)
+            names = output_names(src.this)
+            scope[alias] = None if names is None else {n.lower() for n in names}
     return scope
 
 
-def _output_names(query: exp.Expression) -> set[str] | None:
-    while isinstance(query, _SET_OPS):
+def output_names(query: exp.Expression) -> list[str] | None:
+    """The names SQLite gives a query's result columns (None when a ``*`` hides them)."""
+    while isinstance(query, (*_SET_OPS, exp.Subquery)):
         query = query.this
     if not isinstance(query, exp.Select):
         return None
-    names = set()
+    names = []
     for item in query.expressions:
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
             return None
-        names.add(item.alias_or_name.lower())
+        names.append(item.alias or (item.name if isinstance(item, exp.Column) else item.sql(dialect="sqlite")))
     return names
 
 
@@ -385,14 +387,13 @@ def _split_correlation(inner_sel: exp.Select, inner: dict, outer: dict,
     where = inner_sel.args.get("where")
     pairs: list[tuple[exp.Expression, exp.Column]] = []
     rest: list[exp.Expression] = []
-    for cond in _conjuncts(where.this) if where is not None else []:
+    for cond in conjuncts(where.this) if where is not None else []:
         refs = _outer_refs(cond, inner, outer, tables)
         if not refs:
             rest.append(cond)
             continue
-        c = cond.this if isinstance(cond, exp.Paren) else cond
-        if isinstance(c, exp.EQ):
-            left, right = c.this, c.expression
+        if isinstance(cond, exp.EQ):
+            left, right = cond.this, cond.expression
             l_out = isinstance(left, exp.Column) and bool(_outer_refs(left, inner, outer))
             r_out = isinstance(right, exp.Column) and bool(_outer_refs(right, inner, outer))
             if l_out != r_out:
@@ -421,11 +422,12 @@ def _fresh(name: str, taken: set[str]) -> str:
     return out
 
 
-def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
-    if isinstance(node, exp.Paren) and isinstance(node.this, exp.And):
-        return _conjuncts(node.this)
+def conjuncts(node: exp.Expression) -> list[exp.Expression]:
+    """The AND-ed parts of a condition, parentheses removed."""
+    if isinstance(node, exp.Paren):
+        return conjuncts(node.this)
     if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
+        return conjuncts(node.this) + conjuncts(node.expression)
     return [node]
 
 
