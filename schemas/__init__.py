@@ -19,6 +19,7 @@ from benchsmith.schemas._private.jsonl import (
     append_jsonl,
     dumps_json,
     iter_jsonl_lenient,
+    scan_jsonl,
     loads_json,
     read_json,
     read_jsonl,
@@ -48,6 +49,8 @@ from benchsmith.schemas._private.sample import (
     WhitelistAnswer,
     content_id,
 )
+from benchsmith.schemas._private.encode import SampleEncoder
+from benchsmith.schemas._private.folders import swap_folder
 from benchsmith.schemas._private.split import Split, SplitManifest, file_sha256, samples_content_hash
 from benchsmith.schemas._private.tool import (
     RestBinding,
@@ -162,6 +165,9 @@ __all__ = [
     "RowError",
     "read_jsonl",
     "iter_jsonl_lenient",
+    "scan_jsonl",
+    "SampleEncoder",
+    "swap_folder",
     "write_jsonl",
     "dumps_json",
     "loads_json",

@@ -11,7 +11,7 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any, NamedTuple, TypeVar
@@ -167,10 +167,19 @@ def _parse_row(text: str, model: type[M]) -> M | str:
         return _validation_reason(exc)
 
 
-def _scan(path: PathLike, model: type[M]) -> tuple[list[tuple[int, M]], list[RowError], int]:
-    good: list[tuple[int, M]] = []
-    bad: list[RowError] = []
-    rows = 0
+def scan_jsonl(path: PathLike, model: type[M]) -> Iterator[tuple[int, M | RowError]]:
+    """Read a JSONL file one row at a time: ``(line, item)`` for a good row, ``(line, RowError)``
+    for a bad one (blank lines skipped). Nothing but the current row is held in memory.
+    Missing, unreadable or non-UTF-8 files raise ``UserError`` (a non-UTF-8 line when it is reached).
+
+    >>> import tempfile, pathlib
+    >>> from benchsmith.schemas import CheckResult, scan_jsonl
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = pathlib.Path(d, "checks.jsonl")
+    ...     _ = p.write_text('{"name": "a", "ok": true}\\n{oops\\n')
+    ...     [(n, type(x).__name__) for n, x in scan_jsonl(p, CheckResult)]
+    [(1, 'CheckResult'), (2, 'RowError')]
+    """
     with _open_for_reading(path) as fh:
         for line_no, raw in enumerate(fh, start=1):
             if line_no == 1 and raw.startswith(_BOM):
@@ -178,12 +187,20 @@ def _scan(path: PathLike, model: type[M]) -> tuple[list[tuple[int, M]], list[Row
             text = _decode(path, raw, line_no)
             if not text.strip():
                 continue
-            rows += 1
             result = _parse_row(text, model)
-            if isinstance(result, str):
-                bad.append(RowError(line_no, result))
-            else:
-                good.append((line_no, result))
+            yield line_no, (RowError(line_no, result) if isinstance(result, str) else result)
+
+
+def _scan(path: PathLike, model: type[M]) -> tuple[list[tuple[int, M]], list[RowError], int]:
+    good: list[tuple[int, M]] = []
+    bad: list[RowError] = []
+    rows = 0
+    for line_no, result in scan_jsonl(path, model):
+        rows += 1
+        if isinstance(result, RowError):
+            bad.append(result)
+        else:
+            good.append((line_no, result))
     return good, bad, rows
 
 

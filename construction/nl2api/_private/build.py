@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import time
@@ -10,19 +11,20 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from itertools import chain, islice
+from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import sqlglot
 from pydantic import ConfigDict, Field
 
 from benchsmith.schemas import (
-    CheckResult, ExactAnswer, Provenance, Sample, SplitManifest, Step, StrictModel, Tool, ToolCall,
-    UserError, Verification, file_sha256, iter_jsonl_lenient, read_json, samples_content_hash, write_json, write_jsonl,
+    CheckResult, ExactAnswer, Provenance, RowError, Sample, SampleEncoder, SplitManifest, Step, StrictModel, Tool,
+    ToolCall, UserError, Verification, file_sha256, read_json, samples_content_hash, scan_jsonl, swap_folder, write_json,
 )
 
 from .converter import Conversion
 from .database import DESCRIPTIONS_FIX, DESCRIPTIONS_SHAPE, Database
-from .pairwork import BATCH, Journal, fingerprint, run_pairs, run_pool, run_ray, run_serial
+from .pairwork import BATCH, JOURNAL, PENDING, Journal, fingerprint, run_pairs, run_pool, run_ray, run_serial
 from .reasons import REASONS, Rejection
 from .rest import rename_endpoint_params
 from .runtime import Binding, slot_bindings
@@ -64,6 +66,12 @@ class BuildOptions:
     ray: str | None = None  # run the pairs as Ray tasks: "local", "auto" or a cluster address
     db_id: str | None = None  # the dataset database this split is built from (multi-database datasets)
     progress: Any = None  # called with the number of pairs just finished
+
+
+#: what a build writes into its output folder (anything else there is someone else's: refused)
+OWNED = frozenset({"samples.jsonl", "tools.json", "toolset.json", "endpoints.json", "obfuscation.json",
+                   "database.sqlite", "database.sqlite.descriptions.json", "report.json", "manifest.json",
+                   JOURNAL, PENDING})
 
 
 @dataclass
@@ -132,33 +140,62 @@ def universe_label(spec: int | float) -> str:
     return f"universe-{spec:g}" if isinstance(spec, float) else f"universe-{spec}"
 
 
+def write_lines(path: Path, lines: Iterable[str]) -> None:
+    """Write ``lines`` to a new file in a folder about to be swapped in (flushed to disk)."""
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        for text in lines:
+            fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _pairs(pairs_path: Path) -> Iterator[tuple[int, Pair | RowError]]:
+    return scan_jsonl(pairs_path, Pair)
+
+
 def _collect(db: Database, db_path: Path, pairs_path: Path, out: Path, opts: BuildOptions,
-             rows: list[tuple[int, Pair]], rejections: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], Journal, int]:
-    """Every pair's result by line: from the journal of an earlier (killed) build of the same
-    inputs, the rest converted and verified now (serially, in a process pool or on Ray)."""
-    seen: set[str] = set()
-    items: list[tuple[int, dict[str, Any]]] = []
-    for line, pair in rows:
-        pid = pair.id or f"line-{line}"
-        if pid in seen:
-            rejections.append({"id": pid, "line": line, "code": "duplicate_id", "message": f"duplicate_id: id {pid} appears more than once",
-                               "question": pair.question, "sql": pair.sql})
-            continue
-        seen.add(pid)
-        items.append((line, pair.model_dump()))
+             rejections: list[dict[str, Any]]) -> tuple[Journal, int, int]:
+    """Every pair's result in the journal: from the journal of an earlier (killed) build of the
+    same inputs, the rest converted and verified now (serially, in a process pool or on Ray),
+    reading the pairs file as the work goes. Returns the journal, the rows and the pairs resumed."""
     journal = Journal(out, fingerprint(db_path, Path(pairs_path), opts.style, opts.timeout_s, db.descriptions))
+    seen: set[str] = set()
+    counts = {"total": 0, "resumed": 0}
+    duplicates: list[dict[str, Any]] = []  # listed after the invalid rows (the order of the report's reasons)
+
+    def items() -> Iterator[tuple[int, dict[str, Any]]]:
+        for line, pair in _pairs(pairs_path):
+            counts["total"] += 1
+            if isinstance(pair, RowError):
+                rejections.append({"id": None, "line": line, "code": "invalid_row", "message": pair.message})
+                continue
+            pid = pair.id or f"line-{line}"
+            if pid in seen:
+                duplicates.append({"id": pid, "line": line, "code": "duplicate_id",
+                                   "message": f"duplicate_id: id {pid} appears more than once",
+                                   "question": pair.question, "sql": pair.sql})
+                continue
+            seen.add(pid)
+            if line in journal.done:
+                counts["resumed"] += 1
+                continue
+            yield line, pair.model_dump()
+
     desc_json = json.dumps(db.descriptions) if db.descriptions else None
-    todo = sum(1 for line, _ in items if line not in journal.done)
-    resumed = len(items) - todo
+    todo = items()
+    head = list(islice(todo, BATCH + 1))  # a few pairs are not worth starting workers for
+    todo = chain(head, todo)
     if opts.ray:
         runner = lambda todo_items: run_ray(opts.ray, str(db_path), opts.timeout_s, desc_json, opts.style,  # noqa: E731
                                             todo_items, max(1, opts.workers))
-    elif opts.workers > 1 and todo > BATCH:
+    elif opts.workers > 1 and len(head) > BATCH:
         runner = lambda todo_items: run_pool(str(db_path), opts.timeout_s, desc_json, opts.style,  # noqa: E731
                                              todo_items, opts.workers)
     else:
         runner = lambda todo_items: run_serial(db, opts.style, todo_items)  # noqa: E731
-    return run_pairs(journal, items, runner, opts.progress), journal, resumed
+    run_pairs(journal, todo, runner, opts.progress)
+    rejections.extend(duplicates)
+    return journal, counts["total"], counts["resumed"]
 
 
 def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path,
@@ -166,8 +203,11 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
     """Convert and verify every pair; write ``samples.jsonl``, ``tools.json``, ``report.json``,
     ``manifest.json`` (and ``endpoints.json`` for REST) to ``out_dir``. Returns the report.
 
-    Pairs finished by a killed build of the same inputs into the same ``out_dir`` are taken from
-    its journal (``.journal.jsonl``) instead of being converted again."""
+    The pairs are read, and the samples written, one at a time (memory stays flat however many
+    pairs there are); the finished folder replaces ``out_dir`` at once, so a failed or killed build
+    leaves an earlier split there as it was. Pairs finished by a killed build of the same inputs
+    into the same ``out_dir`` are taken from its journal (``.journal.jsonl``) instead of being
+    converted again."""
     opts = options or BuildOptions()
     return build_universes(db_path, pairs_path, out_dir, opts, None)[0]
 
@@ -184,30 +224,16 @@ def build_universes(db_path: str | Path, pairs_path: str | Path, out_dir: str | 
     started = time.perf_counter()
     descriptions = read_json(opts.descriptions, DESCRIPTIONS_SHAPE, fix=DESCRIPTIONS_FIX) if opts.descriptions else None
     db = Database(db_path, timeout_s=opts.timeout_s, descriptions=descriptions)
+    out = Path(out_dir)
+    existed = out.exists()
+    journal: Journal | None = None
     try:
-        rows, bad_rows = iter_jsonl_lenient(pairs_path, Pair)
-        out = Path(out_dir)
-        existed = out.exists()
-        rejections: list[dict[str, Any]] = [
-            {"id": None, "line": e.line, "code": "invalid_row", "message": e.message} for e in bad_rows]
-        results, journal, resumed = _collect(db, Path(db_path), Path(pairs_path), out, opts, rows, rejections)
-        by_line = {line: pair for line, pair in rows}
-        accepted: list[_Accepted] = []
-        for line in sorted(results):
-            res, pair = results[line], by_line[line]
-            if res["status"] != "accepted":
-                rejections.append({"id": pair.id or f"line-{line}", "line": line, "code": res["code"],
-                                   "message": res["message"], "question": pair.question, "sql": pair.sql})
-                continue
-            c = res["conv"]
-            conv = Conversion([ToolCall.model_validate(x) for x in c["setup"]], [ToolCall.model_validate(x) for x in c["calls"]],
-                              "", c["ordered"], set(c["features"]))
-            accepted.append(_Accepted(line, pair, res, conv, [tuple(r) for r in res["rows"]],
-                                      [ToolCall.model_validate(x) for x in res["calls"]]))
-        total = len(rows) + len(bad_rows)
-        if not accepted and not opts.allow_empty:
+        _check_owned(out, sizes)
+        rejections: list[dict[str, Any]] = []
+        journal, total, resumed = _collect(db, Path(db_path), Path(pairs_path), out, opts, rejections)
+        if len(journal.done) == len(journal.rejected) and not opts.allow_empty:
             codes: dict[str, int] = {}
-            for r in rejections:
+            for r in [*rejections, *_rejected(journal, Path(pairs_path))]:
                 codes[r["code"]] = codes.get(r["code"], 0) + 1
             why = ", ".join(f"{k}={v}" for k, v in sorted(codes.items())) or "the pairs file has no rows"
             journal.discard()
@@ -216,127 +242,197 @@ def build_universes(db_path: str | Path, pairs_path: str | Path, out_dir: str | 
             raise UserError(f"nothing verified: 0 of {total} pairs in {pairs_path} verified "
                             f"(rejected: {why}); {out} was left untouched",
                             fix="check --pairs (JSONL of {question, sql}) and --db")
-        _tools_for(accepted, opts)
+        rejections.extend(_rejected(journal, Path(pairs_path)))
+        tools = _ToolSets(opts, journal.extended)
+        if opts.style == "rest" or opts.obfuscate:  # the split-wide tool universe comes first
+            for a in _accepted(journal, Path(pairs_path)):
+                tools.assign(a)
         reports = []
         for size in (sizes if sizes else [opts.tool_universe]):
             target = out / universe_label(size) if sizes else out
             o = replace(opts, tool_universe=size)
-            reports.append(_write_split(db, Path(db_path), Path(pairs_path), target, o, accepted, list(rejections),
-                                        total, started, resumed))
+            written: list[dict[str, Any]] = []
+
+            def fill(fresh: Path, o: BuildOptions = o, written: list = written) -> None:
+                written.append(_write_split(db, Path(db_path), Path(pairs_path), fresh, o, journal, tools,
+                                            list(rejections), total, started, resumed))
+                if not sizes:
+                    journal.link_into(fresh)
+
+            swap_folder(target, fill, owned=OWNED, what="nl2api build")
+            reports.append(written[0])
         journal.finish()
         return reports
+    except BaseException:
+        if journal is not None:
+            journal.close()
+        raise
     finally:
         db.close()
 
 
-def _tools_for(accepted: list[_Accepted], opts: BuildOptions) -> None:
+def _check_owned(out: Path, sizes: Sequence[int | float] | None) -> None:
+    """Refuse, before any work, an output folder holding files a build did not write."""
+    if out.is_dir():
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in OWNED
+                         and not (sizes and p.name.startswith("universe-"))
+                         and not (p.name.startswith(".") and p.name.endswith(".tmp")))
+        if foreign:
+            raise UserError(f"{out} holds {', '.join(foreign[:5])}, which nl2api build did not write; a build "
+                            "replaces the whole folder", fix="build into a new or empty folder (or a split built "
+                            "before), or move those files away")
+
+
+def _rejected(journal: Journal, pairs_path: Path) -> Iterator[dict[str, Any]]:
+    """The rejections the journal holds, with their pairs' question and SQL."""
+    if not journal.rejected:
+        return
+    for line, pair in _pairs(pairs_path):
+        if line in journal.rejected and not isinstance(pair, RowError):
+            res = journal.get(line)
+            yield {"id": pair.id or f"line-{line}", "line": line, "code": res["code"], "message": res["message"],
+                   "question": pair.question, "sql": pair.sql}
+
+
+def _accepted(journal: Journal, pairs_path: Path) -> Iterator[_Accepted]:
+    """The verified pairs in line order, one at a time, from the pairs file and the journal."""
+    for line, pair in _pairs(pairs_path):
+        if line not in journal.done or line in journal.rejected or isinstance(pair, RowError):
+            continue
+        res = journal.get(line)
+        if res["status"] != "accepted":
+            continue
+        c = res["conv"]
+        conv = Conversion([ToolCall.model_validate(x) for x in c["setup"]], [ToolCall.model_validate(x) for x in c["calls"]],
+                          "", c["ordered"], set(c["features"]))
+        yield _Accepted(line, pair, res, conv, [tuple(r) for r in res["rows"]],
+                        [ToolCall.model_validate(x) for x in res["calls"]])
+
+
+class _ToolSets:
     """Each sample's tool set. The extended tier (joining, combining, ranking derived data) is in
-    the universe of every sample of a split where any gold sequence needs it, never per sample."""
-    extended = any(a.result.get("extended") for a in accepted)
-    # samples over the same tables share one tool set (specs are built once per column set)
-    memo: dict[str, Any] = {}
+    the universe of every sample of a split where any gold sequence needs it, never per sample.
+    Samples over the same tables share one tool set (specs are built once per column set); a REST
+    split's samples share the universe of every endpoint (named first come, first named)."""
 
-    def key(a: _Accepted) -> str:
-        return json.dumps([a.result["columns"], a.result["descriptions"]], sort_keys=True)
+    def __init__(self, opts: BuildOptions, extended: bool) -> None:
+        self.style, self.extended = opts.style, extended
+        self.memo: dict[str, Any] = {}
+        self.universe: list[Tool] = []  # REST
+        self.rest_names: dict[int, str] = {}  # REST: line -> endpoint name
+        self.names: set[str] = set()
+        self.bindings = slot_bindings() if opts.style == "slot" else {}
 
-    if opts.style == "slot":
-        bindings = slot_bindings()
-        for a in accepted:
-            k = key(a)
-            if k not in memo:
-                memo[k] = slot_tools(a.result["columns"], a.result["descriptions"], extended=extended)
-            a.tools, a.bindings = memo[k], bindings
-    elif opts.style == "sel":
-        for a in accepted:
-            k = key(a)
-            if k not in memo:
-                memo[k] = sel_toolset(a.result["columns"], a.result["descriptions"], extended=extended)
-            a.tools, a.bindings = memo[k]
-    else:
-        taken: set[str] = set()
-        universe = []
-        for a in accepted:
-            tool = Tool.model_validate(a.result["rest"]["tool"])
-            base, name, k = tool.name, tool.name, 2
-            while name in taken:  # endpoint names are unique within the split, first come first named
-                name, k = f"{base}_{k}", k + 1
-            taken.add(name)
-            if name != tool.name:
-                tool = tool.model_copy(update={"name": name, "rest": tool.rest.model_copy(update={"path": f"/v1/{name}"})})
+    def assign(self, a: _Accepted) -> None:
+        if self.style == "rest":
+            name = self.rest_names.get(a.line)
+            if name is None:
+                tool = Tool.model_validate(a.result["rest"]["tool"])
+                base, name, k = tool.name, tool.name, 2
+                while name in self.names:  # endpoint names are unique within the split, first come first named
+                    name, k = f"{base}_{k}", k + 1
+                if name != tool.name:
+                    tool = tool.model_copy(update={"name": name, "rest": tool.rest.model_copy(update={"path": f"/v1/{name}"})})
+                self.rest_names[a.line] = name
+                self.names.add(name)
+                self.universe.append(tool)
             a.result["rest"]["name"] = name
             a.calls = [ToolCall(name=name, arguments=a.result["rest"]["args"], label="result_1")]
-            a.tools = [tool]
-            universe.append(tool)
-        for a in accepted:
-            a.tools = universe
+            a.tools = self.universe
+            return
+        k = json.dumps([a.result["columns"], a.result["descriptions"]], sort_keys=True)
+        if k not in self.memo:
+            if self.style == "slot":
+                self.memo[k] = (slot_tools(a.result["columns"], a.result["descriptions"], extended=self.extended),
+                                self.bindings)
+            else:
+                self.memo[k] = sel_toolset(a.result["columns"], a.result["descriptions"], extended=self.extended)
+        a.tools, a.bindings = self.memo[k]
+
+    def all_tools(self) -> Iterator[Tool]:
+        if self.style == "rest":
+            yield from self.universe
+        for tools, _ in self.memo.values():
+            yield from tools
 
 
-def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts: BuildOptions,
-                 accepted: list[_Accepted], rejections: list[dict[str, Any]], total: int, started: float,
+def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts: BuildOptions, journal: Journal,
+                 toolsets: _ToolSets, rejections: list[dict[str, Any]], total: int, started: float,
                  resumed: int) -> dict[str, Any]:
-    mapping = obfuscation_map([t for a in accepted for t in a.tools]) if opts.obfuscate else None
+    """Write the split into ``out`` (a fresh folder), one sample at a time."""
+    mapping = obfuscation_map(list(toolsets.all_tools())) if opts.obfuscate else None
+    obfuscated: dict[int, Tool] = {}  # id(tool) -> its obfuscated copy (made once per tool)
     created = datetime.now(timezone.utc)
     versions = _versions()
-    samples: list[Sample] = []
     endpoints: dict[str, Any] = {}
-    for a in accepted:
-        calls, tools = a.calls, a.tools
-        if mapping is not None:
-            calls = [obfuscate_call(c, mapping) for c in calls]
-            tools = [obfuscate_tool(t, mapping) for t in tools]
-            if opts.style != "rest":  # prove the obfuscated sequence still runs and matches
-                try:
-                    run_and_check(db, a.conv.setup, calls, a.rows, a.conv.ordered,
-                                  bindings=obfuscate_bindings(a.bindings, mapping), sql=a.pair.sql)
-                except Rejection as rej:
-                    rejections.append({"id": a.pair.id or f"line-{a.line}", "line": a.line, "code": rej.code,
-                                       "message": f"obfuscated: {rej}", "question": a.pair.question, "sql": a.pair.sql})
-                    continue
-        if opts.tool_universe:
-            size = universe_size(opts.tool_universe, len(tools))
-            tools = reduce_universe(tools, {c.name for c in calls}, size, f"{opts.seed}:{a.pair.id or a.line}")
-        if opts.style == "rest":
-            endpoints[a.result["rest"]["name"]] = a.result["rest"]["endpoint"]
-        observations = a.result["observations"] if opts.style != "rest" else [
-            {"columns": None, "rows": [list(r) for r in a.rows]}]
-        gold = [Step(call=c, observation=o) for c, o in zip(calls, observations)]
-        metadata_: dict[str, Any] = {"sql": a.pair.sql, "pair_line": a.line}
-        if opts.db_id or a.pair.db_id:
-            metadata_["db_id"] = opts.db_id or a.pair.db_id
-        samples.append(Sample(
-            query=a.pair.question, context=a.pair.evidence, tools=tools,
-            setup=a.conv.setup if opts.style != "rest" else [],
-            gold=gold,
-            answer=ExactAnswer(value=[list(r) for r in a.rows], ordered=a.conv.ordered),
-            # an imported dataset's own difficulty (BIRD: simple / moderate / challenging) stays a category
-            categories=["nl2api", opts.style, *sorted(a.conv.features),
-                        *([f"difficulty:{a.pair.difficulty}"] if a.pair.difficulty and opts.db_id else [])],
-            difficulty=a.pair.difficulty or _difficulty(a.conv.features, len(a.conv.calls)),
-            provenance=Provenance(source=f"{db_path.name}+{pairs_path.name}", source_id=a.pair.id or f"line-{a.line}",
-                                  method=f"nl2api.{opts.style}", versions=versions, seed=opts.seed, created_at=created,
-                                  params={"obfuscate": opts.obfuscate, "tool_universe": opts.tool_universe}),
-            verification=Verification(status="verified", method="execution-match", verified_at=created, checks=[
-                CheckResult(name="sql_executes", ok=True, reason=f"{len(a.rows)} rows"),
-                CheckResult(name="chain_executes", ok=True, reason=f"{len(calls)} calls"),
-                CheckResult(name="result_matches", ok=True,
-                            reason="ordered match" if a.conv.ordered else "multiset match"),
-                CheckResult(name="limit_deterministic", ok=True, reason="no ties across LIMIT")],
-                details={"ordered": a.conv.ordered}),
-            metadata=metadata_,
-        ))
-    out.mkdir(parents=True, exist_ok=True)
-    write_jsonl(out / "samples.jsonl", samples)
     universe: dict[str, Tool] = {}
-    for s in samples:
-        for t in s.tools:
-            universe.setdefault(t.name, t)
+    bindings: dict[str, Binding] = {}
+    ids: list[str] = []
+    encoder = SampleEncoder()
+    provenance_params = {"obfuscate": opts.obfuscate, "tool_universe": opts.tool_universe}
+    checks_done = [CheckResult(name="limit_deterministic", ok=True, reason="no ties across LIMIT")]
+
+    def lines() -> Iterator[str]:
+        for a in _accepted(journal, pairs_path):
+            toolsets.assign(a)
+            calls, tools = a.calls, a.tools
+            if mapping is not None:
+                calls = [obfuscate_call(c, mapping) for c in calls]
+                tools = [obfuscated.get(id(t)) or obfuscated.setdefault(id(t), obfuscate_tool(t, mapping)) for t in tools]
+                if opts.style != "rest":  # prove the obfuscated sequence still runs and matches
+                    try:
+                        run_and_check(db, a.conv.setup, calls, a.rows, a.conv.ordered,
+                                      bindings=obfuscate_bindings(a.bindings, mapping), sql=a.pair.sql)
+                    except Rejection as rej:
+                        rejections.append({"id": a.pair.id or f"line-{a.line}", "line": a.line, "code": rej.code,
+                                           "message": f"obfuscated: {rej}", "question": a.pair.question,
+                                           "sql": a.pair.sql})
+                        continue
+            if opts.tool_universe:
+                size = universe_size(opts.tool_universe, len(tools))
+                tools = reduce_universe(tools, {c.name for c in calls}, size, f"{opts.seed}:{a.pair.id or a.line}")
+            if opts.style == "rest":
+                endpoints[a.result["rest"]["name"]] = a.result["rest"]["endpoint"]
+            else:
+                bindings.update(obfuscate_bindings(a.bindings, mapping) if mapping is not None else a.bindings)
+            for t in tools:
+                universe.setdefault(t.name, t)
+            observations = a.result["observations"] if opts.style != "rest" else [
+                {"columns": None, "rows": [list(r) for r in a.rows]}]
+            gold = [Step(call=c, observation=o) for c, o in zip(calls, observations)]
+            metadata_: dict[str, Any] = {"sql": a.pair.sql, "pair_line": a.line}
+            if opts.db_id or a.pair.db_id:
+                metadata_["db_id"] = opts.db_id or a.pair.db_id
+            bare = Sample(
+                id="", query=a.pair.question, context=a.pair.evidence,
+                setup=a.conv.setup if opts.style != "rest" else [],
+                gold=gold,
+                answer=ExactAnswer(value=[list(r) for r in a.rows], ordered=a.conv.ordered),
+                # an imported dataset's own difficulty (BIRD: simple / moderate / challenging) stays a category
+                categories=["nl2api", opts.style, *sorted(a.conv.features),
+                            *([f"difficulty:{a.pair.difficulty}"] if a.pair.difficulty and opts.db_id else [])],
+                difficulty=a.pair.difficulty or _difficulty(a.conv.features, len(a.conv.calls)),
+                provenance=Provenance(source=f"{db_path.name}+{pairs_path.name}", source_id=a.pair.id or f"line-{a.line}",
+                                      method=f"nl2api.{opts.style}", versions=versions, seed=opts.seed, created_at=created,
+                                      params=provenance_params),
+                verification=Verification(status="verified", method="execution-match", verified_at=created, checks=[
+                    CheckResult(name="sql_executes", ok=True, reason=f"{len(a.rows)} rows"),
+                    CheckResult(name="chain_executes", ok=True, reason=f"{len(calls)} calls"),
+                    CheckResult(name="result_matches", ok=True,
+                                reason="ordered match" if a.conv.ordered else "multiset match"),
+                    *checks_done],
+                    details={"ordered": a.conv.ordered}),
+                metadata=metadata_,
+            )
+            line, sid = encoder.encode(bare, tools)
+            ids.append(sid)
+            yield line
+
+    write_lines(out / "samples.jsonl", lines())
     write_json(out / "tools.json", [t.model_dump(mode="json", exclude_none=True) for t in universe.values()])
     files = ["samples.jsonl", "tools.json"]
     if opts.style != "rest":
         # how each visible tool runs on the SLOT implementations: what an evaluator needs to execute predictions
-        bindings: dict[str, Binding] = {}
-        for a in accepted:
-            bindings.update(obfuscate_bindings(a.bindings, mapping) if mapping is not None else a.bindings)
         write_json(out / "toolset.json", {name: {"tool": b.tool, "fixed": dict(b.fixed), "rename": dict(b.rename)}
                                           for name, b in sorted(bindings.items())})
         files.append("toolset.json")
@@ -348,9 +444,7 @@ def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts:
         write_json(out / "obfuscation.json", mapping)
         files.append("obfuscation.json")
     if opts.copy_db:
-        tmp = out / "database.sqlite.tmp"
-        shutil.copyfile(db_path, tmp)
-        tmp.replace(out / "database.sqlite")
+        shutil.copyfile(db_path, out / "database.sqlite")
         files.append("database.sqlite")
         if db.descriptions:
             write_json(out / "database.sqlite.descriptions.json", db.descriptions)
@@ -359,8 +453,8 @@ def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts:
     for r in rejections:
         counts[r["code"]] = counts.get(r["code"], 0) + 1
     report = {
-        "total": total, "verified": len(samples), "rejected": dict(sorted(counts.items())),
-        "verified_rate": round(len(samples) / total, 4) if total else 0.0,
+        "total": total, "verified": len(ids), "rejected": dict(sorted(counts.items())),
+        "verified_rate": round(len(ids) / total, 4) if total else 0.0,
         "style": opts.style, "obfuscated": opts.obfuscate, "tool_universe": opts.tool_universe,
         "db": str(db_path), "pairs": str(pairs_path), "seconds": round(time.perf_counter() - started, 3),
         "workers": opts.workers, "ray": opts.ray, "resumed_pairs": resumed,
@@ -380,8 +474,8 @@ def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts:
         name=opts.name or f"{db_path.stem}-{opts.style}", version=opts.version, created_at=created,
         description=f"NL2API {opts.style.upper()} split built from {pairs_path.name} over {db_path.name}; "
                     "every gold sequence verified by execution against the SQL",
-        sample_count=len(samples), files={f: file_sha256(out / f) for f in files},
-        content_hash=samples_content_hash([s.id for s in samples]),
+        sample_count=len(ids), files={f: file_sha256(out / f) for f in files},
+        content_hash=samples_content_hash(ids),
         provenance=Provenance(source=str(pairs_path), method=f"nl2api.{opts.style}", versions=versions,
                               seed=opts.seed, created_at=created, params={"db": str(db_path)}),
         extra=extra,

@@ -11,15 +11,18 @@ database was built from. A database where nothing verifies is reported, not fata
 
 from __future__ import annotations
 
+import heapq
 import shutil
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
+
+from pydantic import BaseModel
 
 from benchsmith.schemas import (
-    Provenance, Sample, SplitManifest, UserError, file_sha256, read_json, read_jsonl, samples_content_hash,
-    write_json, write_jsonl,
+    Provenance, RowError, Sample, SplitManifest, UserError, file_sha256, read_json, samples_content_hash, scan_jsonl,
+    swap_folder, write_json, write_jsonl,
 )
 
 from .build import BuildOptions, build_split, _versions
@@ -86,92 +89,137 @@ def build_dataset(root: str | Path, kind: str, out_dir: str | Path, options: Bui
     return report
 
 
-def _order_key(ds: Dataset, sample: Sample) -> int:
+class _OrderFields(BaseModel):
+    """The parts of a sample its place in the dataset comes from."""
+
+    metadata: dict[str, Any]
+
+
+def _order_key(ds: Dataset, sample: Any) -> int:
     db = ds.databases[sample.metadata["db_id"]]
     line = int(sample.metadata.get("pair_line", 0))
     return db.indexes[line - 1] if 0 < line <= len(db.indexes) else 1 << 30
 
 
+#: what a merge writes into the merged folder
+MERGED_OWNED = frozenset({"samples.jsonl", "tools.json", "toolset.json", "endpoints.json", "report.json",
+                          "manifest.json", "databases", "tools"})
+
+
+def _part_samples(ds: Dataset, part: Path, renames: dict[str, str]) -> Iterator[tuple[int, Sample]]:
+    """A part's samples with their dataset order keys, one at a time."""
+    for _, sample in scan_jsonl(part / "samples.jsonl", Sample):
+        if isinstance(sample, RowError):
+            raise UserError(f"{part / 'samples.jsonl'}:{sample.line}: {sample.message}",
+                            fix="rebuild that database's split")
+        if renames:
+            sample = _rename_rest(sample, renames)
+        yield _order_key(ds, sample), sample
+
+
+def _in_dataset_order(ds: Dataset, parts: list[tuple[Path, dict[str, str]]]) -> Iterator[Sample]:
+    """Every part's samples in the dataset's order: a merge of the parts (each in its pairs' order,
+    which is the dataset's), read one sample at a time; a part out of order is sorted in memory."""
+    for part, renames in parts:
+        keys = [k for k, _ in _part_keys(ds, part)]
+        if keys != sorted(keys):  # not expected from build_split; kept correct all the same
+            everything = [x for p, r in parts for x in _part_samples(ds, p, r)]
+            everything.sort(key=lambda x: x[0])
+            yield from (s for _, s in everything)
+            return
+    for _, sample in heapq.merge(*(_part_samples(ds, p, r) for p, r in parts), key=lambda x: x[0]):
+        yield sample
+
+
+def _part_keys(ds: Dataset, part: Path) -> Iterator[tuple[int, None]]:
+    for _, raw in scan_jsonl(part / "samples.jsonl", _OrderFields):
+        if not isinstance(raw, RowError):
+            yield _order_key(ds, raw), None
+
+
 def merge_splits(parts: dict[str, Path], out: Path, ds: Dataset, opts: BuildOptions) -> dict[str, Any]:
     """One split over several databases from per-database splits (same style): samples in the
     dataset's order, ``databases/<db_id>.sqlite``, per-database tool sets, merged bindings and
-    endpoints (an endpoint name two databases both use gets the database's name appended)."""
-    samples: list[Sample] = []
-    toolset: dict[str, Any] = {}
-    endpoints: dict[str, Any] = {}
-    universe: dict[str, Any] = {}
-    tmp = out.with_name(out.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    (tmp / "databases").mkdir(parents=True)
-    (tmp / "tools").mkdir()
-    files: list[str] = []
-    for db_id, part in parts.items():
-        part_samples = read_jsonl(part / "samples.jsonl", Sample)
-        renames: dict[str, str] = {}
-        if (part / "endpoints.json").is_file():
-            for name, spec in read_json(part / "endpoints.json").items():
-                new = name if name not in endpoints else f"{name}_{db_id}"
-                renames[name] = new
-                endpoints[new] = {**spec, "db_id": db_id}
-        if (part / "toolset.json").is_file():
-            for name, binding in read_json(part / "toolset.json").items():
-                new = name
-                if name in toolset and toolset[name] != binding:  # e.g. a SEL getter of a column both databases name alike
-                    new = renames[name] = f"{name}_{db_id}"
-                toolset[new] = binding
-        for s in part_samples:
+    endpoints (an endpoint name two databases both use gets the database's name appended).
+    Samples are merged one at a time and the finished folder replaces ``out`` at once."""
+    result: dict[str, Any] = {}
+
+    def fill(tmp: Path) -> None:
+        toolset: dict[str, Any] = {}
+        endpoints: dict[str, Any] = {}
+        universe: dict[str, Any] = {}
+        (tmp / "databases").mkdir(parents=True)
+        (tmp / "tools").mkdir()
+        files: list[str] = []
+        ordered: list[tuple[Path, dict[str, str]]] = []
+        for db_id, part in parts.items():
+            renames: dict[str, str] = {}
+            if (part / "endpoints.json").is_file():
+                for name, spec in read_json(part / "endpoints.json").items():
+                    new = name if name not in endpoints else f"{name}_{db_id}"
+                    renames[name] = new
+                    endpoints[new] = {**spec, "db_id": db_id}
+            if (part / "toolset.json").is_file():
+                for name, binding in read_json(part / "toolset.json").items():
+                    new = name
+                    if name in toolset and toolset[name] != binding:  # e.g. a SEL getter of a column both databases name alike
+                        new = renames[name] = f"{name}_{db_id}"
+                    toolset[new] = binding
+            ordered.append((part, renames))
+            tools = read_json(part / "tools.json")
             if renames:
-                s = _rename_rest(s, renames)
-            samples.append(s)
-        tools = read_json(part / "tools.json")
-        if renames:
-            tools = [{**t, "name": renames.get(t["name"], t["name"])} | (
-                {"rest": {**t["rest"], "path": f"/v1/{renames[t['name']]}"}} if t.get("rest") and t["name"] in renames else {})
-                for t in tools]
-        write_json(tmp / "tools" / f"{db_id}.json", tools)
-        files.append(f"tools/{db_id}.json")
-        for t in tools:
-            universe.setdefault(t["name"], t)
-        shutil.copyfile(part / "database.sqlite", tmp / "databases" / f"{db_id}.sqlite")
-        files.append(f"databases/{db_id}.sqlite")
-        if (part / "database.sqlite.descriptions.json").is_file():
-            shutil.copyfile(part / "database.sqlite.descriptions.json",
-                            tmp / "databases" / f"{db_id}.sqlite.descriptions.json")
-            files.append(f"databases/{db_id}.sqlite.descriptions.json")
-    samples.sort(key=lambda s: _order_key(ds, s))
-    write_jsonl(tmp / "samples.jsonl", samples)
-    write_json(tmp / "tools.json", list(universe.values()))
-    files += ["samples.jsonl", "tools.json"]
-    if toolset:
-        write_json(tmp / "toolset.json", dict(sorted(toolset.items())))
-        files.append("toolset.json")
-    if endpoints:
-        write_json(tmp / "endpoints.json", endpoints)
-        files.append("endpoints.json")
-    per_db = {db_id: read_json(part / "report.json") for db_id, part in parts.items()}
-    report = {"total": sum(r["total"] for r in per_db.values()), "verified": len(samples),
-              "style": opts.style, "databases": {k: {"total": r["total"], "verified": r["verified"],
-                                                     "rejected": r["rejected"]} for k, r in per_db.items()}}
-    write_json(tmp / "report.json", report)
-    files.append("report.json")
-    created = datetime.now(timezone.utc)
-    manifest = SplitManifest(
-        name=f"{opts.name or ds.kind}-{MERGED}-{opts.style}", version=opts.version, created_at=created,
-        description=f"NL2API {opts.style.upper()} split over {len(parts)} databases of {ds.question_file.name}; "
-                    "every gold sequence verified by execution against the SQL on its own database",
-        sample_count=len(samples), files={f: file_sha256(tmp / f) for f in files},
-        content_hash=samples_content_hash([s.id for s in samples]),
-        provenance=Provenance(source=str(ds.question_file), method=f"nl2api.{opts.style}", versions=_versions(),
-                              seed=opts.seed, created_at=created, params={"kind": ds.kind}),
-        extra={"style": opts.style, "obfuscated": opts.obfuscate, "tool_universe": opts.tool_universe,
-               "databases": list(parts)},
-    )
-    write_json(tmp / "manifest.json", manifest.model_dump(mode="json"))
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.replace(out)
-    return {"path": str(out), "samples": len(samples), "databases": list(parts)}
+                tools = [{**t, "name": renames.get(t["name"], t["name"])} | (
+                    {"rest": {**t["rest"], "path": f"/v1/{renames[t['name']]}"}} if t.get("rest") and t["name"] in renames else {})
+                    for t in tools]
+            write_json(tmp / "tools" / f"{db_id}.json", tools)
+            files.append(f"tools/{db_id}.json")
+            for t in tools:
+                universe.setdefault(t["name"], t)
+            shutil.copyfile(part / "database.sqlite", tmp / "databases" / f"{db_id}.sqlite")
+            files.append(f"databases/{db_id}.sqlite")
+            if (part / "database.sqlite.descriptions.json").is_file():
+                shutil.copyfile(part / "database.sqlite.descriptions.json",
+                                tmp / "databases" / f"{db_id}.sqlite.descriptions.json")
+                files.append(f"databases/{db_id}.sqlite.descriptions.json")
+        ids: list[str] = []
+
+        def samples() -> Iterator[Sample]:
+            for s in _in_dataset_order(ds, ordered):
+                ids.append(s.id or "")
+                yield s
+
+        write_jsonl(tmp / "samples.jsonl", samples())
+        write_json(tmp / "tools.json", list(universe.values()))
+        files += ["samples.jsonl", "tools.json"]
+        if toolset:
+            write_json(tmp / "toolset.json", dict(sorted(toolset.items())))
+            files.append("toolset.json")
+        if endpoints:
+            write_json(tmp / "endpoints.json", endpoints)
+            files.append("endpoints.json")
+        per_db = {db_id: read_json(part / "report.json") for db_id, part in parts.items()}
+        report = {"total": sum(r["total"] for r in per_db.values()), "verified": len(ids),
+                  "style": opts.style, "databases": {k: {"total": r["total"], "verified": r["verified"],
+                                                         "rejected": r["rejected"]} for k, r in per_db.items()}}
+        write_json(tmp / "report.json", report)
+        files.append("report.json")
+        created = datetime.now(timezone.utc)
+        manifest = SplitManifest(
+            name=f"{opts.name or ds.kind}-{MERGED}-{opts.style}", version=opts.version, created_at=created,
+            description=f"NL2API {opts.style.upper()} split over {len(parts)} databases of {ds.question_file.name}; "
+                        "every gold sequence verified by execution against the SQL on its own database",
+            sample_count=len(ids), files={f: file_sha256(tmp / f) for f in files},
+            content_hash=samples_content_hash(ids),
+            provenance=Provenance(source=str(ds.question_file), method=f"nl2api.{opts.style}", versions=_versions(),
+                                  seed=opts.seed, created_at=created, params={"kind": ds.kind}),
+            extra={"style": opts.style, "obfuscated": opts.obfuscate, "tool_universe": opts.tool_universe,
+                   "databases": list(parts)},
+        )
+        write_json(tmp / "manifest.json", manifest.model_dump(mode="json"))
+        result.update({"path": str(out), "samples": len(ids), "databases": list(parts)})
+
+    swap_folder(out, fill, owned=MERGED_OWNED, what="the merge of a dataset's splits")
+    return result
 
 
 def _rename_tool(tool: Any, new: str) -> Any:

@@ -13,13 +13,17 @@ import base64
 import hashlib
 import json
 import math
+import os
+import shutil
+from collections import deque
 from importlib import metadata
+from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import sqlglot
 
-from benchsmith.schemas import ToolCall, UserError, append_jsonl, file_sha256
+from benchsmith.schemas import ToolCall, UserError, append_jsonl, dumps_json, file_sha256
 
 from .compare import multiset_equal, ordered_equal
 from .converter import convert
@@ -136,29 +140,42 @@ def process_batch(path: str, timeout_s: float, descriptions_json: str | None, st
     return [process_pair(db, style, line, pair) for line, pair in items]
 
 
-def _batches(items: Sequence[tuple[int, dict[str, Any]]], size: int) -> list[list[tuple[int, dict[str, Any]]]]:
-    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+def _batches(items: Iterable[tuple[int, dict[str, Any]]], size: int) -> Iterator[list[tuple[int, dict[str, Any]]]]:
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch
 
 
-def run_serial(db: Database, style: str, items: Sequence[tuple[int, dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+def run_serial(db: Database, style: str, items: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[dict[str, Any]]:
     for line, pair in items:
         yield process_pair(db, style, line, pair)
 
 
+def _in_order(submit: Callable[[list], Any], wait: Callable[[Any], list], items: Iterable, in_flight: int) -> Iterator:
+    """Results of the batches of ``items`` in input order, with at most ``in_flight`` batches
+    submitted and unread at a time (so the input is read as the work goes, not all at once)."""
+    pending: deque = deque()
+    for batch in _batches(items, BATCH):
+        pending.append(submit(batch))
+        if len(pending) >= in_flight:
+            yield from wait(pending.popleft())
+    while pending:
+        yield from wait(pending.popleft())
+
+
 def run_pool(path: str, timeout_s: float, descriptions_json: str | None, style: str,
-             items: Sequence[tuple[int, dict[str, Any]]], workers: int) -> Iterator[dict[str, Any]]:
+             items: Iterable[tuple[int, dict[str, Any]]], workers: int) -> Iterator[dict[str, Any]]:
     """The pairs in ``workers`` spawned processes; results come back in input order."""
     import multiprocessing as mp
     from functools import partial
 
     fn = partial(process_batch, path, timeout_s, descriptions_json, style)
     with mp.get_context("spawn").Pool(workers) as pool:
-        for batch in pool.imap(fn, _batches(items, BATCH)):
-            yield from batch
+        yield from _in_order(lambda batch: pool.apply_async(fn, (batch,)), lambda r: r.get(), items, 2 * workers)
 
 
 def run_ray(address: str, path: str, timeout_s: float, descriptions_json: str | None, style: str,
-            items: Sequence[tuple[int, dict[str, Any]]], workers: int) -> Iterator[dict[str, Any]]:
+            items: Iterable[tuple[int, dict[str, Any]]], workers: int) -> Iterator[dict[str, Any]]:
     """The pairs as Ray tasks (``address``: ``local`` starts a local Ray instance with ``workers``
     CPUs, ``auto`` joins the running cluster, else a cluster address). Each task opens the database
     read-only on the node it runs on, so ``path`` must exist there (a shared file system). Results
@@ -178,9 +195,9 @@ def run_ray(address: str, path: str, timeout_s: float, descriptions_json: str | 
         started = True
     try:
         remote = ray.remote(num_cpus=1)(process_batch)
-        pending = [remote.remote(path, timeout_s, descriptions_json, style, batch) for batch in _batches(items, BATCH)]
-        for ref in pending:
-            yield from ray.get(ref)
+        cpus = max(1, int(ray.cluster_resources().get("CPU", workers)))
+        yield from _in_order(lambda batch: remote.remote(path, timeout_s, descriptions_json, style, batch), ray.get,
+                             items, 4 * cpus)
     finally:
         if started:
             ray.shutdown()
@@ -206,65 +223,119 @@ class Journal:
     """Append-only record of finished pairs: a header line with the inputs' fingerprint, then one
     line per pair. A build in progress writes ``<out>/.journal.pending.jsonl``; a finished build
     turns it into ``<out>/.journal.jsonl`` (:meth:`finish`), so a build that fails leaves an existing
-    split folder as it was (:meth:`discard`). Either file, written for the same inputs, is resumed."""
+    split folder as it was (:meth:`discard`). Either file, written for the same inputs, is resumed.
+
+    Only an index is held in memory (each pair's line -> where its record starts in the file, the
+    lines rejected, whether any accepted sequence needs the extended tools); :meth:`get` reads a
+    record back, so memory stays flat however many pairs a build has."""
 
     def __init__(self, out: Path, fp: dict[str, Any]) -> None:
         self.final = out / JOURNAL
         self.path = out / PENDING
-        self.done: dict[int, dict[str, Any]] = {}
+        self.done: dict[int, int] = {}  # line -> byte offset of its record
+        self.rejected: set[int] = set()
+        self.extended = False
         self._n = 0
+        self._reader: Any = None
         for candidate in (self.final, self.path):
             if candidate.is_file() and self._load(candidate, fp):
                 self.path = candidate
-                return
-        out.mkdir(parents=True, exist_ok=True)
-        self.path.unlink(missing_ok=True)  # a pending journal of other inputs
-        append_jsonl(self.path, {"fingerprint": fp})
+                break
+        else:
+            out.mkdir(parents=True, exist_ok=True)
+            self.path.unlink(missing_ok=True)  # a pending journal of other inputs
+            append_jsonl(self.path, {"fingerprint": fp})
+        self._writer = open(self.path, "ab")  # noqa: SIM115 - closed in close()
 
     def _load(self, path: Path, fp: dict[str, Any]) -> bool:
-        lines = path.read_text("utf-8", errors="replace").splitlines()
-        try:
-            head = json.loads(lines[0]) if lines else None
-        except json.JSONDecodeError:
-            head = None
-        if head != {"fingerprint": fp}:
-            return False
-        for text in lines[1:]:
+        with open(path, "rb") as fh:
+            first = fh.readline()
             try:
-                rec = json.loads(text)
-            except json.JSONDecodeError:
-                continue  # a line cut by a kill: that pair runs again
-            if isinstance(rec, dict) and isinstance(rec.get("line"), int):
-                self.done[rec["line"]] = decode(rec)
+                head = json.loads(first) if first.endswith(b"\n") else None
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                head = None
+            if head != {"fingerprint": fp}:
+                return False
+            offset = fh.tell()
+            for raw in fh:
+                at, offset = offset, offset + len(raw)
+                try:
+                    rec = json.loads(raw) if raw.endswith(b"\n") else None
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    rec = None  # a line cut by a kill: that pair runs again
+                if isinstance(rec, dict) and isinstance(rec.get("line"), int):
+                    self._note(rec, at)
+        if not path.read_bytes()[-1:] == b"\n":
+            with open(path, "ab") as fh:
+                fh.write(b"\n")  # the next record starts on its own line
         return True
+
+    def _note(self, rec: dict[str, Any], at: int) -> None:
+        line = rec["line"]
+        self.done[line] = at
+        if rec.get("status") == "accepted":
+            self.rejected.discard(line)
+            self.extended = self.extended or bool(rec.get("extended"))
+        else:
+            self.rejected.add(line)
 
     def add(self, record: dict[str, Any]) -> None:
         self._n += 1
         try:
-            append_jsonl(self.path, record, fsync=self._n % 200 == 0)
+            text = dumps_json(record, allow_nan=False)
         except (TypeError, ValueError):  # a blob or a non-finite float in the rows: write it tagged
-            append_jsonl(self.path, encode(record), fsync=self._n % 200 == 0)
-        self.done[record["line"]] = record
+            text = dumps_json(encode(record), allow_nan=False)
+        at = self._writer.tell()
+        self._writer.write((text + "\n").encode("utf-8"))
+        self._writer.flush()
+        if self._n % 200 == 0:
+            os.fsync(self._writer.fileno())
+        self._note(record, at)
+
+    def get(self, line: int) -> dict[str, Any]:
+        """The (decoded) record of ``line``."""
+        if self._reader is None:
+            self._writer.flush()
+            self._reader = open(self.path, "rb")  # noqa: SIM115 - closed in close()
+        self._reader.seek(self.done[line])
+        raw = self._reader.readline()
+        rec = json.loads(raw)
+        return decode(rec) if b'"$bytes"' in raw or b'"$float"' in raw else rec  # tags are rare: skip the walk
+
+    def close(self) -> None:
+        for fh in (self._reader, self._writer):
+            if fh is not None:
+                fh.close()
+        self._reader = None
+
+    def link_into(self, folder: Path) -> None:
+        """Give ``folder`` (a split about to be swapped in) this journal as its ``.journal.jsonl``."""
+        self._writer.flush()
+        os.fsync(self._writer.fileno())
+        target = folder / JOURNAL
+        try:
+            os.link(self.path, target)
+        except OSError:
+            shutil.copyfile(self.path, target)
 
     def finish(self) -> None:
         """The build's split is written: keep this journal as the folder's journal."""
-        if self.path != self.final:
+        self.close()
+        if self.path != self.final and self.path.exists():
             self.path.replace(self.final)
             self.path = self.final
 
     def discard(self) -> None:
         """The build failed: remove what it started (an earlier build's journal stays)."""
+        self.close()
         if self.path != self.final:
             self.path.unlink(missing_ok=True)
 
 
-def run_pairs(journal: Journal, items: Sequence[tuple[int, dict[str, Any]]], run: Callable[[Sequence], Iterable[dict]],
-              progress: Callable[[int], None] | None = None) -> dict[int, dict[str, Any]]:
-    """Run the pairs the journal has not finished with ``run`` and journal each result; returns
-    every pair's result by line (decoded)."""
-    todo = [(line, pair) for line, pair in items if line not in journal.done]
-    for rec in run(todo):
+def run_pairs(journal: Journal, items: Iterable[tuple[int, dict[str, Any]]], run: Callable[[Iterable], Iterable[dict]],
+              progress: Callable[[int], None] | None = None) -> None:
+    """Run the pairs the journal has not finished with ``run`` and journal each result."""
+    for rec in run((line, pair) for line, pair in items if line not in journal.done):
         journal.add(rec)
         if progress is not None:
             progress(1)
-    return dict(journal.done)

@@ -143,6 +143,16 @@ def result_rows(value: Any, db: Database) -> list[tuple]:
     return [(value,)]
 
 
+def observation_of_rows(value: Any, rows: list[tuple], db: Database, *, preview_rows: int = 5) -> Any:
+    """:func:`observation` of an output whose rows were just read in full: an unordered relation's
+    preview is their head (the same statement without a LIMIT gives the same first rows), so no
+    second query runs; an ordered one is read again with the LIMIT, as ties may come out otherwise."""
+    if isinstance(value, Relation) and not value.order:
+        return {"columns": list(value.visible), "rows": [list(r) for r in rows[:preview_rows]],
+                "truncated": len(rows) > preview_rows}
+    return observation(value, db, preview_rows=preview_rows)
+
+
 def observation(value: Any, db: Database, *, preview_rows: int = 5) -> Any:
     """A JSON-able view of an output, as a model would see it."""
     if isinstance(value, Relation):
