@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import heapq
 import json
 import math
 import re
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -21,7 +23,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Literal, Mapping
+from typing import IO, Any, Callable, ClassVar, Iterable, Iterator, Literal, Mapping, Protocol
 
 from pydantic import ConfigDict, Field
 
@@ -126,6 +128,106 @@ class Benchmark(ABC):
     def gold_prediction(self, case: EvalCase) -> str:
         """The gold answer written in the benchmark's native prediction format."""
 
+    def iter_cases(self, data: Path) -> Iterator[EvalCase]:
+        """The cases of ``data`` one at a time, in :meth:`load`'s order (what ``eval score`` reads).
+        The default reads them all with :meth:`load`; a benchmark whose layout can be read line by
+        line overrides it so that scoring holds one case at a time."""
+        yield from self.load(data)
+
+    def start_aggregate(self, mode: Mode) -> "Aggregator":
+        """An :class:`Aggregator` that is given each ``(case, record)`` as it is scored and returns
+        what :meth:`aggregate` would. The default keeps the cases and records and calls
+        :meth:`aggregate`; a benchmark overrides it to keep running sums and counters only, so that
+        scoring a large set holds no list of every record."""
+        return ListAggregator(self, mode)
+
+
+class Aggregator(Protocol):
+    """Builds a benchmark's scores.json from its records one at a time (:meth:`Benchmark.start_aggregate`).
+    ``add(case, record)`` in scoring order (``case`` is None when only the record is known);
+    ``result()`` once, at the end."""
+
+    def add(self, case: EvalCase | None, record: RecordResult) -> None: ...
+
+    def result(self) -> dict[str, Any]: ...
+
+
+class ListAggregator:
+    """The default :class:`Aggregator`: keeps every case and record for :meth:`Benchmark.aggregate`."""
+
+    def __init__(self, bench: Benchmark, mode: Mode) -> None:
+        self.bench, self.mode = bench, mode
+        self.cases: list[EvalCase] = []
+        self.records: list[RecordResult] = []
+
+    def add(self, case: EvalCase | None, record: RecordResult) -> None:
+        if case is not None:
+            self.cases.append(case)
+        self.records.append(record)
+
+    def result(self) -> dict[str, Any]:
+        return self.bench.aggregate(self.cases, self.records, self.mode)
+
+
+def aggregate_lists(acc: Aggregator, cases: list[EvalCase], records: list[RecordResult]) -> dict[str, Any]:
+    """Feed ``records`` (with their cases: by position when ``cases`` lines up with them, else by
+    id, None when absent) to an :class:`Aggregator` and return its result: a benchmark's
+    :meth:`~Benchmark.aggregate` over lists, computed by its streaming aggregator."""
+    if len(cases) == len(records) and all(c.id == r.id for c, r in zip(cases, records)):
+        for c, r in zip(cases, records):
+            acc.add(c, r)
+    else:
+        by_id = {c.id: c for c in cases}
+        for r in records:
+            acc.add(by_id.get(r.id), r)
+    return acc.result()
+
+
+# Python 3.12 made sum() of floats compensated (Neumaier); a running sum must add the same way to
+# give the same float as sum() over a list of the same values.
+_COMPENSATED_SUM = sys.version_info >= (3, 12)
+
+
+class RunningSum:
+    """A running sum of floats equal, bit for bit, to ``sum(values)`` over the same values in the
+    same order (``value``; ``0`` when nothing was added, as ``sum([])``), and ``mean()`` equal to
+    :func:`mean` of them.
+
+    >>> s = RunningSum()
+    >>> for x in (0.1, 0.2, 0.3):
+    ...     s.add(x)
+    >>> s.value == sum([0.1, 0.2, 0.3]), s.mean() == mean([0.1, 0.2, 0.3]), RunningSum().value
+    (True, True, 0)
+    """
+
+    __slots__ = ("total", "comp", "n")
+
+    def __init__(self) -> None:
+        self.total, self.comp, self.n = 0.0, 0.0, 0
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        if _COMPENSATED_SUM:
+            t = self.total + x
+            if abs(self.total) >= abs(x):
+                self.comp += (self.total - t) + x
+            else:
+                self.comp += (x - t) + self.total
+            self.total = t
+        else:
+            self.total += x
+
+    @property
+    def value(self) -> float:
+        if not self.n:
+            return 0
+        if _COMPENSATED_SUM and self.comp and math.isfinite(self.comp):
+            return self.total + self.comp
+        return self.total
+
+    def mean(self) -> float:
+        return self.value / self.n if self.n else 0.0
+
 
 def get_benchmark(name: str, **options: str | None) -> Benchmark:
     """The benchmark registered as ``name``, configured with ``options`` (``None`` = not given).
@@ -179,32 +281,78 @@ def tool_call_parts(item: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
 
 
 # ---- data files -------------------------------------------------------------------------------
+def scan_json_lines(path: Path, *, fix: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """``(line number, byte offset, object)`` for each non-blank line of a JSONL data file, read
+    one line at a time. Anything unreadable raises :class:`UserError` naming ``path:LINE`` and ``fix``
+    (when that line is reached)."""
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be read ({exc.strerror})", fix=fix) from None
+    with fh:
+        offset = 0
+        n = 0
+        while True:
+            try:
+                line = fh.readline()
+            except OSError as exc:
+                raise UserError(f"{path}: cannot be read ({exc.strerror})", fix=fix) from None
+            if not line:
+                break
+            n += 1
+            start, offset = offset, offset + len(line)
+            try:
+                text = line.decode("utf-8").strip()
+            except UnicodeDecodeError as exc:
+                raise UserError(f"{path}:{n}: not UTF-8 text (bad byte at column {exc.start + 1})",
+                                fix="re-save the file as UTF-8") from None
+            if not text:
+                continue
+            try:
+                obj = loads_json(text)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"{path}:{n}: not JSON ({exc.msg})", fix="one JSON object per line") from None
+            if not isinstance(obj, dict):
+                raise UserError(f"{path}:{n}: a line is not a JSON object", fix="one JSON object per line")
+            yield n, start, obj
+
+
+@contextlib.contextmanager
+def syntax_errors_first(path: Path, *, fix: str, then: Iterable[Any] = ()) -> Iterator[None]:
+    """Around the checks of a JSONL file read with :func:`scan_json_lines`: a :class:`UserError`
+    raised inside gives way to the file's first unreadable line when it has one (then to what
+    iterating ``then``, a generator of whole-file checks, raises), as when the whole file was read
+    before any line was checked."""
+    try:
+        yield
+    except UserError:
+        for _ in scan_json_lines(path, fix=fix):
+            pass
+        for _ in then:
+            pass
+        raise
+
+
+def read_json_line_at(path: Path, offset: int) -> dict[str, Any]:
+    """The object on the line of a JSONL file that starts at ``offset`` (one :func:`scan_json_lines` gave)."""
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        return loads_json(fh.readline().decode("utf-8"))
+
+
+def iter_json_lines(path: Path, *, fix: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank line of a JSONL data file, one at a time
+    (errors as :func:`read_json_lines`)."""
+    for n, _, obj in scan_json_lines(path, fix=fix):
+        yield n, obj
+
+
 def read_json_lines(path: Path, *, fix: str) -> list[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for each non-blank line of a JSONL data file.
 
     Anything unreadable raises :class:`UserError` naming ``path:LINE`` and ``fix``.
     """
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise UserError(f"{path}: cannot be read ({exc.strerror})", fix=fix) from None
-    rows = []
-    for n, line in enumerate(raw.split(b"\n"), 1):
-        try:
-            text = line.decode("utf-8").strip()
-        except UnicodeDecodeError as exc:
-            raise UserError(f"{path}:{n}: not UTF-8 text (bad byte at column {exc.start + 1})",
-                            fix="re-save the file as UTF-8") from None
-        if not text:
-            continue
-        try:
-            obj = loads_json(text)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}:{n}: not JSON ({exc.msg})", fix="one JSON object per line") from None
-        if not isinstance(obj, dict):
-            raise UserError(f"{path}:{n}: a line is not a JSON object", fix="one JSON object per line")
-        rows.append((n, obj))
-    return rows
+    return list(iter_json_lines(path, fix=fix))
 
 
 # ---- predictions ------------------------------------------------------------------------------
@@ -253,6 +401,84 @@ def read_predictions(path: str | Path) -> Predictions:
                 out.duplicates.append(rid)
             out.by_id[rid] = result if isinstance(result, str) else JSONValueText(json.dumps(result, ensure_ascii=False))
     return out
+
+
+class PredictionIndex:
+    """A predictions file (``{"id", "result"}`` JSONL) read the way :func:`read_predictions` reads
+    it, holding only each id's line offset: a prediction's text is read from the file when it is
+    asked for (:meth:`get`), so scoring holds one prediction at a time. Bad lines and duplicate ids
+    are kept up to ``keep`` each (the first ones), as scores.json shows them; a later line of an id
+    wins, as in :func:`read_predictions`. Use it as a context manager (it keeps the file open)."""
+
+    def __init__(self, path: str | Path, keep: int = 100) -> None:
+        p = Path(path)
+        if not p.is_file():
+            raise UserError(f"predictions file {p} does not exist", fix="pass a JSONL file of {id, result} lines")
+        self.path, self.keep = p, keep
+        self.bad_lines: list[tuple[int, str]] = []
+        self.duplicates: list[str] = []
+        self._offsets: dict[str, int] = {}   # id -> offset of its line; ~offset once asked for
+        self._fh: IO[bytes] = open(p, "rb")
+        offset = 0
+        for n, raw in enumerate(self._fh, 1):
+            start, offset = offset, offset + len(raw)
+            obj = self._parse(raw)
+            if isinstance(obj, str):
+                if obj and len(self.bad_lines) < keep:
+                    self.bad_lines.append((n, obj))
+                continue
+            rid = str(obj["id"])
+            if rid in self._offsets and len(self.duplicates) < keep:
+                self.duplicates.append(rid)
+            self._offsets[rid] = start
+
+    @staticmethod
+    def _parse(raw: bytes) -> dict[str, Any] | str:
+        """The line's object, or why it is bad ("" for a blank line)."""
+        text = raw.decode("utf-8", errors="replace").strip()
+        if not text:
+            return ""
+        try:
+            obj = loads_json(text)
+        except json.JSONDecodeError as exc:
+            return f"not JSON: {exc.msg}"
+        if not isinstance(obj, dict) or "id" not in obj or "result" not in obj:
+            return "expected an object with 'id' and 'result'"
+        return obj
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self._offsets
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def get(self, rid: str, default: str | None = None) -> str | None:
+        """The prediction of ``rid`` (a :class:`JSONValueText` for a non-string result), else ``default``."""
+        off = self._offsets.get(rid)
+        if off is None:
+            return default
+        if off < 0:
+            off = ~off
+        else:
+            self._offsets[rid] = ~off
+        self._fh.seek(off)
+        obj = self._parse(self._fh.readline())
+        assert isinstance(obj, dict), f"{self.path} changed while it was read"
+        result = obj["result"]
+        return result if isinstance(result, str) else JSONValueText(json.dumps(result, ensure_ascii=False))
+
+    def never_asked(self, limit: int) -> list[str]:
+        """The ``limit`` smallest ids never passed to :meth:`get` (ids no case has), sorted."""
+        return heapq.nsmallest(limit, (k for k, v in self._offsets.items() if v >= 0))
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> "PredictionIndex":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # ---- per-record budgets ---------------------------------------------------------------------
@@ -566,24 +792,81 @@ class ScoreRun:
     records: list[RecordResult]
 
 
-def score_cases(bench: Benchmark, cases: list[EvalCase], predictions: Mapping[str, str | None],
-                mode: Mode, budget: Budget = DEFAULT_BUDGET) -> ScoreRun:
-    """Score every case within ``budget`` per record (a missing prediction is a failed record,
-    not a crash; see :func:`score_record`)."""
-    records = []
+def iter_scored(bench: Benchmark, cases: Iterable[EvalCase], prediction_for: Callable[[EvalCase], str | None],
+                mode: Mode, budget: Budget = DEFAULT_BUDGET) -> Iterator[tuple[EvalCase, RecordResult]]:
+    """Score each case as ``cases`` yields it, within ``budget`` per record, and yield ``(case,
+    record)`` before the next case is read: nothing is kept. A case whose ``prediction_for`` is
+    None is a failed record (``missing_prediction``), not a crash. Consume it to the end (or close
+    it): the run's time limit (SIGALRM) stays installed until then."""
     rec = _Record(budget)
     token = _CURRENT.set(rec)
     try:
         with _alarm_installed(rec) as alarm:
             for case in cases:
-                pred = predictions.get(case.id)
+                pred = prediction_for(case)
                 if pred is None:
-                    records.append(failed(case, "missing_prediction", "no prediction for this id"))
+                    yield case, failed(case, "missing_prediction", "no prediction for this id")
                     continue
-                records.append(_score_within(rec, bench, case, pred, mode, alarm))
+                yield case, _score_within(rec, bench, case, pred, mode, alarm)
     finally:
-        _CURRENT.reset(token)
-    return ScoreRun(bench.aggregate(cases, records, mode), records)
+        with contextlib.suppress(ValueError):   # closed from another context: nothing to reset there
+            _CURRENT.reset(token)
+
+
+def score_cases(bench: Benchmark, cases: list[EvalCase], predictions: Mapping[str, str | None],
+                mode: Mode, budget: Budget = DEFAULT_BUDGET) -> ScoreRun:
+    """Score every case within ``budget`` per record (a missing prediction is a failed record,
+    not a crash; see :func:`score_record`)."""
+    records: list[RecordResult] = []
+    acc = bench.start_aggregate(mode)
+    for case, record in iter_scored(bench, cases, lambda c: predictions.get(c.id), mode, budget):
+        records.append(record)
+        acc.add(case, record)
+    return ScoreRun(acc.result(), records)
+
+
+class ReliabilityTally:
+    """pass^k / pass@k over trials (:func:`benchsmith.eval.reliability`), counted one record at a
+    time: per task only its trial and success counts are kept."""
+
+    def __init__(self) -> None:
+        self.trial_cases = False
+        self.tally: dict[str, list[int]] = {}
+        self.excluded = 0
+
+    def add(self, case: EvalCase | None, record: Any) -> None:
+        if case is None or case.meta.get("trial") is None:
+            return
+        self.trial_cases = True
+        b = case.meta.get("base_id")
+        if b is None:
+            return
+        if (record.details.get("episode") or {}).get("error_type") == "user_simulator_failure":
+            self.excluded += 1
+            return
+        t = self.tally.setdefault(b, [0, 0])
+        t[0] += 1
+        t[1] += 1 if record.ok else 0
+
+    def result(self, ks: Iterable[int] | None = None) -> dict[str, Any] | None:
+        """None when no case was a trial."""
+        if not self.trial_cases:
+            return None
+        tally = self.tally
+        most = max((n for n, _ in tally.values()), default=0)
+        wanted = sorted({k for k in (ks or range(1, most + 1)) if k >= 1})
+        hat: dict[str, float] = {}
+        at: dict[str, float] = {}
+        tasks: dict[str, int] = {}
+        for k in wanted:
+            rows = [(n, c) for n, c in tally.values() if n >= k]
+            if not rows:
+                continue
+            hat[str(k)] = sum(math.comb(c, k) / math.comb(n, k) for n, c in rows) / len(rows)
+            at[str(k)] = sum(1 - math.comb(n - c, k) / math.comb(n, k) for n, c in rows) / len(rows)
+            tasks[str(k)] = len(rows)
+        return {"trials": most, "tasks": len(tally), "pass^k": hat, "pass@k": at, "tasks_per_k": tasks,
+                "user_simulator_failures": self.excluded}
 
 
 def mean(values: Iterable[float]) -> float:

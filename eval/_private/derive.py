@@ -6,7 +6,9 @@ view over them.
 
 Every function is pure in the sense that matters here: it reads ``<split>/samples.jsonl``,
 writes its benchmark's own layout plus ``derive_report.json`` to ``out_dir`` and returns the
-report; the same split and seed give the same bytes. Randomness comes only from
+report; the same split and seed give the same bytes. They stream (docs/eval/derive.md): the
+split is read one sample at a time (:class:`SplitSamples`) and records are appended to
+temporary files renamed in at the end (:class:`Outputs`), so memory does not grow with the split. Randomness comes only from
 ``random.Random`` seeded with a string made of the seed, the sample id and a purpose.
 
 >>> sorted(DERIVERS)
@@ -19,16 +21,21 @@ import json
 import os
 import random
 import shutil
+import tempfile
+from array import array
 from collections import Counter
+from datetime import date, datetime
 from pathlib import Path
 from collections.abc import Iterator, Mapping
-from typing import Any, Callable, Iterable
+from typing import IO, Any, Callable, Iterable
+
+from pydantic import BaseModel
 
 from benchsmith.construction.variants import (
     visible_steps,
 )
 from benchsmith.schemas import (
-    Sample, Split, Tool, UserError, write_json,
+    JsonlError, RowError, Sample, Split, Tool, UserError, dumps_json, scan_jsonl, write_json,
 )
 
 REPORT = "derive_report.json"
@@ -38,18 +45,56 @@ MAX_TOOLS = 12            # candidate tools per derived record: every gold-chain
 # ---- the split ---------------------------------------------------------------------------------
 
 
+def _usable(sample: Sample) -> bool:
+    return (sample.verification is None or sample.verification.status == "verified") and bool(visible_steps(sample))
+
+
+class SplitSamples:
+    """The samples of a split, read from ``samples.jsonl`` one line at a time: each iteration is a
+    new pass over the file and holds one sample at a time. With ``usable`` (the derivers) only the
+    verified samples with at least one visible gold call are given, and a split without any is a
+    :class:`UserError` (raised when a pass ends). Bad rows are a :class:`JsonlError` listing all of
+    them, as :func:`~benchsmith.schemas.read_jsonl` gives: nothing is yielded after the first bad
+    row, the rest of the file is read to list the others. ``count`` is the number of samples the
+    last complete pass gave."""
+
+    def __init__(self, split_dir: str | Path, usable: bool = True) -> None:
+        split = Split.open(split_dir)
+        self.root, self.path, self.usable = split.root, split.samples_path, usable
+        self.count: int | None = None
+
+    def __iter__(self) -> Iterator[Sample]:
+        bad: list[RowError] = []
+        rows = given = 0
+        for _, item in scan_jsonl(self.path, Sample):
+            rows += 1
+            if isinstance(item, RowError):
+                bad.append(item)
+            elif not bad and (not self.usable or _usable(item)):
+                given += 1
+                yield item
+        if bad:
+            raise JsonlError(self.path, bad, rows)
+        if self.usable and not given:
+            raise UserError(f"{self.path} has no verified sample with gold calls", fix="build the split first")
+        self.count = given
+
+    def check(self) -> None:
+        """Fail on a missing or useless split without a whole pass: stops at the first usable sample
+        (bad rows further on surface when the split is read)."""
+        for _ in self:
+            return
+
+
 def load_split(split_dir: str | Path) -> tuple[Path, list[Sample]]:
-    """The verified samples with at least one visible gold call, in file order."""
-    split = Split.open(split_dir)
-    samples = [s for s in split.samples()
-               if (s.verification is None or s.verification.status == "verified") and visible_steps(s)]
-    if not samples:
-        raise UserError(f"{split.samples_path} has no verified sample with gold calls", fix="build the split first")
-    return split.root, samples
+    """The verified samples with at least one visible gold call, in file order (all in memory: the
+    derivers stream them with :class:`SplitSamples` instead)."""
+    samples = SplitSamples(split_dir)
+    return samples.root, list(samples)
 
 
-def _source(split: Path, samples: list[Sample], seed: int | None) -> dict[str, Any]:
-    source: dict[str, Any] = {"split": str(split), "samples": len(samples)}
+def _source(split: Path, samples: list[Sample] | int, seed: int | None) -> dict[str, Any]:
+    source: dict[str, Any] = {"split": str(split), "samples": samples if isinstance(samples, int) else len(samples)}
     if seed is not None:
         source["seed"] = seed
     manifest = split / "manifest.json"
@@ -101,10 +146,226 @@ def _skip_summary(skipped: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return {c: dict(sorted(v.items())) for c, v in sorted(out.items())}
 
 
-def _report(benchmark: str, split: Path, samples: list[Sample], seed: int | None, files: list[str],
+def _report(benchmark: str, split: Path, samples: list[Sample] | int, seed: int | None, files: list[str],
             counts: dict[str, Any], skipped: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return {"benchmark": benchmark, "source": _source(split, samples, seed), "files": sorted(files),
             "counts": counts, "skipped_by_reason": _skip_summary(skipped), "skipped": skipped, **extra}
+
+
+# ---- writing files one record at a time --------------------------------------------------------
+def _json_default(obj: Any) -> Any:
+    """What :func:`~benchsmith.schemas.write_json` writes for values JSON has no type for."""
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json", exclude_none=False)
+    if isinstance(obj, (datetime, date)):
+        return obj.isoformat()
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    raise TypeError(f"cannot write a {type(obj).__name__} as JSON")
+
+
+def jsonl_line(item: Mapping[str, Any] | BaseModel) -> str:
+    """The line :func:`~benchsmith.schemas.write_jsonl` writes for ``item``."""
+    plain = item.model_dump(mode="json", exclude_none=False) if isinstance(item, BaseModel) else dict(item)
+    return dumps_json(plain, allow_nan=False, default=_json_default) + "\n"
+
+
+def json_text(obj: Any) -> str:
+    """The text :func:`~benchsmith.schemas.write_json` writes for ``obj``."""
+    plain = obj.model_dump(mode="json", exclude_none=False) if isinstance(obj, BaseModel) else obj
+    return dumps_json(plain, indent=2, allow_nan=False, default=_json_default) + "\n"
+
+
+def _ascii_escape(text: str) -> str:
+    """``text`` (JSON written with ``ensure_ascii=False``) as ``ensure_ascii=True`` writes it: every
+    character outside space..``~`` left unescaped (those above ``~``: JSON's encoder escapes the
+    others in both modes) becomes ``\\uXXXX`` (a surrogate pair above U+FFFF)."""
+    out = []
+    for ch in text:
+        n = ord(ch)
+        if n <= 0x7E:
+            out.append(ch)
+        elif n < 0x10000:
+            out.append(f"\\u{n:04x}")
+        else:
+            n -= 0x10000
+            out.append(f"\\u{0xD800 | (n >> 10):04x}\\u{0xDC00 | (n & 0x3FF):04x}")
+    return "".join(out)
+
+
+class _TmpFile:
+    """A file written beside its target (``.<name>.<pid>.tmp``), renamed onto it by :meth:`commit`."""
+
+    errors = "strict"
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for old in target.parent.glob(f".{target.name}.*.tmp"):  # what a killed writer left
+            pid = old.name[len(target.name) + 2:-4]
+            if pid.isdigit() and not _alive(int(pid)):
+                old.unlink(missing_ok=True)
+        self.tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        self.fh: IO[str] = self.tmp.open("w", encoding="utf-8", errors=self.errors, newline="\n")
+
+    def write(self, text: str) -> None:
+        self.fh.write(text)
+
+    def close(self) -> None:
+        if not self.fh.closed:
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+            self.fh.close()
+
+    def commit(self) -> None:
+        self.close()
+        os.replace(self.tmp, self.target)
+
+    def abort(self) -> None:
+        if not self.fh.closed:
+            self.fh.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+class _ObjectFile(_TmpFile):
+    """A JSON object written one entry at a time, byte for byte what ``write_json`` writes for the
+    whole dict (``indent=2``; if any entry holds a lone surrogate the whole file is ASCII-escaped,
+    as ``write_json`` does). ``f[key] = value`` adds an entry (keys must be new)."""
+
+    errors = "surrogatepass"  # a lone surrogate is written as is, and the file escaped when it closes
+
+    def __init__(self, target: Path) -> None:
+        super().__init__(target)
+        self.entries = 0
+        self.ascii = False
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        text = json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False, default=_json_default)
+        head = json.dumps(key, ensure_ascii=False)
+        if not self.ascii:
+            try:
+                (head + text).encode("utf-8")
+            except UnicodeEncodeError:
+                self.ascii = True
+        self.write(("{" if not self.entries else ",") + "\n  " + head + ": " + text.replace("\n", "\n  "))
+        self.entries += 1
+
+    def __len__(self) -> int:
+        return self.entries
+
+    def close(self) -> None:
+        if not self.fh.closed:
+            self.write("\n}\n" if self.entries else "{}\n")
+            super().close()
+            if self.ascii:
+                escaped = self.tmp.with_name(self.tmp.name + ".ascii")
+                with self.tmp.open(encoding="utf-8", errors="surrogatepass", newline="") as src, \
+                        escaped.open("w", encoding="ascii", newline="") as dst:
+                    for chunk in iter(lambda: src.read(1 << 16), ""):
+                        dst.write(_ascii_escape(chunk))
+                os.replace(escaped, self.tmp)
+
+
+class Outputs:
+    """The files of one output folder, each written to a temporary file beside its target and
+    renamed in by :meth:`commit` (after everything is written); on an exception inside ``with``
+    every temporary file is removed and the folder keeps what it held. A kill leaves the old files
+    (plus ``.<name>.<pid>.tmp`` leftovers, removed by the next writer of that file).
+
+    ``lines(name)`` is a JSON Lines file (``.write(text)``, ``.add(item)`` as ``write_jsonl``),
+    ``object(name)`` a JSON object written entry by entry (:class:`_ObjectFile`), ``json(name,
+    obj)`` a whole document as ``write_json`` writes it, ``spool()`` an anonymous scratch file."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.files: dict[str, _TmpFile] = {}
+        self._spools: list[IO[bytes]] = []
+
+    def __enter__(self) -> Outputs:
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        if kind is not None:
+            self.abort()
+        self._close_spools()
+
+    def _new(self, name: str, cls: type[_TmpFile]) -> Any:
+        if name in self.files:
+            raise ValueError(f"{name} is already being written")
+        self.files[name] = f = cls(self.folder / name)
+        return f
+
+    def lines(self, name: str) -> _Lines:
+        """The JSON Lines file ``name`` (opened on first use)."""
+        f = self.files.get(name)
+        return f if isinstance(f, _Lines) else self._new(name, _Lines)
+
+    def object(self, name: str) -> _ObjectFile:
+        return self._new(name, _ObjectFile)
+
+    def json(self, name: str, obj: Any) -> None:
+        self._new(name, _TmpFile).write(json_text(obj))
+
+    def spool(self) -> Spool:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fh = tempfile.TemporaryFile(dir=self.folder)  # unlinked at once: nothing is left behind
+        self._spools.append(fh)
+        return Spool(fh)
+
+    def commit(self) -> list[str]:
+        """Rename every file in (in the order they were opened); returns their names."""
+        for f in self.files.values():
+            f.close()
+        for f in self.files.values():
+            f.commit()
+        self._close_spools()
+        return list(self.files)
+
+    def abort(self) -> None:
+        for f in self.files.values():
+            f.abort()
+        self._close_spools()
+
+    def _close_spools(self) -> None:
+        for fh in self._spools:
+            fh.close()
+        self._spools.clear()
+
+
+class _Lines(_TmpFile):
+    def add(self, item: Mapping[str, Any] | BaseModel) -> None:
+        self.write(jsonl_line(item))
+
+
+class Spool:
+    """Records kept on disk instead of in memory: ``put(record) -> n`` appends one (as JSON),
+    ``get(n)`` reads it back."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self.fh = fh
+        self.offsets = array("q")
+        self._end = 0
+        self._reading = False
+
+    def put(self, record: Any) -> int:
+        if self._reading:
+            self.fh.seek(0, os.SEEK_END)
+            self._reading = False
+        data = (dumps_json(record, allow_nan=False, default=_json_default) + "\n").encode("utf-8")
+        self.offsets.append(self._end)
+        self.fh.write(data)
+        self._end += len(data)
+        return len(self.offsets) - 1
+
+    def get(self, n: int) -> Any:
+        if not self._reading:
+            self.fh.flush()
+            self._reading = True
+        self.fh.seek(self.offsets[n])
+        return json.loads(self.fh.readline())
+
+    def __len__(self) -> int:
+        return len(self.offsets)
 
 
 # ---- the derivers: a view over the benchmarks -------------------------------------------------
@@ -160,7 +421,7 @@ def derive_all(split_dir: str | Path, out_dir: str | Path, benchmarks: Iterable[
     if unknown or not names:
         raise UserError(f"unknown deriver(s): {', '.join(unknown) or '(none given)'}",
                         fix=f"choose from {', '.join(DERIVERS)}")
-    load_split(split_dir)  # fail on a bad split before any folder is made
+    SplitSamples(split_dir).check()  # fail on a missing or useless split before any folder is made
     out = Path(out_dir)
     summary: dict[str, Any] = {"split": str(Path(split_dir)), "seed": seed, "derived": {}}
 

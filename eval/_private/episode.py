@@ -757,34 +757,15 @@ def reliability(cases: list[EvalCase], records: list[Any], ks: Iterable[int] | N
     >>> out["pass^k"], out["pass@k"]
     ({'1': 0.5, '2': 0.0}, {'1': 0.5, '2': 1.0})
     """
-    from math import comb
+    from .core import ReliabilityTally   # the same counts, one record at a time (streamed scoring)
 
-    base = {c.id: c.meta.get("base_id") for c in cases if c.meta.get("trial") is not None}
-    if not base:
+    trials = {c.id: c for c in cases if c.meta.get("trial") is not None}
+    if not trials:
         return None
-    tally: dict[str, list[int]] = {}
-    excluded = 0
+    tally = ReliabilityTally()
+    tally.trial_cases = True
     for r in records:
-        b = base.get(r.id)
-        if b is None:
-            continue
-        if (r.details.get("episode") or {}).get("error_type") == "user_simulator_failure":
-            excluded += 1
-            continue
-        t = tally.setdefault(b, [0, 0])
-        t[0] += 1
-        t[1] += 1 if r.ok else 0
-    most = max((n for n, _ in tally.values()), default=0)
-    wanted = sorted({k for k in (ks or range(1, most + 1)) if k >= 1})
-    hat: dict[str, float] = {}
-    at: dict[str, float] = {}
-    tasks: dict[str, int] = {}
-    for k in wanted:
-        rows = [(n, c) for n, c in tally.values() if n >= k]
-        if not rows:
-            continue
-        hat[str(k)] = sum(comb(c, k) / comb(n, k) for n, c in rows) / len(rows)
-        at[str(k)] = sum(1 - comb(n - c, k) / comb(n, k) for n, c in rows) / len(rows)
-        tasks[str(k)] = len(rows)
-    return {"trials": most, "tasks": len(tally), "pass^k": hat, "pass@k": at, "tasks_per_k": tasks,
-            "user_simulator_failures": excluded}
+        case = trials.get(r.id)
+        if case is not None:
+            tally.add(case, r)
+    return tally.result(ks)

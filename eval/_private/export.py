@@ -23,15 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.construction.variants import dump_text
-from benchsmith.eval._private.derive import _BenchmarkView
+from benchsmith.eval._private.derive import Outputs, SplitSamples, _BenchmarkView
 from benchsmith.schemas import (
     Sample,
-    Split,
     Tool,
     ToolCall,
     UserError,
     parse_reference,
-    write_json,
 )
 
 REPORT_FILE = "export_report.json"
@@ -69,9 +67,9 @@ class _Skip(Exception):
 
 
 # ---- reading the split and preparing each sample --------------------------------------------------
-def _load_split(split_dir: str | Path) -> tuple[Path, list[Sample]]:
-    split = Split.open(split_dir)
-    return split.root, split.samples()
+def _split_samples(split_dir: str | Path) -> SplitSamples:
+    """Every sample of the split, read one line at a time (``.root``; ``.count`` after a pass)."""
+    return SplitSamples(split_dir, usable=False)
 
 
 @dataclass
@@ -279,8 +277,11 @@ def schema_dialect(names: dict[str, str], union: str, object_name: str, doc: str
 
 
 # ---- writing ------------------------------------------------------------------------------------
-def _jsonl_text(rows: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in rows)
+# Exporters stream: each sample's records are appended to temporary files beside their targets
+# (``Outputs``) as they are made, and every file is renamed in at the end; only the report's small
+# parts (skips, counts, the id map) stay in memory.
+def _jsonl_line(row: dict[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _check_stale(out: Path, patterns: list[str], keep: set[Path]) -> None:
@@ -290,13 +291,8 @@ def _check_stale(out: Path, patterns: list[str], keep: set[Path]) -> None:
                         "(its loader would read them too)", fix="export into an empty folder or remove them")
 
 
-def _write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
 class _Report:
-    def __init__(self, fmt: str, split: Path, n_samples: int) -> None:
+    def __init__(self, fmt: str, split: Path, n_samples: int = 0) -> None:
         self.fmt, self.split, self.n_samples = fmt, split, n_samples
         self.skipped: list[dict[str, str]] = []
         self.records: Counter[str] = Counter()
@@ -305,34 +301,55 @@ class _Report:
     def skip(self, sid: str, exc: _Skip) -> None:
         self.skipped.append({"sample": sid, "reason": exc.reason, "message": exc.message})
 
-    def done(self, out: Path, written: list[str]) -> dict[str, Any]:
-        report = {
+    def report(self, written: list[str]) -> dict[str, Any]:
+        return {
             "format": self.fmt, "split": str(self.split), "samples": self.n_samples,
             "written": sorted([*written, ID_MAP_FILE, REPORT_FILE]),
             "records": dict(sorted(self.records.items())), "total": sum(self.records.values()),
             "skipped": self.skipped,
             "skipped_by_reason": dict(sorted(Counter(s["reason"] for s in self.skipped).items())),
         }
-        write_json(out / ID_MAP_FILE, self.id_map)
-        write_json(out / REPORT_FILE, report)
+
+    def done(self, files: Outputs, written: list[str]) -> dict[str, Any]:
+        """Write ``id_map.json`` and the report with the other files, rename them all in; the report."""
+        report = self.report(written)
+        files.json(ID_MAP_FILE, self.id_map)
+        files.json(REPORT_FILE, report)
+        files.commit()
         return report
 
 
-def _write_with_answers(out: Path, by_cat: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]],
-                        prefix: str) -> list[str]:
+class _WithAnswers:
     """``<prefix><category>.json`` with the records and ``possible_answer/`` with the answers of each
-    category (JSON Lines, as BFCL and ACEBench ship them); stale files of earlier exports go first."""
-    names = {f"{prefix}{cat}.json" for cat in by_cat}
-    out.mkdir(parents=True, exist_ok=True)
-    _check_stale(out, [f"{prefix}*.json", f"possible_answer/{prefix}*.json"],
-                 {out / n for n in names} | {out / "possible_answer" / n for n in names})
-    written = []
-    for cat, rows in sorted(by_cat.items()):
-        name = f"{prefix}{cat}.json"
-        _write_text(out / name, _jsonl_text([r for r, _ in rows]))
-        _write_text(out / "possible_answer" / name, _jsonl_text([a for _, a in rows]))
-        written += [name, f"possible_answer/{name}"]
-    return written
+    category (JSON Lines, as BFCL and ACEBench ship them), appended one record at a time:
+    ``add(category, record, answer)``; ``count(category)`` is how many it holds."""
+
+    def __init__(self, files: Outputs, prefix: str) -> None:
+        self.files, self.prefix = files, prefix
+        self.counts: Counter[str] = Counter()
+
+    def count(self, cat: str) -> int:
+        return self.counts[cat]
+
+    def add(self, cat: str, record: dict[str, Any], answer: dict[str, Any]) -> None:
+        name = f"{self.prefix}{cat}.json"
+        self.files.lines(name).write(_jsonl_line(record))
+        self.files.lines(f"possible_answer/{name}").write(_jsonl_line(answer))
+        self.counts[cat] += 1
+
+    def finish(self) -> list[str]:
+        """The files written, by category; files of earlier exports that this one would not replace
+        are a :class:`UserError` (nothing is renamed in then)."""
+        out = self.files.folder
+        names = {f"{self.prefix}{cat}.json" for cat in self.counts}
+        out.mkdir(parents=True, exist_ok=True)
+        _check_stale(out, [f"{self.prefix}*.json", f"possible_answer/{self.prefix}*.json"],
+                     {out / n for n in names} | {out / "possible_answer" / n for n in names})
+        written = []
+        for cat in sorted(self.counts):
+            name = f"{self.prefix}{cat}.json"
+            written += [name, f"possible_answer/{name}"]
+        return written
 
 
 def _sid(sample: Sample, index: int) -> str:

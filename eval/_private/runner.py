@@ -662,11 +662,33 @@ def run_eval(split: str | Path, client: ChatClient, model: dict[str, Any], out: 
                                   user_client, user_model or model))
 
 
+def _iter_run_cases(path: Path) -> Iterable[EvalCase]:
+    """A run's ``cases.jsonl``, one case at a time; a bad row raises what :func:`read_jsonl` raises
+    (every bad row listed)."""
+    from benchsmith.schemas import loads_json, read_jsonl
+
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if not raw.strip():
+                continue
+            try:
+                case = EvalCase.model_validate(loads_json(raw.decode("utf-8")))
+            except ValueError:
+                read_jsonl(path, EvalCase)   # raises the full report of the file's bad rows
+                raise
+            yield case
+
+
 def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, Any]]:
     """Score every task of a run on the cases the run covers; writes ``<task>/scores.json`` and
-    ``<task>/records.jsonl`` and returns the scores per task."""
-    from .core import read_predictions, score_cases
-    from .run import _check_mode, _write
+    ``<task>/records.jsonl`` (streamed: see :func:`~benchsmith.eval.run_score`) and returns the
+    scores per task."""
+    import contextlib
+
+    from .core import PredictionIndex
+    from .run import _check_mode, stream_score
 
     run_dir = Path(run_dir)
     if not (run_dir / "run.json").is_file():
@@ -674,21 +696,34 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
     meta = read_run_json(run_dir / "run.json")
     m = _check_mode(mode)
     out: dict[str, dict[str, Any]] = {}
-    from benchsmith.schemas import read_jsonl
 
     for name, info in (meta.get("tasks") or {}).items():
         folder = run_dir / name
-        cases = read_jsonl(folder / "cases.jsonl", EvalCase)
+        if not (folder / "cases.jsonl").is_file():
+            from benchsmith.schemas import read_jsonl
+
+            read_jsonl(folder / "cases.jsonl", EvalCase)   # its error for a missing file
         bench = get_benchmark(info["benchmark"])
-        preds = read_predictions(folder / "predictions.jsonl") if (folder / "predictions.jsonl").is_file() else None
-        by_id = preds.by_id if preds else {}
-        run = score_cases(bench, cases, by_id, m)
-        counts = info.get("status_counts") or {}
-        out[name] = _write(folder, run, {"benchmark": info["benchmark"], "mode": m, "records": len(cases),
-                                         "missing_predictions": sum(1 for c in cases if c.id not in by_id),
-                                         "format_errors": int(counts.get("format_error", 0)),
-                                         "request_errors": int(counts.get("request_error", 0)),
-                                         "transport_errors": int(counts.get("transport_error", 0)),
-                                         "model": meta.get("model", {}).get("name"),
-                                         "prompt_version": info.get("prompt_version")})
+        has_preds = (folder / "predictions.jsonl").is_file()
+        with contextlib.ExitStack() as stack:
+            preds = stack.enter_context(PredictionIndex(folder / "predictions.jsonl")) if has_preds else None
+            missing = 0
+
+            def prediction_for(case: EvalCase, preds: PredictionIndex | None = preds) -> str | None:
+                nonlocal missing
+                pred = preds.get(case.id) if preds is not None else None
+                missing += pred is None
+                return pred
+
+            def extra(records: int, info: dict[str, Any] = info) -> dict[str, Any]:
+                counts = info.get("status_counts") or {}
+                return {"benchmark": info["benchmark"], "mode": m, "records": records,
+                        "missing_predictions": missing,
+                        "format_errors": int(counts.get("format_error", 0)),
+                        "request_errors": int(counts.get("request_error", 0)),
+                        "transport_errors": int(counts.get("transport_error", 0)),
+                        "model": meta.get("model", {}).get("name"),
+                        "prompt_version": info.get("prompt_version")}
+
+            out[name] = stream_score(bench, _iter_run_cases(folder / "cases.jsonl"), prediction_for, m, folder, extra)
     return out

@@ -8,8 +8,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchsmith.eval._private.derive import Outputs
 from benchsmith.eval._private.export import (
-    _load_split, _prepare, _python_syntax, _Report, _sid, _Skip, _with_notes, _write_with_answers, schema_dialect,
+    _prepare, _python_syntax, _Report, _sid, _Skip, _split_samples, _with_notes, _WithAnswers, schema_dialect,
 )
 from benchsmith.construction.sandbox import Sandbox
 from benchsmith.eval._private.calls import python_calls
@@ -120,41 +121,47 @@ def export_acebench(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any
 
     One call: ``normal_single_turn_single_function``; several (chains included, outputs passed
     as ``$call_K$``): ``normal_single_turn_parallel_function``. Sandbox dialogues and scenarios:
-    ``agent_multi_turn`` / ``agent_multi_step`` (:func:`agent_record`)."""
-    split, samples = _load_split(split_dir)
-    out = Path(out_dir)
-    rep = _Report("acebench", split, len(samples))
-    by_cat: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
-    for i, sample in enumerate(samples):
-        if is_agent_sample(sample):
-            try:
-                cat, record, answer = agent_record(sample)
-            except _Skip as exc:
-                rep.skip(_sid(sample, i), exc)
-                continue
-            rid = f"{cat}_{len(by_cat.get(cat, []))}"
-            by_cat.setdefault(cat, []).append(({"id": rid, **record}, {"id": rid, **answer}))
-            rep.records[cat] += 1
-            rep.id_map[rid] = _sid(sample, i)
-            continue
+    ``agent_multi_turn`` / ``agent_multi_step`` (:func:`agent_record`). Streams: one sample at a
+    time, each record appended to its category's files."""
+    samples = _split_samples(split_dir)
+    rep = _Report("acebench", samples.root)
+    with Outputs(out_dir) as files:
+        by_cat = _WithAnswers(files, "data_")
+        for i, sample in enumerate(samples):
+            _export_sample(i, sample, by_cat, rep)
+        rep.n_samples = samples.count or 0
+        return rep.done(files, by_cat.finish())
+
+
+def _export_sample(i: int, sample: Sample, by_cat: _WithAnswers, rep: _Report) -> None:
+    if is_agent_sample(sample):
         try:
-            p = _prepare(sample, i)
-            _python_syntax(p.calls)
-            cat = "normal_single_turn_single_function" if len(p.calls) == 1 else "normal_single_turn_parallel_function"
-            gold = acebench_answer(p.calls, set(p.tools))
-            rid = f"{cat}_{len(by_cat.get(cat, []))}"
-            msgs = _with_notes(p, positional=True)
-            # ACEBench reads "system:" lines as the assistant's replies: system text joins the first user line
-            system = "\n".join(m["content"] for m in msgs if m["role"] == "system")
-            users = [m["content"] for m in msgs if m["role"] == "user"]
-            if system:
-                users[0] = f"{system}\n{users[0]}"
-            question = "\n".join(f"user: {u}" for u in users)
-            record = {"id": rid, "question": question + "\n",
-                      "function": [acebench_function(t) for t in acebench_order(p.sample.tools)]}
-            by_cat.setdefault(cat, []).append((record, {"id": rid, "ground_truth": gold}))
-            rep.records[cat] += 1
-            rep.id_map[rid] = p.sid
+            cat, record, answer = agent_record(sample)
         except _Skip as exc:
             rep.skip(_sid(sample, i), exc)
-    return rep.done(out, _write_with_answers(out, by_cat, "data_"))
+            return
+        rid = f"{cat}_{by_cat.count(cat)}"
+        by_cat.add(cat, {"id": rid, **record}, {"id": rid, **answer})
+        rep.records[cat] += 1
+        rep.id_map[rid] = _sid(sample, i)
+        return
+    try:
+        p = _prepare(sample, i)
+        _python_syntax(p.calls)
+        cat = "normal_single_turn_single_function" if len(p.calls) == 1 else "normal_single_turn_parallel_function"
+        gold = acebench_answer(p.calls, set(p.tools))
+        rid = f"{cat}_{by_cat.count(cat)}"
+        msgs = _with_notes(p, positional=True)
+        # ACEBench reads "system:" lines as the assistant's replies: system text joins the first user line
+        system = "\n".join(m["content"] for m in msgs if m["role"] == "system")
+        users = [m["content"] for m in msgs if m["role"] == "user"]
+        if system:
+            users[0] = f"{system}\n{users[0]}"
+        question = "\n".join(f"user: {u}" for u in users)
+        record = {"id": rid, "question": question + "\n",
+                  "function": [acebench_function(t) for t in acebench_order(p.sample.tools)]}
+        by_cat.add(cat, record, {"id": rid, "ground_truth": gold})
+        rep.records[cat] += 1
+        rep.id_map[rid] = p.sid
+    except _Skip as exc:
+        rep.skip(_sid(sample, i), exc)

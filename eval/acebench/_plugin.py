@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections import OrderedDict
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Iterator
 
 from benchsmith.eval._private.core import (
-    Benchmark, EvalCase, Mode, RecordResult, benchmark, check_limit, check_value, failed, mean, passed, read_json_lines,
-    safe_ratio, scorer, sqrt_weights,
+    Benchmark, EvalCase, Mode, RecordResult, ReliabilityTally, RunningSum, aggregate_lists, benchmark, check_limit,
+    check_value, failed, mean, passed, read_json_line_at, safe_ratio, scan_json_lines, scorer, sqrt_weights,
+    syntax_errors_first,
 )
-from benchsmith.eval._private.episode import clean_summary, error_type, reliability
+from benchsmith.eval._private.episode import clean_summary, error_type
 from benchsmith.schemas import UserError
 
 from ._report import AceBenchReport
@@ -53,22 +53,29 @@ def dialogue_of(case_id: str) -> str:
 
 
 # ---- loading ----------------------------------------------------------------------------------
-def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    rows = read_json_lines(path, fix="pass an ACEBench data folder")
-    for n, obj in rows:
+FIX = "pass an ACEBench data folder"
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    for n, offset, obj in scan_json_lines(path, fix=FIX):
         if not isinstance(obj.get("id"), str):
             raise UserError(f"{path}:{n}: expected an object with a string 'id'", fix="one JSON object per line")
-    return rows
+        yield n, offset, obj
 
 
 def load_folder(data: Path) -> list[EvalCase]:
+    return list(iter_folder(data))
+
+
+def iter_folder(data: Path) -> Iterator[EvalCase]:
+    """The cases of an ACEBench folder, one at a time: each answer file is checked whole first and
+    indexed by line offset (an answer is read again when its record comes)."""
     data = Path(data)
     if not data.is_dir():
         raise UserError(f"{data} is not a folder", fix="pass an ACEBench folder with data_<category>.json files")
     files = sorted(data.glob("data_*.json"))
     if not files:
         raise UserError(f"{data} holds no data_<category>.json file", fix="pass an ACEBench data folder")
-    cases: list[EvalCase] = []
     for f in files:
         category = f.stem[len("data_"):]
         if category not in CATEGORIES:
@@ -77,37 +84,47 @@ def load_folder(data: Path) -> list[EvalCase]:
         answer_file = data / "possible_answer" / f.name
         if not answer_file.is_file():
             raise UserError(f"{answer_file} is missing", fix="possible_answer/ needs a file per data file")
-        answers: dict[str, tuple[int, dict[str, Any]]] = {}
-        for n, obj in _read_jsonl(answer_file):
-            if "ground_truth" not in obj:
-                raise UserError(f"{answer_file} line {n}: no 'ground_truth'", fix="add the possible answer")
-            if category.startswith("agent") and "mile_stone" not in obj:
-                raise UserError(f"{answer_file} line {n}: no 'mile_stone'", fix="agent answers need milestones")
-            answers[obj["id"]] = (n, obj)
-        seen: set[str] = set()
-        for n, obj in _read_jsonl(f):
-            rid = obj["id"]
-            if rid in seen:
-                raise UserError(f"{f} line {n}: duplicate id {rid}", fix="ids must be unique")
-            seen.add(rid)
-            if rid not in answers:
-                raise UserError(f"{f} line {n}: id {rid} has no possible answer in {answer_file.name}",
-                                fix="add it to possible_answer/")
-            if category.startswith("agent"):
-                bad = [k for k in ("initial_config", "involved_classes") if k not in obj]
-            else:
-                bad = [k for k in ("question", "function") if k not in obj]
-            if bad or ("function" in obj and not isinstance(obj["function"], list)):
-                raise UserError(f"{f} line {n}: missing or bad {', '.join(bad) or 'function'}",
-                                fix="records need question + function list (agent: initial_config, involved_classes)")
-            an, ans = answers[rid]
-            gold: Any = ans["ground_truth"]
-            if category.startswith("agent"):
-                gold = {"state": ans["ground_truth"], "milestones": ans["mile_stone"]}
-            cases.append(EvalCase(id=rid, benchmark="acebench", category=category,
-                                  input={k: v for k, v in obj.items() if k != "id"}, gold=gold,
-                                  meta={"file": f.name, "line": n, "answer_line": an}))
-    return cases
+        answers: dict[str, tuple[int, int]] = {}   # id -> (line, offset) of its answer (the last one)
+        with syntax_errors_first(answer_file, fix=FIX, then=_read_jsonl(answer_file)):
+            for n, offset, obj in _read_jsonl(answer_file):
+                if "ground_truth" not in obj:
+                    raise UserError(f"{answer_file} line {n}: no 'ground_truth'", fix="add the possible answer")
+                if category.startswith("agent") and "mile_stone" not in obj:
+                    raise UserError(f"{answer_file} line {n}: no 'mile_stone'", fix="agent answers need milestones")
+                answers[obj["id"]] = (n, offset)
+        yield from _data_cases(f, category, answer_file, answers)
+
+
+def _data_cases(f: Path, category: str, answer_file: Path, answers: dict[str, tuple[int, int]]) -> Iterator[EvalCase]:
+    with syntax_errors_first(f, fix=FIX, then=_read_jsonl(f)):
+        yield from _data_rows(f, category, answer_file, answers)
+
+
+def _data_rows(f: Path, category: str, answer_file: Path, answers: dict[str, tuple[int, int]]) -> Iterator[EvalCase]:
+    seen: set[str] = set()
+    for n, _, obj in _read_jsonl(f):
+        rid = obj["id"]
+        if rid in seen:
+            raise UserError(f"{f} line {n}: duplicate id {rid}", fix="ids must be unique")
+        seen.add(rid)
+        if rid not in answers:
+            raise UserError(f"{f} line {n}: id {rid} has no possible answer in {answer_file.name}",
+                            fix="add it to possible_answer/")
+        if category.startswith("agent"):
+            bad = [k for k in ("initial_config", "involved_classes") if k not in obj]
+        else:
+            bad = [k for k in ("question", "function") if k not in obj]
+        if bad or ("function" in obj and not isinstance(obj["function"], list)):
+            raise UserError(f"{f} line {n}: missing or bad {', '.join(bad) or 'function'}",
+                            fix="records need question + function list (agent: initial_config, involved_classes)")
+        an, offset = answers[rid]
+        ans = read_json_line_at(answer_file, offset)
+        gold: Any = ans["ground_truth"]
+        if category.startswith("agent"):
+            gold = {"state": ans["ground_truth"], "milestones": ans["mile_stone"]}
+        yield EvalCase(id=rid, benchmark="acebench", category=category,
+                       input={k: v for k, v in obj.items() if k != "id"}, gold=gold,
+                       meta={"file": f.name, "line": n, "answer_line": an})
 
 
 # ---- scoring ----------------------------------------------------------------------------------
@@ -182,71 +199,101 @@ class _Agg:
         return round(x, 3) if self.mode == "official" else x
 
 
-@benchmark("acebench")
-class AceBench(Benchmark):
-    """ACEBench (normal / special / agent), official and strict modes."""
-    report = AceBenchReport()
-    derivers = MappingProxyType({"acebench_special": derive_acebench_special})
-    exporter = staticmethod(export_acebench)
+def _count(counts: dict[str, int], key: str) -> None:
+    counts[key] = counts.get(key, 0) + 1
 
 
-    def load(self, data: Path) -> list[EvalCase]:
-        return load_folder(Path(data))
+class _Category:
+    """The running figures of one category's records."""
 
-    def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
-        fam = family_of(case.category)
-        if fam == "special":
-            return score_special(case, prediction, mode)
-        if fam == "agent":
-            return score_agent(case, prediction, mode)
-        return score_normal(case, prediction, mode)
+    def __init__(self) -> None:
+        self.n = self.correct = 0
+        self.errors: dict[str, int] = {}
+        self.dialogues: dict[str, list[int]] = {}    # multi-turn: dialogue -> [turns, turns ok]
+        # agent: the records whose user simulator failed left out (strict mode), and episode error types
+        self.counted_n = self.counted_correct = self.user_failed = 0
+        self.counted_errors: dict[str, int] = {}
+        self.process, self.counted_process = RunningSum(), RunningSum()
+        self.kinds: dict[str, int] = {}
 
-    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
+    def add(self, r: RecordResult) -> None:
+        self.n += 1
+        self.correct += r.ok
+        if not r.ok:
+            _count(self.errors, r.error_type or "unknown")
+        if r.category in MULTI_TURN:
+            d = self.dialogues.setdefault(dialogue_of(r.id), [0, 0])
+            d[0] += 1
+            d[1] += r.ok
+        elif r.category in AGENT:
+            kind = (r.details.get("episode") or {}).get("error_type")
+            process = float(r.details.get("process", 1.0 if r.ok else 0.0))
+            self.process.add(process)
+            if kind:
+                _count(self.kinds, kind)
+            if kind == "user_simulator_failure":
+                self.user_failed += 1
+            else:
+                self.counted_n += 1
+                self.counted_correct += r.ok
+                self.counted_process.add(process)
+                if not r.ok:
+                    _count(self.counted_errors, r.error_type or "unknown")
+
+
+class AceAggregate:
+    """ACEBench's scores.json from running per-category counts (multi-turn: per-dialogue turn
+    counts; strict summary weights: the distinct sample units per family)."""
+
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+        self.cats: dict[str, _Category] = {}
+        self.units: dict[str, set[str]] = {}      # family -> its sample units (family_sizes)
+        self.n = self.ok = 0
+        self.reliability = ReliabilityTally()
+
+    def add(self, case: EvalCase | None, record: RecordResult) -> None:
+        self.n += 1
+        self.ok += record.ok
+        self.cats.setdefault(record.category, _Category()).add(record)
+        if case is not None:
+            self.units.setdefault(family_of(case.category), set()).add(
+                dialogue_of(case.id) if case.category in MULTI_TURN else case.id)
+        self.reliability.add(case, record)
+
+    def result(self) -> dict[str, Any]:
+        mode = self.mode
         agg = _Agg(mode)
-        by_cat: dict[str, list[RecordResult]] = OrderedDict()
-        for r in records:
-            by_cat.setdefault(r.category, []).append(r)
         cats: dict[str, dict[str, Any]] = {}
         for cat in CATEGORIES:
-            recs = by_cat.get(cat)
-            if not recs:
+            c = self.cats.get(cat)
+            if c is None:
                 continue
-            n, correct = len(recs), sum(r.ok for r in recs)
+            n, correct = c.n, c.correct
+            errs = c.errors
             entry: dict[str, Any] = {"n": n, "correct": correct}
             if cat in MULTI_TURN:
-                dialogues: dict[str, list[bool]] = OrderedDict()
-                for r in recs:
-                    dialogues.setdefault(dialogue_of(r.id), []).append(r.ok)
-                end = mean(1.0 if all(v) else 0.0 for v in dialogues.values())
-                proc = mean(agg.r3(sum(v) / len(v)) for v in dialogues.values())
-                entry.update(dialogues=len(dialogues), turn_accuracy=safe_ratio(correct, n),
-                             accuracy=agg.r3(end), end_accuracy=agg.r3(end), process_accuracy=agg.r3(proc))
+                end, proc = RunningSum(), RunningSum()
+                for turns, ok in c.dialogues.values():
+                    end.add(1.0 if ok == turns else 0.0)
+                    proc.add(agg.r3(ok / turns))
+                entry.update(dialogues=len(c.dialogues), turn_accuracy=safe_ratio(correct, n),
+                             accuracy=agg.r3(end.mean()), end_accuracy=agg.r3(end.mean()),
+                             process_accuracy=agg.r3(proc.mean()))
             elif cat in AGENT:
-                user_failed = [r for r in recs if (r.details.get("episode") or {}).get("error_type")
-                               == "user_simulator_failure"]
-                if mode == "strict" and user_failed:   # never charged to the model (official mode has no such notion)
-                    recs = [r for r in recs if r not in user_failed]
-                    n, correct = len(recs), sum(r.ok for r in recs)
+                process = c.process
+                if mode == "strict" and c.user_failed:   # never charged to the model (official mode has no such notion)
+                    n, correct, process, errs = c.counted_n, c.counted_correct, c.counted_process, c.counted_errors
                     entry.update(n=n, correct=correct)
                 acc = safe_ratio(correct, n)
-                proc = mean(float(r.details.get("process", 1.0 if r.ok else 0.0)) for r in recs)
-                entry.update(accuracy=agg.r3(acc), end_accuracy=agg.r3(acc), process_accuracy=agg.r3(proc),
-                             user_simulator_failures=len(user_failed))
-                kinds: dict[str, int] = {}
-                for r in by_cat[cat]:
-                    kind = (r.details.get("episode") or {}).get("error_type")
-                    if kind:
-                        kinds[kind] = kinds.get(kind, 0) + 1
-                if kinds:
-                    entry["episode_error_types"] = dict(sorted(kinds.items()))
+                entry.update(accuracy=agg.r3(acc), end_accuracy=agg.r3(acc), process_accuracy=agg.r3(process.mean()),
+                             user_simulator_failures=c.user_failed)
+                if c.kinds:
+                    entry["episode_error_types"] = dict(sorted(c.kinds.items()))
             elif cat in SPECIAL:
                 entry["accuracy"] = safe_ratio(correct, n)   # the official summary does not round these
             else:
                 entry["accuracy"] = agg.r3(safe_ratio(correct, n))
-            errs: dict[str, int] = {}
-            for r in recs:
-                if not r.ok:
-                    errs[r.error_type or "unknown"] = errs.get(r.error_type or "unknown", 0) + 1
             entry["error_types"] = dict(sorted(errs.items()))
             cats[cat] = entry
         families: dict[str, float] = {}
@@ -269,17 +316,47 @@ class AceBench(Benchmark):
         else:
             # the data's own family sizes (a multi-turn dialogue counts once, as in ACEBench's 700/150/50,
             # which ACEBench's own files reproduce exactly)
-            sizes = {f: n for f, n in family_sizes(cases).items() if f in families}
+            all_sizes = {f: len(self.units[f]) for f in FAMILIES if f in self.units}
+            sizes = {f: n for f, n in all_sizes.items() if f in families}
             weights = sqrt_weights(sizes) if sizes else {}
             out["summary"] = sum(families[f] * weights[f] for f in weights) if weights else 0.0
             out["summary_weights"] = weights
             out["summary_sizes"] = sizes
             out["summary_weights_source"] = "data"
-        out["accuracy"] = safe_ratio(sum(r.ok for r in records), len(records))
-        rel = reliability(cases, records)
+        out["accuracy"] = safe_ratio(self.ok, self.n)
+        rel = self.reliability.result()
         if rel is not None:
             out["reliability"] = rel
         return out
+
+
+@benchmark("acebench")
+class AceBench(Benchmark):
+    """ACEBench (normal / special / agent), official and strict modes."""
+    report = AceBenchReport()
+    derivers = MappingProxyType({"acebench_special": derive_acebench_special})
+    exporter = staticmethod(export_acebench)
+
+
+    def load(self, data: Path) -> list[EvalCase]:
+        return load_folder(Path(data))
+
+    def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+        fam = family_of(case.category)
+        if fam == "special":
+            return score_special(case, prediction, mode)
+        if fam == "agent":
+            return score_agent(case, prediction, mode)
+        return score_normal(case, prediction, mode)
+
+    def iter_cases(self, data: Path) -> Iterator[EvalCase]:
+        return iter_folder(Path(data))
+
+    def start_aggregate(self, mode: Mode) -> "AceAggregate":
+        return AceAggregate(mode)
+
+    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
+        return aggregate_lists(AceAggregate(mode), cases, records)
 
     def gold_prediction(self, case: EvalCase) -> str:
         fam = family_of(case.category)

@@ -12,10 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from benchsmith.eval._private.derive import Outputs
 from benchsmith.eval._private.export import (
-    _load_split, _prepare, _python_syntax, _Report, _sid, _Skip, _with_notes, _write_with_answers, schema_dialect,
+    _prepare, _python_syntax, _Report, _sid, _Skip, _split_samples, _with_notes, _WithAnswers, schema_dialect,
 )
-from benchsmith.schemas import Tool, ToolCall
+from benchsmith.schemas import Sample, Tool, ToolCall
 
 bfcl_schema = schema_dialect(
     {"string": "string", "integer": "integer", "number": "float", "boolean": "boolean", "array": "array",
@@ -85,32 +86,38 @@ def export_bfcl(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
 
     One call: ``simple_python`` (one tool offered) or ``multiple``; several independent calls:
     ``parallel`` (one tool offered) or ``parallel_multiple``; chains are skipped
-    (``multi_step_chain``)."""
-    split, samples = _load_split(split_dir)
-    out = Path(out_dir)
-    rep = _Report("bfcl", split, len(samples))
-    by_cat: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
-    for i, sample in enumerate(samples):
-        try:
-            p = _prepare(sample, i)
-            if p.chained:
-                raise _Skip("multi_step_chain", f"{len(p.calls)} calls, later ones use earlier outputs")
-            _python_syntax(p.calls)
-            if any(_has_empty_string(c.arguments) for c in p.calls):
-                raise _Skip("empty_string_value")
-            single_tool = len(p.sample.tools) == 1
-            if len(p.calls) == 1:
-                cat = "simple_python" if single_tool else "multiple"
-            else:
-                cat = "parallel" if single_tool else "parallel_multiple"
-            functions = [bfcl_function(t) for t in p.sample.tools]
-            fn_of = {f["name"]: f for f in functions}
-            rid = f"{cat}_{len(by_cat.get(cat, []))}"
-            record = {"id": rid, "question": [_with_notes(p, positional=False)], "function": functions}
-            answer = {"id": rid, "ground_truth": [bfcl_answer(c, fn_of[c.name]) for c in p.calls]}
-            by_cat.setdefault(cat, []).append((record, answer))
-            rep.records[cat] += 1
-            rep.id_map[rid] = p.sid
-        except _Skip as exc:
-            rep.skip(_sid(sample, i), exc)
-    return rep.done(out, _write_with_answers(out, by_cat, "BFCL_v4_"))
+    (``multi_step_chain``). Streams: one sample at a time, each record appended to its
+    category's files."""
+    samples = _split_samples(split_dir)
+    rep = _Report("bfcl", samples.root)
+    with Outputs(out_dir) as files:
+        by_cat = _WithAnswers(files, "BFCL_v4_")
+        for i, sample in enumerate(samples):
+            _export_sample(i, sample, by_cat, rep)
+        rep.n_samples = samples.count or 0
+        return rep.done(files, by_cat.finish())
+
+
+def _export_sample(i: int, sample: Sample, by_cat: _WithAnswers, rep: _Report) -> None:
+    try:
+        p = _prepare(sample, i)
+        if p.chained:
+            raise _Skip("multi_step_chain", f"{len(p.calls)} calls, later ones use earlier outputs")
+        _python_syntax(p.calls)
+        if any(_has_empty_string(c.arguments) for c in p.calls):
+            raise _Skip("empty_string_value")
+        single_tool = len(p.sample.tools) == 1
+        if len(p.calls) == 1:
+            cat = "simple_python" if single_tool else "multiple"
+        else:
+            cat = "parallel" if single_tool else "parallel_multiple"
+        functions = [bfcl_function(t) for t in p.sample.tools]
+        fn_of = {f["name"]: f for f in functions}
+        rid = f"{cat}_{by_cat.count(cat)}"
+        record = {"id": rid, "question": [_with_notes(p, positional=False)], "function": functions}
+        answer = {"id": rid, "ground_truth": [bfcl_answer(c, fn_of[c.name]) for c in p.calls]}
+        by_cat.add(cat, record, answer)
+        rep.records[cat] += 1
+        rep.id_map[rid] = p.sid
+    except _Skip as exc:
+        rep.skip(_sid(sample, i), exc)

@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from benchsmith.eval._private.core import (
+    aggregate_lists,
+    read_json_line_at,
+    scan_json_lines,
+    syntax_errors_first,
     Benchmark,
     EvalCase,
     Mode,
@@ -83,7 +87,16 @@ def _check_answer(path: Path, n: int, row: dict[str, Any]) -> tuple[str, list]:
     return rid, gt
 
 
+FIX = "check the BFCL data folder"
+
+
 def load_folder(data: Path) -> list[EvalCase]:
+    return list(iter_folder(data))
+
+
+def iter_folder(data: Path) -> Iterator[EvalCase]:
+    """The cases of a BFCL folder, one at a time (each answer file is checked whole first and
+    indexed by line offset; an answer is read again when its record comes)."""
     data = Path(data)
     if not data.is_dir():
         raise UserError(f"BFCL data folder {data} does not exist", fix="pass the folder holding BFCL_v4_*.json")
@@ -92,33 +105,33 @@ def load_folder(data: Path) -> list[EvalCase]:
     if not present:
         raise UserError(f"{data} holds no BFCL_v4_<category>.json file of a supported category",
                         fix=f"supported categories: {', '.join(CATEGORIES)}")
-    cases: list[EvalCase] = []
     seen: dict[str, str] = {}
     for cat in present:
         path = files[cat]
-        answers: dict[str, list] = {}
+        answers: dict[str, int] = {}   # id -> offset of its answer line (the last one)
         if is_ast(cat):
             apath = data / "possible_answer" / path.name
             if not apath.is_file():
                 raise UserError(f"{apath} is missing", fix=f"the {cat} answers go in possible_answer/{path.name}")
-            for n, row in _jsonl(apath):
-                rid, gt = _check_answer(apath, n, row)
-                answers[rid] = gt
-        for n, row in _jsonl(path):
-            rid = _check_record(path, n, row)
-            if rid in seen:
-                raise UserError(f"{path}:{n}: id {rid} repeats (first in {seen[rid]})", fix="ids must be unique")
-            seen[rid] = f"{path.name}:{n}"
-            gold = None
-            if is_ast(cat):
-                if rid not in answers:
-                    raise UserError(f"{path}:{n}: record {rid} has no answer in possible_answer/{path.name}",
-                                    fix="add its ground_truth line or remove the record")
-                gold = answers[rid]
-            cases.append(EvalCase(id=rid, benchmark="bfcl", category=cat,
-                                  input={"question": row["question"], "functions": row["function"]},
-                                  gold=gold, meta={"file": path.name, "line": n}))
-    return cases
+            with syntax_errors_first(apath, fix=FIX):
+                for n, offset, row in scan_json_lines(apath, fix=FIX):
+                    rid, _ = _check_answer(apath, n, row)
+                    answers[rid] = offset
+        with syntax_errors_first(path, fix=FIX):
+            for n, _, row in scan_json_lines(path, fix=FIX):
+                rid = _check_record(path, n, row)
+                if rid in seen:
+                    raise UserError(f"{path}:{n}: id {rid} repeats (first in {seen[rid]})", fix="ids must be unique")
+                seen[rid] = f"{path.name}:{n}"
+                gold = None
+                if is_ast(cat):
+                    if rid not in answers:
+                        raise UserError(f"{path}:{n}: record {rid} has no answer in possible_answer/{path.name}",
+                                        fix="add its ground_truth line or remove the record")
+                    gold = read_json_line_at(apath, answers[rid])["ground_truth"]
+                yield EvalCase(id=rid, benchmark="bfcl", category=cat,
+                               input={"question": row["question"], "functions": row["function"]},
+                               gold=gold, meta={"file": path.name, "line": n})
 
 
 # ---- scoring ----------------------------------------------------------------------------------
@@ -323,6 +336,50 @@ def _present_mean(values: list[float | None]) -> float | None:
     return mean(vals) if vals else None
 
 
+class BFCLAggregate:
+    """BFCL's scores.json from running per-category counts."""
+
+    def __init__(self, bench: "BFCL") -> None:
+        self.bench = bench
+        self.by_cat: dict[str, dict[str, Any]] = {}
+        self.errors: dict[str, int] = {}
+        self.read: dict[str, int] = {}
+        self.formats: set[str] = set()
+
+    def add(self, case: EvalCase | None, r: RecordResult) -> None:
+        if case is not None:
+            self.formats.add(self.bench.output_format(case))
+        slot = self.by_cat.setdefault(r.category, {"correct": 0, "total": 0})
+        slot["total"] += 1
+        slot["correct"] += int(r.ok)
+        if not r.ok and r.error_type:
+            self.errors[r.error_type] = self.errors.get(r.error_type, 0) + 1
+        fmt = r.details.get("format_read")
+        if fmt:
+            self.read[fmt] = self.read.get(fmt, 0) + 1
+
+    def result(self) -> dict[str, Any]:
+        by_cat, errors = self.by_cat, self.errors
+        for slot in by_cat.values():
+            slot["accuracy"] = safe_ratio(slot["correct"], slot["total"])
+        simple = _present_mean([_acc(by_cat, c) for c in ("simple_python", "simple_java", "simple_javascript")])
+        non_live = _present_mean([simple] + [_acc(by_cat, c) for c in ("multiple", "parallel", "parallel_multiple")])
+        live_correct = sum(by_cat[c]["correct"] for c in LIVE_AST if c in by_cat)
+        live_total = sum(by_cat[c]["total"] for c in LIVE_AST if c in by_cat)
+        live = safe_ratio(live_correct, live_total) if live_total else None
+        irrelevance = _present_mean([_acc(by_cat, c) for c in IRRELEVANCE])
+        relevance = _acc(by_cat, "live_relevance")
+        overall = _present_mean([non_live, live, irrelevance])
+        ordered = {c: by_cat[c] for c in CATEGORIES if c in by_cat}
+        ordered.update({c: v for c, v in by_cat.items() if c not in ordered})
+        formats = sorted(self.formats) or [self.bench.options.get("format") or PROMPT]
+        return {"format": formats[0] if len(formats) == 1 else "mixed", "formats_read": self.read,
+                "categories": ordered,
+                "summary": {"non_live_ast": non_live, "simple_ast": simple, "live_ast": live,
+                            "irrelevance": irrelevance, "relevance": relevance, "overall": overall},
+                "error_types": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))}
+
+
 @benchmark("bfcl")
 class BFCL(Benchmark):
     """BFCL v4 single-turn categories: AST (non-live and live) and (ir)relevance.
@@ -344,43 +401,19 @@ class BFCL(Benchmark):
     def load(self, data: Path) -> list[EvalCase]:
         return load_folder(data)
 
+    def iter_cases(self, data: Path) -> Iterator[EvalCase]:
+        return iter_folder(data)
+
     def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
         if is_ast(case.category):
             return score_ast(case, prediction, mode, self.output_format(case))
         return score_relevance(case, prediction, mode, self.output_format(case))
 
+    def start_aggregate(self, mode: Mode) -> "BFCLAggregate":
+        return BFCLAggregate(self)
+
     def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-        by_cat: dict[str, dict[str, Any]] = {}
-        errors: dict[str, int] = {}
-        for r in records:
-            slot = by_cat.setdefault(r.category, {"correct": 0, "total": 0})
-            slot["total"] += 1
-            slot["correct"] += int(r.ok)
-            if not r.ok and r.error_type:
-                errors[r.error_type] = errors.get(r.error_type, 0) + 1
-        for slot in by_cat.values():
-            slot["accuracy"] = safe_ratio(slot["correct"], slot["total"])
-        simple = _present_mean([_acc(by_cat, c) for c in ("simple_python", "simple_java", "simple_javascript")])
-        non_live = _present_mean([simple] + [_acc(by_cat, c) for c in ("multiple", "parallel", "parallel_multiple")])
-        live_correct = sum(by_cat[c]["correct"] for c in LIVE_AST if c in by_cat)
-        live_total = sum(by_cat[c]["total"] for c in LIVE_AST if c in by_cat)
-        live = safe_ratio(live_correct, live_total) if live_total else None
-        irrelevance = _present_mean([_acc(by_cat, c) for c in IRRELEVANCE])
-        relevance = _acc(by_cat, "live_relevance")
-        overall = _present_mean([non_live, live, irrelevance])
-        ordered = {c: by_cat[c] for c in CATEGORIES if c in by_cat}
-        ordered.update({c: v for c, v in by_cat.items() if c not in ordered})
-        formats = sorted({self.output_format(c) for c in cases}) or [self.options.get("format") or PROMPT]
-        read: dict[str, int] = {}
-        for r in records:
-            fmt = r.details.get("format_read")
-            if fmt:
-                read[fmt] = read.get(fmt, 0) + 1
-        return {"format": formats[0] if len(formats) == 1 else "mixed", "formats_read": read,
-                "categories": ordered,
-                "summary": {"non_live_ast": non_live, "simple_ast": simple, "live_ast": live,
-                            "irrelevance": irrelevance, "relevance": relevance, "overall": overall},
-                "error_types": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))}
+        return aggregate_lists(BFCLAggregate(self), cases, records)
 
     def gold_prediction(self, case: EvalCase) -> str:
         functions = case.input.get("functions", [])

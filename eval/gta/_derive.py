@@ -16,10 +16,10 @@ from benchsmith.construction.variants import (
     answer_text, dump_text, flatten, number_text, sample_query, sample_setup_note, visible_steps, with_hint,
 )
 from benchsmith.eval._private.derive import (
-    REPORT, _report, _skip, candidate_tools, load_split,
+    REPORT, Outputs, SplitSamples, _report, _skip, candidate_tools,
 )
 from benchsmith.schemas import (
-    ExactAnswer, ReferenceAnswer, Sample, Tool, WhitelistAnswer, write_json,
+    ExactAnswer, ReferenceAnswer, Sample, Tool, WhitelistAnswer,
 )
 
 MAX_ANSWER_VALUES = 30    # answers with more distinct values are skipped (answer_too_long)
@@ -56,6 +56,42 @@ def _whitelist(value: Any) -> list[list[str]] | None:
 
 
 # ---- GTA ---------------------------------------------------------------------------------------
+class GtaDataset:
+    """:func:`~benchsmith.eval.gta.write_gta_dataset` one sample at a time (derive and export):
+    ``add(sample_id, sample)`` appends the next ``dataset.json`` entry (keys ``"0"``, ``"1"``, ...);
+    :meth:`finish` writes ``toolmeta.json`` (first entry of a tool name wins, by name) and
+    ``id_map.json`` and returns ``{"files", "id_map"}``. Only the tool metadata (one entry per
+    distinct tool name) and the id map stay in memory."""
+
+    def __init__(self, files: Outputs) -> None:
+        from ._layout import DATASET
+
+        self.files = files
+        self.dataset = files.object(DATASET)
+        self.id_map: dict[str, str] = {}
+        self.toolmeta: dict[str, Any] = {}
+
+    def add(self, sid: str, sample: dict[str, Any]) -> None:
+        from ._layout import toolmeta_entry
+
+        key = str(len(self.id_map))
+        self.dataset[key] = sample
+        self.id_map[key] = sid
+        for tool in sample.get("tools") or []:
+            if tool["name"] not in self.toolmeta:
+                self.toolmeta[tool["name"]] = toolmeta_entry(tool)
+
+    def __len__(self) -> int:
+        return len(self.id_map)
+
+    def finish(self) -> dict[str, Any]:
+        from ._layout import DATASET, ID_MAP, TOOLMETA
+
+        self.files.json(TOOLMETA, dict(sorted(self.toolmeta.items())))
+        self.files.json(ID_MAP, self.id_map)
+        return {"files": [DATASET, ID_MAP, TOOLMETA], "id_map": self.id_map}
+
+
 def _gta_tool(tool: Tool) -> dict[str, Any]:
     """A tool in GTA's layout: inputs typed as AgentLego types (``gta_input_type``), the category
     the end-to-end F1 counts it under, and the JSON Schema under ``parameters`` (benchsmith's
@@ -99,52 +135,60 @@ def derive_gta(split_dir: str | Path, out_dir: str | Path, seed: int = 0) -> dic
     report's ``id_map`` give the sample id of each; ``toolmeta.json`` holds the tools as GTA's
     executor reads them. The gta plug-in then gives a step case per assistant turn (the prefix
     ``dialogs[:i]``) and an end-to-end case per sample. Exact answers become objective whitelists
-    (one group per distinct value). Returns the report (also written as ``derive_report.json``)."""
-    from benchsmith.eval.gta import whitelist_pass, write_gta_dataset
+    (one group per distinct value). Returns the report (also written as ``derive_report.json``).
+    Streams: each sample's entry is appended to ``dataset.json`` as it is made."""
+    samples = SplitSamples(split_dir)
+    skipped: list[dict[str, Any]] = []
+    totals = {"steps": 0, "official_ok": 0}
+    with Outputs(out_dir) as files:
+        dataset = GtaDataset(files)
+        for sample in samples:
+            _gta_sample(sample, seed, dataset, skipped, totals)
+        written = dataset.finish()
+        n = len(dataset)
+        counts = {"samples": n, "step:tool": totals["steps"], "step:answer": n, "e2e": n}
+        report = _report("gta", samples.root, samples.count or 0, seed, written["files"], counts, skipped,
+                         official_whitelist_pass=totals["official_ok"], id_map=written["id_map"])
+        files.json(REPORT, report)
+        files.commit()
+    return report
+
+
+def _gta_sample(sample: Sample, seed: int, dataset: GtaDataset, skipped: list[dict[str, Any]],
+                totals: dict[str, int]) -> None:
+    """One sample's ``dataset.json`` entry (or its skip)."""
+    from benchsmith.eval.gta import whitelist_pass
     from benchsmith.eval.teval import step_thought
 
-    split, samples = load_split(split_dir)
-    dataset: list[tuple[str, dict[str, Any]]] = []
-    skipped: list[dict[str, Any]] = []
-    steps_total = 0
-    official_ok = 0
-    for sample in samples:
-        got = _gta_answer(sample)
-        if isinstance(got, str):
-            _skip(skipped, sample, "gta", got)
-            continue
-        gt, content = got
-        if isinstance(gt, dict) and not whitelist_pass(content, gt["whitelist"], gt["blacklist"], "strict"):
-            _skip(skipped, sample, "gta", "answer_not_matchable")
-            continue
-        if not isinstance(gt, dict) or whitelist_pass(content, gt["whitelist"], gt["blacklist"], "official"):
-            official_ok += 1
-        tools = {t.name: t for t in sample.tools}
-        user = with_hint(sample_query(sample), sample.context)
-        note = sample_setup_note(sample)
-        dialogs: list[dict[str, Any]] = [{"role": "user", "content": f"{user}\n{note}" if note else user}]
-        for i, st in enumerate(visible_steps(sample)):
-            call = st.call
-            assert call is not None
-            dialogs.append({"role": "assistant", "thought": st.thought or step_thought(call, tools.get(call.name), i),
-                            "tool_calls": [{"type": "function",
-                                            "function": {"name": call.name, "arguments": call.arguments}}]})
-            ret: dict[str, Any] = {"role": "tool", "name": call.name,
-                                   "content": {"type": "text", "content": dump_text(st.observation)}}
-            if call.label:
-                ret["label"] = call.label
-            dialogs.append(ret)
-            steps_total += 1
-        dialogs.append({"role": "assistant", "thought": "I have the result and can answer now.", "content": content})
-        assert sample.id is not None
-        dataset.append((sample.id, {"tools": [_gta_tool(t) for t in candidate_tools(sample, seed, "gta")], "files": [],
-                                    "dialogs": dialogs, "gt_answer": gt}))
-    out = Path(out_dir)
-    written = write_gta_dataset(out, dataset)
-    counts = {"samples": len(dataset), "step:tool": steps_total, "step:answer": len(dataset), "e2e": len(dataset)}
-    report = _report("gta", split, samples, seed, written["files"], counts, skipped,
-                     official_whitelist_pass=official_ok, id_map=written["id_map"])
-    write_json(out / REPORT, report)
-    return report
+    got = _gta_answer(sample)
+    if isinstance(got, str):
+        _skip(skipped, sample, "gta", got)
+        return
+    gt, content = got
+    if isinstance(gt, dict) and not whitelist_pass(content, gt["whitelist"], gt["blacklist"], "strict"):
+        _skip(skipped, sample, "gta", "answer_not_matchable")
+        return
+    if not isinstance(gt, dict) or whitelist_pass(content, gt["whitelist"], gt["blacklist"], "official"):
+        totals["official_ok"] += 1
+    tools = {t.name: t for t in sample.tools}
+    user = with_hint(sample_query(sample), sample.context)
+    note = sample_setup_note(sample)
+    dialogs: list[dict[str, Any]] = [{"role": "user", "content": f"{user}\n{note}" if note else user}]
+    for i, st in enumerate(visible_steps(sample)):
+        call = st.call
+        assert call is not None
+        dialogs.append({"role": "assistant", "thought": st.thought or step_thought(call, tools.get(call.name), i),
+                        "tool_calls": [{"type": "function",
+                                        "function": {"name": call.name, "arguments": call.arguments}}]})
+        ret: dict[str, Any] = {"role": "tool", "name": call.name,
+                               "content": {"type": "text", "content": dump_text(st.observation)}}
+        if call.label:
+            ret["label"] = call.label
+        dialogs.append(ret)
+        totals["steps"] += 1
+    dialogs.append({"role": "assistant", "thought": "I have the result and can answer now.", "content": content})
+    assert sample.id is not None
+    dataset.add(sample.id, {"tools": [_gta_tool(t) for t in candidate_tools(sample, seed, "gta")], "files": [],
+                            "dialogs": dialogs, "gt_answer": gt})
 
 

@@ -14,12 +14,13 @@ import string
 from pathlib import Path
 from typing import Any
 
+from benchsmith.eval._private.derive import Outputs
 from benchsmith.eval._private.export import (
-    ID_MAP_FILE, MAX_ANSWER_CELLS, REPORT_FILE, _dump, _load_split, _prepare,
-    _Report, _sid, _Skip, _with_notes,
+    ID_MAP_FILE, MAX_ANSWER_CELLS, REPORT_FILE, _dump, _prepare,
+    _Report, _sid, _Skip, _split_samples, _with_notes,
 )
 from benchsmith.schemas import (
-    ExactAnswer, NoAnswer, ReferenceAnswer, Tool, WhitelistAnswer, write_json,
+    ExactAnswer, NoAnswer, ReferenceAnswer, Sample, Tool, WhitelistAnswer,
 )
 
 
@@ -122,39 +123,46 @@ def gta_answer(answer: Any) -> tuple[Any, str]:
 def export_gta(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     """Write GTA's ``dataset.json`` (one sample per exported split sample, keyed ``"0"``, ``"1"``,
     ... as GTA's loader needs; ``id_map.json`` gives the sample id of each) and ``toolmeta.json``
-    (the tools as GTA's executor reads them)."""
-    from ._layout import write_gta_dataset
+    (the tools as GTA's executor reads them). Streams: each sample's entry is appended to
+    ``dataset.json`` as it is made."""
+    from ._derive import GtaDataset
 
-    split, samples = _load_split(split_dir)
-    out = Path(out_dir)
-    rep = _Report("gta", split, len(samples))
-    dataset: list[tuple[str, dict[str, Any]]] = []
-    for i, sample in enumerate(samples):
-        try:
-            p = _prepare(sample, i)
-            gt, text = gta_answer(p.sample.answer)
-            dialogs: list[dict[str, Any]] = list(_with_notes(p, positional=True))
-            for k, (call, obs, thought) in enumerate(zip(p.calls, p.observations, p.thoughts), 1):
-                tool = p.tools[call.name]
-                what = tool.description.split(". ")[0].rstrip(".")
-                dialogs.append({"role": "assistant",
-                                "thought": thought or f"Step {k}: {call.name} ({what[:1].lower() + what[1:]}).",
-                                "tool_calls": [{"type": "function",
-                                                "function": {"name": call.name, "arguments": call.arguments}}]})
-                dialogs.append({"role": "tool", "name": call.name,
-                                "content": {"type": "text", "content": obs if isinstance(obs, str) else _dump(obs)}})
-            final: dict[str, Any] = {"role": "assistant", "content": text}
-            if p.final_thought:
-                final = {"role": "assistant", "thought": p.final_thought, "content": text}
-            dialogs.append(final)
-            dataset.append((p.sid, {"tools": [gta_tool(t) for t in p.sample.tools], "files": [], "dialogs": dialogs,
-                                    "gt_answer": gt}))
-            rep.records["gta"] += 1
-        except _Skip as exc:
-            rep.skip(_sid(sample, i), exc)
-    written = write_gta_dataset(out, dataset)
-    rep.id_map = written["id_map"]
-    report = rep.done(out, [f for f in written["files"] if f != ID_MAP_FILE])
-    report["id_map"] = rep.id_map   # GTA id -> sample id, also in id_map.json
-    write_json(out / REPORT_FILE, report)
+    samples = _split_samples(split_dir)
+    rep = _Report("gta", samples.root)
+    with Outputs(out_dir) as files:
+        dataset = GtaDataset(files)
+        for i, sample in enumerate(samples):
+            _export_sample(i, sample, dataset, rep)
+        rep.n_samples = samples.count or 0
+        written = dataset.finish()
+        rep.id_map = written["id_map"]
+        report = rep.report([f for f in written["files"] if f != ID_MAP_FILE])
+        report["id_map"] = rep.id_map   # GTA id -> sample id, also in id_map.json
+        files.json(REPORT_FILE, report)
+        files.commit()
     return report
+
+
+def _export_sample(i: int, sample: Sample, dataset: Any, rep: _Report) -> None:
+    try:
+        p = _prepare(sample, i)
+        gt, text = gta_answer(p.sample.answer)
+        dialogs: list[dict[str, Any]] = list(_with_notes(p, positional=True))
+        for k, (call, obs, thought) in enumerate(zip(p.calls, p.observations, p.thoughts), 1):
+            tool = p.tools[call.name]
+            what = tool.description.split(". ")[0].rstrip(".")
+            dialogs.append({"role": "assistant",
+                            "thought": thought or f"Step {k}: {call.name} ({what[:1].lower() + what[1:]}).",
+                            "tool_calls": [{"type": "function",
+                                            "function": {"name": call.name, "arguments": call.arguments}}]})
+            dialogs.append({"role": "tool", "name": call.name,
+                            "content": {"type": "text", "content": obs if isinstance(obs, str) else _dump(obs)}})
+        final: dict[str, Any] = {"role": "assistant", "content": text}
+        if p.final_thought:
+            final = {"role": "assistant", "thought": p.final_thought, "content": text}
+        dialogs.append(final)
+        dataset.add(p.sid, {"tools": [gta_tool(t) for t in p.sample.tools], "files": [], "dialogs": dialogs,
+                            "gt_answer": gt})
+        rep.records["gta"] += 1
+    except _Skip as exc:
+        rep.skip(_sid(sample, i), exc)

@@ -25,7 +25,8 @@ from benchsmith.construction.nl2api import (
     QueryTimeout, Rejection, Runtime, SplitTools, ToolError, read_manifest, result_rows,
     run_and_check, run_endpoint,
 )
-from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed
+from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed
+from benchsmith.eval._private.core import RunningSum, aggregate_lists
 from benchsmith.schemas import (
     ExactAnswer, Sample, Split, ToolCall, UnresolvedReference, UserError, loads_json, read_text,
     resolve_references,
@@ -85,6 +86,60 @@ def _nestful_records(path: Path) -> list[Any]:
 
 def _is_nestful_record(rec: Any) -> bool:
     return isinstance(rec, dict) and "output" in rec and ("input" in rec or "query" in rec)
+
+
+_FIGURES = ("intent_p", "intent_r", "intent_f1", "slot_p", "slot_r", "slot_f1", "sequence_match")
+
+
+class _Block:
+    """Running means of one group of records (all, or one category)."""
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.sums = {k: RunningSum() for k in _FIGURES}
+        self.completion = RunningSum()
+
+    def add(self, r: RecordResult) -> None:
+        self.records += 1
+        for k, total in self.sums.items():
+            total.add(float(r.details.get(k) or 0.0))
+        if r.category.split("/", 1)[0] in STYLES:
+            self.completion.add(1.0 if r.details.get("completion") else 0.0)
+
+    def figures(self) -> dict[str, Any]:
+        def fig(k: str) -> float:
+            return self.sums[k].mean()
+
+        return {
+            "records": self.records,
+            "intent": {"precision": fig("intent_p"), "recall": fig("intent_r"), "f1": fig("intent_f1")},
+            "slot": {"precision": fig("slot_p"), "recall": fig("slot_r"), "f1": fig("slot_f1")},
+            "full_sequence_accuracy": fig("sequence_match"),
+            "completion_rate": self.completion.mean() if self.completion.n else None,
+        }
+
+
+class NL2APIAggregate:
+    """NL2API's scores.json from running sums (overall and per category)."""
+
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+        self.all = _Block()
+        self.by_cat: dict[str, _Block] = {}
+        self.errors: dict[str, int] = {}
+
+    def add(self, case: EvalCase | None, r: RecordResult) -> None:
+        self.all.add(r)
+        self.by_cat.setdefault(r.category, _Block()).add(r)
+        if r.error_type:
+            self.errors[r.error_type] = self.errors.get(r.error_type, 0) + 1
+
+    def result(self) -> dict[str, Any]:
+        out = self.all.figures()
+        out["by_category"] = {c: self.by_cat[c].figures() for c in sorted(self.by_cat)}
+        out["error_types"] = dict(Counter(self.errors).most_common())
+        out["metric_mode"] = self.mode
+        return out
 
 
 @benchmark("nl2api")
@@ -320,26 +375,11 @@ class NL2API(Benchmark):
             return False
 
     # ---- aggregate -------------------------------------------------------------------------------
+    def start_aggregate(self, mode: Mode) -> "NL2APIAggregate":
+        return NL2APIAggregate(mode)
+
     def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-        def block(recs: list[RecordResult]) -> dict[str, Any]:
-            def fig(k: str) -> float:
-                return mean(float(r.details.get(k) or 0.0) for r in recs)
-
-            execd = [r for r in recs if r.category.split("/", 1)[0] in STYLES]
-            return {
-                "records": len(recs),
-                "intent": {"precision": fig("intent_p"), "recall": fig("intent_r"), "f1": fig("intent_f1")},
-                "slot": {"precision": fig("slot_p"), "recall": fig("slot_r"), "f1": fig("slot_f1")},
-                "full_sequence_accuracy": fig("sequence_match"),
-                "completion_rate": mean(1.0 if r.details.get("completion") else 0.0 for r in execd) if execd else None,
-            }
-
-        out = block(records)
-        cats = sorted({r.category for r in records})
-        out["by_category"] = {c: block([r for r in records if r.category == c]) for c in cats}
-        out["error_types"] = dict(Counter(r.error_type for r in records if r.error_type).most_common())
-        out["metric_mode"] = mode
-        return out
+        return aggregate_lists(NL2APIAggregate(mode), cases, records)
 
     def gold_prediction(self, case: EvalCase) -> str:
         return json.dumps([{k: v for k, v in c.items() if not (k == "label" and v is None)} for c in case.gold["calls"]],

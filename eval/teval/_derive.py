@@ -16,14 +16,15 @@ Irrelevant Response) and a request for something the data does not have, answere
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 from benchsmith.construction.variants import dump_text, visible_steps
-from benchsmith.eval._private.derive import load_split
-from benchsmith.schemas import Sample, Split, Tool, ToolCall, UserError, write_json
+from benchsmith.eval._private.derive import Outputs, Spool, SplitSamples
+from benchsmith.schemas import Sample, Split, Tool, ToolCall, UserError
 
 FINISH = "FinishAction"
 _REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:\.[^$]*)?\$")
@@ -178,51 +179,98 @@ def _review_reason(tag: str, detail: str = "") -> str:
     }[tag]
 
 
+FILES = ("instruct_v2", "plan_json_v2", "plan_str_v2", "reason_str_v2", "retrieve_str_v2", "understand_str_v2",
+         "reason_retrieve_understand_json_v2", "review_str_v2", "review_json_v2")
+
+
+class _Observations:
+    """Every visible step's observation of the split (as text), in file order, to pair steps with
+    responses that belong elsewhere: the texts wait in a scratch file on disk; in memory are only
+    each step's sample id, position in the file and a digest."""
+
+    def __init__(self, spool: Spool) -> None:
+        self.spool = spool
+        self.sids: list[Any] = []
+        self.digests = bytearray()
+
+    @staticmethod
+    def digest(text: str) -> bytes:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+    def add(self, sid: Any, text: str) -> None:
+        self.sids.append(sid)
+        self.digests += self.digest(text)
+        self.spool.put(text)
+
+    def __len__(self) -> int:
+        return len(self.sids)
+
+    def differs(self, n: int, text: str, digest: bytes) -> bool:
+        """Whether observation ``n`` is not ``text`` (read back only when the digests agree)."""
+        return self.digests[16 * n:16 * n + 16] != digest or self.text(n) != text
+
+    def text(self, n: int) -> str:
+        return str(self.spool.get(n))
+
+
 def derive_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
-    """Write T-Eval files for every verified sample of an NL2API split; returns the report."""
-    split, samples = load_split(split_dir)
+    """Write T-Eval files for every verified sample of an NL2API split; returns the report.
+
+    Streams in two passes over the split: the first puts every observation in a scratch file
+    (a review's irrelevant response is another sample's), the second writes each sample's records
+    to the nine files as it makes them; the report's figures are running counts. Sample ids key
+    the records, so a split with one id twice is a :class:`UserError`."""
+    samples = SplitSamples(split_dir)
+    split = samples.root
+    with Outputs(out_dir) as files:
+        observations = _Observations(files.spool())
+        seen: set[Any] = set()
+        for sample in samples:
+            if sample.id in seen:
+                raise UserError(f"{samples.path}: sample id {sample.id} appears more than once (T-Eval records "
+                                "are keyed by sample id)", fix="give every sample its own id")
+            seen.add(sample.id)
+            for st in visible_steps(sample):
+                observations.add(sample.id, dump_text(st.observation))
+        del seen
+        report = _derive_files(samples, split, files, observations)
+        files.json("derive_report.json", report)
+        files.commit()
+    return report
+
+
+def _derive_files(samples: SplitSamples, split: Path, files: Outputs, observations: _Observations) -> dict[str, Any]:
     bindings, endpoints = _split_style(split)
     runner, no_runner = _runner(split)
     # a merged split (databases/<db_id>.sqlite): each record names the database its sample runs on
     merged = Split(split).has_databases()
-    files: dict[str, dict[str, Any]] = {name: {} for name in (
-        "instruct_v2", "plan_json_v2", "plan_str_v2", "reason_str_v2", "retrieve_str_v2", "understand_str_v2",
-        "reason_retrieve_understand_json_v2", "review_str_v2", "review_json_v2")}
-    # every observation of the split, to pair steps with responses that belong elsewhere
-    all_obs = [(s.id, i, dump_text(st.observation)) for s in samples for i, st in enumerate(visible_steps(s))]
-    n_obs = len(all_obs)
-    position = {(s_id, i): n for n, (s_id, i, _) in enumerate(all_obs)}
+    writers = {name: files.object(f"{name}.json") for name in FILES}
+    tally: dict[str, dict[str, int]] = {"instruct": {}, "labels": {}, "classes": {}}
     missed: dict[str, int] = {}
+    here = 0
     try:
         for sn, sample in enumerate(samples):
-            _derive_sample(sn, sample, files, bindings, endpoints, runner, all_obs, n_obs, position, missed,
-                           carry_db_id=merged)
+            here = _derive_sample(sn, sample, _Tally(writers, tally), bindings, endpoints, runner, observations,
+                                  here, missed, carry_db_id=merged)
     finally:
         if runner is not None:
             runner.close()
+    if here != len(observations):
+        raise UserError(f"{samples.path} changed while it was read", fix="derive again")
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, content in files.items():
-        write_json(out / f"{name}.json", content)
+    instruct = tally["instruct"]
     counts = {
-        "instruct": {"json": sum(1 for r in files["instruct_v2"].values() if r["meta_data"]["response_format"] == "json"),
-                     "string": sum(1 for r in files["instruct_v2"].values()
-                                   if r["meta_data"]["response_format"] == "string")},
-        "plan": {"json": len(files["plan_json_v2"]), "str": len(files["plan_str_v2"])},
-        "reason": {"json": len(files["reason_retrieve_understand_json_v2"]), "str": len(files["reason_str_v2"])},
-        "retrieve": {"json": len(files["reason_retrieve_understand_json_v2"]), "str": len(files["retrieve_str_v2"])},
-        "understand": {"json": len(files["reason_retrieve_understand_json_v2"]),
-                       "str": len(files["understand_str_v2"])},
-        "review": {"json": len(files["review_json_v2"]), "str": len(files["review_str_v2"])},
+        "instruct": {"json": instruct.get("json", 0), "string": instruct.get("string", 0)},
+        "plan": {"json": len(writers["plan_json_v2"]), "str": len(writers["plan_str_v2"])},
+        "reason": {"json": len(writers["reason_retrieve_understand_json_v2"]), "str": len(writers["reason_str_v2"])},
+        "retrieve": {"json": len(writers["reason_retrieve_understand_json_v2"]), "str": len(writers["retrieve_str_v2"])},
+        "understand": {"json": len(writers["reason_retrieve_understand_json_v2"]),
+                       "str": len(writers["understand_str_v2"])},
+        "review": {"json": len(writers["review_json_v2"]), "str": len(writers["review_str_v2"])},
     }
-    labels: dict[str, int] = {}
-    classes: dict[str, int] = {}
-    for rec in files["review_str_v2"].values():
-        labels[rec["ground_truth"]["answer"]] = labels.get(rec["ground_truth"]["answer"], 0) + 1
-        classes[rec["meta_data"]["review"]] = classes.get(rec["meta_data"]["review"], 0) + 1
+    labels, classes = tally["labels"], tally["classes"]
     manifest = split / "manifest.json"
-    source: dict[str, Any] = {"split": str(split), "samples": len(samples)}
+    source: dict[str, Any] = {"split": str(split), "samples": samples.count or 0}
     if manifest.is_file():
         try:
             m = json.loads(manifest.read_text(encoding="utf-8"))
@@ -232,16 +280,43 @@ def derive_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     report = {"source": source, "records": counts, "review_labels": dict(sorted(labels.items())),
               "review_classes": {tag: classes.get(tag, 0) for tag in REVIEW_CLASSES},
               "review_not_made": dict(sorted(missed.items())),
-              "executed": no_runner is None, "files": sorted(f"{n}.json" for n in files)}
+              "executed": no_runner is None, "files": sorted(f"{n}.json" for n in FILES)}
     if no_runner is not None:
         report["not_executed"] = no_runner
-    write_json(out / "derive_report.json", report)
     return report
 
 
-def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bindings: dict[str, Any],
-                   endpoints: dict[str, Any], runner: Any, all_obs: list[tuple[Any, int, str]], n_obs: int,
-                   position: dict[tuple[Any, int], int], missed: dict[str, int], *, carry_db_id: bool = False) -> None:
+class _Tally:
+    """The nine files as ``files[name][key] = record``: each record goes to its file at once, and
+    the report's figures (instruct formats, review labels and classes) are counted on the way."""
+
+    def __init__(self, writers: dict[str, Any], tally: dict[str, dict[str, int]]) -> None:
+        self.writers, self.tally = writers, tally
+
+    def __getitem__(self, name: str) -> _Tally._File:
+        return _Tally._File(self, name)
+
+    class _File:
+        def __init__(self, owner: _Tally, name: str) -> None:
+            self.owner, self.name = owner, name
+
+        def __setitem__(self, key: str, record: dict[str, Any]) -> None:
+            tally = self.owner.tally
+            if self.name == "instruct_v2":
+                fmt = record["meta_data"]["response_format"]
+                tally["instruct"][fmt] = tally["instruct"].get(fmt, 0) + 1
+            elif self.name == "review_str_v2":
+                label, tag = record["ground_truth"]["answer"], record["meta_data"]["review"]
+                tally["labels"][label] = tally["labels"].get(label, 0) + 1
+                tally["classes"][tag] = tally["classes"].get(tag, 0) + 1
+            self.owner.writers[self.name][key] = record
+
+
+def _derive_sample(sn: int, sample: Sample, files: Any, bindings: dict[str, Any],
+                   endpoints: dict[str, Any], runner: Any, observations: _Observations, here: int,
+                   missed: dict[str, int], *, carry_db_id: bool = False) -> int:
+    """Write one sample's records (``files[name][key] = record``); ``here`` is the position of its
+    first step among the split's observations. Returns the position after its last step."""
     from ._intent import Describer
 
     api = [api_description(t) for t in sample.tools]
@@ -367,12 +442,13 @@ def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bi
             else:
                 missed["input_error:no_rejected_mistake"] = missed.get("input_error:no_rejected_mistake", 0) + 1
         own = dump_text(st.observation)
-        here = position[(sid, i)]
+        own_digest, at, n_obs = observations.digest(own), here + i, len(observations)
         if n_obs > 1:
             for shift in range(1, n_obs):
-                other_sid, _, other = all_obs[(here + shift * 7919) % n_obs]
-                if other_sid != sid and other != own:
-                    reviews.append(("irrelevant", goals[i], call, json.loads(other), _review_reason("irrelevant")))
+                other = (at + shift * 7919) % n_obs
+                if observations.sids[other] != sid and observations.differs(other, own, own_digest):
+                    reviews.append(("irrelevant", goals[i], call, json.loads(observations.text(other)),
+                                    _review_reason("irrelevant")))
                     break
         if executable:
             asked = runner.unable(outputs, call, key)
@@ -396,6 +472,7 @@ def _derive_sample(sn: int, sample: Sample, files: dict[str, dict[str, Any]], bi
         if executable:
             runner.advance(outputs, call)
         done.append((thoughts[i], call, st.observation))
+    return here + len(steps)
 
 
 def derive_teval_seeded(split_dir: str | Path, out_dir: str | Path, seed: int = 0) -> dict[str, Any]:

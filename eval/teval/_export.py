@@ -8,15 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.eval._private.export import (
-    _load_split, _sid, _Skip,
+    _sid, _Skip, _split_samples,
 )
 
 from ._derive import derive_teval
 
 
 def export_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
-    """``derive_teval`` with the exporters' report shape (its own report under ``derive``)."""
-    split, samples = _load_split(split_dir)
+    """``derive_teval`` with the exporters' report shape (its own report under ``derive``); a pass
+    over the split (one sample at a time) lists the samples it leaves out."""
+    samples = _split_samples(split_dir)
+    split = samples.root
     skipped = []
     for i, s in enumerate(samples):
         if s.verification is not None and s.verification.status != "verified":
@@ -28,7 +30,7 @@ def export_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
         skipped.append({"sample": _sid(s, i), "reason": exc.reason, "message": exc.message})
     derived = derive_teval(split, out_dir)
     records = {f"{ability}/{fmt}": n for ability, by_fmt in derived["records"].items() for fmt, n in by_fmt.items()}
-    return {"format": "teval", "split": str(split), "samples": len(samples),
+    return {"format": "teval", "split": str(split), "samples": samples.count or 0,
             "written": sorted([*derived["files"], "derive_report.json"]), "records": records,
             "total": sum(records.values()), "skipped": skipped,
             "skipped_by_reason": dict(sorted(Counter(s["reason"] for s in skipped).items())), "derive": derived}

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from benchsmith.eval._private.core import (
+    RunningSum,
     SCORERS,
     Benchmark,
     EvalCase,
@@ -156,69 +158,124 @@ def render_gold(case: EvalCase) -> str:
 
 
 def aggregate_teval(cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-    official = mode == "official"
-    by_cat: dict[str, list[RecordResult]] = {}
+    acc = TEvalAggregate(mode)
     for case, rec in zip(cases, records):
-        by_cat.setdefault(case.category, []).append(rec)
-    categories: dict[str, Any] = {}
-    for cat, recs in sorted(by_cat.items()):
-        entry: dict[str, Any] = {"records": len(recs), "score": mean(r.score for r in recs),
-                                 "ok": sum(r.ok for r in recs),
-                                 "parse_rate": mean(0.0 if r.error_type in ("parse_error", "missing_prediction")
-                                                    else 1.0 for r in recs)}
-        if cat.startswith("instruct/"):
-            fm = mean(float(r.details.get("format", 0.0)) for r in recs)
-            em = mean(float(r.details.get("args_em", 0.0)) for r in recs)
-            if official:
-                fm, em = round(fm, 4), round(em, 4)
-            entry.update(format=fm, args_em=em, score=(fm + em) / 2)
-        elif cat.startswith("plan/"):
-            entry["precision"] = mean(float(r.details.get("precision", 0.0)) for r in recs)
-            entry["recall"] = mean(float(r.details.get("recall", 0.0)) for r in recs)
-        elif cat.startswith("review/") and official:
-            entry["score"] = round(entry["score"], 4)
-        categories[cat] = entry
+        acc.add(case, rec)
+    return acc.result()
 
-    abilities: dict[str, float | None] = {}
-    ignored = []
-    for ability in ABILITIES:
-        if official:
-            wanted = _OFFICIAL_FORMATS[ability]
-            vals = [categories[f"{ability}/{f}"]["score"] for f in wanted if f"{ability}/{f}" in categories]
-            abilities[ability] = mean(vals) * 100 if len(vals) == len(wanted) else None
-        else:
-            if ability == "instruct":
-                groups: dict[str, list[RecordResult]] = {}
-                for cat, recs in by_cat.items():
-                    a, _, f = cat.partition("/")
-                    if a == "instruct" and f in ("json", "string", "str"):
-                        groups.setdefault("string" if f == "str" else f, []).extend(recs)
-                vals = [mean(r.score for r in recs) for recs in groups.values()]
-            elif ability == "review":
-                vals = [categories["review/str"]["score"]] if "review/str" in categories else []
+
+class _Cat:
+    """Running sums of one T-Eval category's records."""
+
+    def __init__(self, keep_scores: bool) -> None:
+        self.records = self.ok = 0
+        self.score, self.parsed = RunningSum(), RunningSum()
+        self.format, self.args_em = RunningSum(), RunningSum()
+        self.precision, self.recall = RunningSum(), RunningSum()
+        # instruct string / str records are pooled in strict mode: their scores in order, to sum as one list
+        self.scores: array[float] | None = array("d") if keep_scores else None
+
+    def add(self, cat: str, r: RecordResult) -> None:
+        self.records += 1
+        self.ok += r.ok
+        self.score.add(r.score)
+        self.parsed.add(0.0 if r.error_type in ("parse_error", "missing_prediction") else 1.0)
+        if self.scores is not None:
+            self.scores.append(r.score)
+        if cat.startswith("instruct/"):
+            self.format.add(float(r.details.get("format", 0.0)))
+            self.args_em.add(float(r.details.get("args_em", 0.0)))
+        elif cat.startswith("plan/"):
+            self.precision.add(float(r.details.get("precision", 0.0)))
+            self.recall.add(float(r.details.get("recall", 0.0)))
+
+
+class TEvalAggregate:
+    """T-Eval's scores.json from running per-category sums (a record counts under its case's category)."""
+
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+        self.by_cat: dict[str, _Cat] = {}
+        self.ok = 0
+
+    def add(self, case: EvalCase | None, r: RecordResult) -> None:
+        cat = case.category if case is not None else r.category
+        slot = self.by_cat.get(cat)
+        if slot is None:
+            slot = self.by_cat[cat] = _Cat(cat in ("instruct/string", "instruct/str"))
+        slot.add(cat, r)
+        self.ok += r.ok
+
+    def result(self) -> dict[str, Any]:
+        official = self.mode == "official"
+        by_cat = self.by_cat
+        categories: dict[str, Any] = {}
+        for cat, c in sorted(by_cat.items()):
+            entry: dict[str, Any] = {"records": c.records, "score": c.score.mean(), "ok": c.ok,
+                                     "parse_rate": c.parsed.mean()}
+            if cat.startswith("instruct/"):
+                fm, em = c.format.mean(), c.args_em.mean()
+                if official:
+                    fm, em = round(fm, 4), round(em, 4)
+                entry.update(format=fm, args_em=em, score=(fm + em) / 2)
+            elif cat.startswith("plan/"):
+                entry["precision"] = c.precision.mean()
+                entry["recall"] = c.recall.mean()
+            elif cat.startswith("review/") and official:
+                entry["score"] = round(entry["score"], 4)
+            categories[cat] = entry
+
+        abilities: dict[str, float | None] = {}
+        ignored = []
+        for ability in ABILITIES:
+            if official:
+                wanted = _OFFICIAL_FORMATS[ability]
+                vals = [categories[f"{ability}/{f}"]["score"] for f in wanted if f"{ability}/{f}" in categories]
+                abilities[ability] = mean(vals) * 100 if len(vals) == len(wanted) else None
             else:
-                vals = [categories[c]["score"] for c in (f"{ability}/str", f"{ability}/json") if c in categories]
-            abilities[ability] = mean(vals) * 100 if vals else None
-    for cat in categories:
-        a, _, f = cat.partition("/")
-        if official and f not in _OFFICIAL_FORMATS.get(a, ()):
-            ignored.append(cat)
-        if not official and a == "review" and f != "str":
-            ignored.append(cat)
-    present = [v for v in abilities.values() if v is not None]
-    if official:
-        overall = mean(present) if len(present) == len(ABILITIES) else None
-    else:
-        overall = mean(present) if present else None
-    return {
-        "overall": overall,
-        "abilities": abilities,
-        "missing_abilities": [a for a, v in abilities.items() if v is None],
-        "categories": categories,
-        "not_in_overall": sorted(ignored),
-        "scale": "overall and abilities x100; categories in [0, 1]",
-        "records_ok": sum(r.ok for r in records),
-    }
+                if ability == "instruct":
+                    groups: dict[str, list[_Cat]] = {}
+                    for cat, c in by_cat.items():
+                        a, _, f = cat.partition("/")
+                        if a == "instruct" and f in ("json", "string", "str"):
+                            groups.setdefault("string" if f == "str" else f, []).append(c)
+                    vals = [_pooled_mean(cs) for cs in groups.values()]
+                elif ability == "review":
+                    vals = [categories["review/str"]["score"]] if "review/str" in categories else []
+                else:
+                    vals = [categories[c]["score"] for c in (f"{ability}/str", f"{ability}/json") if c in categories]
+                abilities[ability] = mean(vals) * 100 if vals else None
+        for cat in categories:
+            a, _, f = cat.partition("/")
+            if official and f not in _OFFICIAL_FORMATS.get(a, ()):
+                ignored.append(cat)
+            if not official and a == "review" and f != "str":
+                ignored.append(cat)
+        present = [v for v in abilities.values() if v is not None]
+        if official:
+            overall = mean(present) if len(present) == len(ABILITIES) else None
+        else:
+            overall = mean(present) if present else None
+        return {
+            "overall": overall,
+            "abilities": abilities,
+            "missing_abilities": [a for a, v in abilities.items() if v is None],
+            "categories": categories,
+            "not_in_overall": sorted(ignored),
+            "scale": "overall and abilities x100; categories in [0, 1]",
+            "records_ok": self.ok,
+        }
+
+
+def _pooled_mean(cats: list[_Cat]) -> float:
+    """The mean score of the records of ``cats`` taken as one list (in that order)."""
+    if len(cats) == 1:
+        return cats[0].score.mean()
+    total = RunningSum()
+    for c in cats:
+        for x in c.scores if c.scores is not None else ():
+            total.add(x)
+    return total.mean()
 
 
 @benchmark("teval")
@@ -237,6 +294,9 @@ class TEval(Benchmark):
         if fn is None:
             return failed(case, "unknown_category", f"no scorer for {case.category}")
         return fn(case, prediction if isinstance(prediction, str) else str(prediction), mode)
+
+    def start_aggregate(self, mode: Mode) -> TEvalAggregate:
+        return TEvalAggregate(mode)
 
     def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
         return aggregate_teval(cases, records, mode)

@@ -1,0 +1,221 @@
+"""Streamed scoring (``eval score`` / ``selftest`` / ``score_run``): the same bytes as scoring
+held in memory, the previous output intact when scoring fails midway, and peak memory that does
+not grow with the number of records."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import build_slot_split, pair_lines
+
+from benchsmith.eval import derive_all, get_benchmark, read_predictions, run_score, run_selftest, score_cases
+from benchsmith.eval._private.core import ListAggregator, PredictionIndex, RunningSum, mean
+from benchsmith.eval._private.run import _write
+from benchsmith.schemas import UserError
+
+
+@pytest.fixture(scope="module")
+def derived(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("stream")
+    split = build_slot_split(root, pair_lines()[:30])
+    derive_all(split, root / "derived", ["acebench_special", "teval"])
+    return root
+
+
+def _predictions(bench_name: str, data: Path, path: Path) -> None:
+    """Gold predictions, every 3rd altered, every 5th missing, plus a bad line, a duplicate and an unknown id."""
+    b = get_benchmark(bench_name)
+    cases = b.load(data)
+    lines = []
+    for i, c in enumerate(cases):
+        if i % 5 == 4:
+            continue
+        g = b.gold_prediction(c)
+        lines.append(json.dumps({"id": c.id, "result": g[: len(g) // 2] if i % 3 == 2 else g}))
+    random.Random(0).shuffle(lines)
+    lines[2:2] = ["{oops", json.dumps({"id": cases[0].id, "result": "dup"}), json.dumps({"id": "zz-unknown", "result": ""})]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _in_memory(bench_name: str, data: Path, preds: Path, out: Path, mode: str) -> None:
+    """What ``eval score`` wrote before it streamed: every case, prediction and record in lists,
+    the aggregate from the lists (the benchmark's list-based ``aggregate`` via ListAggregator)."""
+    bench = get_benchmark(bench_name)
+    cases = bench.load(data)
+    p = read_predictions(preds)
+    run = score_cases(bench, cases, p.by_id, mode)  # type: ignore[arg-type]
+    known = {c.id for c in cases}
+    _write(out, run, {"benchmark": bench_name, "mode": mode, "records": len(cases),
+                      "missing_predictions": sum(1 for c in cases if c.id not in p.by_id),
+                      "unknown_prediction_ids": sorted(set(p.by_id) - known)[:100],
+                      "bad_prediction_lines": [{"line": n, "reason": why} for n, why in p.bad_lines[:100]],
+                      "duplicate_prediction_ids": p.duplicates[:100]})
+
+
+@pytest.mark.parametrize("bench_name, folder", [("acebench", "acebench_special"), ("teval", "teval")])
+@pytest.mark.parametrize("mode", ["strict", "official"])
+def test_streamed_score_is_byte_identical_to_the_in_memory_one(derived: Path, tmp_path: Path, bench_name: str,
+                                                               folder: str, mode: str) -> None:
+    data = derived / "derived" / folder
+    preds = tmp_path / "p.jsonl"
+    _predictions(bench_name, data, preds)
+    run_score(bench_name, data, preds, tmp_path / "streamed", mode)
+    _in_memory(bench_name, data, preds, tmp_path / "listed", mode)
+    for name in ("records.jsonl", "scores.json"):
+        assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "listed" / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("bench_name, folder", [("acebench", "acebench_special"), ("teval", "teval")])
+def test_streamed_aggregate_equals_the_list_aggregate(derived: Path, bench_name: str, folder: str) -> None:
+    """The benchmark's running aggregator against the default one (every case and record kept, then
+    ``aggregate(cases, records)``) on records in an unusual order."""
+    bench = get_benchmark(bench_name)
+    cases = bench.load(derived / "derived" / folder)
+    random.Random(1).shuffle(cases)
+    preds = {c.id: (bench.gold_prediction(c) if i % 4 else "") for i, c in enumerate(cases)}
+    run = score_cases(bench, cases, preds, "strict")
+    listed = ListAggregator(bench, "strict")
+    for c, r in zip(cases, run.records):
+        listed.add(c, r)
+    assert json.dumps(run.scores) == json.dumps(listed.result())
+
+
+def test_selftest_json_is_written_as_write_json_would(derived: Path, tmp_path: Path) -> None:
+    from benchsmith.schemas import write_json
+
+    data = derived / "derived" / "acebench_special"
+    scores = run_selftest("acebench", data, tmp_path / "st")
+    records = [json.loads(x) for x in (tmp_path / "st" / "records.jsonl").read_text(encoding="utf-8").splitlines()]
+    failing = [{k: r[k] for k in ("id", "category", "error_type", "reason")} for r in records if not r["ok"]]
+    # a failing record (a reason with non-ASCII text) makes the list non-empty
+    failing.append({"id": "x", "category": "c", "error_type": "e", "reason": "café"})
+    from benchsmith.eval._private import run as run_mod
+
+    with (tmp_path / "st" / "records.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"id": "x", "category": "c", "ok": False, "score": 0.0, "error_type": "e",
+                             "reason": "café"}, ensure_ascii=False) + "\n")
+    head = {"benchmark": "acebench", "mode": "strict", "records": scores["records"]}
+    run_mod._write_selftest(tmp_path / "st" / "selftest.json", head, tmp_path / "st" / "records.jsonl")
+    write_json(tmp_path / "ref.json", {**head, "failing": failing})
+    assert (tmp_path / "st" / "selftest.json").read_bytes() == (tmp_path / "ref.json").read_bytes()
+
+
+def test_an_error_midway_leaves_the_previous_output(derived: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    data = derived / "derived" / "acebench_special"
+    out = tmp_path / "out"
+    run_selftest("acebench", data, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    bench_cls = type(get_benchmark("acebench"))
+    real = bench_cls.iter_cases
+
+    def broken(self, d):  # noqa: ANN001, ANN202
+        for i, case in enumerate(real(self, d)):
+            if i == 20:
+                raise UserError(f"{d}: line 21 is bad", fix="fix it")
+            yield case
+
+    monkeypatch.setattr(bench_cls, "iter_cases", broken)
+    with pytest.raises(UserError, match="line 21"):
+        run_selftest("acebench", data, out, mode="official")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before   # no temporary file left either
+
+
+def test_a_kill_midway_leaves_the_previous_output(derived: Path, tmp_path: Path) -> None:
+    data = derived / "derived" / "teval"
+    out = tmp_path / "out"
+    run_selftest("teval", data, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    code = f"""
+import os, signal
+from benchsmith.eval import get_benchmark, run_selftest
+cls = type(get_benchmark("teval"))
+real = cls.gold_prediction
+n = [0]
+def gold(self, case):
+    n[0] += 1
+    if n[0] == 50:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(self, case)
+cls.gold_prediction = gold
+run_selftest("teval", {str(data)!r}, {str(out)!r}, mode="official")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
+    assert proc.returncode == -9, proc.stderr.decode()[-2000:]
+    after = {p.name: p.read_bytes() for p in out.iterdir() if not p.name.endswith(".tmp")}
+    assert after == before
+    run_selftest("teval", data, out)   # the next run cleans up the killed one's temporary file
+    assert sorted(p.name for p in out.iterdir()) == sorted(before)
+
+
+def test_running_sum_equals_sum() -> None:
+    rng = random.Random(3)
+    for _ in range(200):
+        vals = [rng.choice([rng.random(), rng.random() * 1e-9, 1e9 * rng.random(), 0.1, 1.0, 0.0])
+                for _ in range(rng.randrange(0, 50))]
+        s = RunningSum()
+        for v in vals:
+            s.add(v)
+        assert s.value == sum(vals) and type(s.value) is type(sum(vals))
+        assert s.mean() == mean(vals)
+
+
+def test_prediction_index_reads_as_read_predictions(tmp_path: Path) -> None:
+    p = tmp_path / "p.jsonl"
+    p.write_bytes(b'{"id": "a", "result": "x"}\n\n{oops\n{"id": "b", "result": [1, {"k": "\xc3\xa9"}]}\n'
+                  b'{"id": "a", "result": "y"}\n[1]\n{"id": 3, "result": null}\n\xff\n')
+    ref = read_predictions(p)
+    with PredictionIndex(p) as idx:
+        assert idx.bad_lines == ref.bad_lines and idx.duplicates == ref.duplicates
+        for rid, text in ref.by_id.items():
+            got = idx.get(rid)
+            assert got == text and type(got) is type(text)
+        assert idx.get("zz") is None and idx.never_asked(10) == []
+
+
+MEMORY = """
+import json, resource, sys
+from pathlib import Path
+from benchsmith.eval import run_score
+src, n, work = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+data = work / f"x{n}"
+(data / "possible_answer").mkdir(parents=True)
+from benchsmith.eval import get_benchmark
+b = get_benchmark("acebench")
+gold = {c.id: b.gold_prediction(c) for c in b.load(src)}
+with open(work / f"p{n}.jsonl", "w") as preds:
+    for f in sorted(src.glob("data_*.json")):
+        for sub in ("", "possible_answer"):
+            rows = [json.loads(x) for x in (src / sub / f.name).read_text().splitlines() if x.strip()]
+            with open(data / sub / f.name, "w") as fh:
+                for k in range(n):
+                    for o in rows:
+                        fh.write(json.dumps({**o, "id": f"r{k}_{o['id']}"}) + "\\n")
+                        if not sub:
+                            preds.write(json.dumps({"id": f"r{k}_{o['id']}", "result": gold[o["id"]]}) + "\\n")
+del gold, b
+import gc; gc.collect()
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+run_score("acebench", data, work / f"p{n}.jsonl", work / f"out{n}")
+print(json.dumps({"peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "setup_kb": base}))
+"""
+
+
+def test_peak_memory_does_not_grow_with_the_records(derived: Path, tmp_path: Path) -> None:
+    """ACEBench cases x1 and x16 (unique ids), each scored in a fresh process: the peak grows by
+    far less than the data (before streaming it grew about 4x; a loose bound here)."""
+    src = derived / "derived" / "acebench_special"
+    peaks = {}
+    for n in (1, 16):
+        work = tmp_path / f"w{n}"
+        work.mkdir()
+        proc = subprocess.run([sys.executable, "-c", MEMORY, str(src), str(n), str(work)], capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        peaks[n] = json.loads(proc.stdout.strip().splitlines()[-1])["peak_kb"]
+    assert peaks[16] < peaks[1] * 1.3, peaks
