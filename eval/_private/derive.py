@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import tempfile
 from array import array
 from collections import Counter
@@ -35,7 +34,7 @@ from benchsmith.construction.variants import (
     visible_steps,
 )
 from benchsmith.schemas import (
-    JsonlError, RowError, Sample, Split, Tool, UserError, dumps_json, scan_jsonl, write_json,
+    JsonlError, RowError, Sample, Split, Tool, UserError, dumps_json, scan_jsonl, swap_folder, write_json,
 )
 
 REPORT = "derive_report.json"
@@ -415,7 +414,7 @@ def derive_all(split_dir: str | Path, out_dir: str | Path, benchmarks: Iterable[
     ``out_dir/derive_report.json`` listing each deriver's folder, benchmark and record counts.
 
     Unknown names are a :class:`UserError` raised before anything is written. ``out_dir`` is
-    replaced as a whole (:func:`swap_in`): a kill leaves the old folder or the new one."""
+    replaced as a whole (:func:`~benchsmith.schemas.swap_folder`): a kill leaves the old folder or the new one."""
     names = list(DERIVERS) if benchmarks is None else list(dict.fromkeys(benchmarks))
     unknown = [n for n in names if n not in DERIVERS]
     if unknown or not names:
@@ -432,26 +431,11 @@ def derive_all(split_dir: str | Path, out_dir: str | Path, benchmarks: Iterable[
                                         "records": report.get("counts", report.get("records"))}
         write_json(fresh / REPORT, summary)
 
-    swap_in(out, build, owned=set(DERIVERS) | {REPORT}, what="`benchsmith eval derive`")
+    swap_folder(out, build, owned=set(DERIVERS) | {REPORT}, what="`benchsmith eval derive`")
     return summary
 
 
-# ---- writing a whole folder --------------------------------------------------------------------
-def _sibling(out: Path, kind: str, pid: int) -> Path:
-    return out.parent / f".{out.name}.{kind}.{pid}"
-
-
-def _siblings(out: Path, kind: str) -> list[tuple[Path, int]]:
-    """``(path, writer pid)`` of the ``new`` / ``old`` folders derives into ``out`` left beside it."""
-    prefix = f".{out.name}.{kind}."
-    found = []
-    if out.parent.is_dir():
-        for p in out.parent.iterdir():
-            if p.name.startswith(prefix) and p.name[len(prefix):].isdigit():
-                found.append((p, int(p.name[len(prefix):])))
-    return found
-
-
+# ---- writers of this process and others --------------------------------------------------------
 def _alive(pid: int) -> bool:
     if pid == os.getpid():
         return False  # a folder of this process's pid is left from an earlier, killed process that had it
@@ -462,54 +446,3 @@ def _alive(pid: int) -> bool:
     except OSError:
         return True
     return True
-
-
-def _clean_stale(out: Path) -> None:
-    """Undo what a killed swap left: if ``out`` is gone but the old folder survives (killed between
-    the two renames), the old folder comes back; leftover new and old folders are removed."""
-    for old, pid in _siblings(out, "old"):
-        if _alive(pid):
-            continue
-        if not out.exists():
-            os.rename(old, out)
-        else:
-            shutil.rmtree(old, ignore_errors=True)
-    for new, pid in _siblings(out, "new"):
-        if not _alive(pid):
-            shutil.rmtree(new, ignore_errors=True)
-
-
-def swap_in(out: Path, build: Callable[[Path], None], *, owned: set[str], what: str) -> None:
-    """Write a whole output folder: ``build(fresh)`` fills a fresh folder beside ``out``, which then
-    replaces ``out`` by two renames, so a kill leaves the old folder or the new one, never a mix;
-    what a killed swap left is cleaned up here first. ``out`` may only hold entries named in ``owned``
-    (what this writer makes): anything else is a :class:`UserError`, so nobody's files are replaced."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"{out} is an existing file, not a folder", fix="give a folder path (new or existing)")
-    _clean_stale(out)
-    if out.is_dir():
-        foreign = sorted(p.name for p in out.iterdir()
-                         if p.name not in owned and not (p.name.startswith(".") and p.name.endswith(".tmp")))
-        if foreign:
-            raise UserError(f"{out} holds {', '.join(foreign[:5])}, which {what} did not write; it replaces the whole "
-                            "folder", fix="write into a new or empty folder (or one it wrote before), or move those away")
-    fresh = _sibling(out, "new", os.getpid())
-    old = _sibling(out, "old", os.getpid())
-    try:
-        shutil.rmtree(fresh, ignore_errors=True)
-        fresh.mkdir(parents=True)
-        build(fresh)
-        if out.exists():
-            os.rename(out, old)
-        os.rename(fresh, out)
-    except BaseException as exc:
-        shutil.rmtree(fresh, ignore_errors=True)
-        if old.exists() and not out.exists():
-            os.rename(old, out)
-        if isinstance(exc, OSError):
-            raise UserError(f"{out}: cannot write: {exc.strerror or exc}",
-                            fix="check the folder, its parent and their permissions") from None
-        raise
-    shutil.rmtree(old, ignore_errors=True)
-
