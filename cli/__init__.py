@@ -325,7 +325,9 @@ def eval_run(
     strategy: Optional[str] = typer.Option(None, "--strategy", envvar="BENCHSMITH_STRATEGY",
                                            help="nl2api end to end: react (one call per step, outputs fed back; "
                                                 "default) | direct (the whole call sequence in one reply)"),
-    concurrency: int = typer.Option(4, "--concurrency", envvar="BENCHSMITH_CONCURRENCY", help="Requests in flight"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", envvar="BENCHSMITH_CONCURRENCY",
+                                              help="Requests in flight (default: the local server's slots for the "
+                                                   "local model, else 4)"),
     out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="The run folder (re-use it to resume)"),
     tasks: str = typer.Option("", "--tasks", envvar="BENCHSMITH_TASKS",
                               help="Comma-separated tasks (`benchsmith eval list` names them)"),
@@ -386,6 +388,10 @@ def eval_run(
     if cfg.base_url and not cfg.local:
         _check_endpoint(cfg.base_url, min(timeout, 10.0))
     run_mode = ("prompt" if cfg.local else "tools") if mode == "auto" else mode
+    if concurrency is None:
+        from benchsmith.models import concurrency_for
+
+        concurrency = concurrency_for(cfg)
     desc = cfg.describe()
     for name, value, least in (("--trials", trials, 1), ("--max-turns", max_turns, 1), ("--max-steps", max_steps, 1),
                                ("--max-tool-calls", max_tool_calls, 1), ("--episode-tokens", episode_tokens, 1)):

@@ -17,10 +17,12 @@ def model_serve(
                                        help="Port (default: a free one)"),
     host: str = typer.Option("127.0.0.1", "--host", envvar="BENCHSMITH_MODEL_HOST",
                              help="Bind address (loopback by default)"),
-    parallel: int = typer.Option(4, "--parallel", envvar="BENCHSMITH_MODEL_PARALLEL",
-                                 help="Requests served at once (llama.cpp slots)"),
-    ctx_per_slot: int = typer.Option(16384, "--ctx-per-slot", envvar="BENCHSMITH_MODEL_CTX_PER_SLOT",
-                                     help="Context tokens per slot (n_ctx = parallel x this)"),
+    parallel: Optional[int] = typer.Option(None, "--parallel", envvar="BENCHSMITH_MODEL_PARALLEL",
+                                           help="Requests served at once (llama.cpp slots; default: one per core, "
+                                                "at most 4)"),
+    ctx_per_slot: Optional[int] = typer.Option(None, "--ctx-per-slot", envvar="BENCHSMITH_MODEL_CTX_PER_SLOT",
+                                               help="Context tokens per slot (n_ctx = parallel x this; default: the "
+                                                    "longest measured prompt of the default tasks plus a reply)"),
     threads: Optional[int] = typer.Option(None, "--threads", envvar="BENCHSMITH_MODEL_THREADS",
                                           help="CPU threads (default: every CPU)"),
     wait: float = typer.Option(60.0, "--wait", envvar="BENCHSMITH_MODEL_WAIT",
@@ -45,8 +47,8 @@ def model_serve(
                               host=host)
     typer.echo(info.base_url)
     if before is not None and before.pid == info.pid:
-        wanted = {"parallel": parallel, "ctx_per_slot": ctx_per_slot, "threads": threads or info.threads, "host": host}
-        differ = {k: getattr(info, k) for k, v in wanted.items() if getattr(info, k) != v}
+        wanted = {"parallel": parallel, "ctx_per_slot": ctx_per_slot, "threads": threads, "host": host}
+        differ = {k: getattr(info, k) for k, v in wanted.items() if v is not None and getattr(info, k) != v}
         note = f"; running with {', '.join(f'{k}={v}' for k, v in differ.items())} -- `benchsmith model stop` first " \
                f"to change that" if differ else ""
         typer.echo(f"already running (pid {info.pid}){note}", err=True)

@@ -28,39 +28,86 @@ def build_report_line(report: dict[str, Any], out: Path) -> str:
             f"({report['verified_rate']:.1%}) in {report['seconds']:.2f}s; rejected: {rejected}")
 
 
+class StageClock:
+    """Wall time of each stage of the main job, printed (and written to ``timings.json``) at its end."""
+
+    def __init__(self) -> None:
+        import time
+
+        self._now = time.perf_counter
+        self.started = self._now()
+        self.stages: dict[str, float] = {}
+
+    def __call__(self, name: str) -> Any:
+        import contextlib
+
+        @contextlib.contextmanager
+        def timed() -> Any:
+            t0 = self._now()
+            try:
+                yield
+            finally:
+                self.stages[name] = self.stages.get(name, 0.0) + self._now() - t0
+        return timed()
+
+    def summary(self) -> dict[str, Any]:
+        return {"stages_s": {k: round(v, 1) for k, v in self.stages.items()},
+                "total_s": round(self._now() - self.started, 1)}
+
+    def line(self) -> str:
+        s = self.summary()
+        parts = ", ".join(f"{k} {_mmss(v)}" for k, v in s["stages_s"].items())
+        return f"stage times: {parts}; total {_mmss(s['total_s'])}"
+
+
+def _mmss(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
 def run(out: Path, *, limit: int = 8, model_run: bool = True, echo: Echo = print, note: Echo = print) -> None:
     """The main job into ``out``; ``echo`` prints progress, ``note`` prints side remarks (e.g. Label
-    Studio's set-up)."""
+    Studio's set-up). Each stage's wall time is printed at the end and kept in ``out/timings.json``."""
     from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db, default_pairs_path
     from benchsmith.eval import derive_all, run_selftest
+    from benchsmith.schemas import write_json
 
     out = Path(out)
-    db = chinook_db()
-    for style in ("slot", "sel", "rest"):
-        report = build_split(db, default_pairs_path(), out / style, BuildOptions(style=style, name=f"chinook-{style}"))
-        echo(build_report_line(report, out / style))
-        scores = run_selftest("nl2api", out / style, out / "selftest" / f"nl2api-{style}")
-        echo(f"  gold self-test (nl2api, strict): {scores['records'] - scores['gold_failing']}/{scores['records']} pass")
-    dataset(out, echo=echo)
-    summary = derive_all(out / "slot", out / "derived")
-    echo(f"cases derived from the SLOT split into {out / 'derived'}:")
-    for name, info in summary["derived"].items():
-        scores = run_selftest(info["benchmark"], out / "derived" / info["folder"], out / "selftest" / name)
-        headline = f"overall {scores['overall']:.2f}, " if "overall" in scores else ""
-        echo(f"  {name}: gold self-test ({info['benchmark']}, strict): {headline}"
-             f"{scores['records'] - scores['gold_failing']}/{scores['records']} records pass")
+    clock = StageClock()
+    with clock("build"):
+        db = chinook_db()
+        for style in ("slot", "sel", "rest"):
+            report = build_split(db, default_pairs_path(), out / style, BuildOptions(style=style, name=f"chinook-{style}"))
+            echo(build_report_line(report, out / style))
+            scores = run_selftest("nl2api", out / style, out / "selftest" / f"nl2api-{style}")
+            echo(f"  gold self-test (nl2api, strict): {scores['records'] - scores['gold_failing']}/{scores['records']} pass")
+    with clock("dataset"):
+        dataset(out, echo=echo)
+    with clock("derive"):
+        summary = derive_all(out / "slot", out / "derived")
+        echo(f"cases derived from the SLOT split into {out / 'derived'}:")
+        for name, info in summary["derived"].items():
+            scores = run_selftest(info["benchmark"], out / "derived" / info["folder"], out / "selftest" / name)
+            headline = f"overall {scores['overall']:.2f}, " if "overall" in scores else ""
+            echo(f"  {name}: gold self-test ({info['benchmark']}, strict): {headline}"
+                 f"{scores['records'] - scores['gold_failing']}/{scores['records']} records pass")
     if model_run:
         from benchsmith.models import local_server_status, stop_local_server
 
         was_running = local_server_status() is not None
         try:
-            construct(out, echo=echo)
-            reviewed = review(out, echo=echo, note=note)
-            evaluate(out, limit, reviewed, echo=echo)
+            with clock("construct"):
+                construct(out, echo=echo)
+            with clock("review"):
+                reviewed = review(out, echo=echo, note=note)
+            with clock("evaluate"):
+                evaluate(out, limit, reviewed, echo=echo)
         finally:  # the local model server is stopped afterwards unless it was already running
             if not was_running:
                 stop_local_server()
     echo(f"serve the REST split with: benchsmith nl2api serve {out / 'rest'}")
+    write_json(out / "timings.json", clock.summary())
+    echo(clock.line())
 
 
 def dataset(out: Path, *, echo: Echo = print) -> Path:
@@ -85,29 +132,37 @@ def construct(out: Path, n: int = 8, *, echo: Echo = print) -> None:
     gold chains on its real database -> quality checks (rules, near-duplicates, one model vote)."""
     from benchsmith.construction import EnvContext, RoleModels, inspect_samples, run_graph
     from benchsmith.construction.checks import CheckContext
-    from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model
+    from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, concurrency_for, resolve_model
 
     cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=300.0, max_tokens=256, temperature=0.7)
     models = RoleModels(default=ModelClient(cfg))
+    slots = concurrency_for(cfg)  # as many at once as the local server has slots
     root, split = out / "construct", out / "slot"
     echo(f"constructing with the local model {cfg.name}: queries -> chains -> checks in {root} (re-running resumes) ...")
-    for line in run_graph("queries", split, root / "queries", models=models, options={"n": n}, concurrency=4).describe():
+    for line in run_graph("queries", split, root / "queries", models=models, options={"n": n}, concurrency=slots).describe():
         echo(line)
-    chains = run_graph("chains", root / "queries", root / "chains", models=models, concurrency=4,
+    chains = run_graph("chains", root / "queries", root / "chains", models=models, concurrency=slots,
                        env_context=EnvContext(split=split), options={"step_budget": 4, "max_retries": 1})
     for line in chains.describe():
         echo(line)
     s = inspect_samples(root / "chains" / "samples.jsonl", root / "checked", models=models,
-                        context=CheckContext(env=EnvContext(split=split)), concurrency=4)
+                        context=CheckContext(env=EnvContext(split=split)), concurrency=slots)
     by = ", ".join(f"{k}={v}" for k, v in s["rejected_by_check"].items()) or "none"
     echo(f"check {root / 'checked'}: {s['total']} samples, {s['accepted']} accepted for review, {s['rejected']} to the "
          f"error pool (rejected by: {by})")
     scenarios = write_scenarios(root / "scenarios.jsonl")
-    dialogues = run_graph("dialogues", scenarios, root / "dialogues", models=models, concurrency=4,
+    dialogues = run_graph("dialogues", scenarios, root / "dialogues", models=models, concurrency=slots,
                           options={"max_turns": 4, "max_steps": 3})
     for line in dialogues.describe():
         echo(line)
 
+
+#: model calls per NL2API case (ReAct) and calls per direct reply: the small base model never finishes a
+#: chain (its completion rate is 0%), and every extra ReAct turn resends the whole conversation
+DEMO_STEP_BUDGET = 6
+#: reply tokens per call in a direct reply (the cap is this x DEMO_STEP_BUDGET): the base model
+#: otherwise fills the whole cap with made-up calls
+DIRECT_REPLY_TOKENS = 128
 
 #: the sandbox scenarios of the demo's dialogues and agent evaluation (short ones: the local model is small)
 DEMO_SCENARIOS = ("msg-send-basic", "rem-add-basic", "msg-wifi-off")
@@ -188,9 +243,10 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
     """The local default model on the finalized split (up to ``limit`` cases per task), scored and reported."""
     from benchsmith.eval import TASKS, TaskOptions, run_eval, score_run
     from benchsmith.eval.report import primary, write_report
-    from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model
+    from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, concurrency_for, resolve_model
 
     cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=300.0, max_tokens=256)
+    slots = concurrency_for(cfg)  # as many requests in flight as the local server has slots
     split = split or out / "slot"
     agent = agent_data(out, split)
     echo(f"evaluating the local model {cfg.name} on {split} (up to {limit} cases per task) and, as the agent task, on "
@@ -199,8 +255,9 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
     # a task may need more cases for its headline to mean something (T-Eval: one per category)
     limits = {name: max(limit, TASKS[name].min_cases) for name in TASKS}
     result = run_eval(split, ModelClient(cfg), cfg.describe(), out / "run", limit=limits, mode="prompt",
-                      concurrency=4, task_data={"agent": agent},
-                      options=TaskOptions(mode="prompt", max_tokens=256, trials=2, max_turns=3, max_steps=3))
+                      concurrency=slots, task_data={"agent": agent},
+                      options=TaskOptions(mode="prompt", max_tokens=256, trials=2, max_turns=3, max_steps=3,
+                                          step_budget=DEMO_STEP_BUDGET))
     scores = score_run(out / "run")
     for name, info in result.tasks.items():
         c = info["status_counts"]
@@ -208,8 +265,9 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
              f"{c['request_error']} refused, {c['transport_error']} failed; {info['model_calls']} model calls")
     # the paper's one-shot mode on the same NL2API cases: the whole call sequence in one reply
     direct = run_eval(split, ModelClient(cfg), cfg.describe(), out / "run-direct", tasks=["nl2api"],
-                      limit={"nl2api": limits["nl2api"]}, mode="prompt", concurrency=4,
-                      options=TaskOptions(mode="prompt", max_tokens=256, strategy="direct"))
+                      limit={"nl2api": limits["nl2api"]}, mode="prompt", concurrency=slots,
+                      options=TaskOptions(mode="prompt", max_tokens=DIRECT_REPLY_TOKENS, strategy="direct",
+                                          step_budget=DEMO_STEP_BUDGET))
     direct_scores = score_run(out / "run-direct")
     info = direct.tasks["nl2api"]
     echo(f"  nl2api, direct (the whole sequence in one reply): {info['cases']} cases, "
@@ -226,5 +284,5 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
     echo(f"report: {report['files']['html']}")
 
 
-__all__ = ["DEMO_SCENARIOS", "agent_data", "build_report_line", "construct", "dataset", "evaluate", "review", "run",
+__all__ = ["DEMO_SCENARIOS", "StageClock", "agent_data", "build_report_line", "construct", "dataset", "evaluate", "review", "run",
            "write_scenarios"]

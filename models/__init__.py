@@ -27,6 +27,7 @@ from benchsmith.models._private.messages import to_langchain
 from benchsmith.models._private.paths import cache_root, state_dir
 from benchsmith.models._private.replies import MAX_JSON_STARTS, ParseError, read_json_reply
 from benchsmith.models._private.local import DEFAULT_LOCAL_MODEL, ensure_local_model
+from benchsmith.models._private.sizing import MEASURED_PROMPT_TOKENS, ServerPlan, concurrency_for, plan_local_server
 from benchsmith.models._private.server import (
     ServerInfo,
     ensure_local_server,
@@ -51,6 +52,10 @@ __all__ = [
     "read_json_reply",
     "reference_choices",
     "DEFAULT_LOCAL_MODEL",
+    "MEASURED_PROMPT_TOKENS",
+    "ServerPlan",
+    "concurrency_for",
+    "plan_local_server",
     "Embedder",
     "ModelClient",
     "ModelConfig",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import json
 from pathlib import Path
 
 from helpers import endpoint_env
@@ -31,4 +32,8 @@ def test_the_model_free_main_job(tmp_path: Path) -> None:
     for folder in ("slot", "sel", "rest", "bird/merged", "bird/school_funding", "derived/teval", "derived/gta",
                    "derived/toolassess", "derived/acebench_special"):
         assert (out / folder).is_dir(), folder
-    assert "benchsmith nl2api serve" in lines[-1]
+    assert "benchsmith nl2api serve" in lines[-2]
+    assert lines[-1].startswith("stage times: build ") and "derive" in lines[-1] and "total" in lines[-1]
+    timings = json.loads((out / "timings.json").read_text())
+    assert set(timings["stages_s"]) == {"build", "dataset", "derive"} and timings["total_s"] >= sum(
+        timings["stages_s"].values()) - 0.5

@@ -441,3 +441,39 @@ def test_resolve_openai_and_local(monkeypatch, tmp_path):
     with pytest.raises(UserError):
         resolve_model("m", "http://127.0.0.1:1/v1", max_retries=-1)
     assert not list(tmp_path.iterdir())
+
+
+# ---- sizing the local server -----------------------------------------------------------------------
+def test_the_local_server_plan_follows_cores_and_the_longest_prompt():
+    from benchsmith.models import MEASURED_PROMPT_TOKENS, plan_local_server
+
+    two = plan_local_server(2)
+    assert two.parallel == 2 and two.ctx_per_slot >= max(MEASURED_PROMPT_TOKENS.values()) + 256
+    assert two.ctx_per_slot % 1024 == 0 and two.ctx_per_slot < max(MEASURED_PROMPT_TOKENS.values()) + 256 + 1024
+    assert plan_local_server(1).parallel == 1 and plan_local_server(64).parallel == 4
+    assert plan_local_server(2, longest_prompt=100).ctx_per_slot == 1024
+
+
+def test_concurrency_follows_the_running_local_servers_slots(monkeypatch):
+    from benchsmith.models import ModelConfig, concurrency_for
+    from benchsmith.models._private import server
+
+    class Info:
+        parallel, base_url = 3, "http://127.0.0.1:5/v1"
+
+    monkeypatch.setattr(server, "local_server_status", lambda: Info())
+    local = ModelConfig(name="gemma3-270m", base_url="http://127.0.0.1:5/v1", local=True)
+    assert concurrency_for(local) == 3
+    assert concurrency_for(local.model_copy(update={"base_url": "http://127.0.0.1:6/v1"})) == 4
+    assert concurrency_for(ModelConfig(name="gpt-4o-mini"), default=7) == 7
+    monkeypatch.setattr(server, "local_server_status", lambda: None)
+    assert concurrency_for(local) == 4
+
+
+def test_usage_keeps_the_prompt_tokens_served_from_the_cache():
+    from benchsmith.models._private.client import _usage
+
+    assert _usage({"prompt_tokens": 9, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 7}}) == {
+        "prompt_tokens": 9, "completion_tokens": 2, "cached_tokens": 7}
+    assert _usage({"prompt_tokens": 9, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 0}}) == {
+        "prompt_tokens": 9, "completion_tokens": 2}

@@ -23,12 +23,12 @@ from benchsmith.models import (
     ensure_local_model,
     ensure_local_server,
     local_server_status,
+    plan_local_server,
     resolve_model,
     start_local_server,
     stop_local_server,
 )
 from benchsmith.models.procs import pid_alive
-from benchsmith.models._private.serve_main import DEFAULT_CTX_PER_SLOT
 from benchsmith.schemas import RuntimeFault, UserError
 from helpers import clean_env, console_script
 
@@ -108,7 +108,8 @@ def test_server_is_healthy_and_recorded(server, state_dir):
     state = json.loads((state_dir / "server.json").read_text())
     assert (state["pid"], state["port"]) == (server.pid, server.port)
     assert Path(state["log_path"]).is_file()
-    assert (server.parallel, server.ctx_per_slot, server.threads) == (4, DEFAULT_CTX_PER_SLOT, 1)
+    plan = plan_local_server(1)  # sized for its one thread
+    assert (server.parallel, server.ctx_per_slot, server.threads) == (plan.parallel, plan.ctx_per_slot, 1)
     assert local_server_status() == server
     assert start_local_server() == server  # idempotent: the running server is reused
     assert ensure_local_server() == server.base_url

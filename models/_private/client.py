@@ -51,6 +51,13 @@ def _usage(meta: dict[str, Any] | None) -> dict[str, int]:
             if isinstance(meta.get(key), int):
                 out[ours] = meta[key]
                 break
+    # prompt tokens the server took from its cache (OpenAI's and llama.cpp's prompt_tokens_details,
+    # langchain's input_token_details): what prompt-prefix reuse saved
+    details = meta.get("prompt_tokens_details") or meta.get("input_token_details") or {}
+    if isinstance(details, dict):
+        cached = details.get("cached_tokens", details.get("cache_read"))
+        if isinstance(cached, int) and cached > 0:
+            out["cached_tokens"] = cached
     return out
 
 

@@ -15,15 +15,20 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-# tokens of context per server slot: T-Eval prompts of the default split reach ~11.5k tokens
+# context per slot when none is recorded (state files of older servers); new servers are sized by
+# sizing.plan_local_server from the measured prompts
 DEFAULT_CTX_PER_SLOT = 16384
+#: host-memory prompt cache (llama.cpp's --cache-ram): off. It keeps copies of slot states beside
+#: the KV cache (8 GiB by default) and grew the server past 3 GB; the slots' own caches are reused
+PROMPT_CACHE_RAM_MIB = 0
 STATE_FILE = "server.json"
 
 
 def build_params(model_path: str | Path, *, host: str, port: int, parallel: int, ctx_per_slot: int,
                  threads: int) -> Any:
     """xllamacpp ``CommonParams`` for the local model: ``parallel`` slots of ``ctx_per_slot`` tokens
-    each (llama.cpp splits ``n_ctx`` evenly between slots), Gemma's chat template, no web UI."""
+    each (llama.cpp splits ``n_ctx`` evenly between slots), Gemma's chat template, prompt-prefix
+    reuse across requests, no host-memory prompt cache, no web UI."""
     import xllamacpp
 
     from benchsmith.models._private.local import DEFAULT_LOCAL_MODEL
@@ -36,6 +41,14 @@ def build_params(model_path: str | Path, *, host: str, port: int, parallel: int,
     p.port = port
     p.n_parallel = parallel
     p.n_ctx = parallel * ctx_per_slot
+    # prompt-prefix reuse: a slot keeps its last prompt's KV cache (cache_prompt) and a request goes
+    # to the slot whose cached prompt it shares most with. Gemma 3 mixes sliding-window layers in;
+    # only a full-size cache of those lets a slot resume from a prefix (the shared system prompt and
+    # tool list) instead of processing the whole prompt again.
+    p.cache_prompt = True
+    p.swa_full = True
+    p.n_ctx_checkpoints = 0  # checkpoints stand in for a full window cache: not needed with swa_full
+    p.cache_ram_mib = PROMPT_CACHE_RAM_MIB
     p.cpuparams.n_threads = threads
     p.cpuparams_batch.n_threads = threads
     p.use_jinja = True
@@ -137,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model-path", required=True)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
-    ap.add_argument("--parallel", type=int, default=4)
+    ap.add_argument("--parallel", type=int, default=2)
     ap.add_argument("--ctx-per-slot", type=int, default=DEFAULT_CTX_PER_SLOT)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--state-dir", required=True)

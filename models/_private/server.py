@@ -14,6 +14,7 @@ from typing import Any
 from benchsmith.models import procs
 from benchsmith.models._private.paths import state_dir
 from benchsmith.models._private.serve_main import DEFAULT_CTX_PER_SLOT, STATE_FILE
+from benchsmith.models._private.sizing import plan_local_server
 from benchsmith.schemas import RuntimeFault, UserError
 
 log = logging.getLogger("benchsmith.models")
@@ -97,13 +98,22 @@ def stop_local_server(grace: float = 10.0) -> ServerInfo | None:
         return stopped
 
 
-def _check_settings(port: int | None, host: str, parallel: int, ctx_per_slot: int, threads: int | None) -> None:
+def _sized(parallel: int | None, ctx_per_slot: int | None, threads: int | None) -> tuple[int, int, int]:
+    """Slots, context per slot and threads: what is given, the rest planned for this machine."""
+    threads = threads or procs.default_threads()
+    plan = plan_local_server(threads)
+    return (plan.parallel if parallel is None else parallel, plan.ctx_per_slot if ctx_per_slot is None else ctx_per_slot,
+            threads)
+
+
+def _check_settings(port: int | None, host: str, parallel: int | None, ctx_per_slot: int | None,
+                    threads: int | None) -> None:
     if port is not None and not 0 < port < 65536:
         raise UserError(f"port {port} is out of range", fix="use 1-65535 or leave the port out (a free one is picked)")
-    if parallel < 1:
+    if parallel is not None and parallel < 1:
         raise UserError(f"parallel={parallel}: the server needs at least one slot", fix="use --parallel 1 or more")
-    if ctx_per_slot < 256:
-        raise UserError(f"ctx_per_slot={ctx_per_slot} is too small", fix=f"use at least 256 tokens per slot (default {DEFAULT_CTX_PER_SLOT})")
+    if ctx_per_slot is not None and ctx_per_slot < 256:
+        raise UserError(f"ctx_per_slot={ctx_per_slot} is too small", fix="use at least 256 tokens per slot (or leave it out: sized from the measured prompts)")
     if threads is not None and threads < 1:
         raise UserError(f"threads={threads} must be at least 1", fix="leave it out to use every CPU")
     if not host:
@@ -117,17 +127,19 @@ def _reuse(info: ServerInfo, port: int | None) -> ServerInfo:
     return info
 
 
-def start_local_server(port: int | None = None, parallel: int = 4, ctx_per_slot: int = DEFAULT_CTX_PER_SLOT,
+def start_local_server(port: int | None = None, parallel: int | None = None, ctx_per_slot: int | None = None,
                        threads: int | None = None, wait: float = 60.0, host: str = "127.0.0.1") -> ServerInfo:
     """Start the local model server in the background, or reuse the healthy one already running.
 
     The server (``python -m benchsmith.models._private.serve_main``) runs detached in its own
     session with ``parallel`` slots of ``ctx_per_slot`` tokens and ``threads`` CPU threads (default:
-    every CPU), bound to ``host`` (loopback by default) on ``port`` (default: a free one). Its
-    state file and log live in ``$BENCHSMITH_MODEL_STATE_DIR`` (default
-    ``~/.cache/benchsmith/local-model``). Waits up to ``wait`` seconds for ``GET /health``.
+    every CPU; slots and context default to :func:`plan_local_server`'s plan for those threads),
+    bound to ``host`` (loopback by default) on ``port`` (default: a free one). Its state file and
+    log live in ``$BENCHSMITH_MODEL_STATE_DIR`` (default ``~/.cache/benchsmith/local-model``).
+    Waits up to ``wait`` seconds for ``GET /health``.
     """
     _check_settings(port, host, parallel, ctx_per_slot, threads)
+    parallel, ctx_per_slot, threads = _sized(parallel, ctx_per_slot, threads)
     folder = state_dir()
     folder.mkdir(parents=True, exist_ok=True)
     with procs.file_lock(folder / LOCK_FILE):
@@ -139,7 +151,7 @@ def start_local_server(port: int | None = None, parallel: int = 4, ctx_per_slot:
                 log.warning("local model server pid %s does not answer %s/health; restarting it", info.pid, info.url)
                 _terminate(info.pid, 5.0)
             _state_path(folder).unlink(missing_ok=True)
-        return _launch(folder, port, parallel, ctx_per_slot, threads or procs.default_threads(), wait, host)
+        return _launch(folder, port, parallel, ctx_per_slot, threads, wait, host)
 
 
 def _launch(folder: Path, port: int | None, parallel: int, ctx_per_slot: int, threads: int, wait: float,
@@ -187,7 +199,7 @@ def ensure_local_server() -> str:
     return (info or start_local_server()).base_url
 
 
-def run_local_server(port: int | None = None, parallel: int = 4, ctx_per_slot: int = DEFAULT_CTX_PER_SLOT,
+def run_local_server(port: int | None = None, parallel: int | None = None, ctx_per_slot: int | None = None,
                      threads: int | None = None, host: str = "127.0.0.1",
                      on_ready: Any = None) -> int:
     """Run the local server in this process until SIGINT/SIGTERM (``benchsmith model serve --foreground``).
@@ -199,6 +211,7 @@ def run_local_server(port: int | None = None, parallel: int = 4, ctx_per_slot: i
     from benchsmith.models._private.local import ensure_local_model
 
     _check_settings(port, host, parallel, ctx_per_slot, threads)
+    parallel, ctx_per_slot, threads = _sized(parallel, ctx_per_slot, threads)
     folder = state_dir()
     folder.mkdir(parents=True, exist_ok=True)
     lock = procs.file_lock(folder / LOCK_FILE)
@@ -223,7 +236,7 @@ def run_local_server(port: int | None = None, parallel: int = 4, ctx_per_slot: i
             raise UserError(f"port {port} on {host} is already in use", fix="choose another port or leave it out")
         model_path = ensure_local_model()
         rc = serve_main.run(model_path=str(model_path), host=host, port=port or procs.free_port(host),
-                            parallel=parallel, ctx_per_slot=ctx_per_slot, threads=threads or procs.default_threads(),
+                            parallel=parallel, ctx_per_slot=ctx_per_slot, threads=threads,
                             state_dir=folder, instance=secrets.token_hex(8), on_ready=ready)
     finally:
         if not released:

@@ -1,0 +1,68 @@
+"""How big the local model server should be on this machine.
+
+llama.cpp on a CPU: processing a prompt is compute-bound (more slots than cores only split the same
+cores), generating is memory-bound (slots generating together share each pass over the weights).
+So the server gets one slot per core (at most :data:`MAX_SLOTS`), each slot just the context the
+prompts need: the longest prompt the default tasks send plus a reply. Those lengths are measured,
+not guessed: ``python perf/prompt_sizes.py RUN_DIR`` reads the token counts the server reported for
+every request of a run (``usage.prompt_tokens`` in ``replies.jsonl``) and prints them per task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: the longest prompt, in Gemma 3 tokens, of each task of the main job (``benchsmith demo``),
+#: measured by perf/prompt_sizes.py on its run (8 cases per task, 12 for T-Eval; ReAct turns included)
+MEASURED_PROMPT_TOKENS = {
+    "acebench_special": 11593,
+    "nl2api": 10802,
+    "teval": 5497,
+    "gta": 4823,
+    "nl2api-direct": 2777,
+    "toolassess": 1535,
+    "agent": 1175,
+}
+#: the reply budget the main job allows per request
+REPLY_TOKENS = 256
+MAX_SLOTS = 4
+#: contexts are allocated in whole blocks of this many tokens
+BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    """Slots and context per slot for the local server, and why."""
+
+    parallel: int
+    ctx_per_slot: int
+    reason: str
+
+
+def plan_local_server(cores: int, longest_prompt: int | None = None, reply_tokens: int = REPLY_TOKENS) -> ServerPlan:
+    """One slot per core (1..MAX_SLOTS); each slot holds the longest prompt plus a reply, in blocks.
+
+    >>> plan_local_server(2)
+    ServerPlan(parallel=2, ctx_per_slot=12288, reason='2 cores -> 2 slots; longest measured prompt 11593 + 256 reply tokens -> 12288 per slot')
+    >>> plan_local_server(16, longest_prompt=3000).parallel, plan_local_server(16, longest_prompt=3000).ctx_per_slot
+    (4, 4096)
+    """
+    longest = longest_prompt if longest_prompt is not None else max(MEASURED_PROMPT_TOKENS.values())
+    slots = max(1, min(MAX_SLOTS, cores))
+    need = longest + reply_tokens
+    ctx = max(BLOCK, -(-need // BLOCK) * BLOCK)
+    source = "longest measured prompt" if longest_prompt is None else "longest prompt"
+    return ServerPlan(slots, ctx, f"{cores} cores -> {slots} slots; {source} {longest} + {reply_tokens} reply tokens "
+                                  f"-> {ctx} per slot")
+
+
+def concurrency_for(config: object, default: int = 4) -> int:
+    """Requests to keep in flight for ``config`` (a :class:`ModelConfig`): the local model's running
+    server's slots (more only queue up inside it, fewer leave slots idle), else ``default``."""
+    if getattr(config, "local", False):
+        from benchsmith.models._private.server import local_server_status
+
+        info = local_server_status()
+        if info is not None and getattr(config, "base_url", None) == info.base_url:
+            return info.parallel
+    return default
