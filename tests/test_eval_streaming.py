@@ -5,6 +5,7 @@ not grow with the number of records."""
 from __future__ import annotations
 
 import json
+import math
 import random
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from benchsmith.schemas import UserError
 def derived(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("stream")
     split = build_slot_split(root, pair_lines()[:30])
-    derive_all(split, root / "derived", ["acebench_special", "teval"])
+    derive_all(split, root / "derived", ["acebench_special", "teval", "gta", "toolassess"])
     return root
 
 
@@ -57,7 +58,8 @@ def _in_memory(bench_name: str, data: Path, preds: Path, out: Path, mode: str) -
                       "duplicate_prediction_ids": p.duplicates[:100]})
 
 
-@pytest.mark.parametrize("bench_name, folder", [("acebench", "acebench_special"), ("teval", "teval")])
+@pytest.mark.parametrize("bench_name, folder", [("acebench", "acebench_special"), ("teval", "teval"), ("gta", "gta"),
+                                               ("toolassess", "toolassess")])
 @pytest.mark.parametrize("mode", ["strict", "official"])
 def test_streamed_score_is_byte_identical_to_the_in_memory_one(derived: Path, tmp_path: Path, bench_name: str,
                                                                folder: str, mode: str) -> None:
@@ -219,3 +221,174 @@ def test_peak_memory_does_not_grow_with_the_records(derived: Path, tmp_path: Pat
         assert proc.returncode == 0, proc.stderr[-2000:]
         peaks[n] = json.loads(proc.stdout.strip().splitlines()[-1])["peak_kb"]
     assert peaks[16] < peaks[1] * 1.3, peaks
+
+
+# ---- the whole output at once (kill -9 at several points) ------------------------------------------
+KILLER = """
+import os, signal, sys
+from pathlib import Path
+import benchsmith.eval._private.run as run_mod
+import benchsmith.schemas._private.folders as folders
+where, k = sys.argv[1], int(sys.argv[2])
+bench, data, preds, out = sys.argv[3:7]
+seen = [0]
+
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if where == "record":            # while records are written
+    real_line = run_mod._record_line
+    def line(r):
+        seen[0] += 1
+        if seen[0] == k:
+            die()
+        return real_line(r)
+    run_mod._record_line = line
+elif where == "scores":          # records.jsonl complete, scores.json not yet
+    real_json = run_mod.write_json
+    def write_json(path, obj):
+        if Path(path).name == "scores.json":
+            die()
+        return real_json(path, obj)
+    run_mod.write_json = write_json
+elif where == "rename":          # before the k-th rename of the swap (1: old folder aside, 2: new one in)
+    real_rename = folders.os.rename
+    def rename(a, b):
+        seen[0] += 1
+        if seen[0] == k:
+            die()
+        return real_rename(a, b)
+    folders.os.rename = rename
+if bench == "run":
+    from benchsmith.eval import score_run
+    score_run(out, "official")
+else:
+    from benchsmith.eval import run_score
+    run_score(bench, data, preds, out, "official")
+"""
+
+
+def _kill(where: str, k: int, *args: object) -> None:
+    proc = subprocess.run([sys.executable, "-c", KILLER, where, str(k), *map(str, args)], capture_output=True,
+                          timeout=300)
+    assert proc.returncode == -9, proc.stderr.decode()[-2000:]
+
+
+def _state(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in out.iterdir() if not p.name.endswith(".tmp")} if out.is_dir() else {}
+
+
+def _agree(files: dict[str, bytes]) -> None:
+    """scores.json describes records.jsonl beside it."""
+    scores = json.loads(files["scores.json"])
+    assert scores["records"] == len(files["records.jsonl"].splitlines())
+
+
+@pytest.mark.parametrize("where, k", [("record", 1), ("record", 40), ("scores", 0), ("rename", 1), ("rename", 2)])
+def test_a_kill_leaves_the_old_or_the_new_output_whole(derived: Path, tmp_path: Path, where: str, k: int) -> None:
+    """``eval score --out OUT``: a kill -9 anywhere leaves OUT with the complete old set or the
+    complete new one (between the swap's two renames: the old set beside it, which the next writer
+    puts back), never new records beside old scores."""
+    from benchsmith.schemas._private.folders import _clean_stale
+
+    old_data, new_data = derived / "derived" / "teval", derived / "derived" / "acebench_special"
+    _predictions("teval", old_data, tmp_path / "old.jsonl")
+    _predictions("acebench", new_data, tmp_path / "new.jsonl")
+    out, ref = tmp_path / "out", tmp_path / "ref"
+    run_score("teval", old_data, tmp_path / "old.jsonl", out, "official")
+    run_score("acebench", new_data, tmp_path / "new.jsonl", ref, "official")
+    old, new = _state(out), _state(ref)
+    assert old != new
+    _kill(where, k, "acebench", new_data, tmp_path / "new.jsonl", out)
+    left = _state(out)
+    if where == "rename" and k == 2:
+        assert not out.exists()      # killed between the renames: the old set waits beside it
+    else:
+        assert left == old
+    _clean_stale(out)                # what the next writer does first
+    assert _state(out) in (old, new)
+    _agree(_state(out))
+    run_score("acebench", new_data, tmp_path / "new.jsonl", out, "official")
+    assert _state(out) == new and sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out")) == []
+
+
+@pytest.mark.parametrize("where, k", [("record", 3), ("scores", 0)])
+def test_a_kill_while_scoring_a_run_leaves_no_stale_scores(tmp_path: Path, where: str, k: int) -> None:
+    """score_run writes into the run's task folders file by file, scores.json last (the old one
+    removed first): after a kill, a scores.json present describes the records.jsonl beside it."""
+    from runner_helpers import GoldClient
+
+    from benchsmith.eval import TaskOptions, run_eval, score_run
+    from benchsmith.eval._private.runner import plan_tasks
+
+    split = build_slot_split(tmp_path, pair_lines()[:12])
+    run = tmp_path / "run"
+    planned = plan_tasks(split, run, ["nl2api"], TaskOptions(mode="prompt"), 10, 0)
+    run_eval(split, GoldClient(planned), {"name": "scripted"}, run, tasks=["nl2api"], limit=10, progress=False)
+    score_run(run, "strict")
+    task = run / "nl2api"
+    old = _state(task)
+    preds = (task / "predictions.jsonl").read_text().splitlines()
+    (task / "predictions.jsonl").write_text("\n".join(preds[:-3]) + "\n")   # the new scoring differs
+    _kill(where, k, "run", "", "", run)
+    left = _state(task)
+    if "scores.json" in left:
+        _agree(left)
+        assert left["scores.json"] == old["scores.json"] and left["records.jsonl"] == old["records.jsonl"]
+    else:
+        assert where == "scores"     # records replaced, scores not yet written: no stale scores.json
+    score_run(run, "strict")
+    _agree(_state(task))
+    assert _state(task)["scores.json"] != old["scores.json"]
+
+
+def test_digest_set_and_offset_index_stay_exact_under_collisions(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ids kept as 8-byte digests: with digests forced to collide (7 values), the prediction index
+    still reads exactly as read_predictions."""
+    import benchsmith.eval._private.core as core
+
+    real = core.digest64
+    monkeypatch.setattr(core, "digest64", lambda key: real(key) % 7)
+    rng = random.Random(5)
+    ids = [f"id{rng.randint(0, 300)}" for _ in range(1000)]
+    lines = [json.dumps({"id": i, "result": f"r{n}"}) for n, i in enumerate(ids)]
+    lines[5:5] = ["{bad", ""]
+    p = tmp_path / "p.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    ref = read_predictions(p)
+    with PredictionIndex(p, keep=10**6) as idx:
+        assert len(idx) == len(ref.by_id) and idx.duplicates == ref.duplicates and idx.bad_lines == ref.bad_lines
+        asked = [k for k in ref.by_id if rng.random() < 0.5]
+        assert all(idx.get(k) == ref.by_id[k] for k in asked)
+        assert idx.get("id999") is None and "nope" not in idx
+        assert idx.never_asked(10**6) == sorted(set(ref.by_id) - set(asked))
+    monkeypatch.setattr(core, "digest64", real)
+    s = core.DigestSet()
+    assert [s.add(str(i % 1234)) for i in range(3000)][-1] == 2999 % 1234 and len(s) == 1234
+
+
+def test_agent_aggregate_counts_trials_one_record_at_a_time() -> None:
+    """The agent benchmark's running aggregator on trials (pass^k from per-task counts kept as
+    digests and arrays) against figures computed here from the records."""
+    from benchsmith.eval._private.episode import reliability
+
+    bench = get_benchmark("agent")
+    base = bench.load(Path("sandbox"))
+    cases = [c.model_copy(update={"id": f"{c.id}~t{t}", "meta": {**c.meta, "trial": t, "base_id": c.id}})
+             for c in base for t in range(3)]
+    preds = {c.id: (bench.gold_prediction(c) if i % 4 else "{}") for i, c in enumerate(cases)}
+    run = score_cases(bench, cases, preds, "strict")
+    counted = [r for r in run.records if r.error_type != "user_simulator_failure"]
+    assert run.scores["episodes"] == len(cases) and run.scores["counted_episodes"] == len(counted)
+    assert run.scores["end_state_accuracy"] == sum(r.ok for r in counted) / len(counted)
+    assert run.scores["reliability"] == reliability(cases, run.records)
+    tally: dict[str, list[int]] = {}   # the list-based count: task -> [trials, successes]
+    for c, r in zip(cases, run.records):
+        t = tally.setdefault(c.meta["base_id"], [0, 0])
+        t[0] += 1
+        t[1] += r.ok
+    for k in (1, 2, 3):
+        want = sum(math.comb(ok, k) / math.comb(n, k) for n, ok in tally.values()) / len(tally)
+        assert run.scores["reliability"]["pass^k"][str(k)] == want
+    assert run.scores["reliability"]["tasks"] == len(base) == len(tally)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import heapq
 import json
 import math
@@ -20,6 +21,7 @@ import threading
 import time
 import warnings
 from abc import ABC, abstractmethod
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -403,12 +405,131 @@ def read_predictions(path: str | Path) -> Predictions:
     return out
 
 
+def digest64(key: str) -> int:
+    """An 8-byte BLAKE2b digest of ``key`` as a signed integer (what :class:`DigestSet` keeps)."""
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                          "little", signed=True)
+
+
+class DigestSet:
+    """An insertion-ordered set of strings held as 8-byte digests (:func:`digest64`) in an
+    open-addressing table over arrays: 24 to 40 bytes a key, where a ``set`` of strings takes
+    100 or more. ``add`` returns the key's position (in insertion order; a new key gets ``len``
+    before it was added), so parallel arrays can hold numbers per key. Two different keys share a
+    digest with probability about n^2 / 2^65 (1e-10 for 100,000 keys); they then count as one:
+    where that matters, check a hit against the data (as :class:`OffsetIndex` does).
+
+    >>> d = DigestSet()
+    >>> [d.add(k) for k in ("a", "b", "a")], len(d), "b" in d, "c" in d
+    ([0, 1, 0], 2, True, False)
+    """
+
+    __slots__ = ("_slots", "_keys")
+
+    def __init__(self) -> None:
+        self._slots = array("q", [-1]) * 16   # table slot -> position in _keys (-1: empty)
+        self._keys = array("q")               # digests in insertion order
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def _find(self, h: int) -> tuple[int, int]:
+        """``(slot, position)`` of digest ``h``; position -1 when absent (slot: where it would go)."""
+        slots, keys = self._slots, self._keys
+        mask = len(slots) - 1
+        i = h & mask
+        while True:
+            j = slots[i]
+            if j < 0 or keys[j] == h:
+                return i, j
+            i = (i + 1) & mask
+
+    def position(self, key: str) -> int:
+        """The key's position, -1 when absent."""
+        return self._find(digest64(key))[1]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.position(key) >= 0
+
+    def add(self, key: str) -> int:
+        h = digest64(key)
+        i, j = self._find(h)
+        if j >= 0:
+            return j
+        j = len(self._keys)
+        self._keys.append(h)
+        self._slots[i] = j
+        if 2 * len(self._keys) > len(self._slots):   # keep the table at most half full
+            self._grow()
+        return j
+
+    def add_unindexed(self, key: str) -> int:
+        """Give ``key`` the next position without making it findable (its digest is another key's:
+        :class:`OffsetIndex` finds it by name); ``len`` counts it."""
+        self._keys.append(digest64(key))
+        if 2 * len(self._keys) > len(self._slots):
+            self._grow()
+        return len(self._keys) - 1
+
+    def _grow(self) -> None:
+        self._slots = slots = array("q", [-1]) * (2 * len(self._slots))
+        keys = self._keys
+        mask = len(slots) - 1
+        for j, h in enumerate(keys):
+            i = h & mask
+            while slots[i] >= 0 and keys[slots[i]] != h:
+                i = (i + 1) & mask
+            if slots[i] < 0:   # the first key of a digest only (see add_unindexed)
+                slots[i] = j
+
+
+class OffsetIndex:
+    """String id -> byte offset of the line of a file that holds it, in about 50 bytes an id
+    (a :class:`DigestSet` and an array of offsets; a dict of strings takes 150 or more). The file
+    decides: ``id_at(offset)`` reads the id of the line at an offset. A new id whose digest is
+    already taken by another id (a collision: rare) is kept in a small dict of its own, so
+    :meth:`put` is exact; :meth:`position` is exact for every id put, and may give an id never
+    put the position of another one: check the line read there (``id_at``) before trusting it.
+    ``offsets`` holds the offsets by position, ``len`` the ids put."""
+
+    def __init__(self, id_at: Callable[[int], str]) -> None:
+        self.id_at = id_at
+        self.keys = DigestSet()
+        self.offsets = array("q")
+        self.other: dict[str, int] = {}   # ids whose digest another id had first -> position
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def position(self, key: str) -> int:
+        if self.other:
+            j = self.other.get(key)
+            if j is not None:
+                return j
+        return self.keys.position(key)
+
+    def put(self, key: str, offset: int) -> tuple[int, bool]:
+        """Point ``key`` at ``offset`` (a repeated id: the later line wins): ``(its position, whether
+        it was there)``."""
+        j = self.position(key)
+        if j >= 0 and (key in self.other or self.id_at(self.offsets[j]) == key):
+            self.offsets[j] = offset
+            return j, True
+        if self.keys.position(key) >= 0:    # another id with the same digest
+            j = self.other[key] = self.keys.add_unindexed(key)
+        else:
+            j = self.keys.add(key)
+        self.offsets.append(offset)
+        return j, False
+
+
 class PredictionIndex:
     """A predictions file (``{"id", "result"}`` JSONL) read the way :func:`read_predictions` reads
-    it, holding only each id's line offset: a prediction's text is read from the file when it is
-    asked for (:meth:`get`), so scoring holds one prediction at a time. Bad lines and duplicate ids
-    are kept up to ``keep`` each (the first ones), as scores.json shows them; a later line of an id
-    wins, as in :func:`read_predictions`. Use it as a context manager (it keeps the file open)."""
+    it, holding only each id's line offset (:class:`OffsetIndex`: about 50 bytes an id): a
+    prediction's text is read from the file when it is asked for (:meth:`get`), so scoring holds
+    one prediction at a time. Bad lines and duplicate ids are kept up to ``keep`` each (the first
+    ones), as scores.json shows them; a later line of an id wins, as in :func:`read_predictions`.
+    Use it as a context manager (it keeps the file open)."""
 
     def __init__(self, path: str | Path, keep: int = 100) -> None:
         p = Path(path)
@@ -417,8 +538,9 @@ class PredictionIndex:
         self.path, self.keep = p, keep
         self.bad_lines: list[tuple[int, str]] = []
         self.duplicates: list[str] = []
-        self._offsets: dict[str, int] = {}   # id -> offset of its line; ~offset once asked for
         self._fh: IO[bytes] = open(p, "rb")
+        self._index = OffsetIndex(self._id_at)
+        self._asked = bytearray()   # by position: 1 once asked for
         offset = 0
         for n, raw in enumerate(self._fh, 1):
             start, offset = offset, offset + len(raw)
@@ -428,9 +550,11 @@ class PredictionIndex:
                     self.bad_lines.append((n, obj))
                 continue
             rid = str(obj["id"])
-            if rid in self._offsets and len(self.duplicates) < keep:
-                self.duplicates.append(rid)
-            self._offsets[rid] = start
+            if self._index.put(rid, start)[1]:
+                if len(self.duplicates) < keep:
+                    self.duplicates.append(rid)
+            else:
+                self._asked.append(0)
 
     @staticmethod
     def _parse(raw: bytes) -> dict[str, Any] | str:
@@ -446,30 +570,51 @@ class PredictionIndex:
             return "expected an object with 'id' and 'result'"
         return obj
 
+    def _read(self, offset: int) -> dict[str, Any]:
+        """The (good) line at ``offset``; the file handle's position is kept."""
+        here = self._fh.tell()
+        try:
+            self._fh.seek(offset)
+            obj = self._parse(self._fh.readline())
+        finally:
+            self._fh.seek(here)
+        assert isinstance(obj, dict), f"{self.path} changed while it was read"
+        return obj
+
+    def _id_at(self, offset: int) -> str:
+        return str(self._read(offset)["id"])
+
+    def _line(self, rid: object) -> tuple[int, dict[str, Any]] | None:
+        """``(position, object)`` of the line of ``rid``, None when the file has no such id."""
+        if not isinstance(rid, str):
+            return None
+        j = self._index.position(rid)
+        if j < 0:
+            return None
+        obj = self._read(self._index.offsets[j])
+        return (j, obj) if str(obj["id"]) == rid else None   # another id's digest: not there
+
     def __contains__(self, rid: object) -> bool:
-        return rid in self._offsets
+        return self._line(rid) is not None
 
     def __len__(self) -> int:
-        return len(self._offsets)
+        return len(self._index)
 
     def get(self, rid: str, default: str | None = None) -> str | None:
         """The prediction of ``rid`` (a :class:`JSONValueText` for a non-string result), else ``default``."""
-        off = self._offsets.get(rid)
-        if off is None:
+        hit = self._line(rid)
+        if hit is None:
             return default
-        if off < 0:
-            off = ~off
-        else:
-            self._offsets[rid] = ~off
-        self._fh.seek(off)
-        obj = self._parse(self._fh.readline())
-        assert isinstance(obj, dict), f"{self.path} changed while it was read"
+        j, obj = hit
+        self._asked[j] = 1
         result = obj["result"]
         return result if isinstance(result, str) else JSONValueText(json.dumps(result, ensure_ascii=False))
 
     def never_asked(self, limit: int) -> list[str]:
-        """The ``limit`` smallest ids never passed to :meth:`get` (ids no case has), sorted."""
-        return heapq.nsmallest(limit, (k for k, v in self._offsets.items() if v >= 0))
+        """The ``limit`` smallest ids never passed to :meth:`get` (ids no case has), sorted: read
+        back from their lines."""
+        offsets, asked = self._index.offsets, self._asked
+        return heapq.nsmallest(limit, (self._id_at(offsets[j]) for j in range(len(offsets)) if not asked[j]))
 
     def close(self) -> None:
         self._fh.close()
@@ -827,11 +972,13 @@ def score_cases(bench: Benchmark, cases: list[EvalCase], predictions: Mapping[st
 
 class ReliabilityTally:
     """pass^k / pass@k over trials (:func:`benchsmith.eval.reliability`), counted one record at a
-    time: per task only its trial and success counts are kept."""
+    time: per task only a digest of its id and its trial and success counts are kept (about 56
+    bytes a task)."""
 
     def __init__(self) -> None:
         self.trial_cases = False
-        self.tally: dict[str, list[int]] = {}
+        self.tasks = DigestSet()                       # base ids, as digests
+        self.trials, self.ok = array("q"), array("q")  # by task position: trials, successes
         self.excluded = 0
 
     def add(self, case: EvalCase | None, record: Any) -> None:
@@ -844,22 +991,25 @@ class ReliabilityTally:
         if (record.details.get("episode") or {}).get("error_type") == "user_simulator_failure":
             self.excluded += 1
             return
-        t = self.tally.setdefault(b, [0, 0])
-        t[0] += 1
-        t[1] += 1 if record.ok else 0
+        j = self.tasks.add(str(b))
+        if j == len(self.trials):
+            self.trials.append(0)
+            self.ok.append(0)
+        self.trials[j] += 1
+        self.ok[j] += 1 if record.ok else 0
 
     def result(self, ks: Iterable[int] | None = None) -> dict[str, Any] | None:
         """None when no case was a trial."""
         if not self.trial_cases:
             return None
-        tally = self.tally
-        most = max((n for n, _ in tally.values()), default=0)
+        tally = list(zip(self.trials, self.ok))
+        most = max((n for n, _ in tally), default=0)
         wanted = sorted({k for k in (ks or range(1, most + 1)) if k >= 1})
         hat: dict[str, float] = {}
         at: dict[str, float] = {}
         tasks: dict[str, int] = {}
         for k in wanted:
-            rows = [(n, c) for n, c in tally.values() if n >= k]
+            rows = [(n, c) for n, c in tally if n >= k]
             if not rows:
                 continue
             hat[str(k)] = sum(math.comb(c, k) / math.comb(n, k) for n, c in rows) / len(rows)

@@ -1,11 +1,18 @@
 """File-level runs: ``eval score`` and ``eval selftest`` (thin I/O around the pure core).
 
 Both stream: cases are read one at a time (:meth:`Benchmark.iter_cases`), predictions are looked
-up by line offset (:class:`PredictionIndex`), each record goes to a temporary ``records.jsonl`` as
-soon as it is scored and to the benchmark's :class:`Aggregator` (running sums). When every record
-is written the temporary file replaces ``records.jsonl`` and ``scores.json`` (and
-``selftest.json``) follow at once; an error or a kill while scoring leaves the previous output
-as it was.
+up by line offset (:class:`PredictionIndex`), each record goes to ``records.jsonl`` as soon as it
+is scored and to the benchmark's :class:`Aggregator` (running sums); ``scores.json`` (and
+``selftest.json``) are written once every record is.
+
+The output folder appears all at once: when it holds nothing but what scoring writes
+(``records.jsonl``, ``scores.json``, ``selftest.json``, temporary files) or does not exist, every
+file is written into a fresh folder beside it, which then replaces it
+(:func:`benchsmith.schemas.swap_folder`), so a kill (even ``kill -9``) leaves the old set or the
+new one, never new records beside old scores. A folder that holds other files too (a run's task
+folder: cases, predictions, replies) gets per-file atomic writes instead, ``scores.json`` last
+and the old one removed just before the new ``records.jsonl`` replaces the old: a ``scores.json``
+there (newer than ``records.jsonl``) means a finished scoring of those records.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from benchsmith.schemas import UserError, loads_json, write_json, write_jsonl
+from benchsmith.schemas import UserError, loads_json, swap_folder, write_json, write_jsonl
 
 from .core import (
     MODES, Benchmark, EvalCase, Mode, PredictionIndex, RecordResult, ScoreRun, get_benchmark, iter_scored,
@@ -49,12 +56,53 @@ def _write(out: Path, run: ScoreRun, extra: dict[str, Any]) -> dict[str, Any]:
     return scores
 
 
+#: what ``eval score`` / ``eval selftest`` write into their output folder
+OWNED = frozenset({"records.jsonl", "scores.json", "selftest.json"})
+
+
+def _owned(name: str) -> bool:
+    return name in OWNED or (name.startswith(".") and name.endswith(".tmp"))
+
+
+def _swappable(out: Path) -> bool:
+    """Whether ``out`` can be replaced whole: absent, or a real folder (not a link, not the working
+    folder) holding only what scoring writes."""
+    if not out.exists():
+        return not out.is_symlink()
+    if not out.is_dir():
+        return True   # swap_folder reports a file in the way
+    if out.is_symlink() or out.resolve() == Path.cwd().resolve():
+        return False
+    return all(_owned(p.name) for p in out.iterdir())
+
+
+def write_outputs(out: Path, build: Callable[[Path], None]) -> None:
+    """Run ``build(folder)``, which writes the scoring's files into ``folder`` (``scores.json``
+    last), so that ``out`` gets them all at once (a fresh folder swapped in) when it holds nothing
+    else; else into ``out`` itself, file by file."""
+    if not _swappable(out):
+        out.mkdir(parents=True, exist_ok=True)
+        build(out)
+        return
+
+    def fill(fresh: Path) -> None:
+        if out.is_dir():
+            os.chmod(fresh, stat.S_IMODE(out.stat().st_mode))
+        build(fresh)
+
+    swap_folder(out, fill, owned=_owned, what="eval score")
+
+
 def stream_score(bench: Benchmark, cases: Iterable[EvalCase], prediction_for: Callable[[EvalCase], str | None],
                  mode: Mode, out: Path, extra: Callable[[int], dict[str, Any]],
-                 on_record: Callable[[RecordResult], None] | None = None) -> dict[str, Any]:
+                 on_record: Callable[[RecordResult], None] | None = None,
+                 before_scores: Callable[[Path], None] | None = None) -> dict[str, Any]:
     """Score ``cases`` into ``out/records.jsonl`` one record at a time (a temporary file that
-    replaces the old one once every record is written) and write ``out/scores.json``:
-    ``extra(records)`` (the run's own fields, built when all are scored), then the aggregate."""
+    replaces the old one once every record is written) and write ``out/scores.json`` last:
+    ``extra(records)`` (the run's own fields, built when all are scored), then the aggregate.
+    ``before_scores(out)`` writes what else belongs to the set (``selftest.json``). An old
+    ``scores.json`` is removed just before the new records replace the old ones, so that a
+    ``scores.json`` beside a ``records.jsonl`` always describes it."""
     acc = bench.start_aggregate(mode)
     scores: dict[str, Any] = {}
 
@@ -68,8 +116,12 @@ def stream_score(bench: Benchmark, cases: Iterable[EvalCase], prediction_for: Ca
             yield _record_line(record)
         # complete before the temporary records file replaces the old one
         scores.update({**extra(n), **acc.result()})
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(out / "scores.json")   # it described the old records
 
     write_jsonl(out / "records.jsonl", lines())
+    if before_scores is not None:
+        before_scores(out)
     write_json(out / "scores.json", scores)
     return scores
 
@@ -106,7 +158,13 @@ def run_score(benchmark: str, data: str | Path, predictions: str | Path, out: st
                     "bad_prediction_lines": [{"line": n, "reason": why} for n, why in preds.bad_lines[:100]],
                     "duplicate_prediction_ids": preds.duplicates[:100]}
 
-        return stream_score(bench, cases, prediction_for, m, Path(out), extra)
+        scores: dict[str, Any] = {}
+
+        def build(folder: Path) -> None:
+            scores.update(stream_score(bench, cases, prediction_for, m, folder, extra))
+
+        write_outputs(Path(out), build)
+        return scores
 
 
 def run_selftest(benchmark: str, data: str | Path, out: str | Path, mode: str = "strict",
@@ -125,8 +183,13 @@ def run_selftest(benchmark: str, data: str | Path, out: str | Path, mode: str = 
         head["records"] = records
         return {**head, "gold_failing": failing}
 
-    scores = stream_score(bench, bench.iter_cases(Path(data)), bench.gold_prediction, m, Path(out), extra, count)
-    _write_selftest(Path(out) / "selftest.json", head, Path(out) / "records.jsonl")
+    scores: dict[str, Any] = {}
+
+    def build(folder: Path) -> None:
+        scores.update(stream_score(bench, bench.iter_cases(Path(data)), bench.gold_prediction, m, folder, extra, count,
+                                   lambda f: _write_selftest(f / "selftest.json", head, f / "records.jsonl")))
+
+    write_outputs(Path(out), build)
     return scores
 
 

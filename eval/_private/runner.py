@@ -682,9 +682,13 @@ def _iter_run_cases(path: Path) -> Iterable[EvalCase]:
 
 
 def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, Any]]:
-    """Score every task of a run on the cases the run covers; writes ``<task>/scores.json`` and
-    ``<task>/records.jsonl`` (streamed: see :func:`~benchsmith.eval.run_score`) and returns the
-    scores per task."""
+    """Score every task of a run on the cases the run covers; writes ``<task>/records.jsonl`` and
+    ``<task>/scores.json`` (streamed: see :func:`~benchsmith.eval.run_score`) and returns the
+    scores per task. A task folder holds the run's other files too, so each file is replaced
+    atomically on its own: the old ``scores.json`` is removed just before the new records replace
+    the old ones and the new ``scores.json`` is written last. So a ``scores.json`` present (and
+    newer than ``records.jsonl``) means a finished scoring of those records; none means the
+    scoring was cut short (score the run again)."""
     import contextlib
 
     from .core import PredictionIndex

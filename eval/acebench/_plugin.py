@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterator
 
 from benchsmith.eval._private.core import (
-    Benchmark, EvalCase, Mode, RecordResult, ReliabilityTally, RunningSum, aggregate_lists, benchmark, check_limit,
+    Benchmark, DigestSet, EvalCase, Mode, OffsetIndex, RecordResult, ReliabilityTally, RunningSum, aggregate_lists, benchmark, check_limit,
     check_value, failed, mean, passed, read_json_line_at, safe_ratio, scan_json_lines, scorer, sqrt_weights,
     syntax_errors_first,
 )
@@ -84,30 +85,45 @@ def iter_folder(data: Path) -> Iterator[EvalCase]:
         answer_file = data / "possible_answer" / f.name
         if not answer_file.is_file():
             raise UserError(f"{answer_file} is missing", fix="possible_answer/ needs a file per data file")
-        answers: dict[str, tuple[int, int]] = {}   # id -> (line, offset) of its answer (the last one)
+        # id -> offset of its answer (the last one), its line number by position: ~60 bytes an id
+        answers = OffsetIndex(lambda offset, path=answer_file: read_json_line_at(path, offset)["id"])
+        lines = array("q")
         with syntax_errors_first(answer_file, fix=FIX, then=_read_jsonl(answer_file)):
             for n, offset, obj in _read_jsonl(answer_file):
                 if "ground_truth" not in obj:
                     raise UserError(f"{answer_file} line {n}: no 'ground_truth'", fix="add the possible answer")
                 if category.startswith("agent") and "mile_stone" not in obj:
                     raise UserError(f"{answer_file} line {n}: no 'mile_stone'", fix="agent answers need milestones")
-                answers[obj["id"]] = (n, offset)
-        yield from _data_cases(f, category, answer_file, answers)
+                j, again = answers.put(obj["id"], offset)
+                if again:
+                    lines[j] = n
+                else:
+                    lines.append(n)
+        yield from _data_cases(f, category, answer_file, answers, lines)
 
 
-def _data_cases(f: Path, category: str, answer_file: Path, answers: dict[str, tuple[int, int]]) -> Iterator[EvalCase]:
+def _data_cases(f: Path, category: str, answer_file: Path, answers: OffsetIndex,
+                lines: array[int]) -> Iterator[EvalCase]:
     with syntax_errors_first(f, fix=FIX, then=_read_jsonl(f)):
-        yield from _data_rows(f, category, answer_file, answers)
+        yield from _data_rows(f, category, answer_file, answers, lines)
 
 
-def _data_rows(f: Path, category: str, answer_file: Path, answers: dict[str, tuple[int, int]]) -> Iterator[EvalCase]:
-    seen: set[str] = set()
+def _seen_before(f: Path, rid: str, line: int) -> bool:
+    """Whether a line of ``f`` before ``line`` has the id ``rid`` (read again: a digest hit is checked)."""
+    return any(obj["id"] == rid for n, _, obj in _read_jsonl(f) if n < line)
+
+
+def _data_rows(f: Path, category: str, answer_file: Path, answers: OffsetIndex,
+               lines: array[int]) -> Iterator[EvalCase]:
+    seen = DigestSet()   # ids as 8-byte digests; a hit is checked against the file
     for n, _, obj in _read_jsonl(f):
         rid = obj["id"]
-        if rid in seen:
+        if rid in seen and _seen_before(f, rid, n):
             raise UserError(f"{f} line {n}: duplicate id {rid}", fix="ids must be unique")
         seen.add(rid)
-        if rid not in answers:
+        j = answers.position(rid)
+        ans = read_json_line_at(answer_file, answers.offsets[j]) if j >= 0 else None
+        if ans is None or ans["id"] != rid:
             raise UserError(f"{f} line {n}: id {rid} has no possible answer in {answer_file.name}",
                             fix="add it to possible_answer/")
         if category.startswith("agent"):
@@ -117,8 +133,7 @@ def _data_rows(f: Path, category: str, answer_file: Path, answers: dict[str, tup
         if bad or ("function" in obj and not isinstance(obj["function"], list)):
             raise UserError(f"{f} line {n}: missing or bad {', '.join(bad) or 'function'}",
                             fix="records need question + function list (agent: initial_config, involved_classes)")
-        an, offset = answers[rid]
-        ans = read_json_line_at(answer_file, offset)
+        an = lines[j]
         gold: Any = ans["ground_truth"]
         if category.startswith("agent"):
             gold = {"state": ans["ground_truth"], "milestones": ans["mile_stone"]}
@@ -209,7 +224,9 @@ class _Category:
     def __init__(self) -> None:
         self.n = self.correct = 0
         self.errors: dict[str, int] = {}
-        self.dialogues: dict[str, list[int]] = {}    # multi-turn: dialogue -> [turns, turns ok]
+        # multi-turn: per dialogue (a digest of its id) its turns and turns ok, by position
+        self.dialogues = DigestSet()
+        self.turns, self.turns_ok = array("q"), array("q")
         # agent: the records whose user simulator failed left out (strict mode), and episode error types
         self.counted_n = self.counted_correct = self.user_failed = 0
         self.counted_errors: dict[str, int] = {}
@@ -222,9 +239,12 @@ class _Category:
         if not r.ok:
             _count(self.errors, r.error_type or "unknown")
         if r.category in MULTI_TURN:
-            d = self.dialogues.setdefault(dialogue_of(r.id), [0, 0])
-            d[0] += 1
-            d[1] += r.ok
+            j = self.dialogues.add(dialogue_of(r.id))
+            if j == len(self.turns):
+                self.turns.append(0)
+                self.turns_ok.append(0)
+            self.turns[j] += 1
+            self.turns_ok[j] += r.ok
         elif r.category in AGENT:
             kind = (r.details.get("episode") or {}).get("error_type")
             process = float(r.details.get("process", 1.0 if r.ok else 0.0))
@@ -243,12 +263,12 @@ class _Category:
 
 class AceAggregate:
     """ACEBench's scores.json from running per-category counts (multi-turn: per-dialogue turn
-    counts; strict summary weights: the distinct sample units per family)."""
+    counts; strict summary weights: the distinct sample units per family, as 8-byte digests)."""
 
     def __init__(self, mode: Mode) -> None:
         self.mode = mode
         self.cats: dict[str, _Category] = {}
-        self.units: dict[str, set[str]] = {}      # family -> its sample units (family_sizes)
+        self.units: dict[str, DigestSet] = {}     # family -> its sample units (family_sizes), as digests
         self.n = self.ok = 0
         self.reliability = ReliabilityTally()
 
@@ -257,7 +277,7 @@ class AceAggregate:
         self.ok += record.ok
         self.cats.setdefault(record.category, _Category()).add(record)
         if case is not None:
-            self.units.setdefault(family_of(case.category), set()).add(
+            self.units.setdefault(family_of(case.category), DigestSet()).add(
                 dialogue_of(case.id) if case.category in MULTI_TURN else case.id)
         self.reliability.add(case, record)
 
@@ -274,7 +294,7 @@ class AceAggregate:
             entry: dict[str, Any] = {"n": n, "correct": correct}
             if cat in MULTI_TURN:
                 end, proc = RunningSum(), RunningSum()
-                for turns, ok in c.dialogues.values():
+                for turns, ok in zip(c.turns, c.turns_ok):
                     end.add(1.0 if ok == turns else 0.0)
                     proc.add(agg.r3(ok / turns))
                 entry.update(dialogues=len(c.dialogues), turn_accuracy=safe_ratio(correct, n),

@@ -15,19 +15,19 @@ cannot tell, and every milestone must be reached as well.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from benchsmith.construction import EnvContext, open_environment
 from benchsmith.construction.sandbox import (
     is_scenarios_file, load_scenarios, process_accuracy, scenario_to_sample, state_mismatches,
 )
 from benchsmith.eval._private.core import (
-    Benchmark, EvalCase, Mode, RecordResult, benchmark, check_limit, failed, mean, passed, safe_ratio, scorer,
+    Benchmark, EvalCase, Mode, RecordResult, ReliabilityTally, RunningSum, aggregate_lists, benchmark, check_limit,
+    failed, passed, safe_ratio, scorer,
 )
-from benchsmith.eval._private.episode import clean_summary, error_type, reliability
-from benchsmith.schemas import Sample, Split, ToolError, UserError, loads_json, read_jsonl
+from benchsmith.eval._private.episode import clean_summary, error_type
+from benchsmith.schemas import JsonlError, RowError, Sample, Split, ToolError, UserError, loads_json, scan_jsonl
 
 from ._report import AgentReport
 
@@ -74,27 +74,70 @@ def _case(sample: Sample, where: str) -> EvalCase | None:
 def load_agent_cases(data: str | Path) -> list[EvalCase]:
     """Cases from ``sandbox`` (the packaged scenarios), a scenarios JSONL file, or a split / samples
     file holding scenario or dialogue samples."""
+    return list(iter_agent_cases(data))
+
+
+def iter_agent_cases(data: str | Path) -> Iterator[EvalCase]:
+    """:func:`load_agent_cases` one case at a time: a samples file is read one line at a time (its
+    bad rows are all reported, as ``read_jsonl`` reports them, before any other error);
+    scenarios files are read whole (their ids are checked against each other) and turned into cases
+    one at a time."""
     data = Path(data)
-    samples: list[tuple[Sample, str]] = []
+    samples: Iterator[tuple[Sample, str]]
+    rows_file: Path | None = None   # a samples file: its bad rows are reported before any other error
     if str(data) == "sandbox" and not data.exists():
-        samples = [(scenario_to_sample(s), "packaged scenarios") for s in load_scenarios()]
+        samples = ((scenario_to_sample(s), "packaged scenarios") for s in load_scenarios())
     elif data.is_file() and is_scenarios_file(data):
-        samples = [(scenario_to_sample(s), str(data)) for s in load_scenarios(data)]
+        samples = ((scenario_to_sample(s), str(data)) for s in load_scenarios(data))
     elif data.is_file():
-        samples = [(s, str(data)) for s in read_jsonl(data, Sample)]
+        rows_file = data
+        samples = _samples(data)
     elif data.is_dir() and Split(data).has(Split.SAMPLES):
-        path = Split(data).path(Split.SAMPLES)
-        samples = [(s, str(path)) for s in read_jsonl(path, Sample)]
+        rows_file = Split(data).path(Split.SAMPLES)
+        samples = _samples(rows_file)
     elif data.is_dir() and (data / "scenarios.jsonl").is_file():
-        samples = [(scenario_to_sample(s), str(data / "scenarios.jsonl")) for s in load_scenarios(data / "scenarios.jsonl")]
+        path = data / "scenarios.jsonl"
+        samples = ((scenario_to_sample(s), str(path)) for s in load_scenarios(path))
     else:
         raise UserError(f"{data}: no agent data here",
                         fix="pass 'sandbox', a scenarios JSONL file, or a split / samples file with dialogue or scenario samples")
-    cases = [c for s, where in samples if (c := _case(s, where)) is not None]
-    if samples and not cases:
-        raise UserError(f"{data}: none of its {len(samples)} samples is an episode (no environment with a dialogue, "
+    n_samples = n_cases = 0
+    for s, where in samples:
+        n_samples += 1
+        try:
+            c = _case(s, where)
+        except UserError:
+            if rows_file is not None:
+                _bad_rows(rows_file)
+            raise
+        if c is not None:
+            n_cases += 1
+            yield c
+    if n_samples and not n_cases:
+        raise UserError(f"{data}: none of its {n_samples} samples is an episode (no environment with a dialogue, "
                         "scenario or expected state)", fix="build dialogues with `benchsmith construct dialogues`")
-    return cases
+
+
+def _bad_rows(path: Path) -> None:
+    """Raise ``read_jsonl``'s :class:`JsonlError` when a row of ``path`` is bad (every bad row listed)."""
+    bad: list[RowError] = []
+    rows = 0
+    for _, row in scan_jsonl(path, Sample):
+        rows += 1
+        if isinstance(row, RowError):
+            bad.append(row)
+    if bad:
+        raise JsonlError(path, bad, rows)
+
+
+def _samples(path: Path) -> Iterator[tuple[Sample, str]]:
+    """The samples of a samples file one at a time (a bad row: every bad row of the file reported)."""
+    where = str(path)
+    for _, row in scan_jsonl(path, Sample):
+        if isinstance(row, RowError):
+            _bad_rows(path)
+        else:
+            yield row, where
 
 
 def split_dir(case: EvalCase) -> Path | None:
@@ -181,6 +224,69 @@ def score_episode(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
                   **details)
 
 
+class _Counted:
+    """Running figures of the counted episodes (user simulator failures left out) of one group."""
+
+    def __init__(self) -> None:
+        self.n = self.ok = 0
+        self.process = RunningSum()
+
+    def add(self, r: RecordResult) -> None:
+        self.n += 1
+        self.ok += r.ok
+        self.process.add(float(r.details.get("process", 0.0)))
+
+
+class AgentAggregate:
+    """The agent benchmark's scores.json from running counts (per task, with trials: only its
+    trial and success counts, :class:`~benchsmith.eval._private.core.ReliabilityTally`)."""
+
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+        self.episodes = 0
+        self.all = _Counted()
+        self.cats: dict[str, _Counted] = {}
+        self.errors: dict[str, int] = {}
+        self.ends: dict[str, int] = {}
+        self.never_stopped = 0
+        self.trials = ReliabilityTally()
+
+    def add(self, case: EvalCase | None, r: RecordResult) -> None:
+        self.episodes += 1
+        if r.error_type != "user_simulator_failure":
+            self.all.add(r)
+            if r.category in CATEGORIES:
+                self.cats.setdefault(r.category, _Counted()).add(r)
+        if not r.ok:
+            self.errors[r.error_type or "unknown"] = self.errors.get(r.error_type or "unknown", 0) + 1
+        end = (r.details.get("episode") or {}).get("end") or "unknown"
+        self.ends[end] = self.ends.get(end, 0) + 1
+        self.never_stopped += bool(r.ok and (r.details.get("episode") or {}).get("end") == "user_turn_budget")
+        self.trials.add(case, r)
+
+    def result(self) -> dict[str, Any]:
+        cats: dict[str, Any] = {}
+        for cat in CATEGORIES:
+            c = self.cats.get(cat)
+            if c is None:
+                continue
+            cats[cat] = {"n": c.n, "correct": c.ok, "end_state_accuracy": safe_ratio(c.ok, c.n),
+                         "process_accuracy": c.process.mean()}
+        out: dict[str, Any] = {
+            "end_state_accuracy": safe_ratio(self.all.ok, self.all.n),
+            "process_accuracy": self.all.process.mean(),
+            "episodes": self.episodes, "counted_episodes": self.all.n,
+            "user_simulator_failures": self.episodes - self.all.n,
+            "error_types": dict(sorted(self.errors.items())), "categories": cats,
+            "end_reasons": dict(sorted(self.ends.items())),
+            "user_never_stopped": self.never_stopped,
+        }
+        rel = self.trials.result()
+        if rel is not None:
+            out["reliability"] = rel
+        return out
+
+
 @benchmark("agent")
 class AgentBench(Benchmark):
     """Episodes on sandbox scenarios and constructed dialogues (end state, process, pass^k)."""
@@ -193,35 +299,14 @@ class AgentBench(Benchmark):
     def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
         return score_episode(case, prediction, mode)
 
+    def iter_cases(self, data: Path) -> Iterator[EvalCase]:
+        return iter_agent_cases(data)
+
+    def start_aggregate(self, mode: Mode) -> "AgentAggregate":
+        return AgentAggregate(mode)
+
     def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-        counted = [r for r in records if r.error_type != "user_simulator_failure"]
-        cats: dict[str, Any] = {}
-        for cat in CATEGORIES:
-            recs = [r for r in counted if r.category == cat]
-            if not recs:
-                continue
-            cats[cat] = {"n": len(recs), "correct": sum(r.ok for r in recs),
-                         "end_state_accuracy": safe_ratio(sum(r.ok for r in recs), len(recs)),
-                         "process_accuracy": mean(float(r.details.get("process", 0.0)) for r in recs)}
-        errors: dict[str, int] = {}
-        for r in records:
-            if not r.ok:
-                errors[r.error_type or "unknown"] = errors.get(r.error_type or "unknown", 0) + 1
-        out: dict[str, Any] = {
-            "end_state_accuracy": safe_ratio(sum(r.ok for r in counted), len(counted)),
-            "process_accuracy": mean(float(r.details.get("process", 0.0)) for r in counted),
-            "episodes": len(records), "counted_episodes": len(counted),
-            "user_simulator_failures": len(records) - len(counted),
-            "error_types": dict(sorted(errors.items())), "categories": cats,
-            "end_reasons": dict(sorted(Counter((r.details.get("episode") or {}).get("end") or "unknown"
-                                               for r in records).items())),
-            "user_never_stopped": sum(1 for r in records if r.ok and (r.details.get("episode") or {}).get("end")
-                                      == "user_turn_budget"),
-        }
-        rel = reliability(cases, records)
-        if rel is not None:
-            out["reliability"] = rel
-        return out
+        return aggregate_lists(AgentAggregate(mode), cases, records)
 
     def gold_prediction(self, case: EvalCase) -> str:
         gold = case.gold if isinstance(case.gold, dict) else {}

@@ -13,11 +13,12 @@ import json
 from collections import Counter
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Iterator
 
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed, safe_ratio
-from benchsmith.eval._private.core import budget_paused, embedding_text
-from benchsmith.eval._private.episode import reliability
+from benchsmith.eval._private.core import (
+    DigestSet, ReliabilityTally, RunningSum, aggregate_lists, budget_paused, embedding_text,
+)
 from benchsmith.schemas import UserError, read_json
 
 from ._report import GTAReport
@@ -66,6 +67,196 @@ def _toolmeta(raw: Any, path: Path) -> dict[str, Any]:
     return {t["name"]: t for t in items if isinstance(t, dict) and isinstance(t.get("name"), str)}
 
 
+def _assistant_turns(where: str, s: Any) -> list[int]:
+    if not isinstance(s, dict) or not isinstance(s.get("dialogs"), list):
+        raise UserError(f"{where} has no dialogs list", fix="each sample needs tools, files, dialogs, gt_answer")
+    turns = [i for i, m in enumerate(s["dialogs"]) if isinstance(m, dict) and m.get("role") == "assistant"]
+    if not turns:
+        raise UserError(f"{where} has no assistant turn", fix="add the gold assistant turns")
+    return turns
+
+
+def _gold_calls(where: str, i: int, msg: dict[str, Any]) -> list[dict[str, Any]]:
+    try:
+        return [norm_call(c) for c in msg.get("tool_calls") or []]
+    except TurnError as exc:
+        raise UserError(f"{where} turn {i}: {exc}", fix="fix the gold tool call") from None
+
+
+def _check_sample(where: str, s: Any) -> None:
+    """Raise the :class:`UserError` building the sample's cases would raise."""
+    for i in _assistant_turns(where, s):
+        _gold_calls(where, i, s["dialogs"][i])
+
+
+def _sample_cases(where: str, sid: str, s: dict[str, Any], toolmeta: dict[str, Any], id_map: dict[str, Any],
+                  root: str) -> Iterator[EvalCase]:
+    """One step case per gold assistant turn, then the end-to-end case."""
+    dialogs, gt = s["dialogs"], s.get("gt_answer")
+    tools, files = s.get("tools", []), s.get("files", [])
+    specs = tool_specs(tools, toolmeta)
+    cats = {t["name"]: c for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
+            and (c := gta_category(t["name"], t.get("category")))}
+    meta = {"sample": str(sid), "answer_kind": answer_kind(gt), "root": root}
+    if str(sid) in id_map:
+        meta["source_id"] = id_map[str(sid)]
+    turns = _assistant_turns(where, s)
+    gold_calls: list[dict[str, Any]] = []
+    first_calls: list[dict[str, Any]] = []
+    for i in turns:
+        msg = dialogs[i]
+        calls = _gold_calls(where, i, msg)
+        gold_calls.extend(calls)
+        first_calls.extend(calls[:1])
+        final = i == turns[-1]
+        yield EvalCase(
+            id=f"{sid}#{i}", benchmark="gta", category="step:tool" if calls else "step:answer",
+            input={"dialogs": dialogs[:i], "tools": tools, "files": files, "final": final},
+            gold={"tool_calls": calls, "thought": msg.get("thought"), "content": msg.get("content"),
+                  "gt_answer": gt if not calls else None, "sample_gt": gt, "final": final, "specs": specs},
+            meta={**meta, "turn": i})
+    first_user = [m for m in dialogs[:turns[0]] if isinstance(m, dict) and m.get("role") == "user"]
+    last = dialogs[turns[-1]]
+    yield EvalCase(
+        id=str(sid), benchmark="gta", category="e2e",
+        input={"dialogs": first_user, "tools": tools, "files": files},
+        gold={"tool_calls": gold_calls, "first_calls": first_calls, "gt_answer": gt,
+              "content": last.get("content") if not last.get("tool_calls") else None,
+              "specs": specs, "categories": cats},
+        meta=meta)
+
+
+class _Steps:
+    """Running counts of the step-by-step records."""
+
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+        self.ran = False
+        self.n = self.tool = self.ans = self.inst = self.tool_hits = self.arg_hits = self.called = self.call_errors = 0
+        self.summ = RunningSum()
+        self.answered = DigestSet()   # samples with an answered gold
+
+    def add(self, case: EvalCase, r: RecordResult) -> None:
+        d = r.details
+        self.n += 1
+        self.ran = self.ran or r.error_type != "missing_prediction"
+        if answered(case.gold.get("sample_gt"), self.mode):
+            self.answered.add(case.meta["sample"])
+        if r.category == "step:tool":
+            self.tool += 1
+            self.tool_hits += bool(d.get("tool"))
+            self.arg_hits += bool(d.get("arg"))
+            self.inst += bool(d.get("inst"))
+        elif r.category == "step:answer":
+            self.ans += 1
+            self.summ.add(float(d.get("summ") or 0.0))
+            self.inst += bool(d.get("inst"))
+        if d.get("called"):
+            self.called += 1
+            self.call_errors += bool(d.get("call_error"))
+
+    def figures(self) -> dict[str, Any] | None:
+        if not self.ran:
+            return None
+        n_answered = len(self.answered)
+        # official: answer turns of image-generation samples are counted as hits but not in the total
+        total = self.tool + (n_answered if self.mode == "official" else self.ans)
+        out: dict[str, Any] = {
+            "steps": self.n, "tool_steps": self.tool, "answer_steps": self.ans, "answered_samples": n_answered,
+            "inst_acc": safe_ratio(self.inst, total),
+            "tool_acc": safe_ratio(self.tool_hits, self.tool),
+            "arg_acc": safe_ratio(self.arg_hits, self.tool),
+            "summ_acc": safe_ratio(self.summ.value, n_answered),
+            "tool_calls": self.called,
+            "tool_call_errors": self.call_errors,
+        }
+        if self.mode == "official" and (not self.tool or not n_answered):
+            out["official_crash"] = "GTA's evaluator divides by zero here (no gold tool turn or no answered sample)"
+        return out
+
+
+class _EndToEnd:
+    """Running counts and sums of the end-to-end records."""
+
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+        self.ran = False
+        self.n = self.answered = self.calls = self.call_errors = self.crashes = 0
+        self.totals = {c: {"pred": 0, "gold": 0, "tp": 0} for c in CATEGORIES}
+        self.ans, self.img = RunningSum(), RunningSum()
+
+    def add(self, case: EvalCase, r: RecordResult) -> None:
+        official = self.mode == "official"
+        d, g = r.details, case.gold
+        self.n += 1
+        self.ran = self.ran or r.error_type != "missing_prediction"
+        if answered(g.get("gt_answer"), self.mode):
+            self.answered += 1
+            self.ans.add(float(d.get("summ") or 0.0))
+        gold = d.get("gold_tools")
+        if gold is None:
+            gold = [c["name"] for c in (g.get("first_calls", g["tool_calls"]) if official else g["tool_calls"])]
+        counts = category_counts(d.get("pred_tools") or [], gold, self.mode, g.get("categories"))
+        for c in CATEGORIES:
+            for k in ("pred", "gold", "tp"):
+                self.totals[c][k] += counts[c][k]
+        self.calls += int(d.get("calls") or 0)
+        self.call_errors += int(d.get("call_errors") or 0)
+        if official:
+            self.img.add(float(d.get("imggen") or 0.0))
+            self.crashes += bool(d.get("official_crash"))
+
+    def figures(self) -> dict[str, Any] | None:
+        if not self.ran:
+            return None
+        mode = self.mode
+        ans = self.ans.value
+        out: dict[str, Any] = {
+            "samples": self.n, "answered_samples": self.answered,
+            "ans_acc": safe_ratio(ans, self.answered),
+            "tool_f1": {c: {**f1_from_counts(t["tp"], t["pred"], t["gold"], mode), **t} for c, t in self.totals.items()},
+            "tool_calls": self.calls,
+            "tool_call_errors": self.call_errors,
+        }
+        if mode == "official":
+            out["ans_acc_w_imggen"] = safe_ratio(ans + self.img.value, self.n)
+            if self.crashes:
+                out["official_crash"] = (f"GTA's evaluator raises KeyError 'none' on {self.crashes} sample(s) whose "
+                                         "gold calls use tools outside its 14; figures count them under the "
+                                         "declared categories")
+        return out
+
+
+class GTAAggregate:
+    """GTA's scores.json from running counts and sums; per sample only a digest of the ids of
+    answered samples (step-by-step SummAcc counts each once) and, with trials, per-task trial counts."""
+
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+        self.steps, self.e2e = _Steps(mode), _EndToEnd(mode)
+        self.errors: dict[Any, int] = {}
+        self.trials = ReliabilityTally()
+
+    def add(self, case: EvalCase | None, r: RecordResult) -> None:
+        if r.category.startswith("step:"):
+            self.steps.add(case, r)   # type: ignore[arg-type]
+        elif r.category == "e2e":
+            self.e2e.add(case, r)     # type: ignore[arg-type]
+        if r.error_type:
+            self.errors[r.error_type] = self.errors.get(r.error_type, 0) + 1
+        self.trials.add(case, r)
+
+    def result(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"metric_mode": self.mode,
+                               "step_by_step": self.steps.figures(),
+                               "end_to_end": self.e2e.figures()}
+        out["error_types"] = dict(Counter(self.errors).most_common())
+        rel = self.trials.result()   # end-to-end episodes run as trials (--trials)
+        if rel is not None:
+            out["reliability"] = rel
+        return out
+
+
 @benchmark("gta")
 class GTA(Benchmark):
     """GTA: InstAcc, ToolAcc, ArgAcc, SummAcc (step by step); AnsAcc and per-category tool F1
@@ -89,6 +280,12 @@ class GTA(Benchmark):
 
     # ---- load ----------------------------------------------------------------------------------
     def load(self, data: Path) -> list[EvalCase]:
+        return list(self.iter_cases(data))
+
+    def iter_cases(self, data: Path) -> Iterator[EvalCase]:
+        """The cases one sample at a time. ``dataset.json`` is one JSON object, read whole; every
+        sample is checked before the first case is given (the errors :meth:`load` reports), and
+        a sample's cases are built when it is reached."""
         data = Path(data)
         path = data / "dataset.json" if data.is_dir() else data
         if not path.is_file():
@@ -100,49 +297,10 @@ class GTA(Benchmark):
         id_map = _read_optional(path.parent / ID_MAP)
         id_map = id_map if isinstance(id_map, dict) else {}
         root = str(path.parent.absolute())
-        cases: list[EvalCase] = []
         for sid, s in raw.items():
-            where = f"{path} sample {sid}"
-            if not isinstance(s, dict) or not isinstance(s.get("dialogs"), list):
-                raise UserError(f"{where} has no dialogs list", fix="each sample needs tools, files, dialogs, gt_answer")
-            dialogs, gt = s["dialogs"], s.get("gt_answer")
-            tools, files = s.get("tools", []), s.get("files", [])
-            specs = tool_specs(tools, toolmeta)
-            cats = {t["name"]: c for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
-                    and (c := gta_category(t["name"], t.get("category")))}
-            meta = {"sample": str(sid), "answer_kind": answer_kind(gt), "root": root}
-            if str(sid) in id_map:
-                meta["source_id"] = id_map[str(sid)]
-            turns = [i for i, m in enumerate(dialogs) if isinstance(m, dict) and m.get("role") == "assistant"]
-            if not turns:
-                raise UserError(f"{where} has no assistant turn", fix="add the gold assistant turns")
-            gold_calls: list[dict[str, Any]] = []
-            first_calls: list[dict[str, Any]] = []
-            for i in turns:
-                msg = dialogs[i]
-                try:
-                    calls = [norm_call(c) for c in msg.get("tool_calls") or []]
-                except TurnError as exc:
-                    raise UserError(f"{where} turn {i}: {exc}", fix="fix the gold tool call") from None
-                gold_calls.extend(calls)
-                first_calls.extend(calls[:1])
-                final = i == turns[-1]
-                cases.append(EvalCase(
-                    id=f"{sid}#{i}", benchmark="gta", category="step:tool" if calls else "step:answer",
-                    input={"dialogs": dialogs[:i], "tools": tools, "files": files, "final": final},
-                    gold={"tool_calls": calls, "thought": msg.get("thought"), "content": msg.get("content"),
-                          "gt_answer": gt if not calls else None, "sample_gt": gt, "final": final, "specs": specs},
-                    meta={**meta, "turn": i}))
-            first_user = [m for m in dialogs[:turns[0]] if isinstance(m, dict) and m.get("role") == "user"]
-            last = dialogs[turns[-1]]
-            cases.append(EvalCase(
-                id=str(sid), benchmark="gta", category="e2e",
-                input={"dialogs": first_user, "tools": tools, "files": files},
-                gold={"tool_calls": gold_calls, "first_calls": first_calls, "gt_answer": gt,
-                      "content": last.get("content") if not last.get("tool_calls") else None,
-                      "specs": specs, "categories": cats},
-                meta=meta))
-        return cases
+            _check_sample(f"{path} sample {sid}", s)
+        for sid, s in raw.items():
+            yield from _sample_cases(f"{path} sample {sid}", sid, s, toolmeta, id_map, root)
 
     # ---- score ---------------------------------------------------------------------------------
     def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
@@ -239,79 +397,11 @@ class GTA(Benchmark):
         return failed(case, "low_similarity", f"best cosine to the references is {value:.3f}", score=value, **details)
 
     # ---- aggregate -------------------------------------------------------------------------------
+    def start_aggregate(self, mode: Mode) -> GTAAggregate:
+        return GTAAggregate(mode)
+
     def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-        by_id = {c.id: c for c in cases}
-        steps = [r for r in records if r.category.startswith("step:")]
-        e2e = [r for r in records if r.category == "e2e"]
-        out: dict[str, Any] = {"metric_mode": mode,
-                               "step_by_step": self._step_figures(steps, by_id, mode),
-                               "end_to_end": self._e2e_figures(e2e, by_id, mode)}
-        out["error_types"] = dict(Counter(r.error_type for r in records if r.error_type).most_common())
-        rel = reliability(cases, records)   # end-to-end episodes run as trials (--trials)
-        if rel is not None:
-            out["reliability"] = rel
-        return out
-
-    @staticmethod
-    def _ran(recs: list[RecordResult]) -> bool:
-        return any(r.error_type != "missing_prediction" for r in recs)
-
-    def _step_figures(self, recs: list[RecordResult], by_id: dict[str, EvalCase], mode: Mode) -> dict[str, Any] | None:
-        if not self._ran(recs):
-            return None
-        tool = [r for r in recs if r.category == "step:tool"]
-        ans = [r for r in recs if r.category == "step:answer"]
-        n_answered = len({by_id[r.id].meta["sample"] for r in recs
-                          if answered(by_id[r.id].gold.get("sample_gt"), mode)})
-        inst_hits = sum(1 for r in tool + ans if r.details.get("inst"))
-        # official: answer turns of image-generation samples are counted as hits but not in the total
-        total = len(tool) + (n_answered if mode == "official" else len(ans))
-        summ = sum(float(r.details.get("summ") or 0.0) for r in ans)
-        out: dict[str, Any] = {
-            "steps": len(recs), "tool_steps": len(tool), "answer_steps": len(ans), "answered_samples": n_answered,
-            "inst_acc": safe_ratio(inst_hits, total),
-            "tool_acc": safe_ratio(sum(1 for r in tool if r.details.get("tool")), len(tool)),
-            "arg_acc": safe_ratio(sum(1 for r in tool if r.details.get("arg")), len(tool)),
-            "summ_acc": safe_ratio(summ, n_answered),
-            "tool_calls": sum(1 for r in recs if r.details.get("called")),
-            "tool_call_errors": sum(1 for r in recs if r.details.get("called") and r.details.get("call_error")),
-        }
-        if mode == "official" and (not tool or not n_answered):
-            out["official_crash"] = "GTA's evaluator divides by zero here (no gold tool turn or no answered sample)"
-        return out
-
-    def _e2e_figures(self, recs: list[RecordResult], by_id: dict[str, EvalCase], mode: Mode) -> dict[str, Any] | None:
-        if not self._ran(recs):
-            return None
-        official = mode == "official"
-        answered_recs = [r for r in recs if answered(by_id[r.id].gold.get("gt_answer"), mode)]
-        totals = {c: {"pred": 0, "gold": 0, "tp": 0} for c in CATEGORIES}
-        for r in recs:
-            g = by_id[r.id].gold
-            gold = r.details.get("gold_tools")
-            if gold is None:
-                gold = [c["name"] for c in (g.get("first_calls", g["tool_calls"]) if official else g["tool_calls"])]
-            counts = category_counts(r.details.get("pred_tools") or [], gold, mode, g.get("categories"))
-            for c in CATEGORIES:
-                for k in ("pred", "gold", "tp"):
-                    totals[c][k] += counts[c][k]
-        ans = sum(float(r.details.get("summ") or 0.0) for r in answered_recs)
-        out: dict[str, Any] = {
-            "samples": len(recs), "answered_samples": len(answered_recs),
-            "ans_acc": safe_ratio(ans, len(answered_recs)),
-            "tool_f1": {c: {**f1_from_counts(t["tp"], t["pred"], t["gold"], mode), **t} for c, t in totals.items()},
-            "tool_calls": sum(int(r.details.get("calls") or 0) for r in recs),
-            "tool_call_errors": sum(int(r.details.get("call_errors") or 0) for r in recs),
-        }
-        if official:
-            img = sum(float(r.details.get("imggen") or 0.0) for r in recs)
-            out["ans_acc_w_imggen"] = safe_ratio(ans + img, len(recs))
-            crashes = sum(1 for r in recs if r.details.get("official_crash"))
-            if crashes:
-                out["official_crash"] = (f"GTA's evaluator raises KeyError 'none' on {crashes} sample(s) whose gold "
-                                         "calls use tools outside its 14; figures count them under the declared "
-                                         "categories")
-        return out
+        return aggregate_lists(GTAAggregate(mode), cases, records)
 
     # ---- gold ----------------------------------------------------------------------------------
     @staticmethod

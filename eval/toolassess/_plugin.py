@@ -8,37 +8,67 @@ import json
 from collections import Counter
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Iterator
 
-from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, mean, passed
-from benchsmith.eval._private.core import check_limit, check_value
+from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed
+from benchsmith.eval._private.core import DigestSet, RunningSum, aggregate_lists, check_limit, check_value
 from benchsmith.schemas import UserError, loads_json
 
 from ._report import ToolAssessReport
 from ._derive import derive_toolassess
 from ._scorers import (
-    AWARENESS_CLASSES, SELECTION_CLASSES, classification, norm_label, score_awareness, score_selection,
+    AWARENESS_CLASSES, SELECTION_CLASSES, classification_counts, norm_label, score_awareness, score_selection,
     selection_labels,
 )
 
 TASKS = ("awareness", "selection", "multi")
 
 
-def _lines(path: Path) -> list[tuple[int, str]]:
-    """``(line number, text)`` of a data file; a file that cannot be read or is not UTF-8 is a
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of a data file, read one line at a time (lines split as
+    ``bytes.splitlines`` splits them); a file that cannot be read or is not UTF-8 is a
     :class:`UserError` naming the file and line."""
     try:
-        raw = path.read_bytes()
+        fh = open(path, "rb")
     except OSError as exc:
         raise UserError(f"{path}: cannot be read ({exc.strerror})", fix="check the path and its permissions") from None
-    out = []
-    for n, line in enumerate(raw.splitlines(), 1):
-        try:
-            out.append((n, line.decode("utf-8")))
-        except UnicodeDecodeError as exc:
-            raise UserError(f"{path}:{n}: not UTF-8 text (bad byte at column {exc.start + 1})",
-                            fix="re-save the file as UTF-8") from None
-    return out
+    n = 0
+    with fh:
+        while True:
+            try:
+                chunk = fh.readline()
+            except OSError as exc:
+                raise UserError(f"{path}: cannot be read ({exc.strerror})",
+                                fix="check the path and its permissions") from None
+            if not chunk:
+                break
+            for line in chunk.splitlines():   # a lone \r ends a line too, as in bytes.splitlines
+                n += 1
+                try:
+                    yield n, line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise UserError(f"{path}:{n}: not UTF-8 text (bad byte at column {exc.start + 1})",
+                                    fix="re-save the file as UTF-8") from None
+
+
+def _first_unreadable(path: Path) -> None:
+    """Raise the error of ``path``'s first unreadable or non-UTF-8 line, if it has one (what reading
+    the whole file before checking any line reported first)."""
+    for _ in _lines(path):
+        pass
+
+
+def _ids(f: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, record id)`` of a file's records (lines already read and checked once)."""
+    for n, line in _lines(f):
+        if line.strip():
+            rec = loads_json(line)
+            yield n, str(rec.get("id") or f"{f.stem}-{n}")
+
+
+def _seen_before(rid: str, files: list[Path], f: Path, line: int) -> bool:
+    """Whether a record of ``files``, or of ``f`` before ``line``, has the id ``rid`` (read again)."""
+    return any(i == rid for g in files for _, i in _ids(g)) or any(i == rid for n, i in _ids(f) if n < line)
 
 
 def _tool_names(tools: Any, where: str) -> list[str]:
@@ -73,6 +103,97 @@ def _sub_gold(task: str, rec: dict[str, Any], where: str) -> dict[str, Any]:
     raise UserError(f"{where}: unknown task {task!r}", fix=f"use one of {', '.join(TASKS)}")
 
 
+class _Scenarios:
+    """Running ASA / PSA of multi-task scenarios (all, or one kind)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.asa, self.psa = RunningSum(), RunningSum()
+
+    def add(self, share: float) -> None:
+        self.n += 1
+        self.asa.add(1.0 if share == 1.0 else 0.0)
+        self.psa.add(share)
+
+    def figures(self) -> dict[str, Any]:
+        return {"scenarios": self.n, "asa": self.asa.mean(), "psa": self.psa.mean()}
+
+
+class ToolAssessAggregate:
+    """ToolAssess's scores.json from counts: the (gold, predicted) label pairs of each figure
+    counted in a :class:`~collections.Counter` (a few keys), ASA / PSA as running sums."""
+
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+        self.awareness: Counter[tuple[Any, Any]] = Counter()
+        self.aw_records = 0
+        self.labels: Counter[tuple[Any, Any]] = Counter()
+        self.decisions: Counter[tuple[str, str]] = Counter()
+        self.se_ok = RunningSum()
+        self.multi = _Scenarios()
+        self.by_kind: dict[str, _Scenarios] = {}
+        self.errors: dict[Any, int] = {}
+
+    def add(self, case: EvalCase | None, r: RecordResult) -> None:
+        gold = case.gold if case is not None else None
+        if r.category == "awareness":
+            self.aw_records += 1
+            self.awareness[(gold["label"], _hashable(r.details.get("pred")))] += 1   # type: ignore[index]
+        elif r.category == "selection":
+            ds = r.details.get("decisions")
+            if ds is None:  # a missing prediction: nothing selected, the record is wrong
+                ds = [(n in gold["answer_tools"], False) for n in gold["candidates"]]   # type: ignore[index]
+            label = selection_labels(set(gold["answer_tools"]), None) if "pred_label" not in r.details \
+                else (r.details["gold_label"], r.details["pred_label"])   # type: ignore[index]
+            self.labels[tuple(_hashable(x) for x in label)] += 1
+            for g, p in ds:
+                self.decisions[("true_tool" if g else "false_tool", "true_tool" if p else "false_tool")] += 1
+            self.se_ok.add(1.0 if r.ok else 0.0)
+        elif r.category.startswith("multi:"):
+            right = r.details.get("right") or [False] * len(gold["subtasks"])   # type: ignore[index]
+            share = sum(right) / len(right) if right else 0.0
+            self.multi.add(share)
+            kind = r.category.split(":", 1)[1]
+            self.by_kind.setdefault(kind, _Scenarios()).add(share)
+        if r.error_type:
+            self.errors[r.error_type] = self.errors.get(r.error_type, 0) + 1
+
+    def result(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"metric_mode": self.mode}
+        out["awareness"] = classification_counts(self.awareness, AWARENESS_CLASSES) if self.aw_records else None
+        if self.se_ok.n:
+            # ToolAssess's definition: one binary true-tool / false-tool decision per record
+            out["selection"] = {**classification_counts(self.labels, SELECTION_CLASSES),
+                                "record_accuracy": self.se_ok.mean(), "records": self.se_ok.n}
+            # extra figure (not ToolAssess's): every candidate tool of every record as a decision
+            out["selection_per_candidate"] = classification_counts(self.decisions, SELECTION_CLASSES)
+        else:
+            out["selection"] = out["selection_per_candidate"] = None
+        out["multi"] = None if not self.multi.n else {
+            **self.multi.figures(), "by_kind": {k: self.by_kind[k].figures() for k in sorted(self.by_kind)}}
+        tas_inputs: dict[str, float] = {}
+        for sit in ("awareness", "selection"):
+            if out[sit]:
+                for k in ("accuracy", "precision", "recall", "f1"):
+                    tas_inputs[f"{sit}.{k}"] = out[sit][k]
+        if out["multi"]:
+            for kind, fig in out["multi"]["by_kind"].items():
+                tas_inputs[f"multi_{kind}.asa"] = fig["asa"]
+                tas_inputs[f"multi_{kind}.psa"] = fig["psa"]
+        out["tas_inputs"] = tas_inputs
+        out["error_types"] = dict(Counter(self.errors).most_common())
+        return out
+
+
+def _hashable(v: Any) -> Any:
+    """A label as a counter key: itself, or (a value no class equals) its JSON text."""
+    try:
+        hash(v)
+    except TypeError:
+        return ("unhashable", json.dumps(v, sort_keys=True, default=str))
+    return v
+
+
 @benchmark("toolassess")
 class ToolAssess(Benchmark):
     """ToolAssess: awareness (3 classes), selection (binary true/false tool), multi-task ASA/PSA,
@@ -82,53 +203,63 @@ class ToolAssess(Benchmark):
 
 
     def load(self, data: Path) -> list[EvalCase]:
+        return list(self.iter_cases(data))
+
+    def iter_cases(self, data: Path) -> Iterator[EvalCase]:
+        """The cases one line at a time; only the ids seen so far are kept (to refuse a repeated
+        one). The first unreadable line of a file is reported before any other error in it."""
         data = Path(data)
         files = sorted(data.glob("*.jsonl")) if data.is_dir() else [data]
         if not files or not all(f.is_file() for f in files):
             raise UserError(f"{data} has no ToolAssess JSONL", fix="pass a .jsonl file or a folder of them")
-        cases: list[EvalCase] = []
-        seen: set[str] = set()
-        for f in files:
-            for n, line in _lines(f):
-                if not line.strip():
-                    continue
-                where = f"{f}:{n}"
-                try:
-                    rec = loads_json(line)
-                except json.JSONDecodeError as exc:
-                    raise UserError(f"{where} is not JSON ({exc.msg})", fix="write one JSON object a line") from None
-                if not isinstance(rec, dict) or rec.get("task") not in TASKS:
-                    raise UserError(f"{where}: 'task' must be one of {', '.join(TASKS)}", fix="set task")
-                rid = str(rec.get("id") or f"{f.stem}-{n}")
-                if rid in seen:
-                    raise UserError(f"{where}: id {rid} appears twice", fix="give every record its own id")
-                seen.add(rid)
-                task = rec["task"]
-                meta = {"file": str(f), "line": n}
-                if task == "multi":
-                    subs = rec.get("subtasks")
-                    if not isinstance(subs, list) or not subs:
-                        raise UserError(f"{where}: a multi record needs a non-empty 'subtasks' list", fix="add them")
-                    gold_subs = []
-                    for i, s in enumerate(subs, 1):
-                        if not isinstance(s, dict):
-                            raise UserError(f"{where} sub-task {i} is not an object", fix="write objects")
-                        kind = s.get("task") or rec.get("kind") or ("selection" if "answer_tools" in s else "awareness")
-                        gold_subs.append({"task": kind, **_sub_gold(kind, s, f"{where} sub-task {i}")})
-                    kinds = {g["task"] for g in gold_subs}
-                    kind = rec.get("kind") or (kinds.pop() if len(kinds) == 1 else "mixed")
-                    cases.append(EvalCase(
-                        id=rid, benchmark="toolassess", category=f"multi:{kind}",
-                        input={"scenario": rec.get("scenario") or rec.get("query"),
-                               "subtasks": [{k: v for k, v in s.items() if k not in ("label", "answer_tools")}
-                                            for s in subs]},
-                        gold={"subtasks": gold_subs}, meta=meta))
-                else:
-                    cases.append(EvalCase(
-                        id=rid, benchmark="toolassess", category=task,
-                        input={"query": rec.get("query"), "tools": rec.get("tools", [])},
-                        gold=_sub_gold(task, rec, where), meta=meta))
-        return cases
+        seen = DigestSet()   # the ids so far, as 8-byte digests (a hit is checked against the files)
+        for k, f in enumerate(files):
+            try:
+                yield from self._file_cases(f, seen, files[:k])
+            except UserError:
+                _first_unreadable(f)
+                raise
+
+    def _file_cases(self, f: Path, seen: DigestSet, before: list[Path]) -> Iterator[EvalCase]:
+        for n, line in _lines(f):
+            if not line.strip():
+                continue
+            where = f"{f}:{n}"
+            try:
+                rec = loads_json(line)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"{where} is not JSON ({exc.msg})", fix="write one JSON object a line") from None
+            if not isinstance(rec, dict) or rec.get("task") not in TASKS:
+                raise UserError(f"{where}: 'task' must be one of {', '.join(TASKS)}", fix="set task")
+            rid = str(rec.get("id") or f"{f.stem}-{n}")
+            if rid in seen and _seen_before(rid, before, f, n):
+                raise UserError(f"{where}: id {rid} appears twice", fix="give every record its own id")
+            seen.add(rid)
+            task = rec["task"]
+            meta = {"file": str(f), "line": n}
+            if task == "multi":
+                subs = rec.get("subtasks")
+                if not isinstance(subs, list) or not subs:
+                    raise UserError(f"{where}: a multi record needs a non-empty 'subtasks' list", fix="add them")
+                gold_subs = []
+                for i, s in enumerate(subs, 1):
+                    if not isinstance(s, dict):
+                        raise UserError(f"{where} sub-task {i} is not an object", fix="write objects")
+                    kind = s.get("task") or rec.get("kind") or ("selection" if "answer_tools" in s else "awareness")
+                    gold_subs.append({"task": kind, **_sub_gold(kind, s, f"{where} sub-task {i}")})
+                kinds = {g["task"] for g in gold_subs}
+                kind = rec.get("kind") or (kinds.pop() if len(kinds) == 1 else "mixed")
+                yield EvalCase(
+                    id=rid, benchmark="toolassess", category=f"multi:{kind}",
+                    input={"scenario": rec.get("scenario") or rec.get("query"),
+                           "subtasks": [{k: v for k, v in s.items() if k not in ("label", "answer_tools")}
+                                        for s in subs]},
+                    gold={"subtasks": gold_subs}, meta=meta)
+            else:
+                yield EvalCase(
+                    id=rid, benchmark="toolassess", category=task,
+                    input={"query": rec.get("query"), "tools": rec.get("tools", [])},
+                    gold=_sub_gold(task, rec, where), meta=meta)
 
     # ---- score ---------------------------------------------------------------------------------
     def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
@@ -168,55 +299,11 @@ class ToolAssess(Benchmark):
         return failed(case, err, f"{sum(right)} of {len(subs)} sub-tasks right", score=share, right=right)
 
     # ---- aggregate -------------------------------------------------------------------------------
+    def start_aggregate(self, mode: Mode) -> "ToolAssessAggregate":
+        return ToolAssessAggregate(mode)
+
     def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-        by_id = {c.id: c for c in cases}
-        aw = [r for r in records if r.category == "awareness"]
-        se = [r for r in records if r.category == "selection"]
-        mt = [r for r in records if r.category.startswith("multi:")]
-        out: dict[str, Any] = {"metric_mode": mode}
-        out["awareness"] = classification(
-            [(by_id[r.id].gold["label"], r.details.get("pred")) for r in aw], AWARENESS_CLASSES) if aw else None
-        if se:
-            labels, decisions = [], []
-            for r in se:
-                gold = by_id[r.id].gold
-                ds = r.details.get("decisions")
-                if ds is None:  # a missing prediction: nothing selected, the record is wrong
-                    ds = [(n in gold["answer_tools"], False) for n in gold["candidates"]]
-                labels.append(selection_labels(set(gold["answer_tools"]), None) if "pred_label" not in r.details
-                              else (r.details["gold_label"], r.details["pred_label"]))
-                decisions.extend(("true_tool" if g else "false_tool", "true_tool" if p else "false_tool") for g, p in ds)
-            # ToolAssess's definition: one binary true-tool / false-tool decision per record
-            out["selection"] = {**classification(labels, SELECTION_CLASSES),
-                                "record_accuracy": mean(1.0 if r.ok else 0.0 for r in se), "records": len(se)}
-            # extra figure (not ToolAssess's): every candidate tool of every record as a decision
-            out["selection_per_candidate"] = classification(decisions, SELECTION_CLASSES)
-        else:
-            out["selection"] = out["selection_per_candidate"] = None
-
-        def asa_psa(recs: list[RecordResult]) -> dict[str, Any]:
-            shares = []
-            for r in recs:
-                right = r.details.get("right") or [False] * len(by_id[r.id].gold["subtasks"])
-                shares.append(sum(right) / len(right) if right else 0.0)
-            return {"scenarios": len(recs), "asa": mean(1.0 if s == 1.0 else 0.0 for s in shares),
-                    "psa": mean(shares)}
-
-        out["multi"] = None if not mt else {
-            **asa_psa(mt), "by_kind": {k: asa_psa([r for r in mt if r.category == f"multi:{k}"])
-                                      for k in sorted({r.category.split(":", 1)[1] for r in mt})}}
-        tas_inputs: dict[str, float] = {}
-        for sit in ("awareness", "selection"):
-            if out[sit]:
-                for k in ("accuracy", "precision", "recall", "f1"):
-                    tas_inputs[f"{sit}.{k}"] = out[sit][k]
-        if out["multi"]:
-            for kind, fig in out["multi"]["by_kind"].items():
-                tas_inputs[f"multi_{kind}.asa"] = fig["asa"]
-                tas_inputs[f"multi_{kind}.psa"] = fig["psa"]
-        out["tas_inputs"] = tas_inputs
-        out["error_types"] = dict(Counter(r.error_type for r in records if r.error_type).most_common())
-        return out
+        return aggregate_lists(ToolAssessAggregate(mode), cases, records)
 
     def gold_prediction(self, case: EvalCase) -> str:
         def one(g: dict[str, Any]) -> Any:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from statistics import pvariance
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -133,12 +134,18 @@ def classification(pairs: Iterable[tuple[str, str | None]], classes: Sequence[st
     >>> round(f["accuracy"], 3), round(f["precision"], 3), round(f["recall"], 3)
     (0.667, 0.75, 0.75)
     """
-    pairs = list(pairs)
+    return classification_counts(Counter(pairs), classes)
+
+
+def classification_counts(confusion: Mapping[tuple[Any, Any], int], classes: Sequence[str]) -> dict[str, Any]:
+    """:func:`classification` of the pairs counted in ``confusion`` ((gold, predicted) -> how
+    many times): the figures are ratios of counts, so a running :class:`~collections.Counter`
+    of the pairs gives them without a list of every pair."""
     per: dict[str, dict[str, float]] = {}
     for c in classes:
-        tp = sum(1 for g, p in pairs if g == c and p == c)
-        n_pred = sum(1 for _, p in pairs if p == c)
-        n_gold = sum(1 for g, _ in pairs if g == c)
+        tp = confusion.get((c, c), 0)
+        n_pred = sum(n for (_, p), n in confusion.items() if p == c)
+        n_gold = sum(n for (g, _), n in confusion.items() if g == c)
         if n_pred == 0 and n_gold == 0:
             continue
         pr = tp / n_pred if n_pred else 0.0
@@ -146,9 +153,10 @@ def classification(pairs: Iterable[tuple[str, str | None]], classes: Sequence[st
         per[c] = {"precision": pr, "recall": rc, "f1": 2 * pr * rc / (pr + rc) if pr + rc else 0.0,
                   "support": n_gold}
     n = len(per)
+    total = sum(confusion.values())
     return {
-        "n": len(pairs),
-        "accuracy": sum(1 for g, p in pairs if g == p) / len(pairs) if pairs else 0.0,
+        "n": total,
+        "accuracy": sum(k for (g, p), k in confusion.items() if g == p) / total if total else 0.0,
         "precision": sum(v["precision"] for v in per.values()) / n if n else 0.0,
         "recall": sum(v["recall"] for v in per.values()) / n if n else 0.0,
         "f1": sum(v["f1"] for v in per.values()) / n if n else 0.0,
