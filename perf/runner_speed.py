@@ -13,7 +13,7 @@ library (ModelClient alone) and the runner's bookkeeping (plan, fsync'd replies,
 
 Targets (issue): runner >= 0.9 x server max; runner overhead < 5 ms per request.
 
-    python perf/runner_speed.py [--base-url URL] [--model NAME] [--cases 32] [--concurrency 4]
+    python perf/runner_speed.py [--base-url URL] [--model NAME] [--cases 32] [--concurrency N]
                                       [--split DIR] [--overhead-cases 200] [--overhead-repeats 3]
 
 Without ``--base-url`` the local model is used: a running local server is reused (and left
@@ -45,6 +45,7 @@ from benchsmith.models import (
     DEFAULT_LOCAL_MODEL,
     ModelClient,
     ModelConfig,
+    concurrency_for,
     local_server_status,
     mask_url,
     resolve_model,
@@ -394,7 +395,8 @@ def main() -> int:
     ap.add_argument("--base-url", default=None, help="an OpenAI-compatible /v1 URL (default: the local model)")
     ap.add_argument("--model", default=None, help="model name at --base-url (default: the one it lists)")
     ap.add_argument("--cases", type=int, default=32, help="cases timed against the model (default 32)")
-    ap.add_argument("--concurrency", type=int, default=4, help="requests in flight (default 4 = the local server's slots)")
+    ap.add_argument("--concurrency", type=int, default=None,
+                    help="requests in flight (default: the local server's slots, else 4)")
     ap.add_argument("--split", type=Path, default=None,
                     help="a split folder (default: build the default SLOT split into a temp folder)")
     ap.add_argument("--overhead-cases", type=int, default=200, help="cases for the fake-endpoint overhead phase")
@@ -405,7 +407,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     for flag in ("cases", "concurrency", "overhead_cases", "overhead_repeats"):
-        if getattr(args, flag) < 1:
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
             ap.error(f"--{flag.replace('_', '-')} must be at least 1")
     try:
         return run(args)
@@ -435,7 +437,7 @@ def run(args: argparse.Namespace) -> int:
             # ---- cases
             t0 = time.perf_counter()
             source = toolassess_folder(args.split, tmp)
-            n, c = args.cases, args.concurrency
+            n, c = args.cases, args.concurrency or concurrency_for(cfg)
             reqs = write_cases(source, n, args.seed, tmp / "cases" / "model")
             warm = write_cases(source, c, args.seed, tmp / "cases" / "warm", skip=n)
             over_reqs = write_cases(source, args.overhead_cases, args.seed, tmp / "cases" / "overhead")
