@@ -221,7 +221,7 @@ def nl2api_serve(
 @user_errors
 def demo(
     out: Path = typer.Option(Path("out/demo"), "--out", envvar="BENCHSMITH_DEMO_OUT", help="Where to write the splits"),
-    limit: int = typer.Option(8, "--limit", envvar="BENCHSMITH_DEMO_LIMIT",
+    limit: int = typer.Option(4, "--limit", envvar="BENCHSMITH_DEMO_LIMIT",
                               help="Cases per task for the local model's evaluation run"),
     model_run: bool = typer.Option(True, "--model-run/--no-model-run", envvar="BENCHSMITH_DEMO_MODEL_RUN",
                                    help="Run the construction pass, the Label Studio review and the local model's evaluation with its report"),

@@ -65,7 +65,7 @@ def _mmss(seconds: float) -> str:
     return f"{m}m{s:02d}s" if m else f"{s}s"
 
 
-def run(out: Path, *, limit: int = 8, model_run: bool = True, echo: Echo = print, note: Echo = print) -> None:
+def run(out: Path, *, limit: int = 4, model_run: bool = True, echo: Echo = print, note: Echo = print) -> None:
     """The main job into ``out``; ``echo`` prints progress, ``note`` prints side remarks (e.g. Label
     Studio's set-up). Each stage's wall time is printed at the end and kept in ``out/timings.json``."""
     from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db, default_pairs_path
