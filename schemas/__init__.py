@@ -19,6 +19,7 @@ from benchsmith.schemas._private.jsonl import (
     append_jsonl,
     dumps_json,
     iter_jsonl_lenient,
+    json_default,
     scan_jsonl,
     loads_json,
     read_json,
@@ -50,7 +51,7 @@ from benchsmith.schemas._private.sample import (
     content_id,
 )
 from benchsmith.schemas._private.encode import SampleEncoder
-from benchsmith.schemas._private.folders import swap_folder
+from benchsmith.schemas._private.folders import swap_folder, writer_alive
 from benchsmith.schemas._private.split import Split, SplitManifest, file_sha256, samples_content_hash
 from benchsmith.schemas._private.tool import (
     RestBinding,
@@ -168,6 +169,8 @@ __all__ = [
     "scan_jsonl",
     "SampleEncoder",
     "swap_folder",
+    "writer_alive",
+    "json_default",
     "write_jsonl",
     "dumps_json",
     "loads_json",

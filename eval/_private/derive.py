@@ -23,7 +23,6 @@ import random
 import tempfile
 from array import array
 from collections import Counter
-from datetime import date, datetime
 from pathlib import Path
 from collections.abc import Iterator, Mapping
 from typing import IO, Any, Callable, Iterable
@@ -34,7 +33,8 @@ from benchsmith.construction.variants import (
     visible_steps,
 )
 from benchsmith.schemas import (
-    JsonlError, RowError, Sample, Split, Tool, UserError, dumps_json, scan_jsonl, swap_folder, write_json,
+    JsonlError, RowError, Sample, Split, Tool, UserError, dumps_json, json_default, scan_jsonl, swap_folder, write_json,
+    writer_alive,
 )
 
 REPORT = "derive_report.json"
@@ -152,27 +152,16 @@ def _report(benchmark: str, split: Path, samples: list[Sample] | int, seed: int 
 
 
 # ---- writing files one record at a time --------------------------------------------------------
-def _json_default(obj: Any) -> Any:
-    """What :func:`~benchsmith.schemas.write_json` writes for values JSON has no type for."""
-    if isinstance(obj, BaseModel):
-        return obj.model_dump(mode="json", exclude_none=False)
-    if isinstance(obj, (datetime, date)):
-        return obj.isoformat()
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    raise TypeError(f"cannot write a {type(obj).__name__} as JSON")
-
-
 def jsonl_line(item: Mapping[str, Any] | BaseModel) -> str:
     """The line :func:`~benchsmith.schemas.write_jsonl` writes for ``item``."""
     plain = item.model_dump(mode="json", exclude_none=False) if isinstance(item, BaseModel) else dict(item)
-    return dumps_json(plain, allow_nan=False, default=_json_default) + "\n"
+    return dumps_json(plain, allow_nan=False, default=json_default) + "\n"
 
 
 def json_text(obj: Any) -> str:
     """The text :func:`~benchsmith.schemas.write_json` writes for ``obj``."""
     plain = obj.model_dump(mode="json", exclude_none=False) if isinstance(obj, BaseModel) else obj
-    return dumps_json(plain, indent=2, allow_nan=False, default=_json_default) + "\n"
+    return dumps_json(plain, indent=2, allow_nan=False, default=json_default) + "\n"
 
 
 def _ascii_escape(text: str) -> str:
@@ -202,7 +191,7 @@ class _TmpFile:
         target.parent.mkdir(parents=True, exist_ok=True)
         for old in target.parent.glob(f".{target.name}.*.tmp"):  # what a killed writer left
             pid = old.name[len(target.name) + 2:-4]
-            if pid.isdigit() and not _alive(int(pid)):
+            if pid.isdigit() and not writer_alive(int(pid)):
                 old.unlink(missing_ok=True)
         self.tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         self.fh: IO[str] = self.tmp.open("w", encoding="utf-8", errors=self.errors, newline="\n")
@@ -239,7 +228,7 @@ class _ObjectFile(_TmpFile):
         self.ascii = False
 
     def __setitem__(self, key: str, value: Any) -> None:
-        text = json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False, default=_json_default)
+        text = json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False, default=json_default)
         head = json.dumps(key, ensure_ascii=False)
         if not self.ascii:
             try:
@@ -350,7 +339,7 @@ class Spool:
         if self._reading:
             self.fh.seek(0, os.SEEK_END)
             self._reading = False
-        data = (dumps_json(record, allow_nan=False, default=_json_default) + "\n").encode("utf-8")
+        data = (dumps_json(record, allow_nan=False, default=json_default) + "\n").encode("utf-8")
         self.offsets.append(self._end)
         self.fh.write(data)
         self._end += len(data)
@@ -433,16 +422,3 @@ def derive_all(split_dir: str | Path, out_dir: str | Path, benchmarks: Iterable[
 
     swap_folder(out, build, owned=set(DERIVERS) | {REPORT}, what="`benchsmith eval derive`")
     return summary
-
-
-# ---- writers of this process and others --------------------------------------------------------
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return False  # a folder of this process's pid is left from an earlier, killed process that had it
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True

@@ -13,7 +13,7 @@ import json
 import secrets
 from collections.abc import Sequence
 
-from benchsmith.schemas._private.jsonl import _dumps_line, _json_default
+from benchsmith.schemas._private.jsonl import _dumps_line, json_default
 from benchsmith.schemas._private.sample import CONTENT_FIELDS, Sample
 from benchsmith.schemas._private.tool import Tool
 
@@ -50,7 +50,7 @@ class SampleEncoder:
         got = self._tools.get(id(tool))
         if got is None:
             plain = tool.model_dump(mode="json")
-            line = json.dumps(plain, ensure_ascii=False, allow_nan=False, default=_json_default)
+            line = json.dumps(plain, ensure_ascii=False, allow_nan=False, default=json_default)
             canonical = json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
             got = self._tools[id(tool)] = (tool, line, canonical)
         return got[1], got[2]
@@ -72,7 +72,7 @@ class SampleEncoder:
         plain = sample.model_dump(mode="json")
         plain["id"] = sid
         plain["tools"] = self._marker
-        text = json.dumps(plain, ensure_ascii=False, allow_nan=False, default=_json_default)
+        text = json.dumps(plain, ensure_ascii=False, allow_nan=False, default=json_default)
         tools_text = "[" + ", ".join(t for t, _ in texts) + "]"
         line = text.replace(self._quoted, tools_text, 1) + "\n"
         try:

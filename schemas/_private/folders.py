@@ -25,7 +25,9 @@ def _siblings(out: Path, kind: str) -> list[tuple[Path, int]]:
     return found
 
 
-def _alive(pid: int) -> bool:
+def writer_alive(pid: int) -> bool:
+    """Whether the writer ``pid`` that left a temporary file or folder still runs. This process's own
+    pid counts as gone: what carries it was left by an earlier, killed process that had the pid."""
     if pid == os.getpid():
         return False  # a folder of this process's pid is left from an earlier, killed process that had it
     try:
@@ -41,14 +43,14 @@ def _clean_stale(out: Path) -> None:
     """Undo what a killed swap left: if ``out`` is gone but the old folder survives (killed between
     the two renames), the old folder comes back; leftover new and old folders are removed."""
     for old, pid in _siblings(out, "old"):
-        if _alive(pid):
+        if writer_alive(pid):
             continue
         if not out.exists():
             os.rename(old, out)
         else:
             shutil.rmtree(old, ignore_errors=True)
     for new, pid in _siblings(out, "new"):
-        if not _alive(pid):
+        if not writer_alive(pid):
             shutil.rmtree(new, ignore_errors=True)
 
 

@@ -335,7 +335,9 @@ def _adapter(shape: Any) -> TypeAdapter[Any]:
 # ----------------------------------------------------------------------------- writing
 
 
-def _json_default(obj: Any) -> Any:
+def json_default(obj: Any) -> Any:
+    """What the writers write for values JSON has no type for (``default=`` of ``json.dumps``):
+    pydantic models, dates and paths; anything else is a ``TypeError``."""
     if isinstance(obj, BaseModel):
         return obj.model_dump(mode="json", exclude_none=False)
     if isinstance(obj, (datetime, date)):
@@ -357,7 +359,7 @@ def _dumps_line(item: Any) -> str:
     plain = _to_plain(item)
     if isinstance(plain, Mapping) and not isinstance(plain, dict):
         plain = dict(plain)
-    return dumps_json(plain, allow_nan=False, default=_json_default) + "\n"
+    return dumps_json(plain, allow_nan=False, default=json_default) + "\n"
 
 
 _umask: int | None = None
@@ -526,7 +528,7 @@ def write_json(path: PathLike, obj: Any) -> None:
     plain = _to_plain(obj)
 
     def write(fh: IO[str]) -> None:
-        text = dumps_json(plain, indent=2, allow_nan=False, default=_json_default)
+        text = dumps_json(plain, indent=2, allow_nan=False, default=json_default)
         fh.write(text)
         fh.write("\n")
 
