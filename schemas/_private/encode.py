@@ -63,13 +63,13 @@ class SampleEncoder:
         if len(set(names)) != len(names):
             full = sample.model_copy(update={"tools": list(tools)})
             Sample.model_validate(full.model_dump())  # raises the validator's own message
-        content = sample.model_dump(mode="json", include=_CONTENT)
+        plain = sample.model_dump(mode="json")
+        content = {k: v for k, v in plain.items() if k in _CONTENT}  # what model_dump(include=...) gives
         content["tools"] = self._marker
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         tools_canonical = "[" + ",".join(c for _, c in texts) + "]"
         canonical = canonical.replace(self._quoted, tools_canonical, 1)
         sid = sample.id or "bs-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-        plain = sample.model_dump(mode="json")
         plain["id"] = sid
         plain["tools"] = self._marker
         text = json.dumps(plain, ensure_ascii=False, allow_nan=False, default=json_default)

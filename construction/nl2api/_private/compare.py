@@ -49,6 +49,8 @@ def multiset_equal(a: list[Row], b: list[Row], *, digits: int = 6, **tol: float)
     """
     if len(a) != len(b):
         return False
+    if a == b:  # the same rows in the same order (equal values normalise equally)
+        return True
     if Counter(tuple(_norm(v, digits) for v in r) for r in a) == Counter(tuple(_norm(v, digits) for v in r) for r in b):
         return True
     # rounding can split near-equal floats into different buckets: fall back to sorted pairwise

@@ -45,9 +45,16 @@ class BindingSpec(StrictModel):
     rename: dict[str, str] = Field(default_factory=dict)
 
 
+_slot_bindings: tuple[tuple[Any, ...], dict[str, Binding]] = ((), {})
+
+
 def slot_bindings() -> dict[str, Binding]:
     """The visible SLOT tools under their own names (hidden set-up tools are not bound)."""
-    return {name: Binding(name) for name, tool in SLOT_TOOLS.items() if not tool.hidden}
+    global _slot_bindings
+    tools = tuple(SLOT_TOOLS.items())
+    if tools != _slot_bindings[0]:  # made again only when a tool is registered or replaced
+        _slot_bindings = (tools, {name: Binding(name) for name, tool in tools if not tool.hidden})
+    return dict(_slot_bindings[1])
 
 
 def load_bindings(data: Any, *, where: str = "toolset.json") -> dict[str, Binding]:
