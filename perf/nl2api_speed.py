@@ -4,9 +4,12 @@ Prints, in one run: plain SQL execution time per pair, convert+verify time per p
 convert, execute the SQL, execute the tool sequence, compare), their ratio; then whole builds
 (``build_split``: convert, verify, observations, journal, write) of the default pairs repeated to
 at least 5,000 in one process, in N worker processes and as Ray tasks in Ray local mode, with
-pairs/s, pairs/s per core, whether the samples are identical, and Ray's time against the pool's.
+pairs/s, pairs/s per core, whether the samples are identical, and Ray's time against the pool's; then
+the floor of one process's build: every SQL statement the build ran, run again alone in the same
+process, and the pairs' SQL parsed alone, with the rate a build could reach if nothing else cost
+any time.
 
-    python perf/nl2api_speed.py [--rounds 20] [--pairs 5000] [--workers 2] [--no-ray]
+    python perf/nl2api_speed.py [--rounds 20] [--pairs 5000] [--workers 2] [--no-ray] [--no-floor]
 """
 
 from __future__ import annotations
@@ -111,12 +114,62 @@ def builds(n_target: int, workers: int, ray: bool) -> None:
                 print(f"  Ray local / process pool time: {secs / pool:.2f}x")
 
 
+def floor(n_target: int) -> None:
+    """One process's build with its SQL statements recorded; then those statements alone and the
+    pairs' parsing alone (the work no faster Python around them can remove), in the same process."""
+    from benchsmith.construction.nl2api import BuildOptions, build_split
+    from benchsmith.construction.nl2api._private import database as dbmod  # a perf script may look inside
+    from benchsmith.construction.nl2api._private.converter import parse_query
+
+    statements: list[tuple[str, tuple, int | None]] = []
+    run = dbmod.Database._run
+
+    def recording(self, sql, params=(), limit=None, max_rows=None):  # noqa: ANN001, ANN202
+        statements.append((sql, tuple(params), max_rows))
+        return run(self, sql, params, limit, max_rows)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        pairs = root / "pairs.jsonl"
+        n = _duplicated_pairs(n_target, pairs)
+        db_path = chinook_db()
+        dbmod.Database._run = recording
+        try:
+            t0 = time.perf_counter()
+            report = build_split(db_path, pairs, root / "out", BuildOptions(workers=1))
+            build_s = time.perf_counter() - t0
+        finally:
+            dbmod.Database._run = run
+        db = Database(db_path)
+        t0 = time.perf_counter()
+        for sql, params, max_rows in statements:
+            db.execute(sql, params, max_rows=max_rows)
+        sql_s = time.perf_counter() - t0
+        sqls = [json.loads(line)["sql"] for line in pairs.read_text("utf-8").splitlines()]
+        t0 = time.perf_counter()
+        for sql in sqls:
+            try:
+                parse_query(sql)
+            except Rejection:
+                pass
+        parse_s = time.perf_counter() - t0
+    per = 1e3 / n
+    print(f"where one process's build of {n} pairs goes ({report['verified']} verified, {len(statements):,} "
+          f"SQL statements, {len(statements) / n:.1f} per pair):")
+    print(f"  whole build            {build_s:7.2f} s  {build_s * per:6.3f} ms/pair  {n / build_s:8.1f} pairs/s")
+    print(f"  its SQL statements     {sql_s:7.2f} s  {sql_s * per:6.3f} ms/pair  ({sql_s / build_s:.0%} of the build)")
+    print(f"  parsing the pairs' SQL {parse_s:7.2f} s  {parse_s * per:6.3f} ms/pair  ({parse_s / build_s:.0%})")
+    print(f"  everything else        {build_s - sql_s - parse_s:7.2f} s  {(build_s - sql_s - parse_s) * per:6.3f} ms/pair")
+    print(f"  floor: statements + parsing alone would run at {n / (sql_s + parse_s):.1f} pairs/s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--pairs", type=int, default=5000, help="pairs in the whole-build comparison")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-ray", action="store_true")
+    ap.add_argument("--no-floor", action="store_true", help="skip the floor of one process's build")
     args = ap.parse_args()
     path = str(chinook_db())
     db = Database(path)
@@ -138,6 +191,8 @@ def main() -> None:
     print(f"convert + verify:      {t_conv / n * 1e3:8.3f} ms/pair  {n / t_conv:8.1f} pairs/s (1 process)")
     print(f"cost ratio (convert+verify / plain SQL): {t_conv / t_plain:.2f}x")
     builds(args.pairs, args.workers, not args.no_ray)
+    if not args.no_floor:
+        floor(args.pairs)
 
 
 if __name__ == "__main__":
