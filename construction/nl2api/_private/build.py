@@ -305,8 +305,9 @@ def _accepted(journal: Journal, pairs_path: Path) -> Iterator[_Accepted]:
         c = res["conv"]
         conv = Conversion([ToolCall.model_validate(x) for x in c["setup"]], [ToolCall.model_validate(x) for x in c["calls"]],
                           "", c["ordered"], set(c["features"]))
-        yield _Accepted(line, pair, res, conv, [tuple(r) for r in res["rows"]],
-                        [ToolCall.model_validate(x) for x in res["calls"]])
+        # a SLOT pair's gold calls are the conversion's own (SEL and REST ones differ)
+        calls = list(conv.calls) if res["calls"] == c["calls"] else [ToolCall.model_validate(x) for x in res["calls"]]
+        yield _Accepted(line, pair, res, conv, [tuple(r) for r in res["rows"]], calls)
 
 
 class _ToolSets:

@@ -92,12 +92,13 @@ def process_pair(db: Database, style: str, line: int, pair: dict[str, Any]) -> d
         if not expected:
             raise Rejection("empty_result", "the SQL returns no rows")
         run = run_and_check(db, conv.setup, conv.calls, expected, conv.ordered, observe=True, sql=pair["sql"])
+        dumped = _dump_calls(conv.calls)
         out: dict[str, Any] = {
             "line": line, "status": "accepted",
-            "conv": {"setup": _dump_calls(conv.setup), "calls": _dump_calls(conv.calls), "ordered": conv.ordered,
+            "conv": {"setup": _dump_calls(conv.setup), "calls": dumped, "ordered": conv.ordered,
                      "features": sorted(conv.features)},
             "rows": [list(r) for r in run.rows], "observations": run.observations, "columns": run.columns,
-            "descriptions": run.descriptions, "extended": uses_extended(conv.calls), "calls": _dump_calls(conv.calls),
+            "descriptions": run.descriptions, "extended": uses_extended(conv.calls), "calls": dumped,
         }
         if style == "sel":
             _, bindings = sel_toolset(run.columns, run.descriptions, extended=True)

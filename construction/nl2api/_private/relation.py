@@ -48,10 +48,7 @@ class Relation:
     steps: tuple[tuple[str, str, tuple[Any, ...]], ...] = ()
 
     def __post_init__(self) -> None:
-        size = len(self.body) + sum(len(name) + len(body) + 6 for name, body, _ in self.steps)
-        if size > MAX_SQL_CHARS:
-            raise ToolError(f"the query behind this data would be {size:,} characters long "
-                            f"(limit {MAX_SQL_CHARS:,}); use fewer or shorter steps", code="query_too_large")
+        _check_size(self.body, self.steps)
 
     # ---- the statement -------------------------------------------------------------------
     @property
@@ -138,15 +135,25 @@ class Relation:
         return db.execute(*self.query(f"SELECT COUNT(*) FROM {self.ref}"))[0][0]
 
     def query(self, body: str, params: tuple[Any, ...] = ()) -> tuple[str, tuple[Any, ...]]:
-        """(SQL, params) of a statement whose ``body`` reads this relation as :attr:`ref`."""
-        final = self.then(body, params)
-        return final.sql, final.params
+        """(SQL, params) of a statement whose ``body`` reads this relation as :attr:`ref` (the
+        statement of ``self.then(body, params)``, without making that relation)."""
+        steps = self.steps + ((self.ref, self.body, self.body_params),)
+        _check_size(body, steps)
+        sql = "WITH " + ", ".join(f"{name} AS ({step})" for name, step, _ in steps) + " " + body
+        return sql, tuple(p for _, _, ps in steps for p in ps) + params
 
     def single_visible_column(self) -> str:
         if len(self.visible) != 1:
             raise ToolError(f"expected data with exactly one column, got columns {list(self.visible)}; "
                             "retrieve one column first")
         return self.visible[0]
+
+
+def _check_size(body: str, steps: tuple[tuple[str, str, tuple[Any, ...]], ...]) -> None:
+    size = len(body) + sum(len(name) + len(step) + 6 for name, step, _ in steps)
+    if size > MAX_SQL_CHARS:
+        raise ToolError(f"the query behind this data would be {size:,} characters long "
+                        f"(limit {MAX_SQL_CHARS:,}); use fewer or shorter steps", code="query_too_large")
 
 
 def base_relation(sql: str, params: tuple[Any, ...], columns: list[str], descriptions: dict[str, str]) -> Relation:

@@ -150,11 +150,33 @@ def result_rows(value: Any, db: Database) -> list[tuple]:
     return [(value,)]
 
 
+def _may_tie(a: Any, b: Any) -> bool:
+    """Whether SQLite's ORDER BY may find two values equal. Conservative: text equal after the
+    NOCASE and RTRIM collations' folding counts as equal (a column may declare either)."""
+    if isinstance(a, str) and isinstance(b, str):
+        return a.rstrip(" ").lower() == b.rstrip(" ").lower()
+    return a == b  # numbers by value (1 == 1.0, as in SQLite), NULL with NULL, blobs by bytes
+
+
+def _head_is_fixed(value: Relation, rows: list[tuple], n: int) -> bool:
+    """Whether the first ``n`` of a sorted relation's ``rows`` are the only rows its ``LIMIT n``
+    can give, in the only order: every sort key is a visible column and no two neighbours among
+    the first ``n + 1`` rows tie on the keys (so neither which rows make the cut nor their order
+    is left to chance)."""
+    try:
+        keys = [value.visible.index(o[0]) for o in value.order]
+    except ValueError:
+        return False
+    head = rows[:n + 1]
+    return all(not all(_may_tie(x[k], y[k]) for k in keys) for x, y in zip(head, head[1:]))
+
+
 def observation_of_rows(value: Any, rows: list[tuple], db: Database, *, preview_rows: int = 5) -> Any:
     """:func:`observation` of an output whose rows were just read in full: an unordered relation's
-    preview is their head (the same statement without a LIMIT gives the same first rows), so no
-    second query runs; an ordered one is read again with the LIMIT, as ties may come out otherwise."""
-    if isinstance(value, Relation) and not value.order:
+    preview is their head (the same statement without a LIMIT gives the same first rows), and so is
+    a sorted one's when no ties near the head leave the LIMIT a choice; otherwise the relation is
+    read again with the LIMIT, as tied rows may come out in another order."""
+    if isinstance(value, Relation) and (not value.order or _head_is_fixed(value, rows, preview_rows + 1)):
         return {"columns": list(value.visible), "rows": [list(r) for r in rows[:preview_rows]],
                 "truncated": len(rows) > preview_rows}
     return observation(value, db, preview_rows=preview_rows)
