@@ -83,19 +83,16 @@ def _dump_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
 
 
 def process_pair(db: Database, style: str, line: int, pair: dict[str, Any], *,
-                 converted: Conversion | Rejection | None = None,
-                 executed: list[tuple] | Rejection | None = None) -> dict[str, Any]:
+                 converted: Conversion | Rejection | None = None) -> dict[str, Any]:
     """Convert and verify one pair (``Pair`` fields as a dict) in ``style``. Returns plain data:
     ``{"line", "status": "accepted", ...}`` with everything the split needs, or ``{"line",
-    "status": "rejected", "code", "message"}``. ``converted`` and ``executed`` are the pair's
-    conversion and SQL rows (or the rejection either gave) when they were made beforehand."""
+    "status": "rejected", "code", "message"}``. ``converted`` is the pair's conversion (or the
+    rejection it gave) when it was made beforehand."""
     try:
         conv = _convert_safely(db, pair["sql"]) if converted is None else converted
         if isinstance(conv, Rejection):
             raise conv
-        expected = execute_sql(db, pair["sql"]) if executed is None else executed
-        if isinstance(expected, Rejection):
-            raise expected
+        expected = execute_sql(db, pair["sql"])
         if not expected:
             raise Rejection("empty_result", "the SQL returns no rows")
         run = run_and_check(db, conv.setup, conv.calls, expected, conv.ordered, observe=True, sql=pair["sql"])
