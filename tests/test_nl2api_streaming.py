@@ -47,11 +47,11 @@ def tick(n=1):
     if seen[0] >= at:
         os.kill(os.getpid(), signal.SIGKILL)
 if phase == "write":
-    real = SampleEncoder.encode
-    def encode(self, sample, tools):
+    real = SampleEncoder.encode_bytes
+    def encode_bytes(self, sample, tools):
         tick()
         return real(self, sample, tools)
-    SampleEncoder.encode = encode
+    SampleEncoder.encode_bytes = encode_bytes
     build_split(db, pairs, out, BuildOptions())
 else:
     build_split(db, pairs, out, BuildOptions(progress=tick))
@@ -92,7 +92,7 @@ def test_a_failed_build_leaves_the_previous_split(tmp_path, monkeypatch):
     build_split(db, default_pairs_path(), out, BuildOptions())
     before = _snapshot(out)
     calls = {"n": 0}
-    real = SampleEncoder.encode
+    real = SampleEncoder.encode_bytes
 
     def failing(self, sample, tools):
         calls["n"] += 1
@@ -100,7 +100,7 @@ def test_a_failed_build_leaves_the_previous_split(tmp_path, monkeypatch):
             raise RuntimeError("disk on fire")
         return real(self, sample, tools)
 
-    monkeypatch.setattr(SampleEncoder, "encode", failing)
+    monkeypatch.setattr(SampleEncoder, "encode_bytes", failing)
     with pytest.raises(RuntimeError, match="disk on fire"):
         build_split(db, _pairs(tmp_path, 2), out, BuildOptions())
     assert _snapshot(out) == before
@@ -143,7 +143,7 @@ def _line(sample: Sample, tmp: Path) -> str:
     return (tmp / "one.jsonl").read_text("utf-8")
 
 
-@pytest.mark.parametrize("query", ["What is 2+2?", "Ünïcødé — 東京 \u2028 \"quoted\" \\ back", "lone " + chr(0xDC80)])
+@pytest.mark.parametrize("query", ["What is 2+2?", "tiny 3.4e-05, e-mail 1e-6 and ':1e-6,'", "Ünïcødé — 東京 \u2028 \"quoted\" \\ back", "lone " + chr(0xDC80)])
 def test_the_encoder_gives_write_jsonl_bytes_and_the_content_id(tmp_path, query):
     prov = {"source": "t", "method": "m", "created_at": datetime(2024, 1, 1, tzinfo=timezone.utc)}
     tools = [Tool(name="b_tool", description="Zürich\n\"x\"", parameters={"type": "object", "properties": {
@@ -153,13 +153,15 @@ def test_the_encoder_gives_write_jsonl_bytes_and_the_content_id(tmp_path, query)
     lone = "\udc80" in query  # content_id cannot hash lone surrogates: such a sample comes with its id
     for chosen in (tools, tools[:1], [], list(reversed(tools))):
         bare = Sample(id="given" if lone else "", query=query,
-                      gold=[{"call": {"name": "a_tool", "arguments": {"k": 1.5}}, "observation": {"rows": [[None, "ß"]]}}],
+                      gold=[{"call": {"name": "a_tool", "arguments": {"k": 1.5, "t": 1e-06}},
+                             "observation": {"rows": [[None, "ß", 3.4e-05, 2e-7]]}}],
                       metadata={"n": float("1e300")}, provenance=prov)
         full = Sample(id="given" if lone else None, query=query, tools=chosen, gold=bare.gold, metadata=bare.metadata,
                       provenance=prov)
         line, sid = enc.encode(bare, chosen)
         assert sid == full.id == ("given" if lone else content_id(full))
         assert line == _line(full, tmp_path)
+        assert enc.encode_bytes(bare, chosen) == ((tmp_path / "one.jsonl").read_bytes(), sid)
     given = Sample(id="kept-1", query="q", provenance=prov)
     assert enc.encode(given, tools)[1] == "kept-1"
     with pytest.raises(ValueError, match="unique"):
@@ -185,3 +187,35 @@ def test_the_journal_index_reads_records_back_in_any_order(tmp_path):
     third.close()
     assert Journal(tmp_path, {"x": 1}).get(11)["rows"] == []
     assert os.path.getsize(tmp_path / ".journal.pending.jsonl") > 0
+
+
+@pytest.mark.parametrize("value", [
+    float("nan"), float("inf"), float("-inf"), 2 ** 64, -(2 ** 63) - 1, 2 ** 63, 2 ** 200, "x" + chr(0xD800),
+    b"\x00\xff", -0.0, 1e16, 5e-324, 0.1, None, "null", "\u2028\x7f\x1f", True, [None, float("nan")],
+    {"k": [1.5, None, "é"]},
+])
+def test_journal_records_read_back_to_the_same_values(tmp_path, value):
+    """The journal writes with orjson, which turns NaN/inf into null and loses ints beyond 64
+    bits on reading: every such value must still come back as it was written."""
+    import math
+
+    from benchsmith.construction.nl2api._private.pairwork import Journal
+
+    def same(a, b):
+        if isinstance(a, float) and isinstance(b, float):
+            return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+        if isinstance(a, (list, tuple)) and isinstance(b, list):
+            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        if isinstance(a, dict) and isinstance(b, dict):
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        return type(a) is type(b) and a == b
+
+    journal = Journal(tmp_path, {"x": 1})
+    journal.add({"line": 1, "status": "accepted", "rows": [[value, 1]], "other": {"v": value}})
+    journal.add({"line": 2, "status": "accepted", "rows": [(value, None)]})  # a tuple beside a null
+    journal.close()
+    again = Journal(tmp_path, {"x": 1})
+    one, two = again.get(1), again.get(2)
+    again.close()
+    assert same([[value, 1]], one["rows"]) and same({"v": value}, one["other"])
+    assert same([(value, None)], two["rows"])

@@ -12,12 +12,46 @@ import hashlib
 import json
 import secrets
 from collections.abc import Sequence
+from typing import Any
+
+import orjson
 
 from benchsmith.schemas._private.jsonl import _dumps_line, json_default
 from benchsmith.schemas._private.sample import CONTENT_FIELDS, Sample
 from benchsmith.schemas._private.tool import Tool
 
 _CONTENT = set(CONTENT_FIELDS)
+# orjson writes every finite float as float.__repr__ does except those with a decimal exponent
+# of -5 to -9 (``0.00001234`` for ``1.234e-05``, ``1e-7`` for ``1e-07``). Bytes that may be such
+# a float send the value through json.dumps, unless each is an object member's ``1e-6`` (every
+# exact answer's default float tolerance): an unescaped ``"`` then ``:`` only ever ends a key, and
+# ``,`` ends the number, so that text is a float, and it gets its exponent's leading zero.
+_MEMBER_1E_6, _PYTHON_1E_6 = b'":1e-6,', b'":1e-06,'
+
+
+def _json_canonical(content: Any) -> bytes:
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def canonical_json(content: Any) -> bytes:
+    """``json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` as UTF-8
+    (what :func:`content_id` hashes) for a value whose floats are finite; orjson writes it when
+    the bytes are sure to be the same (big ints, lone surrogates and floats whose text may differ
+    go through json.dumps).
+
+    >>> canonical_json({"b": [1.5, 2e-07, None], "a": "é", "t": 1e-06}).decode()
+    '{"a":"é","b":[1.5,2e-07,null],"t":1e-06}'
+    """
+    try:
+        data = orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return _json_canonical(content)
+    short, tiny = data.count(b"e-"), data.count(b"0.0000")
+    if short or tiny:
+        if tiny or data.count(_MEMBER_1E_6) != short or data.count(b"\\" + _MEMBER_1E_6):
+            return _json_canonical(content)
+        data = data.replace(_MEMBER_1E_6, _PYTHON_1E_6)
+    return data
 
 
 class SampleEncoder:
@@ -28,6 +62,8 @@ class SampleEncoder:
     tools and with its id set to its content id (unless the sample already has an id other than
     ``""``), byte for byte what ``write_jsonl`` writes for the full sample. Tools are recognised by
     identity: pass the same objects again (the encoder keeps them, so their ids stay unique).
+    ``encode_bytes`` gives the line as UTF-8 bytes (each tool's text is encoded once, not once
+    per sample).
 
     >>> from datetime import datetime, timezone
     >>> from benchsmith.schemas import Sample, SampleEncoder, Tool, content_id
@@ -43,19 +79,24 @@ class SampleEncoder:
 
     def __init__(self) -> None:
         self._marker = f"@tools-{secrets.token_hex(8)}@"
-        self._quoted = json.dumps(self._marker)
-        self._tools: dict[int, tuple[Tool, str, str]] = {}  # id(tool) -> (tool, line text, canonical text)
+        self._quoted = json.dumps(self._marker).encode("ascii")
+        # id(tool) -> (tool, line text as UTF-8 or None if it cannot be, canonical text)
+        self._tools: dict[int, tuple[Tool, bytes | None, bytes | str]] = {}
 
-    def _texts(self, tool: Tool) -> tuple[str, str] | None:
+    def _texts(self, tool: Tool) -> tuple[bytes | None, bytes | str]:
         got = self._tools.get(id(tool))
         if got is None:
             plain = tool.model_dump(mode="json")
             line = json.dumps(plain, ensure_ascii=False, allow_nan=False, default=json_default)
             canonical = json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-            got = self._tools[id(tool)] = (tool, line, canonical)
+            got = self._tools[id(tool)] = (tool, _utf8(line), _utf8(canonical) or canonical)
         return got[1], got[2]
 
     def encode(self, sample: Sample, tools: Sequence[Tool]) -> tuple[str, str]:
+        line, sid = self.encode_bytes(sample, tools)
+        return line.decode("utf-8"), sid
+
+    def encode_bytes(self, sample: Sample, tools: Sequence[Tool]) -> tuple[bytes, str]:
         if sample.tools:
             raise ValueError("pass the sample without tools (tools=[]) and its tools separately")
         texts = [self._texts(t) for t in tools]
@@ -64,19 +105,29 @@ class SampleEncoder:
             full = sample.model_copy(update={"tools": list(tools)})
             Sample.model_validate(full.model_dump())  # raises the validator's own message
         plain = sample.model_dump(mode="json")
-        content = {k: v for k, v in plain.items() if k in _CONTENT}  # what model_dump(include=...) gives
-        content["tools"] = self._marker
-        canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        tools_canonical = "[" + ",".join(c for _, c in texts) + "]"
-        canonical = canonical.replace(self._quoted, tools_canonical, 1)
-        sid = sample.id or "bs-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-        plain["id"] = sid
         plain["tools"] = self._marker
+        sid = sample.id
+        if not sid:
+            content = {k: v for k, v in plain.items() if k in _CONTENT}  # what model_dump(include=...) gives
+            # (a NaN or infinity reads as null here, but the line below refuses it, as write_jsonl does)
+            before, after = canonical_json(content).split(self._quoted, 1)
+            digest = hashlib.sha256(before)
+            # a tool text that UTF-8 cannot encode raises here, as content_id does
+            digest.update(b"[" + b",".join(c if isinstance(c, bytes) else c.encode("utf-8") for _, c in texts) + b"]")
+            digest.update(after)
+            sid = "bs-" + digest.hexdigest()[:16]
+            plain["id"] = sid
         text = json.dumps(plain, ensure_ascii=False, allow_nan=False, default=json_default)
-        tools_text = "[" + ", ".join(t for t, _ in texts) + "]"
-        line = text.replace(self._quoted, tools_text, 1) + "\n"
-        try:
-            line.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates: the general writer escapes the whole line
-            line = _dumps_line(sample.model_copy(update={"tools": list(tools), "id": sid}))
-        return line, sid
+        head, tail = text.split(self._quoted.decode("ascii"), 1)
+        head_b, tail_b = _utf8(head), _utf8(tail)
+        if head_b is None or tail_b is None or any(t is None for t, _ in texts):
+            # lone surrogates: the general writer escapes the whole line
+            return _dumps_line(sample.model_copy(update={"tools": list(tools), "id": sid})).encode("utf-8"), sid
+        return head_b + b"[" + b", ".join(t for t, _ in texts) + b"]" + tail_b + b"\n", sid  # type: ignore[misc]
+
+
+def _utf8(text: str) -> bytes | None:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None

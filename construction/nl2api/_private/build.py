@@ -140,9 +140,9 @@ def universe_label(spec: int | float) -> str:
     return f"universe-{spec:g}" if isinstance(spec, float) else f"universe-{spec}"
 
 
-def write_lines(path: Path, lines: Iterable[str]) -> None:
-    """Write ``lines`` to a new file in a folder about to be swapped in (flushed to disk)."""
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+def write_lines(path: Path, lines: Iterable[bytes]) -> None:
+    """Write ``lines`` (UTF-8) to a new file in a folder about to be swapped in (flushed to disk)."""
+    with open(path, "wb") as fh:
         for text in lines:
             fh.write(text)
         fh.flush()
@@ -373,7 +373,7 @@ def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts:
     provenance_params = {"obfuscate": opts.obfuscate, "tool_universe": opts.tool_universe}
     checks_done = [CheckResult(name="limit_deterministic", ok=True, reason="no ties across LIMIT")]
 
-    def lines() -> Iterator[str]:
+    def lines() -> Iterator[bytes]:
         for a in _accepted(journal, pairs_path):
             toolsets.assign(a)
             calls, tools = a.calls, a.tools
@@ -425,7 +425,7 @@ def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts:
                     details={"ordered": a.conv.ordered}),
                 metadata=metadata_,
             )
-            line, sid = encoder.encode(bare, tools)
+            line, sid = encoder.encode_bytes(bare, tools)
             ids.append(sid)
             yield line
 

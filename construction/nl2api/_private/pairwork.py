@@ -21,6 +21,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+import orjson
 import sqlglot
 
 from benchsmith.schemas import ToolCall, UserError, append_jsonl, dumps_json, file_sha256
@@ -35,16 +36,21 @@ from .verify import execute_sql, run_and_check
 
 JOURNAL = ".journal.jsonl"
 PENDING = ".journal.pending.jsonl"
-JOURNAL_VERSION = 1
+JOURNAL_VERSION = 2  # 2: written with orjson; ints beyond 64 bits tagged ("$int")
 BATCH = 32  # pairs per task sent to a worker
 
 
-# ---- plain-data encoding (JSON journal; bytes and non-finite floats survive) ---------------------
+# ---- plain-data encoding (JSON journal; bytes, non-finite floats and big ints survive) -----------
+_INT64 = (-(2 ** 63), 2 ** 64 - 1)  # what orjson writes and reads back as an int
+
+
 def encode(value: Any) -> Any:
     if isinstance(value, bytes):
         return {"$bytes": base64.b64encode(value).decode("ascii")}
     if isinstance(value, float) and not math.isfinite(value):
         return {"$float": repr(value)}
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+        return {"$int": str(value)}
     if isinstance(value, (list, tuple)):
         return [encode(v) for v in value]
     if isinstance(value, dict):
@@ -58,6 +64,8 @@ def decode(value: Any) -> Any:
             return base64.b64decode(value["$bytes"])
         if set(value) == {"$float"}:
             return float(value["$float"])
+        if set(value) == {"$int"}:
+            return int(value["$int"])
         return {k: decode(v) for k, v in value.items()}
     if isinstance(value, list):
         return [decode(v) for v in value]
@@ -240,6 +248,20 @@ def fingerprint(db_path: Path, pairs_path: Path, style: str, timeout_s: float, d
             "benchsmith": version, "sqlglot": getattr(sqlglot, "__version__", "unknown")}
 
 
+def _dumps_record(record: dict[str, Any]) -> bytes:
+    """One journal line. orjson writes most records; it turns NaN and infinities into null and
+    refuses bytes, ints beyond 64 bits and lone surrogates, so a record holding a null is read
+    back and compared (a tuple also compares unequal: harmless), and any other record goes
+    through the tagged, escaped writer; either reads back to the same values (:meth:`Journal.get`)."""
+    try:
+        data = orjson.dumps(record)
+        if b"null" not in data or orjson.loads(data) == record:
+            return data + b"\n"
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        pass
+    return (dumps_json(encode(record), allow_nan=False) + "\n").encode("utf-8")
+
+
 class Journal:
     """Append-only record of finished pairs: a header line with the inputs' fingerprint, then one
     line per pair. A build in progress writes ``<out>/.journal.pending.jsonl``; a finished build
@@ -302,12 +324,9 @@ class Journal:
 
     def add(self, record: dict[str, Any]) -> None:
         self._n += 1
-        try:
-            text = dumps_json(record, allow_nan=False)
-        except (TypeError, ValueError):  # a blob or a non-finite float in the rows: write it tagged
-            text = dumps_json(encode(record), allow_nan=False)
+        data = _dumps_record(record)
         at = self._writer.tell()
-        self._writer.write((text + "\n").encode("utf-8"))
+        self._writer.write(data)
         self._writer.flush()
         if self._n % 200 == 0:
             os.fsync(self._writer.fileno())
@@ -320,8 +339,12 @@ class Journal:
             self._reader = open(self.path, "rb")  # noqa: SIM115 - closed in close()
         self._reader.seek(self.done[line])
         raw = self._reader.readline()
-        rec = json.loads(raw)
-        return decode(rec) if b'"$bytes"' in raw or b'"$float"' in raw else rec  # tags are rare: skip the walk
+        try:
+            rec = orjson.loads(raw)
+        except orjson.JSONDecodeError:  # a lone surrogate, written escaped by the fallback
+            rec = json.loads(raw)
+        tagged = b'"$bytes"' in raw or b'"$float"' in raw or b'"$int"' in raw
+        return decode(rec) if tagged else rec  # tags are rare: skip the walk
 
     def close(self) -> None:
         for fh in (self._reader, self._writer):
