@@ -14,6 +14,7 @@ from pathlib import Path
 from itertools import chain, islice
 from typing import Any, Iterable, Iterator, Literal, Sequence
 
+import orjson
 import sqlglot
 from pydantic import ConfigDict, Field
 
@@ -310,6 +311,14 @@ def _accepted(journal: Journal, pairs_path: Path) -> Iterator[_Accepted]:
         yield _Accepted(line, pair, res, conv, [tuple(r) for r in res["rows"]], calls)
 
 
+def _memo_key(columns: list[str], descriptions: dict[str, str]) -> bytes | str:
+    """Equal for equal column lists and descriptions (a tool set's memo key)."""
+    try:
+        return orjson.dumps([columns, descriptions], option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # a lone surrogate in a name (orjson.JSONEncodeError is a TypeError)
+        return json.dumps([columns, descriptions], sort_keys=True)
+
+
 class _ToolSets:
     """Each sample's tool set. The extended tier (joining, combining, ranking derived data) is in
     the universe of every sample of a split where any gold sequence needs it, never per sample.
@@ -318,7 +327,7 @@ class _ToolSets:
 
     def __init__(self, opts: BuildOptions, extended: bool) -> None:
         self.style, self.extended = opts.style, extended
-        self.memo: dict[str, Any] = {}
+        self.memo: dict[bytes | str, Any] = {}
         self.universe: list[Tool] = []  # REST
         self.rest_names: dict[int, str] = {}  # REST: line -> endpoint name
         self.names: set[str] = set()
@@ -341,7 +350,7 @@ class _ToolSets:
             a.calls = [ToolCall(name=name, arguments=a.result["rest"]["args"], label="result_1")]
             a.tools = self.universe
             return
-        k = json.dumps([a.result["columns"], a.result["descriptions"]], sort_keys=True)
+        k = _memo_key(a.result["columns"], a.result["descriptions"])
         if k not in self.memo:
             if self.style == "slot":
                 self.memo[k] = (slot_tools(a.result["columns"], a.result["descriptions"], extended=self.extended),
