@@ -168,6 +168,19 @@ def test_the_encoder_gives_write_jsonl_bytes_and_the_content_id(tmp_path, query)
         enc.encode(Sample(id="", query="q", provenance=prov), [tools[0], tools[0]])
 
 
+def test_the_encoder_with_a_tool_utf8_cannot_encode(tmp_path):
+    prov = {"source": "t", "method": "m", "created_at": datetime(2024, 1, 1, tzinfo=timezone.utc)}
+    odd = Tool.model_construct(name="odd", description="lone " + chr(0xD800))  # validation refuses it: built as-is
+    plain = Tool(name="plain", description="fine")
+    enc = SampleEncoder()
+    for _ in range(2):  # the second time from the encoder's memory of the tool list
+        with pytest.raises(UnicodeEncodeError):  # no content id can be hashed (Sample itself refuses it)
+            enc.encode_bytes(Sample(id="", query="q", provenance=prov), [plain, odd])
+        line, sid = enc.encode_bytes(Sample(id="given", query="q", provenance=prov), [plain, odd])
+        write_jsonl(tmp_path / "one.jsonl", [Sample(id="given", query="q", tools=[plain, odd], provenance=prov)])
+        assert (line, sid) == ((tmp_path / "one.jsonl").read_bytes(), "given")
+
+
 def test_the_journal_index_reads_records_back_in_any_order(tmp_path):
     from benchsmith.construction.nl2api._private.pairwork import Journal
 

@@ -82,6 +82,9 @@ class SampleEncoder:
         self._quoted = json.dumps(self._marker).encode("ascii")
         # id(tool) -> (tool, line text as UTF-8 or None if it cannot be, canonical text)
         self._tools: dict[int, tuple[Tool, bytes | None, bytes | str]] = {}
+        # the ids of a tool list -> its line text and canonical text (a few recent lists: a
+        # split's samples share a few tool lists, or each has its own when its universe is cut)
+        self._lists: dict[tuple[int, ...], tuple[bytes | None, bytes | None]] = {}
 
     def _texts(self, tool: Tool) -> tuple[bytes | None, bytes | str]:
         got = self._tools.get(id(tool))
@@ -92,6 +95,22 @@ class SampleEncoder:
             got = self._tools[id(tool)] = (tool, _utf8(line), _utf8(canonical) or canonical)
         return got[1], got[2]
 
+    def _list_texts(self, tools: Sequence[Tool]) -> tuple[bytes | None, bytes | None]:
+        """``[tool, ...]`` as the line and the canonical text write it (None where UTF-8 cannot
+        encode a tool's text)."""
+        key = tuple(map(id, tools))
+        got = self._lists.get(key)
+        if got is None:
+            texts = [self._texts(t) for t in tools]
+            lines = [t for t, _ in texts]
+            canonicals = [c for _, c in texts]
+            got = (b"[" + b", ".join(lines) + b"]" if None not in lines else None,  # type: ignore[arg-type]
+                   b"[" + b",".join(canonicals) + b"]" if all(isinstance(c, bytes) for c in canonicals) else None)
+            if len(self._lists) >= 64:
+                self._lists.clear()
+            self._lists[key] = got
+        return got
+
     def encode(self, sample: Sample, tools: Sequence[Tool]) -> tuple[str, str]:
         line, sid = self.encode_bytes(sample, tools)
         return line.decode("utf-8"), sid
@@ -99,7 +118,7 @@ class SampleEncoder:
     def encode_bytes(self, sample: Sample, tools: Sequence[Tool]) -> tuple[bytes, str]:
         if sample.tools:
             raise ValueError("pass the sample without tools (tools=[]) and its tools separately")
-        texts = [self._texts(t) for t in tools]
+        tools_line, tools_canonical = self._list_texts(tools)
         names = [t.name for t in tools]
         if len(set(names)) != len(names):
             full = sample.model_copy(update={"tools": list(tools)})
@@ -112,18 +131,22 @@ class SampleEncoder:
             # (a NaN or infinity reads as null here, but the line below refuses it, as write_jsonl does)
             before, after = canonical_json(content).split(self._quoted, 1)
             digest = hashlib.sha256(before)
-            # a tool text that UTF-8 cannot encode raises here, as content_id does
-            digest.update(b"[" + b",".join(c if isinstance(c, bytes) else c.encode("utf-8") for _, c in texts) + b"]")
+            if tools_canonical is None:  # a tool text UTF-8 cannot encode: raise, as content_id does
+                for t in tools:
+                    text = self._texts(t)[1]
+                    if isinstance(text, str):
+                        text.encode("utf-8")
+            digest.update(tools_canonical)
             digest.update(after)
             sid = "bs-" + digest.hexdigest()[:16]
             plain["id"] = sid
         text = json.dumps(plain, ensure_ascii=False, allow_nan=False, default=json_default)
         head, tail = text.split(self._quoted.decode("ascii"), 1)
         head_b, tail_b = _utf8(head), _utf8(tail)
-        if head_b is None or tail_b is None or any(t is None for t, _ in texts):
+        if head_b is None or tail_b is None or tools_line is None:
             # lone surrogates: the general writer escapes the whole line
             return _dumps_line(sample.model_copy(update={"tools": list(tools), "id": sid})).encode("utf-8"), sid
-        return head_b + b"[" + b", ".join(t for t, _ in texts) + b"]" + tail_b + b"\n", sid  # type: ignore[misc]
+        return b"".join((head_b, tools_line, tail_b, b"\n")), sid
 
 
 def _utf8(text: str) -> bytes | None:
