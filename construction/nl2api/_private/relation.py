@@ -54,14 +54,12 @@ class Relation:
     @property
     def sql(self) -> str:
         """The whole SELECT statement (earlier steps as common table expressions)."""
-        if not self.steps:
-            return self.body
-        return "WITH " + ", ".join(f"{name} AS ({body})" for name, body, _ in self.steps) + " " + self.body
+        return _statement(self.steps, self.body, self.body_params)[0]
 
     @property
     def params(self) -> tuple[Any, ...]:
         """The statement's parameters, in the order their placeholders appear in :attr:`sql`."""
-        return tuple(p for _, _, params in self.steps for p in params) + self.body_params
+        return _statement(self.steps, self.body, self.body_params)[1]
 
     @cached_property
     def ref(self) -> str:
@@ -139,14 +137,22 @@ class Relation:
         statement of ``self.then(body, params)``, without making that relation)."""
         steps = self.steps + ((self.ref, self.body, self.body_params),)
         _check_size(body, steps)
-        sql = "WITH " + ", ".join(f"{name} AS ({step})" for name, step, _ in steps) + " " + body
-        return sql, tuple(p for _, _, ps in steps for p in ps) + params
+        return _statement(steps, body, params)
 
     def single_visible_column(self) -> str:
         if len(self.visible) != 1:
             raise ToolError(f"expected data with exactly one column, got columns {list(self.visible)}; "
                             "retrieve one column first")
         return self.visible[0]
+
+
+def _statement(steps: tuple[tuple[str, str, tuple[Any, ...]], ...], body: str,
+               params: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """(SQL, params) of ``body`` reading ``steps`` as common table expressions."""
+    if not steps:
+        return body, params
+    sql = "WITH " + ", ".join(f"{name} AS ({step})" for name, step, _ in steps) + " " + body
+    return sql, tuple(p for _, _, ps in steps for p in ps) + params
 
 
 def _check_size(body: str, steps: tuple[tuple[str, str, tuple[Any, ...]], ...]) -> None:
