@@ -28,9 +28,10 @@ from ._private.server import (
 )
 from ._private.simulate import checks_policy, simulate
 from ._private.payloads import sample_kind, task_payload
-from ._private.workflow import PushReport, Workspace
+from ._private.workflow import Duplicates, PushReport, RepairReport, Workspace
 
-__all__ = ["ENV_API_KEY", "ENV_URL", "data_dir_path", "state_path", "Decision", "LabelStudio", "LabelStudioDown", "LabelStudioInfo", "PushReport", "Review", "Workspace",
+__all__ = ["ENV_API_KEY", "ENV_URL", "data_dir_path", "state_path", "Decision", "Duplicates", "LabelStudio",
+           "LabelStudioDown", "LabelStudioInfo", "PushReport", "RepairReport", "Review", "Workspace",
            "apply_correction", "checks_policy", "cohen_kappa", "datasheet", "decide_adjudication", "decide_review",
            "finalize", "label_config", "label_studio_status", "parse_result", "percent_agreement", "resolve_label_studio",
            "result_for", "review_automatically", "sample_kind", "simulate", "start_label_studio", "stop_label_studio",

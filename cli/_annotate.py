@@ -69,7 +69,8 @@ def server_stop(
 def server_status(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", envvar="BENCHSMITH_LS_DATA_DIR", help=DATA_DIR_HELP),
 ) -> None:
-    """Print the local server's state as JSON (URL, pid, data dir, where the token is); exit 1 when not running."""
+    """Print the local server's state as JSON (URL, pid, data dir, where the token is; "status": "running" or
+    "not running"). Exit 0 either way: a server that is not running is an answer, not a failure."""
     import json
 
     from benchsmith.annotation import data_dir_path, label_studio_status, state_path
@@ -77,9 +78,10 @@ def server_status(
     info = label_studio_status(data_dir)
     if info is None:
         folder = data_dir_path(data_dir)
-        typer.echo(json.dumps({"running": False, "data_dir": str(folder), "state_file": str(state_path(folder))}))
-        raise typer.Exit(1)
-    typer.echo(json.dumps(_describe(info), ensure_ascii=False))
+        typer.echo(json.dumps({"running": False, "status": "not running", "data_dir": str(folder),
+                               "state_file": str(state_path(folder))}))
+        return
+    typer.echo(json.dumps({"status": "running", **_describe(info)}, ensure_ascii=False))
 
 
 WORKSPACE = typer.Option(Path(".benchsmith/annotation"), "--workspace", envvar="BENCHSMITH_ANNOTATION_WORKSPACE",
@@ -106,13 +108,17 @@ def _server_errors(fn):  # noqa: ANN001, ANN202
     return wrapper
 
 
-def _open(workspace: Path, data_dir: Optional[Path]):  # noqa: ANN202
-    from benchsmith.annotation import LabelStudio
-    from benchsmith.annotation import resolve_label_studio
-    from benchsmith.annotation import Workspace
+def _client(data_dir: Optional[Path]):  # noqa: ANN202
+    from benchsmith.annotation import LabelStudio, resolve_label_studio
 
     access = resolve_label_studio(data_dir)
-    return Workspace(workspace), LabelStudio(access.url, access.token)
+    return LabelStudio(access.url, access.token)
+
+
+def _open(workspace: Path, data_dir: Optional[Path]):  # noqa: ANN202
+    from benchsmith.annotation import Workspace
+
+    return Workspace(workspace), _client(data_dir)
 
 
 @annotate_app.command("push")
@@ -129,11 +135,19 @@ def annotate_push(
     model: str = typer.Option("local", "--model", envvar="BENCHSMITH_MODEL", help="Pre-screen model; 'local' = the local model"),
     base_url: Optional[str] = typer.Option(None, "--base-url", envvar="BENCHSMITH_BASE_URL", help="Pre-screen endpoint"),
     voter: list[str] = typer.Option([], "--voter", envvar="BENCHSMITH_VOTERS", help="MODEL or MODEL@BASE_URL; repeat for k voters"),
+    repair: bool = typer.Option(False, "--repair", envvar="BENCHSMITH_REPAIR",
+                                help="First remove duplicate tasks from the workspace's projects (their annotations "
+                                     "are kept on the remaining task), then push"),
     workspace: Path = WORKSPACE, data_dir: Optional[Path] = LS_DATA_DIR,
 ) -> None:
-    """Create the stage's Label Studio projects and import the items waiting in it (idempotent: re-running
-    never duplicates a task)."""
+    """Create the stage's Label Studio projects and import the items waiting in it (idempotent: re-running, or an
+    import whose reply was lost, never duplicates a task)."""
     ws, ls = _open(workspace, data_dir)
+    if repair:
+        fixed = ws.repair(ls)
+        where = ", ".join(f"{k}: {v}" for k, v in fixed.projects.items()) or "none found"
+        typer.echo(f"repair: {fixed.removed} duplicate tasks removed ({where}); {fixed.carried} annotations carried "
+                   f"over to the kept tasks; {fixed.rerecorded} items now recorded with another task")
     if split is not None:
         n = ws.load(split, limit)
         typer.echo(f"{n} new items registered from {split}")
@@ -173,17 +187,32 @@ def annotate_simulate(workspace: Path = WORKSPACE, data_dir: Optional[Path] = LS
 
 @annotate_app.command("status")
 @user_errors
-def annotate_status(workspace: Path = WORKSPACE) -> None:
-    """Items per status and round, and the Label Studio projects (JSON)."""
+def annotate_status(workspace: Path = WORKSPACE, data_dir: Optional[Path] = LS_DATA_DIR) -> None:
+    """Items per status and round, the Label Studio projects and the duplicate tasks found in them (JSON); a line
+    on stderr names the projects holding duplicates (`annotate push --repair` removes them)."""
     import json
 
     from benchsmith.annotation import Workspace
+    from benchsmith.schemas import RuntimeFault, UserError
 
     if not (workspace / "annotation.sqlite").is_file():
-        from benchsmith.schemas import UserError
-
         raise UserError(f"{workspace} is not a review workspace", fix="push a split first: benchsmith annotate push --split DIR")
-    typer.echo(json.dumps(Workspace(workspace).status(), indent=2))
+    ws = Workspace(workspace)
+    status, note = {**ws.status(), "duplicates": []}, None
+    if status["projects"]:
+        try:
+            status = ws.status(_client(data_dir))
+        except (UserError, RuntimeFault) as exc:  # the workspace's own counts still answer
+            status["duplicates"] = None
+            note = f"duplicate tasks not checked: {exc}"
+        if status["duplicates"]:
+            where = "; ".join(f"{d['project']} (project {d['project_id']}): {d['extra_tasks']} extra "
+                              f"for {d['items']} items" for d in status["duplicates"])
+            note = (f"duplicate tasks in Label Studio: {where}; "
+                    "`benchsmith annotate push --repair` removes them and keeps their annotations")
+    typer.echo(json.dumps(status, indent=2))
+    if note:
+        typer.echo(" | ".join(note.splitlines()), err=True)
 
 
 @annotate_app.command("finalize")

@@ -64,7 +64,8 @@ def test_second_start_reuses_the_running_server(label_studio) -> None:  # noqa: 
     code, out = _cli("status", "--data-dir", str(label_studio.data_dir))
     assert code == 0
     status = json.loads(out)
-    assert status["running"] and status["pid"] == label_studio.pid and status["url"] == label_studio.base_url
+    assert status["running"] and status["status"] == "running"
+    assert status["pid"] == label_studio.pid and status["url"] == label_studio.base_url
     assert status["credentials_file"].endswith(ls.CREDENTIALS_FILE)
     assert label_studio.token not in out
     with pytest.raises(UserError, match="not on port"):
@@ -98,7 +99,7 @@ def test_start_from_template_stop_and_restart(tmp_path: Path, label_studio) -> N
     assert not procs.pid_alive(info.pid)
     code, out = _cli("status", "--data-dir", str(data_dir))
     outputs.append(out)
-    assert code == 1 and json.loads(out)["running"] is False
+    assert code == 0 and json.loads(out)["running"] is False and json.loads(out)["status"] == "not running"
     code, out = _cli("stop", "--data-dir", str(data_dir))
     assert code == 0 and "no Label Studio server running" in out
 
@@ -161,8 +162,21 @@ def test_no_server_and_no_env_is_a_clear_error(tmp_path: Path, monkeypatch: pyte
         ls.resolve_label_studio()
     assert "secret-value-1" not in str(err.value)
     code, out = _cli("status", "--data-dir", str(tmp_path / "none"))
-    assert code == 1 and json.loads(out) == {"running": False, "data_dir": str(tmp_path / "none"),
+    assert code == 0 and json.loads(out) == {"running": False, "status": "not running",
+                                             "data_dir": str(tmp_path / "none"),
                                              "state_file": str(tmp_path / "none.state.json")}
+
+
+def test_server_status_with_nothing_running_exits_0_and_says_not_running(tmp_path: Path) -> None:
+    """Scripts read a non-zero exit as a failure: a server that is not running is an answer."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH_", "LABEL_STUDIO_"))}
+    r = subprocess.run([sys.executable, "-m", "benchsmith.cli", "annotate", "server", "status", "--data-dir",
+                        str(tmp_path / "none")], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "not running" in r.stdout and json.loads(r.stdout)["running"] is False and r.stderr == ""
 
 
 def test_busy_port_and_bad_settings_are_user_errors(tmp_path: Path) -> None:

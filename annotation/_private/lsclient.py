@@ -1,11 +1,16 @@
 """A thin Label Studio client (label-studio-sdk 2.x) with the few calls the protocol needs, retries
-with backoff on connection errors and 5xx, and one clear error when the server stays down."""
+with backoff on connection errors and 5xx, and one clear error when the server stays down.
+
+A request that creates something is retried only after asking the server what it already holds:
+a lost reply (a proxy that drops it, a timeout, a 5xx after the server committed) must not create
+a second copy. The SDK's own retries are off, so ``_call`` is the one retry loop."""
 
 from __future__ import annotations
 
 import json
 import random
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TypeVar
 
 from benchsmith.schemas import RuntimeFault, UserError
@@ -20,18 +25,33 @@ class LabelStudioDown(RuntimeFault):
     """Label Studio did not answer (after retries); everything synced so far is kept."""
 
 
+@dataclass(frozen=True)
+class RemoteTask:
+    """A task as the server holds it: its id, its ``bs_*`` data fields, how many annotations it has
+    (cancelled ones included) and its key (:func:`payloads.task_key`; None: not benchsmith's)."""
+
+    id: int
+    data: dict[str, Any]
+    annotations: int
+    key: str | None
+
+
 class LabelStudio:
     def __init__(self, url: str, token: str, *, timeout: float = 120.0, retries: int = 3, backoff: float = 0.5) -> None:
         from label_studio_sdk import LabelStudio as SDK
 
         self.url = url.rstrip("/")
-        self._sdk = SDK(base_url=self.url, api_key=token, timeout=timeout)
+        # max_retries=0: the SDK would otherwise repeat a POST whose reply was lost, blindly
+        self._sdk = SDK(base_url=self.url, api_key=token, timeout=timeout, max_retries=0)
         self.retries = retries
         self.backoff = backoff
         self._rng = random.Random()
 
     # -- plumbing ------------------------------------------------------------------------------------
-    def _call(self, what: str, fn: Callable[[], T]) -> T:
+    def _call(self, what: str, fn: Callable[[], T], *, reconcile: Callable[[], None] | None = None) -> T:
+        """``fn()``, retried with backoff and jitter on connection errors, timeouts and 5xx. A call that
+        is not safe to repeat passes ``reconcile``: it runs before every retry, asks the server what
+        the failed attempt left there, and narrows what ``fn`` still has to do."""
         import httpx
         from label_studio_sdk.core.api_error import ApiError
 
@@ -57,6 +77,8 @@ class LabelStudio:
                                       f"{f' {status}' if status else ''}) while trying to {what}; everything synced so far "
                                       "is kept, re-run the command when it is back") from None
             time.sleep(self._rng.uniform(0, self.backoff * 2 ** (attempt - 1)))
+            if reconcile is not None:
+                reconcile()
 
     # -- projects and tasks -----------------------------------------------------------------------------
     def create_project(self, title: str, label_config: str, *, maximum_annotations: int, description: str = "") -> int:
@@ -76,9 +98,12 @@ class LabelStudio:
                 return False
             raise
 
-    def task_keys(self, project_id: int, key: str = "bs_id") -> dict[str, int]:
-        """``{data[key]: task id}`` of every task in the project (to reconcile after an interrupted push)."""
-        out: dict[str, int] = {}
+    def tasks(self, project_id: int, stage: str | None = None, round: int | None = None) -> list[RemoteTask]:
+        """Every task of the project (paged), with its key; ``stage`` / ``round`` are the project's
+        (they key tasks pushed before the key had every field)."""
+        from .payloads import task_key
+
+        out: list[RemoteTask] = []
         page = 1
         while True:
             resp = self._call("list tasks", lambda: self._raw_get(f"/api/tasks/?project={project_id}&page={page}"
@@ -86,23 +111,82 @@ class LabelStudio:
             tasks = resp.get("tasks", []) if isinstance(resp, dict) else resp
             total = resp.get("total") if isinstance(resp, dict) else None
             for t in tasks:
-                value = (t.get("data") or {}).get(key)
-                if value is not None:
-                    out[str(value)] = int(t["id"])
+                data = {k: v for k, v in (t.get("data") or {}).items() if k.startswith("bs_")}
+                count = int(t.get("total_annotations") or 0) + int(t.get("cancelled_annotations") or 0)
+                out.append(RemoteTask(int(t["id"]), data, count, task_key(data, stage, round)))
             if len(tasks) < PAGE or (isinstance(total, int) and page * PAGE >= total):
                 return out
             page += 1
 
-    def import_tasks(self, project_id: int, tasks: list[dict[str, Any]]) -> list[int]:
-        resp = self._call("import tasks", lambda: self._sdk.projects.import_tasks(id=project_id, request=tasks,
-                                                                                  return_task_ids=True))
+    def task_keys(self, project_id: int, stage: str | None = None, round: int | None = None) -> dict[str, list[int]]:
+        """``{key: [task ids]}`` of the project's tasks (ids ascending; more than one is a duplicate):
+        what the server holds, to reconcile after an interrupted push or a lost reply."""
+        out: dict[str, list[int]] = {}
+        for t in self.tasks(project_id, stage, round):
+            if t.key is not None:
+                out.setdefault(t.key, []).append(t.id)
+        return {k: sorted(v) for k, v in out.items()}
+
+    def import_tasks(self, project_id: int, tasks: list[dict[str, Any]], *, stage: str | None = None,
+                     round: int | None = None) -> list[int]:
+        """Import ``tasks`` (each with ``data.bs_id``; ``stage`` / ``round`` key the ones without
+        ``bs_stage`` / ``bs_round``) and return their ids in order. Never imports a task twice: before
+        a retry the project's tasks are listed and only the missing ones are sent again; after a
+        retried import, copies that appeared anyway (an import the server finished late) and have no
+        annotations are deleted."""
+        from .payloads import task_key
+
+        keys = [task_key(t.get("data") or {}, stage, round) for t in tasks]
+        if None in keys or len(set(keys)) != len(keys):
+            raise RuntimeFault("every task to import needs its own data.bs_id "
+                               "(the key that makes an import safe to retry)")
+        ids: dict[str, int] = {}
+        retried = False
+
+        def send() -> list[int]:
+            todo = [(k, t) for k, t in zip(keys, tasks) if k not in ids]
+            if todo:
+                resp = self._sdk.projects.import_tasks(id=project_id, request=[t for _, t in todo],
+                                                       return_task_ids=True)
+                ids.update(zip([k for k, _ in todo], self._imported_ids(resp, len(todo))))
+            return [ids[k] for k in keys]
+
+        def reconcile() -> None:
+            nonlocal retried
+            retried = True
+            held = self.task_keys(project_id, stage, round)
+            ids.update({k: held[k][0] for k in keys if k not in ids and k in held})
+
+        out = self._call("import tasks", send, reconcile=reconcile)
+        if retried:
+            kept = dict(zip(keys, out))
+            for t in self.tasks(project_id, stage, round):
+                if t.key in kept and t.id != kept[t.key] and not t.annotations:
+                    self.delete_task(t.id)
+        return out
+
+    @staticmethod
+    def _imported_ids(resp: Any, n: int) -> list[int]:
         ids = getattr(resp, "task_ids", None)
         if ids is None:
             extra = getattr(resp, "model_extra", None) or {}
             ids = extra.get("task_ids")
-        if ids is None or len(ids) != len(tasks):
-            raise RuntimeFault(f"Label Studio did not return the ids of the {len(tasks)} imported tasks")
+        if ids is None or len(ids) != n:
+            raise RuntimeFault(f"Label Studio did not return the ids of the {n} imported tasks")
         return [int(i) for i in ids]
+
+    def delete_task(self, task_id: int) -> None:
+        """Delete a task (its annotations go with it); one already gone counts as deleted."""
+        from label_studio_sdk.core.api_error import ApiError
+
+        def delete() -> None:
+            try:
+                self._sdk.tasks.delete(id=str(task_id))
+            except ApiError as exc:
+                if exc.status_code != 404:  # 404: gone, maybe by our own attempt whose reply was lost
+                    raise
+
+        self._call("delete a task", delete)
 
     def annotated_tasks(self, project_id: int, task_ids: Iterable[int]) -> list[dict[str, Any]]:
         """The given tasks that have annotations, with their annotations (JSON export). Few tasks are
@@ -135,6 +219,33 @@ class LabelStudio:
         a = self._call("create an annotation", lambda: self._sdk.annotations.create(id=task_id, result=result,
                                                                                     completed_by=user_id))
         return int(a.id)
+
+    def task_annotations(self, task_id: int) -> list[dict[str, Any]]:
+        """The task's annotations (``id``, ``completed_by``, ``result``, ``was_cancelled``, ``import_id``, ...)."""
+        anns = self._call("list annotations", lambda: self._sdk.annotations.list(id=task_id))
+        return [a.model_dump(mode="json") for a in anns]
+
+    def copy_annotation(self, annotation: dict[str, Any], task_id: int) -> int:
+        """Copy an annotation (from :meth:`task_annotations`) onto another task: the same user, result and
+        cancelled flag, ``import_id`` = the original's id. Safe to repeat: before a retry, and before
+        the first attempt, the task's annotations are searched for that ``import_id``."""
+        done: list[int] = []
+
+        def held() -> None:
+            copies = [int(a["id"]) for a in self.task_annotations(task_id) if a.get("import_id") == annotation["id"]]
+            done[:] = copies[:1]
+
+        def create() -> int:
+            if done:
+                return done[0]
+            a = self._sdk.annotations.create(
+                id=task_id, result=annotation.get("result") or [], completed_by=annotation.get("completed_by"),
+                was_cancelled=bool(annotation.get("was_cancelled")), ground_truth=bool(annotation.get("ground_truth")),
+                lead_time=annotation.get("lead_time"), import_id=int(annotation["id"]))
+            return int(a.id)
+
+        held()
+        return self._call("copy an annotation", create, reconcile=held)
 
     # -- raw HTTP through the SDK's own client (auth headers, base URL) ---------------------------------
     def _raw_get(self, path: str, params: list[tuple[str, Any]] | None = None) -> Any:

@@ -325,6 +325,32 @@ def _as_review(review: Review | Mapping[str, Any] | None) -> Review | None:
     return Review(**{k: v for k, v in review.items() if k in Review.model_fields})
 
 
+def item_key(sample_id: str, stage: str | None, round: int | None) -> str:
+    """The stable key of an item's task at one stage and round: what makes a push idempotent.
+
+    >>> item_key("s1", "review", 1)
+    's1@review/r1'
+    """
+    return f"{sample_id}@{stage or '?'}/r{round if round is not None else '?'}"
+
+
+def task_key(data: Mapping[str, Any], stage: str | None = None, round: int | None = None) -> str | None:
+    """The key of a task from its ``data`` (``bs_id``, ``bs_stage``, ``bs_round``); ``stage`` and
+    ``round`` (its project's) stand in for fields a task lacks: tasks pushed before ``bs_stage``
+    existed get the same key as new ones. None for a task that is not benchsmith's.
+
+    >>> old = {"bs_id": "s1", "bs_round": 2}
+    >>> task_key(old, "review", 2) == task_key({**old, "bs_stage": "review"}) == "s1@review/r2"
+    True
+    """
+    sample_id = data.get("bs_id")
+    if sample_id is None:
+        return None
+    stage = data.get("bs_stage") or stage
+    round = data.get("bs_round", round)
+    return item_key(str(sample_id), stage, int(round) if round is not None else None)
+
+
 def task_payload(sample: Sample, kind: str | None = None, checks: CheckReport | None = None,
                  prescreen: Mapping[str, Any] | None = None, *, stage: str = "review",
                  reviews: Sequence[Review | Mapping[str, Any] | None] = ()) -> dict[str, Any]:

@@ -152,6 +152,11 @@ class Store:
         return [{"id": r[0], "user": r[1], "updated_at": r[2], "result": json.loads(r[3]), "cancelled": bool(r[4])}
                 for r in rows]
 
+    def forget_annotations(self, task_ids: list[int]) -> None:
+        """Drop the pulled annotations of tasks deleted on the server (their copies live on the kept task)."""
+        with self.tx() as c:
+            c.executemany("DELETE FROM annotations WHERE task_id = ?", [(int(t),) for t in task_ids])
+
     def watermark(self, project_id: int) -> str | None:
         return self.get_meta(f"pulled_until:{project_id}")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from benchsmith.schemas import Sample, Split, UserError, read_jsonl
 
@@ -24,6 +24,24 @@ class PushReport:
     projects: dict[str, int]
     pushed: int
     already_there: int
+
+
+@dataclass
+class Duplicates:
+    """Tasks of one of the workspace's projects that share a key (item, stage, round)."""
+
+    project: str  # "stage/rN/kind"
+    project_id: int
+    items: int  # keys held by more than one task
+    extra_tasks: int  # tasks beyond one per key
+
+
+@dataclass
+class RepairReport:
+    removed: int  # duplicate tasks deleted
+    carried: int  # annotations copied onto the task that was kept
+    rerecorded: int  # items whose recorded task is now another copy
+    projects: dict[str, int]  # "stage/rN/kind" -> tasks removed there
 
 
 def step_corrections(sample: dict[str, Any], corrections: dict[Any, str]) -> str:
@@ -121,10 +139,11 @@ class Workspace:
     # -- push ---------------------------------------------------------------------------------------
     def push(self, ls: Any, stage: str, *, max_rounds: int = 3, progress: Callable[[int], None] | None = None) -> PushReport:
         """Create the stage's projects (one per sample kind and round) and import the items that are
-        waiting in ``stage`` and not yet there. Idempotent: tasks already in Label Studio (by
-        ``bs_id``) are recorded, never imported twice."""
+        waiting in ``stage`` and not yet there. Idempotent: tasks already in Label Studio (by their
+        key: ``bs_id``, stage, ``bs_round``) are recorded, never imported twice; an import whose reply
+        is lost is reconciled by ``ls.import_tasks`` before it is retried."""
         from .configs import label_config
-        from .payloads import task_payload
+        from .payloads import item_key, task_payload
 
         if stage not in STAGES:
             raise UserError(f"unknown stage {stage!r}", fix="use review or adjudicate")
@@ -153,8 +172,9 @@ class Workspace:
             todo = [it for it in items if it["sample_id"] not in recorded]
             if not todo:
                 continue
-            remote = ls.task_keys(pid)  # a push interrupted after the import but before we recorded it
-            found = {it["sample_id"]: remote[it["sample_id"]] for it in todo if it["sample_id"] in remote}
+            remote = ls.task_keys(pid, stage, rnd)  # a push interrupted after the import but before we recorded it
+            found = {it["sample_id"]: remote[key][0] for it in todo
+                     if (key := item_key(it["sample_id"], stage, rnd)) in remote}
             if found:
                 self.store.add_tasks(stage, rnd, pid, found)
                 already += len(found)
@@ -162,7 +182,7 @@ class Workspace:
             for i in range(0, len(todo), BATCH):
                 batch = todo[i:i + BATCH]
                 payloads = [self._payload(it, stage, task_payload) for it in batch]
-                ids = ls.import_tasks(pid, payloads)
+                ids = ls.import_tasks(pid, payloads, stage=stage, round=rnd)
                 self.store.add_tasks(stage, rnd, pid, {it["sample_id"]: tid for it, tid in zip(batch, ids)})
                 pushed += len(batch)
                 if progress:
@@ -177,6 +197,7 @@ class Workspace:
         payload = task_payload(sample, it["kind"], checks=report, prescreen=None, stage=stage,
                                reviews=self._round_reviews(it) if stage == "adjudicate" else ())
         payload["data"]["bs_id"] = it["sample_id"]
+        payload["data"]["bs_stage"] = stage  # with bs_id and bs_round: the task's key (payloads.task_key)
         payload["data"]["bs_round"] = it["round"]
         return payload
 
@@ -270,10 +291,80 @@ class Workspace:
 
         return CheckContext(env=EnvContext(split=self.split_dir()))
 
+    # -- duplicates on the server ----------------------------------------------------------------------
+    def _duplicate_groups(self, ls: Any) -> Iterator[tuple[dict[str, Any], list[list[Any]]]]:
+        """Per project of the workspace that still exists: the groups of its tasks sharing a key."""
+        for p in self.store.projects():
+            if not ls.project_exists(p["project_id"]):
+                continue
+            groups: dict[str, list[Any]] = {}
+            for t in ls.tasks(p["project_id"], p["stage"], p["round"]):
+                if t.key is not None:
+                    groups.setdefault(t.key, []).append(t)
+            dups = [sorted(g, key=lambda t: t.id) for g in groups.values() if len(g) > 1]
+            if dups:
+                yield p, dups
+
+    def duplicates(self, ls: Any) -> list[Duplicates]:
+        """The workspace's projects in which Label Studio holds more than one task for an item."""
+        return [Duplicates(f"{p['stage']}/r{p['round']}/{p['kind']}", p["project_id"], len(dups),
+                           sum(len(g) - 1 for g in dups)) for p, dups in self._duplicate_groups(ls)]
+
+    def repair(self, ls: Any) -> RepairReport:
+        """Remove duplicate tasks, keeping every annotation. Per item the kept task is one with
+        annotations (the recorded one among them if it has any, else the one with the most), else the
+        recorded one; annotations of the other copies are copied onto it (an identical annotation by
+        the same user already there is not copied again); then the copies are deleted. The workspace
+        records the kept task before anything is deleted, so a repair that dies half-way is finished
+        by running it again."""
+        report = RepairReport(0, 0, 0, {})
+        for p, groups in self._duplicate_groups(ls):
+            pid, name = p["project_id"], f"{p['stage']}/r{p['round']}/{p['kind']}"
+            recorded = self.store.task_ids(pid)
+            for group in groups:
+                sample_id = str(group[0].data["bs_id"])
+                mine = recorded.get(sample_id)
+                pool = [t for t in group if t.annotations] or group
+                keep = max(pool, key=lambda t: (t.id == mine, t.annotations, -t.id))
+                others = [t for t in group if t.id != keep.id]
+                if mine is not None and mine != keep.id:
+                    self.store.add_tasks(p["stage"], p["round"], pid, {sample_id: keep.id})
+                    report.rerecorded += 1
+                if any(t.annotations for t in others):
+                    held = ls.task_annotations(keep.id)
+                    seen = {_same(a) for a in held}
+                    copied = {a.get("import_id") for a in held}
+                    for t in others:
+                        for a in ls.task_annotations(t.id) if t.annotations else []:
+                            if a["id"] in copied or _same(a) in seen:
+                                continue
+                            ls.copy_annotation(a, keep.id)
+                            seen.add(_same(a))
+                            report.carried += 1
+                for t in others:
+                    ls.delete_task(t.id)
+                self.store.forget_annotations([t.id for t in others])
+                report.removed += len(others)
+                report.projects[name] = report.projects.get(name, 0) + len(others)
+        return report
+
     # -- status --------------------------------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
+    def status(self, ls: Any = None) -> dict[str, Any]:
+        """Items per status and round, and the projects; with ``ls`` also the duplicate tasks found on
+        the server (:meth:`duplicates`)."""
         items = self.store.items()
         by = Counter((it["status"], it["round"]) for it in items)
-        return {"items": len(items), "by_status": dict(Counter(it["status"] for it in items)),
-                "by_status_round": {f"{s}/r{r}": n for (s, r), n in sorted(by.items())},
-                "projects": self.store.projects()}
+        out = {"items": len(items), "by_status": dict(Counter(it["status"] for it in items)),
+               "by_status_round": {f"{s}/r{r}": n for (s, r), n in sorted(by.items())},
+               "projects": self.store.projects()}
+        if ls is not None:
+            out["duplicates"] = [asdict(d) for d in self.duplicates(ls)]
+        return out
+
+
+def _same(annotation: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes two annotations the same answer: the user, the result and whether it was cancelled."""
+    import json
+
+    return (annotation.get("completed_by"), json.dumps(annotation.get("result") or [], sort_keys=True),
+            bool(annotation.get("was_cancelled")))
