@@ -48,23 +48,92 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def check_out_dir(out: Optional[Path], flag: str = "--out") -> None:
-    """Refuse an output folder that is an existing file before any work is done."""
+    """Refuse, before any work, an output folder that cannot be written: an existing file, a path
+    under a file, under a folder that cannot be written (``benchsmith.schemas.check_out_dir``)."""
+    if out is not None:
+        from benchsmith.schemas import check_out_dir as check
+
+        check(out, flag)
+
+
+def check_number(flag: str, value: Optional[float], *, ge: Optional[float] = None, gt: Optional[float] = None,
+                 le: Optional[float] = None, example: Optional[float] = None) -> None:
+    """Refuse a number option that is not finite or out of range (None: not given) as one red line.
+    Typer's own ``min``/``max`` print a usage panel instead, and let ``nan`` through."""
+    import math
+
     from benchsmith.schemas import UserError
 
-    if out is not None and out.exists() and not out.is_dir():
-        raise UserError(f"{flag} {out} is an existing file, not a folder",
-                        fix=f"give {flag} a folder path (new or existing), or move the file away")
+    if value is None:
+        return
+    if (isinstance(value, int) or math.isfinite(value)) and (ge is None or value >= ge) and (gt is None or value > gt) \
+            and (le is None or value <= le):
+        return
+    want = ", ".join(f"{w} {_shown(bound)}" for w, bound in (("greater than", gt), ("at least", ge), ("at most", le))
+                     if bound is not None)
+    if example is None:
+        example = ge if ge is not None else le if le is not None else gt + 1 if gt is not None else 0
+    must = want if isinstance(value, int) else ", ".join(w for w in ("a finite number", want) if w)
+    raise UserError(f"{flag} {_shown(value)} is out of range: it must be {must}", fix=f"pass e.g. {flag} {_shown(example)}")
+
+
+def _shown(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def check_port(port: int, flag: str = "--port") -> None:
+    check_number(flag, port, ge=1, le=65535, example=8765)
+
+
+def typed_options(cls: Any, flags: dict[str, str], **fields: Any) -> Any:
+    """``cls(**fields)``: an options model that declares its own ranges (pydantic ``Field``
+    constraints). A value it refuses is one red line naming the command-line flag ``flags[field]``."""
+    from pydantic import ValidationError
+
     from benchsmith.schemas import UserError
 
-    if not 1 <= port <= 65535:
-        raise UserError(f"{flag} {port} is out of range", fix=f"use a port from 1 to 65535, e.g. {flag} 8765")
+    try:
+        return cls(**fields)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        field = str(err["loc"][0]) if err["loc"] else ""
+        flag = flags.get(field, field)
+        value = fields.get(field, err.get("input"))
+        raise UserError(f"{flag} {_shown(value)} is not accepted: {err['msg'][:1].lower()}{err['msg'][1:]}",
+                        fix=f"change {flag} (its range is in `--help`)") from None
+
+
+#: ``ModelConfig`` field -> the flag that sets it, for :func:`check_model_settings`
+MODEL_FLAGS = {"timeout": "--timeout", "max_tokens": "--max-tokens", "requests_per_second": "--rps",
+               "max_retries": "--max-retries", "temperature": "--temperature"}
+
+
+def check_model_settings(**settings: Any) -> None:
+    """Check the model options against ``ModelConfig``'s own constraints (and that each number is
+    finite) before anything starts: resolving a model may start the local server first."""
+    from benchsmith.models import ModelConfig
+
+    given = {k: v for k, v in settings.items() if v is not None}
+    for key, value in given.items():
+        if isinstance(value, float):
+            check_number(MODEL_FLAGS[key], value)
+    typed_options(ModelConfig, MODEL_FLAGS, name="check", **given)
+
+
+def check_split_manifest(folder: Path) -> None:
+    """A benchsmith split's ``manifest.json`` (if any) read by the one manifest reader, so a bad one
+    is refused before a model starts or a file is written (a benchmark's own folder is left to it)."""
+    from benchsmith.schemas import Split
+
+    split = Split(folder)
+    if split.has(Split.SAMPLES) and split.has(Split.MANIFEST):
+        from benchsmith.construction.nl2api import read_manifest
+
+        read_manifest(split.manifest_path)
 
 
 MAX_RETRIES_HELP = ("Retries of a failed model request (connection, timeout, HTTP 429, 5xx) before it counts as "
-                    "failed (default 4)")
+                    "failed (default 4; >= 0)")
 
 
 def retry_overrides(max_retries: Optional[int]) -> dict[str, Any]:
@@ -78,7 +147,7 @@ def _print_report(report: dict[str, Any], out: Path) -> None:
     typer.echo(build_report_line(report, out))
 
 
-WORKERS_HELP = "Processes converting and verifying pairs (results identical to 1, in input order)"
+WORKERS_HELP = "Processes converting and verifying pairs (>= 1; results identical to 1, in input order)"
 RAY_HELP = "Run the pairs as Ray tasks: local (a local Ray instance), auto (the running cluster) or an address"
 UNIVERSE_HELP = "Candidate tools per sample: a count (12) or a fraction of the full set (0.25); gold tools always kept"
 SWEEP_HELP = "Comma-separated universe sizes (e.g. 0.25,0.5,1.0): one split per size in OUT/universe-<size>"
@@ -91,10 +160,14 @@ def _build_options(style: str, obfuscate: bool, tool_universe: Optional[str], se
 
     if style not in STYLES:
         raise UserError(f"--style {style!r} is not one of {', '.join(STYLES)}")
-    if workers < 1:
-        raise UserError(f"--workers must be at least 1, got {workers}", fix="e.g. --workers 2")
-    return BuildOptions(style=style, obfuscate=obfuscate, seed=seed, timeout_s=timeout, name=name, workers=workers,
-                        ray=ray or None, tool_universe=parse_universe(tool_universe) if tool_universe else None)
+    return typed_options(BuildOptions, BUILD_FLAGS, style=style, obfuscate=obfuscate, seed=seed, timeout_s=timeout,
+                         name=name, workers=workers, ray=ray or None,
+                         tool_universe=parse_universe(tool_universe) if tool_universe else None)
+
+
+#: ``BuildOptions`` field -> its flag
+BUILD_FLAGS = {"style": "--style", "seed": "--seed", "timeout_s": "--timeout", "workers": "--workers",
+               "tool_universe": "--tool-universe", "name": "--name", "ray": "--ray"}
 
 
 def _sweep(text: Optional[str]) -> Optional[list]:
@@ -118,7 +191,7 @@ def nl2api_build(
     sweep: Optional[str] = typer.Option(None, "--tool-universe-sweep", envvar="BENCHSMITH_TOOL_UNIVERSE_SWEEP",
                                         help=SWEEP_HELP),
     seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED"),
-    timeout: float = typer.Option(10.0, "--timeout", envvar="BENCHSMITH_SQL_TIMEOUT", help="Seconds per SQL query"),
+    timeout: float = typer.Option(10.0, "--timeout", envvar="BENCHSMITH_SQL_TIMEOUT", help="Seconds per SQL query (> 0)"),
     name: Optional[str] = typer.Option(None, "--name", envvar="BENCHSMITH_SPLIT_NAME"),
     descriptions: Optional[Path] = typer.Option(None, "--descriptions", envvar="BENCHSMITH_DESCRIPTIONS",
                                                 help="JSON {table: {column: description}} (default: DB.descriptions.json)"),
@@ -157,7 +230,7 @@ def nl2api_import(
     tool_universe: Optional[str] = typer.Option(None, "--tool-universe", envvar="BENCHSMITH_TOOL_UNIVERSE",
                                                 help=UNIVERSE_HELP),
     seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED"),
-    timeout: float = typer.Option(10.0, "--timeout", envvar="BENCHSMITH_SQL_TIMEOUT", help="Seconds per SQL query"),
+    timeout: float = typer.Option(10.0, "--timeout", envvar="BENCHSMITH_SQL_TIMEOUT", help="Seconds per SQL query (> 0)"),
     name: Optional[str] = typer.Option(None, "--name", envvar="BENCHSMITH_SPLIT_NAME"),
     workers: int = typer.Option(1, "--workers", envvar="BENCHSMITH_WORKERS", help=WORKERS_HELP),
     ray: Optional[str] = typer.Option(None, "--ray", envvar="BENCHSMITH_RAY", help=RAY_HELP),
@@ -198,6 +271,7 @@ def nl2api_example(
     """Write a small hand-made example dataset in the BIRD or Spider layout (to try `nl2api import` on)."""
     from benchsmith.construction.nl2api import materialize_example
 
+    check_out_dir(dest, "DEST")
     typer.echo(str(materialize_example(kind, dest)))
 
 
@@ -208,13 +282,15 @@ def nl2api_serve(
     host: str = typer.Option("127.0.0.1", "--host", envvar="BENCHSMITH_HOST", help="Bind address (loopback by default)"),
     port: int = typer.Option(8765, "--port", envvar="BENCHSMITH_PORT"),
 ) -> None:
-    """Serve a REST split's endpoints with FastAPI (GET, typed query parameters)."""
+    """Serve a REST split's endpoints with FastAPI: GET http://HOST:PORT/v1/<endpoint>?<parameters>.
+
+    Every endpoint is under /v1/. GET / lists the endpoint paths.
+    /docs (Swagger UI) and /redoc are served locally, without a CDN; /openapi.json is the OpenAPI document.
+    At start-up the base URL, the number of endpoints and an example request are printed."""
     check_port(port)
-    import uvicorn
+    from benchsmith.construction.nl2api import serve_split
 
-    from benchsmith.construction.nl2api import create_app
-
-    uvicorn.run(create_app(str(split_dir)), host=host, port=port, log_level="info")
+    serve_split(split_dir, host=host, port=port, echo=typer.echo)
 
 
 @app.command("demo")
@@ -222,7 +298,7 @@ def nl2api_serve(
 def demo(
     out: Path = typer.Option(Path("out/demo"), "--out", envvar="BENCHSMITH_DEMO_OUT", help="Where to write the splits"),
     limit: int = typer.Option(4, "--limit", envvar="BENCHSMITH_DEMO_LIMIT",
-                              help="Cases per task for the local model's evaluation run"),
+                              help="Cases per task for the local model's evaluation run (>= 1)"),
     model_run: bool = typer.Option(True, "--model-run/--no-model-run", envvar="BENCHSMITH_DEMO_MODEL_RUN",
                                    help="Run the construction pass, the Label Studio review and the local model's evaluation with its report"),
 ) -> None:
@@ -231,6 +307,8 @@ def demo(
     (each self-tested too); with --model-run, construction, review and evaluation with the local model."""
     from benchsmith.demo import run
 
+    check_number("--limit", limit, ge=1)
+    check_out_dir(out)
     run(out, limit=limit, model_run=model_run, echo=typer.echo, note=lambda m: typer.echo(m, err=True))
 
 
@@ -326,21 +404,21 @@ def eval_run(
                                            help="nl2api end to end: react (one call per step, outputs fed back; "
                                                 "default) | direct (the whole call sequence in one reply)"),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", envvar="BENCHSMITH_CONCURRENCY",
-                                              help="Requests in flight (default: the local server's slots for the "
+                                              help="Requests in flight (>= 1; default: the local server's slots for the "
                                                    "local model, else 4)"),
     out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="The run folder (re-use it to resume)"),
     tasks: str = typer.Option("", "--tasks", envvar="BENCHSMITH_TASKS",
                               help="Comma-separated tasks (`benchsmith eval list` names them)"),
     limit: Optional[int] = typer.Option(None, "--limit", envvar="BENCHSMITH_LIMIT",
-                                        help="At most N cases per task, spread over categories"),
+                                        help="At most N cases per task, spread over categories (>= 1)"),
     seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED", help="Seed for case selection and derivation"),
-    timeout: float = typer.Option(120.0, "--timeout", envvar="BENCHSMITH_TIMEOUT", help="Seconds per request"),
-    max_tokens: int = typer.Option(384, "--max-tokens", envvar="BENCHSMITH_MAX_TOKENS", help="Reply length cap"),
+    timeout: float = typer.Option(120.0, "--timeout", envvar="BENCHSMITH_TIMEOUT", help="Seconds per request (> 0)"),
+    max_tokens: int = typer.Option(384, "--max-tokens", envvar="BENCHSMITH_MAX_TOKENS", help="Reply length cap (>= 1)"),
     step_budget: int = typer.Option(12, "--step-budget", envvar="BENCHSMITH_STEP_BUDGET",
-                                    help="Model calls per end-to-end case"),
+                                    help="Model calls per end-to-end case (>= 1)"),
     variant: str = typer.Option("standard", "--prompt-variant", envvar="BENCHSMITH_PROMPT_VARIANT",
                                 help="ACEBench prompt: standard | condensed | minimal"),
-    rps: Optional[float] = typer.Option(None, "--rps", envvar="BENCHSMITH_RPS", help="Rate limit, requests per second"),
+    rps: Optional[float] = typer.Option(None, "--rps", envvar="BENCHSMITH_RPS", help="Rate limit, requests per second (> 0)"),
     max_retries: Optional[int] = typer.Option(None, "--max-retries", envvar="BENCHSMITH_MAX_RETRIES",
                                               help=MAX_RETRIES_HELP),
     categories: str = typer.Option("", "--categories", envvar="BENCHSMITH_CATEGORIES",
@@ -350,18 +428,18 @@ def eval_run(
     user_model: str = typer.Option("local", "--user-model", envvar="BENCHSMITH_USER_MODEL",
                                    help="Episodes: the model that plays the user, NAME or NAME@URL; 'local' = the local model"),
     trials: int = typer.Option(1, "--trials", envvar="BENCHSMITH_TRIALS",
-                               help="Episodes: independent trials per case (pass^k and pass@k for k up to this)"),
+                               help="Episodes: independent trials per case (pass^k and pass@k for k up to this; >= 1)"),
     trial_temperature: float = typer.Option(0.7, "--trial-temperature", envvar="BENCHSMITH_TRIAL_TEMPERATURE",
-                                            help="Episodes: sampling temperature of trials when --trials > 1"),
-    max_turns: int = typer.Option(12, "--max-turns", envvar="BENCHSMITH_MAX_TURNS", help="Episodes: user messages"),
+                                            help="Episodes: sampling temperature of trials when --trials > 1 (>= 0)"),
+    max_turns: int = typer.Option(12, "--max-turns", envvar="BENCHSMITH_MAX_TURNS", help="Episodes: user messages (>= 1)"),
     max_steps: int = typer.Option(8, "--max-steps", envvar="BENCHSMITH_MAX_STEPS",
-                                  help="Episodes: assistant replies after one user message"),
+                                  help="Episodes: assistant replies after one user message (>= 1)"),
     max_tool_calls: int = typer.Option(40, "--max-tool-calls", envvar="BENCHSMITH_MAX_TOOL_CALLS",
-                                       help="Episodes: tool calls"),
+                                       help="Episodes: tool calls (>= 1)"),
     episode_tokens: int = typer.Option(250_000, "--episode-tokens", envvar="BENCHSMITH_EPISODE_TOKENS",
-                                       help="Episodes: prompt + completion tokens of the model under test"),
+                                       help="Episodes: prompt + completion tokens of the model under test (>= 1)"),
     episode_wall: float = typer.Option(1800.0, "--episode-wall", envvar="BENCHSMITH_EPISODE_WALL",
-                                       help="Episodes: seconds of model and tool time"),
+                                       help="Episodes: seconds of model and tool time (> 0)"),
 ) -> None:
     """Ask a model to solve a split's cases; every reply is stored the moment it arrives (re-run to resume).
     Episodic tasks (ACEBench agent categories, agent) play each case against a simulated user (--user-model).
@@ -382,7 +460,16 @@ def eval_run(
     strategy = strategy or "react"
     if variant not in ("standard", "condensed", "minimal"):
         raise UserError(f"unknown prompt variant {variant!r}", fix="use standard, condensed or minimal")
+    # every number before anything starts (resolving the local model starts its server)
+    for name, value, least in (("--concurrency", concurrency, 1), ("--limit", limit, 1), ("--step-budget", step_budget, 1),
+                               ("--trials", trials, 1), ("--max-turns", max_turns, 1), ("--max-steps", max_steps, 1),
+                               ("--max-tool-calls", max_tool_calls, 1), ("--episode-tokens", episode_tokens, 1)):
+        check_number(name, value, ge=least)
+    check_number("--trial-temperature", trial_temperature, ge=0)
+    check_number("--episode-wall", episode_wall, gt=0, example=1800)
+    check_model_settings(timeout=timeout, max_tokens=max_tokens, requests_per_second=rps, max_retries=max_retries)
     check_out_dir(out)
+    check_split_manifest(split)
     cfg = resolve_model(None if model == "local" else model, base_url, timeout=timeout, max_tokens=max_tokens,
                         requests_per_second=rps, **retry_overrides(max_retries))
     if cfg.base_url and not cfg.local:
@@ -393,13 +480,6 @@ def eval_run(
 
         concurrency = concurrency_for(cfg)
     desc = cfg.describe()
-    for name, value, least in (("--trials", trials, 1), ("--max-turns", max_turns, 1), ("--max-steps", max_steps, 1),
-                               ("--max-tool-calls", max_tool_calls, 1), ("--episode-tokens", episode_tokens, 1)):
-        if value < least:
-            raise UserError(f"{name} must be at least {least}, got {value}", fix=f"pass {name} {least} or more")
-    if episode_wall <= 0 or trial_temperature < 0:
-        raise UserError("--episode-wall must be positive and --trial-temperature not negative",
-                        fix="e.g. --episode-wall 1800 --trial-temperature 0.7")
     user_name, _, user_url = user_model.partition("@")
     from benchsmith.models import DEFAULT_LOCAL_MODEL
 
@@ -522,6 +602,7 @@ def schemas_export(directory: Path = typer.Argument(..., help="Where to write <N
     """Write the JSON Schemas of the data contract."""
     from benchsmith.schemas import export_json_schemas
 
+    check_out_dir(directory, "DIRECTORY")
     for path in export_json_schemas(directory):
         typer.echo(str(path))
 

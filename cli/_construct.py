@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import typer
 
-from . import MAX_RETRIES_HELP, check_out_dir, retry_overrides, user_errors
+from . import MAX_RETRIES_HELP, check_model_settings, check_number, check_out_dir, retry_overrides, user_errors
 
 construct_app = typer.Typer(help="Build data with LangGraph agent graphs (resumable; re-run the same --out to resume). "
                                  "Exit code 3 when items are left unfinished because a model endpoint failed.",
@@ -19,12 +19,13 @@ BASE_URL = typer.Option(None, "--base-url", envvar="BENCHSMITH_BASE_URL", help="
 ROLE = typer.Option([], "--role", envvar="BENCHSMITH_ROLES",
                     help="ROLE=MODEL or ROLE=MODEL@BASE_URL for one role (generator, refiner, planner, executor, reviewer, "
                          "tool_simulator, user, assistant, voter); repeatable")
-CONCURRENCY = typer.Option(4, "--concurrency", envvar="BENCHSMITH_CONCURRENCY", help="Items worked on at once")
+CONCURRENCY = typer.Option(4, "--concurrency", envvar="BENCHSMITH_CONCURRENCY", help="Items worked on at once (>= 1)")
 SEED = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED", help="Seed (tool draws, transforms)")
-LIMIT = typer.Option(None, "--limit", envvar="BENCHSMITH_LIMIT", help="At most N input items")
-TIMEOUT = typer.Option(120.0, "--timeout", envvar="BENCHSMITH_TIMEOUT", help="Seconds per model request")
-TEMPERATURE = typer.Option(0.0, "--temperature", envvar="BENCHSMITH_TEMPERATURE", help="Sampling temperature (all roles)")
-MAX_TOKENS = typer.Option(384, "--max-tokens", envvar="BENCHSMITH_MAX_TOKENS", help="Reply length cap")
+LIMIT = typer.Option(None, "--limit", envvar="BENCHSMITH_LIMIT", help="At most N input items (>= 1)")
+TIMEOUT = typer.Option(120.0, "--timeout", envvar="BENCHSMITH_TIMEOUT", help="Seconds per model request (> 0)")
+TEMPERATURE = typer.Option(0.0, "--temperature", envvar="BENCHSMITH_TEMPERATURE",
+                           help="Sampling temperature (all roles; >= 0)")
+MAX_TOKENS = typer.Option(384, "--max-tokens", envvar="BENCHSMITH_MAX_TOKENS", help="Reply length cap (>= 1)")
 SPLIT = typer.Option(None, "--split", envvar="BENCHSMITH_SPLIT",
                      help="The split folder whose tools really execute (NL2API samples)")
 SET = typer.Option([], "--set", envvar="BENCHSMITH_CONSTRUCT_OPTIONS", help="Graph option KEY=VALUE (JSON value); repeatable")
@@ -77,6 +78,15 @@ def _models(model: str, base_url: Optional[str], roles: list[str], timeout: floa
                        timeout=timeout, max_tokens=max_tokens, temperature=temperature, **retry_overrides(max_retries))
 
 
+def check_run_options(out: Path, concurrency: int, limit: Optional[int], timeout: float, max_tokens: int,
+                      temperature: float, max_retries: Optional[int]) -> None:
+    """The options every construct command shares, refused as one red line before anything runs."""
+    check_number("--concurrency", concurrency, ge=1)
+    check_number("--limit", limit, ge=1)
+    check_model_settings(timeout=timeout, max_tokens=max_tokens, temperature=temperature, max_retries=max_retries)
+    check_out_dir(out)
+
+
 def check_finished(what: str, unfinished: int, total: int, out: Path, errors: list[str]) -> None:
     """Exit code 3 (one red line) when items were left unfinished by model endpoint failures."""
     if not unfinished:
@@ -112,7 +122,7 @@ def run(graph: str, source: Path, out: Path, *, model: str, base_url: Optional[s
 
     from benchsmith.construction import EnvContext, run_graph
 
-    check_out_dir(out)
+    check_run_options(out, concurrency, limit, timeout, max_tokens, temperature, max_retries)
     models = _models(model, base_url, roles, timeout, max_tokens, voters, temperature, max_retries)
     with Progress(TextColumn(f"[bold]{graph}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   transient=True) as bar:
@@ -163,13 +173,15 @@ def construct_apis(
     max_tokens: int = MAX_TOKENS, temperature: float = TEMPERATURE, sets: list[str] = SET,
     max_retries: Optional[int] = MAX_RETRIES,
     dedupe_threshold: float = typer.Option(0.9, "--dedupe-threshold", envvar="BENCHSMITH_DEDUPE_THRESHOLD",
-                                           help="Cosine above which a new API's description duplicates another's"),
+                                           help="Cosine above which a new API's description duplicates another's "
+                                                "(in (0, 1])"),
 ) -> None:
     """API synthesis: a domain -> sub-domain -> function context tree from seed documents; the generator proposes a new
     function per leaf, the refiner writes its spec; validated, then de-duplicated (names and sentence embeddings)
     into OUT/tools.json. Options: per_leaf (2), k (8), examples (2), min_leaf (2), domains."""
     from benchsmith.construction.graphs.apis import export_tools
 
+    check_number("--dedupe-threshold", dedupe_threshold, gt=0, le=1)
     run("apis", source, out, model=model, base_url=base_url, roles=role, concurrency=concurrency, seed=seed, limit=limit,
         timeout=timeout, max_tokens=max_tokens, split=None, options=parse_sets(sets), temperature=temperature,
         max_retries=max_retries)
@@ -224,11 +236,11 @@ def construct_check(
                                     help="MODEL or MODEL@BASE_URL of one voter; repeat for k voters (default: one vote by "
                                          "the voter role's model)"),
     vote: bool = typer.Option(True, "--vote/--no-vote", envvar="BENCHSMITH_VOTE", help="Ask voter models (model_vote)"),
-    quorum: int = typer.Option(1, "--quorum", envvar="BENCHSMITH_VOTE_QUORUM", help="Readable votes needed"),
+    quorum: int = typer.Option(1, "--quorum", envvar="BENCHSMITH_VOTE_QUORUM", help="Readable votes needed (>= 1)"),
     dedupe: bool = typer.Option(True, "--dedupe/--no-dedupe", envvar="BENCHSMITH_DEDUPE",
                                 help="Drop near-duplicates (sentence embeddings)"),
     threshold: float = typer.Option(0.92, "--dedupe-threshold", envvar="BENCHSMITH_DEDUPE_THRESHOLD",
-                                    help="Cosine at or above which two samples are near-duplicates"),
+                                    help="Cosine at or above which two samples are near-duplicates (in (0, 1])"),
     require_env: bool = typer.Option(False, "--require-env", envvar="BENCHSMITH_REQUIRE_ENV",
                                      help="Reject samples whose tools cannot be re-executed (instead of skipping)"),
 ) -> None:
@@ -241,7 +253,9 @@ def construct_check(
     from benchsmith.construction import inspect_samples
     from benchsmith.construction.checks import CheckContext
 
-    check_out_dir(out)
+    check_number("--quorum", quorum, ge=1)
+    check_number("--dedupe-threshold", threshold, gt=0, le=1)
+    check_run_options(out, concurrency, None, timeout, 96, 0.0, max_retries)
     names = [c.strip() for c in checks.split(",") if c.strip()] or None
     models = _models(model, base_url, role, timeout, 96, voter, max_retries=max_retries) if vote else None
     ctx = CheckContext(env=EnvContext(split=split), vote_quorum=quorum, near_dup_threshold=threshold,

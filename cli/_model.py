@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from . import check_port, user_errors  # cli/__init__ defines them before importing this module
+from . import check_number, check_port, user_errors  # cli/__init__ defines them before importing this module
 
 model_app = typer.Typer(help="The local default model (Gemma 3 270M on xllamacpp, 127.0.0.1).", no_args_is_help=True)
 
@@ -26,13 +26,15 @@ def model_serve(
     threads: Optional[int] = typer.Option(None, "--threads", envvar="BENCHSMITH_MODEL_THREADS",
                                           help="CPU threads (default: every CPU)"),
     wait: float = typer.Option(60.0, "--wait", envvar="BENCHSMITH_MODEL_WAIT",
-                               help="Seconds to wait for the server to become healthy"),
+                               help="Seconds to wait for the server to become healthy (> 0)"),
     foreground: bool = typer.Option(False, "--foreground", envvar="BENCHSMITH_MODEL_FOREGROUND",
                                     help="Run in this process until Ctrl-C instead of in the background"),
 ) -> None:
     """Start the local model server (OpenAI-compatible, /v1) and print its base URL; reuses a running one."""
     if port is not None:
         check_port(port)
+    # --parallel, --ctx-per-slot and --threads: the server's own settings check refuses them before it starts
+    check_number("--wait", wait, gt=0, example=60)
     from benchsmith.models import local_server_status, run_local_server, start_local_server
 
     if foreground:
@@ -67,7 +69,8 @@ def model_stop() -> None:
 @model_app.command("status")
 @user_errors
 def model_status() -> None:
-    """Print the local model server's state as JSON; exit code 1 when it is not running."""
+    """Print the local model server's state as JSON ({"running": false, ...} and "not running" on stderr
+    when none runs). Exit code 0 either way: a server that is not running is an answer, not a failure."""
     import json
 
     from benchsmith.models import local_server_status
@@ -76,5 +79,6 @@ def model_status() -> None:
     info = local_server_status()
     if info is None:
         typer.echo(json.dumps({"running": False, "state_dir": str(state_dir())}))
-        raise typer.Exit(1)
+        typer.echo("not running", err=True)
+        return
     typer.echo(json.dumps({"running": True, **info.to_dict()}, ensure_ascii=False))

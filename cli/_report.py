@@ -9,7 +9,7 @@ import typer
 
 def register(app) -> None:  # noqa: ANN001 - a typer.Typer
     """Add the ``report`` command to the top-level app."""
-    from . import user_errors
+    from . import check_number, check_out_dir, user_errors
 
     @app.command("report")
     @user_errors
@@ -21,18 +21,20 @@ def register(app) -> None:  # noqa: ANN001 - a typer.Typer
                                            help="Where report.html, report.md, leaderboard.csv and categories.csv go "
                                                 "(default: the first RUN_DIR/report)"),
         title: Optional[str] = typer.Option(None, "--title", envvar="BENCHSMITH_REPORT_TITLE", help="Title of the report"),
-        failures: int = typer.Option(20, "--failures", envvar="BENCHSMITH_REPORT_FAILURES", min=0,
-                                     help="Failing cases shown per task and run (a seeded, deterministic sample)"),
+        failures: int = typer.Option(20, "--failures", envvar="BENCHSMITH_REPORT_FAILURES",
+                                     help="Failing cases shown per task and run (a seeded, deterministic sample; >= 0)"),
     ) -> None:
         """Compare evaluation runs: one self-contained report.html (leaderboard, radar of abilities,
         per-category charts, error breakdown, sampled failures with the model's raw replies),
         report.md, leaderboard.csv and categories.csv."""
+        check_number("--failures", failures, ge=0)
+        target = out if out is not None else run_dirs[0] / "report"
+        check_out_dir(target)
         import matplotlib
 
         matplotlib.use("Agg")
         from benchsmith.eval.report import write_report
 
-        target = out if out is not None else run_dirs[0] / "report"
         result = write_report(run_dirs, target, title=title, failures=failures)
         if result["warnings"]:
             from rich.console import Console

@@ -31,7 +31,9 @@ Prints one table (task, N, input size; previous wall s / peak RSS MB; current wa
 current/previous ratios), each version's peak RSS growth from the smallest to the largest size,
 whether the two versions' outputs are identical at each size (samples.jsonl, tools.json,
 toolset.json, report.json; scores.json, records.jsonl; timestamps and report.json's seconds
-aside; else the first difference), and the checks against the targets (issue 16):
+aside, and for ``--style rest`` the endpoints' descriptions and the samples' content ids, which
+this tree writes differently by design; else the first difference), and the checks against the
+targets (issue 16):
 
 - peak RSS grows by less than 20% from 1x to 64x (each task, current tree);
 - build >= 500 pairs/s per process on the default pairs: pairs / wall time of the current
@@ -342,13 +344,23 @@ COMPARED = {"build": ["samples.jsonl", "tools.json", "toolset.json", "endpoints.
             "score": ["scores.json", "records.jsonl"]}
 
 
-def _normal(line: str) -> str:
-    return SECONDS.sub(r"\1<s>", TIMESTAMP.sub('"<time>"', line.rstrip("\n")))
+# REST endpoint descriptions state every step since issue 26 and the previous release's do not, so
+# REST builds are compared without the endpoints' descriptions (they all begin "Returns ") and
+# without the samples' content ids, which hash their tools' text
+REST_DESCRIPTION = re.compile(r'"description": "Returns (?:[^"\\]|\\.)*"')
+CONTENT_ID = re.compile(r'^\{"id": "bs-[0-9a-f]+"')
 
 
-def compare(task: str, a: Path, b: Path) -> str:
-    """"identical" (timestamps and report.json's seconds aside), or the first difference; read line
-    by line."""
+def _normal(line: str, rest: bool = False) -> str:
+    line = SECONDS.sub(r"\1<s>", TIMESTAMP.sub('"<time>"', line.rstrip("\n")))
+    if rest:
+        line = CONTENT_ID.sub('{"id": "<id>"', REST_DESCRIPTION.sub('"description": "<endpoint description>"', line))
+    return line
+
+
+def compare(task: str, a: Path, b: Path, *, rest: bool = False) -> str:
+    """"identical" (timestamps and report.json's seconds aside; with ``rest``, endpoint
+    descriptions and sample content ids aside), or the first difference; read line by line."""
     if not (a.is_dir() and b.is_dir()):
         return "not compared (a run left no output)"
     files_a = {p.name for p in a.iterdir() if not p.name.startswith(".")}
@@ -370,14 +382,16 @@ def compare(task: str, a: Path, b: Path) -> str:
                         return "; ".join(notes + [f"{name}: {'previous' if x else 'current'} has more lines "
                                                   f"(from line {i})"])
                     break
-                x, y = _normal(x), _normal(y)
+                x, y = _normal(x, rest), _normal(y, rest)
                 if x != y:
                     col = next((j for j, (c, d) in enumerate(zip(x, y)) if c != d), min(len(x), len(y)))
                     lo = max(0, col - 60)
                     return "; ".join(notes + [f"{name} line {i} col {col + 1}: previous {x[lo:col + 60]!r} "
                                               f"vs current {y[lo:col + 60]!r}"])
     names = ", ".join(n for n in COMPARED[task] if (a / n).is_file())
-    return "; ".join(notes) if notes else f"identical ({names}; timestamps and seconds aside)"
+    aside = "timestamps and seconds aside" if not rest else \
+        "timestamps, seconds, endpoint descriptions and content ids aside"
+    return "; ".join(notes) if notes else f"identical ({names}; {aside})"
 
 
 # ---- the run ------------------------------------------------------------------------------------
@@ -474,7 +488,8 @@ def run(args: argparse.Namespace, work: Path) -> None:
                     identity[f"{task} {n}x"] = "not compared (a run failed)"
                     continue
                 identity[f"{task} {n}x"] = compare(task, work / "runs" / "previous" / f"{task}-{n}x",
-                                                  work / "runs" / "current" / f"{task}-{n}x")
+                                                  work / "runs" / "current" / f"{task}-{n}x",
+                                                  rest=task == "build" and args.style == "rest")
     report(args, versions, prepared, rows, identity)
 
 

@@ -52,7 +52,7 @@ from benchsmith.schemas._private.sample import (
     content_id,
 )
 from benchsmith.schemas._private.encode import SampleEncoder
-from benchsmith.schemas._private.folders import swap_folder, writer_alive
+from benchsmith.schemas._private.folders import check_out_dir, swap_folder, writer_alive
 from benchsmith.schemas._private.split import Split, SplitManifest, file_sha256, samples_content_hash
 from benchsmith.schemas._private.tool import (
     RestBinding,
@@ -171,6 +171,7 @@ __all__ = [
     "check_jsonl",
     "SampleEncoder",
     "swap_folder",
+    "check_out_dir",
     "writer_alive",
     "json_default",
     "write_jsonl",

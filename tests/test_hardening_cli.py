@@ -1,5 +1,7 @@
 """Issue 12, the CLI part: machinery faults, bad --set values, bad ports, an --out that is a file and a build
-that verifies nothing all end in one red line and a truthful exit code, never a traceback."""
+that verifies nothing all end in one red line and a truthful exit code, never a traceback. Issue 26: every
+command's output paths, numbers and split manifests are checked before anything is written
+(tests/fixtures/cli/bad_input.jsonl), and a failed build leaves an existing split as it was."""
 
 from __future__ import annotations
 
@@ -29,8 +31,9 @@ def _one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def _tree(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    """Every file (its bytes' hash) and folder under ``folder``: an empty folder left behind shows too."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "folder"
+            for p in sorted(folder.rglob("*"))}
 
 
 @pytest.fixture(autouse=True)
@@ -138,3 +141,87 @@ def test_build_that_verifies_nothing_keeps_the_existing_split(pairs, split, tmp_
     line = _one_error_line(proc)
     assert "nothing verified" in line and str(out) in line, line
     assert _tree(out) == before
+
+
+# ---- 6. issue 26: bad paths, numbers and manifests, one case per line of tests/fixtures/cli/bad_input.jsonl ---
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+BAD_INPUT = [json.loads(line) for line in (FIXTURES / "cli" / "bad_input.jsonl").read_text("utf-8").splitlines()
+             if line.strip()]
+UNWRITABLE = "/proc/benchsmith-no-such-folder/out"  # /proc takes no new folders, not even from root
+
+
+@pytest.fixture(scope="module")
+def workspace(split: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What the cases point at: a good split, its pairs, a file, pairs that are not UTF-8, splits whose
+    manifest is a JSON list or an object that is no split manifest, a sweep folder holding a foreign file."""
+    import shutil
+
+    ws = tmp_path_factory.mktemp("bad-input")
+    shutil.copytree(split, ws / "split")
+    shutil.copyfile(split.parent / "pairs.jsonl", ws / "pairs.jsonl")
+    (ws / "file.txt").write_text("keep me\n", "utf-8")
+    (ws / "predictions.jsonl").write_text("", "utf-8")
+    (ws / "binary.jsonl").write_bytes(b"\xff\xfe\x00\x01binary\n")
+    (ws / "latin1.jsonl").write_bytes(pair_lines()[0].encode() + b"\n"
+                                      + '{"question": "Caf\u00e9 au lait?", "sql": "SELECT 1"}\n'.encode("latin-1"))
+    for name, manifest in (("list-manifest", b"[1, 2]\n"), ("object-manifest", b'{"name": "x"}\n')):
+        shutil.copytree(split, ws / name)
+        (ws / name / "manifest.json").write_bytes(manifest)
+    (ws / "sweep" / "universe-0.5").mkdir(parents=True)
+    (ws / "sweep" / "universe-0.5" / "notes.txt").write_text("mine\n", "utf-8")
+    return ws
+
+
+@pytest.mark.parametrize("case", BAD_INPUT, ids=[c["id"] for c in BAD_INPUT])
+def test_bad_input_is_one_red_line_and_changes_nothing(case, workspace, tmp_path, monkeypatch):
+    if "{unwritable}" in json.dumps(case) and not Path("/proc").is_dir():
+        pytest.skip("needs /proc")
+    from benchsmith.construction.nl2api import chinook_db
+
+    monkeypatch.setenv("BENCHSMITH_MODEL_STATE_DIR", str(tmp_path / "model-state"))  # never a real server's
+    values = {"db": str(chinook_db()), "pairs": str(workspace / "pairs.jsonl"), "split": str(workspace / "split"),
+              "file": str(workspace / "file.txt"), "new": str(workspace / f"new-{case['id']}"),
+              "unwritable": UNWRITABLE, "binary": str(workspace / "binary.jsonl"),
+              "latin1": str(workspace / "latin1.jsonl"), "predictions": str(workspace / "predictions.jsonl"),
+              "list_manifest": str(workspace / "list-manifest"), "object_manifest": str(workspace / "object-manifest"),
+              "sweep": str(workspace / "sweep"), "seed_tools": str(FIXTURES / "construct" / "seed_tools.json")}
+    argv = [a.format(**values) for a in case["argv"]]
+    before = _tree(workspace)
+    result = CliRunner().invoke(app, argv, prog_name="benchsmith")
+    assert result.exception is None or isinstance(result.exception, SystemExit), \
+        f"a traceback: {type(result.exception).__name__}: {result.exception}"
+    assert result.exit_code == case["exit"], result.output
+    assert "Traceback" not in result.output
+    line = one_error_line(result.stderr)
+    assert case["message"].format(**values) in line, line
+    assert _tree(workspace) == before, "the command changed files it was given or left something behind"
+    assert not Path(UNWRITABLE).parent.exists()
+
+
+# every number a command takes is checked (or is a seed: any whole number); annotate's are its own module's
+SURVEYED = {"nl2api", "demo", "schemas", "eval", "report", "model", "construct"}
+
+
+def test_every_number_option_has_a_bad_input_case():
+    import typer
+
+    # (command, option under test) of every case: the option is the case's "option", else its message's first word
+    covered = set()
+    for c in BAD_INPUT:
+        words = c["argv"][:2] if c["argv"][0] in ("nl2api", "eval", "schemas", "model", "construct") else c["argv"][:1]
+        covered.add((tuple(words), c.get("option") or c["message"].split()[0]))
+    numbers, missing = [], []
+
+    def walk(command, path):
+        for name, sub in (getattr(command, "commands", None) or {}).items():
+            walk(sub, (*path, name))
+        for param in getattr(command, "params", []):
+            if path and path[0] in SURVEYED and param.param_type_name == "option" \
+                    and param.bare_type() in ("int", "float") and param.opts[0] != "--seed":
+                numbers.append((path, param.opts[0]))
+                if (path, param.opts[0]) not in covered:
+                    missing.append(f"{' '.join(path)} {param.opts[0]}")
+
+    walk(typer.main.get_command(app), ())
+    assert len(numbers) >= 30, numbers  # the walk finds them
+    assert not missing, f"number options without a case in bad_input.jsonl: {missing}"

@@ -118,3 +118,119 @@ def test_nestful_data_that_cannot_be_read_is_one_red_line(tmp_path: Path, raw: b
     assert proc.returncode == 2, proc.stderr
     line = one_error_line(proc.stderr)
     assert f"{data}{where}" in line
+
+
+# ---- issue 26: options that refuse bad values themselves, folders that cannot be written, manifests ----------
+@pytest.mark.parametrize("field, value", [("timeout_s", float("nan")), ("timeout_s", float("inf")), ("timeout_s", 0),
+                                          ("timeout_s", -5), ("workers", 0), ("tool_universe", float("nan")),
+                                          ("tool_universe", 0), ("style", "soap")])
+def test_build_options_refuse_bad_values_however_made(field: str, value: object) -> None:
+    from dataclasses import replace
+
+    from pydantic import ValidationError
+
+    from benchsmith.construction.nl2api import BuildOptions
+
+    for make in (lambda: BuildOptions(**{field: value}), lambda: replace(BuildOptions(), **{field: value})):
+        with pytest.raises(ValidationError) as info:
+            make()
+        assert info.value.errors()[0]["loc"][0] == field
+    opts = BuildOptions()
+    with pytest.raises(ValidationError):
+        setattr(opts, field, value)
+
+
+def test_check_out_dir_names_what_is_in_the_way(tmp_path: Path) -> None:
+    from benchsmith.schemas import check_out_dir
+
+    (tmp_path / "f").write_text("x")
+    assert check_out_dir(tmp_path / "new" / "deeper") == tmp_path / "new" / "deeper"
+    cases = [(tmp_path / "f", "is an existing file"), (tmp_path / "f" / "a" / "b", f"{tmp_path / 'f'} is a file")]
+    if Path("/proc").is_dir():
+        cases.append((Path("/proc/benchsmith-no-such-folder/out"), "/proc"))
+    for out, what in cases:
+        with pytest.raises(UserError) as info:
+            check_out_dir(out, "--out")
+        assert str(info.value).startswith(f"--out {out}") and what in str(info.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]  # the probe folder is gone
+
+
+def _tree(folder: Path) -> dict[str, bytes | None]:
+    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else None for p in sorted(folder.rglob("*"))}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from helpers import build_slot_split, pair_lines
+
+    return build_slot_split(tmp_path_factory.mktemp("issue26"), pair_lines()[:3])
+
+
+@pytest.mark.parametrize("raw", [b"\xff\xfe\x00binary\n", b'{"question": "caf\xe9?", "sql": "SELECT 1"}\n'],
+                         ids=["binary", "latin-1"])
+def test_a_build_from_pairs_that_are_not_utf8_leaves_the_split_as_it_was(raw: bytes, built: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from benchsmith.construction.nl2api import build_split, chinook_db
+
+    split = tmp_path / "split"
+    shutil.copytree(built, split)
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_bytes(raw)
+    before = _tree(split)
+    with pytest.raises(UserError, match="not UTF-8"):
+        build_split(chinook_db(), pairs, split)
+    assert _tree(split) == before
+    with pytest.raises(UserError, match="not UTF-8"):
+        build_split(chinook_db(), pairs, tmp_path / "new" / "split")
+    assert not (tmp_path / "new").exists()
+
+
+def test_bad_input_after_a_resumed_journal_keeps_what_was_done(built: Path, tmp_path: Path) -> None:
+    """A sweep whose universe folder holds a foreign file fails at the swap, after converting: a pending
+    journal this build started goes (the folder is as it was); one resumed from a killed build stays."""
+    from benchsmith.construction.nl2api import BuildOptions, build_universes, chinook_db
+
+    out = tmp_path / "sweep"
+    (out / "universe-0.5").mkdir(parents=True)
+    (out / "universe-0.5" / "notes.txt").write_text("mine")
+    before = _tree(out)
+    pairs = built.parent / "pairs.jsonl"
+    with pytest.raises(UserError, match="notes.txt"):
+        build_universes(chinook_db(), pairs, out, BuildOptions(), [0.5])
+    assert _tree(out) == before
+
+    class Killed(Exception):
+        pass
+
+    def die(_: int) -> None:
+        raise Killed
+
+    with pytest.raises(Killed):
+        build_universes(chinook_db(), pairs, out, BuildOptions(progress=die), [0.5])
+    pending = out / ".journal.pending.jsonl"
+    assert len(pending.read_bytes().splitlines()) == 1 + 1  # the header and the pair finished before the kill
+    with pytest.raises(UserError, match="notes.txt"):
+        build_universes(chinook_db(), pairs, out, BuildOptions(), [0.5])
+    assert len(pending.read_bytes().splitlines()) == 1 + 3  # resumed and finished: kept for the next run
+
+
+@pytest.mark.parametrize("text, where", [(b"[1, 2]", "wrong shape: Input should be a valid dictionary"),
+                                         (b'{"name": "x"}', "wrong shape at version: Field required"),
+                                         (b"{", "invalid JSON")])
+def test_a_bad_manifest_is_refused_by_every_deriver_and_exporter(text: bytes, where: str, built: Path,
+                                                                  tmp_path: Path) -> None:
+    import shutil
+
+    from benchsmith.construction.nl2api import read_manifest
+    from benchsmith.eval import DERIVERS, EXPORTERS
+
+    assert read_manifest(built / "manifest.json").style == "slot"
+    split = tmp_path / "split"
+    shutil.copytree(built, split)
+    (split / "manifest.json").write_bytes(text)
+    for name, fn in [*DERIVERS.items(), *EXPORTERS.items()]:
+        with pytest.raises(UserError) as info:
+            fn(split, tmp_path / "out" / name)
+        assert f"{split / 'manifest.json'}" in str(info.value) and where in str(info.value), name
+    assert not (tmp_path / "out").exists()

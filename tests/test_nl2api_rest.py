@@ -1,4 +1,6 @@
-"""The REST style end to end: build a split, call every endpoint in-process and over a real server."""
+"""The REST style end to end: build a split, call every endpoint in-process and over a real server;
+endpoint descriptions (``fixtures/nl2api/rest_descriptions.jsonl``); the argument caps and SQLite's
+refusals as ToolErrors when the same tools run as tools. (Serving under load: test_nl2api_serve.py.)"""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import os
 import re
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -14,9 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db, create_app
-from benchsmith.schemas import Sample, UserError, read_json, read_jsonl
+from benchsmith.construction.nl2api import (
+    MAX_LIST_ITEMS, MAX_TEXT_CHARS, SLOT_TOOLS, BuildOptions, Database, Runtime, ToolError, build_split, chinook_db,
+    create_app, read_endpoints, result_rows, run_endpoint,
+)
+from benchsmith.construction.nl2api._private.describe import PHRASES
+from benchsmith.schemas import Sample, ToolCall, UserError, read_json, read_jsonl
 from helpers import clean_env, console_script
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "nl2api"
+DESCRIPTIONS = [json.loads(line) for line in (FIXTURES / "rest_descriptions.jsonl").read_text("utf-8").splitlines()
+                if line.strip()]
 
 # ~10 varied pairs: numeric and string filters, IN lists (-> array query parameters), BETWEEN,
 # GROUP BY, aggregates, a join and a LIKE prefix.
@@ -307,3 +318,119 @@ def test_serving_a_non_rest_split_with_clirunner(slot_split):
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
+
+
+# ---------------------------------------------------------------- endpoint descriptions ----
+@pytest.fixture(scope="module")
+def described(tmp_path_factory) -> dict[str, str]:
+    """The fixture's questions built as one REST split: pair id -> its endpoint's description."""
+    root = tmp_path_factory.mktemp("described")
+    pairs = root / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"id": f"case-{i}", "question": c["question"], "sql": c["sql"]}) + "\n"
+                             for i, c in enumerate(DESCRIPTIONS)), encoding="utf-8")
+    report = build_split(chinook_db(), pairs, root / "split", BuildOptions(style="rest"))
+    assert report["verified"] == len(DESCRIPTIONS), report["rejections"]
+    out = {}
+    for sample in read_jsonl(root / "split" / "samples.jsonl", Sample):
+        call, tool = _gold(sample)
+        out[sample.provenance.source_id] = tool.description
+    return out
+
+
+@pytest.mark.parametrize("i", range(len(DESCRIPTIONS)), ids=[c["question"][:40] for c in DESCRIPTIONS])
+def test_an_endpoint_description_states_every_step(described, i):
+    """Every filter, sort, limit, grouping, aggregate, distinct and computed column is in the words."""
+    assert described[f"case-{i}"] == DESCRIPTIONS[i]["description"], DESCRIPTIONS[i]["sql"]
+
+
+def test_every_visible_slot_tool_has_a_phrase():
+    visible = {name for name, tool in SLOT_TOOLS.items() if not tool.hidden}
+    assert visible <= set(PHRASES), sorted(visible - set(PHRASES))
+
+
+# ---------------------------------------------------------------- the caps, as tools ----
+@pytest.fixture
+def db():
+    database = Database(chinook_db())
+    yield database
+    database.close()
+
+
+def _run_on_playlists(db: Database, *calls: ToolCall):
+    rt = Runtime(db)
+    out = rt.setup([ToolCall(name="initialize_active_data", arguments={"source": "playlists"}, label="data_1")])
+    for call in calls:
+        out = rt.call(call)
+    return result_rows(out, db)
+
+
+def _filter(operator: str, value, key: str = "playlists.name") -> ToolCall:
+    return ToolCall(name="filter_data", label="filtered_2",
+                    arguments={"data_source": "$data_1$", "key_name": key, "operator": operator, "value": value})
+
+
+@pytest.mark.parametrize("operator", ["contains", "not_contains", "starts_with", "not_starts_with", "ends_with",
+                                      "not_ends_with", "like", "not_like"])
+def test_a_pattern_over_the_cap_is_a_tool_error_before_any_sql(db, operator):
+    with pytest.raises(ToolError, match=f"50,001 characters long; the limit is {MAX_TEXT_CHARS:,}"):
+        _run_on_playlists(db, _filter(operator, "x" * 50_001))
+    with pytest.raises(ToolError, match="NUL"):
+        _run_on_playlists(db, _filter(operator, "Clas\x00sical"))
+    # at the cap, wildcards and escape characters are matched literally
+    assert _run_on_playlists(db, _filter(operator.replace("like", "contains"), "%_\\" * (MAX_TEXT_CHARS // 3))) \
+        == ([] if not operator.startswith("not_") else _run_on_playlists(db))
+
+
+def test_an_in_list_over_the_cap_is_a_tool_error(db):
+    key = "playlists.playlist_id"
+    assert len(_run_on_playlists(db, _filter("in", list(range(MAX_LIST_ITEMS)), key))) == 18
+    for op in ("in", "not_in"):
+        with pytest.raises(ToolError, match=f"lists {MAX_LIST_ITEMS + 1:,} values; the limit is {MAX_LIST_ITEMS:,}"):
+            _run_on_playlists(db, _filter(op, list(range(MAX_LIST_ITEMS + 1)), key))
+
+
+def test_a_query_sqlite_refuses_is_a_tool_error_naming_why(db):
+    """SQLite's own limits, lowered on this connection so that it refuses queries the caps let
+    through: the refusal reaches the caller as a ToolError (code sql_error), never an sqlite3 error,
+    whether the query runs inside a tool (aggregate_data) or when the answer is read."""
+    db.con.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 10)
+    with pytest.raises(ToolError, match="too long or too complex for the database's LIKE") as err:
+        _run_on_playlists(db, _filter("contains", "Classical music"))
+    assert err.value.code == "sql_error"
+    db.con.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 5)
+    count = ToolCall(name="aggregate_data", arguments={"data_source": "$filtered_2$", "aggregation": "count"})
+    with pytest.raises(ToolError, match="too many values for one query") as err:
+        _run_on_playlists(db, _filter("in", list(range(10)), "playlists.playlist_id"), count)
+    assert err.value.code == "sql_error"
+
+
+def test_a_rest_endpoint_called_as_a_tool_keeps_the_caps(rest_split):
+    """run_endpoint (what ToolEnv and the evaluator call) refuses arguments over the caps before SQL."""
+    out, _, samples = rest_split
+    endpoints = read_endpoints(out / "endpoints.json")
+    by_source = {s.provenance.source_id: s for s in samples}
+    db = Database(out / "database.sqlite")
+    try:
+        call, _ = _gold(by_source["join-like"])
+        with pytest.raises(ToolError, match="parameter name_prefix is 50,001 characters long"):
+            run_endpoint(db, endpoints[call.name], {**call.arguments, "name_prefix": "x" * 50_001})
+        call, _ = _gold(by_source["in-strings"])
+        (pname, _value), = call.arguments.items()
+        with pytest.raises(ToolError, match=f"parameter {pname} lists {MAX_LIST_ITEMS + 1:,} values"):
+            run_endpoint(db, endpoints[call.name], {pname: ["Canada"] * (MAX_LIST_ITEMS + 1)})
+    finally:
+        db.close()
+
+
+def test_a_gold_value_over_the_caps_rejects_its_pair_not_the_build(tmp_path):
+    """A REST endpoint could not be called with its own gold value: the pair is rejected (tool_error)
+    and the others are built."""
+    long_name = "x" * (MAX_TEXT_CHARS + 1)
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"id": "long", "question": "How many artists are not named x...x?",
+                                 "sql": f"SELECT COUNT(*) FROM artists WHERE name != '{long_name}'"}) + "\n"
+                     + json.dumps(PAIRS[0]) + "\n", encoding="utf-8")
+    report = build_split(chinook_db(), pairs, tmp_path / "split", BuildOptions(style="rest"))
+    assert report["verified"] == 1 and report["rejected"] == {"tool_error": 1}, report
+    (rejection,) = report["rejections"]
+    assert rejection["id"] == "long" and f"the limit is {MAX_TEXT_CHARS:,}" in rejection["message"], rejection

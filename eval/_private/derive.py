@@ -29,6 +29,7 @@ from typing import IO, Any, Callable, Iterable
 
 from pydantic import BaseModel
 
+from benchsmith.construction.nl2api import read_manifest
 from benchsmith.construction.variants import (
     visible_steps,
 )
@@ -55,11 +56,13 @@ class SplitSamples:
     :class:`UserError` (raised when a pass ends). Bad rows are a :class:`JsonlError` listing all of
     them, as :func:`~benchsmith.schemas.read_jsonl` gives: nothing is yielded after the first bad
     row, the rest of the file is read to list the others. ``count`` is the number of samples the
-    last complete pass gave."""
+    last complete pass gave. The split's ``manifest.json`` (optional) is read here, by the one
+    manifest reader, so every deriver and exporter refuses a bad one before writing anything."""
 
     def __init__(self, split_dir: str | Path, usable: bool = True) -> None:
         split = Split.open(split_dir)
         self.root, self.path, self.usable = split.root, split.samples_path, usable
+        self.manifest = read_manifest(split.manifest_path) if split.has(Split.MANIFEST) else None
         self.count: int | None = None
 
     def __iter__(self) -> Iterator[Sample]:
@@ -96,13 +99,9 @@ def _source(split: Path, samples: list[Sample] | int, seed: int | None) -> dict[
     source: dict[str, Any] = {"split": str(split), "samples": samples if isinstance(samples, int) else len(samples)}
     if seed is not None:
         source["seed"] = seed
-    manifest = split / "manifest.json"
-    if manifest.is_file():
-        try:
-            m = json.loads(manifest.read_text(encoding="utf-8"))
-            source.update(name=m.get("name"), content_hash=m.get("content_hash"))
-        except (OSError, json.JSONDecodeError, AttributeError):
-            pass
+    if Split(split).has(Split.MANIFEST):
+        m = read_manifest(Split(split).manifest_path)
+        source.update(name=m.name, content_hash=m.content_hash)
     return source
 
 

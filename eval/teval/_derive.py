@@ -275,14 +275,9 @@ def _derive_files(samples: SplitSamples, split: Path, files: Outputs, observatio
         "review": {"json": len(writers["review_json_v2"]), "str": len(writers["review_str_v2"])},
     }
     labels, classes = tally["labels"], tally["classes"]
-    manifest = split / "manifest.json"
     source: dict[str, Any] = {"split": str(split), "samples": samples.count or 0}
-    if manifest.is_file():
-        try:
-            m = json.loads(manifest.read_text(encoding="utf-8"))
-            source.update(name=m.get("name"), content_hash=m.get("content_hash"))
-        except (OSError, json.JSONDecodeError):
-            pass
+    if samples.manifest is not None:  # read (and checked) with the split
+        source.update(name=samples.manifest.name, content_hash=samples.manifest.content_hash)
     report = {"source": source, "records": counts, "review_labels": dict(sorted(labels.items())),
               "review_classes": {tag: classes.get(tag, 0) for tag in REVIEW_CLASSES},
               "review_not_made": dict(sorted(missed.items())),

@@ -4,10 +4,50 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from benchsmith.schemas._private.errors import UserError
+
+
+def check_out_dir(out: str | os.PathLike[str], flag: str | None = None) -> Path:
+    """``out`` as a Path if a folder can be written there; else a :class:`UserError` naming ``flag``
+    (the command-line option, if any) and the fix, raised before anything is written: ``out`` is an
+    existing file, a part of its path is a file, or the folder it would be made in cannot be
+    written (no permission, a read-only or special file system: a probe folder is made there and
+    removed at once, since root passes every permission check).
+
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = pathlib.Path(d, "f").write_text("x")
+    ...     try:
+    ...         check_out_dir(pathlib.Path(d, "f", "sub"), "--out")
+    ...     except UserError as e:
+    ...         print(str(e).replace(d, "DIR"))
+    --out DIR/f/sub: DIR/f is a file, so no folder can be made under it (fix: give --out a path whose parents are folders)
+    """
+    out = Path(out)
+    name = f"{flag} {out}" if flag else str(out)
+    give = f"give {flag}" if flag else "give"
+    first = out
+    try:
+        if os.path.lexists(out) and not out.is_dir():
+            raise UserError(f"{name} is an existing file, not a folder",
+                            fix=f"{give} a folder path (new or existing), or move the file away")
+        while not os.path.lexists(first) and first.parent != first:
+            first = first.parent
+        if not first.is_dir():
+            raise UserError(f"{name}: {first} is a file, so no folder can be made under it",
+                            fix=f"{give} a path whose parents are folders")
+        if not os.access(first, os.W_OK | os.X_OK):
+            raise UserError(f"{name}: {first} is not writable", fix=f"{give} a folder you can write to")
+        if first != out:  # the folder will be made in ``first``: make sure one can be
+            os.rmdir(tempfile.mkdtemp(prefix=".benchsmith-probe-", dir=first))
+    except OSError as exc:
+        raise UserError(f"{name}: cannot write in {first} ({exc.strerror or exc})",
+                        fix=f"{give} a folder you can write to") from None
+    return out
 
 
 def _sibling(out: Path, kind: str, pid: int) -> Path:
@@ -80,8 +120,7 @@ def swap_folder(out: str | Path, build: Callable[[Path], None], *, owned: Iterab
     """
     out = Path(out)
     owns = owned if callable(owned) else set(owned).__contains__
-    if out.exists() and not out.is_dir():
-        raise UserError(f"{out} is an existing file, not a folder", fix="give a folder path (new or existing)")
+    check_out_dir(out)
     _clean_stale(out)
     if out.is_dir():
         foreign = sorted(p.name for p in out.iterdir()

@@ -319,8 +319,9 @@ def read_json(path: PathLike, shape: Any = None, *, fix: str | None = None) -> A
     return validate_shape(data, shape, where=str(path), fix=fix)
 
 
-def validate_shape(data: Any, shape: Any, *, where: str, fix: str | None = None) -> Any:
-    """``data`` validated as ``shape`` (strictly); a mismatch is a ``UserError`` naming ``where``.
+def validate_shape(data: Any, shape: Any, *, where: str, fix: str | None = None, strict: bool = True) -> Any:
+    """``data`` validated as ``shape`` (strictly, unless ``strict=False``: e.g. a timestamp read from
+    JSON is a string); a mismatch is a ``UserError`` naming ``where``.
 
     >>> validate_shape({"a": 1}, dict[str, int], where="x.json")
     {'a': 1}
@@ -331,7 +332,7 @@ def validate_shape(data: Any, shape: Any, *, where: str, fix: str | None = None)
     x.json: wrong shape at a: Input should be a valid integer
     """
     try:
-        return _adapter(shape).validate_python(data, strict=True)
+        return _adapter(shape).validate_python(data, strict=strict)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         loc = ".".join(str(p) for p in err["loc"])

@@ -16,11 +16,13 @@ from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import orjson
 import sqlglot
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from benchsmith.schemas import (
     CheckResult, ExactAnswer, Provenance, RowError, Sample, SampleEncoder, SplitManifest, Step, StrictModel, Tool,
-    ToolCall, UserError, Verification, file_sha256, read_json, samples_content_hash, scan_jsonl, swap_folder, write_json,
+    ToolCall, UserError, Verification, check_out_dir, file_sha256, read_json, samples_content_hash, scan_jsonl,
+    swap_folder, write_json,
 )
 
 from .converter import Conversion
@@ -50,23 +52,37 @@ class Pair(StrictModel):
     db_id: str | None = None
 
 
-@dataclass
+@pydantic_dataclass(config=ConfigDict(validate_assignment=True, arbitrary_types_allowed=True))
 class BuildOptions:
+    """What a build does. Ranges are declared here, so a bad value is refused (a pydantic
+    ``ValidationError`` naming the field) however the options are made: the CLI, a script,
+    ``dataclasses.replace``."""
+
     style: Style = "slot"
     obfuscate: bool = False
     # candidate tools per sample: a count (12) or a fraction of the full set (0.25); gold tools always kept
     tool_universe: int | float | None = None
     seed: int = 0
-    timeout_s: float = 10.0
+    timeout_s: float = Field(10.0, gt=0, allow_inf_nan=False)  # seconds per SQL query
     copy_db: bool = True
     name: str | None = None
     version: str = "1.0.0"
     descriptions: str | Path | None = None  # JSON {table: {column: text}}; default: <db>.descriptions.json
     allow_empty: bool = False  # write a split even when nothing verifies (default: UserError, out_dir untouched)
-    workers: int = 1  # processes converting and verifying pairs (results identical, in input order)
+    workers: int = Field(1, ge=1)  # processes converting and verifying pairs (results identical, in input order)
     ray: str | None = None  # run the pairs as Ray tasks: "local", "auto" or a cluster address
     db_id: str | None = None  # the dataset database this split is built from (multi-database datasets)
     progress: Any = None  # called with the number of pairs just finished
+
+    @field_validator("tool_universe")
+    @classmethod
+    def _universe(cls, value: int | float | None) -> int | float | None:
+        if value is not None:
+            try:
+                universe_size(value, 1)
+            except UserError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
 
 #: what a build writes into its output folder (anything else there is someone else's: refused)
@@ -217,19 +233,16 @@ def build_universes(db_path: str | Path, pairs_path: str | Path, out_dir: str | 
                     sizes: Sequence[int | float] | None) -> list[dict[str, Any]]:
     """Convert and verify once; write one split per tool-universe size in ``sizes`` (each in
     ``out_dir/universe-<size>``), or one split with ``options.tool_universe`` when ``sizes`` is None."""
-    opts = options
-    if opts.style not in STYLES:
-        raise UserError(f"unknown style {opts.style!r}", fix=f"use one of {', '.join(STYLES)}")
-    if opts.workers < 1:
-        raise UserError(f"--workers must be at least 1, got {opts.workers}", fix="e.g. --workers 2")
+    opts = options  # a BuildOptions checks its own values
     started = time.perf_counter()
+    out = check_out_dir(out_dir)
+    _check_owned(out, sizes)
     descriptions = read_json(opts.descriptions, DESCRIPTIONS_SHAPE, fix=DESCRIPTIONS_FIX) if opts.descriptions else None
     db = Database(db_path, timeout_s=opts.timeout_s, descriptions=descriptions)
-    out = Path(out_dir)
-    existed = out.exists()
+    made = _first_missing(out)  # the folder this build makes (None: out exists)
     journal: Journal | None = None
+    swapped = False
     try:
-        _check_owned(out, sizes)
         rejections: list[dict[str, Any]] = []
         journal, total, resumed = _collect(db, Path(db_path), Path(pairs_path), out, opts, rejections)
         if len(journal.done) == len(journal.rejected) and not opts.allow_empty:
@@ -238,8 +251,6 @@ def build_universes(db_path: str | Path, pairs_path: str | Path, out_dir: str | 
                 codes[r["code"]] = codes.get(r["code"], 0) + 1
             why = ", ".join(f"{k}={v}" for k, v in sorted(codes.items())) or "the pairs file has no rows"
             journal.discard()
-            if not existed:
-                shutil.rmtree(out, ignore_errors=True)
             raise UserError(f"nothing verified: 0 of {total} pairs in {pairs_path} verified "
                             f"(rejected: {why}); {out} was left untouched",
                             fix="check --pairs (JSONL of {question, sql}) and --db")
@@ -261,15 +272,31 @@ def build_universes(db_path: str | Path, pairs_path: str | Path, out_dir: str | 
                     journal.link_into(fresh)
 
             swap_folder(target, fill, owned=OWNED, what="nl2api build")
+            swapped = True
             reports.append(written[0])
         journal.finish()
         return reports
-    except BaseException:
+    except UserError:
+        # bad input: what this build started goes, so an existing split is left as it was
+        if journal is not None:
+            journal.abandon()
+        if made is not None and not swapped:
+            shutil.rmtree(made, ignore_errors=True)
+        raise
+    except BaseException:  # killed or interrupted: the pending journal stays, to resume from
         if journal is not None:
             journal.close()
         raise
     finally:
         db.close()
+
+
+def _first_missing(out: Path) -> Path | None:
+    """The outermost folder of ``out``'s path that does not exist yet (None: ``out`` exists)."""
+    missing = None
+    while not os.path.lexists(out) and out.parent != out:
+        missing, out = out, out.parent
+    return missing
 
 
 def _check_owned(out: Path, sizes: Sequence[int | float] | None) -> None:

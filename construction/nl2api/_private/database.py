@@ -108,6 +108,8 @@ class Database:
                                        check_same_thread=False)
         except sqlite3.Error as exc:
             raise self._unreadable(exc) from None
+        # the longest LIKE pattern this SQLite takes (bytes); a longer one fails mid-query
+        self.like_pattern_bytes = self.con.getlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH)
         try:
             self._open(descriptions, check)
         except BaseException:

@@ -21,8 +21,8 @@ from typing import Any, Iterator
 from pydantic import BaseModel
 
 from benchsmith.schemas import (
-    Provenance, RowError, Sample, SplitManifest, UserError, file_sha256, read_json, samples_content_hash, scan_jsonl,
-    swap_folder, write_json, write_jsonl,
+    Provenance, RowError, Sample, SplitManifest, UserError, check_out_dir, file_sha256, read_json, samples_content_hash,
+    scan_jsonl, swap_folder, write_json, write_jsonl,
 )
 
 from .build import BuildOptions, build_split, _versions
@@ -36,6 +36,7 @@ def build_dataset(root: str | Path, kind: str, out_dir: str | Path, options: Bui
     """Read the dataset at ``root`` (``kind``: bird, spider or sqlite-dir) and build it into
     ``out_dir``; returns the dataset report (also written to ``out_dir/report.json``)."""
     opts = options or BuildOptions()
+    check_out_dir(out_dir)
     ds = read_dataset(root, kind, split_file=split_file)
     if not ds.databases:
         raise UserError(f"{ds.question_file}: no entry names a database that exists "

@@ -24,19 +24,20 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import orjson
 import sqlglot
 
-from benchsmith.schemas import ToolCall, UserError, append_jsonl, dumps_json, file_sha256
+from benchsmith.schemas import ToolCall, UserError, append_jsonl, dumps_json
 
 from .compare import multiset_equal, ordered_equal
 from .converter import Conversion, convert
-from .database import Database
+from .database import Database, QueryTimeout
 from .reasons import Rejection
+from .relation import ToolError
 from .rest import column_json_types, make_endpoint, run_endpoint
 from .styles import sel_toolset, to_sel_call, uses_extended
 from .verify import execute_sql, run_and_check
 
 JOURNAL = ".journal.jsonl"
 PENDING = ".journal.pending.jsonl"
-JOURNAL_VERSION = 2  # 2: written with orjson; ints beyond 64 bits tagged ("$int")
+JOURNAL_VERSION = 3  # 3: REST tool descriptions state every step; 2: written with orjson, ints beyond 64 bits tagged ("$int")
 BATCH = 32  # pairs per task sent to a worker
 
 
@@ -120,7 +121,10 @@ def process_pair(db: Database, style: str, line: int, pair: dict[str, Any], *,
             out.update(calls=_dump_calls(calls), observations=sel_run.observations, rows=[list(r) for r in sel_run.rows])
         elif style == "rest":
             tool, endpoint, gold_args = make_endpoint(conv, set(), column_json_types(db, conv.setup))
-            result = run_endpoint(db, endpoint, gold_args)
+            try:
+                result = run_endpoint(db, endpoint, gold_args)
+            except (ToolError, QueryTimeout) as exc:  # e.g. a gold value over the REST argument caps
+                raise Rejection("tool_error", f"REST endpoint: {str(exc)[:300]}") from None
             rest_rows = [tuple(r) for r in result["rows"]]
             # the endpoint must reproduce the SQL's answer with the gold arguments
             same = ordered_equal(expected, rest_rows) if conv.ordered else multiset_equal(expected, rest_rows)
@@ -242,10 +246,30 @@ def fingerprint(db_path: Path, pairs_path: Path, style: str, timeout_s: float, d
         version = "unknown"
     return {"journal": JOURNAL_VERSION, "style": style, "timeout_s": timeout_s,
             "db": {"path": str(db_path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns},
-            "pairs": file_sha256(pairs_path),
+            "pairs": pairs_sha256(pairs_path),
             "descriptions": hashlib.sha256(json.dumps(descriptions, sort_keys=True).encode()).hexdigest()
             if descriptions else None,
             "benchsmith": version, "sqlglot": getattr(sqlglot, "__version__", "unknown")}
+
+
+def pairs_sha256(path: Path) -> str:
+    """The pairs file's SHA-256 (as ``file_sha256`` gives it). Read once, before a build makes
+    anything: a file that cannot be read, or a line that is not UTF-8, is a ``UserError`` here
+    rather than halfway through the build."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for line, raw in enumerate(fh, 1):
+                digest.update(raw)
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise UserError(f"{path}:{line}: not UTF-8 text (bad byte at column {exc.start + 1})",
+                                    fix="re-save the pairs file as UTF-8") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}",
+                        fix="check the pairs file's path and permissions") from None
+    return "sha256:" + digest.hexdigest()
 
 
 def _dumps_record(record: dict[str, Any]) -> bytes:
@@ -265,8 +289,10 @@ def _dumps_record(record: dict[str, Any]) -> bytes:
 class Journal:
     """Append-only record of finished pairs: a header line with the inputs' fingerprint, then one
     line per pair. A build in progress writes ``<out>/.journal.pending.jsonl``; a finished build
-    turns it into ``<out>/.journal.jsonl`` (:meth:`finish`), so a build that fails leaves an existing
-    split folder as it was (:meth:`discard`). Either file, written for the same inputs, is resumed.
+    turns it into ``<out>/.journal.jsonl`` (:meth:`finish`), so a build that fails on bad input
+    leaves an existing split folder as it was (:meth:`discard`, :meth:`abandon`), and one that is
+    killed leaves its pending journal to resume from. Either file, written for the same inputs, is
+    resumed.
 
     Only an index is held in memory (each pair's line -> where its record starts in the file, the
     lines rejected, whether any accepted sequence needs the extended tools); :meth:`get` reads a
@@ -280,6 +306,7 @@ class Journal:
         self.extended = False
         self._n = 0
         self._reader: Any = None
+        self.created = False  # this build started the pending journal (see abandon)
         for candidate in (self.final, self.path):
             if candidate.is_file() and self._load(candidate, fp):
                 self.path = candidate
@@ -288,6 +315,7 @@ class Journal:
             out.mkdir(parents=True, exist_ok=True)
             self.path.unlink(missing_ok=True)  # a pending journal of other inputs
             append_jsonl(self.path, {"fingerprint": fp})
+            self.created = True
         self._writer = open(self.path, "ab")  # noqa: SIM115 - closed in close()
 
     def _load(self, path: Path, fp: dict[str, Any]) -> bool:
@@ -373,6 +401,14 @@ class Journal:
         """The build failed: remove what it started (an earlier build's journal stays)."""
         self.close()
         if self.path != self.final:
+            self.path.unlink(missing_ok=True)
+
+    def abandon(self) -> None:
+        """The build failed on bad input: remove the pending journal if this build started it, so
+        an existing split is left as it was. One resumed from an earlier, killed build of the same
+        inputs keeps what it holds (nothing done is lost); a kill or an interrupt keeps either."""
+        self.close()
+        if self.created:
             self.path.unlink(missing_ok=True)
 
 

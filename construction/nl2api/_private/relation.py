@@ -14,22 +14,56 @@ chains can be joined or combined: their steps are merged, a shared step appearin
 
 Limits: a relation's SQL text may not exceed ``MAX_SQL_CHARS`` (``query_too_large``), and a
 relation materialised as rows (a final answer, the values an ``in`` condition uses) may not
-exceed the database's ``max_rows`` (``relation_too_large``). A relation used as a value is
-materialised, never copied into another relation's SQL, so SQL text grows linearly with a chain.
+exceed the database's ``max_rows`` (``relation_too_large``). A query SQLite refuses (a pattern or
+a value too large for it, too many terms) is a ``ToolError`` with code ``sql_error``. A relation
+used as a value is materialised, never copied into another relation's SQL, so SQL text grows
+linearly with a chain.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, Sequence
 
 from benchsmith.schemas import ToolError
 
-from .database import Database, quote_ident as q
+from .database import Database, ReadOnlyViolation, quote_ident as q
 
 MAX_SQL_CHARS = 1_000_000  # backstop: no relation's SQL text is longer than this
+
+# what SQLite says when a query is too big for it -> the reason a caller reads
+_REFUSALS = (
+    ("pattern too complex", "a text to match is too long or too complex for the database's LIKE; use a shorter text"),
+    ("too many sql variables",
+     "too many values for one query (the database's limit on SQL variables); use fewer values"),
+    ("too many terms", "the query has too many terms for the database; use fewer values or steps"),
+    ("expression tree is too large", "the query has too many terms for the database; use fewer values or steps"),
+    ("too many columns", "the query has too many columns for the database; use fewer columns"),
+    ("parser stack overflow", "the query is nested too deeply for the database; use fewer steps"),
+    ("string or blob too big", "a value is too large for the database; use a shorter value"),
+    ("integer overflow", "a computed integer is outside the 64-bit range the database holds"),
+)
+
+
+def refusal(exc: sqlite3.Error) -> ToolError:
+    """The ``ToolError`` (code ``sql_error``) for a query SQLite refused, with a reason in plain words."""
+    text = str(exc)
+    reason = next((r for key, r in _REFUSALS if key in text.lower()), "the database refused the query")
+    return ToolError(f"{reason} (SQLite: {text})", code="sql_error")
+
+
+def run_query(db: Database, sql: str, params: Sequence[Any] = (), **kwargs: Any) -> list[tuple]:
+    """``db.execute`` for the tools: a query SQLite refuses is a :func:`refusal`; the read-only
+    guard's :class:`ReadOnlyViolation` and time-outs pass through."""
+    try:
+        return db.execute(sql, params, **kwargs)
+    except ReadOnlyViolation:
+        raise
+    except (sqlite3.OperationalError, sqlite3.DataError) as exc:
+        raise refusal(exc) from None
 
 
 @dataclass(frozen=True)
@@ -122,15 +156,15 @@ class Relation:
         cols = ", ".join(q(c) for c in self.visible)
         body = f"SELECT {cols} FROM {self.ref}{self.order_sql()}"
         if limit is not None:
-            return db.execute(*self.query(body + " LIMIT ?", (limit,)))
-        rows = db.execute(*self.query(body), max_rows=db.max_rows + 1)
+            return run_query(db, *self.query(body + " LIMIT ?", (limit,)))
+        rows = run_query(db, *self.query(body), max_rows=db.max_rows + 1)
         if len(rows) > db.max_rows:
             raise ToolError(f"the data has more than {db.max_rows:,} rows (the limit); filter, group or "
                             "limit it first", code="relation_too_large")
         return rows
 
     def count(self, db: Database) -> int:
-        return db.execute(*self.query(f"SELECT COUNT(*) FROM {self.ref}"))[0][0]
+        return run_query(db, *self.query(f"SELECT COUNT(*) FROM {self.ref}"))[0][0]
 
     def query(self, body: str, params: tuple[Any, ...] = ()) -> tuple[str, tuple[Any, ...]]:
         """(SQL, params) of a statement whose ``body`` reads this relation as :attr:`ref` (the

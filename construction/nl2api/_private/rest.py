@@ -7,29 +7,25 @@ Parameter values are literal: they are put into the call template after the temp
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from pathlib import Path
+from typing import Any, Callable, Mapping
 
-from benchsmith.schemas import RestBinding, Tool, ToolCall
+from benchsmith.schemas import RestBinding, Tool, ToolCall, UserError
 
 from .converter import Conversion
 from .database import Database, QueryTimeout
+from .describe import OPERATOR_WORDS, PARAM, describe_endpoint
 from .relation import Relation, ToolError
 from .runtime import Runtime
 from .splitfiles import read_endpoints, read_manifest
-from .tools import INT64
+from .tools import INT64, MAX_LIST_ITEMS, MAX_TEXT_CHARS, check_list, check_text
 
-PARAM = "__param__"
 _SUFFIX = {"equal_to": "", "not_equal_to": "_not", "greater_than": "_above", "greater_than_or_equal_to": "_min",
            "less_than": "_below", "less_than_or_equal_to": "_max", "contains": "_contains",
            "not_contains": "_excludes", "starts_with": "_prefix", "not_starts_with": "_not_prefix",
            "ends_with": "_suffix", "not_ends_with": "_not_suffix", "like": "_pattern", "not_like": "_not_pattern",
            "in": "_in", "not_in": "_not_in"}
-_WORDS = {"equal_to": "equals", "not_equal_to": "differs from", "greater_than": "is greater than",
-          "greater_than_or_equal_to": "is at least", "less_than": "is less than",
-          "less_than_or_equal_to": "is at most", "contains": "contains", "not_contains": "does not contain",
-          "starts_with": "starts with", "not_starts_with": "does not start with", "ends_with": "ends with",
-          "not_ends_with": "does not end with", "like": "matches the pattern", "not_like": "does not match the pattern",
-          "in": "is one of", "not_in": "is none of", "between": "is between", "not_between": "is not between"}
+BASE_PATH = "/v1"  # every endpoint is GET /v1/<name>
 PATTERN_LIKE = ("contains", "not_contains", "starts_with", "not_starts_with", "ends_with", "not_ends_with",
                 "like", "not_like")
 _VERBS = {"count": "count", "count_distinct": "count_distinct", "sum": "total", "avg": "average", "min": "min", "max": "max"}
@@ -99,7 +95,6 @@ def make_endpoint(conv: Conversion, taken: set[str],
     calls = [c.model_dump(mode="json") for c in conv.calls]
     params: dict[str, dict[str, Any]] = {}
     gold: dict[str, Any] = {}
-    phrases: list[str] = []
 
     def new_param(base: str, value: Any, schema: dict[str, Any], description: str) -> dict[str, str]:
         name, k = base, 2
@@ -117,52 +112,43 @@ def make_endpoint(conv: Conversion, taken: set[str],
         if op in ("between", "not_between") and isinstance(value, list) and all(_is_literal(v) for v in value):
             cond["value"] = [new_param(f"{base}_from", value[0], {"type": _param_type(ctype, [value[0]])}, f"Lower bound (inclusive) for {col}"),
                              new_param(f"{base}_to", value[1], {"type": _param_type(ctype, [value[1]])}, f"Upper bound (inclusive) for {col}")]
-            phrases.append(f"{col} {_WORDS[op]} {{{base}_from}} and {{{base}_to}}")
         elif op in ("in", "not_in") and isinstance(value, list) and value and all(_is_literal(v) for v in value):
             items = {"type": _param_type(ctype, value)}
             cond["value"] = new_param(base + _SUFFIX[op], value, {"type": "array", "items": items},
                                       f"Values of {col} to {'exclude' if op == 'not_in' else 'keep'}")
-            phrases.append(f"{col} {_WORDS[op]} {{{cond['value'][PARAM]}}}")
         elif op in _SUFFIX and op not in ("in", "not_in") and _is_literal(value) and not isinstance(value, list):
             kind = _param_type(ctype, [value]) if op not in PATTERN_LIKE else "string"
-            cond["value"] = new_param(base + _SUFFIX[op], value, {"type": kind}, f"Value that {col} {_WORDS[op]}")
-            phrases.append(f"{col} {_WORDS[op]} {{{cond['value'][PARAM]}}}")
+            cond["value"] = new_param(base + _SUFFIX[op], value, {"type": kind},
+                                      f"Value that {col} {OPERATOR_WORDS[op]}")
 
     for call in calls:
         if call["name"] == "filter_data":
             parametrise(call["arguments"])
         elif call["name"] == "filter_data_any":
-            before = len(phrases)
             for cond in call["arguments"]["conditions"]:
                 parametrise(cond)
-            if len(phrases) - before > 1:  # one OR clause reads as one phrase
-                phrases[before:] = ["(" + " or ".join(phrases[before:]) + ")"]
     init = conv.setup[0].arguments
     entity = init["source"]
-    joined = [j["table"] for j in init.get("joins", [])]
     last = conv.calls[-1]
     if last.name == "aggregate_data":
         verb = _VERBS[last.arguments["aggregation"]]
-        what = f"the {last.arguments['aggregation']} of {last.arguments.get('key_name', 'rows')}"
     elif last.name == "calculate":
-        verb, what = "compute", f"a {last.arguments['operator']} of two figures"
+        verb = "compute"
     else:
         verb = "list"
-        what = "the columns " + ", ".join(last.arguments.get("key_names") or [last.arguments.get("key_name", "")])
     base = f"{verb}_{entity}" + (f"_by_{'_'.join(list(params)[:3])}" if params else "")
     base = re.sub(r"[^0-9A-Za-z_]+", "_", base)[:100]
     name, k = base, 2
     while name in taken:
         name, k = f"{base}_{k}", k + 1
     taken.add(name)
-    description = f"Returns {what} from {entity}" + (f" joined with {', '.join(joined)}" if joined else "")
-    if phrases:
-        description += " where " + " and ".join(phrases)
-    description += ". The response has 'columns' and 'rows'."
+    setup = [c.model_dump(mode="json") for c in conv.setup]
+    # every step in words (filters, sorts, limits, groups, aggregates, ...): what makes the answer right
+    description = describe_endpoint(setup, calls) + " The response has 'columns' and 'rows'."
     tool = Tool(name=name, description=description,
                 parameters={"type": "object", "properties": params, "required": list(params)},
-                rest=RestBinding(method="GET", path=f"/v1/{name}"), category="rest", tags=["rest", entity])
-    endpoint = {"setup": [c.model_dump(mode="json") for c in conv.setup], "calls": calls, "parameters": params}
+                rest=RestBinding(method="GET", path=f"{BASE_PATH}/{name}"), category="rest", tags=["rest", entity])
+    endpoint = {"setup": setup, "calls": calls, "parameters": params}
     return tool, endpoint, gold
 
 
@@ -193,11 +179,26 @@ def rename_endpoint_params(endpoint: Mapping[str, Any], names: Mapping[str, str]
     return renamed
 
 
+def check_endpoint_args(args: Mapping[str, Any]) -> None:
+    """The argument caps (:data:`MAX_TEXT_CHARS`, :data:`MAX_LIST_ITEMS`, no NUL in text) on a REST
+    call's arguments, before any SQL: a ``ToolError`` naming the parameter."""
+    for name, value in args.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                check_text(item, f"parameter {name}")
+        if isinstance(value, list):
+            check_list(value, f"parameter {name}")
+
+
 def run_endpoint(db: Database, endpoint: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
-    """Execute an endpoint's call template with ``args``; returns ``{"columns", "rows"}``."""
+    """Execute an endpoint's call template with ``args``; returns ``{"columns", "rows"}``.
+
+    Arguments over the caps are a ``ToolError`` before any SQL runs; a query SQLite refuses is a
+    ``ToolError`` too (code ``sql_error``)."""
     missing = set(endpoint["parameters"]) - set(args)
     if missing:
         raise ValueError(f"missing parameters: {sorted(missing)}")
+    check_endpoint_args(args)
     rt = Runtime(db)
     final: Any = None
     rt.setup(ToolCall.model_validate(call) for call in endpoint["setup"])
@@ -209,19 +210,86 @@ def run_endpoint(db: Database, endpoint: Mapping[str, Any], args: Mapping[str, A
     return {"columns": ["value"], "rows": [[final]]}
 
 
+# ---- the server ---------------------------------------------------------------------------------
+# The longest request head (request line and headers) the HTTP layer reads. It holds the longest
+# arguments the caps allow (a MAX_TEXT_CHARS text of 4-byte characters is 120 KB percent-encoded);
+# a longer head is refused by uvicorn itself (a plain-text 400, the connection closed).
+MAX_REQUEST_HEAD_BYTES = 1 << 20
+_CLIP = 200  # characters of a refused value a 422 quotes back
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("text may not contain a NUL character")
+    return value
+
+
+def _clip(value: Any) -> Any:
+    """A refused input as a 422 quotes it: long texts and lists cut short."""
+    if isinstance(value, str) and len(value) > _CLIP:
+        return value[:_CLIP] + f"... ({len(value):,} characters)"
+    if isinstance(value, list) and len(value) > 20:
+        return [_clip(v) for v in value[:20]] + [f"... ({len(value):,} values)"]
+    if isinstance(value, list):
+        return [_clip(v) for v in value]
+    return value
+
+
+def _bad_query_string(raw: bytes) -> str | None:
+    """Why a raw query string cannot be read as UTF-8 after percent-decoding, or None. (Starlette
+    would replace such bytes with U+FFFD, so a caller's mistake would run as another value.)"""
+    from urllib.parse import unquote_to_bytes
+
+    for part in raw.split(b"&"):
+        for piece in part.split(b"=", 1):
+            try:
+                unquote_to_bytes(piece.replace(b"+", b" ")).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                name = part.split(b"=", 1)[0][:100].decode("latin-1")
+                return (f"query parameter {name!r} is not valid UTF-8 after percent-decoding "
+                        f"({exc.reason} at byte {exc.start}); percent-encode the UTF-8 bytes of the text")
+    return None
+
+
+class _Utf8Query:
+    """ASGI middleware: a query string that is not UTF-8 is a 400 with a JSON detail."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            why = _bad_query_string(scope.get("query_string", b""))
+            if why:
+                from starlette.responses import JSONResponse
+
+                await JSONResponse({"detail": why}, status_code=400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(split_dir: str) -> Any:
     """A FastAPI app serving every endpoint of a REST split (GET, typed query parameters).
 
     Each endpoint runs on ``database.sqlite``, or, in a merged split, on the database its
     ``endpoints.json`` entry names (``databases/<db_id>.sqlite``); every database is opened and
-    checked before the app is made."""
-    from pathlib import Path
+    checked before the app is made. ``GET /`` lists the endpoints; ``/docs`` (Swagger UI) and
+    ``/redoc`` load their scripts and styles from this server, not a CDN.
+
+    No request gets a 500: arguments over the caps are a 422 before any SQL, a query SQLite refuses
+    a 400, a query over the time limit a 504, a failing database file a 503, each with a JSON
+    ``detail``; the connection stays open for the next request."""
+    import sqlite3
     from typing import Annotated
 
-    from fastapi import FastAPI, HTTPException, Query
-    from pydantic import Field, create_model
+    from fastapi import HTTPException, Query, Request
+    from fastapi.encoders import jsonable_encoder
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+    from fastapi_offline import FastAPIOffline
+    from pydantic import AfterValidator, Field, create_model
 
-    from benchsmith.schemas import Split, Tool, UserError, read_json
+    from benchsmith.schemas import Split, read_json
 
     root = Path(split_dir)
     manifest = read_manifest(root / "manifest.json")
@@ -251,25 +319,44 @@ def create_app(split_dir: str) -> Any:
     if split.has(Split.DATABASE) or not split.has_databases():
         database("", {})  # the split's own database, opened and checked first (a missing one is a UserError)
     dbs = {name: database(name, endpoint) for name, endpoint in endpoints.items()}
-    app = FastAPI(title=f"benchsmith REST split {manifest.name}", version=manifest.version)
-    # integers SQLite can hold: a larger one is the caller's mistake (422), not a server error
-    pytypes: dict[str, Any] = {"integer": Annotated[int, Field(ge=INT64[0], le=INT64[1])], "number": float,
-                               "string": str, "boolean": bool}
+    # the docs pages' scripts and styles come from fastapi-offline's copies, served by this app
+    app = FastAPIOffline(title=f"benchsmith REST split {manifest.name}", version=manifest.version,
+                         swagger_ui_parameters={"validatorUrl": None})  # no badge fetched from the validator
+    app.add_middleware(_Utf8Query)
+
+    @app.exception_handler(RequestValidationError)
+    async def refused(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = []
+        for err in exc.errors():
+            err = {**err, "input": _clip(err.get("input"))} if "input" in err else dict(err)
+            if isinstance(err.get("ctx"), dict) and "error" in err["ctx"]:  # an exception: its message
+                err["ctx"] = {**err["ctx"], "error": str(err["ctx"]["error"])}
+            errors.append(err)
+        return JSONResponse({"detail": jsonable_encoder(errors)}, status_code=422)
+
+    text = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
+    # integers SQLite can hold and finite numbers: anything else is the caller's mistake (422)
+    pytypes: dict[str, Any] = {"integer": Annotated[int, Field(ge=INT64[0], le=INT64[1])],
+                               "number": Annotated[float, Field(allow_inf_nan=False)],
+                               "string": text, "boolean": bool}
 
     def answer(db: Database, ep: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
         try:
             return run_endpoint(db, ep, args)
-        except (ToolError, ValueError, OverflowError) as exc:  # the caller's bad input
+        except (ToolError, ValueError, OverflowError) as exc:  # the caller's bad input (and queries SQLite refuses)
             raise HTTPException(status_code=400, detail=str(exc)) from None
         except QueryTimeout as exc:
             raise HTTPException(status_code=504, detail=f"the query took too long: {exc}") from None
+        except sqlite3.Error as exc:  # the database file itself failing: not the caller's doing
+            raise HTTPException(status_code=503, detail=f"the database failed: {exc}") from None
 
+    paths: list[str] = []
     for name, endpoint in endpoints.items():
         fields: dict[str, Any] = {}
         for pname, spec in endpoint["parameters"].items():
             if spec["type"] == "array":
                 item_type = pytypes[spec["items"]["type"]]
-                fields[pname] = (list[item_type], ...)
+                fields[pname] = (Annotated[list[item_type], Field(max_length=MAX_LIST_ITEMS)], ...)
             else:
                 fields[pname] = (pytypes[spec["type"]], ...)
         model = create_model(f"Params_{name}", **fields) if fields else None
@@ -286,6 +373,51 @@ def create_app(split_dir: str) -> Any:
             handler.__annotations__ = {"params": Annotated[model, Query()], "return": dict}
             return handler
 
-        app.add_api_route(tools[name].rest.path, handler_factory(dbs[name], endpoint, model), methods=["GET"],
+        path = tools[name].rest.path
+        paths.append(path)
+        app.add_api_route(path, handler_factory(dbs[name], endpoint, model), methods=["GET"],
                           name=name, summary=tools[name].description, operation_id=name)
+
+    index = {"title": app.title, "base": BASE_PATH + "/", "endpoints": paths, "docs": app.docs_url or "/docs",
+             "redoc": "/redoc", "openapi": app.openapi_url}
+
+    @app.get("/", include_in_schema=False)
+    def home() -> dict[str, Any]:
+        return index
+
+    app.state.endpoint_paths = paths
     return app
+
+
+def _example(root: Path, paths: list[str]) -> str:
+    """One endpoint path with its query: the first sample's gold call, else the first path."""
+    from urllib.parse import urlencode
+
+    from benchsmith.schemas import Sample, scan_jsonl
+
+    try:
+        for _, sample in scan_jsonl(root / "samples.jsonl", Sample):
+            call = sample.gold[0].call if isinstance(sample, Sample) and sample.gold else None
+            path = f"{BASE_PATH}/{call.name}" if call else None
+            if path in paths:
+                return path + ("?" + urlencode(call.arguments, doseq=True) if call.arguments else "")
+            break
+    except UserError:
+        pass
+    return paths[0] if paths else BASE_PATH + "/"
+
+
+def serve_split(split_dir: str | Path, *, host: str = "127.0.0.1", port: int = 8765,
+          echo: Callable[[str], Any] = print) -> None:
+    """Serve a REST split with uvicorn until stopped; first ``echo`` where: the endpoints' base URL
+    and number, an example request, the index and the docs."""
+    import uvicorn
+
+    root = Path(split_dir)
+    app = create_app(str(root))
+    paths: list[str] = app.state.endpoint_paths
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    echo(f"Serving {len(paths)} endpoint{'s' if len(paths) != 1 else ''} of {root} under {url}{BASE_PATH}/")
+    echo(f"  example: curl '{url}{_example(root, paths)}'")
+    echo(f"  index: {url}/  docs: {url}/docs (Swagger UI)  {url}/redoc  {url}/openapi.json")
+    uvicorn.run(app, host=host, port=port, log_level="info", h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES)

@@ -3,11 +3,13 @@
 Hidden SLOT tools (``initialize_active_data``: loading and joining tables) run only through
 :meth:`Runtime.setup`, the set-up entry point for a sample's own set-up calls. :meth:`Runtime.call`,
 what predictions go through, answers ``unknown_tool`` for them, also when a tool set binds a
-visible name to one.
+visible name to one. A query SQLite refuses inside a tool is a ``ToolError`` (code ``sql_error``),
+never an ``sqlite3`` error.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
@@ -15,8 +17,8 @@ from pydantic import ConfigDict, Field
 
 from benchsmith.schemas import StrictModel, ToolCall, UserError, validate_shape
 
-from .database import Database
-from .relation import Relation, ToolError
+from .database import Database, ReadOnlyViolation
+from .relation import Relation, ToolError, refusal
 from .tools import SLOT_TOOLS
 
 _REF_PREFIX = "$"
@@ -132,6 +134,10 @@ class Runtime:
             result = impl.fn(self, **args)
         except TypeError as exc:  # missing or unexpected argument names
             raise ToolError(f"bad arguments for {call.name}: {exc}", code="bad_arguments") from exc
+        except ReadOnlyViolation:
+            raise
+        except (sqlite3.OperationalError, sqlite3.DataError) as exc:  # a plug-in tool querying db.execute itself
+            raise refusal(exc) from None
         if call.label:
             self.outputs[call.label] = result
         return result

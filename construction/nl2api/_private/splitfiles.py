@@ -12,20 +12,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from benchsmith.schemas import StrictModel, ToolCall, read_json, validate_shape
+from benchsmith.schemas import SplitManifest, StrictModel, ToolCall, read_json, validate_shape
 
 from .runtime import Binding, load_bindings
 
 REBUILD = "rebuild the split with benchsmith nl2api build"
 
 
-class ManifestHead(BaseModel):
-    """The parts of ``manifest.json`` the NL2API tools read (the rest is not checked here)."""
-
-    model_config = ConfigDict(extra="allow")
-    name: str = ""
-    version: str = ""
-    extra: dict[str, Any] = Field(default_factory=dict)
+class ManifestHead(SplitManifest):
+    """A split's ``manifest.json``: a :class:`~benchsmith.schemas.SplitManifest`, and the NL2API
+    style its ``extra`` names."""
 
     @property
     def style(self) -> Any:
@@ -62,7 +58,11 @@ class EndpointSpec(StrictModel):
 
 
 def read_manifest(path: str | Path) -> ManifestHead:
-    return read_json(path, ManifestHead, fix=REBUILD)
+    """The split manifest at ``path``, the one reader of ``manifest.json``: a file that is not a JSON
+    object, or not a :class:`~benchsmith.schemas.SplitManifest`, is a ``UserError`` naming the file,
+    the place inside it and the fix."""
+    data = read_json(path, dict[str, Any], fix=REBUILD)
+    return validate_shape(data, ManifestHead, where=str(path), fix=REBUILD, strict=False)
 
 
 def read_toolset(path: str | Path) -> dict[str, Binding]:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from benchsmith.schemas import Registry
 
 from .database import Database, quote_ident as q
-from .relation import Relation, ToolError, base_relation
+from .relation import Relation, ToolError, base_relation, run_query
 
 AGGREGATIONS = ("count", "count_distinct", "sum", "avg", "min", "max")
 COMPARISONS = {
@@ -116,12 +116,33 @@ def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 # ---- value binding ------------------------------------------------------------------------
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
+# Caps on argument sizes, checked before any SQL runs: by the tools (a ToolError naming the
+# argument) and by the REST server (a 422 for the query parameter). A value over a cap would
+# otherwise fail inside SQLite mid-query ("LIKE or GLOB pattern too complex" past 50,000 bytes,
+# "too many SQL variables") or only cost time.
+MAX_TEXT_CHARS = 10_000  # the text of a pattern (contains, starts_with, like, ...); every REST string
+MAX_LIST_ITEMS = 1_000   # the values of one in / not_in list (each is one bound SQL variable)
 
 
 def check_int(value: Any, what: str = "value") -> None:
     """Refuse an integer SQLite cannot hold (it would fail inside the driver)."""
     if isinstance(value, int) and not isinstance(value, bool) and not INT64[0] <= value <= INT64[1]:
         raise ToolError(f"{what} {str(value)[:30]}... is outside the 64-bit integer range SQLite stores")
+
+
+def check_text(value: str, what: str = "value") -> None:
+    """Refuse a text longer than :data:`MAX_TEXT_CHARS` or holding a NUL character (SQLite's text
+    functions, LIKE among them, stop reading at a NUL, so the value would not mean what it says)."""
+    if len(value) > MAX_TEXT_CHARS:
+        raise ToolError(f"{what} is {len(value):,} characters long; the limit is {MAX_TEXT_CHARS:,}")
+    if "\x00" in value:
+        raise ToolError(f"{what} contains a NUL character, which a text value cannot hold")
+
+
+def check_list(values: list[Any], what: str = "value") -> None:
+    """Refuse a list of more than :data:`MAX_LIST_ITEMS` values."""
+    if len(values) > MAX_LIST_ITEMS:
+        raise ToolError(f"{what} lists {len(values):,} values; the limit is {MAX_LIST_ITEMS:,}")
 
 
 def bind_scalar(value: Any, db: Database) -> tuple[str, tuple[Any, ...]]:
@@ -202,9 +223,13 @@ def condition_sql(db: Database, rel: Relation, cond: dict[str, Any],
         if isinstance(value, Relation) or not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise ToolError(f"operator {op} needs a text value")
         text = str(value)
+        check_text(text, f"the value of {op}")
         base = op.removeprefix("not_")
         pattern = {"contains": f"%{_escape_like(text)}%", "starts_with": f"{_escape_like(text)}%",
                    "ends_with": f"%{_escape_like(text)}", "like": text}[base]
+        if len(pattern.encode("utf-8", "surrogatepass")) > db.like_pattern_bytes:  # SQLite's own limit
+            raise ToolError(f"the value of {op} makes a pattern longer than the database's limit of "
+                            f"{db.like_pattern_bytes:,} bytes; use a shorter text")
         neg = "NOT " if op.startswith("not_") else ""
         esc = " ESCAPE '\\'" if op not in ("like", "not_like") else ""
         return f"{col} {neg}LIKE ?{esc}", (pattern,)
@@ -219,6 +244,7 @@ def condition_sql(db: Database, rel: Relation, cond: dict[str, Any],
             return f"{col} {neg}IN ({sql})", params
         if not isinstance(value, list):
             value = [value]  # a single value (e.g. an aggregate's output) is a one-item list
+        check_list(value, f"the value of {op}")
         frags, params = [], ()
         for v in value:
             f, p = bind_scalar(v, db)
@@ -478,7 +504,7 @@ def _aggregate_sql(rel: Relation, aggregation: Any, key_name: Any) -> str:
 def aggregate_data(rt: Any, data_source: Any, aggregation: str, key_name: str | None = None) -> Any:
     rel = _need_relation(data_source)
     expr = _aggregate_sql(rel, aggregation, key_name)
-    return rt.db.execute(*rel.query(f"SELECT {expr} FROM {rel.ref}"))[0][0]
+    return run_query(rt.db, *rel.query(f"SELECT {expr} FROM {rel.ref}"))[0][0]
 
 
 @slot_tool(
@@ -656,7 +682,7 @@ def calculate(rt: Any, operator: str, left: Any, right: Any) -> Any:
         raise ToolError(f"operator={operator!r} is not one of {', '.join(ARITHMETIC)}", code="unknown_operator")
     ls, lp = bind_scalar(left, rt.db)
     rs, rp = bind_scalar(right, rt.db)
-    return rt.db.execute(f"SELECT {ls} {ARITHMETIC[operator]} {rs}", lp + rp)[0][0]
+    return run_query(rt.db, f"SELECT {ls} {ARITHMETIC[operator]} {rs}", lp + rp)[0][0]
 
 
 # ---- extended tier: derived data as a table, joins, set operations, ranking ----------------------
