@@ -1,8 +1,9 @@
 """A small reverse proxy on 127.0.0.1 in front of a real server, to lose replies on purpose.
 
 ``FaultyProxy(upstream, match=import_request, fault="drop")`` forwards every request to
-``upstream``. For the first ``times`` requests that ``match(method, path)`` selects it forwards the
-request, lets the server answer (so whatever the request does is done), then fails the reply:
+``upstream``. For the first ``times`` requests that ``match(method, path)`` selects (the matchers
+below select the POSTs that create something) it forwards the request, lets the server answer (so
+whatever the request does is done), then fails the reply:
 
 - ``"drop"``: closes the client's connection without a byte (a proxy that drops the reply),
 - ``"502"``: answers 502 Bad Gateway instead of the server's reply (a 5xx after the commit),
@@ -22,16 +23,37 @@ from urllib.parse import urlsplit
 
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
               "transfer-encoding", "upgrade", "content-length", "host"}
-IMPORT_PATH = re.compile(r"^/api/projects/\d+/import(\?|$)")
+Match = Callable[[str, str], bool]
 
 
-def import_request(method: str, path: str) -> bool:
-    """A POST to a project's import endpoint (``/api/projects/<id>/import``)."""
-    return method == "POST" and bool(IMPORT_PATH.match(path))
+def post_to(pattern: str) -> Match:
+    """A matcher: a POST whose path (without the query string) matches ``pattern`` in full."""
+    path_re = re.compile(pattern)
+    return lambda method, path: method == "POST" and bool(path_re.fullmatch(path.split("?", 1)[0]))
+
+
+import_request = post_to(r"/api/projects/\d+/import")  # a project's task import
+project_create = post_to(r"/api/projects/?")  # a new project
+user_create = post_to(r"/api/users/?")  # a new user
+annotation_create = post_to(r"/api/tasks/\d+/annotations/?")  # a new annotation on a task
+
+
+def first_of_each(*matchers: Match) -> Match:
+    """A matcher that selects the first request each of ``matchers`` selects (use with ``times=len(matchers)``)."""
+    left = list(matchers)
+
+    def match(method: str, path: str) -> bool:
+        for m in left:
+            if m(method, path):
+                left.remove(m)
+                return True
+        return False
+
+    return match
 
 
 class FaultyProxy:
-    def __init__(self, upstream: str, *, match: Callable[[str, str], bool], fault: str = "drop", times: int = 1,
+    def __init__(self, upstream: str, *, match: Match, fault: str = "drop", times: int = 1,
                  stall: float = 10.0) -> None:
         assert fault in ("drop", "502", "stall"), fault
         parts = urlsplit(upstream)

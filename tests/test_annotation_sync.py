@@ -1,7 +1,8 @@
 """Review sync against a real Label Studio (session fixture) when replies get lost: a reverse proxy
 (tests/ls_proxy.py) lets the server import the tasks and then drops the reply, answers 502, or
-stalls past the client's timeout; the push must leave exactly one task per item. Duplicates that
-exist anyway (made here with the SDK) are reported by `annotate status` and removed by
+stalls past the client's timeout; the push must leave exactly one task per item, and a lost reply
+to a project, user or annotation creation must not make a second one. Duplicates that exist
+anyway (made here with the SDK) are reported by `annotate status` and removed by
 `annotate push --repair` without losing an annotation."""
 
 from __future__ import annotations
@@ -10,16 +11,19 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from ls_fixture import label_studio  # noqa: F401 - the session fixture
-from ls_proxy import FaultyProxy, import_request
+from ls_proxy import FaultyProxy, annotation_create, first_of_each, import_request, project_create, user_create
 
-from benchsmith.annotation import LabelStudio, Review, Workspace, result_for
+from benchsmith.annotation import LabelStudio, Review, Workspace, result_for, simulate
 from benchsmith.annotation._private import workflow
 from benchsmith.schemas import Sample, write_jsonl
+
+CREATES = {"projects": project_create, "users": user_create, "annotations": annotation_create}
 
 def _samples(folder: Path, n: int) -> list[Sample]:
     now = "2026-01-01T00:00:00Z"
@@ -32,6 +36,15 @@ def _samples(folder: Path, n: int) -> list[Sample]:
 def _on_server(server, project_id: int) -> Counter:  # noqa: ANN001
     """Tasks per bs_id in the project, counted on the server with the SDK (not through benchsmith)."""
     return Counter(t.data["bs_id"] for t in server.client().tasks.list(project=project_id, page_size=100))
+
+
+def _project_ids(server) -> set[int]:  # noqa: ANN001
+    return {int(p.id) for p in server.client().projects.list(page_size=100)}
+
+
+def _annotators(server, task_id: int) -> Counter:  # noqa: ANN001
+    """Annotations per user on the task, counted on the server with the SDK."""
+    return Counter(a.completed_by for a in server.client().annotations.list(id=task_id))
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -79,6 +92,69 @@ def test_the_cli_push_through_a_proxy_that_drops_the_import_reply(label_studio, 
     status = _run(["status"], _env(label_studio.base_url, label_studio.token, tmp_path / "ws"))
     assert status.returncode == 0 and status.stderr == ""
     assert json.loads(status.stdout)["duplicates"] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["drop", "502"])
+@pytest.mark.parametrize("what", list(CREATES))
+def test_a_create_whose_reply_is_lost_is_not_made_twice(label_studio, tmp_path: Path, what: str,  # noqa: F811
+                                                        fault: str) -> None:
+    """Both stages through the proxy, the first two creations of a kind lose their reply: one project per
+    stage/round/kind, one user per simulated reviewer and one annotation per reviewer per task remain."""
+    samples = _samples(tmp_path, 3)
+    ws = Workspace(tmp_path / "ws")
+    ws.load(tmp_path / "samples.jsonl")
+    tag = uuid.uuid4().hex[:8]  # users are the server's, shared by every test: names of this test's own
+    reviewers, adjudicator = (f"lost-{tag}-1", f"lost-{tag}-2"), f"lost-{tag}-adj"
+    split = samples[0].id  # the reviewers disagree on it: it goes to adjudication
+
+    def policy(stage: str, reviewer: int, item: dict) -> dict:
+        if stage == "review" and reviewer == 2 and item["sample_id"] == split:
+            return {"decision": "reject", "reasons": ["other"]}
+        return {"decision": "accept"}
+
+    before = _project_ids(label_studio)
+    with FaultyProxy(label_studio.base_url, match=CREATES[what], fault=fault, times=2) as proxy:
+        ls = LabelStudio(proxy.url, label_studio.token, timeout=5.0, backoff=0.05)
+        review = ws.push(ls, "review")
+        assert simulate(ws, ls, policy, reviewers=reviewers, adjudicator=adjudicator) == {"review": 6, "adjudicate": 0}
+        assert ws.pull(ls)["moved"] == {"accepted": 2, "adjudicate": 1}
+        adjudicate = ws.push(ls, "adjudicate")
+        assert simulate(ws, ls, policy, reviewers=reviewers, adjudicator=adjudicator) == {"review": 0, "adjudicate": 1}
+        assert ws.pull(ls)["moved"] == {"accepted": 1}
+    assert len(proxy.faults) == 2  # the server made both, and both replies were lost
+
+    made = _project_ids(label_studio) - before
+    assert made == {*review.projects.values(), *adjudicate.projects.values()} and len(made) == 2
+    users = Counter(u.username for u in label_studio.client().users.list())
+    assert {name: users[name] for name in (*reviewers, adjudicator)} == dict.fromkeys((*reviewers, adjudicator), 1)
+    uid = {ws.store.users()[u]["username"]: u for u in ws.store.users()}
+    (rp,), (ap,) = review.projects.values(), adjudicate.projects.values()
+    for sid, tid in ws.store.task_ids(rp).items():
+        assert _annotators(label_studio, tid) == {uid[reviewers[0]]: 1, uid[reviewers[1]]: 1}, sid
+    assert {sid: _annotators(label_studio, tid) for sid, tid in ws.store.task_ids(ap).items()} == \
+        {split: {uid[adjudicator]: 1}}
+    assert {it["status"] for it in ws.store.items()} == {"accepted"}
+
+
+@pytest.mark.slow
+def test_the_cli_push_and_simulate_through_a_proxy_that_drops_creation_replies(label_studio,  # noqa: F811
+                                                                              tmp_path: Path) -> None:
+    samples = _samples(tmp_path, 3)
+    before = _project_ids(label_studio)
+    with FaultyProxy(label_studio.base_url, match=first_of_each(project_create, annotation_create), times=2) as proxy:
+        env = _env(proxy.url, label_studio.token, tmp_path / "ws")
+        r = _run(["push", "--split", str(tmp_path / "samples.jsonl")], env)
+        assert r.returncode == 0, r.stderr
+        r = _run(["simulate"], env)
+        assert r.returncode == 0, r.stderr
+    assert [path.split("/")[2] for _, path in proxy.faults] == ["projects", "tasks"]
+    assert "simulated annotations posted: {'review': 6, 'adjudicate': 0}" in r.stdout
+    (pid,) = _project_ids(label_studio) - before
+    ws = Workspace(tmp_path / "ws")
+    assert set(ws.store.task_ids(pid)) == {s.id for s in samples}
+    for tid in ws.store.task_ids(pid).values():
+        assert sorted(_annotators(label_studio, tid).values()) == [1, 1]  # two reviewers, one annotation each
 
 
 @pytest.mark.slow

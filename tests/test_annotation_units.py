@@ -78,3 +78,18 @@ def test_datasheet_counts_reasons_and_reviewers() -> None:
     assert sheet["agreement"]["1"]["percent_agreement"] == 0.5
     assert sheet["reviewers"]["bob"]["agreement_with_final"] == 1.0 and sheet["reviewers"]["ann"]["agreement_with_final"] == 0.5
     assert sheet["verdicts_supplied_automatically"] is True
+
+
+def test_project_titles_name_the_workspace_and_fit_label_studio(tmp_path) -> None:  # noqa: ANN001
+    from benchsmith.annotation import Workspace
+
+    a, b = Workspace(tmp_path / "a"), Workspace(tmp_path / "b")
+    title = a.project_title("review", 1, "query")
+    assert title.startswith("benchsmith review r1 query ws-") and title == a.project_title("review", 1, "query")
+    assert title != b.project_title("review", 1, "query")  # another workspace: another title
+    a.close()
+    assert Workspace(tmp_path / "a").project_title("review", 1, "query") == title  # the id is kept
+    b.store.set_meta("name", "a very long review campaign name " * 3)
+    long = b.project_title("adjudicate", 12, "dialogue")
+    assert len(long) == 50 and long.startswith("a very long re ")
+    assert long.endswith(f" adjudicate r12 dialogue ws-{b.store.get_meta('workspace_id')}")  # shortened: the name

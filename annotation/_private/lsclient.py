@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import secrets
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TypeVar
@@ -19,6 +20,8 @@ T = TypeVar("T")
 PAGE = 1000
 ID_CHUNK = 400  # task ids per export request (they travel in the URL)
 BY_ID_LIMIT = 2000
+TITLE_MAX = 50  # Label Studio's limit on a project title
+MARKER_BASE = 1 << 52  # annotate's markers: far above any annotation id, below 2**53 (exact in JSON numbers)
 
 
 class LabelStudioDown(RuntimeFault):
@@ -34,6 +37,15 @@ class RemoteTask:
     data: dict[str, Any]
     annotations: int
     key: str | None
+
+
+@dataclass(frozen=True)
+class RemoteProject:
+    """A project as the server holds it: its id, title and number of tasks."""
+
+    id: int
+    title: str
+    tasks: int
 
 
 class LabelStudio:
@@ -80,12 +92,67 @@ class LabelStudio:
             if reconcile is not None:
                 reconcile()
 
+    def _delete(self, what: str, fn: Callable[[], None]) -> None:
+        """A delete through :meth:`_call`; a 404 counts as done (maybe by our own attempt whose reply was lost)."""
+        from label_studio_sdk.core.api_error import ApiError
+
+        def delete() -> None:
+            try:
+                fn()
+            except ApiError as exc:
+                if exc.status_code != 404:
+                    raise
+
+        self._call(what, delete)
+
     # -- projects and tasks -----------------------------------------------------------------------------
     def create_project(self, title: str, label_config: str, *, maximum_annotations: int, description: str = "") -> int:
-        p = self._call("create a project", lambda: self._sdk.projects.create(
-            title=title[:50], description=description, label_config=label_config,
-            maximum_annotations=maximum_annotations, overlap_cohort_percentage=100, show_skip_button=False))
-        return int(p.id)
+        """The id of the project titled ``title`` (at most 50 characters), created when the server holds
+        none. The title is the key: callers make it unique (the workspace's titles name the workspace,
+        stage, round and kind). Safe to repeat: before the first attempt and before every retry the
+        projects with exactly this title are looked up, and one found is used, so a create whose reply
+        was lost, or a push that died before recording the project, does not make a second one. After a
+        retried create, copies that appeared anyway (a create the server finished late) and hold no
+        tasks are deleted."""
+        title = title[:TITLE_MAX]
+        found: list[int] = []
+        retried = False
+
+        def held() -> None:
+            found[:] = [p.id for p in self.projects_titled(title)][:1]
+
+        def reconcile() -> None:
+            nonlocal retried
+            retried = True
+            held()
+
+        def create() -> int:
+            if found:
+                return found[0]
+            p = self._sdk.projects.create(title=title, description=description, label_config=label_config,
+                                          maximum_annotations=maximum_annotations, overlap_cohort_percentage=100,
+                                          show_skip_button=False)
+            return int(p.id)
+
+        held()
+        pid = self._call("create a project", create, reconcile=reconcile)
+        if retried:
+            for p in self.projects_titled(title):
+                if p.id != pid and not p.tasks:
+                    self.delete_project(p.id)
+        return pid
+
+    def projects_titled(self, title: str) -> list[RemoteProject]:
+        """The projects whose title is exactly ``title`` (ids ascending)."""
+        def ask() -> list[RemoteProject]:  # the server filters by "contains", case-insensitive
+            return [RemoteProject(int(p.id), p.title or "", int(p.task_number or 0))
+                    for p in self._sdk.projects.list(title=title, page_size=100)]
+
+        return sorted((p for p in self._call("list projects", ask) if p.title == title), key=lambda p: p.id)
+
+    def delete_project(self, project_id: int) -> None:
+        """Delete a project (its tasks go with it); one already gone counts as deleted."""
+        self._delete("delete a project", lambda: self._sdk.projects.delete(id=project_id))
 
     def project_exists(self, project_id: int) -> bool:
         from label_studio_sdk.core.api_error import ApiError
@@ -177,16 +244,7 @@ class LabelStudio:
 
     def delete_task(self, task_id: int) -> None:
         """Delete a task (its annotations go with it); one already gone counts as deleted."""
-        from label_studio_sdk.core.api_error import ApiError
-
-        def delete() -> None:
-            try:
-                self._sdk.tasks.delete(id=str(task_id))
-            except ApiError as exc:
-                if exc.status_code != 404:  # 404: gone, maybe by our own attempt whose reply was lost
-                    raise
-
-        self._call("delete a task", delete)
+        self._delete("delete a task", lambda: self._sdk.tasks.delete(id=str(task_id)))
 
     def annotated_tasks(self, project_id: int, task_ids: Iterable[int]) -> list[dict[str, Any]]:
         """The given tasks that have annotations, with their annotations (JSON export). Few tasks are
@@ -208,17 +266,69 @@ class LabelStudio:
 
     # -- users and annotations ---------------------------------------------------------------------------
     def ensure_user(self, username: str) -> int:
-        users = self._call("list users", lambda: self._raw_get("/api/users/"))
-        for u in users:
-            if u.get("username") == username:
-                return int(u["id"])
-        u = self._call("create a user", lambda: self._sdk.users.create(username=username, email=f"{username}@benchsmith.local"))
-        return int(u.id)
+        """The id of the user ``username``, created when missing (e-mail ``<username>@benchsmith.local``).
+        Safe to repeat: before a retry of the creation the users are listed again, so a user whose
+        creation reply was lost is found, not created twice; a create refused because the e-mail is
+        taken (an earlier attempt the server finished late) is answered the same way."""
+        from label_studio_sdk.core.api_error import ApiError
+
+        found: list[int] = []
+
+        def held() -> None:
+            users = self._call("list users", lambda: self._raw_get("/api/users/"))
+            found[:] = [int(u["id"]) for u in users if u.get("username") == username][:1]
+
+        def create() -> int:
+            if found:
+                return found[0]
+            try:
+                u = self._sdk.users.create(username=username, email=f"{username}@benchsmith.local")
+            except ApiError as exc:
+                if exc.status_code != 400:
+                    raise
+                held()
+                if not found:
+                    raise
+                return found[0]
+            return int(u.id)
+
+        held()
+        return self._call("create a user", create, reconcile=held)
 
     def annotate(self, task_id: int, result: list[dict[str, Any]], user_id: int) -> int:
-        a = self._call("create an annotation", lambda: self._sdk.annotations.create(id=task_id, result=result,
-                                                                                    completed_by=user_id))
-        return int(a.id)
+        """Post an annotation by ``user_id`` on the task. Safe to repeat: the annotation carries a marker
+        of its own (``import_id``, a random number above any annotation id); before a retry the task's
+        annotations are searched for it, so one whose reply was lost is not posted twice. After a retry,
+        further annotations with the marker (a post the server finished late) are deleted."""
+        marker = MARKER_BASE + secrets.randbits(52)
+        found: list[int] = []
+        retried = False
+
+        def mine() -> list[int]:
+            return sorted(int(a["id"]) for a in self.task_annotations(task_id)
+                          if a.get("import_id") == marker and a.get("completed_by") == user_id)
+
+        def reconcile() -> None:
+            nonlocal retried
+            retried = True
+            found[:] = mine()[:1]
+
+        def create() -> int:
+            if found:
+                return found[0]
+            a = self._sdk.annotations.create(id=task_id, result=result, completed_by=user_id, import_id=marker)
+            return int(a.id)
+
+        aid = self._call("create an annotation", create, reconcile=reconcile)
+        if retried:
+            for other in mine():
+                if other != aid:
+                    self.delete_annotation(other)
+        return aid
+
+    def delete_annotation(self, annotation_id: int) -> None:
+        """Delete an annotation; one already gone counts as deleted."""
+        self._delete("delete an annotation", lambda: self._sdk.annotations.delete(id=annotation_id))
 
     def task_annotations(self, task_id: int) -> list[dict[str, Any]]:
         """The task's annotations (``id``, ``completed_by``, ``result``, ``was_cancelled``, ``import_id``, ...)."""

@@ -44,7 +44,9 @@ def checks_policy(context: Any) -> Policy:
 def simulate(workspace: Any, ls: Any, policy: Policy, *, reviewers: tuple[str, ...] = REVIEWERS,
              adjudicator: str = ADJUDICATOR) -> dict[str, int]:
     """Post the missing annotations of every open task: two reviewers per review task, one
-    adjudicator per adjudication task. Idempotent: a user who already annotated a task is skipped."""
+    adjudicator per adjudication task. Idempotent: a user who already annotated a task is skipped,
+    and a user or an annotation whose creation reply was lost is found by ``ls`` before it is retried
+    (``ensure_user`` by username, ``annotate`` by the annotation's marker), not created twice."""
     from .configs import Review, result_for
 
     users = {name: ls.ensure_user(name) for name in (*reviewers, adjudicator)}

@@ -68,6 +68,13 @@ class Store:
         with self.tx() as c:
             c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
+    def meta_once(self, key: str, value: Any) -> Any:
+        """The value of ``key``; ``value`` is stored first when it has none (one transaction, so two
+        processes end with the same value)."""
+        with self.tx() as c:
+            c.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+            return json.loads(c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0])
+
     # -- items --------------------------------------------------------------------------------------
     def add_items(self, rows: list[tuple[str, str, dict[str, Any]]]) -> int:
         """Register ``(sample_id, kind, sample)`` rows not seen before; returns how many were new."""

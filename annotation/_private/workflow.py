@@ -141,7 +141,8 @@ class Workspace:
         """Create the stage's projects (one per sample kind and round) and import the items that are
         waiting in ``stage`` and not yet there. Idempotent: tasks already in Label Studio (by their
         key: ``bs_id``, stage, ``bs_round``) are recorded, never imported twice; an import whose reply
-        is lost is reconciled by ``ls.import_tasks`` before it is retried."""
+        is lost is reconciled by ``ls.import_tasks`` before it is retried, and a project by its title
+        (:meth:`project_title`) in ``ls.create_project``."""
         from .configs import label_config
         from .payloads import item_key, task_payload
 
@@ -160,8 +161,7 @@ class Workspace:
             if known is not None and not ls.project_exists(known[0]):
                 known = None  # deleted on the server: make it again
             if known is None:
-                name = self.store.get_meta("name", "benchsmith")
-                pid = ls.create_project(f"{name} {stage} r{rnd} {kind}", config,
+                pid = ls.create_project(self.project_title(stage, rnd, kind), config,
                                         maximum_annotations=2 if stage == "review" else 1,
                                         description=f"benchsmith {stage} round {rnd} ({kind})")
                 self.store.add_project(stage, rnd, kind, pid, digest)
@@ -188,6 +188,18 @@ class Workspace:
                 if progress:
                     progress(pushed)
         return PushReport(stage, projects, pushed, already)
+
+    def project_title(self, stage: str, rnd: int, kind: str) -> str:
+        """The title of the workspace's project for a stage, round and kind, e.g. ``benchsmith review r1
+        query ws-1f0c9a2e``: unique per workspace (a random id made once and kept in the workspace), so
+        ``ls.create_project`` can look a project up by its title when the reply that named it was lost.
+        At most 50 characters (Label Studio's limit): the name is shortened, never the rest."""
+        import secrets
+
+        from .lsclient import TITLE_MAX
+
+        tail = f" {stage} r{rnd} {kind} ws-{self.store.meta_once('workspace_id', secrets.token_hex(4))}"
+        return self.store.get_meta("name", "benchsmith")[:max(0, TITLE_MAX - len(tail))] + tail
 
     def _payload(self, it: dict[str, Any], stage: str, task_payload: Callable[..., dict[str, Any]]) -> dict[str, Any]:
         from benchsmith.construction.checks import DEFAULT_CHECKS, run_checks
