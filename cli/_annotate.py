@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from . import user_errors  # cli/__init__ defines it before importing this module
+from . import check_number, check_port, user_errors  # cli/__init__ defines them before importing this module
 
 annotate_app = typer.Typer(help="Expert review in Label Studio.", no_args_is_help=True)
 server_app = typer.Typer(help="A local Label Studio server on 127.0.0.1 (installed into its own venv on first use). "
@@ -29,12 +29,15 @@ def _describe(info) -> dict:  # noqa: ANN001 - a LabelStudioInfo
 @server_app.command("start")
 @user_errors
 def server_start(
-    port: Optional[int] = typer.Option(None, "--port", envvar="BENCHSMITH_LS_PORT", help="Port (default: a free one)"),
+    port: Optional[int] = typer.Option(None, "--port", envvar="BENCHSMITH_LS_PORT", help="Port, 1..65535 (default: a free one)"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", envvar="BENCHSMITH_LS_DATA_DIR", help=DATA_DIR_HELP),
     wait: float = typer.Option(180.0, "--wait", envvar="BENCHSMITH_LS_WAIT",
-                               help="Seconds to wait for the server to become healthy"),
+                               help="Seconds (> 0) to wait for the server to become healthy"),
 ) -> None:
     """Start Label Studio in the background and print its URL; reuses the one running on the data dir."""
+    if port is not None:
+        check_port(port)
+    check_number("--wait", wait, gt=0, example=180)
     from benchsmith.annotation import label_studio_status, start_label_studio
 
     def echo(msg: str) -> None:
@@ -128,8 +131,8 @@ def annotate_push(
     stage: str = typer.Option("review", "--stage", envvar="BENCHSMITH_ANNOTATION_STAGE", help="review | adjudicate"),
     split: Optional[Path] = typer.Option(None, "--split", envvar="BENCHSMITH_SPLIT",
                                          help="Split folder or samples JSONL to add to the review (a workspace may review several; later pushes without it reuse them)"),
-    limit: Optional[int] = typer.Option(None, "--limit", envvar="BENCHSMITH_LIMIT", help="At most N samples of the split"),
-    max_rounds: int = typer.Option(3, "--max-rounds", envvar="BENCHSMITH_MAX_ROUNDS", help="Review rounds at most"),
+    limit: Optional[int] = typer.Option(None, "--limit", envvar="BENCHSMITH_LIMIT", help="At most N (>= 1) samples of the split"),
+    max_rounds: int = typer.Option(3, "--max-rounds", envvar="BENCHSMITH_MAX_ROUNDS", help="Review rounds at most (>= 1)"),
     prescreen: bool = typer.Option(False, "--prescreen/--no-prescreen", envvar="BENCHSMITH_PRESCREEN",
                                    help="Let voter models pre-screen the items first (their votes pre-annotate the tasks)"),
     model: str = typer.Option("local", "--model", envvar="BENCHSMITH_MODEL", help="Pre-screen model; 'local' = the local model"),
@@ -142,6 +145,8 @@ def annotate_push(
 ) -> None:
     """Create the stage's Label Studio projects and import the items waiting in it (idempotent: re-running, or an
     import whose reply was lost, never duplicates a task)."""
+    check_number("--limit", limit, ge=1, example=100)
+    check_number("--max-rounds", max_rounds, ge=1, example=3)
     ws, ls = _open(workspace, data_dir)
     if repair:
         fixed = ws.repair(ls)
