@@ -473,3 +473,51 @@ def test_build_leaves_the_database_unchanged_and_copies_it(chinook, pairs, tmp_p
     assert sha256(chinook) == before
     assert sha256(out / "database.sqlite") == before
     assert "database.sqlite" in json.loads((out / "manifest.json").read_text("utf-8"))["files"]
+
+
+# ---- values JSON cannot carry ------------------------------------------------------------------
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "nl2api"
+JSON_VALUE_CASES = [json.loads(line) for line in (FIXTURES / "json_values_pairs.jsonl").read_text("utf-8").splitlines()
+                    if line.strip()]
+
+
+def json_values_db(path: Path) -> Path:
+    """A database holding BLOBs that are not UTF-8 text and +/-inf (tests/fixtures/nl2api/json_values.sql)."""
+    with sqlite3.connect(path) as con:
+        con.executescript((FIXTURES / "json_values.sql").read_text("utf-8"))
+    con.close()
+    return path
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_answers_and_observations_json_cannot_carry_are_rejected_and_the_build_goes_on(style, tmp_path):
+    """A BLOB that is not UTF-8 text or an infinite number in a gold answer or observation is the
+    pair's rejection (binary_value, non_finite_value), never a traceback or a null where SQL says
+    inf; UTF-8 bytes come out as their text, as before."""
+    import subprocess
+
+    from helpers import clean_env, console_script
+
+    db_path = json_values_db(tmp_path / "db.sqlite")
+    pairs_path = write_pairs(tmp_path / "pairs.jsonl", [c["pair"] for c in JSON_VALUE_CASES])
+    out = tmp_path / "out"
+    proc = subprocess.run([console_script(), "nl2api", "build", "--db", str(db_path), "--pairs", str(pairs_path),
+                           "--style", style, "--out", str(out)], capture_output=True, text=True, timeout=120,
+                          env=clean_env(), stdin=subprocess.DEVNULL)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    rejected = {r["id"]: r for r in report["rejections"]}
+    samples = {s.provenance.source_id: s for s in read_samples(out)}
+    for case in JSON_VALUE_CASES:
+        sid, expected = case["pair"]["id"], case["expected"][style]
+        if expected == "verified":
+            assert sid in samples and sid not in rejected, rejected.get(sid)
+            assert sorted(samples[sid].answer.value) == case["answer"]
+        else:
+            assert sid not in samples
+            assert rejected[sid]["code"] == expected and case["where"] in rejected[sid]["message"], rejected[sid]
+            assert expected in REASONS
+    assert report["verified"] == sum(c["expected"][style] == "verified" for c in JSON_VALUE_CASES)
+    assert report["rejected"] == {code: n for code in ("binary_value", "non_finite_value")
+                                  if (n := sum(c["expected"][style] == code for c in JSON_VALUE_CASES))}

@@ -42,6 +42,8 @@ COVERED_BY_BUILD_TESTS = {
     "result_mismatch": "test_unverified_sequence_is_never_written",
     "tool_error": "test_unverified_sequence_is_never_written",
     "order_mismatch": "test_rows_in_wrong_order_are_rejected_as_order_mismatch",
+    "binary_value": "test_answers_and_observations_json_cannot_carry_are_rejected_and_the_build_goes_on",
+    "non_finite_value": "test_answers_and_observations_json_cannot_carry_are_rejected_and_the_build_goes_on",
 }
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from benchsmith.construction.nl2api import Database
 from benchsmith.construction.nl2api._private.relation import base_relation
-from benchsmith.construction.nl2api._private.runtime import _head_is_fixed, observation, observation_of_rows
+from benchsmith.construction.nl2api._private.runtime import _head_is_fixed, preview, preview_of_rows
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ CASES = [
 @pytest.mark.parametrize("where,order", CASES)
 def test_preview_from_rows_equals_the_limit_query(db, where, order):
     rel = _rel(db, where, order)
-    assert observation_of_rows(rel, rel.rows(db), db) == observation(rel, db)
+    assert preview_of_rows(rel, rel.rows(db), db) == preview(rel, db)
 
 
 def test_ties_and_hidden_keys_are_not_taken_from_the_rows(db):
@@ -77,4 +77,4 @@ def test_random_sorted_relations(db):
     for _ in range(200):
         order = tuple((c, rng.random() < 0.5) for c in rng.sample(keys, rng.randint(1, 2)))
         rel = _rel(db, f"k >= {rng.randint(0, 12)}", order)
-        assert observation_of_rows(rel, rel.rows(db), db) == observation(rel, db), order
+        assert preview_of_rows(rel, rel.rows(db), db) == preview(rel, db), order

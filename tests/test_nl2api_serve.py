@@ -6,9 +6,11 @@ own build; the load test runs the real server (uvicorn on 127.0.0.1) from the co
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.client
 import json
+import logging
 import random
 import re
 import socket
@@ -22,7 +24,8 @@ from urllib.parse import urlencode
 import pytest
 
 from benchsmith.construction.nl2api import (
-    MAX_LIST_ITEMS, MAX_TEXT_CHARS, BuildOptions, build_split, chinook_db, create_app, default_pairs_path,
+    MAX_LIST_ITEMS, MAX_TEXT_CHARS, BuildOptions, Database, ToolEnv, build_split, chinook_db, create_app,
+    default_pairs_path,
 )
 from benchsmith.schemas import Sample, read_jsonl
 from helpers import clean_env, console_script
@@ -274,3 +277,63 @@ def test_serve_under_load_never_answers_500(split, tmp_path):
     assert f"{base}/docs" in started and f"index: {base}/" in started
     assert started.index(f"{base}/v1/") < started.index("Uvicorn running")
     assert "Traceback" not in text and "Internal Server Error" not in text and '" 500 ' not in text, text[-3000:]
+
+
+# ---------------------------------------------------------------- values JSON cannot carry ----
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "nl2api"
+BY_NAME = "/v1/list_files_by_name"
+# rows of the endpoint made from the "beta" pair, called with other names: a BLOB that is not UTF-8
+# text is {"$bytes": base64}, one that is is its text, +/-inf is {"$float": ...}
+TAGGED = [("alpha", [["alpha", {"$bytes": "//4A"}, {"$float": "inf"}]]),  # X'FFFE00', 9e999
+          ("beta", [["beta", "ok", 1.5]]),
+          ("apple", [["apple", {"$bytes": "gA=="}, {"$float": "-inf"}]])]  # X'80', -9e999
+
+
+@pytest.fixture(scope="module")
+def odd_split(tmp_path_factory) -> Path:
+    """A REST split over tests/fixtures/nl2api/json_values.sql: its verified pairs' answers are
+    plain, but the endpoints reach rows holding non-UTF-8 BLOBs and infinities."""
+    root = tmp_path_factory.mktemp("json-values")
+    with sqlite3.connect(root / "db.sqlite") as con:
+        con.executescript((FIXTURES / "json_values.sql").read_text("utf-8"))
+    con.close()
+    cases = (FIXTURES / "json_values_pairs.jsonl").read_text("utf-8").splitlines()
+    pairs = root / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps(json.loads(line)["pair"]) + "\n" for line in cases if line.strip()), "utf-8")
+    report = build_split(root / "db.sqlite", pairs, root / "rest", BuildOptions(style="rest", name="json-values"))
+    assert report["verified"] == 2, report["rejections"]
+    return root / "rest"
+
+
+def test_rows_json_cannot_carry_are_answered_tagged_never_500(odd_split, caplog):
+    from fastapi.testclient import TestClient
+
+    caplog.set_level(logging.DEBUG)
+    with TestClient(create_app(str(odd_split)), raise_server_exceptions=False) as client:
+        for name, rows in TAGGED:
+            resp = client.get(BY_NAME, params={"name": name})
+            assert resp.status_code == 200, resp.text
+            assert resp.json() == {"columns": ["files.name", "files.data", "files.size"], "rows": rows}
+        resp = client.get("/v1/list_files_by_size_above", params={"size_above": -1})
+        assert resp.status_code == 200 and resp.json()["rows"] == [["alpha"], ["beta"]], resp.text
+    assert base64.b64decode("//4A") == b"\xff\xfe\x00" and base64.b64decode("gA==") == b"\x80"
+    assert "Traceback" not in caplog.text and not any(r.exc_info for r in caplog.records)
+
+
+def test_tool_observations_carry_the_same_tags(odd_split):
+    """The same endpoints and tools called as tools (ToolEnv: eval episodes, ReAct runs) give a
+    model observations that JSON carries as they are."""
+    db = Database(odd_split / "database.sqlite")
+    try:
+        rest = ToolEnv(odd_split, db, "rest", [])
+        for i, (name, rows) in enumerate(TAGGED):
+            obs = rest.call("list_files_by_name", {"name": name}, f"out_{i}")
+            assert obs["rows"] == rows and json.loads(json.dumps(obs, allow_nan=False)) == obs
+        setup = [{"name": "initialize_active_data", "arguments": {"source": "files"}, "label": "data_1"}]
+        slot = ToolEnv(odd_split, db, "slot", setup)
+        obs = slot.call("filter_data", {"data_source": "$data_1$", "key_name": "files.size", "operator": "greater_than",
+                                        "value": 0}, "above")
+        assert [r[-2:] for r in obs["rows"]] == [[{"$bytes": "//4A"}, {"$float": "inf"}], ["ok", 1.5]]
+        assert json.loads(json.dumps(obs, allow_nan=False)) == obs
+    finally:
+        db.close()

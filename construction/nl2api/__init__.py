@@ -14,6 +14,7 @@ from ._private.chinook import chinook_db, column_descriptions
 from ._private.compare import multiset_equal, ordered_equal, values_equal
 from ._private.converter import REASONS, Conversion, Rejection, convert
 from ._private.database import MAX_ROWS, Database, QueryTimeout, ReadOnlyViolation
+from ._private.jsonvalues import from_json_value, json_value
 from ._private.relation import MAX_SQL_CHARS, Relation, ToolError
 from ._private.rest import create_app, run_endpoint, serve_split
 from ._private.runtime import Binding, Runtime, load_bindings, observation, result_rows
@@ -28,6 +29,6 @@ __all__ = ["KINDS", "Dataset", "DatasetDB", "build_dataset", "build_universes", 
            "MAX_LIST_ITEMS", "MAX_ROWS", "MAX_SQL_CHARS", "MAX_TEXT_CHARS", "REASONS", "STYLES", "Binding", "BuildOptions", "ChainRun", "Conversion",
            "Database", "Pair", "QueryTimeout", "ReadOnlyViolation", "Rejection", "Relation", "Runtime", "SLOT_TOOLS", "SplitTools",
            "ToolEnv", "ToolError", "build_split", "default_pairs_path", "compact_tools", "hoist_columns", "setup_note", "step_schema",
-           "chinook_db", "column_descriptions", "convert", "create_app", "execute_sql", "load_bindings", "multiset_equal", "observation", "ordered_equal", "values_equal",
+           "chinook_db", "column_descriptions", "convert", "create_app", "execute_sql", "from_json_value", "json_value", "load_bindings", "multiset_equal", "observation", "ordered_equal", "values_equal",
            "read_endpoints", "read_manifest", "read_toolset", "result_rows", "run_and_check",
            "run_endpoint", "serve_split", "slot_tool"]

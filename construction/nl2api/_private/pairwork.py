@@ -9,10 +9,8 @@ killed build resumes with the pairs it has not finished.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
-import math
 import os
 import shutil
 from collections import deque
@@ -29,6 +27,7 @@ from benchsmith.schemas import ToolCall, UserError, append_jsonl, dumps_json
 from .compare import multiset_equal, ordered_equal
 from .converter import Conversion, convert
 from .database import Database, QueryTimeout
+from .jsonvalues import TAGS, first_tagged, from_json_value, json_value
 from .reasons import Rejection
 from .relation import ToolError
 from .rest import column_json_types, make_endpoint, run_endpoint
@@ -37,40 +36,9 @@ from .verify import execute_sql, run_and_check
 
 JOURNAL = ".journal.jsonl"
 PENDING = ".journal.pending.jsonl"
-JOURNAL_VERSION = 3  # 3: REST tool descriptions state every step; 2: written with orjson, ints beyond 64 bits tagged ("$int")
+JOURNAL_VERSION = 4  # 4: answers and observations JSON cannot carry are rejected; 3: REST tool descriptions state every step; 2: written with orjson, ints beyond 64 bits tagged ("$int")
 BATCH = 32  # pairs per task sent to a worker
-
-
-# ---- plain-data encoding (JSON journal; bytes, non-finite floats and big ints survive) -----------
-_INT64 = (-(2 ** 63), 2 ** 64 - 1)  # what orjson writes and reads back as an int
-
-
-def encode(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return {"$bytes": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, float) and not math.isfinite(value):
-        return {"$float": repr(value)}
-    if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
-        return {"$int": str(value)}
-    if isinstance(value, (list, tuple)):
-        return [encode(v) for v in value]
-    if isinstance(value, dict):
-        return {k: encode(v) for k, v in value.items()}
-    return value
-
-
-def decode(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"$bytes"}:
-            return base64.b64decode(value["$bytes"])
-        if set(value) == {"$float"}:
-            return float(value["$float"])
-        if set(value) == {"$int"}:
-            return int(value["$int"])
-        return {k: decode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [decode(v) for v in value]
-    return value
+_TAG_BYTES = tuple(f'"{tag}"'.encode() for tag in TAGS)  # a journal line holding a tagged value
 
 
 # ---- one pair ---------------------------------------------------------------------------------------
@@ -85,6 +53,33 @@ def _convert_safely(db: Database, sql: str) -> Any:
         if isinstance(exc, (KeyboardInterrupt, MemoryError)):
             raise
         raise Rejection("unsupported_expression", f"converter failed: {type(exc).__name__}: {exc}") from None
+
+
+def _where(path: tuple) -> str:
+    """A place in an answer or observation, in words: rows are counted from 1."""
+    if path[:1] == ("rows",):
+        path = path[1:]
+    if len(path) == 2 and all(isinstance(p, int) for p in path):
+        return f" (row {path[0] + 1}, value {path[1] + 1})"
+    return f" (at {'/'.join(map(str, path))})" if path else ""
+
+
+def _check_json(rows: list[Any], observations: list[Any]) -> None:
+    """Samples carry JSON: an answer or observation holding bytes that are not UTF-8 text, or an
+    infinite or NaN number, is rejected here, before anything is encoded (JSON would have no word
+    for it: the sample would not be written, or would say null where SQL says inf). UTF-8 bytes
+    are fine: a sample holds their text."""
+    places = [("the answer", rows), *((f"step {i}'s observation", o) for i, o in enumerate(observations, 1))]
+    for what, value in places:
+        found = first_tagged(value)
+        if found is None:
+            continue
+        path, bad = found
+        if isinstance(bad, bytes):
+            raise Rejection("binary_value", f"{what} holds binary data that is not UTF-8 text{_where(path)}: "
+                                            f"{len(bad)} bytes starting {bad[:8].hex()}; samples carry JSON")
+        raise Rejection("non_finite_value", f"{what} holds the number {bad!r}{_where(path)}, which JSON cannot "
+                                            "carry; samples carry JSON")
 
 
 def _dump_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
@@ -119,7 +114,9 @@ def process_pair(db: Database, style: str, line: int, pair: dict[str, Any], *,
             sel_run = run_and_check(db, conv.setup, calls, expected, conv.ordered, bindings=bindings, observe=True,
                                     sql=pair["sql"])
             out.update(calls=_dump_calls(calls), observations=sel_run.observations, rows=[list(r) for r in sel_run.rows])
-        elif style == "rest":
+        # a REST sample's only observation is its answer
+        _check_json(out["rows"], [] if style == "rest" else out["observations"])
+        if style == "rest":
             tool, endpoint, gold_args = make_endpoint(conv, set(), column_json_types(db, conv.setup))
             try:
                 result = run_endpoint(db, endpoint, gold_args)
@@ -283,7 +280,7 @@ def _dumps_record(record: dict[str, Any]) -> bytes:
             return data + b"\n"
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         pass
-    return (dumps_json(encode(record), allow_nan=False) + "\n").encode("utf-8")
+    return (dumps_json(json_value(record, exact=True), allow_nan=False) + "\n").encode("utf-8")
 
 
 class Journal:
@@ -371,8 +368,8 @@ class Journal:
             rec = orjson.loads(raw)
         except orjson.JSONDecodeError:  # a lone surrogate, written escaped by the fallback
             rec = json.loads(raw)
-        tagged = b'"$bytes"' in raw or b'"$float"' in raw or b'"$int"' in raw
-        return decode(rec) if tagged else rec  # tags are rare: skip the walk
+        tagged = any(tag in raw for tag in _TAG_BYTES)
+        return from_json_value(rec) if tagged else rec  # tags are rare: skip the walk
 
     def close(self) -> None:
         for fh in (self._reader, self._writer):

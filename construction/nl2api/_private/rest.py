@@ -15,6 +15,7 @@ from benchsmith.schemas import RestBinding, Tool, ToolCall, UserError
 from .converter import Conversion
 from .database import Database, QueryTimeout
 from .describe import OPERATOR_WORDS, PARAM, describe_endpoint
+from .jsonvalues import json_value
 from .relation import Relation, ToolError
 from .runtime import Runtime
 from .splitfiles import read_endpoints, read_manifest
@@ -278,7 +279,8 @@ def create_app(split_dir: str) -> Any:
 
     No request gets a 500: arguments over the caps are a 422 before any SQL, a query SQLite refuses
     a 400, a query over the time limit a 504, a failing database file a 503, each with a JSON
-    ``detail``; the connection stays open for the next request."""
+    ``detail``; the connection stays open for the next request. Row values JSON cannot carry are
+    tagged (:func:`json_value`)."""
     import sqlite3
     from typing import Annotated
 
@@ -342,7 +344,9 @@ def create_app(split_dir: str) -> Any:
 
     def answer(db: Database, ep: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
         try:
-            return run_endpoint(db, ep, args)
+            # values JSON has no word for are tagged: UTF-8 bytes as text, other bytes as
+            # {"$bytes": base64}, inf and NaN as {"$float": ...} (the encoders would fail: a 500)
+            return json_value(run_endpoint(db, ep, args))
         except (ToolError, ValueError, OverflowError) as exc:  # the caller's bad input (and queries SQLite refuses)
             raise HTTPException(status_code=400, detail=str(exc)) from None
         except QueryTimeout as exc:

@@ -18,6 +18,7 @@ from pydantic import ConfigDict, Field
 from benchsmith.schemas import StrictModel, ToolCall, UserError, validate_shape
 
 from .database import Database, ReadOnlyViolation
+from .jsonvalues import json_value
 from .relation import Relation, ToolError, refusal
 from .tools import SLOT_TOOLS
 
@@ -177,22 +178,30 @@ def _head_is_fixed(value: Relation, rows: list[tuple], n: int) -> bool:
     return all(not all(_may_tie(x[k], y[k]) for k in keys) for x, y in zip(head, head[1:]))
 
 
-def observation_of_rows(value: Any, rows: list[tuple], db: Database, *, preview_rows: int = 5) -> Any:
-    """:func:`observation` of an output whose rows were just read in full: an unordered relation's
+def preview_of_rows(value: Any, rows: list[tuple], db: Database, *, preview_rows: int = 5) -> Any:
+    """:func:`preview` of an output whose rows were just read in full: an unordered relation's
     preview is their head (the same statement without a LIMIT gives the same first rows), and so is
     a sorted one's when no ties near the head leave the LIMIT a choice; otherwise the relation is
     read again with the LIMIT, as tied rows may come out in another order."""
     if isinstance(value, Relation) and (not value.order or _head_is_fixed(value, rows, preview_rows + 1)):
         return {"columns": list(value.visible), "rows": [list(r) for r in rows[:preview_rows]],
                 "truncated": len(rows) > preview_rows}
-    return observation(value, db, preview_rows=preview_rows)
+    return preview(value, db, preview_rows=preview_rows)
 
 
-def observation(value: Any, db: Database, *, preview_rows: int = 5) -> Any:
-    """A JSON-able view of an output, as a model would see it."""
+def preview(value: Any, db: Database, *, preview_rows: int = 5) -> Any:
+    """An output's first rows with the values as SQLite gives them (bytes, inf): what a build
+    checks and keeps as a sample's observation (see :func:`observation` for a model's view)."""
     if isinstance(value, Relation):
         rows = value.rows(db, limit=preview_rows + 1)
         more = len(rows) > preview_rows
         return {"columns": list(value.visible), "rows": [list(r) for r in rows[:preview_rows]],
                 "truncated": more}
     return value
+
+
+def observation(value: Any, db: Database, *, preview_rows: int = 5) -> Any:
+    """A JSON-able view of an output, as a model would see it: its :func:`preview` with the values
+    JSON cannot carry tagged (:func:`json_value`: UTF-8 bytes as text, other bytes as
+    ``{"$bytes": base64}``, inf and NaN as ``{"$float": ...}``)."""
+    return json_value(preview(value, db, preview_rows=preview_rows))

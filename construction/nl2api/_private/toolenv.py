@@ -13,6 +13,7 @@ from benchsmith.models import THOUGHT_SCHEMA, reference_choices
 from benchsmith.schemas import ToolCall, UnresolvedReference, resolve_references
 
 from .database import Database
+from .jsonvalues import json_value
 from .relation import ToolError
 from .rest import run_endpoint
 from .runtime import Runtime, observation
@@ -132,7 +133,8 @@ class ToolEnv:
             self.runtime.setup(ToolCall.model_validate(c) for c in setup)
 
     def call(self, name: str, arguments: dict[str, Any], label: str) -> Any:
-        """Run one call; its JSON-able observation. Raises ToolError for anything the model got wrong."""
+        """Run one call; its JSON-able observation (values JSON cannot carry tagged, as
+        :func:`json_value` does). Raises ToolError for anything the model got wrong."""
         try:
             if self.style == "rest":
                 endpoint = self.endpoints.get(name)
@@ -144,8 +146,8 @@ class ToolEnv:
                     raise ToolError(f"{name} has no parameter {extra[0]!r}", code="unknown_argument")
                 result = run_endpoint(self.db, endpoint, args)
                 self.outputs[label] = result
-                return {"columns": result.get("columns"), "rows": (result.get("rows") or [])[:5],
-                        "truncated": len(result.get("rows") or []) > 5}
+                return json_value({"columns": result.get("columns"), "rows": (result.get("rows") or [])[:5],
+                                   "truncated": len(result.get("rows") or []) > 5})
             call = ToolCall(name=name, arguments=arguments, label=label)
             if self._setup_phase and name in SLOT_TOOLS and SLOT_TOOLS[name].hidden:
                 value = self.runtime.setup([call])

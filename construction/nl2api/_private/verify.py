@@ -14,7 +14,7 @@ from sqlglot import exp
 from .converter import Rejection, parse_select
 from .database import Database, QueryTimeout
 from .relation import Relation, ToolError
-from .runtime import Binding, Runtime, observation, observation_of_rows, result_rows
+from .runtime import Binding, Runtime, preview, preview_of_rows, result_rows
 
 
 def execute_sql(db: Database, sql: str) -> list[tuple]:
@@ -85,12 +85,12 @@ def run_and_check(db: Database, setup: Sequence[ToolCall], calls: Sequence[ToolC
         for i, call in enumerate(calls):
             final = rt.call(call)
             if observe and i < len(calls) - 1:
-                observations.append(observation(final, db))
+                observations.append(preview(final, db))
         for value in rt.outputs.values():
             _check_limits(db, value)
         rows = result_rows(final, db)
         if observe and calls:
-            observations.append(observation_of_rows(final, rows, db))
+            observations.append(preview_of_rows(final, rows, db))
     except (ToolError, QueryTimeout, sqlite3.Error) as exc:
         raise Rejection("tool_error", str(exc)[:300]) from None
     if ordered:
