@@ -13,15 +13,17 @@ from ._private.core import (
 )
 from ._private.core import (
     DEFAULT_BUDGET, EMBED_PREFIX_CHARS, MODEL_OUTPUT, Budget, FoldBudget, FoldLimit, OverBudget, budget_paused, check_limit,
-    check_time, check_value, current_budget, embedding_text, over_budget, score_record, scorer_for,
+    check_time, check_value, current_budget, embedding_text, last_resort, never_raises, over_budget, score_record,
+    scorer_for, too_deep,
 )
+from ._private.depth import MAX_DEPTH, TooDeep, brackets_bound, check_depth, nesting_depth
 from ._private.derive import DERIVED_BENCHMARK, DERIVERS, derive_all
 from ._private.reportview import ReportView, record_categories
 from ._private.export import EXPORTERS
 from ._private.run import run_score, run_selftest
 from ._private.runner import (
     TASKS, CallContext, FormatError, Outcome, Request, RunResult, SingleCallTask, Task, TaskOptions, Turn, get_task, read_json_reply,
-    run_eval, score_run, select_cases, task,
+    run_eval, score_run, select_cases, shallow_reply, task,
 )
 from ._private.episode import (
     BUDGET_ENDS, END_REASONS, NORMAL_ENDS, STOP_PHRASE, USER_FAILURES, Budgets, Episode, EpisodeEnv, EpisodeSpec, EpisodeTask,
@@ -38,7 +40,9 @@ __all__ = ["BUDGET_ENDS", "END_REASONS", "NORMAL_ENDS", "STOP_PHRASE", "USER_FAI
            "run_selftest", "safe_ratio", "score_cases", "scorer", "sqrt_weights",
            "DEFAULT_BUDGET", "EMBED_PREFIX_CHARS", "MODEL_OUTPUT", "Budget", "FoldBudget", "FoldLimit", "OverBudget",
            "budget_paused", "check_limit", "check_time", "check_value", "current_budget", "embedding_text", "over_budget",
-           "score_record", "scorer_for", "ReportView", "record_categories"]
+           "score_record", "scorer_for", "ReportView", "record_categories",
+           "MAX_DEPTH", "TooDeep", "brackets_bound", "check_depth", "last_resort", "nesting_depth", "never_raises", "shallow_reply",
+           "too_deep"]
 
 # each benchmark's verbs live in its folder; these names stay importable from here (loaded on use)
 _IN_BENCHMARKS = {"derive_acebench_special": "acebench", "export_acebench": "acebench", "export_bfcl": "bfcl",

@@ -6,14 +6,19 @@ perf/fuzz_scoring.py.
 SLOT, SEL and REST splits. :data:`KINDS` are the output generators: each takes a
 ``random.Random`` and a seed output (the case's gold prediction or a fixture's prediction) and
 returns a model output: mutations of the seed, lone surrogates, numbers of 5,000 digits, nesting
-up to 100,000 deep, long operator chains, huge plans and call lists, huge strings, random bytes
-decoded and JSON values of the wrong types.
+up to 100,000 deep (as the whole output, and as an argument of the seed's calls: 100 - 5,000 levels
+of JSON or Python lists, objects, tuples and calls), long operator chains, huge plans and call
+lists, huge strings (also a 50,000-character argument), random bytes decoded and JSON values of the
+wrong types. Deep text is made by string repetition and deep values level by level
+(:func:`nested_text`, :func:`nested_value`): ``json.dumps`` of a 5,000-deep list would itself
+overflow.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -238,9 +243,20 @@ def big_number(rnd: random.Random, seed: str) -> str:
 
 
 def deep_nesting(rnd: random.Random, seed: str) -> str:
-    """Brackets, objects, parentheses or unary operators nested up to 100,000 deep."""
-    n = rnd.choice([99, 101, 150, 200, 999, 1000, 5000, 100_000])
-    form = rnd.randrange(8)
+    """Brackets, objects, parentheses, calls or unary operators nested up to 100,000 deep (the whole
+    output, a call's argument, a reply object's field, or inside the seed)."""
+    n = rnd.choice([99, 101, 150, 200, 700, 950, 999, 1000, 5000, 100_000])
+    form = rnd.randrange(11)
+    if form == 8:
+        return nested_text(rnd.choice(list(NESTINGS)), n)
+    if form == 9:   # a JSON call whose arguments object holds the nesting
+        inner = nested_text(rnd.choice(["json_list", "json_object"]), n)
+        return '[{"name": "' + _call_name(seed) + '", "arguments": {"a": ' + inner + "}}]"
+    if form == 10:  # a reply object (a turn, an answer, a plan step) with a deep field
+        inner = nested_text(rnd.choice(["json_list", "json_object"]), n)
+        key = rnd.choice(["content", "answer", "thought", "args", "result", "subtasks", "label", "tools"])
+        return '{"' + key + '": ' + inner + ', "name": "' + _call_name(seed) + '"}'
+
     if form == 0:
         return "[" * n + "]" * n
     if form == 1:
@@ -258,6 +274,82 @@ def deep_nesting(rnd: random.Random, seed: str) -> str:
         return json.dumps([{"name": "f", "arguments": inner}])
     i = _spot(rnd, seed)
     return seed[:i] + "[" * n + "]" * n + seed[i:]
+
+
+# ---- deep values, built without recursion --------------------------------------------------------
+#: shape -> (opening, closing) of one level; "json_*" are JSON, the rest Python syntax
+NESTINGS = {"json_list": ("[", "]"), "json_object": ('{"a": ', "}"), "py_list": ("[", "]"),
+            "py_dict": ("{'a': ", "}"), "py_tuple": ("(", ",)"), "py_call": ("g(a=", ")")}
+DEPTHS = (100, 101, 150, 199, 500, 700, 950, 999, 1000, 5000)
+
+
+def nested_text(shape: str, depth: int, leaf: str = "1") -> str:
+    """``leaf`` inside ``depth`` levels of a :data:`NESTINGS` shape, as text (string repetition).
+
+    >>> nested_text("json_object", 2), nested_text("py_call", 2, "'x'")
+    ('{"a": {"a": 1}}', "g(a=g(a='x'))")
+    """
+    opening, closing = NESTINGS[shape]
+    return opening * depth + leaf + closing * depth
+
+
+def nested_value(depth: int, kind: str = "list", leaf: Any = 1) -> Any:
+    """``leaf`` inside ``depth`` levels of lists (or ``{"a": ...}`` objects), built level by level.
+
+    >>> nested_value(3), nested_value(2, "dict")
+    ([[[1]]], {'a': {'a': 1}})
+    """
+    value = leaf
+    for _ in range(depth):
+        value = [value] if kind == "list" else {"a": value}
+    return value
+
+
+# an argument's value in a seed: after `"key": ` (JSON) or `key=` (Python call syntax): a string,
+# a number, an empty list or object, a literal
+_ARGUMENT = re.compile(r"""(?:"[\w.$-]+":\s*|\b\w+=)("(?:[^"\\]|\\.)*"|'[^']*'|-?\d+(?:\.\d+)?|\[\]|\{\}|true|false|null|None|True|False)""")
+
+
+def _argument_spans(seed: str) -> list[tuple[int, int]]:
+    return [m.span(1) for m in _ARGUMENT.finditer(seed)]
+
+
+def _syntax(seed: str, at: int) -> str:
+    """"json" where the value at ``at`` sits in JSON (after a colon), else "py" (after ``=``)."""
+    before = seed[:at].rstrip()
+    return "json" if before.endswith(":") else "py"
+
+
+def deep_argument(rnd: random.Random, seed: str) -> str:
+    """One argument of the seed's calls (or the value inside a JSON-text argument) nested 100 - 5,000
+    levels deep, in the seed's own syntax; a seed without arguments gets a call that has one."""
+    depth = rnd.choice(DEPTHS)
+    spans = _argument_spans(seed)
+    if not spans:
+        shape = rnd.choice(list(NESTINGS))
+        inner = nested_text(shape, depth)
+        if shape.startswith("json"):
+            return json.dumps([{"name": _call_name(seed), "arguments": {"a": 0}}]).replace("0}", inner + "}", 1)
+        return f"[{_call_name(seed)}(a={inner})]"
+    i, j = rnd.choice(spans)
+    kind = _syntax(seed, i)
+    if kind == "json" and seed.startswith('"{', i):   # arguments as JSON text: nest inside that text
+        return seed[:i] + '"{\\"a\\": ' + nested_text("json_list", depth) + '}"' + seed[j:]
+    shape = rnd.choice([s for s in NESTINGS if s.startswith(kind)])
+    leaf = seed[i:j] if rnd.random() < 0.5 else "1"
+    return seed[:i] + nested_text(shape, depth, leaf) + seed[j:]
+
+
+def long_argument(rnd: random.Random, seed: str) -> str:
+    """One argument of the seed's calls (a seed without: a new call) holding a 50,000-character string."""
+    unit = rnd.choice(["x", "ab ", "\u4e2d", " ", "$out_1$", "\\n"])
+    text = (unit * (50_000 // len(unit) + 1))[:50_000]
+    spans = _argument_spans(seed)
+    if not spans:
+        return json.dumps([{"name": _call_name(seed), "arguments": {"a": text}}], ensure_ascii=False)
+    i, j = rnd.choice(spans)
+    quoted = json.dumps(text, ensure_ascii=False) if _syntax(seed, i) == "json" else repr(text)
+    return seed[:i] + quoted + seed[j:]
 
 
 def _call_name(seed: str) -> str:
@@ -375,9 +467,12 @@ def unchanged(rnd: random.Random, seed: str) -> str:
 
 KINDS: dict[str, Callable[[random.Random, str], str]] = {
     "unchanged": unchanged, "mutate": mutate, "surrogate": surrogate, "big_number": big_number,
-    "deep_nesting": deep_nesting, "operator_chain": operator_chain, "huge_plan": huge_plan,
-    "huge_string": huge_string, "random_bytes": random_bytes, "wrong_json": wrong_json,
+    "deep_nesting": deep_nesting, "deep_argument": deep_argument, "operator_chain": operator_chain,
+    "huge_plan": huge_plan, "huge_string": huge_string, "long_argument": long_argument,
+    "random_bytes": random_bytes, "wrong_json": wrong_json,
 }
+#: the kinds that nest deeply: also scored by a direct ``Benchmark.score`` call (no budget applies)
+DEEP_KINDS = ("deep_nesting", "deep_argument")
 
 
 def fuzz_output(rnd: random.Random, group: Group, kind: str | None = None) -> tuple[EvalCase, str, str]:

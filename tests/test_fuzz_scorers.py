@@ -3,9 +3,12 @@ and random bytes through the JSONL readers and the reply parser.
 
 Every scored record must come back as a record (never an exception, never ``scorer_error``),
 with a score in [0, 1], writable to records.jsonl, and within the per-record budget (a record
-over a size limit is ``over_budget``; none may hit the time limit). The generators live in
-``tests/fuzz_outputs.py`` (shared with ``perf/fuzz_scoring.py``). Hypothesis runs
-derandomized, so CI sees the same examples every time.
+over a size limit is ``over_budget``; none may hit the time limit). Deeply nested outputs (issue
+26: whole outputs and single arguments nested 100 - 100,000 levels) are also scored by a direct
+``Benchmark.score`` call, where no budget applies: it must return a record too, and no record may
+come from the last resort (a ``RecursionError`` or ``MemoryError`` caught: ``details.caught``),
+only from the bounded-depth checks. The generators live in ``tests/fuzz_outputs.py`` (shared with
+``perf/fuzz_scoring.py``). Hypothesis runs derandomized, so CI sees the same examples every time.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from hypothesis import strategies as st
 
 from benchsmith.eval import BENCHMARKS, DEFAULT_BUDGET, FormatError, RecordResult, read_json_lines, read_json_reply, read_predictions, score_cases
 from benchsmith.schemas import CheckResult, JsonlError, UserError, dumps_json, iter_jsonl_lenient, read_jsonl
-from fuzz_outputs import KINDS, Group, benchmark_names, fuzz_output, scorer_groups
+from fuzz_outputs import DEEP_KINDS, KINDS, Group, benchmark_names, fuzz_output, nested_text, scorer_groups
 
 FUZZ = settings(derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck))
 MODES = ("strict", "official")
@@ -51,6 +54,11 @@ def groups(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Group
 
 def check_scored(group: Group, case, output: str, kind: str) -> None:
     for mode in MODES:
+        if kind in DEEP_KINDS:   # Benchmark.score itself never raises (no budget applies here)
+            direct = group.bench.score(case, output, mode)
+            where = f"{group.name} {mode} {kind} direct ({len(output):,} chars): {direct.error_type}: {direct.reason}"
+            assert isinstance(direct, RecordResult) and 0.0 <= direct.score <= 1.0, where
+            assert "caught" not in direct.details, where
         start = time.perf_counter()
         run = score_cases(group.bench, [case], {case.id: output}, mode)
         spent = time.perf_counter() - start
@@ -58,6 +66,7 @@ def check_scored(group: Group, case, output: str, kind: str) -> None:
         where = f"{group.name} {mode} {kind} ({len(output):,} chars): {r.error_type}: {r.reason}"
         assert isinstance(r, RecordResult) and 0.0 <= r.score <= 1.0, where
         assert r.error_type != "scorer_error", where
+        assert "caught" not in r.details, where   # bounded, not the last resort
         assert not (r.error_type == "over_budget" and r.details.get("budget") == "seconds"), where
         assert spent < SLOWEST, f"{where}: {spent:.2f} s"
         if r.error_type == "over_budget":
@@ -127,7 +136,10 @@ _REPLY = st.one_of(
     st.builds(lambda rnd, kind: KINDS[kind](rnd, '{"tool_calls": [{"name": "f", "arguments": {"a": 1}}]}'),
               st.randoms(use_true_random=False), st.sampled_from(sorted(set(KINDS) - {"huge_string", "deep_nesting"}))),
     st.sampled_from(["[" * 3000, '{"a": ' * 2000, "x" + "{" * 3000, '{"a": 1}' * 3, "\ud800", '"\\ud800"',
-                     "9" * 5000, '{"n": ' + "9" * 5000 + "}", "```json\n{\"a\": 1}\n```", "null", ""]),
+                     "9" * 5000, '{"n": ' + "9" * 5000 + "}", "```json\n{\"a\": 1}\n```", "null", ""]
+                    # balanced and deep: a reply the reader returns (950) or refuses (5,000)
+                    + [nested_text(shape, n) for shape in ("json_list", "json_object") for n in (101, 950, 5000)]
+                    + ['{"tool_calls": [{"name": "f", "arguments": {"a": ' + nested_text("json_list", 950) + "}}]}"]),
 )
 
 

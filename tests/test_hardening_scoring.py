@@ -18,6 +18,7 @@ import pytest
 from benchsmith.eval import Benchmark, EvalCase, RecordResult, get_benchmark, passed, score_cases
 from benchsmith import eval as core  # the scoring-budget API
 from benchsmith.eval.teval._scorers import scorer_name
+from fuzz_outputs import nested_text, nested_value, scorer_groups
 from helpers import clean_env, console_script, have_embedding_model, one_error_line
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "eval"
@@ -350,3 +351,232 @@ def test_jsonl_benchmark_data_that_is_not_utf8_is_one_red_line(benchmark: str, t
     (data / name).write_bytes(b'{"id": "a", "question": "x"}\n{"id": "b", "question": "caf\xe9"}\n')
     line = _cli_score(benchmark, data, tmp_path)
     assert f"{data / name}:2" in line and "UTF-8" in line
+
+
+# ---- issue 26: scoring that raises (deep nesting) ----------------------------------------------------
+# An NL2API argument nested 950 levels deep made Benchmark.score raise RecursionError (the label
+# renaming); values read from model output and case data are now measured (without recursion)
+# before any helper walks them: deeper than MAX_DEPTH is a ``too_deep`` record. Deep text is made by
+# string repetition and deep values level by level (fuzz_outputs.nested_text / nested_value): the
+# cases are tests/fixtures/eval/deep_nesting_cases.jsonl (a case of a fuzz group, a prediction
+# template with the nesting's shape and depth, the verdict per mode).
+DEEP_ROWS = [json.loads(line) for line in (FIXTURES / "deep_nesting_cases.jsonl").read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def groups(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A few cases of every benchmark's scorers (tests/fuzz_outputs.py)."""
+    return scorer_groups(tmp_path_factory.mktemp("groups"))
+
+
+def _fresh_stack(fn: Any) -> Any:
+    """``fn()`` in a new thread, whose stack starts near empty as the CLI's scoring does: under
+    pytest's own frames a 950-deep JSON text would not even parse, and no scorer would see it."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            out["error"] = exc
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(120)
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+def _deep_case(groups: dict[str, Any], row: dict[str, Any]) -> tuple[Any, EvalCase, str]:
+    group = groups[row["group"]]
+    case = next(c for c in group.cases if c.id == row["case"])
+    spec = row["prediction"]
+    text = spec["template"].replace("{deep}", nested_text(spec["shape"], spec["depth"]))
+    return group.bench, case, (core.JSONValueText(text) if spec.get("json_value") else text)
+
+
+@pytest.mark.parametrize("mode", ["strict", "official"])
+@pytest.mark.parametrize("row", DEEP_ROWS, ids=[r["name"] for r in DEEP_ROWS])
+def test_deep_prediction_is_a_record(groups: dict[str, Any], row: dict[str, Any], mode: str) -> None:
+    bench, case, prediction = _deep_case(groups, row)
+    want = row["expected"][mode]
+    record = _fresh_stack(lambda: bench.score(case, prediction, mode))  # no budget outside a run: MAX_DEPTH holds
+    assert (record.ok, record.error_type) == (want["ok"], want["error_type"]), record
+    assert "caught" not in record.details, record  # refused before any helper recursed, not the last resort
+    (run,) = _fresh_stack(lambda: score_cases(bench, [case], {case.id: prediction}, mode).records)
+    if want["error_type"] == "too_deep":
+        assert f"nests over {core.MAX_DEPTH} levels" in record.reason, record
+        # in a run the budget's depth limit (MAX_DEPTH by default) is met first
+        assert run.error_type == "over_budget" and run.details["budget"] == "depth", run
+    else:
+        assert (run.ok, run.error_type) == (want["ok"], want["error_type"]), run
+
+
+@pytest.mark.parametrize("mode", ["strict", "official"])
+def test_nl2api_argument_950_deep_is_too_deep_whatever_the_budget(groups: dict[str, Any], mode: str) -> None:
+    # before: RecursionError out of Benchmark.score (the CLI wrote a scorer_error record)
+    row = next(r for r in DEEP_ROWS if r["name"] == "nl2api_slot_value_950_lists")
+    bench, case, prediction = _deep_case(groups, row)
+    record = _fresh_stack(lambda: bench.score(case, prediction, mode))
+    assert record.error_type == "too_deep" and not record.ok and "nests over 100 levels" in record.reason
+    assert record.details["intent_f1"] == 0.0 and record.details["completion"] is False
+    (run,) = _fresh_stack(lambda: score_cases(bench, [case], {case.id: prediction}, mode, core.Budget(depth=10_000)).records)
+    assert run.error_type == "too_deep"  # a budget deeper than MAX_DEPTH does not let the value through
+
+
+def test_a_case_whose_gold_nests_too_deep_is_a_record(groups: dict[str, Any]) -> None:
+    deep_gold = nested_value(950, "dict")
+    for name, group in sorted(groups.items()):
+        case = group.cases[0].model_copy(update={"gold": deep_gold})
+        for mode in ("strict", "official"):
+            record = group.bench.score(case, group.seeds[0], mode)
+            assert record.error_type == "too_deep" and "the case's gold nests over" in record.reason, (name, record)
+
+
+class _Unbounded(Benchmark):
+    """A plug-in whose scorer has an unbounded recursive helper, or runs out of memory."""
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    def load(self, data: Path) -> list[EvalCase]:
+        return []
+
+    def score(self, case: EvalCase, prediction: str, mode: Any) -> RecordResult:
+        if self.how == "recursion":
+            def walk(n: int) -> int:
+                return 1 + walk(n + 1)
+            walk(0)
+        if self.how == "memory":
+            raise MemoryError
+        if self.how == "deep_value":
+            core.check_value(nested_value(150))
+        raise KeyError("a plain bug")
+
+    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Any) -> dict[str, Any]:
+        return {}
+
+    def gold_prediction(self, case: EvalCase) -> str:
+        return ""
+
+
+@pytest.mark.parametrize("how, error_type, caught", [("recursion", "too_deep", "RecursionError"),
+                                                     ("memory", "out_of_memory", "MemoryError"),
+                                                     ("deep_value", "too_deep", None)])
+def test_the_last_resort_turns_recursion_and_memory_errors_into_records(how: str, error_type: str,
+                                                                         caught: str | None) -> None:
+    case = EvalCase(id="r", benchmark="unbounded", category="c")
+    bench = _Unbounded(how)
+    record = bench.score(case, "x", "strict")   # any Benchmark subclass: score never raises these
+    assert (record.ok, record.error_type, record.details.get("caught")) == (False, error_type, caught), record
+    (run,) = score_cases(bench, [case], {"r": "x"}, "strict").records
+    expected = "over_budget" if how == "deep_value" else error_type   # in a run the budget's depth comes first
+    assert run.error_type == expected and run.details.get("caught") == caught
+    # a plain bug still propagates (the run reports it as scorer_error)
+    with pytest.raises(KeyError):
+        _Unbounded("bug").score(case, "x", "strict")
+    (run,) = score_cases(_Unbounded("bug"), [case], {"r": "x"}, "strict").records
+    assert run.error_type == "scorer_error"
+
+
+def test_registered_scorers_are_guarded_too() -> None:
+    case = EvalCase(id="r", benchmark="b", category="c")
+
+    def part(case: EvalCase, prediction: str, mode: Any) -> RecordResult:
+        return part(case, prediction, mode)   # unbounded
+
+    guarded = core.never_raises(part)
+    assert guarded(case, "x", "strict").details == {"caught": "RecursionError"}
+    assert core.never_raises(guarded) is guarded
+    from benchsmith.eval.nl2api import score_calls   # registered with @scorer: wrapped where it is defined
+    assert getattr(score_calls, "__never_raises__", False)
+
+
+def test_nesting_depth_is_measured_without_recursion() -> None:
+    assert [core.nesting_depth(v) for v in (1, "[[x]]", [], {}, [[]], {"a": [1]}, ([{1: (2,)}],))] == [0, 0, 1, 1, 2, 2, 4]
+    assert core.nesting_depth(nested_value(100)) == 100 and core.nesting_depth(nested_value(101)) == 101
+    assert core.nesting_depth(nested_value(100_000)) == core.MAX_DEPTH + 1   # stops counting past the limit
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    assert core.nesting_depth(cycle) == core.MAX_DEPTH + 1
+    shared = [[[1] * 1000] * 1000] * 1000  # a billion leaves, three levels: each shared list visited once
+    assert core.nesting_depth(shared) == 3
+    core.check_value(nested_value(100))     # outside a record: MAX_DEPTH still applies
+    with pytest.raises(core.TooDeep, match="nests over 100 levels"):
+        core.check_value(nested_value(101))
+    with pytest.raises(core.TooDeep):       # the text holds too many brackets for the shortcut
+        core.check_value(nested_value(101), nested_text("json_list", 101))
+    core.check_value(nested_value(101), "[]")   # the shortcut: text that cannot hold the nesting (none walked)
+    # a call reads as two levels: 60 nested calls hold 120 levels, though 60 parentheses
+    assert core.brackets_bound(nested_text("py_call", 60)) >= 120
+
+
+# ---- run tasks read deep replies as format errors ------------------------------------------------------
+class _Ctx:
+    """A CallContext stand-in that returns one scripted reply."""
+
+    def __init__(self, raw: str, tool_calls: list[dict[str, Any]] | None = None) -> None:
+        self.raw, self.tool_calls = raw, tool_calls or []
+
+    async def call(self, req: Any, role: str = "model") -> tuple[None, Any]:
+        from benchsmith.eval import Turn
+
+        return None, Turn(messages=[], raw=self.raw, tool_calls=self.tool_calls)
+
+
+_DEEP = "{deep}"
+_REPLIES = {  # task -> (a fuzz group of its benchmark, the reply around the deep value)
+    "bfcl": ("bfcl:ast/prompt", '{"calls": [{"name": "geometry.area", "arguments": {"unit": {deep}}}]}'),
+    "gta": ("gta:step:tool", '{"thought": "t", "tool_calls": [{"name": "OCR", "arguments": {"image": {deep}}}]}'),
+    "toolassess": ("toolassess:awareness", '{"decision": {deep}}'),
+    "acebench": ("acebench:normal", '{"decision": "call", "calls": [{"name": "get_weather", "arguments": {"city": {deep}}}]}'),
+    "teval": ("teval:instruct/json", '{"thought": {deep}, "name": "x", "args": {}}'),
+}
+
+
+@pytest.mark.parametrize("depth", [150, 950, 5000])
+@pytest.mark.parametrize("name", sorted(_REPLIES))
+def test_a_deep_reply_is_a_format_error_of_the_run(groups: dict[str, Any], name: str, depth: int) -> None:
+    import asyncio
+
+    from benchsmith.eval import Request, TaskOptions, get_task
+
+    group, template = _REPLIES[name]
+    task_cls = get_task(name)
+
+    class Probe(task_cls):  # type: ignore[valid-type, misc]
+        def request(self, case: EvalCase) -> Request:
+            return Request([])
+
+    task = Probe(Path("."), TaskOptions())
+    case = groups[group].cases[0]
+    reply = template.replace(_DEEP, nested_text("json_list", depth))
+    outcome = asyncio.run(task.solve(case, _Ctx(reply)))   # before: ok with a 950-deep parsed reply, or a RecursionError
+    assert outcome.status == "format_error", outcome
+    expected = "too_deep" if depth < 1000 else "not_json"    # 5,000 deep is past the JSON reader's recursion limit
+    assert outcome.error["type"] == expected, outcome.error
+    assert outcome.turns[0].parsed is None
+
+
+@pytest.mark.parametrize("depth", [150, 950, 5000])
+def test_deep_tool_call_arguments_are_format_errors(depth: int) -> None:
+    from benchsmith.eval import EpisodeSpec, FormatError
+    from benchsmith.eval._private.calls import native_tool_calls
+    from benchsmith.eval._private.episode import read_assistant
+    from benchsmith.eval.nl2api._task import parse_direct, parse_step
+
+    deep = nested_text("json_object", depth)
+    expected = ("too_deep",) if depth < 1000 else ("bad_arguments", "not_json")  # 5,000: past the JSON reader's limit
+    with pytest.raises(FormatError) as err:   # before: the arguments came back (950), a RecursionError (5,000)
+        native_tool_calls([{"name": "f", "arguments": '{"a": ' + deep + "}"}])
+    assert err.value.code in expected
+    for parse in (lambda t: parse_step(t, {"f"}), parse_direct):
+        with pytest.raises(FormatError) as err:
+            parse('{"action": "f", "calls": [{"name": "f", "arguments": {"a": ' + deep + '}}], "arguments": {"a": 1}}')
+        assert err.value.code in expected
+    spec = EpisodeSpec(instruction="x", tools=[{"name": "f"}], open_env=lambda: None)
+    with pytest.raises(FormatError) as err:
+        read_assistant(spec, '{"tool_calls": [{"name": "f", "arguments": {"a": ' + deep + "}}]}", [], False, 0)
+    assert err.value.code in expected

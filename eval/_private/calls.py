@@ -3,10 +3,10 @@ in :mod:`benchsmith.models` and are re-exported here."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable
 
-from benchsmith.eval._private.runner import FormatError
+from benchsmith.eval._private.runner import FormatError, shallow_reply
+from benchsmith.schemas import loads_json
 from benchsmith.models import (  # noqa: F401  (the schema builders, re-exported for the tasks)
     MAX_STRING, THOUGHT_SCHEMA, bounded_strings, call_schema, closed_schema, enum_or_string, json_schema_types, openai_tool,
     reference_choices,
@@ -35,23 +35,25 @@ def python_calls(calls: Iterable[dict[str, Any]]) -> str:
         args = c.get("arguments") or {}
         if not isinstance(args, dict):
             raise FormatError("bad_arguments", f"arguments of {c.get('name')!r} are not an object")
+        shallow_reply(args, f"the arguments of {c.get('name')!r}")   # repr recurses
         parts.append(f"{c['name']}(" + ", ".join(f"{k}={python_value(v)}" for k, v in args.items()) + ")")
     return "[" + ", ".join(parts) + "]"
 
 
 def native_tool_calls(tool_calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A client's tool calls as ``[{"name", "arguments"}]``; arguments that are not a JSON object
-    are a format error."""
+    (or nest deeper than :data:`~benchsmith.eval.MAX_DEPTH`: ``too_deep``) are a format error."""
     out = []
     for tc in tool_calls:
         args = tc.get("arguments")
         if isinstance(args, str):
             try:
-                args = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError:
+                args = loads_json(args) if args.strip() else {}
+            except ValueError:   # JSONDecodeError: also a 4,300+-digit number or nesting past the recursion limit
                 raise FormatError("bad_arguments", f"arguments of {tc.get('name')!r} are not JSON") from None
         if not isinstance(args, dict):
             raise FormatError("bad_arguments", f"arguments of {tc.get('name')!r} are not an object")
+        shallow_reply(args, f"the arguments of {tc.get('name')!r}")
         out.append({"name": str(tc.get("name") or ""), "arguments": args})
     return out
 

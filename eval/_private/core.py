@@ -4,12 +4,15 @@ A benchmark plugs in as a class registered with :func:`benchmark`; its leaf chec
 functions registered with :func:`scorer`. Scoring a record never raises: garbage model
 output becomes a failed record with an error type. Every record is scored within a
 :class:`Budget` (time and sizes); a record over it fails with the error type ``over_budget``.
+No scorer walks a value nested deeper than :data:`MAX_DEPTH` (``too_deep``; :mod:`.depth`), and
+every benchmark's ``score`` and every registered scorer is wrapped by :func:`never_raises`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import hashlib
 import heapq
 import json
@@ -31,6 +34,7 @@ from pydantic import ConfigDict, Field
 
 from benchsmith.schemas import Registry, StrictModel, UserError, loads_json
 
+from .depth import MAX_DEPTH, TooDeep, brackets_bound, check_depth, nesting_depth
 from .reportview import ReportView
 
 Mode = Literal["strict", "official"]
@@ -71,6 +75,58 @@ def failed(case: EvalCase, error_type: str, reason: str = "", score: float = 0.0
                         reason=reason[:500], details=details)
 
 
+def too_deep(case: EvalCase, exc: TooDeep, **details: Any) -> RecordResult:
+    """The failed record of a prediction (or case) holding a value nested deeper than a scorer
+    walks: error type ``too_deep``."""
+    return failed(case, "too_deep", f"not scored: {exc}", limit=exc.limit, **details)
+
+
+def last_resort(case: EvalCase, exc: BaseException) -> RecordResult:
+    """The failed record of a scorer that raised :class:`TooDeep`, ``RecursionError`` or
+    ``MemoryError`` (:func:`never_raises`). The last two mean a helper was not bounded: the record
+    says which was caught (``details.caught``) so that tests can tell it from a bounded refusal."""
+    if isinstance(exc, TooDeep):
+        return too_deep(case, exc)
+    kind = type(exc).__name__
+    if isinstance(exc, RecursionError):
+        return failed(case, "too_deep", f"not scored: the scorer recursed too deep ({kind}: {exc})", caught=kind)
+    return failed(case, "out_of_memory", f"not scored: the scorer ran out of memory ({kind})", caught=kind)
+
+
+_LAST_RESORT = (TooDeep, RecursionError, MemoryError)
+# the case a never_raises wrapper further up the stack already guards (an inner one then just calls)
+_GUARDED: contextvars.ContextVar[EvalCase | None] = contextvars.ContextVar("benchsmith_guarded", default=None)
+
+
+def never_raises(fn: Callable[..., RecordResult]) -> Callable[..., RecordResult]:
+    """Wrap a scorer (a function, or a benchmark's ``score`` method) taking an :class:`EvalCase`:
+    a case whose gold nests deeper than :data:`MAX_DEPTH` is a ``too_deep`` record without
+    scoring, and :class:`TooDeep`, ``RecursionError`` or ``MemoryError`` out of the scorer become a
+    failed record (:func:`last_resort`) instead of propagating. Other exceptions propagate (a bug:
+    :func:`score_record` reports it as ``scorer_error``), as do :class:`OverBudget` and
+    ``KeyboardInterrupt``. :class:`Benchmark` subclasses and :func:`scorer` apply it themselves."""
+    if getattr(fn, "__never_raises__", False):
+        return fn
+
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> RecordResult:
+        case = next((a for a in (*args, *kwargs.values()) if isinstance(a, EvalCase)), None)
+        if case is None or _GUARDED.get() is case:
+            return fn(*args, **kwargs)
+        if nesting_depth(case.gold) > MAX_DEPTH:
+            return too_deep(case, TooDeep(MAX_DEPTH, "the case's gold"))
+        token = _GUARDED.set(case)
+        try:
+            return fn(*args, **kwargs)
+        except _LAST_RESORT as exc:
+            return last_resort(case, exc)
+        finally:
+            _GUARDED.reset(token)
+
+    guarded.__never_raises__ = True  # type: ignore[attr-defined]
+    return guarded
+
+
 # ---- registries -------------------------------------------------------------------------------
 # the built-in benchmarks: each package registers its benchmark, scorers and task when imported
 BUILTIN_BENCHMARKS = tuple(f"benchsmith.eval.{b}" for b in ("acebench", "agent", "bfcl", "gta", "nl2api", "teval", "toolassess"))
@@ -83,9 +139,10 @@ def scorer(name: str) -> Callable[[Callable[..., RecordResult]], Callable[..., R
 
     A name ``"<benchmark>:<category>"`` makes it the scorer of that benchmark's records of that
     category (:func:`scorer_for`); other names (``"<benchmark>.<part>"``) are parts a benchmark's
-    ``score`` calls."""
+    ``score`` calls. The function is registered (and returned) wrapped by :func:`never_raises`."""
 
-    return SCORERS.register(name)
+    register = SCORERS.register(name)
+    return lambda fn: register(never_raises(fn))
 
 
 def benchmark(name: str) -> Callable[[type["Benchmark"]], type["Benchmark"]]:
@@ -113,6 +170,16 @@ class Benchmark(ABC):
     option_values: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     #: the options it was configured with by :func:`get_benchmark` (none given: empty)
     options: Mapping[str, str] = MappingProxyType({})
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # the promise "score never raises" kept for every benchmark, plug-ins included: a value
+        # too deep to walk, a RecursionError or a MemoryError becomes a failed record
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("score")
+        if isinstance(own, (staticmethod, classmethod)):
+            cls.score = type(own)(never_raises(own.__func__))  # type: ignore[method-assign]
+        elif callable(own):
+            cls.score = never_raises(own)  # type: ignore[method-assign]
 
     @abstractmethod
     def load(self, data: Path) -> list[EvalCase]:
@@ -635,7 +702,7 @@ class Budget:
     seconds: float = 10.0            # wall time to score the record (loading an embedding model not counted)
     prediction_chars: int = 100_000  # length of the prediction text
     calls: int = 1_000               # calls, plan steps, messages, turns or answers read from it
-    depth: int = 100                 # nesting depth of a JSON or Python value read from it
+    depth: int = MAX_DEPTH           # nesting depth of a JSON or Python value read from it (MAX_DEPTH holds above it)
     string_chars: int = 100_000      # one string inside such a value
     plan_steps: int = 50             # T-Eval plan steps (each is embedded)
     embed_chars: int = 20_000        # T-Eval plan step names and arguments to embed
@@ -696,18 +763,25 @@ def check_limit(limit: str, figure: int) -> None:
 
 
 def check_value(value: Any, text: str | None = None) -> None:
-    """Raise :class:`OverBudget` when a value read from a prediction nests deeper than the
-    record's ``depth`` or holds a string longer than ``string_chars`` (level by level: any depth).
-    ``text``: the text the value was parsed from (JSON, a Python literal; folded strings are
-    bounded by the decoder's :class:`FoldBudget`): a text no longer than the string limit with no
-    more opening brackets than the depth limit (or no longer than twice the depth limit) cannot
+    """Check a value read from a prediction before anything walks it. In a record: raise
+    :class:`OverBudget` when it nests deeper than the record's ``depth`` or holds a string longer
+    than ``string_chars`` (level by level: any depth). In a record or not: raise :class:`TooDeep`
+    when it nests deeper than :data:`MAX_DEPTH`, which no scorer walks whatever the budget.
+    ``text``: the text the value was parsed from (JSON, a Python literal or call; folded strings
+    are bounded by the decoder's :class:`FoldBudget`): a text no longer than the string limit
+    whose brackets cannot open more levels than the depth limit (:func:`brackets_bound`) cannot
     exceed either, so the value is not walked."""
     rec = _CURRENT.get()
-    if rec is None or not rec.scoring:
-        return
-    depth_limit, chars = rec.budget.depth, rec.budget.string_chars
-    if text is not None and (len(text) <= 2 * depth_limit or (  # parsed, so balanced: 2 characters a level
-            len(text) <= chars and text.count("[") + text.count("{") + text.count("(") <= depth_limit)):
+    if rec is not None and rec.scoring:
+        _check_budget_value(rec.budget, value, text)
+        if rec.budget.depth <= MAX_DEPTH:
+            return   # measured above, against a lower limit
+    check_depth(value, MAX_DEPTH, "the prediction", text)
+
+
+def _check_budget_value(budget: Budget, value: Any, text: str | None) -> None:
+    depth_limit, chars = budget.depth, budget.string_chars
+    if text is not None and len(text) <= chars and brackets_bound(text) <= depth_limit:
         return
     level, depth = [value], 0
     while level:
@@ -921,6 +995,9 @@ def _score_within(rec: _Record, bench: Benchmark, case: EvalCase, prediction: st
     except OverBudget as exc:
         rec.scoring = False
         result = over_budget(case, exc)
+    except _LAST_RESORT as exc:  # a scorer not wrapped by never_raises (its benchmark's and registered ones are)
+        rec.scoring = False
+        result = last_resort(case, exc)
     except Exception as exc:  # noqa: BLE001 - a scorer bug must not lose the run; it is reported
         rec.scoring = False
         result = failed(case, "scorer_error", f"{type(exc).__name__}: {exc}")

@@ -37,7 +37,7 @@ from benchsmith.models import ParseError, call_schema, read_json_reply
 from benchsmith.schemas import ToolError, append_jsonl, loads_json
 
 from .core import EvalCase
-from .runner import CallContext, Outcome, Request, Task
+from .runner import CallContext, Outcome, Request, Task, shallow_reply
 
 STOP_PHRASE = "finish conversation"
 NORMAL_ENDS = ("user_stop", "assistant_done")
@@ -412,6 +412,7 @@ def read_assistant(spec: EpisodeSpec, text: str, tool_calls: list[dict[str, Any]
         args = c.get("arguments") if c.get("arguments") is not None else {}
         if not isinstance(args, dict):
             raise ParseError("bad_arguments", f"the arguments of {name!r} must be a JSON object")
+        shallow_reply(args, f"the arguments of {name!r}")  # they run, are diffed and journaled: too_deep
         n_calls += 1
         calls.append({"id": str(c.get("id") or f"c{n_calls}"), "name": name, "arguments": args,
                       "known": name in names})

@@ -33,6 +33,7 @@ from benchsmith.schemas import (
 from benchsmith.models import ParseError, read_json_reply  # noqa: F401  (read_json_reply: re-exported)
 
 from .core import BUILTIN_BENCHMARKS, EvalCase, get_benchmark
+from .depth import MAX_DEPTH, nesting_depth
 
 RUN_FORMAT = "benchsmith.run/v1"
 #: data names a task's loader knows without a folder (``--split sandbox --tasks agent``: the packaged scenarios)
@@ -109,6 +110,14 @@ class Outcome:
 #: a model reply that cannot be read as the task's answer (``code``, ``reason``): the one reply
 #: error of :mod:`benchsmith.models`
 FormatError = ParseError
+
+
+def shallow_reply(value: Any, what: str = "the reply") -> Any:
+    """``value``, read from a model reply, unless it nests deeper than :data:`MAX_DEPTH` (what no
+    scorer, tool or writer walks): then a :class:`FormatError` with the code ``too_deep``."""
+    if nesting_depth(value) > MAX_DEPTH:
+        raise FormatError("too_deep", f"{what} nests over {MAX_DEPTH} levels")
+    return value
 
 
 class TransportFailure(Exception):
@@ -267,9 +276,16 @@ class SingleCallTask(Task):
         _, turn = await ctx.call(req)
         try:
             result, parsed = self.parse(case, turn.raw, turn.tool_calls)
+            shallow_reply(parsed)           # turn.parsed is written to replies.jsonl
+            if not isinstance(result, str):
+                shallow_reply(result)
         except FormatError as exc:
             turn.parsed = None
             return Outcome("format_error", turn.raw, [turn], {"type": exc.code, "message": str(exc)[:500]})
+        except (RecursionError, MemoryError) as exc:  # a parse that walked a reply too deep or too big
+            turn.parsed = None
+            code = "too_deep" if isinstance(exc, RecursionError) else "too_large"
+            return Outcome("format_error", turn.raw, [turn], {"type": code, "message": f"{type(exc).__name__} reading the reply"})
         turn.parsed = parsed
         return Outcome("ok", result, [turn])
 

@@ -24,7 +24,7 @@ import json
 from typing import Any
 
 from benchsmith.construction.sandbox import AceBenchSandbox, ToolError
-from benchsmith.eval._private.core import check_time
+from benchsmith.eval._private.core import check_time, check_value
 
 from ._decode import DecodeError, decode_strict, official_agent_turn
 
@@ -74,6 +74,7 @@ def parse_prediction(prediction: str) -> tuple[list[str], list[dict[str, Any]] |
 
 def decode_turn(turn: str, mode: str) -> list[tuple[str, dict[str, Any]]]:
     calls = official_agent_turn(turn) if mode == "official" else decode_strict(turn)
+    check_value(calls, turn)  # run, compared and serialised below: within the budget and MAX_DEPTH (else TooDeep)
     out = []
     for c in calls:
         name = next(iter(c))

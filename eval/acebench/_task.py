@@ -16,7 +16,7 @@ from benchsmith.construction.nl2api import hoist_columns
 from benchsmith.eval import EvalCase
 from benchsmith.eval._private.episode import Episode, EpisodeSpec, EpisodeTask
 from benchsmith.eval._private.runner import (
-    CallContext, FormatError, Outcome, Request, SingleCallTask, read_json_reply, task,
+    CallContext, FormatError, Outcome, Request, SingleCallTask, read_json_reply, shallow_reply, task,
 )
 from benchsmith.prompts import get_prompt
 
@@ -111,7 +111,7 @@ class ACEBenchTask(EpisodeTask, SingleCallTask):
             if not text.strip():
                 raise FormatError("empty_reply", "no tool call and no text")
             return text, None
-        value = read_json_reply(text)
+        value = shallow_reply(read_json_reply(text))  # rendered as Python calls below: MAX_DEPTH
         if not isinstance(value, dict):
             raise FormatError("bad_shape", "expected a JSON object")
         return render_decision(value), value

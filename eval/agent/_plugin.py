@@ -24,7 +24,7 @@ from benchsmith.construction.sandbox import (
 )
 from benchsmith.eval._private.core import (
     Benchmark, EvalCase, Mode, RecordResult, ReliabilityTally, RunningSum, aggregate_lists, benchmark, check_limit,
-    failed, passed, safe_ratio, scorer,
+    check_value, failed, passed, safe_ratio, scorer,
 )
 from benchsmith.eval._private.episode import clean_summary, error_type
 from benchsmith.schemas import RowError, Sample, Split, ToolError, UserError, check_jsonl, loads_json, scan_jsonl
@@ -190,6 +190,8 @@ def score_episode(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
         return failed(case, "wrong_output_format", "the prediction is not an episode record (a JSON object with calls)")
     calls = [c for c in pred["calls"] if isinstance(c, dict)]
     check_limit("calls", len(calls))
+    # replayed in the environment, compared, serialised: within the budget and MAX_DEPTH (else TooDeep)
+    check_value(calls, prediction if isinstance(prediction, str) else None)
     summary = clean_summary(pred.get("episode"))
     state, done, answer = replay(case, calls)
     gold = case.gold if isinstance(case.gold, dict) else {}

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from benchsmith.eval import EvalCase
-from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
+from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, shallow_reply, task
 from benchsmith.prompts import get_prompt
 
 from benchsmith.eval._private.calls import call_schema, chat_messages, native_tool_calls, openai_tool, python_calls
@@ -78,7 +78,7 @@ class BFCLTask(SingleCallTask):
             except FormatError:
                 parsed = None
             return fc_result(text, tool_calls), parsed
-        value = read_json_reply(text)
+        value = shallow_reply(read_json_reply(text))  # rendered as Python calls below: MAX_DEPTH
         calls = value.get("calls") if isinstance(value, dict) else None
         if not isinstance(calls, list):
             raise FormatError("bad_shape", "expected {\"calls\": [...]}")

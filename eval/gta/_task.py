@@ -11,7 +11,7 @@ from benchsmith.construction.nl2api import hoist_columns
 from benchsmith.eval import EvalCase
 from benchsmith.eval._private.episode import Episode, EpisodeSpec, EpisodeTask
 from benchsmith.eval._private.runner import (
-    CallContext, FormatError, Outcome, Request, SingleCallTask, read_json_reply, task,
+    CallContext, FormatError, Outcome, Request, SingleCallTask, read_json_reply, shallow_reply, task,
 )
 from benchsmith.prompts import get_prompt
 
@@ -104,7 +104,7 @@ class GTATask(EpisodeTask, SingleCallTask):
         return Request(msgs, json_schema=schema, max_tokens=self.options.max_tokens)
 
     def parse(self, case: EvalCase, text: str, tool_calls: list[dict[str, Any]]) -> tuple[Any, Any]:
-        value = read_json_reply(text)
+        value = shallow_reply(read_json_reply(text))  # serialised below: MAX_DEPTH
         if not isinstance(value, dict):
             raise FormatError("bad_shape", "expected a JSON object")
         thought = str(value.get("thought") or "")

@@ -20,7 +20,9 @@ import re
 from collections import Counter
 from typing import Any, Sequence
 
-from benchsmith.eval import CallShapeError, EvalCase, Mode, RecordResult, failed, passed, scorer, tool_call_parts
+from benchsmith.eval import (
+    CallShapeError, EvalCase, Mode, RecordResult, TooDeep, check_limit, check_value, failed, passed, scorer, tool_call_parts,
+)
 from benchsmith.schemas import loads_json, parse_reference
 
 from benchsmith.construction.nl2api import multiset_equal, ordered_equal
@@ -66,7 +68,9 @@ def _one_call(item: Any, n: int) -> Call:
 def parse_calls(prediction: str) -> list[Call]:
     """The predicted call sequence: a JSON list of ``{"name", "arguments", "label"?}`` (also a
     JSON string holding that list, a single call object, OpenAI ``tool_calls`` entries, or
-    ``{"tool_calls": [...]}``). Raises :class:`PredictionError`."""
+    ``{"tool_calls": [...]}``). Raises :class:`PredictionError` (code ``too_deep`` for arguments
+    nested deeper than :data:`~benchsmith.eval.MAX_DEPTH`, which the label renaming, the slot
+    strings and execution would walk), or ``OverBudget`` past the record's budget."""
     value: Any = _loads(prediction) if isinstance(prediction, str) else prediction
     for _ in range(2):  # a JSON string holding the JSON list
         if isinstance(value, str):
@@ -80,7 +84,13 @@ def parse_calls(prediction: str) -> list[Call]:
             value = [value]
     if not isinstance(value, list):
         raise PredictionError("malformed_sequence", f"expected a list of calls, got {type(value).__name__}")
-    return [_one_call(item, n) for n, item in enumerate(value, 1)]
+    check_limit("calls", len(value))
+    calls = [_one_call(item, n) for n, item in enumerate(value, 1)]
+    try:
+        check_value([c["arguments"] for c in calls], prediction if isinstance(prediction, str) else None)
+    except TooDeep as exc:
+        raise PredictionError("too_deep", f"not scored: {exc}") from None
+    return calls
 
 
 def prf(tp: float, n_pred: int, n_gold: int) -> tuple[float, float, float]:

@@ -23,7 +23,9 @@ from typing import Any
 
 from benchsmith.construction.nl2api import Database, ToolEnv, ToolError, compact_tools, setup_note, step_schema
 from benchsmith.eval import EvalCase
-from benchsmith.eval._private.runner import CallContext, FormatError, Outcome, Request, Task, Turn, read_json_reply, task
+from benchsmith.eval._private.runner import (
+    CallContext, FormatError, Outcome, Request, Task, Turn, read_json_reply, shallow_reply, task,
+)
 from benchsmith.prompts import get_prompt
 from benchsmith.schemas import Split, ToolCall
 
@@ -42,7 +44,7 @@ def parse_step(text: str, names: set[str]) -> dict[str, Any]:
     >>> parse_step('{"thought": "t", "action": "finish", "arguments": {}}', {"f"})["action"]
     'finish'
     """
-    value = read_json_reply(text)
+    value = shallow_reply(read_json_reply(text))   # the arguments run, and the reply is journaled
     if not isinstance(value, dict):
         raise FormatError("bad_shape", "expected a JSON object with thought, action and arguments")
     action = value.get("action")
@@ -64,7 +66,7 @@ def parse_direct(text: str) -> list[dict[str, Any]]:
     >>> parse_direct('{"calls": [{"name": "f", "arguments": {"x": 1}}, {"name": "g"}]}')
     [{'name': 'f', 'arguments': {'x': 1}}, {'name': 'g', 'arguments': {}}]
     """
-    value = read_json_reply(text)
+    value = shallow_reply(read_json_reply(text))   # the calls run, and the reply is journaled
     calls = value.get("calls") if isinstance(value, dict) else value
     if not isinstance(calls, list):
         raise FormatError("bad_shape", 'expected a JSON object {"calls": [{"name", "arguments"}, ...]}')

@@ -1,5 +1,6 @@
 """Parsing T-Eval model responses (both modes). Pure functions; nothing here raises on model text
-except :class:`ResponseError`, which the scorers turn into a zero score."""
+except :class:`ResponseError`, which the scorers turn into a zero score, and ``TooDeep`` for a value
+nested deeper than :data:`~benchsmith.eval.MAX_DEPTH` (a ``too_deep`` record)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterable
 from string import Formatter
 from typing import Any
 
-from benchsmith.eval._private.core import MODEL_OUTPUT, check_value
+from benchsmith.eval._private.core import MODEL_OUTPUT, TooDeep, check_value
 from benchsmith.models import ParseError as _ReplyError
 
 FINISH = "FinishAction"
@@ -38,7 +39,7 @@ def load_response(raw: Any, start: str = "", end: str = "") -> Any:
     if end:
         text = text[:text.rfind(end) + len(end)]
     value = _read_value(text)
-    check_value(value, text)  # within the record's budget: nesting depth, string length
+    check_value(value, text)  # within the record's budget (nesting depth, string length) and MAX_DEPTH (else TooDeep)
     if len(text) > _MIN_HUGE_INT_CHARS:
         _refuse_huge_ints(value)
     return value
@@ -88,8 +89,12 @@ def literal_args(text: str, strict: bool) -> dict[str, Any]:
     reading of :func:`load_response` (strict); anything but a dict becomes ``{}``."""
     try:
         value = load_response(text.strip()) if strict else _literal(text.strip())
-        if not strict and len(text) > _MIN_HUGE_INT_CHARS:
-            _refuse_huge_ints(value)
+        if not strict:
+            check_value(value, text)  # as load_response does
+            if len(text) > _MIN_HUGE_INT_CHARS:
+                _refuse_huge_ints(value)
+    except TooDeep:
+        raise   # not a reading that failed: a value no scorer walks (a too_deep record)
     except Exception:  # noqa: BLE001
         return {}
     return value if isinstance(value, dict) else {}

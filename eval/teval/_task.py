@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchsmith.eval import EvalCase
-from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
+from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, shallow_reply, task
 
 from benchsmith.eval._private.calls import THOUGHT, chat_messages
 
@@ -48,5 +48,5 @@ class TEvalTask(SingleCallTask):
         if not text.strip():
             raise FormatError("empty_reply", "the model returned an empty reply")
         if case.meta.get("format") == "json":
-            return text, read_json_reply(text)
+            return text, shallow_reply(read_json_reply(text))
         return text, None

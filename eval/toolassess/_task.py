@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from benchsmith.eval import EvalCase
-from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, task
+from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, shallow_reply, task
 from ._scorers import AWARENESS_CLASSES
 from benchsmith.prompts import get_prompt
 
@@ -65,7 +65,7 @@ class ToolAssessTask(SingleCallTask):
 
     def parse(self, case: EvalCase, text: str, tool_calls: list[dict[str, Any]]) -> tuple[Any, Any]:
         multi, kind = self._kind(case)
-        value = read_json_reply(text)
+        value = shallow_reply(read_json_reply(text))
         if not isinstance(value, dict):
             raise FormatError("bad_shape", "expected a JSON object")
         if multi:
