@@ -93,3 +93,39 @@ def test_project_titles_name_the_workspace_and_fit_label_studio(tmp_path) -> Non
     long = b.project_title("adjudicate", 12, "dialogue")
     assert len(long) == 50 and long.startswith("a very long re ")
     assert long.endswith(f" adjudicate r12 dialogue ws-{b.store.get_meta('workspace_id')}")  # shortened: the name
+
+
+@pytest.mark.parametrize("bad", ["list-manifest", "under-a-file"])
+def test_finalize_refuses_a_bad_out_before_writing(bad: str, tmp_path) -> None:  # noqa: ANN001
+    """``finalize`` reads the previous split's manifest with the one manifest reader and checks the
+    folder before it writes: a manifest that is a JSON list, or an --out under a file, is one
+    UserError and leaves everything as it was."""
+    from benchsmith.annotation import Workspace
+    from benchsmith.annotation._private.finalize import finalize
+    from benchsmith.schemas import UserError
+    from helpers import build_slot_split, pair_lines
+
+    (tmp_path / "src").mkdir()
+    split = build_slot_split(tmp_path / "src", pair_lines()[:3])
+    ws = Workspace(tmp_path / "ws")
+    ws.load(split)
+    for it in ws.store.items():
+        ws.store.update_item(it["sample_id"], status="accepted", round=1,
+                             event={"stage": "review", "round": 1, "outcome": "accepted", "reviews": []})
+    if bad == "list-manifest":
+        out = tmp_path / "final"
+        out.mkdir()
+        (out / "manifest.json").write_text("[1, 2]\n", "utf-8")
+        message = "manifest.json"
+    else:
+        (tmp_path / "file.txt").write_text("keep\n", "utf-8")
+        out = tmp_path / "file.txt" / "final"
+        message = "is a file"
+    before = sorted((p.relative_to(tmp_path), p.read_bytes() if p.is_file() else None)
+                    for p in tmp_path.rglob("*") if "ws" not in p.parts)
+    with pytest.raises(UserError, match=message):
+        finalize(ws, out)
+    after = sorted((p.relative_to(tmp_path), p.read_bytes() if p.is_file() else None)
+                   for p in tmp_path.rglob("*") if "ws" not in p.parts)
+    assert after == before
+    ws.close()

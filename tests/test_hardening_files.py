@@ -140,6 +140,51 @@ def test_build_options_refuse_bad_values_however_made(field: str, value: object)
         setattr(opts, field, value)
 
 
+@pytest.mark.parametrize("field, value", [("trials", 0), ("max_tokens", 0), ("step_budget", 0), ("max_turns", 0),
+                                          ("max_steps", 0), ("max_tool_calls", -1), ("max_episode_tokens", 0),
+                                          ("episode_wall_s", 0), ("episode_wall_s", float("inf")),
+                                          ("trial_temperature", float("nan")), ("trial_temperature", -0.1)])
+def test_task_options_refuse_bad_values_however_made(field: str, value: object) -> None:
+    from dataclasses import replace
+
+    from pydantic import ValidationError
+
+    from benchsmith.eval import TaskOptions
+
+    for make in (lambda: TaskOptions(**{field: value}), lambda: replace(TaskOptions(), **{field: value})):
+        with pytest.raises(ValidationError) as info:
+            make()
+        assert info.value.errors()[0]["loc"][0] == field
+
+
+@pytest.mark.parametrize("field, value", [("timeout", float("inf")), ("timeout", float("nan")),
+                                          ("requests_per_second", float("inf")), ("temperature", float("nan")),
+                                          ("backoff_max", float("inf"))])
+def test_model_config_refuses_non_finite_numbers(field: str, value: float) -> None:
+    from pydantic import ValidationError
+
+    from benchsmith.models import ModelConfig
+
+    with pytest.raises(ValidationError) as info:
+        ModelConfig(name="m", **{field: value})
+    assert info.value.errors()[0]["loc"][0] == field
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_a_limit_below_one_is_refused_not_a_quiet_slice(limit: int, tmp_path: Path) -> None:
+    """``items[:-1]`` drops the last item and ``[:0]`` all of them without a word: the library refuses both."""
+    from benchsmith.annotation import Workspace
+    from benchsmith.construction import run_graph
+
+    with pytest.raises(UserError, match=f"limit.*{limit}"):
+        run_graph("queries", [], tmp_path / "run", models=None, limit=limit)
+    ws = Workspace(tmp_path / "ws")
+    with pytest.raises(UserError, match=f"limit {limit}"):
+        ws.load(tmp_path / "nowhere", limit)
+    ws.close()
+    assert not (tmp_path / "run").exists()
+
+
 def test_check_out_dir_names_what_is_in_the_way(tmp_path: Path) -> None:
     from benchsmith.schemas import check_out_dir
 

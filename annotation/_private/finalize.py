@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.schemas import (
-    Sample, Split, SplitManifest, UserError, file_sha256, samples_content_hash, write_json, write_jsonl,
+    Sample, Split, SplitManifest, UserError, check_out_dir, file_sha256, samples_content_hash, write_json, write_jsonl,
 )
 
 from .agreement import cohen_kappa, percent_agreement
@@ -51,11 +51,11 @@ def _version(previous: Path, content_hash: str) -> str:
     manifest = previous / "manifest.json"
     if not manifest.is_file():
         return "1.0.0"
-    import json
+    from benchsmith.construction.nl2api import read_manifest
 
-    old_manifest = json.loads(manifest.read_text(encoding="utf-8"))
-    old = old_manifest.get("version", "1.0.0")
-    if old_manifest.get("content_hash") == content_hash:
+    old_manifest = read_manifest(manifest)  # a broken one is one red line naming it, before anything is written
+    old = old_manifest.version
+    if old_manifest.content_hash == content_hash:
         return old
     major, minor, *_ = (old.split("+")[0].split("-")[0] + ".0.0").split(".")
     return f"{int(major)}.{int(minor) + 1}.0"
@@ -109,8 +109,7 @@ def finalize(workspace: Any, out: str | Path, *, name: str | None = None) -> dic
     if open_:
         raise UserError(f"{len(open_)} items are still under review (e.g. {open_[0]['sample_id']})",
                         fix="pull their annotations (`benchsmith annotate pull`) or finish the review first")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_out_dir(out, "--out")
     users = workspace.store.users()
     sheet = datasheet(items, users)
     now = datetime.now(timezone.utc)
@@ -127,7 +126,8 @@ def finalize(workspace: Any, out: str | Path, *, name: str | None = None) -> dic
                                       "reviewers": sorted({str(r.get("user")) for e in history for r in e.get("reviews") or []}),
                                       "verdicts_supplied_automatically": sheet["verdicts_supplied_automatically"]}}
         accepted.append(Sample.model_validate(data))
-    version = _version(out, samples_content_hash(s.id for s in accepted))
+    version = _version(out, samples_content_hash(s.id for s in accepted))  # reads a previous manifest first
+    out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "samples.jsonl", accepted)
     split = workspace.split_dir()
     copied = copy_split_files(split, out)

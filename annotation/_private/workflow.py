@@ -84,6 +84,8 @@ class Workspace:
         split (its tools and database go with the finalized split)."""
         from .payloads import sample_kind
 
+        if limit is not None and limit < 1:  # [:0] or [:-1] would quietly load less than asked
+            raise UserError(f"limit {limit} is out of range: it must be at least 1", fix="pass --limit 1 or more")
         path = Path(source)
         split = path if path.is_dir() else None
         samples_path = Split.samples_file(path, fix="pass a split folder or a samples JSONL file")

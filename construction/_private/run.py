@@ -121,6 +121,11 @@ def run_graph(graph: str | ConstructionGraph, source: Any, out: str | Path, *, m
 
     from benchsmith.models import TransportError
 
+    for what, value, least in (("limit", limit, 1), ("concurrency", concurrency, 1),
+                               ("max_consecutive_errors", max_consecutive_errors, 1)):
+        if value is not None and value < least:  # items[:-1] would quietly drop the last item
+            raise UserError(f"run_graph {what}={value} is out of range: it must be at least {least}",
+                            fix=f"pass {what}={least} or more")
     spec = get_graph(graph)(options) if isinstance(graph, str) else graph
     out = Path(out)
     t0 = time.monotonic()

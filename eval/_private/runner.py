@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from benchsmith.schemas import (
     Registry, RuntimeFault, Split, UserError, append_jsonl, loads_json, read_json, validate_shape, write_json, write_jsonl,
@@ -207,19 +208,23 @@ def _transport(exc: BaseException) -> BaseException:
 
 
 # ---- tasks ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True)
 class TaskOptions:
+    """How a run's tasks ask and how long they may go on. Ranges are declared here, so a bad value is
+    refused (a pydantic ``ValidationError`` naming the field) however the options are made."""
+
     mode: str = "prompt"            # "prompt" (JSON-constrained text) or "tools" (native tool calling)
-    max_tokens: int = 384
-    step_budget: int = 12           # end-to-end tasks: model calls per case (Chinook gold chains: up to 10 calls)
+    max_tokens: int = Field(384, ge=1)
+    step_budget: int = Field(12, ge=1)  # end-to-end tasks: model calls per case (Chinook gold chains: up to 10 calls)
     variant: str = "standard"       # ACEBench prompt variant: standard | condensed | minimal
-    trials: int = 1                 # episodic tasks: independent trials per case (pass^k, pass@k for k <= trials)
-    trial_temperature: float = 0.7  # sampling temperature of trials when trials > 1 (trial t uses seed t)
-    max_turns: int = 12             # episodes: user messages
-    max_steps: int = 8              # episodes: assistant replies after one user message
-    max_tool_calls: int = 40        # episodes: tool calls
-    max_episode_tokens: int = 250_000  # episodes: prompt + completion tokens of the model under test
-    episode_wall_s: float = 1800.0  # episodes: seconds of model and tool time
+    trials: int = Field(1, ge=1)    # episodic tasks: independent trials per case (pass^k, pass@k for k <= trials)
+    # sampling temperature of trials when trials > 1 (trial t uses seed t)
+    trial_temperature: float = Field(0.7, ge=0, allow_inf_nan=False)
+    max_turns: int = Field(12, ge=1)  # episodes: user messages
+    max_steps: int = Field(8, ge=1)  # episodes: assistant replies after one user message
+    max_tool_calls: int = Field(40, ge=0)  # episodes: tool calls
+    max_episode_tokens: int = Field(250_000, ge=1)  # episodes: prompt + completion tokens of the model under test
+    episode_wall_s: float = Field(1800.0, gt=0, allow_inf_nan=False)  # episodes: seconds of model and tool time
     strategy: str = "react"         # nl2api end to end: "react" (one call per step) or "direct" (the whole sequence at once)
 
     def __post_init__(self) -> None:

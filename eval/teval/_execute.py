@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.construction.nl2api import (
-    Database, QueryTimeout, Runtime, SplitTools, ToolError, observation, run_endpoint,
+    Database, QueryTimeout, Runtime, SplitTools, ToolError, json_value, observation, read_manifest, run_endpoint,
 )
-from benchsmith.schemas import Sample, Split, ToolCall, UnresolvedReference, UserError, read_json, resolve_references
+from benchsmith.schemas import Sample, Split, ToolCall, UnresolvedReference, UserError, resolve_references
 
 FICTIONAL = ("Atlantis", "Zembla", "Ruritania", "Genovia", "Freedonia", "Latveria")
 # plausible wrong spellings of argument values, as a model writes them
@@ -65,11 +65,8 @@ def _database_path(split: Path) -> Path | None:
     if Split(split).has_databases():
         return None
     manifest = split / "manifest.json"
-    if manifest.is_file():
-        try:
-            db = ((read_json(manifest).get("provenance") or {}).get("params") or {}).get("db")
-        except Exception:  # noqa: BLE001 - an unreadable manifest only means no fallback
-            db = None
+    if manifest.is_file():  # the one manifest reader: a broken manifest is the user's to fix, not skipped
+        db = read_manifest(manifest).provenance.params.get("db")
         if isinstance(db, str) and Path(db).is_file():
             return Path(db)
     raise UserError(f"{split} has no database.sqlite and its manifest names no database that exists",
@@ -136,7 +133,7 @@ class SplitRunner:
                     db = self._broken_copy(own) if broken else own
                 args = resolve_references(call.arguments, outputs)
                 result = run_endpoint(db, endpoint, args)
-                return Outcome("ok", result, result)
+                return Outcome("ok", json_value(result), result)  # shown as the server sends it (tagged bytes, inf)
             rt = Runtime(db, self.bindings)
             rt.outputs = dict(outputs)
             value = rt.call(call)

@@ -29,7 +29,8 @@ class ModelConfig(StrictModel):
 backoff_base=0.5, backoff_max=20.0, requests_per_second=None, temperature=0.0, max_tokens=512, seed=0, local=False)
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: an infinite timeout or rate is a mistake, refused here rather than in the CLI only
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str = Field(min_length=1, description="model id sent to the server")
     base_url: str | None = Field(None, description="OpenAI-compatible base URL (ending in /v1); None = OpenAI")
