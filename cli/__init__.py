@@ -394,7 +394,8 @@ def eval_run(
                                help="A benchsmith split (runs nl2api end to end + derived benchmarks), a folder of "
                                     "`eval derive`, or a benchmark's own folder (with --tasks)"),
     model: str = typer.Option("local", "--model", envvar="BENCHSMITH_MODEL",
-                              help="Model name at the endpoint; 'local' = the local default model"),
+                              help="Model name at the endpoint; 'local' = the default local model, 'local:NAME' a "
+                                   "local model by name (docs/models.md)"),
     base_url: Optional[str] = typer.Option(None, "--base-url", envvar="BENCHSMITH_BASE_URL",
                                            help="OpenAI-compatible endpoint; none and no OPENAI_API_KEY = local model"),
     mode: str = typer.Option("auto", "--mode", envvar="BENCHSMITH_RUN_MODE",
@@ -426,7 +427,8 @@ def eval_run(
     task_data: str = typer.Option("", "--task-data", envvar="BENCHSMITH_TASK_DATA",
                                   help="Comma-separated TASK=PATH: run TASK on other data (e.g. agent=sandbox)"),
     user_model: str = typer.Option("local", "--user-model", envvar="BENCHSMITH_USER_MODEL",
-                                   help="Episodes: the model that plays the user, NAME or NAME@URL; 'local' = the local model"),
+                                   help="Episodes: the model that plays the user, NAME or NAME@URL; 'local' = the "
+                                        "default local model, 'local:NAME' a local model by name"),
     trials: int = typer.Option(1, "--trials", envvar="BENCHSMITH_TRIALS",
                                help="Episodes: independent trials per case (pass^k and pass@k for k up to this; >= 1)"),
     trial_temperature: float = typer.Option(0.7, "--trial-temperature", envvar="BENCHSMITH_TRIAL_TEMPERATURE",
@@ -481,9 +483,7 @@ def eval_run(
         concurrency = concurrency_for(cfg)
     desc = cfg.describe()
     user_name, _, user_url = user_model.partition("@")
-    from benchsmith.models import DEFAULT_LOCAL_MODEL
-
-    ucfg = resolve_model(DEFAULT_LOCAL_MODEL if user_name in ("", "local") and not user_url else user_name or None,
+    ucfg = resolve_model("local" if user_name in ("", "local") and not user_url else user_name or None,
                          user_url or None, start_local=False, timeout=timeout,
                          requests_per_second=rps, **retry_overrides(max_retries))
     if ucfg.base_url and not ucfg.local and ucfg.base_url != cfg.base_url:

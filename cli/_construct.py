@@ -14,7 +14,8 @@ construct_app = typer.Typer(help="Build data with LangGraph agent graphs (resuma
 
 OUT = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="Run folder (re-use it to resume)")
 MODEL = typer.Option("local", "--model", envvar="BENCHSMITH_MODEL",
-                     help="Default model for every role; 'local' = the local default model")
+                     help="Default model for every role; 'local' = the default local model, 'local:NAME' a local "
+                          "model by name")
 BASE_URL = typer.Option(None, "--base-url", envvar="BENCHSMITH_BASE_URL", help="Default OpenAI-compatible endpoint")
 ROLE = typer.Option([], "--role", envvar="BENCHSMITH_ROLES",
                     help="ROLE=MODEL or ROLE=MODEL@BASE_URL for one role (generator, refiner, planner, executor, reviewer, "

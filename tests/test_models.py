@@ -463,12 +463,12 @@ def test_concurrency_follows_the_running_local_servers_slots(monkeypatch):
     class Info:
         parallel, base_url = 3, "http://127.0.0.1:5/v1"
 
-    monkeypatch.setattr(server, "local_server_status", lambda: Info())
+    monkeypatch.setattr(server, "local_server_status", lambda model=None: Info())
     local = ModelConfig(name="gemma3-270m", base_url="http://127.0.0.1:5/v1", local=True)
     assert concurrency_for(local) == 3
     assert concurrency_for(local.model_copy(update={"base_url": "http://127.0.0.1:6/v1"})) == 4
     assert concurrency_for(ModelConfig(name="gpt-4o-mini"), default=7) == 7
-    monkeypatch.setattr(server, "local_server_status", lambda: None)
+    monkeypatch.setattr(server, "local_server_status", lambda model=None: None)
     assert concurrency_for(local) == 4
 
 

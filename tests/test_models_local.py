@@ -105,7 +105,7 @@ def test_server_is_healthy_and_recorded(server, state_dir):
     assert server.url.startswith("http://127.0.0.1:") and server.base_url == server.url + "/v1"
     assert get(server.url + "/health") == {"status": "ok"}
     assert [m["id"] for m in get(server.base_url + "/models")["data"]] == [DEFAULT_LOCAL_MODEL]
-    state = json.loads((state_dir / "server.json").read_text())
+    state = json.loads((state_dir / DEFAULT_LOCAL_MODEL / "server.json").read_text())  # one state folder per model
     assert (state["pid"], state["port"]) == (server.pid, server.port)
     assert Path(state["log_path"]).is_file()
     plan = plan_local_server(1)  # sized for its one thread
@@ -202,7 +202,7 @@ def test_cli_status_stop_and_exit_codes(server, state_dir):
 
     res = run_cli("model", "stop", state=state_dir)
     assert res.returncode == 0 and str(server.pid) in res.stdout
-    assert local_server_status() is None and not (state_dir / "server.json").exists()
+    assert local_server_status() is None and not (state_dir / DEFAULT_LOCAL_MODEL / "server.json").exists()
     assert not pid_alive(server.pid)  # gone (or a zombie until init reaps it)
 
     res = run_cli("model", "status", state=state_dir)
@@ -215,10 +215,10 @@ def test_a_server_that_cannot_start_names_its_log(state_dir, tmp_path, monkeypat
     stop_local_server()
     bogus = tmp_path / "not-a-model.gguf"
     bogus.write_bytes(b"GGUF but not really")
-    monkeypatch.setattr("benchsmith.models._private.local.ensure_local_model", lambda cache_dir=None: bogus)
+    monkeypatch.setattr("benchsmith.models._private.server.ensure_local_model", lambda model=None, cache_dir=None: bogus)
     with pytest.raises(RuntimeFault) as info:
         start_local_server(wait=60)
-    assert str(state_dir / "server.log") in str(info.value)
+    assert str(state_dir / DEFAULT_LOCAL_MODEL / "server.log") in str(info.value)
     assert local_server_status() is None
 
 
@@ -240,6 +240,7 @@ def test_status_cli_without_a_server(tmp_path):
     """Nothing running is an answer, not a failure: exit code 0 (scripts read 1 as an error)."""
     res = run_cli("model", "status", state=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout) == {"running": False, "state_dir": str(tmp_path)}
+    assert json.loads(res.stdout) == {"running": False, "model": DEFAULT_LOCAL_MODEL,
+                                      "state_dir": str(tmp_path / DEFAULT_LOCAL_MODEL)}
     assert res.stderr.strip() == "not running"
     assert sys.executable  # the CLI ran from this interpreter's environment

@@ -120,7 +120,7 @@ class ModelClient:
         if self.config.base_url is None and self.config.local:
             from benchsmith.models._private.server import ensure_local_server
 
-            return ensure_local_server()
+            return ensure_local_server(self.config.name)
         return self.config.base_url
 
     def _settings(self) -> dict[str, Any]:

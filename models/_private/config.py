@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from benchsmith.models._private.local import DEFAULT_LOCAL_MODEL
+from benchsmith.models._private.local import PREFIX, local_model, resolve_local_model
 from benchsmith.schemas import StrictModel, UserError
 
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
@@ -119,36 +119,47 @@ def resolve_model(model: str | None = None, base_url: str | None = None, *, star
 
     * ``base_url`` given: that endpoint; without ``model``, the one model it lists at ``/models``.
     * no ``base_url`` but ``$OPENAI_API_KEY`` (or ``api_key_env``) set: OpenAI; ``model`` is required.
-    * no ``base_url`` and either no key or ``model == "gemma3-270m"``: the local default model (``gemma3-270m``), its server started unless
-      ``start_local=False`` (then ``base_url`` is the running server's or None, and the client
-      starts the server on first use).
+    * no ``base_url`` and either no key and no ``model``, or a ``model`` naming a local model
+      (``local``, ``local:NAME``, a registered ``NAME`` such as ``gemma3-270m``): that local model
+      (``local`` / none: the default local model), its server started unless ``start_local=False``
+      (then ``base_url`` is the running server's or None, and the client starts the server on
+      first use). The model's weights are fetched here if need be; a model whose weights cannot be
+      had is replaced by Gemma with one warning line (:func:`resolve_local_model`), and the config
+      names the model that will run.
     """
     for key in ("name", "base_url", "local"):
         if key in overrides:
             raise UserError(f"resolve_model() takes {key!r} from its arguments, not as an override",
                             fix="pass model=... / base_url=...")
     key_env = overrides.get("api_key_env", OPENAI_KEY_ENV)
+    if base_url and model and model.strip().startswith(PREFIX):
+        raise UserError(f"model {model!r} is a local model, but a base URL is given ({mask_url(base_url)})",
+                        fix="leave the base URL out (BENCHSMITH_BASE_URL / --base-url) to run it locally, "
+                            "or name the endpoint's model")
     if base_url:
         if not model:
             probe = _config(name="probe", base_url=base_url, **overrides)
             model = _served_model(probe.base_url, probe.api_key(), probe.timeout)
         return _config(name=model, base_url=base_url, **overrides)
-    if os.environ.get(key_env) and model != DEFAULT_LOCAL_MODEL:
+    named = local_model(model)
+    if os.environ.get(key_env) and named is None:
         if not model:
             raise UserError("no model name given for the OpenAI API",
                             fix="pass the model name (BENCHSMITH_MODEL / --model), e.g. gpt-4o-mini")
         return _config(name=model, **overrides)
-    if model and model != DEFAULT_LOCAL_MODEL:
+    if model and named is None:
         raise UserError(f"model {model!r} needs an endpoint: no base URL is given and ${key_env} is not set",
                         fix=f"set {key_env}, or pass a base URL (BENCHSMITH_BASE_URL / --base-url), "
-                            f"or leave the model out to use the local {DEFAULT_LOCAL_MODEL}")
+                            f"or leave the model out (or write local:NAME) to use a local model")
+    _config(name="check", **overrides)  # bad settings are refused before a download or a server start
+    chosen = resolve_local_model(named)
     if start_local:
         from benchsmith.models._private.server import ensure_local_server
 
-        local_url: str | None = ensure_local_server()
+        local_url: str | None = ensure_local_server(chosen)
     else:
         from benchsmith.models._private.server import local_server_status
 
-        info = local_server_status()
+        info = local_server_status(chosen)
         local_url = info.base_url if info else None
-    return _config(name=DEFAULT_LOCAL_MODEL, base_url=local_url, local=True, **overrides)
+    return _config(name=chosen.name, base_url=local_url, local=True, **overrides)

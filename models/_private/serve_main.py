@@ -1,6 +1,6 @@
 """The local model server process: llama.cpp's HTTP server (xllamacpp) kept alive until a signal.
 
-Run as ``python -m benchsmith.models._private.serve_main --model-path PATH --port N ...``.
+Run as ``python -m benchsmith.models._private.serve_main --model-path PATH --model-name NAME --port N ...``.
 With ``--detach`` it forks once, prints the server's pid and returns at once, the server
 living on in a new session with its output in ``--log``; ``start_local_server`` uses that.
 Once llama.cpp listens, the process writes the state file (``server.json`` in ``--state-dir``)
@@ -33,18 +33,20 @@ STATE_FILE = "server.json"
 
 
 def build_params(model_path: str | Path, *, host: str, port: int, parallel: int, ctx_per_slot: int,
-                 threads: int) -> Any:
-    """xllamacpp ``CommonParams`` for the local model: ``parallel`` slots of ``ctx_per_slot`` tokens
-    each (llama.cpp splits ``n_ctx`` evenly between slots), Gemma's chat template, prompt-prefix
-    reuse across requests, a small host-memory prompt cache, no web UI."""
+                 threads: int, model_name: str = "gemma3-270m", chat_template: str = "gemma") -> Any:
+    """xllamacpp ``CommonParams`` for a local model answering to ``model_name``: ``parallel`` slots of
+    ``ctx_per_slot`` tokens each (llama.cpp splits ``n_ctx`` evenly between slots), the chat template
+    (``gemma``: benchsmith's Gemma template, for a file that carries none; ``gguf``: the file's
+    own), prompt-prefix reuse across requests, a small host-memory prompt cache, no web UI."""
     import xllamacpp
 
-    from benchsmith.models._private.local import DEFAULT_LOCAL_MODEL
     from benchsmith.models._private.template import GEMMA_CHAT_TEMPLATE
 
+    if chat_template not in ("gemma", "gguf"):
+        raise ValueError(f"chat_template must be gemma or gguf, not {chat_template!r}")
     p = xllamacpp.CommonParams()
     p.model.path = str(model_path)
-    p.model_alias = {DEFAULT_LOCAL_MODEL}
+    p.model_alias = {model_name}
     p.hostnames = [host]
     p.port = port
     p.n_parallel = parallel
@@ -64,14 +66,16 @@ def build_params(model_path: str | Path, *, host: str, port: int, parallel: int,
     p.cpuparams.n_threads = threads
     p.cpuparams_batch.n_threads = threads
     p.use_jinja = True
-    p.chat_template = GEMMA_CHAT_TEMPLATE
+    if chat_template == "gemma":
+        p.chat_template = GEMMA_CHAT_TEMPLATE  # else "": llama.cpp takes the template the file carries
     p.ui = False
     return p
 
 
 def run(*, model_path: str, host: str, port: int, parallel: int, ctx_per_slot: int, threads: int,
         state_dir: str | Path, instance: str, log_path: str | None = None,
-        on_ready: Callable[[], None] | None = None) -> int:
+        on_ready: Callable[[], None] | None = None, model_name: str = "gemma3-270m",
+        chat_template: str = "gemma") -> int:
     """Serve until SIGTERM/SIGINT; write the state file once listening (then call ``on_ready``),
     remove it on the way out. Returns 0, or 3 when llama.cpp could not start."""
     import signal
@@ -84,25 +88,24 @@ def run(*, model_path: str, host: str, port: int, parallel: int, ctx_per_slot: i
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     try:
-        return _serve(model_path, host, port, parallel, ctx_per_slot, threads, state_dir, instance, log_path,
-                      on_ready, stop)
+        return _serve(model_path, model_name, chat_template, host, port, parallel, ctx_per_slot, threads, state_dir,
+                      instance, log_path, on_ready, stop)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
-def _serve(model_path: str, host: str, port: int, parallel: int, ctx_per_slot: int, threads: int,
-           state_dir: str | Path, instance: str, log_path: str | None, on_ready: Callable[[], None] | None,
-           stop: Any) -> int:
+def _serve(model_path: str, model_name: str, chat_template: str, host: str, port: int, parallel: int,
+           ctx_per_slot: int, threads: int, state_dir: str | Path, instance: str, log_path: str | None,
+           on_ready: Callable[[], None] | None, stop: Any) -> int:
     from datetime import datetime, timezone
 
     import xllamacpp
 
-    from benchsmith.models._private.local import DEFAULT_LOCAL_MODEL
     from benchsmith.schemas import write_json
 
     params = build_params(model_path, host=host, port=port, parallel=parallel, ctx_per_slot=ctx_per_slot,
-                          threads=threads)
+                          threads=threads, model_name=model_name, chat_template=chat_template)
     try:
         server = xllamacpp.Server(params)
     except RuntimeError as exc:
@@ -112,11 +115,11 @@ def _serve(model_path: str, host: str, port: int, parallel: int, ctx_per_slot: i
     url_host = "127.0.0.1" if host in ("0.0.0.0", "") else (f"[{host}]" if ":" in host else host)
     write_json(state_path, {
         "pid": os.getpid(), "instance": instance, "host": host, "port": port,
-        "url": f"http://{url_host}:{port}", "model": DEFAULT_LOCAL_MODEL, "model_path": str(model_path),
+        "url": f"http://{url_host}:{port}", "model": model_name, "model_path": str(model_path),
         "parallel": parallel, "ctx_per_slot": ctx_per_slot, "threads": threads,
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "log_path": log_path,
     })
-    print(f"benchsmith: local model server listening on http://{url_host}:{port} (pid {os.getpid()})",
+    print(f"benchsmith: local model server ({model_name}) listening on http://{url_host}:{port} (pid {os.getpid()})",
           file=sys.stderr, flush=True)
     try:
         if on_ready is not None:
@@ -160,6 +163,8 @@ def _detach(log_path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchsmith.models._private.serve_main")
     ap.add_argument("--model-path", required=True)
+    ap.add_argument("--model-name", default="gemma3-270m")
+    ap.add_argument("--chat-template", choices=("gemma", "gguf"), default="gemma")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--parallel", type=int, default=2)
@@ -174,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.log:
             ap.error("--detach needs --log")
         _detach(args.log)
-    return run(model_path=args.model_path, host=args.host, port=args.port, parallel=args.parallel,
+    return run(model_path=args.model_path, model_name=args.model_name, chat_template=args.chat_template, host=args.host, port=args.port, parallel=args.parallel,
                ctx_per_slot=args.ctx_per_slot, threads=args.threads, state_dir=args.state_dir,
                instance=args.instance, log_path=args.log)
 

@@ -1,4 +1,10 @@
-"""Lifecycle of the local model server: start (detached), reuse, status, stop, foreground run."""
+"""Lifecycle of the local model servers: start (detached), reuse, status, stop, foreground run.
+
+One server per local model, each with its own state folder (``<state dir>/<model name>``: state
+file, lock, log), so a server running one model is never reused for another and two models can run
+side by side (an evaluated model and a simulated user, say). ``model`` arguments take what
+:func:`benchsmith.models.resolve_local_model` takes (default: the default local model).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.models import procs
+from benchsmith.models._private.local import LocalModel, ensure_local_model, local_model, resolve_local_model
 from benchsmith.models._private.paths import state_dir
 from benchsmith.models._private.serve_main import DEFAULT_CTX_PER_SLOT, STATE_FILE
 from benchsmith.models._private.sizing import plan_local_server
@@ -72,20 +79,60 @@ def _status(folder: Path) -> ServerInfo | None:
     return info if procs.healthy(info.url) else None
 
 
-def local_server_status() -> ServerInfo | None:
-    """The running, healthy local server from the state file, or None."""
-    return _status(state_dir())
+def _named(model: str | LocalModel | None) -> LocalModel:
+    """The local model ``model`` names, without fetching or falling back (status and stop only look)."""
+    if isinstance(model, LocalModel):
+        return model
+    found = local_model("local" if model is None else model)
+    if found is None:
+        raise UserError(f"{model!r} is not a local model", fix="use local, or local:NAME (see docs/models.md)")
+    return found
+
+
+def server_dir(model: str | LocalModel | None = None) -> Path:
+    """The state folder of ``model``'s server: ``<state dir>/<model name>``."""
+    return state_dir() / _named(model).name
+
+
+def local_server_status(model: str | LocalModel | None = None) -> ServerInfo | None:
+    """The running, healthy server of ``model`` (default: the default local model), or None."""
+    return _status(server_dir(model))
+
+
+def _state_folders() -> list[Path]:
+    """The folders holding a server state file: one per model, and the state dir itself (where
+    benchsmith kept the one server's state before there was a server per model)."""
+    root = state_dir()
+    if not root.is_dir():
+        return []
+    return [p.parent for p in (root / STATE_FILE, *sorted(root.glob(f"*/{STATE_FILE}"))) if p.is_file()]
+
+
+def local_servers() -> list[ServerInfo]:
+    """Every running, healthy local model server (one per model), by model name."""
+    return [info for info in map(_status, _state_folders()) if info is not None]
 
 
 def _terminate(pid: int, grace: float) -> None:
     procs.terminate(pid, grace, "local model server")
 
 
-def stop_local_server(grace: float = 10.0) -> ServerInfo | None:
-    """Stop the local server (SIGTERM, SIGKILL after ``grace`` seconds) and remove its state file.
+def stop_local_server(grace: float = 10.0, model: str | LocalModel | None = None) -> ServerInfo | None:
+    """Stop ``model``'s server (default: the default local model's; SIGTERM, SIGKILL after ``grace``
+    seconds) and remove its state file.
 
     Returns what was stopped, or None when no server was running (not an error)."""
-    folder = state_dir()
+    return _stop(server_dir(model), grace)
+
+
+def stop_local_servers(grace: float = 10.0) -> list[ServerInfo]:
+    """Stop every local model server (also one recorded by an older benchsmith directly in the
+    state dir); what was stopped."""
+    stopped = [_stop(folder, grace) for folder in _state_folders()]
+    return [info for info in stopped if info is not None]
+
+
+def _stop(folder: Path, grace: float) -> ServerInfo | None:
     with procs.file_lock(folder / LOCK_FILE):
         info = _read_state(folder)
         if info is None:
@@ -120,7 +167,11 @@ def _check_settings(port: int | None, host: str, parallel: int | None, ctx_per_s
         raise UserError("empty host", fix="use 127.0.0.1 (the default)")
 
 
-def _reuse(info: ServerInfo, port: int | None) -> ServerInfo:
+def _reuse(info: ServerInfo, port: int | None, model_path: str | None) -> ServerInfo:
+    if model_path is not None and info.model_path != model_path:
+        raise UserError(f"the local model server for {info.model} at {info.url} (pid {info.pid}) runs {info.model_path}, "
+                        f"not {model_path}",
+                        fix=f"stop it first with `benchsmith model stop --model local:{info.model}`")
     if port is not None and port != info.port:
         raise UserError(f"a local model server is already running at {info.url} (pid {info.pid}), not on port {port}",
                         fix="stop it first with `benchsmith model stop`, or leave the port out to reuse it")
@@ -128,45 +179,48 @@ def _reuse(info: ServerInfo, port: int | None) -> ServerInfo:
 
 
 def start_local_server(port: int | None = None, parallel: int | None = None, ctx_per_slot: int | None = None,
-                       threads: int | None = None, wait: float = 60.0, host: str = "127.0.0.1") -> ServerInfo:
-    """Start the local model server in the background, or reuse the healthy one already running.
+                       threads: int | None = None, wait: float = 60.0, host: str = "127.0.0.1",
+                       model: str | LocalModel | None = None) -> ServerInfo:
+    """Start the server of ``model`` (default: the default local model; one whose weights cannot
+    be had falls back to Gemma, see :func:`resolve_local_model`) in the background, or reuse the
+    healthy one already running for it.
 
     The server (``python -m benchsmith.models._private.serve_main``) runs detached in its own
     session with ``parallel`` slots of ``ctx_per_slot`` tokens and ``threads`` CPU threads (default:
     every CPU; slots and context default to :func:`plan_local_server`'s plan for those threads),
     bound to ``host`` (loopback by default) on ``port`` (default: a free one). Its state file and
-    log live in ``$BENCHSMITH_MODEL_STATE_DIR`` (default ``~/.cache/benchsmith/local-model``).
-    Waits up to ``wait`` seconds for ``GET /health``.
+    log live in the model's folder under ``$BENCHSMITH_MODEL_STATE_DIR`` (default
+    ``~/.cache/benchsmith/local-model/<model name>``). Waits up to ``wait`` seconds for ``GET /health``.
     """
     _check_settings(port, host, parallel, ctx_per_slot, threads)
     parallel, ctx_per_slot, threads = _sized(parallel, ctx_per_slot, threads)
-    folder = state_dir()
+    chosen = resolve_local_model(model)
+    folder = server_dir(chosen)
     folder.mkdir(parents=True, exist_ok=True)
     with procs.file_lock(folder / LOCK_FILE):
         info = _read_state(folder)
         if info is not None:
             if procs.pid_alive(info.pid) and procs.healthy(info.url):
-                return _reuse(info, port)
+                return _reuse(info, port, chosen.path)
             if _is_ours(info):  # alive but not answering: replace it
                 log.warning("local model server pid %s does not answer %s/health; restarting it", info.pid, info.url)
                 _terminate(info.pid, 5.0)
             _state_path(folder).unlink(missing_ok=True)
-        return _launch(folder, port, parallel, ctx_per_slot, threads, wait, host)
+        return _launch(chosen, folder, port, parallel, ctx_per_slot, threads, wait, host)
 
 
-def _launch(folder: Path, port: int | None, parallel: int, ctx_per_slot: int, threads: int, wait: float,
-            host: str) -> ServerInfo:
-    from benchsmith.models._private.local import ensure_local_model
-
+def _launch(model: LocalModel, folder: Path, port: int | None, parallel: int, ctx_per_slot: int, threads: int,
+            wait: float, host: str) -> ServerInfo:
     if port is not None and not procs.port_is_free(host, port):
         raise UserError(f"port {port} on {host} is already in use", fix="choose another port or leave it out")
-    model_path = Path(ensure_local_model()).absolute()
+    model_path = Path(ensure_local_model(model)).absolute()
     port = port or procs.free_port(host)
     instance = secrets.token_hex(8)
     log_path = folder / LOG_FILE
     log_path.write_text("")
     cmd = [sys.executable, "-m", "benchsmith.models._private.serve_main", "--detach", "--log", str(log_path),
-           "--model-path", str(model_path), "--host", host, "--port", str(port), "--parallel", str(parallel),
+           "--model-path", str(model_path), "--model-name", model.name, "--chat-template", model.chat_template,
+           "--host", host, "--port", str(port), "--parallel", str(parallel),
            "--ctx-per-slot", str(ctx_per_slot), "--threads", str(threads), "--state-dir", str(folder),
            "--instance", instance]
     t0 = time.monotonic()
@@ -193,26 +247,31 @@ def _launch(folder: Path, port: int | None, parallel: int, ctx_per_slot: int, th
     return up[-1]
 
 
-def ensure_local_server() -> str:
-    """The base URL (``http://127.0.0.1:PORT/v1``) of the local server, starting it if needed."""
-    info = local_server_status()
-    return (info or start_local_server()).base_url
+def ensure_local_server(model: str | LocalModel | None = None) -> str:
+    """The base URL (``http://127.0.0.1:PORT/v1``) of ``model``'s server (default: the default local
+    model's), starting it if needed."""
+    chosen = resolve_local_model(model)
+    info = local_server_status(chosen)
+    if info is not None and (chosen.path is None or info.model_path == chosen.path):
+        return info.base_url
+    return start_local_server(model=chosen).base_url
 
 
 def run_local_server(port: int | None = None, parallel: int | None = None, ctx_per_slot: int | None = None,
                      threads: int | None = None, host: str = "127.0.0.1",
-                     on_ready: Any = None) -> int:
-    """Run the local server in this process until SIGINT/SIGTERM (``benchsmith model serve --foreground``).
+                     on_ready: Any = None, model: str | LocalModel | None = None) -> int:
+    """Run ``model``'s server (default: the default local model's) in this process until SIGINT/SIGTERM
+    (``benchsmith model serve --foreground``).
 
     It records itself in the state file like a background server, so ``status``/``stop`` and
     ``ensure_local_server`` in other processes see it. ``on_ready(info)`` is called once it listens.
     """
     from benchsmith.models._private import serve_main
-    from benchsmith.models._private.local import ensure_local_model
 
     _check_settings(port, host, parallel, ctx_per_slot, threads)
     parallel, ctx_per_slot, threads = _sized(parallel, ctx_per_slot, threads)
-    folder = state_dir()
+    chosen = resolve_local_model(model)
+    folder = server_dir(chosen)
     folder.mkdir(parents=True, exist_ok=True)
     lock = procs.file_lock(folder / LOCK_FILE)
     lock.__enter__()
@@ -234,8 +293,9 @@ def run_local_server(port: int | None = None, parallel: int | None = None, ctx_p
                             fix="use it, or stop it first with `benchsmith model stop`")
         if port is not None and not procs.port_is_free(host, port):
             raise UserError(f"port {port} on {host} is already in use", fix="choose another port or leave it out")
-        model_path = ensure_local_model()
-        rc = serve_main.run(model_path=str(model_path), host=host, port=port or procs.free_port(host),
+        model_path = ensure_local_model(chosen)
+        rc = serve_main.run(model_path=str(model_path), model_name=chosen.name, chat_template=chosen.chat_template,
+                            host=host, port=port or procs.free_port(host),
                             parallel=parallel, ctx_per_slot=ctx_per_slot, threads=threads,
                             state_dir=folder, instance=secrets.token_hex(8), on_ready=ready)
     finally:

