@@ -491,16 +491,23 @@ def eval_run(
     udesc = ucfg.describe()
     typer.echo(f"model {cfg.name} at {mask_url(cfg.base_url) or 'the OpenAI API'} ({run_mode} mode, "
                f"{strategy} strategy, concurrency {concurrency})")
-    result = run_eval(split, ModelClient(cfg), desc, out, tasks=[t.strip() for t in tasks.split(",") if t.strip()] or None,
-                      mode=run_mode, concurrency=concurrency, limit=limit, seed=seed,
-                      options=TaskOptions(mode=run_mode, max_tokens=max_tokens, step_budget=step_budget, variant=variant,
-                                          trials=trials, trial_temperature=trial_temperature, max_turns=max_turns,
-                                          max_steps=max_steps, max_tool_calls=max_tool_calls,
-                                          max_episode_tokens=episode_tokens, episode_wall_s=episode_wall,
-                                          strategy=strategy),
-                      user_client=ModelClient(ucfg), user_model=udesc,
-                      categories=[c.strip() for c in categories.split(",") if c.strip()] or None,
-                      task_data=_task_data(task_data))
+    try:
+        result = run_eval(split, ModelClient(cfg), desc, out,
+                          tasks=[t.strip() for t in tasks.split(",") if t.strip()] or None,
+                          mode=run_mode, concurrency=concurrency, limit=limit, seed=seed,
+                          options=TaskOptions(mode=run_mode, max_tokens=max_tokens, step_budget=step_budget,
+                                              variant=variant, trials=trials, trial_temperature=trial_temperature,
+                                              max_turns=max_turns, max_steps=max_steps, max_tool_calls=max_tool_calls,
+                                              max_episode_tokens=episode_tokens, episode_wall_s=episode_wall,
+                                              strategy=strategy),
+                          user_client=ModelClient(ucfg), user_model=udesc,
+                          categories=[c.strip() for c in categories.split(",") if c.strip()] or None,
+                          task_data=_task_data(task_data))
+    finally:
+        if cfg.local or ucfg.local:
+            from ._model import note_running_servers
+
+            note_running_servers()
     for name, info in result.tasks.items():
         c = info["status_counts"]
         typer.echo(f"  {name}: {info['done']}/{info['cases']} done (ok {c['ok']}, format errors {c['format_error']}, "

@@ -119,20 +119,32 @@ def run(graph: str, source: Path, out: Path, *, model: str, base_url: Optional[s
         seed: int, limit: Optional[int], timeout: float, max_tokens: int, split: Optional[Path], options: dict[str, Any],
         voters: list[str] | None = None, temperature: float = 0.0, max_retries: Optional[int] = None) -> Any:
     """Run ``graph`` and print its summary; exit code 3 when items are left unfinished (re-run resumes)."""
+    check_run_options(out, concurrency, limit, timeout, max_tokens, temperature, max_retries)
+    models = _models(model, base_url, roles, timeout, max_tokens, voters, temperature, max_retries)
+    try:
+        summary = _run_with_progress(graph, source, out, models, options, seed, concurrency, limit, split)
+    finally:
+        if models.describe().get("files"):  # a local model answers a role (its weights file is named)
+            from ._model import note_running_servers
+
+            note_running_servers()
+    print_summary(summary)
+    check_finished(f"construct {graph}", summary.unfinished, summary.items, out, summary.errors)
+    return summary
+
+
+def _run_with_progress(graph: str, source: Path, out: Path, models: Any, options: dict[str, Any], seed: int,
+                       concurrency: int, limit: Optional[int], split: Optional[Path]) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from benchsmith.construction import EnvContext, run_graph
 
-    check_run_options(out, concurrency, limit, timeout, max_tokens, temperature, max_retries)
-    models = _models(model, base_url, roles, timeout, max_tokens, voters, temperature, max_retries)
     with Progress(TextColumn(f"[bold]{graph}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   transient=True) as bar:
         task = bar.add_task(graph, total=None)
         summary = run_graph(graph, source, out, models=models, options=options, seed=seed, concurrency=concurrency,
                             limit=limit, env_context=EnvContext(split=split),
                             progress=lambda done, total: bar.update(task, completed=done, total=total))
-    print_summary(summary)
-    check_finished(f"construct {graph}", summary.unfinished, summary.items, out, summary.errors)
     return summary
 
 

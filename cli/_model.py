@@ -15,6 +15,16 @@ LOCAL_MODEL_HELP = ("Local model: local (the default local model), local:NAME or
                     "(docs/models.md)")
 
 
+def note_running_servers() -> None:
+    """After a command that used a local model: which local model servers it leaves running (they are
+    kept for the next command) and how to stop them, on stderr."""
+    from benchsmith.models import local_servers
+
+    for info in local_servers():
+        typer.echo(f"the local model server ({info.model}) is still running at {info.url} (pid {info.pid}); later "
+                   f"commands reuse it. Stop it with `benchsmith model stop`", err=True)
+
+
 @model_app.command("serve")
 @user_errors
 def model_serve(

@@ -35,6 +35,7 @@ from benchsmith.models._private.local import (
     default_local_model,
     ensure_local_model,
     local_model,
+    model_file_sha256,
     resolve_local_model,
 )
 from benchsmith.models._private.sizing import MEASURED_PROMPT_TOKENS, ServerPlan, concurrency_for, plan_local_server
@@ -70,6 +71,7 @@ __all__ = [
     "default_local_model",
     "fetch_joined",
     "local_model",
+    "model_file_sha256",
     "local_servers",
     "pip_download",
     "resolve_local_model",

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from benchsmith.annotation import apply_correction, cohen_kappa, datasheet, decide_adjudication, decide_review
+from benchsmith.annotation import (apply_correction, cohen_kappa, datasheet, datasheet_markdown, decide_adjudication,
+                                   decide_review)
 from benchsmith.annotation._private.protocol import CorrectionError
 from benchsmith.annotation._private.workflow import step_corrections
 
@@ -78,6 +79,21 @@ def test_datasheet_counts_reasons_and_reviewers() -> None:
     assert sheet["agreement"]["1"]["percent_agreement"] == 0.5
     assert sheet["reviewers"]["bob"]["agreement_with_final"] == 1.0 and sheet["reviewers"]["ann"]["agreement_with_final"] == 0.5
     assert sheet["verdicts_supplied_automatically"] is True
+    assert sheet["models"] == []  # no item says a model made it
+
+
+def test_datasheet_names_the_models_and_weights_that_made_the_accepted_items() -> None:
+    def item(sid: str, status: str, versions: dict) -> dict:
+        return {"sample_id": sid, "status": status, "history": [], "sample": {"provenance": {"versions": versions}}}
+
+    local = {"model.plan": "qwen", "model_file.plan": "cd" * 32, "model.act": "qwen", "model_file.act": "cd" * 32}
+    items = [item("s1", "accepted", local), item("s2", "accepted", local), item("s3", "rejected", {"model.plan": "x"}),
+             item("s4", "accepted", {"model.generate": "gpt-4o-mini"}), item("s5", "accepted", {})]
+    sheet = datasheet(items, {})
+    assert sheet["models"] == [{"model": "gpt-4o-mini", "file_sha256": None, "samples": 1},
+                               {"model": "qwen", "file_sha256": "cd" * 32, "samples": 2}]
+    md = datasheet_markdown(sheet, "1.0.0")
+    assert f"| qwen | {'cd' * 32} | 2 |" in md and "| gpt-4o-mini | (remote model) | 1 |" in md
 
 
 def test_project_titles_name_the_workspace_and_fit_label_studio(tmp_path) -> None:  # noqa: ANN001

@@ -275,3 +275,39 @@ def test_no_args_shows_help_and_fails():
     res = _run()
     assert res.returncode != 0
     assert "Usage" in res.stdout + res.stderr
+
+
+def test_a_command_that_used_a_local_model_says_its_server_still_runs(tmp_path, monkeypatch, capsys):
+    """`eval run` and `construct` end with one line per local model server left running, and how to stop it."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from benchsmith.cli._model import note_running_servers
+
+    class Health(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'{"status": "ok"}')
+
+        def log_message(self, *args):  # noqa: ANN002
+            pass
+
+    monkeypatch.setenv("BENCHSMITH_MODEL_STATE_DIR", str(tmp_path / "state"))
+    note_running_servers()
+    assert capsys.readouterr().err == ""  # nothing runs: nothing said
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        folder = tmp_path / "state" / "qwen2.5-coder-0.5b"
+        folder.mkdir(parents=True)
+        (folder / "server.json").write_text(json.dumps({
+            "pid": os.getpid(), "port": httpd.server_address[1], "url": url, "model": "qwen2.5-coder-0.5b",
+            "model_path": "/x/q.gguf", "started_at": "now"}))
+        note_running_servers()
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "qwen2.5-coder-0.5b" in err[0] and url in err[0]
+        assert "still running" in err[0] and "`benchsmith model stop`" in err[0]
+    finally:
+        httpd.shutdown()

@@ -202,6 +202,19 @@ def test_each_role_uses_its_own_model(split: Path, tmp_path: Path) -> None:
         RoleModels(default=base.default, roles={"poet": gen})
 
 
+def test_a_local_models_weights_file_is_named_in_provenance(split: Path, tmp_path: Path) -> None:
+    base = models()
+    gen, ref = Counting(base, "gen-model"), Counting(base, "local-model")
+    ref.file_sha256 = "ab" * 32  # what a ModelClient of a local model carries (ModelConfig.file_sha256)
+    m = RoleModels(default=base.default, roles={"generator": gen, "refiner": ref})
+    run_graph("queries", split, tmp_path / "q", models=m, options={"n": 1})
+    (q,) = read_jsonl(tmp_path / "q" / "samples.jsonl", Sample)
+    assert q.provenance.versions["model_file.refine"] == "ab" * 32 and "model_file.generate" not in q.provenance.versions
+    assert m.describe()["files"] == {"local-model": "ab" * 32}
+    run = json.loads((tmp_path / "q" / "run.json").read_text())
+    assert run["models"]["files"] == {"local-model": "ab" * 32}
+
+
 def _fake_reply(body: dict) -> str:
     system = body["messages"][0]["content"]
     last = body["messages"][-1]["content"]

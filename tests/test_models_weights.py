@@ -236,6 +236,11 @@ def test_model_names(case, tmp_path, monkeypatch):
         if "file" in expected:
             assert chosen.file == expected["file"]
         assert chosen.path == expected.get("path")
+        # the weights file is named by its sha256 in everything the model makes (a path is hashed)
+        want = hashlib.sha256(b"GGUF").hexdigest() if chosen.path else chosen.sha256
+        assert cfg.file_sha256 == want and cfg.describe()["file_sha256"] == want
+    else:
+        assert cfg.file_sha256 is None and "file_sha256" not in cfg.describe()
     assert not (tmp_path / "state").exists() or not any((tmp_path / "state").iterdir())
 
 

@@ -354,3 +354,138 @@ def test_chart_text_is_escaped_and_literal():
     assert SCRIPT not in svg and "&lt;script&gt;" in svg and "$x$" in svg      # no mathtext either
     svg = radar_chart([SCRIPT], ["a<", "b", "c"], [{"a<": 0.5}])
     assert SCRIPT not in svg and "a&lt;" in svg
+
+
+# ------------------------------------------------------------------------ about the run / no data ----
+def _edit_json(path: Path, edit) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    edit(data)
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+@pytest.mark.parametrize(("name", "kind", "size"), [
+    ("gemma3-270m", "base model (not instruction-tuned)", "253 MB"),
+    ("qwen2.5-coder-1.5b", "instruction-tuned", "1.12 GB"),
+])
+def test_about_names_a_registered_local_model_with_its_sha_and_case_counts(runs, tmp_path, name, kind, size):
+    from benchsmith.models import LOCAL_MODELS
+
+    ws, _, _ = runs
+    entry = LOCAL_MODELS[name]
+    run = make_run(ws, tmp_path / name, name, quality=0.6, seed=5, tasks=("nl2api", "toolassess"))
+    _edit_json(run / "run.json", lambda m: m["model"].update(file_sha256=entry.sha256))
+    result = write_report([run], tmp_path / "out")
+    md = Path(result["files"]["markdown"]).read_text(encoding="utf-8")
+    html = Path(result["files"]["html"]).read_text(encoding="utf-8")
+    sha = entry.sha256
+    assert "## About this run" in md and md.index("## About this run") < md.index("## Leaderboard")
+    assert f"- **Model**: {name} — {entry.title} · local · {kind} · weights file {size} · sha256 {sha}" in md
+    about = html[html.index('<section id="about">'):]
+    about = about[:about.index("</section>")]
+    assert entry.title in about and kind in about and f'<span title="{sha}"><code>sha256 {sha[:12]}…</code></span>' in about
+    assert sha not in about.replace(f'title="{sha}"', "")          # the full value only in the tooltip
+    assert html.index('<section id="about">') < html.index('<section id="leaderboard">')
+    meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    for task in ("nl2api", "toolassess"):
+        info = meta["tasks"][task]
+        scored = len({r["id"] for r in _records(run, task)})
+        row = next(line for line in md.splitlines() if line.startswith(f"| {task} | {info['cases']} | {info['done']} ("))
+        assert row.split(" | ")[3] == str(scored)
+        assert ("few cases" in row) == (scored < 10), row
+    assert "| nl2api | 5 | 5 (" in md and "(only 5 cases)" in md          # the leaderboard figure says so too
+    assert "<td>nl2api</td><td class=\"num\">5</td>" in about and '<span class="badge few">few cases</span>' in about
+
+
+def test_about_a_model_the_registry_does_not_know_shows_its_name_only(runs, tmp_path):
+    _, a, _ = runs
+    run = tmp_path / "run"
+    shutil.copytree(a, run)
+    _edit_json(run / "run.json", lambda m: m.update(model={"name": "gpt-4o-mini", "local": False}))
+    md = Path(write_report([run], tmp_path / "out")["files"]["markdown"]).read_text(encoding="utf-8")
+    assert "- **Model**: gpt-4o-mini · remote endpoint\n" in md
+
+
+def test_about_says_when_the_split_reviewers_were_simulated(runs, tmp_path):
+    from benchsmith.models import LOCAL_MODELS
+
+    ws, a, _ = runs
+    split = tmp_path / "reviewed"
+    shutil.copytree(ws / "split", split)
+    sha = LOCAL_MODELS["gemma3-270m"].sha256
+    sheet = {"items": 5, "final": {"accepted": 5}, "verdicts_supplied_automatically": True,
+             "models": [{"model": "gemma3-270m", "file_sha256": sha, "samples": 3},
+                        {"model": "gpt-4o-mini", "file_sha256": None, "samples": 1}]}
+    (split / "datasheet.json").write_text(json.dumps(sheet), encoding="utf-8")
+    run = tmp_path / "run"
+    shutil.copytree(a, run)
+    _edit_json(run / "run.json", lambda m: m.update(split=str(split)))
+    result = write_report([run], tmp_path / "out")
+    md = Path(result["files"]["markdown"]).read_text(encoding="utf-8")
+    html = Path(result["files"]["html"]).read_text(encoding="utf-8")
+    assert f"- **Split**: chinook-slot 1.0.0 · {split}\n" in md
+    assert "- **Review**: the reviewers' verdicts were supplied automatically (simulated reviewers, not people)\n" in md
+    assert f"- **Accepted items made by**: gemma3-270m (sha256 {sha}, 3 items) · gpt-4o-mini (remote, 1 item)\n" in md
+    assert "supplied automatically (simulated reviewers, not people)" in html
+    # people, then an unreadable datasheet and manifest: the line goes, the report is still written
+    (split / "datasheet.json").write_text(json.dumps({**sheet, "verdicts_supplied_automatically": False}), encoding="utf-8")
+    md = Path(write_report([run], tmp_path / "out")["files"]["markdown"]).read_text(encoding="utf-8")
+    assert "- **Review**: the reviewers' verdicts were given by people (no simulated reviewer)\n" in md
+    (split / "datasheet.json").write_text('{"verdicts_supplied_automatically": tru', encoding="utf-8")
+    (split / "manifest.json").write_text("[]", encoding="utf-8")
+    md = Path(write_report([run], tmp_path / "out")["files"]["markdown"]).read_text(encoding="utf-8")
+    assert "**Review**" not in md and "**Accepted items made by**" not in md
+    assert f"- **Split**: {split}\n" in md
+
+
+@pytest.fixture(scope="module")
+def no_data_report(runs, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A run whose acebench_special category special_incomplete scored no case (n 0, accuracy 0.0, as
+    the scorer writes it) and whose special_error_param scored 4 cases, all wrong (a real 0.0)."""
+    _, a, _ = runs
+    root = tmp_path_factory.mktemp("nodata")
+    run = root / "run"
+    shutil.copytree(a, run)
+
+    def edit(scores: dict) -> None:
+        cats = scores["categories"]
+        cats["special_incomplete"].update(n=0, correct=0, accuracy=0.0, error_types={})
+        cats["special_error_param"].update(n=4, correct=0, accuracy=0.0, error_types={"wrong": 4})
+
+    _edit_json(run / "acebench_special" / "scores.json", edit)
+    result = write_report([run], root / "out")
+    html = Path(result["files"]["html"]).read_text(encoding="utf-8")
+    section = html[html.index('<section id="task-5">'):]
+    return section[:section.index("</section>")], Path(result["files"]["markdown"]).read_text(encoding="utf-8")
+
+
+def _chart_texts(section: str) -> list[str]:
+    svg = section[section.index("<svg"):section.index("</svg>")]
+    return re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+
+
+def test_a_category_without_data_is_labelled_no_data_not_drawn_as_zero(no_data_report):
+    section, md = no_data_report
+    assert "| special_incomplete | no data |" in md.splitlines()
+    assert "<tr><td>special_incomplete</td><td class=\"num\">no data</td>" in section
+    texts = _chart_texts(section)
+    assert texts.count("no data") == 1
+    # the value labels over the bars: special_error_param's real 0 and special_irrelevant's figure, no second 0
+    assert [t for t in texts if t.isdigit()] == ["0", "100"]
+
+
+def test_a_real_zero_with_records_is_still_drawn_as_zero(no_data_report):
+    section, md = no_data_report
+    assert "| special_error_param | 0.0% |" in md.splitlines()
+    assert "<tr><td>special_error_param</td><td class=\"num\">0.0%</td>" in section
+    assert "0" in _chart_texts(section)
+
+
+def test_charts_draw_missing_figures_as_no_data():
+    from benchsmith.eval.report._private.charts import category_chart, error_chart, radar_chart
+
+    texts = lambda svg: re.findall(r"<text[^>]*>([^<]*)</text>", svg)  # noqa: E731
+    svg = category_chart(["a", "b"], ["x", "y"], [{"x": 0.0, "y": float("nan")}, {"x": 0.5}])
+    assert texts(svg).count("no data") == 2 and "0" in texts(svg)
+    svg = radar_chart(["a", "b"], ["p", "q", "r"], [{"p": 0.5, "q": 0.5, "r": 0.5}, {"p": 0.2, "r": 0.2}])
+    assert "(no data: b)" in svg
+    assert "no data" in texts(error_chart(["a", "b"], ["x"], [{"x": 1}, {}], [4, 0]))

@@ -98,7 +98,27 @@ def datasheet(items: list[dict[str, Any]], users: dict[int, dict[str, Any]]) -> 
     status = Counter(it["status"] for it in items)
     return {"items": len(items), "final": dict(status), "stages": dict(sorted(counts.items())), "agreement": rounds,
             "rejection_reasons": dict(reasons.most_common()), "reviewers": reviewers,
-            "verdicts_supplied_automatically": any(r["simulated"] for r in reviewers.values())}
+            "verdicts_supplied_automatically": any(r["simulated"] for r in reviewers.values()),
+            "models": producing_models([it.get("sample") or {} for it in items if it["status"] == "accepted"])}
+
+
+def producing_models(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The models that made the accepted samples (from each sample's provenance: ``model.<node>`` and
+    ``model_file.<node>``), with their weights file's sha256 when local and how many samples each
+    took part in (pure).
+
+    >>> made = {"model.plan": "m", "model_file.plan": "ab", "model.act": "m", "model_file.act": "ab"}
+    >>> producing_models([{"provenance": {"versions": made}}, {"provenance": {"versions": {"model.gen": "gpt"}}}])
+    [{'model': 'gpt', 'file_sha256': None, 'samples': 1}, {'model': 'm', 'file_sha256': 'ab', 'samples': 1}]
+    """
+    seen: Counter[tuple[str, str | None]] = Counter()
+    for sample in samples:
+        versions = (sample.get("provenance") or {}).get("versions") or {}
+        pairs = {(name, versions.get(f"model_file.{key[len('model.'):]}"))
+                 for key, name in versions.items() if key.startswith("model.")}
+        for pair in pairs:
+            seen[pair] += 1
+    return [{"model": name, "file_sha256": sha, "samples": n} for (name, sha), n in sorted(seen.items(), key=str)]
 
 
 def finalize(workspace: Any, out: str | Path, *, name: str | None = None) -> dict[str, Any]:
@@ -169,6 +189,9 @@ def datasheet_markdown(sheet: dict[str, Any], version: str) -> str:
         lines.append(f"| {r} | {a['items']} | {kappa} | {pa} |")
     lines += ["", "## Rejection reasons", "", "| reason | items |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in sheet["rejection_reasons"].items()] or ["| (none) | 0 |"]
+    lines += ["", "## Models that made the accepted items", "", "| model | weights file sha256 | items |", "|---|---|---|"]
+    lines += [f"| {m['model']} | {m['file_sha256'] or '(remote model)'} | {m['samples']} |"
+              for m in sheet.get("models") or []] or ["| (none: no item was made by a model) | | 0 |"]
     lines += ["", "## Reviewers", "", "| reviewer | simulated | reviews | adjudications | accept | fix | reject | agrees with final |",
               "|---|---|---|---|---|---|---|---|"]
     for name, r in sheet["reviewers"].items():

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Callable, ClassVar, TypedDict
 
 from benchsmith.models import ParseError, read_json_reply  # noqa: F401  (re-exported by the package)
 from benchsmith.schemas import Registry
+from benchsmith.construction._private.roles import role_file_sha256
 
 RUNNING, ACCEPTED, REJECTED, REVIEW = "running", "accepted", "rejected", "review"
 FINAL = (ACCEPTED, REJECTED, REVIEW)
@@ -101,6 +102,9 @@ def call_model(step: ModelStep, state: dict[str, Any], ctx: BuildContext,
     record = {"node": step.name, "role": step.role, "model": model.name, "prompt": step.prompt_version(),
               "latency_s": round(getattr(reply, "latency_s", 0.0), 4), "tokens": dict(getattr(reply, "usage", {}) or {}),
               "finish": getattr(reply, "finish_reason", None)}
+    sha = role_file_sha256(model)
+    if sha:
+        record["model_file_sha256"] = sha
     return reply.text or "", record
 
 

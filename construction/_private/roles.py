@@ -3,7 +3,8 @@ through its own OpenAI-compatible endpoint; unset roles use the default model (t
 
 A role model is anything with ``complete(messages, json_schema=None, max_tokens=None) -> Reply``
 and a ``name``: a :class:`~benchsmith.models.ModelClient`, or :class:`ChatModelRole` around any
-langchain chat model (the scripted test double of the unit tests).
+langchain chat model (the scripted test double of the unit tests). A role model may also carry
+``file_sha256`` (a local model's weights file), which call records and provenance then name.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class ChatModelRole:
     def __init__(self, chat: Any, name: str | None = None) -> None:
         self.chat = chat
         self.name = name or type(chat).__name__
+        self.file_sha256: str | None = None
 
     def complete(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
                  max_tokens: int | None = None) -> Any:
@@ -48,6 +50,7 @@ class _ClientRole:
     def __init__(self, client: Any) -> None:
         self.client = client
         self.name = client.config.name
+        self.file_sha256: str | None = client.config.file_sha256
 
     def complete(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
                  max_tokens: int | None = None) -> Any:
@@ -90,12 +93,23 @@ class RoleModels:
         return self.voters or [self.for_role("voter")]
 
     def describe(self) -> dict[str, Any]:
-        """Role -> model id (what run.json and provenance record; never keys or credentials)."""
+        """Role -> model id (what run.json and provenance record; never keys or credentials), and
+        ``files``: model id -> sha256 of the weights file, for local models."""
         out: dict[str, Any] = {"default": self.default.name}
         out.update({role: m.name for role, m in sorted(self.roles.items())})
         if self.voters:
             out["voters"] = [m.name for m in self.voters]
+        everyone = [self.default, *self.roles.values(), *self.voters]
+        files = {m.name: sha for m in everyone if (sha := role_file_sha256(m))}
+        if files:
+            out["files"] = dict(sorted(files.items()))
         return out
+
+
+def role_file_sha256(model: Any) -> str | None:
+    """The sha256 of a role model's weights file, when it names one (a local model)."""
+    sha = getattr(model, "file_sha256", None)
+    return sha if isinstance(sha, str) and sha else None
 
 
 def parse_role_spec(spec: str) -> tuple[str, str | None, str | None]:

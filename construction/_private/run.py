@@ -99,6 +99,8 @@ def _provenance(spec: ConstructionGraph, state: dict[str, Any], source: str) -> 
     for call in state.get("calls") or []:
         versions[f"prompt.{call['node']}"] = call["prompt"]
         versions[f"model.{call['node']}"] = call["model"]
+        if call.get("model_file_sha256"):
+            versions[f"model_file.{call['node']}"] = call["model_file_sha256"]
         nodes.append(call["node"])
     return {"source": source, "source_id": state.get("item_id"), "method": f"construct.{spec.name}",
             "versions": versions, "seed": state.get("seed"), "created_at": datetime.now(timezone.utc).isoformat(),

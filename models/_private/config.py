@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from benchsmith.models._private.local import PREFIX, local_model, resolve_local_model
+from benchsmith.models._private.local import PREFIX, local_model, model_file_sha256, resolve_local_model
 from benchsmith.schemas import StrictModel, UserError
 
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
@@ -26,7 +26,8 @@ class ModelConfig(StrictModel):
 
     >>> ModelConfig(name="gpt-4o-mini")
     ModelConfig(name='gpt-4o-mini', base_url=None, api_key_env='OPENAI_API_KEY', timeout=60.0, max_retries=4, \
-backoff_base=0.5, backoff_max=20.0, requests_per_second=None, temperature=0.0, max_tokens=512, seed=0, local=False)
+backoff_base=0.5, backoff_max=20.0, requests_per_second=None, temperature=0.0, max_tokens=512, seed=0, local=False, \
+file_sha256=None)
     """
 
     # allow_inf_nan=False: an infinite timeout or rate is a mistake, refused here rather than in the CLI only
@@ -44,6 +45,8 @@ backoff_base=0.5, backoff_max=20.0, requests_per_second=None, temperature=0.0, m
     max_tokens: int = Field(512, ge=1)
     seed: int | None = 0
     local: bool = Field(False, description="the local default model (no API key needed)")
+    file_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$",
+                                    description="sha256 of a local model's weights file (None: a remote model)")
 
     @field_validator("base_url")
     @classmethod
@@ -67,7 +70,7 @@ backoff_base=0.5, backoff_max=20.0, requests_per_second=None, temperature=0.0, m
         """What a run records of this configuration: no key, and a URL's credentials masked."""
         return {"name": self.name, "base_url": mask_url(self.base_url), "local": self.local,
                 "temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed,
-                "timeout": self.timeout}
+                "timeout": self.timeout, **({"file_sha256": self.file_sha256} if self.file_sha256 else {})}
 
     def __repr_args__(self):
         for k, v in super().__repr_args__():
@@ -125,9 +128,9 @@ def resolve_model(model: str | None = None, base_url: str | None = None, *, star
       (then ``base_url`` is the running server's or None, and the client starts the server on
       first use). The model's weights are fetched here if need be; a model whose weights cannot be
       had is replaced by Gemma with one warning line (:func:`resolve_local_model`), and the config
-      names the model that will run.
+      names the model that will run and its file's sha256.
     """
-    for key in ("name", "base_url", "local"):
+    for key in ("name", "base_url", "local", "file_sha256"):
         if key in overrides:
             raise UserError(f"resolve_model() takes {key!r} from its arguments, not as an override",
                             fix="pass model=... / base_url=...")
@@ -162,4 +165,4 @@ def resolve_model(model: str | None = None, base_url: str | None = None, *, star
 
         info = local_server_status(chosen)
         local_url = info.base_url if info else None
-    return _config(name=chosen.name, base_url=local_url, local=True, **overrides)
+    return _config(name=chosen.name, base_url=local_url, local=True, file_sha256=model_file_sha256(chosen), **overrides)

@@ -23,6 +23,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -197,6 +198,35 @@ def ensure_local_model(model: str | LocalModel | None = None, cache_dir: str | P
     if m.package is None:
         raise RuntimeFault(f"local model {m.name} has no source (parts, package or path)")
     return _assemble(m, target)
+
+
+def model_file_sha256(model: str | LocalModel | None = None) -> str:
+    """The sha256 of the GGUF file a local model runs: what run.json, construction provenance and
+    datasheets record, so a figure names the exact weights. Fetched parts are checked against the
+    pinned sha256 when joined, and a packaged model's file against its package's ``EXPECTED_SHA256``
+    when assembled, so those are what the file holds; a file given by path is hashed (once per
+    process and file version)."""
+    m = _as_model(model)
+    if m.path is None:
+        if m.package is not None:
+            import importlib
+
+            pinned = getattr(importlib.import_module(m.package), "EXPECTED_SHA256", None)
+            if isinstance(pinned, str) and re.fullmatch(r"[0-9a-f]{64}", pinned):
+                return pinned
+        if m.sha256:
+            return m.sha256
+    path = ensure_local_model(m).absolute()
+    st = path.stat()
+    return _hashed(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _hashed(path: str, size: int, mtime_ns: int) -> str:
+    """A file's sha256, once per process and file version (hashing a GGUF takes a second or more)."""
+    from benchsmith.schemas import file_sha256
+
+    return file_sha256(Path(path)).removeprefix("sha256:")
 
 
 def _assemble(m: LocalModel, target: Path) -> Path:

@@ -3,6 +3,9 @@
 The SVGs are byte-stable for the same inputs: a fixed ``svg.hashsalt``, no date in the metadata,
 text kept as text (``svg.fonttype: none``, so the browser's fonts draw it and no glyphs are
 embedded) and no mathtext parsing (a ``$`` in a model name stays a ``$``).
+
+A figure that is missing (None, NaN, or no entry) is drawn as "no data", never as a 0: a 0 is a
+result, no data is the absence of one.
 """
 
 from __future__ import annotations
@@ -36,6 +39,13 @@ RC = {
 }
 
 _HEADER = re.compile(r"\A.*?(?=<svg)", re.DOTALL)
+NO_DATA = "no data"
+_NO_DATA_COLOUR = "#6E7781"
+
+
+def missing(v: float | None) -> bool:
+    """No figure: None or NaN."""
+    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def colour(i: int) -> str:
@@ -75,7 +85,8 @@ def _short(text: str, limit: int = 28) -> str:
 
 
 def radar_chart(labels: Sequence[str], axes: Sequence[str], values: Sequence[Mapping[str, float]]) -> str:
-    """One polygon per run over ``axes`` (fractions in [0, 1]; a run without an axis is drawn at 0)."""
+    """One polygon per run over ``axes`` (fractions in [0, 1]). A run without a figure for an axis
+    leaves its polygon open there (not filled) and the axis label names it under "no data"."""
     import matplotlib
 
     with matplotlib.rc_context(RC):
@@ -86,18 +97,25 @@ def radar_chart(labels: Sequence[str], axes: Sequence[str], values: Sequence[Map
         ax.set_theta_direction(-1)
         angles = [2 * math.pi * i / n for i in range(n)]
         closed = angles + angles[:1]
+        lacking: dict[str, list[str]] = {a: [] for a in axes}
         for i, (label, vals) in enumerate(zip(labels, values)):
-            pts = [vals.get(a, 0.0) for a in axes]
+            raw = [vals.get(a) for a in axes]
+            for a, v in zip(axes, raw):
+                if missing(v):
+                    lacking[a].append(_short(label, 16))
+            pts = [math.nan if missing(v) else float(v) for v in raw]     # NaN: matplotlib breaks the line there
             pts = pts + pts[:1]
             ax.plot(closed, pts, color=colour(i), linewidth=1.8, label=_short(label, 40), marker="o", markersize=3.5)
-            ax.fill(closed, pts, color=colour(i), alpha=0.10)
+            if not any(missing(v) for v in raw):
+                ax.fill(closed, pts, color=colour(i), alpha=0.10)
         ax.set_xlim(0, 2 * math.pi)
         ax.set_ylim(0, 1)
         ax.set_yticks([0.2, 0.4, 0.6, 0.8, 1.0])
         ax.set_yticklabels(["20", "40", "60", "80", "100"], fontsize=8, color="#777777")
         ax.set_rlabel_position(180 / n if n else 0)
         ax.set_xticks(angles)
-        ax.set_xticklabels([_short(a, 24) for a in axes], fontsize=9.5)
+        ax.set_xticklabels([_short(a, 24) + (f"\n({NO_DATA}: {', '.join(lacking[a])})" if lacking[a] else "")
+                            for a in axes], fontsize=9.5)
         for tick, angle in zip(ax.get_xticklabels(), angles):
             s = math.sin(angle)               # screen x of the label (clockwise from the top)
             tick.set_horizontalalignment("center" if abs(s) < 0.2 else ("left" if s > 0 else "right"))
@@ -115,7 +133,9 @@ def bar_chart(labels: Sequence[str], axes: Sequence[str], values: Sequence[Mappi
 
 def category_chart(labels: Sequence[str], categories: Sequence[str], values: Sequence[Mapping[str, float | None]],
                    ylabel: str = "") -> str:
-    """Grouped bars: one group per category, one bar (colour) per run; fractions in [0, 1]."""
+    """Grouped bars: one group per category, one bar (colour) per run; fractions in [0, 1]. A run
+    without a figure for a category (None, NaN or no entry) gets a grey hatched slot labelled
+    "no data" instead of a bar; a real 0 is a (flat) bar labelled 0."""
     import matplotlib
 
     n_runs = max(1, len(labels))
@@ -132,9 +152,14 @@ def category_chart(labels: Sequence[str], categories: Sequence[str], values: Seq
         for i, (label, vals) in enumerate(zip(labels, values)):
             xs = [j - 0.4 + bar * (i + 0.5) for j in range(len(categories))]
             ys = [vals.get(c) for c in categories]
-            shown = [(x, y) for x, y in zip(xs, ys) if y is not None]
+            shown = [(x, y) for x, y in zip(xs, ys) if not missing(y)]
             ax.bar([x for x, _ in shown], [y for _, y in shown], width=bar * 0.92, color=colour(i),
                    label=_short(label, 40), zorder=3)
+            for x in (x for x, y in zip(xs, ys) if missing(y)):
+                ax.bar([x], [1.0], width=bar * 0.92, facecolor="none", edgecolor="#D0D7DE", hatch="///",
+                       linewidth=0, zorder=2)
+                ax.text(x, 0.03, NO_DATA, rotation=90, ha="center", va="bottom", fontsize=8,
+                        color=_NO_DATA_COLOUR, zorder=4)
             if n_cat * n_runs <= 24:      # few bars: print each value (a 0 would otherwise be invisible)
                 for x, y in shown:
                     ax.text(x, y + 0.015, f"{y * 100:.0f}", ha="center", va="bottom", fontsize=7.5, color="#555555")
@@ -154,7 +179,8 @@ def category_chart(labels: Sequence[str], categories: Sequence[str], values: Seq
 
 def error_chart(labels: Sequence[str], kinds: Sequence[str], counts: Sequence[Mapping[str, int]],
                 totals: Sequence[int]) -> str:
-    """Stacked horizontal bars, one per run: each error kind's share of the run's records."""
+    """Stacked horizontal bars, one per run: each error kind's share of the run's records; a run
+    without records is labelled "no data" (not an empty bar, which would read as no errors)."""
     import matplotlib
 
     n_runs = max(1, len(labels))
@@ -168,9 +194,13 @@ def error_chart(labels: Sequence[str], kinds: Sequence[str], counts: Sequence[Ma
             ax.barh(ys, widths, left=left, height=0.62, color=ERROR_PALETTE[k % len(ERROR_PALETTE)],
                     label=_short(kind, 32), zorder=3)
             left = [a + b for a, b in zip(left, widths)]
+        xmax = max(0.05, min(1.0, max(left, default=0.0) * 1.08))
+        for y, t in zip(ys, totals):
+            if not t:
+                ax.text(xmax * 0.01, y, NO_DATA, ha="left", va="center", fontsize=8.5, color=_NO_DATA_COLOUR)
         ax.set_yticks(ys)
         ax.set_yticklabels([_short(label, 30) for label in labels], fontsize=9)
-        ax.set_xlim(0, max(0.05, min(1.0, max(left, default=0.0) * 1.08)))
+        ax.set_xlim(0, xmax)
         from matplotlib.ticker import FuncFormatter
 
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v * 100:.0f}%"))

@@ -1,8 +1,10 @@
 """Reading a run folder (``docs/eval/runs.md``): run.json, and per task scores.json, records.jsonl
-and replies.jsonl.
+and replies.jsonl; what the report says about the run's model (the local-model registry) and split
+(its manifest.json and datasheet.json).
 
 Only ``run.json`` is required; everything else is read tolerantly: a task without scores.json is
-"not scored", unreadable lines of the JSONL files are skipped and counted in ``Task.warnings``.
+"not scored", unreadable lines of the JSONL files are skipped and counted in ``Task.warnings``, a
+split whose manifest or datasheet is missing or unreadable just says less.
 Replies are summarised in one pass (status, latency, tokens, the line's byte offset); the full
 reply of a case, with its turns, is read again from its offset only when a report shows it.
 """
@@ -15,11 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchsmith.schemas import UserError, loads_json
+from pydantic import BaseModel, ConfigDict
+
+from benchsmith.schemas import UserError, loads_json, read_json, validate_shape
 
 RUN_FORMAT = "benchsmith.run/"
 SCORE_HINT = "run `benchsmith eval score --run {run}` to score it"
-
+#: a task scored on fewer cases than this has its figures marked as resting on few cases
+FEW_CASES = 10
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,34 @@ class Task:
     def scored(self) -> bool:
         return self.scores is not None
 
+    @property
+    def done(self) -> int | None:
+        """Cases with a final reply: run.json's ``done``, else counted from replies.jsonl; None when
+        neither says."""
+        from benchsmith.eval._private.runner import DONE
+
+        done = _number(self.info.get("done"))
+        if done is not None:
+            return int(done)
+        return sum(1 for r in self.replies.values() if r.status in DONE) if self.replies else None
+
+    @property
+    def scored_cases(self) -> int | None:
+        """The cases its figures rest on: the distinct case ids of records.jsonl, else scores.json's
+        ``records``; None when not scored or neither says."""
+        if self.scores is None:
+            return None
+        if self.records:
+            return len({str(r.get("id")) for r in self.records})
+        n = _number(self.scores.get("records"))
+        return int(n) if n is not None else None
+
+    @property
+    def few_cases(self) -> bool:
+        """Scored, on at least one but fewer than :data:`FEW_CASES` cases."""
+        n = self.scored_cases
+        return n is not None and 0 < n < FEW_CASES
+
     def reply(self, case_id: str) -> dict[str, Any] | None:
         """The full replies.jsonl line of ``case_id`` (turns included), or None."""
         info = self.replies.get(case_id)
@@ -70,13 +104,71 @@ class Task:
         return obj if isinstance(obj, dict) else None
 
 
+@dataclass(frozen=True)
+class ModelInfo:
+    """The run's model: run.json ``model`` and, for a registered local model, the registry's entry
+    (``benchsmith.models.LOCAL_MODELS``); a name the registry does not know has only its name."""
+
+    name: str
+    local: bool
+    file_sha256: str | None = None    # run.json ``model.file_sha256``: the weights file the run used
+    title: str | None = None          # the registry's, as are the three below
+    size: int | None = None           # bytes of the weights file
+    instruct: bool | None = None      # instruction-tuned (True) or a base model (False)
+    pinned_sha256: str | None = None
+
+    @property
+    def registered(self) -> bool:
+        return self.title is not None
+
+
+@dataclass(frozen=True)
+class Producer:
+    """A model that constructed accepted items of the split (datasheet.json ``models``)."""
+
+    model: str
+    file_sha256: str | None          # None: a remote model
+    samples: int | None              # accepted items it took part in
+
+
+@dataclass(frozen=True)
+class SplitInfo:
+    """The split a run evaluated (run.json ``split``) and what its folder says about itself; a
+    field is None when its file is missing or unreadable."""
+
+    path: str
+    name: str | None = None                      # manifest.json
+    version: str | None = None
+    simulated_reviewers: bool | None = None      # datasheet.json ``verdicts_supplied_automatically``
+    producers: tuple[Producer, ...] | None = None    # datasheet.json ``models``
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class _ProducerShape(_Open):
+    model: str
+    file_sha256: str | None = None
+    samples: int | None = None
+
+
+class _DatasheetShape(_Open):
+    """What the report reads of a split's datasheet.json (written by ``benchsmith annotate finalize``)."""
+
+    verdicts_supplied_automatically: bool | None = None
+    models: list[_ProducerShape] | None = None
+
+
 @dataclass
 class Run:
-    """A run folder: run.json and its tasks (in :func:`task_sort_key` order)."""
+    """A run folder: run.json and its tasks (in :func:`task_sort_key` order), its model and split."""
 
     path: Path
     meta: dict[str, Any]
     tasks: dict[str, Task]
+    model_info: ModelInfo | None = None
+    split_info: SplitInfo | None = None
 
     @property
     def run_id(self) -> str:
@@ -276,6 +368,56 @@ def _load_task(run_dir: Path, meta: dict[str, Any], name: str, info: Any) -> Tas
     return task
 
 
+def _sha256(value: Any) -> str | None:
+    text = str(value).strip().lower().removeprefix("sha256:") if isinstance(value, str) else ""
+    return text if _SHA256.fullmatch(text) else None
+
+
+def _model_info(meta: dict[str, Any]) -> ModelInfo:
+    from benchsmith.models import LOCAL_MODELS
+
+    model = meta.get("model") if isinstance(meta.get("model"), dict) else {}
+    name = _model_name(meta) or "?"
+    entry = LOCAL_MODELS.get(name.removeprefix("local:"))
+    sha = _sha256(model.get("file_sha256"))
+    if entry is None:
+        return ModelInfo(name=name, local=model.get("local") is True, file_sha256=sha)
+    return ModelInfo(name=name, local=True, file_sha256=sha, title=entry.title, size=entry.size,
+                     instruct=entry.instruct, pinned_sha256=entry.sha256)
+
+
+def _split_info(meta: dict[str, Any]) -> SplitInfo | None:
+    """What the split folder's manifest.json and datasheet.json say (each read with the project's
+    readers; a missing or unreadable one leaves its fields None)."""
+    from benchsmith.construction.nl2api import read_manifest
+    from benchsmith.schemas import Split
+
+    split = meta.get("split")
+    if not isinstance(split, str) or not split:
+        return None
+    folder = Split(split)
+    name = version = simulated = producers = None
+    if folder.has(Split.MANIFEST):
+        try:
+            manifest = read_manifest(folder.manifest_path)
+        except (UserError, OSError):
+            pass
+        else:
+            name, version = manifest.name, manifest.version
+    if folder.has("datasheet.json"):
+        try:
+            sheet = validate_shape(read_json(folder.path("datasheet.json")), _DatasheetShape,
+                                   where=str(folder.path("datasheet.json")), strict=False)
+        except (UserError, OSError):
+            pass
+        else:
+            simulated = sheet.verdicts_supplied_automatically
+            if sheet.models is not None:
+                producers = tuple(Producer(model=m.model, file_sha256=_sha256(m.file_sha256), samples=m.samples)
+                                  for m in sheet.models)
+    return SplitInfo(path=split, name=name, version=version, simulated_reviewers=simulated, producers=producers)
+
+
 def load_run(run_dir: str | Path) -> Run:
     """Read a run folder. A missing or garbled run.json is a :class:`~benchsmith.schemas.UserError`;
     a task without scores.json loads as not scored (``Task.scored`` is False).
@@ -291,4 +433,5 @@ def load_run(run_dir: str | Path) -> Run:
     path = Path(run_dir)
     meta = _read_run_json(path)
     names = sorted(meta["tasks"], key=task_sort_key)
-    return Run(path=path, meta=meta, tasks={n: _load_task(path, meta, n, meta["tasks"][n]) for n in names})
+    return Run(path=path, meta=meta, tasks={n: _load_task(path, meta, n, meta["tasks"][n]) for n in names},
+               model_info=_model_info(meta), split_info=_split_info(meta))

@@ -8,6 +8,7 @@ table prints it the same way (a percentage with one decimal).
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from typing import Any, Iterable, Mapping
@@ -106,6 +107,26 @@ def chart_metric(benchmark: str, cats: Mapping[str, Mapping[str, float]]) -> str
         if m and any(m in v for v in cats.values()):
             return m
     return None
+
+
+#: a category's count of what its figures rest on, in the category blocks of scores.json and records.jsonl
+COUNT_KEYS = ("records", "n", "total")
+
+
+def category_figure(figures: Mapping[str, float], metric: str | None) -> float | None:
+    """The ``metric`` of one category (see :func:`categories`), None when it has no data: the
+    figure is missing or NaN, or the category counts no records (a 0.0 of 0 cases is no result).
+
+    >>> category_figure({"n": 0, "accuracy": 0.0}, "accuracy") is None
+    True
+    >>> category_figure({"n": 4, "accuracy": 0.0}, "accuracy")
+    0.0
+    """
+    value = figures.get(metric) if metric else None
+    count = next((figures[k] for k in COUNT_KEYS if k in figures), None)
+    if value is None or math.isnan(value) or count == 0:
+        return None
+    return value
 
 
 # ---- run-level figures ---------------------------------------------------------------------------

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from benchsmith.eval._private.reportview import pct
-from benchsmith.schemas import UserError
+from benchsmith.schemas import RuntimeFault, UserError
 
 from . import metrics as M
-from .load import Run, _loads, load_run, task_sort_key
+from .about import ABOUT_CSS, ABOUT_HTML, about
+from .load import FEW_CASES, Run, _loads, load_run, task_sort_key
 
 RAW_PREVIEW = 600          # characters of the last raw reply shown in a failure row
 TURN_TEXT = 6000           # characters of each turn's raw reply / input shown in the details
@@ -28,6 +29,7 @@ MD_EPISODES = 5            # failing episodes per run in the Markdown
 MD_TEXT = 160              # characters of each item of an episode in the Markdown
 ELLIPSIS = "…"
 DEFAULT_TITLE = "Tool-use evaluation report"
+NO_DATA = "no data"        # a figure with nothing under it, in tables (charts draw it as such too)
 
 
 # ---- formatting ------------------------------------------------------------------------------------
@@ -330,9 +332,13 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
                 row["primary"].append({"text": "not scored", "value": None, "metric": "", "note": "not scored", "best": False})
             else:
                 metric, value = cell
-                note = metric if metric != col["metric"] else ""
-                row["primary"].append({"text": pct(value), "value": value, "metric": metric, "note": note,
-                                       "best": False})
+                n = task.scored_cases
+                if n == 0:
+                    value = None            # a figure of no scored case is no result
+                notes = [metric if metric != col["metric"] else "",
+                         f"only {n} case{'s' if n != 1 else ''}" if task.few_cases and value is not None else ""]
+                row["primary"].append({"text": NO_DATA if value is None else pct(value), "value": value,
+                                       "metric": metric, "note": "; ".join(x for x in notes if x), "best": False})
 
     if len(runs) > 1:
         for j in range(len(columns)):
@@ -357,8 +363,9 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
         cats = {i: M.categories(bench, runs[i].tasks[t].scores, runs[i].tasks[t].records) for i in heads}
         cat_names = sorted(_union(c.keys() for c in cats.values()))
         chart_metric = M.chart_metric(bench, {k: v for c in cats.values() for k, v in c.items()})
-        cat_values = [{c: cats[i][c].get(chart_metric) for c in cats[i]} if i in cats and chart_metric else {}
-                      for i in range(len(runs))]
+        # None where a category has no data (no figure, or no records): drawn and printed as "no data"
+        cat_values = [{c: M.category_figure(cats[i][c], chart_metric) for c in cats[i]} if i in cats and chart_metric
+                      else {} for i in range(len(runs))]
         # errors
         reply_counts = {i: M.reply_status_counts(runs[i].tasks[t]) for i in present}
         scorer_counts = {i: M.scorer_error_counts(runs[i].tasks[t]) for i in present}
@@ -382,8 +389,9 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
             "not_scored": [i for i in present if not runs[i].tasks[t].scored],
             "metric_rows": metric_rows,
             "categories": cat_names, "chart_metric": chart_metric, "cat_values": cat_values,
-            "cat_table": [{"category": c, "cells": [pct(cat_values[i].get(c)) if i in cats else "—"
-                                                    for i in range(len(runs))]} for c in cat_names],
+            "cat_table": [{"category": c, "cells": [("—" if i not in cats else NO_DATA if cat_values[i].get(c) is None
+                                                     else pct(cat_values[i][c])) for i in range(len(runs))]}
+                          for c in cat_names],
             "error_rows": error_rows, "error_kinds": kinds,
             "error_counts": [dict(scorer_counts.get(i, {})) for i in range(len(runs))],
             "records": [n_records.get(i, 0) for i in range(len(runs))],
@@ -402,6 +410,8 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
     models = _union([[r.model] for r in runs])
     return {
         "title": title or DEFAULT_TITLE,
+        "about": about(runs, labels, [row["colour"] for row in run_rows]),
+        "few_cases": FEW_CASES,
         "date": _date(runs),
         "runs": run_rows,
         "models": models,
@@ -468,17 +478,44 @@ def _charts(model: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---- outputs -----------------------------------------------------------------------------------------
+#: Additions to report.html.j2 made when it is loaded (the About block, its link, the radar's caption).
+#: The template was outside the files of the change that added them; move them into it and drop
+#: this. Each anchor must occur exactly once, so a changed template fails loudly, never silently.
+_PAGE_PATCHES = (
+    ('<section id="leaderboard">', '{% include "about.html.j2" %}\n<section id="leaderboard">'),
+    ('<a href="#leaderboard">Leaderboard</a>', '<a href="#about">About</a>\n<a href="#leaderboard">Leaderboard</a>'),
+    ("an axis a run has no figure for is drawn at 0. ",
+     "an axis a run has no figure for leaves its polygon open and names the run under “no data”. "),
+)
+
+
+def _page_template(text: str) -> str:
+    for anchor, replacement in _PAGE_PATCHES:
+        if text.count(anchor) != 1:
+            raise RuntimeFault(f"report.html.j2: expected {anchor!r} once, found it {text.count(anchor)} times "
+                               "(update _PAGE_PATCHES in eval/report/_private/write.py)")
+        text = text.replace(anchor, replacement)
+    return text
+
+
 def render_html(model: dict[str, Any]) -> str:
     import jinja2
 
     from importlib.resources import files
 
     folder = files("benchsmith.eval.report") / "templates"
-    env = jinja2.Environment(loader=jinja2.FunctionLoader(lambda name: (folder / name).read_text(encoding="utf-8")),
+
+    def source(name: str) -> str:
+        if name == "about.html.j2":
+            return ABOUT_HTML
+        text = (folder / name).read_text(encoding="utf-8")
+        return _page_template(text) if name == "report.html.j2" else text
+
+    env = jinja2.Environment(loader=jinja2.FunctionLoader(source),
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
     env.filters.update(pct=pct, seconds=seconds, integer=integer, compact=compact)
-    css = (folder / "report.css").read_text(encoding="utf-8")
+    css = (folder / "report.css").read_text(encoding="utf-8") + ABOUT_CSS
     return env.get_template("report.html.j2").render(m=model, charts=_charts(model), css=css)
 
 
@@ -502,6 +539,7 @@ def render_markdown(model: dict[str, Any]) -> str:
            f" · split: {_md(', '.join(model['splits']) or '—')}", ""]
     if model["warnings"]:
         out += ["> **Notes**", ">"] + [f"> - {_md(w)}" for w in model["warnings"]] + [""]
+    out += _md_about(model)
     out += ["## Leaderboard", ""]
     header = ["run", "model", "mode", "cases"] + [f"{c['task']} ({c['metric']})" for c in model["columns"]] + \
              ["format errors", "transport errors", "mean latency / call", "tokens in / out"]
@@ -533,6 +571,23 @@ def render_markdown(model: dict[str, Any]) -> str:
         if sec["episodes"]:
             out += _md_failing_episodes(sec, labels)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _md_about(model: dict[str, Any]) -> list[str]:
+    """The "About this run" block: facts as a list (full sha256 values), each task's cases as a table."""
+    blocks = model["about"]
+    out = [f"## About {'this run' if len(blocks) == 1 else 'these runs'}", ""]
+    for a in blocks:
+        if len(blocks) > 1:
+            out += [f"### {_md(a['label'])}", ""]
+        out += [f"- **{_md(f['key'])}**: " + " · ".join(_md(p["full"]) for p in f["parts"]) for f in a["facts"]] + [""]
+        out += _md_table(["task", "cases", "answered", "scored cases", "note"],
+                         ([t["task"], t["cases"], t["answered"] + (f" ({t['statuses']})" if t["statuses"] else ""),
+                           t["scored_text"], ("few cases: " if t["few"] else "") + t["note"]] for t in a["tasks"]),
+                         [False, True, True, True, False])
+    out += [f"Answered: cases with a final reply; scored cases: the distinct cases of records.jsonl. A task scored on "
+            f"fewer than {model['few_cases']} cases is marked \"few cases\".", ""]
+    return out
 
 
 def _md_episodes(sec: dict[str, Any], labels: Sequence[str]) -> list[str]:
