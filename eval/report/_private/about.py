@@ -19,38 +19,6 @@ SHA_SHOWN = 12              # hex characters of a sha256 shown (the full value i
 _STATUS_NAMES = (("ok", "ok"), ("format_error", "format error"), ("request_error", "request error"),
                  ("transport_error", "transport error"), ("pending", "pending"))
 
-#: the block's HTML, included in report.html.j2 before the leaderboard (see ``write.render_html``)
-ABOUT_HTML = """\
-<section id="about">
-<h2>About {{ "this run" if m.about | length == 1 else "these runs" }}</h2>
-{% for a in m.about %}
-<div class="about">
-{% if m.about | length > 1 %}<h3><span class="swatch" style="background: {{ a.colour }}"></span>{{ a.label }}</h3>{% endif %}
-<ul class="facts">
-{% for f in a.facts %}<li><b>{{ f.key }}</b>: {% for p in f.parts %}{{ " · " if not loop.first }}{% if p.title %}<span title="{{ p.title }}">{% endif %}{% if p.code %}<code>{{ p.text }}</code>{% else %}{{ p.text }}{% endif %}{% if p.title %}</span>{% endif %}{% endfor %}</li>
-{% endfor %}
-</ul>
-<div class="scroll">
-<table class="about-tasks">
-<thead><tr><th>task</th><th class="num">cases</th><th class="num">answered</th><th class="num">scored cases</th><th></th></tr></thead>
-<tbody>
-{% for t in a.tasks %}<tr><td>{{ t.task }}</td><td class="num">{{ t.cases }}</td><td class="num">{{ t.answered }}{% if t.statuses %} <span class="small">({{ t.statuses }})</span>{% endif %}</td><td class="num{% if t.scored is none %} na{% endif %}">{{ t.scored_text }}</td><td>{% if t.few %}<span class="badge few">few cases</span> {% endif %}<span class="small">{{ t.note }}</span></td></tr>
-{% endfor %}
-</tbody>
-</table>
-</div>
-</div>
-{% endfor %}
-<p class="small">Answered: cases with a final reply (run.json <code>done</code>); scored cases: the distinct cases of records.jsonl. A task scored on fewer than {{ m.few_cases }} cases is marked “few cases”: one case more or less moves its rates by over {{ (100 / m.few_cases) | round | int }} points.</p>
-</section>
-"""
-
-ABOUT_CSS = """
-.about ul.facts { margin: 4px 0 8px; padding-left: 18px; }
-.about ul.facts code { background: var(--code-bg); padding: 1px 4px; border-radius: 4px; font-size: 12.5px; }
-.badge.few { background: var(--warn-bg); color: #7d4e00; margin-left: 0; }
-"""
-
 
 def _part(text: str, full: str | None = None, title: str = "", code: bool = False) -> dict[str, Any]:
     """One piece of a fact: ``text`` in the HTML (``title`` its tooltip), ``full`` in the Markdown."""

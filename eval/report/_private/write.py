@@ -16,7 +16,7 @@ from benchsmith.eval._private.reportview import pct
 from benchsmith.schemas import RuntimeFault, UserError
 
 from . import metrics as M
-from .about import ABOUT_CSS, ABOUT_HTML, about
+from .about import about
 from .load import FEW_CASES, Run, _loads, load_run, task_sort_key
 
 RAW_PREVIEW = 600          # characters of the last raw reply shown in a failure row
@@ -478,26 +478,6 @@ def _charts(model: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---- outputs -----------------------------------------------------------------------------------------
-#: Additions to report.html.j2 made when it is loaded (the About block, its link, the radar's caption).
-#: The template was outside the files of the change that added them; move them into it and drop
-#: this. Each anchor must occur exactly once, so a changed template fails loudly, never silently.
-_PAGE_PATCHES = (
-    ('<section id="leaderboard">', '{% include "about.html.j2" %}\n<section id="leaderboard">'),
-    ('<a href="#leaderboard">Leaderboard</a>', '<a href="#about">About</a>\n<a href="#leaderboard">Leaderboard</a>'),
-    ("an axis a run has no figure for is drawn at 0. ",
-     "an axis a run has no figure for leaves its polygon open and names the run under “no data”. "),
-)
-
-
-def _page_template(text: str) -> str:
-    for anchor, replacement in _PAGE_PATCHES:
-        if text.count(anchor) != 1:
-            raise RuntimeFault(f"report.html.j2: expected {anchor!r} once, found it {text.count(anchor)} times "
-                               "(update _PAGE_PATCHES in eval/report/_private/write.py)")
-        text = text.replace(anchor, replacement)
-    return text
-
-
 def render_html(model: dict[str, Any]) -> str:
     import jinja2
 
@@ -505,17 +485,11 @@ def render_html(model: dict[str, Any]) -> str:
 
     folder = files("benchsmith.eval.report") / "templates"
 
-    def source(name: str) -> str:
-        if name == "about.html.j2":
-            return ABOUT_HTML
-        text = (folder / name).read_text(encoding="utf-8")
-        return _page_template(text) if name == "report.html.j2" else text
-
-    env = jinja2.Environment(loader=jinja2.FunctionLoader(source),
+    env = jinja2.Environment(loader=jinja2.FunctionLoader(lambda name: (folder / name).read_text(encoding="utf-8")),
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
     env.filters.update(pct=pct, seconds=seconds, integer=integer, compact=compact)
-    css = (folder / "report.css").read_text(encoding="utf-8") + ABOUT_CSS
+    css = (folder / "report.css").read_text(encoding="utf-8")
     return env.get_template("report.html.j2").render(m=model, charts=_charts(model), css=css)
 
 
