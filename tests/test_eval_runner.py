@@ -232,3 +232,16 @@ def test_limits_per_task(split: Path, tmp_path: Path) -> None:
     planned = plan_tasks(split, tmp_path / "run", ["toolassess", "gta"], TaskOptions(), {"toolassess": 3}, 0)
     sizes = {p.task.name: len(p.cases) for p in planned}
     assert sizes["toolassess"] == 3 and sizes["gta"] > 3  # a task not named runs all its cases
+
+
+def test_a_run_derives_only_what_its_tasks_read(split: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    plan_tasks(split, out, ["nl2api"], TaskOptions(), None, 0)
+    assert not (out / "data").exists()  # NL2API runs on the split itself: nothing derived
+    first = plan_tasks(split, out, ["toolassess"], TaskOptions(), 3, 0)
+    assert sorted(p.name for p in (out / "data").iterdir()) == ["derive_report.json", "toolassess"]
+    # resumed with one more task: derived again with both, the same toolassess cases (seeded)
+    again = plan_tasks(split, out, ["toolassess", "gta"], TaskOptions(), 3, 0)
+    assert sorted(p.name for p in (out / "data").iterdir()) == ["derive_report.json", "gta", "toolassess"]
+    assert [c.id for c in again[0].cases] == [c.id for c in first[0].cases]
+    assert [c.input for c in again[0].cases] == [c.input for c in first[0].cases]

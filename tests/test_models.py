@@ -221,6 +221,22 @@ def test_500_then_200_succeeds_on_the_second_attempt(endpoint):
     assert len(endpoint.requests) == 2
 
 
+@pytest.mark.parametrize("message", [
+    "The model produced output that does not match the expected peg-native format",
+    "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101]",
+])
+def test_a_500_saying_the_models_output_is_unreadable_is_a_bad_reply_not_retried(endpoint, message, caplog):
+    """llama.cpp answers 500 when the model's output does not parse as its template's tool calls:
+    the reply failed (a format error of the case), not the server; a retry at temperature 0 repeats it."""
+    endpoint.script = [{"status": 500, "body": {"error": {"code": 500, "message": message, "type": "server_error"}}},
+                       {"status": 200, "body": completion("ok")}]
+    for call in (lambda c: c.complete(USER), lambda c: asyncio.run(c.acomplete(USER))):
+        endpoint.requests.clear()
+        reply = call(ModelClient(config(endpoint.url)))
+        assert (reply.text, reply.attempts, len(endpoint.requests)) == ("", 1, 1)
+        assert message[:40] in reply.raw["error"] and "500" in reply.raw["error"]
+
+
 def test_async_500_then_200(endpoint):
     endpoint.script = [{"status": 502, "body": {"error": {"message": "bad gateway"}}}, {"status": 200, "body": completion("ok")}]
     reply = asyncio.run(ModelClient(config(endpoint.url)).acomplete(USER))

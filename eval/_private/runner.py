@@ -437,6 +437,14 @@ class PlannedTask:
     folder: Path
 
 
+def _derive_report(folder: Path) -> dict[str, Any]:
+    """``derived`` of a folder's derive_report.json (deriver -> folder, benchmark, records), checked."""
+    report = read_json(folder / "derive_report.json")
+    validate_shape(report, _DeriveReportShape, where=str(folder / "derive_report.json"),
+                   fix="derive the folder again with `benchsmith eval derive`")
+    return report.get("derived") or {}
+
+
 def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: TaskOptions,
                limit: int | dict[str, int] | None, seed: int, categories: Iterable[str] | None = None,
                task_data: dict[str, Path] | None = None) -> list[PlannedTask]:
@@ -454,15 +462,16 @@ def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: Tas
 
         sources["nl2api"] = split
         derived = out / "data"
-        if not (derived / "derive_report.json").is_file():
-            derive_all(split, derived, seed=seed)
+        # only what the run's tasks read is derived (an nl2api-only run derives nothing); a resumed
+        # run that asks for more derives again, the same cases (derivation is seeded)
+        needed = [sub for sub in DERIVERS if (not names or sub in names) and sub not in (task_data or {})]
+        have = set(_derive_report(derived)) if (derived / "derive_report.json").is_file() else set()
+        if needed and not set(needed) <= have:
+            derive_all(split, derived, sorted(have | set(needed), key=list(DERIVERS).index), seed=seed)
         for sub in DERIVERS:  # each derived folder runs the task of the same name
             sources[sub] = derived / sub
     elif (split / "derive_report.json").is_file():
-        report = read_json(split / "derive_report.json")
-        validate_shape(report, _DeriveReportShape, where=str(split / "derive_report.json"),
-                       fix="derive the folder again with `benchsmith eval derive`")
-        for sub, info in (report.get("derived") or {}).items():
+        for sub, info in _derive_report(split).items():
             sources[sub] = split / info["folder"]
     for name, data in (task_data or {}).items():
         sources[name] = Path(data)

@@ -273,6 +273,8 @@ class ModelClient:
         latency = time.monotonic() - t0
         if isinstance(exc, asyncio.TimeoutError):
             kind: str | None = "timeout"
+        elif isinstance(exc, openai.APIError) and retry.model_output_rejected(exc):
+            return self._malformed(exc, latency, attempt)  # the model's reply was unreadable: a format error
         elif isinstance(exc, openai.APIError):
             kind = retry.classify(exc)
             if kind is None:

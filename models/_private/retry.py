@@ -68,3 +68,19 @@ def classify(exc: BaseException) -> str | None:
         if status >= 500:
             return "server"
     return None
+
+
+#: what llama.cpp's server says (HTTP 500) when the model's own output cannot be read as the tool-call
+#: format its chat template promised: the reply failed, not the server, and at temperature 0 a retry
+#: writes the same output again
+MODEL_OUTPUT_REJECTED = ("The model produced output that does not match the expected",
+                         "Failed to parse tool call arguments as JSON")
+
+
+def model_output_rejected(exc: BaseException) -> bool:
+    """An HTTP 500 whose message says the model's output could not be parsed (see
+    :data:`MODEL_OUTPUT_REJECTED`): a bad reply, recorded as such instead of retried as a server fault."""
+    if status_of(exc) != 500:
+        return False
+    text = f"{getattr(exc, 'message', '')} {getattr(exc, 'body', '')}"
+    return any(marker in text for marker in MODEL_OUTPUT_REJECTED)
