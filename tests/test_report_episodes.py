@@ -228,3 +228,16 @@ def test_report_with_episodes_is_byte_stable(tmp_path):
     write_report([run], tmp_path / "two")
     for name in ("report.html", "report.md"):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+
+
+def test_an_acebench_agent_category_without_scored_episodes_is_no_data_not_zero():
+    from benchsmith.eval.report import episodes
+
+    scores = {"mode": "strict", "categories": {
+        "agent_multi_turn": {"n": 0, "accuracy": 0.0, "end_accuracy": 0.0, "process_accuracy": 0.0,
+                             "user_simulator_failures": 2},
+        "agent_multi_step": {"n": 2, "accuracy": 0.5, "end_accuracy": 0.5, "process_accuracy": 0.75}}}
+    e = episodes("acebench", scores)
+    assert e["per_category"]["agent_multi_turn"] == {"end_state": None, "process": None}
+    assert e["per_category"]["agent_multi_step"] == {"end_state": 0.5, "process": 0.75}
+    assert (e["end_state"], e["process"], e["episodes"]) == (0.5, 0.75, 4)

@@ -48,10 +48,12 @@ class AceBenchReport(ReportView):
         weights: list[tuple[float, float | None, float | None]] = []
         episodes = failures = 0
         for cat, v in cats.items():
+            n, failed = int(num(v.get("n")) or 0), int(num(v.get("user_simulator_failures")) or 0)
             end = num(v.get("end_accuracy")) if num(v.get("end_accuracy")) is not None else num(v.get("accuracy"))
             process = num(v.get("process_accuracy"))
+            if n == 0 and "n" in v:  # no episode was scored: its 0.0 is no figure ("no data"), not a zero
+                end = process = None
             per_category[cat] = {"end_state": end, "process": process}
-            n, failed = int(num(v.get("n")) or 0), int(num(v.get("user_simulator_failures")) or 0)
             weights.append((float(n), end, process))
             # strict scoring leaves simulator failures out of n; official scoring counts them
             episodes += n + (failed if scores.get("mode") == "strict" else 0)

@@ -254,8 +254,11 @@ def _episodes_part(runs: Sequence[Run], task: str, bench: str, scored: Sequence[
     for label, cat in scopes:
         cells = []
         for i in idx:
-            v = blocks[i] if cat is None else blocks[i]["per_category"].get(cat, {})
-            cells.append({"end_state": pct(v.get("end_state")), "process": pct(v.get("process"))})
+            if cat is not None and cat not in blocks[i]["per_category"]:
+                cells.append({"end_state": "—", "process": "—"})  # the run has no such category
+                continue
+            v = blocks[i] if cat is None else blocks[i]["per_category"][cat]
+            cells.append({k: NO_DATA if v.get(k) is None else pct(v.get(k)) for k in ("end_state", "process")})
         accuracy.append({"scope": label, "cells": cells})
     kinds = sorted(_union(blocks[i]["error_types"] for i in idx),
                    key=lambda k: (-sum(blocks[i]["error_types"].get(k, 0) for i in idx), k))
