@@ -472,6 +472,9 @@ def eval_run(
     check_model_settings(timeout=timeout, max_tokens=max_tokens, requests_per_second=rps, max_retries=max_retries)
     check_out_dir(out)
     check_split_manifest(split)
+    from ._model import note_started_servers, running_server_pids
+
+    servers_before = running_server_pids()  # to say afterwards which local model server this command started
     cfg = resolve_model(None if model == "local" else model, base_url, timeout=timeout, max_tokens=max_tokens,
                         requests_per_second=rps, **retry_overrides(max_retries))
     if cfg.base_url and not cfg.local:
@@ -491,23 +494,16 @@ def eval_run(
     udesc = ucfg.describe()
     typer.echo(f"model {cfg.name} at {mask_url(cfg.base_url) or 'the OpenAI API'} ({run_mode} mode, "
                f"{strategy} strategy, concurrency {concurrency})")
-    try:
-        result = run_eval(split, ModelClient(cfg), desc, out,
-                          tasks=[t.strip() for t in tasks.split(",") if t.strip()] or None,
-                          mode=run_mode, concurrency=concurrency, limit=limit, seed=seed,
-                          options=TaskOptions(mode=run_mode, max_tokens=max_tokens, step_budget=step_budget,
-                                              variant=variant, trials=trials, trial_temperature=trial_temperature,
-                                              max_turns=max_turns, max_steps=max_steps, max_tool_calls=max_tool_calls,
-                                              max_episode_tokens=episode_tokens, episode_wall_s=episode_wall,
-                                              strategy=strategy),
-                          user_client=ModelClient(ucfg), user_model=udesc,
-                          categories=[c.strip() for c in categories.split(",") if c.strip()] or None,
-                          task_data=_task_data(task_data))
-    finally:
-        if cfg.local or ucfg.local:
-            from ._model import note_running_servers
-
-            note_running_servers()
+    result = run_eval(split, ModelClient(cfg), desc, out, tasks=[t.strip() for t in tasks.split(",") if t.strip()] or None,
+                      mode=run_mode, concurrency=concurrency, limit=limit, seed=seed,
+                      options=TaskOptions(mode=run_mode, max_tokens=max_tokens, step_budget=step_budget, variant=variant,
+                                          trials=trials, trial_temperature=trial_temperature, max_turns=max_turns,
+                                          max_steps=max_steps, max_tool_calls=max_tool_calls,
+                                          max_episode_tokens=episode_tokens, episode_wall_s=episode_wall,
+                                          strategy=strategy),
+                      user_client=ModelClient(ucfg), user_model=udesc,
+                      categories=[c.strip() for c in categories.split(",") if c.strip()] or None,
+                      task_data=_task_data(task_data))
     for name, info in result.tasks.items():
         c = info["status_counts"]
         typer.echo(f"  {name}: {info['done']}/{info['cases']} done (ok {c['ok']}, format errors {c['format_error']}, "
@@ -518,6 +514,8 @@ def eval_run(
         raise RuntimeFault(f"{unfinished} of {total} cases unfinished: the model endpoint did not answer them (transport "
                            f"errors); everything finished is kept in {out} — re-run the same command to resume")
     typer.echo(f"run {result.status}: {out} — score it with `benchsmith eval score --run {out}`")
+    if cfg.local or ucfg.local:
+        note_started_servers(servers_before)
 
 
 @eval_app.command("selftest")

@@ -120,14 +120,14 @@ def run(graph: str, source: Path, out: Path, *, model: str, base_url: Optional[s
         voters: list[str] | None = None, temperature: float = 0.0, max_retries: Optional[int] = None) -> Any:
     """Run ``graph`` and print its summary; exit code 3 when items are left unfinished (re-run resumes)."""
     check_run_options(out, concurrency, limit, timeout, max_tokens, temperature, max_retries)
-    models = _models(model, base_url, roles, timeout, max_tokens, voters, temperature, max_retries)
-    try:
-        summary = _run_with_progress(graph, source, out, models, options, seed, concurrency, limit, split)
-    finally:
-        if models.describe().get("files"):  # a local model answers a role (its weights file is named)
-            from ._model import note_running_servers
+    from ._model import note_started_servers, running_server_pids
 
-            note_running_servers()
+    servers_before = running_server_pids()  # to say afterwards which local model server this command started
+    models = _models(model, base_url, roles, timeout, max_tokens, voters, temperature, max_retries)
+    local = bool(models.describe().get("files"))  # a local model answers a role (its weights file is named)
+    summary = _run_with_progress(graph, source, out, models, options, seed, concurrency, limit, split)
+    if local:
+        note_started_servers(servers_before)
     print_summary(summary)
     check_finished(f"construct {graph}", summary.unfinished, summary.items, out, summary.errors)
     return summary

@@ -15,14 +15,22 @@ LOCAL_MODEL_HELP = ("Local model: local (the default local model), local:NAME or
                     "(docs/models.md)")
 
 
-def note_running_servers() -> None:
-    """After a command that used a local model: which local model servers it leaves running (they are
-    kept for the next command) and how to stop them, on stderr."""
+def running_server_pids() -> set[int]:
+    """The pids of the local model servers running now (to tell later which ones a command started)."""
+    from benchsmith.models import local_servers
+
+    return {info.pid for info in local_servers()}
+
+
+def note_started_servers(before: set[int]) -> None:
+    """After a command that used a local model: the local model servers it started (not running in
+    ``before``), which it leaves running for the next command, and how to stop them, on stderr."""
     from benchsmith.models import local_servers
 
     for info in local_servers():
-        typer.echo(f"the local model server ({info.model}) is still running at {info.url} (pid {info.pid}); later "
-                   f"commands reuse it. Stop it with `benchsmith model stop`", err=True)
+        if info.pid not in before:
+            typer.echo(f"the local model server ({info.model}) is still running at {info.url} (pid {info.pid}); "
+                       f"later commands reuse it. Stop it with `benchsmith model stop`", err=True)
 
 
 @model_app.command("serve")

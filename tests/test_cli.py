@@ -278,11 +278,12 @@ def test_no_args_shows_help_and_fails():
 
 
 def test_a_command_that_used_a_local_model_says_its_server_still_runs(tmp_path, monkeypatch, capsys):
-    """`eval run` and `construct` end with one line per local model server left running, and how to stop it."""
+    """`eval run` and `construct` end with one line per local model server they started and leave
+    running, and how to stop it."""
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from benchsmith.cli._model import note_running_servers
+    from benchsmith.cli._model import note_started_servers, running_server_pids
 
     class Health(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802
@@ -294,8 +295,9 @@ def test_a_command_that_used_a_local_model_says_its_server_still_runs(tmp_path, 
             pass
 
     monkeypatch.setenv("BENCHSMITH_MODEL_STATE_DIR", str(tmp_path / "state"))
-    note_running_servers()
-    assert capsys.readouterr().err == ""  # nothing runs: nothing said
+    before = running_server_pids()
+    note_started_servers(before)
+    assert before == set() and capsys.readouterr().err == ""  # nothing runs: nothing said
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Health)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
@@ -305,9 +307,11 @@ def test_a_command_that_used_a_local_model_says_its_server_still_runs(tmp_path, 
         (folder / "server.json").write_text(json.dumps({
             "pid": os.getpid(), "port": httpd.server_address[1], "url": url, "model": "qwen2.5-coder-0.5b",
             "model_path": "/x/q.gguf", "started_at": "now"}))
-        note_running_servers()
+        note_started_servers(before)  # started since `before`: said
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "qwen2.5-coder-0.5b" in err[0] and url in err[0]
         assert "still running" in err[0] and "`benchsmith model stop`" in err[0]
+        note_started_servers(running_server_pids())  # already running before the command: not its doing
+        assert capsys.readouterr().err == ""
     finally:
         httpd.shutdown()

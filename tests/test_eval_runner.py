@@ -220,7 +220,10 @@ def test_native_tool_calling_mode_plays_the_gold_chain_with_tool_messages(split:
     client = GoldToolsClient(planned[0].cases)
     res = run_eval(split, client, MODEL, out, tasks=["nl2api"], mode="tools", progress=False)
     assert res.tasks["nl2api"]["status_counts"]["ok"] == 14
-    assert score_run(out)["nl2api"]["completion_rate"] == 1.0
+    scores = score_run(out)["nl2api"]
+    assert scores["completion_rate"] == 1.0
+    # scoring also scores each case's gold answer: the run's own gold self-test
+    assert scores["gold_selftest"] == {"records": 14, "gold_failing": 0}
     # the conversation carries the assistant's tool calls and the tool results, as OpenAI expects
     last = max(client.requests, key=lambda r: len(r["messages"]))["messages"]
     assistant = [m for m in last if m["role"] == "assistant"]

@@ -396,6 +396,19 @@ def test_about_names_a_registered_local_model_with_its_sha_and_case_counts(runs,
     assert "<td>nl2api</td><td class=\"num\">5</td>" in about and '<span class="badge few">few cases</span>' in about
 
 
+def test_about_shows_the_runs_own_gold_self_test_per_task(runs, tmp_path):
+    ws, _, _ = runs
+    run = make_run(ws, tmp_path / "g", "gemma3-270m", quality=0.6, seed=5, tasks=("nl2api", "toolassess"))
+    _edit_json(run / "nl2api" / "scores.json", lambda s: s.update(gold_selftest={"records": 5, "gold_failing": 1}))
+    result = write_report([run], tmp_path / "out")
+    md = Path(result["files"]["markdown"]).read_text(encoding="utf-8")
+    html = Path(result["files"]["html"]).read_text(encoding="utf-8")
+    rows = {line.split(" | ")[0][2:]: line.split(" | ") for line in md.splitlines() if line.startswith("| nl2api |")
+            or line.startswith("| toolassess |")}
+    assert rows["nl2api"][4] == "4/5" and rows["toolassess"][4] == "—"   # recorded / not recorded
+    assert '<td class="num">4/5</td>' in html and "gold passes" in html
+
+
 def test_about_a_model_the_registry_does_not_know_shows_its_name_only(runs, tmp_path):
     _, a, _ = runs
     run = tmp_path / "run"

@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Protocol
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
@@ -33,7 +33,7 @@ from benchsmith.schemas import (
 
 from benchsmith.models import ParseError, read_json_reply  # noqa: F401  (read_json_reply: re-exported)
 
-from .core import BUILTIN_BENCHMARKS, EvalCase, get_benchmark
+from .core import BUILTIN_BENCHMARKS, Benchmark, EvalCase, get_benchmark
 from .depth import MAX_DEPTH, nesting_depth
 
 RUN_FORMAT = "benchsmith.run/v1"
@@ -749,9 +749,20 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
                 missing += pred is None
                 return pred
 
+            gold = Counter()
+
+            def with_gold(cases: Iterable[EvalCase], bench: Benchmark = bench) -> Iterator[EvalCase]:
+                """The cases, each also scored with its gold answer as the prediction: the run's own
+                gold self-test, so a low figure is read beside proof that the gold passes."""
+                for case in cases:
+                    gold["records"] += 1
+                    gold["gold_failing"] += not bench.score(case, bench.gold_prediction(case), m).ok
+                    yield case
+
             def extra(records: int, info: dict[str, Any] = info) -> dict[str, Any]:
                 counts = info.get("status_counts") or {}
                 return {"benchmark": info["benchmark"], "mode": m, "records": records,
+                        "gold_selftest": {"records": gold["records"], "gold_failing": gold["gold_failing"]},
                         "missing_predictions": missing,
                         "format_errors": int(counts.get("format_error", 0)),
                         "request_errors": int(counts.get("request_error", 0)),
@@ -759,5 +770,6 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
                         "model": meta.get("model", {}).get("name"),
                         "prompt_version": info.get("prompt_version")}
 
-            out[name] = stream_score(bench, _iter_run_cases(folder / "cases.jsonl"), prediction_for, m, folder, extra)
+            out[name] = stream_score(bench, with_gold(_iter_run_cases(folder / "cases.jsonl")), prediction_for, m, folder,
+                                     extra)
     return out

@@ -99,7 +99,18 @@ def task_row(task: Task) -> dict[str, Any]:
     scored_text = "not scored" if not task.scored else "—" if scored is None else f"{scored:,}"
     return {"task": task.name, "cases": f"{task.cases:,}", "answered": "—" if done is None else f"{done:,}",
             "statuses": _statuses(task), "scored": scored, "scored_text": scored_text, "few": task.few_cases,
-            "note": note}
+            "gold": _gold(task), "note": note}
+
+
+def _gold(task: Task) -> str:
+    """``4/4``: of the scored cases, how many pass with their gold answer as the prediction
+    (scores.json ``gold_selftest``, written by ``eval score`` since issue 27); "—" when not recorded."""
+    g = (task.scores or {}).get("gold_selftest")
+    records = M.num(g.get("records")) if isinstance(g, dict) else None
+    failing = M.num(g.get("gold_failing")) if isinstance(g, dict) else None
+    if records is None or failing is None:
+        return "—"
+    return f"{int(records - failing):,}/{int(records):,}"
 
 
 def about(runs: Sequence[Run], labels: Sequence[str], colours: Sequence[str]) -> list[dict[str, Any]]:

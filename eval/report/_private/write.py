@@ -558,12 +558,14 @@ def _md_about(model: dict[str, Any]) -> list[str]:
         if len(blocks) > 1:
             out += [f"### {_md(a['label'])}", ""]
         out += [f"- **{_md(f['key'])}**: " + " · ".join(_md(p["full"]) for p in f["parts"]) for f in a["facts"]] + [""]
-        out += _md_table(["task", "cases", "answered", "scored cases", "note"],
+        out += _md_table(["task", "cases", "answered", "scored cases", "gold passes", "note"],
                          ([t["task"], t["cases"], t["answered"] + (f" ({t['statuses']})" if t["statuses"] else ""),
-                           t["scored_text"], ("few cases: " if t["few"] else "") + t["note"]] for t in a["tasks"]),
-                         [False, True, True, True, False])
-    out += [f"Answered: cases with a final reply; scored cases: the distinct cases of records.jsonl. A task scored on "
-            f"fewer than {model['few_cases']} cases is marked \"few cases\".", ""]
+                           t["scored_text"], t["gold"], ("few cases: " if t["few"] else "") + t["note"]]
+                          for t in a["tasks"]),
+                         [False, True, True, True, True, False])
+    out += [f"Answered: cases with a final reply; scored cases: the distinct cases of records.jsonl; gold passes: of "
+            f"those, how many pass with their gold answer scored as the prediction (the run's own gold self-test). A "
+            f"task scored on fewer than {model['few_cases']} cases is marked \"few cases\".", ""]
     return out
 
 
