@@ -182,7 +182,7 @@ def ensure_local_model(model: str | LocalModel | None = None, cache_dir: str | P
     model behind. An existing file of the pinned size is reused. A file given by path is used
     where it lies. Failures are a :class:`RuntimeFault` of one line (a missing path: a :class:`UserError`).
     """
-    m = _as_model(model)
+    m = named_local_model(model)
     if m.path is not None:
         if not Path(m.path).is_file():
             raise UserError(f"${ENV_LOCAL_MODEL_PATH}={m.path} is not a file",
@@ -206,7 +206,7 @@ def model_file_sha256(model: str | LocalModel | None = None) -> str:
     pinned sha256 when joined, and a packaged model's file against its package's ``EXPECTED_SHA256``
     when assembled, so those are what the file holds; a file given by path is hashed (once per
     process and file version)."""
-    m = _as_model(model)
+    m = named_local_model(model)
     if m.path is None:
         if m.package is not None:
             import importlib
@@ -256,7 +256,9 @@ def _note(text: str) -> None:
     print(f"benchsmith: {text}", file=sys.stderr, flush=True)
 
 
-def _as_model(model: str | LocalModel | None) -> LocalModel:
+def named_local_model(model: str | LocalModel | None) -> LocalModel:
+    """The local model ``model`` names (None: ``local``), without fetching or falling back; a name
+    of no local model is a :class:`UserError` listing the known ones."""
     if isinstance(model, LocalModel):
         return model
     found = local_model(LOCAL if model is None else model)
@@ -275,7 +277,7 @@ def resolve_local_model(model: str | LocalModel | None = None) -> LocalModel:
     weights can be had; otherwise Gemma (:data:`DEFAULT_LOCAL_MODEL`), with one warning line naming
     what failed. Fetched models are fetched here (once; later calls find the file in the cache);
     the packaged Gemma is assembled when its server starts. The one place that falls back."""
-    m = _as_model(model)
+    m = named_local_model(model)
     if m.path is not None:
         ensure_local_model(m)  # a missing file is the user's to fix, not a reason to run another model
         return m

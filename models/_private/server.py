@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.models import procs
-from benchsmith.models._private.local import LocalModel, ensure_local_model, local_model, resolve_local_model
+from benchsmith.models._private.local import LocalModel, ensure_local_model, named_local_model, resolve_local_model
 from benchsmith.models._private.paths import state_dir
 from benchsmith.models._private.serve_main import DEFAULT_CTX_PER_SLOT, STATE_FILE
 from benchsmith.models._private.sizing import plan_local_server
@@ -79,19 +79,9 @@ def _status(folder: Path) -> ServerInfo | None:
     return info if procs.healthy(info.url) else None
 
 
-def _named(model: str | LocalModel | None) -> LocalModel:
-    """The local model ``model`` names, without fetching or falling back (status and stop only look)."""
-    if isinstance(model, LocalModel):
-        return model
-    found = local_model("local" if model is None else model)
-    if found is None:
-        raise UserError(f"{model!r} is not a local model", fix="use local, or local:NAME (see docs/models.md)")
-    return found
-
-
 def server_dir(model: str | LocalModel | None = None) -> Path:
     """The state folder of ``model``'s server: ``<state dir>/<model name>``."""
-    return state_dir() / _named(model).name
+    return state_dir() / named_local_model(model).name
 
 
 def local_server_status(model: str | LocalModel | None = None) -> ServerInfo | None:
