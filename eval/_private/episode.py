@@ -321,8 +321,16 @@ def user_messages(spec: EpisodeSpec, events: list[dict[str, Any]], json_mode: bo
     and one JSON object per reply, ``{"message", "done"}`` (:data:`USER_SCHEMA`)."""
     from benchsmith.prompts import get_prompt
 
-    if json_mode:
-        msgs = get_prompt("agent/user_json").render(instruction=spec.instruction, persona=spec.persona, opener=OPENER)
+    if json_mode:  # the chat as a transcript to continue: a small model handed the assistant's
+        # words as `user` messages answers them as the assistant (docs/models.md)
+        lines = [{"who": "Assistant", "text": OPENER}]
+        for ev in events:
+            if ev["who"] == "user":
+                lines.append({"who": "Customer", "text": _dumps({"message": ev["text"], "done": False})})
+            elif ev["who"] == "assistant" and not ev.get("error") and not ev.get("calls") and ev.get("text"):
+                lines.append({"who": "Assistant", "text": " ".join(ev["text"].split())})
+        return get_prompt("agent/user_json").render(instruction=spec.instruction, persona=spec.persona,
+                                                    conversation=lines)
     else:
         msgs = get_prompt("agent/user").render(instruction=spec.instruction, persona=spec.persona,
                                                stop_phrase=spec.stop_phrase)

