@@ -298,7 +298,7 @@ def nl2api_serve(
 def demo(
     out: Path = typer.Option(Path("out/demo"), "--out", envvar="BENCHSMITH_DEMO_OUT", help="Where to write the splits"),
     limit: Optional[int] = typer.Option(None, "--limit", envvar="BENCHSMITH_DEMO_LIMIT", show_default=False,
-                                        help="Cases per task for the local model's evaluation run (>= 1; default 3)"),
+                                        help="Cases per task for the local model's evaluation run (>= 1; default 2)"),
     model_run: bool = typer.Option(True, "--model-run/--no-model-run", envvar="BENCHSMITH_DEMO_MODEL_RUN",
                                    help="Run the construction pass, the Label Studio review and the local model's evaluation with its report"),
 ) -> None:

@@ -67,8 +67,8 @@ def _mmss(seconds: float) -> str:
 
 #: cases per task in the main job's evaluation, and requests its construction pass writes: small enough
 #: for the main job to stay within 12 minutes warm on 2 cores with Qwen2.5-Coder 0.5B (docs/models.md)
-DEMO_LIMIT = 3
-DEMO_QUERIES = 5
+DEMO_LIMIT = 2
+DEMO_QUERIES = 4
 
 
 def run(out: Path, *, limit: int = DEMO_LIMIT, model_run: bool = True, echo: Echo = print, note: Echo = print) -> None:

@@ -1,5 +1,5 @@
-"""Integration: every construction graph runs a few items against the real local model (Gemma 3
-270M on xllamacpp, 127.0.0.1). Quality is low; what must hold is valid structure and honest
+"""Integration: every construction graph runs a few items against the real local default model
+(Qwen2.5-Coder 0.5B Instruct on xllamacpp, 127.0.0.1). Quality is low; what must hold is valid structure and honest
 outcomes: every item ends exactly once as an accepted sample, a rejection with its reason, or a
 review row with the raw reply, with no transport errors, and accepted samples are well-formed."""
 

