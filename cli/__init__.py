@@ -13,6 +13,8 @@ from typing import Any, Callable, Optional
 
 import typer
 
+from benchsmith.demo import DEMO_LIMIT  # the main job's default, declared where it is used (a light import)
+
 app = typer.Typer(help="benchsmith: build, review and evaluate tool-use benchmarks.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
 nl2api_app = typer.Typer(help="NL2SQL -> NL2API: executable tools and verified gold chains from SQLite.",
@@ -297,19 +299,19 @@ def nl2api_serve(
 @user_errors
 def demo(
     out: Path = typer.Option(Path("out/demo"), "--out", envvar="BENCHSMITH_DEMO_OUT", help="Where to write the splits"),
-    limit: Optional[int] = typer.Option(None, "--limit", envvar="BENCHSMITH_DEMO_LIMIT", show_default=False,
-                                        help="Cases per task for the local model's evaluation run (>= 1; default 2)"),
+    limit: int = typer.Option(DEMO_LIMIT, "--limit", envvar="BENCHSMITH_DEMO_LIMIT",
+                              help="Cases per task for the local model's evaluation run (>= 1)"),
     model_run: bool = typer.Option(True, "--model-run/--no-model-run", envvar="BENCHSMITH_DEMO_MODEL_RUN",
                                    help="Run the construction pass, the Label Studio review and the local model's evaluation with its report"),
 ) -> None:
     """The main job on the embedded default data: Chinook + its question/SQL pairs -> SLOT, SEL and REST splits,
     gold self-tests, and T-Eval, GTA, ToolAssess and ACEBench-special cases derived from the SLOT split
     (each self-tested too); with --model-run, construction, review and evaluation with the local model."""
-    from benchsmith.demo import DEMO_LIMIT, run
+    from benchsmith.demo import run
 
     check_number("--limit", limit, ge=1)
     check_out_dir(out)
-    run(out, limit=DEMO_LIMIT if limit is None else limit, model_run=model_run, echo=typer.echo, note=lambda m: typer.echo(m, err=True))
+    run(out, limit=limit, model_run=model_run, echo=typer.echo, note=lambda m: typer.echo(m, err=True))
 
 
 BENCHMARK_HELP = "A registered benchmark (`benchsmith eval list` names them)"

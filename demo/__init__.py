@@ -101,8 +101,6 @@ def run(out: Path, *, limit: int = DEMO_LIMIT, model_run: bool = True, echo: Ech
         from benchsmith.models import (
             MAIN_JOB_PROMPT_TOKENS,
             local_server_status,
-            plan_local_server,
-            procs,
             resolve_local_model,
             start_local_server,
             stop_local_server,
@@ -113,8 +111,7 @@ def run(out: Path, *, limit: int = DEMO_LIMIT, model_run: bool = True, echo: Ech
         was_running = local_server_status(local) is not None
         try:
             if not was_running:  # sized for this job's prompts, not for `eval run`'s longer ReAct budget
-                plan = plan_local_server(procs.default_threads(), longest_prompt=MAIN_JOB_PROMPT_TOKENS)
-                start_local_server(model=local, parallel=plan.parallel, ctx_per_slot=plan.ctx_per_slot)
+                start_local_server(model=local, longest_prompt=MAIN_JOB_PROMPT_TOKENS)
             with clock("construct"):
                 construct(out, echo=echo, model=local.name)
             with clock("review"):

@@ -314,33 +314,34 @@ USER_SCHEMA = {"type": "object", "properties": {"message": {"type": "string", "m
                                                 "done": {"type": "boolean"}}, "required": ["message", "done"]}
 
 
+def seen_by_user(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """``(who, text)`` of the turns the user simulator sees: its own messages and the assistant's
+    text replies (never calls, results or failed turns)."""
+    return [(ev["who"], ev["text"]) for ev in events
+            if ev["who"] == "user" or (ev["who"] == "assistant" and not ev.get("error") and not ev.get("calls")
+                                       and ev.get("text"))]
+
+
 def user_messages(spec: EpisodeSpec, events: list[dict[str, Any]], json_mode: bool = False) -> list[dict[str, Any]]:
-    """The user simulator's request: its instruction, then the conversation with roles swapped (the
-    assistant's words arrive as ``user`` messages, its own as ``assistant``); calls and results are
-    not shown to it. ``json_mode`` (a base model as the user, e.g. the local one): a worked example
-    and one JSON object per reply, ``{"message", "done"}`` (:data:`USER_SCHEMA`)."""
+    """The user simulator's request. By default its instruction, then the conversation with roles
+    swapped (the assistant's words arrive as ``user`` messages, its own as ``assistant``).
+    ``json_mode`` (a local model as the user): the chat so far as one transcript to continue, after a
+    worked example, one JSON object per reply, ``{"message", "done"}`` (:data:`USER_SCHEMA`). Calls
+    and results are never shown to it (:func:`seen_by_user`)."""
     from benchsmith.prompts import get_prompt
 
-    if json_mode:  # the chat as a transcript to continue: a small model handed the assistant's
-        # words as `user` messages answers them as the assistant (docs/models.md)
+    turns = seen_by_user(events)
+    if json_mode:  # a small model handed the assistant's words as `user` messages answers them as
+        # the assistant (docs/eval/episodes.md)
         lines = [{"who": "Assistant", "text": OPENER}]
-        for ev in events:
-            if ev["who"] == "user":
-                lines.append({"who": "Customer", "text": _dumps({"message": ev["text"], "done": False})})
-            elif ev["who"] == "assistant" and not ev.get("error") and not ev.get("calls") and ev.get("text"):
-                lines.append({"who": "Assistant", "text": " ".join(ev["text"].split())})
+        lines += [{"who": "Customer", "text": _dumps({"message": text, "done": False})} if who == "user"
+                  else {"who": "Assistant", "text": " ".join(text.split())} for who, text in turns]
         return get_prompt("agent/user_json").render(instruction=spec.instruction, persona=spec.persona,
                                                     conversation=lines)
-    else:
-        msgs = get_prompt("agent/user").render(instruction=spec.instruction, persona=spec.persona,
-                                               stop_phrase=spec.stop_phrase)
-        msgs.append({"role": "user", "content": OPENER})
-    for ev in events:
-        if ev["who"] == "user":
-            said = _dumps({"message": ev["text"], "done": False}) if json_mode else ev["text"]
-            msgs.append({"role": "assistant", "content": said})
-        elif ev["who"] == "assistant" and not ev.get("error") and not ev.get("calls") and ev.get("text"):
-            msgs.append({"role": "user", "content": ev["text"]})
+    msgs = get_prompt("agent/user").render(instruction=spec.instruction, persona=spec.persona,
+                                           stop_phrase=spec.stop_phrase)
+    msgs.append({"role": "user", "content": OPENER})
+    msgs += [{"role": "assistant" if who == "user" else "user", "content": text} for who, text in turns]
     return msgs
 
 

@@ -135,10 +135,12 @@ def _stop(folder: Path, grace: float) -> ServerInfo | None:
         return stopped
 
 
-def _sized(parallel: int | None, ctx_per_slot: int | None, threads: int | None) -> tuple[int, int, int]:
-    """Slots, context per slot and threads: what is given, the rest planned for this machine."""
+def _sized(parallel: int | None, ctx_per_slot: int | None, threads: int | None,
+           longest_prompt: int | None = None) -> tuple[int, int, int]:
+    """Slots, context per slot and threads: what is given, the rest planned for this machine (and
+    for ``longest_prompt`` tokens, default the longest measured)."""
     threads = threads or procs.default_threads()
-    plan = plan_local_server(threads)
+    plan = plan_local_server(threads, longest_prompt)
     return (plan.parallel if parallel is None else parallel, plan.ctx_per_slot if ctx_per_slot is None else ctx_per_slot,
             threads)
 
@@ -170,20 +172,21 @@ def _reuse(info: ServerInfo, port: int | None, model_path: str | None) -> Server
 
 def start_local_server(port: int | None = None, parallel: int | None = None, ctx_per_slot: int | None = None,
                        threads: int | None = None, wait: float = 60.0, host: str = "127.0.0.1",
-                       model: str | LocalModel | None = None) -> ServerInfo:
+                       model: str | LocalModel | None = None, longest_prompt: int | None = None) -> ServerInfo:
     """Start the server of ``model`` (default: the default local model; one whose weights cannot
     be had falls back to Gemma, see :func:`resolve_local_model`) in the background, or reuse the
     healthy one already running for it.
 
     The server (``python -m benchsmith.models._private.serve_main``) runs detached in its own
     session with ``parallel`` slots of ``ctx_per_slot`` tokens and ``threads`` CPU threads (default:
-    every CPU; slots and context default to :func:`plan_local_server`'s plan for those threads),
+    every CPU; slots and context default to :func:`plan_local_server`'s plan for those threads and
+    ``longest_prompt`` tokens, by default the longest prompt measured),
     bound to ``host`` (loopback by default) on ``port`` (default: a free one). Its state file and
     log live in the model's folder under ``$BENCHSMITH_MODEL_STATE_DIR`` (default
     ``~/.cache/benchsmith/local-model/<model name>``). Waits up to ``wait`` seconds for ``GET /health``.
     """
     _check_settings(port, host, parallel, ctx_per_slot, threads)
-    parallel, ctx_per_slot, threads = _sized(parallel, ctx_per_slot, threads)
+    parallel, ctx_per_slot, threads = _sized(parallel, ctx_per_slot, threads, longest_prompt)
     chosen = resolve_local_model(model)
     folder = server_dir(chosen)
     folder.mkdir(parents=True, exist_ok=True)
@@ -259,7 +262,7 @@ def run_local_server(port: int | None = None, parallel: int | None = None, ctx_p
     from benchsmith.models._private import serve_main
 
     _check_settings(port, host, parallel, ctx_per_slot, threads)
-    parallel, ctx_per_slot, threads = _sized(parallel, ctx_per_slot, threads)
+    parallel, ctx_per_slot, threads = _sized(parallel, ctx_per_slot, threads, longest_prompt)
     chosen = resolve_local_model(model)
     folder = server_dir(chosen)
     folder.mkdir(parents=True, exist_ok=True)
