@@ -1,6 +1,7 @@
 """Figures of the code's floor plan, measured from the source (every import, function-local ones too).
 
-    python scripts/layout_figures.py [--json]
+    python scripts/layout_figures.py [--json] [--typecheck]
+    python scripts/layout_figures.py --compare REV [REV]   # side by side; the last column is the work tree
 
 * upward imports: a module importing a package of a higher layer
   (schemas < models < prompts < construction < eval < annotation < demo < cli)
@@ -9,6 +10,10 @@
 * registries: module-level dicts filled by a registering decorator or function
 * files outside ``eval/<benchmark>/`` naming each benchmark in code (identifiers, imports, string
   literals; not comments or docstrings): what adding a benchmark like it touches
+* the evaluator's shape: lines in ``eval/_private`` and in each benchmark folder, names in
+  ``benchsmith.eval.__all__``, underscore names imported from another module (``from m import _x``
+  where ``_x`` is not a submodule), ``dict[str, Any]`` written in ``schemas`` and ``eval``, and with
+  ``--typecheck`` mypy's error count on ``schemas``, ``models`` and ``eval``
 """
 
 from __future__ import annotations
@@ -16,7 +21,11 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
+import re
+import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -25,12 +34,12 @@ LAYERS = ["schemas", "models", "prompts", "construction", "eval", "annotation", 
 BENCHMARKS = ["bfcl", "acebench", "teval", "gta", "toolassess", "nl2api"]
 
 
-def modules() -> dict[str, Path]:
+def modules(root: Path = ROOT) -> dict[str, Path]:
     """``benchsmith.<dotted>`` -> file, for every module of the installed folders."""
     found = {}
     for top in LAYERS:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            rel = path.relative_to(ROOT).with_suffix("")
+        for path in sorted((root / top).rglob("*.py")):
+            rel = path.relative_to(root).with_suffix("")
             parts = list(rel.parts)
             if parts[-1] == "__init__":
                 parts = parts[:-1]
@@ -129,15 +138,15 @@ def _names_in_code(path: Path, word: str) -> bool:
     return False
 
 
-def figures() -> dict:
-    mods = modules()
+def figures(root: Path = ROOT, typecheck: bool = False) -> dict:
+    mods = modules(root)
     upward, private, edges = [], [], defaultdict(set)
     regs = []
     for name, path in mods.items():
         here = top(name)
         for target, line in imports(name, path):
             there = top(target)
-            where = f"{path.relative_to(ROOT)}:{line} -> {target}"
+            where = f"{path.relative_to(root)}:{line} -> {target}"
             if there in LAYERS and there != here:
                 edges[here].add(there)
                 if LAYERS.index(there) > LAYERS.index(here):
@@ -145,35 +154,128 @@ def figures() -> dict:
             owner = private_owner(target)
             if owner and not (name == owner or name.startswith(owner + ".")):
                 private.append(where)
-        regs += [f"{path.relative_to(ROOT)}: {r}" for r in registries(path)]
+        regs += [f"{path.relative_to(root)}: {r}" for r in registries(path)]
     cycles = sorted({tuple(sorted((a, b))) for a in edges for b in edges[a] if a in edges.get(b, ())})
     naming = {}
     for b in BENCHMARKS:
-        own = ROOT / "eval" / b
-        naming[b] = sorted(str(p.relative_to(ROOT)) for p in mods.values()
+        own = root / "eval" / b
+        naming[b] = sorted(str(p.relative_to(root)) for p in mods.values()
                            if own not in p.parents and _names_in_code(p, b))
-    return {"upward_imports": sorted(set(upward)), "private_imports": sorted(set(private)),
-            "package_cycles": [list(c) for c in cycles], "registries": regs, "files_naming": naming}
+    out = {"upward_imports": sorted(set(upward)), "private_imports": sorted(set(private)),
+           "package_cycles": [list(c) for c in cycles], "registries": regs, "files_naming": naming}
+    out.update(eval_shape(root, mods))
+    if typecheck:
+        out["type_errors"] = type_errors(root)
+    return out
+
+
+def _lines(folder: Path) -> int:
+    return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in folder.glob("*.py"))
+
+
+def underscore_imports(mods: dict[str, Path], root: Path = ROOT) -> list[str]:
+    """``from m import _x`` in one module naming another module's private ``_x`` (a submodule
+    ``m/_x.py`` or package ``m/_x/`` is a module, not a name, and does not count)."""
+    found = []
+    for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")
+                mod = ".".join(base[:len(base) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            for a in node.names:
+                if not a.name.startswith("_") or a.name.startswith("__"):
+                    continue
+                if f"{mod}.{a.name}" in mods:
+                    continue
+                found.append(f"{path.relative_to(root)}:{node.lineno} {mod} {a.name}")
+    return found
+
+
+def eval_shape(root: Path, mods: dict[str, Path]) -> dict:
+    folders = {"eval/_private": _lines(root / "eval" / "_private")}
+    folders.update({f"eval/{b}": _lines(root / "eval" / b) for b in sorted(BENCHMARKS + ["agent"])})
+    init = ast.parse((root / "eval" / "__init__.py").read_text(encoding="utf-8"))
+    names = next((len(n.value.elts) for n in init.body if isinstance(n, ast.Assign)
+                  and any(getattr(t, "id", "") == "__all__" for t in n.targets)), 0)
+    any_dicts = sum(len(re.findall(r"\b[Dd]ict\[str, *Any\]", p.read_text(encoding="utf-8")))
+                    for top in ("schemas", "eval") for p in (root / top).rglob("*.py"))
+    return {"eval_lines": folders, "eval_all_names": names, "underscore_imports": underscore_imports(mods, root),
+            "dict_str_any": any_dicts,
+            "eval_registries": [r for r in (f"{p.relative_to(root)}: {r}" for p in mods.values()
+                                            if (root / "eval") in p.parents for r in registries(p))]}
+
+
+def type_errors(root: Path) -> int:
+    """mypy's error count on schemas, models and eval (its settings in pyproject.toml when present),
+    on a tree of links naming the folders as the ``benchsmith.*`` packages they install as."""
+    with tempfile.TemporaryDirectory() as tmp:
+        pkg = Path(tmp) / "src" / "benchsmith"
+        pkg.mkdir(parents=True)
+        for top in LAYERS:
+            (pkg / top).symlink_to(root / top)
+        config = ["--config-file", str(root / "pyproject.toml")] if "[tool.mypy]" in (root / "pyproject.toml").read_text() else []
+        proc = subprocess.run([sys.executable, "-m", "mypy", *config, "--namespace-packages", "--explicit-package-bases",
+                               "--cache-dir", str(Path(tmp) / "cache"), "--no-error-summary",
+                               "-p", "benchsmith.schemas", "-p", "benchsmith.models", "-p", "benchsmith.eval"],
+                              cwd=tmp, env={**os.environ, "MYPYPATH": str(Path(tmp) / "src")}, capture_output=True, text=True)
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"mypy failed to run: {proc.stderr.strip()[-500:]}")
+        return sum(1 for line in proc.stdout.splitlines() if ": error:" in line)
+
+
+def rows(f: dict) -> list[tuple[str, int | str, list[str]]]:
+    """(label, figure, what is counted) for the printed table."""
+    out = [(key.replace("_", " "), len(f[key]), f[key]) for key in
+           ("upward_imports", "private_imports", "package_cycles", "registries")]
+    out += [(f"files outside eval/{b + '/':12s} naming it", len(files), files) for b, files in f["files_naming"].items()]
+    out += [(f"lines in {folder}", n, []) for folder, n in f["eval_lines"].items()]
+    out += [("names in benchsmith.eval.__all__", f["eval_all_names"], []),
+            ("underscore names imported across modules", len(f["underscore_imports"]), f["underscore_imports"]),
+            ("dict[str, Any] in schemas and eval", f["dict_str_any"], []),
+            ("name->object maps in eval", len(f["eval_registries"]), f["eval_registries"])]
+    if "type_errors" in f:
+        out.append(("mypy errors (schemas, models, eval)", f["type_errors"], []))
+    return out
+
+
+def extracted(rev: str, into: Path) -> Path:
+    """The tree of ``rev`` (a commit of this repository), written under ``into``."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print everything as JSON")
     ap.add_argument("-v", "--verbose", action="store_true", help="list what is counted")
+    ap.add_argument("--typecheck", action="store_true", help="also count mypy's errors (about a minute per tree)")
+    ap.add_argument("--compare", nargs="+", metavar="REV", help="measure these commits too, in columns before the work tree")
     args = ap.parse_args()
-    f = figures()
+    if args.compare:
+        with tempfile.TemporaryDirectory() as tmp:
+            trees = [extracted(rev, Path(tmp) / str(i)) for i, rev in enumerate(args.compare)]
+            columns = [rows(figures(t, args.typecheck)) for t in trees]
+        columns.append(rows(figures(ROOT, args.typecheck)))
+        heads = [*args.compare, "work tree"]
+        print(f"{'':44s}" + "".join(f"{h[:12]:>13s}" for h in heads))
+        for i, (label, _, _) in enumerate(columns[-1]):
+            print(f"{label:44s}" + "".join(f"{str(c[i][1]) if i < len(c) else '-':>13s}" for c in columns))
+        return
+    f = figures(ROOT, args.typecheck)
     if args.json:
         json.dump(f, sys.stdout, indent=1)
         return
-    for key in ("upward_imports", "private_imports", "package_cycles", "registries"):
-        print(f"{key.replace('_', ' '):28s} {len(f[key])}")
+    for label, n, items in rows(f):
+        print(f"{label:44s} {n}")
         if args.verbose:
-            for item in f[key]:
-                print("    ", item)
-    for b, files in f["files_naming"].items():
-        print(f"files outside eval/{b + '/':12s} naming it {len(files)}")
-        if args.verbose:
-            for item in files:
+            for item in items:
                 print("    ", item)
 
 
