@@ -460,6 +460,20 @@ def test_resolve_openai_and_local(monkeypatch, tmp_path):
 
 
 # ---- sizing the local server -----------------------------------------------------------------------
+def test_serving_in_the_foreground_on_a_taken_port_is_a_user_error(monkeypatch, tmp_path):
+    """``model serve --foreground`` sizes its server before it checks the port (a NameError there once
+    reached users); the check must end in one user error, with nothing downloaded or started."""
+    from benchsmith.models import run_local_server
+
+    monkeypatch.setenv("BENCHSMITH_MODEL_STATE_DIR", str(tmp_path))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(UserError) as info:
+            run_local_server(port=taken.getsockname()[1])
+    assert "already in use" in str(info.value)
+
+
 def test_the_local_server_plan_follows_cores_and_the_longest_prompt():
     from benchsmith.models import MEASURED_PROMPT_TOKENS, plan_local_server
 

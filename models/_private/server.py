@@ -262,7 +262,7 @@ def run_local_server(port: int | None = None, parallel: int | None = None, ctx_p
     from benchsmith.models._private import serve_main
 
     _check_settings(port, host, parallel, ctx_per_slot, threads)
-    parallel, ctx_per_slot, threads = _sized(parallel, ctx_per_slot, threads, longest_prompt)
+    parallel, ctx_per_slot, threads = _sized(parallel, ctx_per_slot, threads)
     chosen = resolve_local_model(model)
     folder = server_dir(chosen)
     folder.mkdir(parents=True, exist_ok=True)
