@@ -15,13 +15,18 @@ import typer
 
 from benchsmith.demo import DEMO_LIMIT  # the main job's default, declared where it is used (a light import)
 
-app = typer.Typer(help="benchsmith: build, review and evaluate tool-use benchmarks.", no_args_is_help=True,
-                  pretty_exceptions_enable=False)
-nl2api_app = typer.Typer(help="NL2SQL -> NL2API: executable tools and verified gold chains from SQLite.",
-                         no_args_is_help=True)
+app = typer.Typer(
+    help="benchsmith: build, review and evaluate tool-use benchmarks.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+nl2api_app = typer.Typer(
+    help="NL2SQL -> NL2API: executable tools and verified gold chains from SQLite.", no_args_is_help=True
+)
 schemas_app = typer.Typer(help="The data contract (JSON Schemas).", no_args_is_help=True)
-eval_app = typer.Typer(help="Score predictions on tool-use benchmarks (official and strict modes).",
-                       no_args_is_help=True)
+eval_app = typer.Typer(
+    help="Score predictions on tool-use benchmarks (official and strict modes).", no_args_is_help=True
+)
 app.add_typer(nl2api_app, name="nl2api")
 app.add_typer(eval_app, name="eval")
 app.add_typer(schemas_app, name="schemas")
@@ -58,8 +63,15 @@ def check_out_dir(out: Optional[Path], flag: str = "--out") -> None:
         check(out, flag)
 
 
-def check_number(flag: str, value: Optional[float], *, ge: Optional[float] = None, gt: Optional[float] = None,
-                 le: Optional[float] = None, example: Optional[float] = None) -> None:
+def check_number(
+    flag: str,
+    value: Optional[float],
+    *,
+    ge: Optional[float] = None,
+    gt: Optional[float] = None,
+    le: Optional[float] = None,
+    example: Optional[float] = None,
+) -> None:
     """Refuse a number option that is not finite or out of range (None: not given) as one red line.
     Typer's own ``min``/``max`` print a usage panel instead, and let ``nan`` through."""
     import math
@@ -68,15 +80,24 @@ def check_number(flag: str, value: Optional[float], *, ge: Optional[float] = Non
 
     if value is None:
         return
-    if (isinstance(value, int) or math.isfinite(value)) and (ge is None or value >= ge) and (gt is None or value > gt) \
-            and (le is None or value <= le):
+    if (
+        (isinstance(value, int) or math.isfinite(value))
+        and (ge is None or value >= ge)
+        and (gt is None or value > gt)
+        and (le is None or value <= le)
+    ):
         return
-    want = ", ".join(f"{w} {_shown(bound)}" for w, bound in (("greater than", gt), ("at least", ge), ("at most", le))
-                     if bound is not None)
+    want = ", ".join(
+        f"{w} {_shown(bound)}"
+        for w, bound in (("greater than", gt), ("at least", ge), ("at most", le))
+        if bound is not None
+    )
     if example is None:
         example = ge if ge is not None else le if le is not None else gt + 1 if gt is not None else 0
     must = want if isinstance(value, int) else ", ".join(w for w in ("a finite number", want) if w)
-    raise UserError(f"{flag} {_shown(value)} is out of range: it must be {must}", fix=f"pass e.g. {flag} {_shown(example)}")
+    raise UserError(
+        f"{flag} {_shown(value)} is out of range: it must be {must}", fix=f"pass e.g. {flag} {_shown(example)}"
+    )
 
 
 def _shown(value: Any) -> str:
@@ -101,13 +122,20 @@ def typed_options(cls: Any, flags: dict[str, str], **fields: Any) -> Any:
         field = str(err["loc"][0]) if err["loc"] else ""
         flag = flags.get(field, field)
         value = fields.get(field, err.get("input"))
-        raise UserError(f"{flag} {_shown(value)} is not accepted: {err['msg'][:1].lower()}{err['msg'][1:]}",
-                        fix=f"change {flag} (its range is in `--help`)") from None
+        raise UserError(
+            f"{flag} {_shown(value)} is not accepted: {err['msg'][:1].lower()}{err['msg'][1:]}",
+            fix=f"change {flag} (its range is in `--help`)",
+        ) from None
 
 
 #: ``ModelConfig`` field -> the flag that sets it, for :func:`check_model_settings`
-MODEL_FLAGS = {"timeout": "--timeout", "max_tokens": "--max-tokens", "requests_per_second": "--rps",
-               "max_retries": "--max-retries", "temperature": "--temperature"}
+MODEL_FLAGS = {
+    "timeout": "--timeout",
+    "max_tokens": "--max-tokens",
+    "requests_per_second": "--rps",
+    "max_retries": "--max-retries",
+    "temperature": "--temperature",
+}
 
 
 def check_model_settings(**settings: Any) -> None:
@@ -134,8 +162,10 @@ def check_split_manifest(folder: Path) -> None:
         read_manifest(split.manifest_path)
 
 
-MAX_RETRIES_HELP = ("Retries of a failed model request (connection, timeout, HTTP 429, 5xx) before it counts as "
-                    "failed (default 4; >= 0)")
+MAX_RETRIES_HELP = (
+    "Retries of a failed model request (connection, timeout, HTTP 429, 5xx) before it counts as "
+    "failed (default 4; >= 0)"
+)
 
 
 def retry_overrides(max_retries: Optional[int]) -> dict[str, Any]:
@@ -155,21 +185,45 @@ UNIVERSE_HELP = "Candidate tools per sample: a count (12) or a fraction of the f
 SWEEP_HELP = "Comma-separated universe sizes (e.g. 0.25,0.5,1.0): one split per size in OUT/universe-<size>"
 
 
-def _build_options(style: str, obfuscate: bool, tool_universe: Optional[str], seed: int, timeout: float,
-                   name: Optional[str], workers: int, ray: Optional[str]) -> Any:
+def _build_options(
+    style: str,
+    obfuscate: bool,
+    tool_universe: Optional[str],
+    seed: int,
+    timeout: float,
+    name: Optional[str],
+    workers: int,
+    ray: Optional[str],
+) -> Any:
     from benchsmith.construction.nl2api import STYLES, BuildOptions, parse_universe
     from benchsmith.schemas import UserError
 
     if style not in STYLES:
         raise UserError(f"--style {style!r} is not one of {', '.join(STYLES)}")
-    return typed_options(BuildOptions, BUILD_FLAGS, style=style, obfuscate=obfuscate, seed=seed, timeout_s=timeout,
-                         name=name, workers=workers, ray=ray or None,
-                         tool_universe=parse_universe(tool_universe) if tool_universe else None)
+    return typed_options(
+        BuildOptions,
+        BUILD_FLAGS,
+        style=style,
+        obfuscate=obfuscate,
+        seed=seed,
+        timeout_s=timeout,
+        name=name,
+        workers=workers,
+        ray=ray or None,
+        tool_universe=parse_universe(tool_universe) if tool_universe else None,
+    )
 
 
 #: ``BuildOptions`` field -> its flag
-BUILD_FLAGS = {"style": "--style", "seed": "--seed", "timeout_s": "--timeout", "workers": "--workers",
-               "tool_universe": "--tool-universe", "name": "--name", "ray": "--ray"}
+BUILD_FLAGS = {
+    "style": "--style",
+    "seed": "--seed",
+    "timeout_s": "--timeout",
+    "workers": "--workers",
+    "tool_universe": "--tool-universe",
+    "name": "--name",
+    "ray": "--ray",
+}
 
 
 def _sweep(text: Optional[str]) -> Optional[list]:
@@ -184,19 +238,29 @@ def _sweep(text: Optional[str]) -> Optional[list]:
 @user_errors
 def nl2api_build(
     db: Path = typer.Option(..., "--db", envvar="BENCHSMITH_DB", help="SQLite database"),
-    pairs: Path = typer.Option(..., "--pairs", envvar="BENCHSMITH_PAIRS", help="JSONL of {id?, question, sql, evidence?}"),
+    pairs: Path = typer.Option(
+        ..., "--pairs", envvar="BENCHSMITH_PAIRS", help="JSONL of {id?, question, sql, evidence?}"
+    ),
     style: str = typer.Option("slot", "--style", envvar="BENCHSMITH_STYLE", help="slot | sel | rest"),
     out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="Output directory of the split"),
     obfuscate: bool = typer.Option(False, "--obfuscate", envvar="BENCHSMITH_OBFUSCATE", help="FUNC_n / ARG_n names"),
-    tool_universe: Optional[str] = typer.Option(None, "--tool-universe", envvar="BENCHSMITH_TOOL_UNIVERSE",
-                                                help=UNIVERSE_HELP),
-    sweep: Optional[str] = typer.Option(None, "--tool-universe-sweep", envvar="BENCHSMITH_TOOL_UNIVERSE_SWEEP",
-                                        help=SWEEP_HELP),
+    tool_universe: Optional[str] = typer.Option(
+        None, "--tool-universe", envvar="BENCHSMITH_TOOL_UNIVERSE", help=UNIVERSE_HELP
+    ),
+    sweep: Optional[str] = typer.Option(
+        None, "--tool-universe-sweep", envvar="BENCHSMITH_TOOL_UNIVERSE_SWEEP", help=SWEEP_HELP
+    ),
     seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED"),
-    timeout: float = typer.Option(10.0, "--timeout", envvar="BENCHSMITH_SQL_TIMEOUT", help="Seconds per SQL query (> 0)"),
+    timeout: float = typer.Option(
+        10.0, "--timeout", envvar="BENCHSMITH_SQL_TIMEOUT", help="Seconds per SQL query (> 0)"
+    ),
     name: Optional[str] = typer.Option(None, "--name", envvar="BENCHSMITH_SPLIT_NAME"),
-    descriptions: Optional[Path] = typer.Option(None, "--descriptions", envvar="BENCHSMITH_DESCRIPTIONS",
-                                                help="JSON {table: {column: description}} (default: DB.descriptions.json)"),
+    descriptions: Optional[Path] = typer.Option(
+        None,
+        "--descriptions",
+        envvar="BENCHSMITH_DESCRIPTIONS",
+        help="JSON {table: {column: description}} (default: DB.descriptions.json)",
+    ),
     workers: int = typer.Option(1, "--workers", envvar="BENCHSMITH_WORKERS", help=WORKERS_HELP),
     ray: Optional[str] = typer.Option(None, "--ray", envvar="BENCHSMITH_RAY", help=RAY_HELP),
 ) -> None:
@@ -207,8 +271,9 @@ def nl2api_build(
     from benchsmith.construction.nl2api import build_universes, universe_label
 
     check_out_dir(out)
-    opts = replace(_build_options(style, obfuscate, tool_universe, seed, timeout, name, workers, ray),
-                   descriptions=descriptions)
+    opts = replace(
+        _build_options(style, obfuscate, tool_universe, seed, timeout, name, workers, ray), descriptions=descriptions
+    )
     sizes = _sweep(sweep)
     reports = build_universes(db, pairs, out, opts, sizes)
     for size, report in zip(sizes or [None], reports):
@@ -219,20 +284,32 @@ def nl2api_build(
 @user_errors
 def nl2api_import(
     kind: str = typer.Argument(..., help="bird | spider | sqlite-dir"),
-    root: Path = typer.Argument(..., help="The dataset folder (BIRD: dev.json + dev_databases/; Spider: dev.json + "
-                                          "database/ + tables.json; sqlite-dir: *.sqlite + pairs.jsonl)"),
-    out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT",
-                             help="Output folder: one split per database and merged/"),
+    root: Path = typer.Argument(
+        ...,
+        help="The dataset folder (BIRD: dev.json + dev_databases/; Spider: dev.json + "
+        "database/ + tables.json; sqlite-dir: *.sqlite + pairs.jsonl)",
+    ),
+    out: Path = typer.Option(
+        ..., "--out", envvar="BENCHSMITH_OUT", help="Output folder: one split per database and merged/"
+    ),
     style: str = typer.Option("slot", "--style", envvar="BENCHSMITH_STYLE", help="slot | sel | rest"),
-    split_file: Optional[str] = typer.Option(None, "--split-file", envvar="BENCHSMITH_SPLIT_FILE",
-                                             help="Question file name in the dataset folder (default dev.json, ...)"),
-    merged: bool = typer.Option(True, "--merged/--no-merged", envvar="BENCHSMITH_MERGED",
-                                help="Also write merged/: every database in one split"),
+    split_file: Optional[str] = typer.Option(
+        None,
+        "--split-file",
+        envvar="BENCHSMITH_SPLIT_FILE",
+        help="Question file name in the dataset folder (default dev.json, ...)",
+    ),
+    merged: bool = typer.Option(
+        True, "--merged/--no-merged", envvar="BENCHSMITH_MERGED", help="Also write merged/: every database in one split"
+    ),
     obfuscate: bool = typer.Option(False, "--obfuscate", envvar="BENCHSMITH_OBFUSCATE", help="FUNC_n / ARG_n names"),
-    tool_universe: Optional[str] = typer.Option(None, "--tool-universe", envvar="BENCHSMITH_TOOL_UNIVERSE",
-                                                help=UNIVERSE_HELP),
+    tool_universe: Optional[str] = typer.Option(
+        None, "--tool-universe", envvar="BENCHSMITH_TOOL_UNIVERSE", help=UNIVERSE_HELP
+    ),
     seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED"),
-    timeout: float = typer.Option(10.0, "--timeout", envvar="BENCHSMITH_SQL_TIMEOUT", help="Seconds per SQL query (> 0)"),
+    timeout: float = typer.Option(
+        10.0, "--timeout", envvar="BENCHSMITH_SQL_TIMEOUT", help="Seconds per SQL query (> 0)"
+    ),
     name: Optional[str] = typer.Option(None, "--name", envvar="BENCHSMITH_SPLIT_NAME"),
     workers: int = typer.Option(1, "--workers", envvar="BENCHSMITH_WORKERS", help=WORKERS_HELP),
     ray: Optional[str] = typer.Option(None, "--ray", envvar="BENCHSMITH_RAY", help=RAY_HELP),
@@ -253,9 +330,11 @@ def nl2api_import(
         else:
             typer.echo(f"  {db_id}: {info['verified']}/{info['total']} verified -> {out / db_id}")
     skipped = len(report["dataset_rejections"])
-    typer.echo(f"{kind} {root}: {report['verified']}/{report['total']} verified"
-               + (f", {skipped} entries not built (see report.json)" if skipped else "")
-               + (f", {len(report['warnings'])} warnings" if report["warnings"] else ""))
+    typer.echo(
+        f"{kind} {root}: {report['verified']}/{report['total']} verified"
+        + (f", {skipped} entries not built (see report.json)" if skipped else "")
+        + (f", {len(report['warnings'])} warnings" if report["warnings"] else "")
+    )
     m = report.get("merged") or {}
     if m.get("path"):
         typer.echo(f"merged: {m['samples']} samples over {len(m['databases'])} databases -> {m['path']}")
@@ -281,7 +360,9 @@ def nl2api_example(
 @user_errors
 def nl2api_serve(
     split_dir: Path = typer.Argument(..., help="A REST split built with --style rest"),
-    host: str = typer.Option("127.0.0.1", "--host", envvar="BENCHSMITH_HOST", help="Bind address (loopback by default)"),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", envvar="BENCHSMITH_HOST", help="Bind address (loopback by default)"
+    ),
     port: int = typer.Option(8765, "--port", envvar="BENCHSMITH_PORT"),
 ) -> None:
     """Serve a REST split's endpoints with FastAPI: GET http://HOST:PORT/v1/<endpoint>?<parameters>.
@@ -299,10 +380,18 @@ def nl2api_serve(
 @user_errors
 def demo(
     out: Path = typer.Option(Path("out/demo"), "--out", envvar="BENCHSMITH_DEMO_OUT", help="Where to write the splits"),
-    limit: int = typer.Option(DEMO_LIMIT, "--limit", envvar="BENCHSMITH_DEMO_LIMIT",
-                              help="Cases per task for the local model's evaluation run (>= 1)"),
-    model_run: bool = typer.Option(True, "--model-run/--no-model-run", envvar="BENCHSMITH_DEMO_MODEL_RUN",
-                                   help="Run the construction pass, the Label Studio review and the local model's evaluation with its report"),
+    limit: int = typer.Option(
+        DEMO_LIMIT,
+        "--limit",
+        envvar="BENCHSMITH_DEMO_LIMIT",
+        help="Cases per task for the local model's evaluation run (>= 1)",
+    ),
+    model_run: bool = typer.Option(
+        True,
+        "--model-run/--no-model-run",
+        envvar="BENCHSMITH_DEMO_MODEL_RUN",
+        help="Run the construction pass, the Label Studio review and the local model's evaluation with its report",
+    ),
 ) -> None:
     """The main job on the embedded default data: Chinook + its question/SQL pairs -> SLOT, SEL and REST splits,
     gold self-tests, and T-Eval, GTA, ToolAssess and ACEBench-special cases derived from the SLOT split
@@ -315,25 +404,36 @@ def demo(
 
 
 BENCHMARK_HELP = "A registered benchmark (`benchsmith eval list` names them)"
-BFCL_FORMAT_HELP = ("BFCL only: prompt | fc, the output format of the results (prompt-mode models: Python call text; "
-                    "FC models: [{name: arguments JSON}]); official mode decodes with BFCL's decoder of that format "
-                    "(default prompt)")
+BFCL_FORMAT_HELP = (
+    "BFCL only: prompt | fc, the output format of the results (prompt-mode models: Python call text; "
+    "FC models: [{name: arguments JSON}]); official mode decodes with BFCL's decoder of that format "
+    "(default prompt)"
+)
 
 
 @eval_app.command("score")
 @user_errors
 def eval_score(
     benchmark: Optional[str] = typer.Option(None, "--benchmark", envvar="BENCHSMITH_BENCHMARK", help=BENCHMARK_HELP),
-    data: Optional[Path] = typer.Option(None, "--data", envvar="BENCHSMITH_DATA",
-                                        help="The benchmark's own data folder or a benchsmith split"),
-    predictions: Optional[Path] = typer.Option(None, "--predictions", envvar="BENCHSMITH_PREDICTIONS",
-                                               help="JSONL of {id, result}"),
+    data: Optional[Path] = typer.Option(
+        None, "--data", envvar="BENCHSMITH_DATA", help="The benchmark's own data folder or a benchsmith split"
+    ),
+    predictions: Optional[Path] = typer.Option(
+        None, "--predictions", envvar="BENCHSMITH_PREDICTIONS", help="JSONL of {id, result}"
+    ),
     mode: str = typer.Option("strict", "--mode", envvar="BENCHSMITH_MODE", help="strict | official"),
-    out: Optional[Path] = typer.Option(None, "--out", envvar="BENCHSMITH_OUT", help="Where scores.json and records.jsonl go"),
-    run: Optional[Path] = typer.Option(None, "--run", envvar="BENCHSMITH_RUN",
-                                       help="A run folder of `benchsmith eval run`: score each of its tasks in place"),
-    output_format: Optional[str] = typer.Option(None, "--format", envvar="BENCHSMITH_BFCL_FORMAT",
-                                                help=BFCL_FORMAT_HELP),
+    out: Optional[Path] = typer.Option(
+        None, "--out", envvar="BENCHSMITH_OUT", help="Where scores.json and records.jsonl go"
+    ),
+    run: Optional[Path] = typer.Option(
+        None,
+        "--run",
+        envvar="BENCHSMITH_RUN",
+        help="A run folder of `benchsmith eval run`: score each of its tasks in place",
+    ),
+    output_format: Optional[str] = typer.Option(
+        None, "--format", envvar="BENCHSMITH_BFCL_FORMAT", help=BFCL_FORMAT_HELP
+    ),
 ) -> None:
     """Score a predictions file (OUT/scores.json, OUT/records.jsonl), or every task of a run (--run RUN_DIR)."""
     import json
@@ -343,22 +443,43 @@ def eval_score(
     check_out_dir(out)
     if run is not None:
         if output_format is not None:
-            raise UserError("--format does not apply to --run", fix="a run records its own format (BFCL tools mode: fc, "
-                            "prompt mode: prompt); drop --format / BENCHSMITH_BFCL_FORMAT")
+            raise UserError(
+                "--format does not apply to --run",
+                fix="a run records its own format (BFCL tools mode: fc, "
+                "prompt mode: prompt); drop --format / BENCHSMITH_BFCL_FORMAT",
+            )
         from benchsmith.eval import score_run
 
         for name, scores in score_run(run, mode).items():
-            typer.echo(f"{name}: " + json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))},
-                                                ensure_ascii=False))
+            typer.echo(
+                f"{name}: "
+                + json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False)
+            )
         return
-    missing = [flag for flag, value in (("--benchmark", benchmark), ("--data", data), ("--predictions", predictions),
-                                        ("--out", out)) if value is None]
+    missing = [
+        flag
+        for flag, value in (
+            ("--benchmark", benchmark),
+            ("--data", data),
+            ("--predictions", predictions),
+            ("--out", out),
+        )
+        if value is None
+    ]
     if missing:
-        raise UserError(f"missing {', '.join(missing)}", fix="give --benchmark, --data, --predictions and --out, or --run RUN_DIR")
+        raise UserError(
+            f"missing {', '.join(missing)}", fix="give --benchmark, --data, --predictions and --out, or --run RUN_DIR"
+        )
     from benchsmith.eval import run_score
 
-    scores = run_score(benchmark, data, predictions, out, mode,  # type: ignore[arg-type]
-                       options={"format": output_format})
+    scores = run_score(
+        benchmark,
+        data,
+        predictions,
+        out,
+        mode,  # type: ignore[arg-type]
+        options={"format": output_format},
+    )
     typer.echo(json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False))
 
 
@@ -373,8 +494,10 @@ def _check_endpoint(base_url: str, timeout: float) -> None:
     except httpx.HTTPError as exc:
         from benchsmith.models import mask_url
 
-        raise UserError(f"cannot reach the model endpoint {mask_url(base_url)} ({type(exc).__name__})",
-                        fix="start the server or check --base-url / BENCHSMITH_BASE_URL") from None
+        raise UserError(
+            f"cannot reach the model endpoint {mask_url(base_url)} ({type(exc).__name__})",
+            fix="start the server or check --base-url / BENCHSMITH_BASE_URL",
+        ) from None
 
 
 def _task_data(text: str) -> dict[str, Path] | None:
@@ -392,58 +515,126 @@ def _task_data(text: str) -> dict[str, Path] | None:
 @eval_app.command("run")
 @user_errors
 def eval_run(
-    split: Path = typer.Option(..., "--split", envvar="BENCHSMITH_SPLIT",
-                               help="A benchsmith split (runs nl2api end to end + derived benchmarks), a folder of "
-                                    "`eval derive`, or a benchmark's own folder (with --tasks)"),
-    model: str = typer.Option("local", "--model", envvar="BENCHSMITH_MODEL",
-                              help="Model name at the endpoint; 'local' = the default local model, 'local:NAME' a "
-                                   "local model by name (docs/models.md)"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", envvar="BENCHSMITH_BASE_URL",
-                                           help="OpenAI-compatible endpoint; none and no OPENAI_API_KEY = local model"),
-    mode: str = typer.Option("auto", "--mode", envvar="BENCHSMITH_RUN_MODE",
-                             help="auto | tools (native tool calling) | prompt (JSON-constrained text) | "
-                                  "direct (= --strategy direct, auto decoding)"),
-    strategy: Optional[str] = typer.Option(None, "--strategy", envvar="BENCHSMITH_STRATEGY",
-                                           help="nl2api end to end: react (one call per step, outputs fed back; "
-                                                "default) | direct (the whole call sequence in one reply)"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", envvar="BENCHSMITH_CONCURRENCY",
-                                              help="Requests in flight (>= 1; default: the local server's slots for the "
-                                                   "local model, else 4)"),
+    split: Path = typer.Option(
+        ...,
+        "--split",
+        envvar="BENCHSMITH_SPLIT",
+        help="A benchsmith split (runs nl2api end to end + derived benchmarks), a folder of "
+        "`eval derive`, or a benchmark's own folder (with --tasks)",
+    ),
+    model: str = typer.Option(
+        "local",
+        "--model",
+        envvar="BENCHSMITH_MODEL",
+        help="Model name at the endpoint; 'local' = the default local model, 'local:NAME' a "
+        "local model by name (docs/models.md)",
+    ),
+    base_url: Optional[str] = typer.Option(
+        None,
+        "--base-url",
+        envvar="BENCHSMITH_BASE_URL",
+        help="OpenAI-compatible endpoint; none and no OPENAI_API_KEY = local model",
+    ),
+    mode: str = typer.Option(
+        "auto",
+        "--mode",
+        envvar="BENCHSMITH_RUN_MODE",
+        help="auto | tools (native tool calling) | prompt (JSON-constrained text) | "
+        "direct (= --strategy direct, auto decoding)",
+    ),
+    strategy: Optional[str] = typer.Option(
+        None,
+        "--strategy",
+        envvar="BENCHSMITH_STRATEGY",
+        help="nl2api end to end: react (one call per step, outputs fed back; "
+        "default) | direct (the whole call sequence in one reply)",
+    ),
+    concurrency: Optional[int] = typer.Option(
+        None,
+        "--concurrency",
+        envvar="BENCHSMITH_CONCURRENCY",
+        help="Requests in flight (>= 1; default: the local server's slots for the local model, else 4)",
+    ),
     out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="The run folder (re-use it to resume)"),
-    tasks: str = typer.Option("", "--tasks", envvar="BENCHSMITH_TASKS",
-                              help="Comma-separated tasks (`benchsmith eval list` names them)"),
-    limit: Optional[int] = typer.Option(None, "--limit", envvar="BENCHSMITH_LIMIT",
-                                        help="At most N cases per task, spread over categories (>= 1)"),
+    tasks: str = typer.Option(
+        "", "--tasks", envvar="BENCHSMITH_TASKS", help="Comma-separated tasks (`benchsmith eval list` names them)"
+    ),
+    limit: Optional[int] = typer.Option(
+        None, "--limit", envvar="BENCHSMITH_LIMIT", help="At most N cases per task, spread over categories (>= 1)"
+    ),
     seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED", help="Seed for case selection and derivation"),
     timeout: float = typer.Option(120.0, "--timeout", envvar="BENCHSMITH_TIMEOUT", help="Seconds per request (> 0)"),
     max_tokens: int = typer.Option(384, "--max-tokens", envvar="BENCHSMITH_MAX_TOKENS", help="Reply length cap (>= 1)"),
-    step_budget: int = typer.Option(12, "--step-budget", envvar="BENCHSMITH_STEP_BUDGET",
-                                    help="Model calls per end-to-end case (>= 1)"),
-    variant: str = typer.Option("standard", "--prompt-variant", envvar="BENCHSMITH_PROMPT_VARIANT",
-                                help="ACEBench prompt: standard | condensed | minimal"),
-    rps: Optional[float] = typer.Option(None, "--rps", envvar="BENCHSMITH_RPS", help="Rate limit, requests per second (> 0)"),
-    max_retries: Optional[int] = typer.Option(None, "--max-retries", envvar="BENCHSMITH_MAX_RETRIES",
-                                              help=MAX_RETRIES_HELP),
-    categories: str = typer.Option("", "--categories", envvar="BENCHSMITH_CATEGORIES",
-                                   help="Comma-separated category prefixes: only cases of these categories"),
-    task_data: str = typer.Option("", "--task-data", envvar="BENCHSMITH_TASK_DATA",
-                                  help="Comma-separated TASK=PATH: run TASK on other data (e.g. agent=sandbox)"),
-    user_model: str = typer.Option("local", "--user-model", envvar="BENCHSMITH_USER_MODEL",
-                                   help="Episodes: the model that plays the user, NAME or NAME@URL; 'local' = the "
-                                        "default local model, 'local:NAME' a local model by name"),
-    trials: int = typer.Option(1, "--trials", envvar="BENCHSMITH_TRIALS",
-                               help="Episodes: independent trials per case (pass^k and pass@k for k up to this; >= 1)"),
-    trial_temperature: float = typer.Option(0.7, "--trial-temperature", envvar="BENCHSMITH_TRIAL_TEMPERATURE",
-                                            help="Episodes: sampling temperature of trials when --trials > 1 (>= 0)"),
-    max_turns: int = typer.Option(12, "--max-turns", envvar="BENCHSMITH_MAX_TURNS", help="Episodes: user messages (>= 1)"),
-    max_steps: int = typer.Option(8, "--max-steps", envvar="BENCHSMITH_MAX_STEPS",
-                                  help="Episodes: assistant replies after one user message (>= 1)"),
-    max_tool_calls: int = typer.Option(40, "--max-tool-calls", envvar="BENCHSMITH_MAX_TOOL_CALLS",
-                                       help="Episodes: tool calls (>= 1)"),
-    episode_tokens: int = typer.Option(250_000, "--episode-tokens", envvar="BENCHSMITH_EPISODE_TOKENS",
-                                       help="Episodes: prompt + completion tokens of the model under test (>= 1)"),
-    episode_wall: float = typer.Option(1800.0, "--episode-wall", envvar="BENCHSMITH_EPISODE_WALL",
-                                       help="Episodes: seconds of model and tool time (> 0)"),
+    step_budget: int = typer.Option(
+        12, "--step-budget", envvar="BENCHSMITH_STEP_BUDGET", help="Model calls per end-to-end case (>= 1)"
+    ),
+    variant: str = typer.Option(
+        "standard",
+        "--prompt-variant",
+        envvar="BENCHSMITH_PROMPT_VARIANT",
+        help="ACEBench prompt: standard | condensed | minimal",
+    ),
+    rps: Optional[float] = typer.Option(
+        None, "--rps", envvar="BENCHSMITH_RPS", help="Rate limit, requests per second (> 0)"
+    ),
+    max_retries: Optional[int] = typer.Option(
+        None, "--max-retries", envvar="BENCHSMITH_MAX_RETRIES", help=MAX_RETRIES_HELP
+    ),
+    categories: str = typer.Option(
+        "",
+        "--categories",
+        envvar="BENCHSMITH_CATEGORIES",
+        help="Comma-separated category prefixes: only cases of these categories",
+    ),
+    task_data: str = typer.Option(
+        "",
+        "--task-data",
+        envvar="BENCHSMITH_TASK_DATA",
+        help="Comma-separated TASK=PATH: run TASK on other data (e.g. agent=sandbox)",
+    ),
+    user_model: str = typer.Option(
+        "local",
+        "--user-model",
+        envvar="BENCHSMITH_USER_MODEL",
+        help="Episodes: the model that plays the user, NAME or NAME@URL; 'local' = the "
+        "default local model, 'local:NAME' a local model by name",
+    ),
+    trials: int = typer.Option(
+        1,
+        "--trials",
+        envvar="BENCHSMITH_TRIALS",
+        help="Episodes: independent trials per case (pass^k and pass@k for k up to this; >= 1)",
+    ),
+    trial_temperature: float = typer.Option(
+        0.7,
+        "--trial-temperature",
+        envvar="BENCHSMITH_TRIAL_TEMPERATURE",
+        help="Episodes: sampling temperature of trials when --trials > 1 (>= 0)",
+    ),
+    max_turns: int = typer.Option(
+        12, "--max-turns", envvar="BENCHSMITH_MAX_TURNS", help="Episodes: user messages (>= 1)"
+    ),
+    max_steps: int = typer.Option(
+        8,
+        "--max-steps",
+        envvar="BENCHSMITH_MAX_STEPS",
+        help="Episodes: assistant replies after one user message (>= 1)",
+    ),
+    max_tool_calls: int = typer.Option(
+        40, "--max-tool-calls", envvar="BENCHSMITH_MAX_TOOL_CALLS", help="Episodes: tool calls (>= 1)"
+    ),
+    episode_tokens: int = typer.Option(
+        250_000,
+        "--episode-tokens",
+        envvar="BENCHSMITH_EPISODE_TOKENS",
+        help="Episodes: prompt + completion tokens of the model under test (>= 1)",
+    ),
+    episode_wall: float = typer.Option(
+        1800.0,
+        "--episode-wall",
+        envvar="BENCHSMITH_EPISODE_WALL",
+        help="Episodes: seconds of model and tool time (> 0)",
+    ),
 ) -> None:
     """Ask a model to solve a split's cases; every reply is stored the moment it arrives (re-run to resume).
     Episodic tasks (ACEBench agent categories, agent) play each case against a simulated user (--user-model).
@@ -456,18 +647,27 @@ def eval_run(
         raise UserError(f"unknown mode {mode!r}", fix="use auto, tools, prompt or direct")
     if strategy is not None and strategy not in ("react", "direct"):
         raise UserError(f"unknown strategy {strategy!r}", fix="use --strategy react or --strategy direct")
-    if mode == "direct":   # a shorthand: the direct strategy with auto decoding
+    if mode == "direct":  # a shorthand: the direct strategy with auto decoding
         if strategy == "react":
-            raise UserError("--mode direct contradicts --strategy react",
-                            fix="drop one of them (--mode direct is --strategy direct --mode auto)")
+            raise UserError(
+                "--mode direct contradicts --strategy react",
+                fix="drop one of them (--mode direct is --strategy direct --mode auto)",
+            )
         mode, strategy = "auto", "direct"
     strategy = strategy or "react"
     if variant not in ("standard", "condensed", "minimal"):
         raise UserError(f"unknown prompt variant {variant!r}", fix="use standard, condensed or minimal")
     # every number before anything starts (resolving the local model starts its server)
-    for name, value, least in (("--concurrency", concurrency, 1), ("--limit", limit, 1), ("--step-budget", step_budget, 1),
-                               ("--trials", trials, 1), ("--max-turns", max_turns, 1), ("--max-steps", max_steps, 1),
-                               ("--max-tool-calls", max_tool_calls, 1), ("--episode-tokens", episode_tokens, 1)):
+    for name, value, least in (
+        ("--concurrency", concurrency, 1),
+        ("--limit", limit, 1),
+        ("--step-budget", step_budget, 1),
+        ("--trials", trials, 1),
+        ("--max-turns", max_turns, 1),
+        ("--max-steps", max_steps, 1),
+        ("--max-tool-calls", max_tool_calls, 1),
+        ("--episode-tokens", episode_tokens, 1),
+    ):
         check_number(name, value, ge=least)
     check_number("--trial-temperature", trial_temperature, ge=0)
     check_number("--episode-wall", episode_wall, gt=0, example=1800)
@@ -477,8 +677,14 @@ def eval_run(
     from ._model import note_started_servers, running_server_pids
 
     servers_before = running_server_pids()  # to say afterwards which local model server this command started
-    cfg = resolve_model(None if model == "local" else model, base_url, timeout=timeout, max_tokens=max_tokens,
-                        requests_per_second=rps, **retry_overrides(max_retries))
+    cfg = resolve_model(
+        None if model == "local" else model,
+        base_url,
+        timeout=timeout,
+        max_tokens=max_tokens,
+        requests_per_second=rps,
+        **retry_overrides(max_retries),
+    )
     if cfg.base_url and not cfg.local:
         _check_endpoint(cfg.base_url, min(timeout, 10.0))
     run_mode = ("prompt" if cfg.local else "tools") if mode == "auto" else mode
@@ -488,33 +694,63 @@ def eval_run(
         concurrency = concurrency_for(cfg)
     desc = cfg.describe()
     user_name, _, user_url = user_model.partition("@")
-    ucfg = resolve_model("local" if user_name in ("", "local") and not user_url else user_name or None,
-                         user_url or None, start_local=False, timeout=timeout,
-                         requests_per_second=rps, **retry_overrides(max_retries))
+    ucfg = resolve_model(
+        "local" if user_name in ("", "local") and not user_url else user_name or None,
+        user_url or None,
+        start_local=False,
+        timeout=timeout,
+        requests_per_second=rps,
+        **retry_overrides(max_retries),
+    )
     if ucfg.base_url and not ucfg.local and ucfg.base_url != cfg.base_url:
         _check_endpoint(ucfg.base_url, min(timeout, 10.0))
     udesc = ucfg.describe()
-    typer.echo(f"model {cfg.name} at {mask_url(cfg.base_url) or 'the OpenAI API'} ({run_mode} mode, "
-               f"{strategy} strategy, concurrency {concurrency})")
-    result = run_eval(split, ModelClient(cfg), desc, out, tasks=[t.strip() for t in tasks.split(",") if t.strip()] or None,
-                      mode=run_mode, concurrency=concurrency, limit=limit, seed=seed,
-                      options=TaskOptions(mode=run_mode, max_tokens=max_tokens, step_budget=step_budget, variant=variant,
-                                          trials=trials, trial_temperature=trial_temperature, max_turns=max_turns,
-                                          max_steps=max_steps, max_tool_calls=max_tool_calls,
-                                          max_episode_tokens=episode_tokens, episode_wall_s=episode_wall,
-                                          strategy=strategy),
-                      user_client=ModelClient(ucfg), user_model=udesc,
-                      categories=[c.strip() for c in categories.split(",") if c.strip()] or None,
-                      task_data=_task_data(task_data))
+    typer.echo(
+        f"model {cfg.name} at {mask_url(cfg.base_url) or 'the OpenAI API'} ({run_mode} mode, "
+        f"{strategy} strategy, concurrency {concurrency})"
+    )
+    result = run_eval(
+        split,
+        ModelClient(cfg),
+        desc,
+        out,
+        tasks=[t.strip() for t in tasks.split(",") if t.strip()] or None,
+        mode=run_mode,
+        concurrency=concurrency,
+        limit=limit,
+        seed=seed,
+        options=TaskOptions(
+            mode=run_mode,
+            max_tokens=max_tokens,
+            step_budget=step_budget,
+            variant=variant,
+            trials=trials,
+            trial_temperature=trial_temperature,
+            max_turns=max_turns,
+            max_steps=max_steps,
+            max_tool_calls=max_tool_calls,
+            max_episode_tokens=episode_tokens,
+            episode_wall_s=episode_wall,
+            strategy=strategy,
+        ),
+        user_client=ModelClient(ucfg),
+        user_model=udesc,
+        categories=[c.strip() for c in categories.split(",") if c.strip()] or None,
+        task_data=_task_data(task_data),
+    )
     for name, info in result.tasks.items():
         c = info["status_counts"]
-        typer.echo(f"  {name}: {info['done']}/{info['cases']} done (ok {c['ok']}, format errors {c['format_error']}, "
-                   f"refused {c['request_error']}, transport errors {c['transport_error']}), {info['model_calls']} model calls")
+        typer.echo(
+            f"  {name}: {info['done']}/{info['cases']} done (ok {c['ok']}, format errors {c['format_error']}, "
+            f"refused {c['request_error']}, transport errors {c['transport_error']}), {info['model_calls']} model calls"
+        )
     unfinished = sum(info["cases"] - info["done"] for info in result.tasks.values())
     if unfinished:
         total = sum(info["cases"] for info in result.tasks.values())
-        raise RuntimeFault(f"{unfinished} of {total} cases unfinished: the model endpoint did not answer them (transport "
-                           f"errors); everything finished is kept in {out} — re-run the same command to resume")
+        raise RuntimeFault(
+            f"{unfinished} of {total} cases unfinished: the model endpoint did not answer them (transport "
+            f"errors); everything finished is kept in {out} — re-run the same command to resume"
+        )
     typer.echo(f"run {result.status}: {out} — score it with `benchsmith eval score --run {out}`")
     if cfg.local or ucfg.local:
         note_started_servers(servers_before)
@@ -524,11 +760,16 @@ def eval_run(
 @user_errors
 def eval_selftest(
     benchmark: str = typer.Option(..., "--benchmark", envvar="BENCHSMITH_BENCHMARK", help=BENCHMARK_HELP),
-    data: Path = typer.Option(..., "--data", envvar="BENCHSMITH_DATA", help="The benchmark's own data folder or a benchsmith split"),
+    data: Path = typer.Option(
+        ..., "--data", envvar="BENCHSMITH_DATA", help="The benchmark's own data folder or a benchsmith split"
+    ),
     mode: str = typer.Option("strict", "--mode", envvar="BENCHSMITH_MODE", help="strict | official"),
-    out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="Where selftest.json, scores.json, records.jsonl go"),
-    output_format: Optional[str] = typer.Option(None, "--format", envvar="BENCHSMITH_BFCL_FORMAT",
-                                                help=BFCL_FORMAT_HELP),
+    out: Path = typer.Option(
+        ..., "--out", envvar="BENCHSMITH_OUT", help="Where selftest.json, scores.json, records.jsonl go"
+    ),
+    output_format: Optional[str] = typer.Option(
+        None, "--format", envvar="BENCHSMITH_BFCL_FORMAT", help=BFCL_FORMAT_HELP
+    ),
 ) -> None:
     """Score the gold answers as predictions and list every record whose gold cannot pass."""
     import json
@@ -543,12 +784,21 @@ def eval_selftest(
 @eval_app.command("derive")
 @user_errors
 def eval_derive(
-    split: Path = typer.Option(..., "--split", envvar="BENCHSMITH_SPLIT",
-                               help="An NL2API split folder (samples.jsonl with verified gold chains)"),
-    out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT",
-                             help="Where OUT/<deriver>/ folders and OUT/derive_report.json go"),
-    only: str = typer.Option("", "--only", envvar="BENCHSMITH_DERIVE_ONLY",
-                             help="Comma-separated derivers (default: all; `benchsmith eval list` names them)"),
+    split: Path = typer.Option(
+        ...,
+        "--split",
+        envvar="BENCHSMITH_SPLIT",
+        help="An NL2API split folder (samples.jsonl with verified gold chains)",
+    ),
+    out: Path = typer.Option(
+        ..., "--out", envvar="BENCHSMITH_OUT", help="Where OUT/<deriver>/ folders and OUT/derive_report.json go"
+    ),
+    only: str = typer.Option(
+        "",
+        "--only",
+        envvar="BENCHSMITH_DERIVE_ONLY",
+        help="Comma-separated derivers (default: all; `benchsmith eval list` names them)",
+    ),
     seed: int = typer.Option(0, "--seed", envvar="BENCHSMITH_SEED", help="Seed for distractors and variants"),
 ) -> None:
     """Derive benchmark cases from a split's verified gold chains: T-Eval's six abilities (json and str),
@@ -562,8 +812,10 @@ def eval_derive(
     check_out_dir(out)
     summary = derive_all(split, out, [n.strip() for n in only.split(",") if n.strip()] or None, seed=seed)
     for name, info in summary["derived"].items():
-        typer.echo(f"{name} -> {out / info['folder']} (score with --benchmark {info['benchmark']}): "
-                   f"{json.dumps(info['records'], ensure_ascii=False)}")
+        typer.echo(
+            f"{name} -> {out / info['folder']} (score with --benchmark {info['benchmark']}): "
+            f"{json.dumps(info['records'], ensure_ascii=False)}"
+        )
     typer.echo(json.dumps({"out": str(out), "derived": {k: v["benchmark"] for k, v in summary["derived"].items()}}))
 
 
@@ -578,15 +830,24 @@ def eval_list() -> None:
         tasks = sorted(t for t, tc in TASKS.items() if tc.benchmark == name)
         derivers = sorted(d for d in DERIVERS if d in cls.derivers)
         scorers = sorted(s for s in SCORERS if s.split(".", 1)[0] == name)
-        typer.echo(f"{name}: tasks {', '.join(tasks) or '-'}; derivers {', '.join(derivers) or '-'}; "
-                   f"export {'yes' if name in EXPORTERS else '-'}; scorers {len(scorers)}")
+        typer.echo(
+            f"{name}: tasks {', '.join(tasks) or '-'}; derivers {', '.join(derivers) or '-'}; "
+            f"export {'yes' if name in EXPORTERS else '-'}; scorers {len(scorers)}"
+        )
 
 
 @eval_app.command("export")
 @user_errors
 def eval_export(
-    split: Path = typer.Option(..., "--split", envvar="BENCHSMITH_SPLIT", help="A benchsmith split folder (samples.jsonl)"),
-    format: str = typer.Option(..., "--format", envvar="BENCHSMITH_EXPORT_FORMAT", help="A benchmark with an exporter (`benchsmith eval list` names them)"),
+    split: Path = typer.Option(
+        ..., "--split", envvar="BENCHSMITH_SPLIT", help="A benchsmith split folder (samples.jsonl)"
+    ),
+    format: str = typer.Option(
+        ...,
+        "--format",
+        envvar="BENCHSMITH_EXPORT_FORMAT",
+        help="A benchmark with an exporter (`benchsmith eval list` names them)",
+    ),
     out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="Where the benchmark's own files go"),
 ) -> None:
     """Write a split in another benchmark's own format, so its official tools can read it."""
@@ -599,8 +860,12 @@ def eval_export(
         raise UserError(f"unknown export format {format!r}", fix=f"use one of {', '.join(EXPORTERS)}")
     check_out_dir(out)
     report = EXPORTERS[format](split, out)
-    typer.echo(json.dumps({k: report[k] for k in ("format", "samples", "total", "skipped_by_reason", "written") if k in report},
-                          ensure_ascii=False))
+    typer.echo(
+        json.dumps(
+            {k: report[k] for k in ("format", "samples", "total", "skipped_by_reason", "written") if k in report},
+            ensure_ascii=False,
+        )
+    )
 
 
 @schemas_app.command("export")
@@ -620,8 +885,8 @@ from ._report import register as _register_report  # noqa: E402
 
 app.add_typer(model_app, name="model")
 
-from ._construct import construct_app  # noqa: E402 - needs user_errors defined above
 from ._annotate import annotate_app  # noqa: E402
+from ._construct import construct_app  # noqa: E402 - needs user_errors defined above
 
 app.add_typer(construct_app, name="construct")
 app.add_typer(annotate_app, name="annotate")

@@ -1,4 +1,5 @@
 """``benchsmith model serve|stop|status``: the local model servers (one per local model)."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -7,12 +8,16 @@ import typer
 
 from . import check_number, check_port, user_errors  # cli/__init__ defines them before importing this module
 
-model_app = typer.Typer(help="The local models' servers (xllamacpp on 127.0.0.1; one per model; default model Gemma 3 "
-                             "270M).", no_args_is_help=True)
+model_app = typer.Typer(
+    help="The local models' servers (xllamacpp on 127.0.0.1; one per model; default model Gemma 3 270M).",
+    no_args_is_help=True,
+)
 
-LOCAL_MODEL_HELP = ("Local model: local (the default local model), local:NAME or NAME with NAME gemma3-270m, "
-                    "qwen2.5-coder-0.5b or qwen2.5-coder-1.5b, or the stem of the BENCHSMITH_LOCAL_MODEL_PATH file "
-                    "(docs/models.md)")
+LOCAL_MODEL_HELP = (
+    "Local model: local (the default local model), local:NAME or NAME with NAME gemma3-270m, "
+    "qwen2.5-coder-0.5b or qwen2.5-coder-1.5b, or the stem of the BENCHSMITH_LOCAL_MODEL_PATH file "
+    "(docs/models.md)"
+)
 
 
 def running_server_pids() -> set[int]:
@@ -29,29 +34,47 @@ def note_started_servers(before: set[int]) -> None:
 
     for info in local_servers():
         if info.pid not in before:
-            typer.echo(f"the local model server ({info.model}) is still running at {info.url} (pid {info.pid}); "
-                       f"later commands reuse it. Stop it with `benchsmith model stop`", err=True)
+            typer.echo(
+                f"the local model server ({info.model}) is still running at {info.url} (pid {info.pid}); "
+                f"later commands reuse it. Stop it with `benchsmith model stop`",
+                err=True,
+            )
 
 
 @model_app.command("serve")
 @user_errors
 def model_serve(
-    port: Optional[int] = typer.Option(None, "--port", envvar="BENCHSMITH_MODEL_PORT",
-                                       help="Port (default: a free one)"),
-    host: str = typer.Option("127.0.0.1", "--host", envvar="BENCHSMITH_MODEL_HOST",
-                             help="Bind address (loopback by default)"),
-    parallel: Optional[int] = typer.Option(None, "--parallel", envvar="BENCHSMITH_MODEL_PARALLEL",
-                                           help="Requests served at once (llama.cpp slots; default: one per core, "
-                                                "at most 4)"),
-    ctx_per_slot: Optional[int] = typer.Option(None, "--ctx-per-slot", envvar="BENCHSMITH_MODEL_CTX_PER_SLOT",
-                                               help="Context tokens per slot (n_ctx = parallel x this; default: the "
-                                                    "longest measured prompt of the default tasks plus a reply)"),
-    threads: Optional[int] = typer.Option(None, "--threads", envvar="BENCHSMITH_MODEL_THREADS",
-                                          help="CPU threads (default: every CPU)"),
-    wait: float = typer.Option(60.0, "--wait", envvar="BENCHSMITH_MODEL_WAIT",
-                               help="Seconds to wait for the server to become healthy (> 0)"),
-    foreground: bool = typer.Option(False, "--foreground", envvar="BENCHSMITH_MODEL_FOREGROUND",
-                                    help="Run in this process until Ctrl-C instead of in the background"),
+    port: Optional[int] = typer.Option(
+        None, "--port", envvar="BENCHSMITH_MODEL_PORT", help="Port (default: a free one)"
+    ),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", envvar="BENCHSMITH_MODEL_HOST", help="Bind address (loopback by default)"
+    ),
+    parallel: Optional[int] = typer.Option(
+        None,
+        "--parallel",
+        envvar="BENCHSMITH_MODEL_PARALLEL",
+        help="Requests served at once (llama.cpp slots; default: one per core, at most 4)",
+    ),
+    ctx_per_slot: Optional[int] = typer.Option(
+        None,
+        "--ctx-per-slot",
+        envvar="BENCHSMITH_MODEL_CTX_PER_SLOT",
+        help="Context tokens per slot (n_ctx = parallel x this; default: the "
+        "longest measured prompt of the default tasks plus a reply)",
+    ),
+    threads: Optional[int] = typer.Option(
+        None, "--threads", envvar="BENCHSMITH_MODEL_THREADS", help="CPU threads (default: every CPU)"
+    ),
+    wait: float = typer.Option(
+        60.0, "--wait", envvar="BENCHSMITH_MODEL_WAIT", help="Seconds to wait for the server to become healthy (> 0)"
+    ),
+    foreground: bool = typer.Option(
+        False,
+        "--foreground",
+        envvar="BENCHSMITH_MODEL_FOREGROUND",
+        help="Run in this process until Ctrl-C instead of in the background",
+    ),
     model: str = typer.Option("local", "--model", envvar="BENCHSMITH_LOCAL_MODEL", help=LOCAL_MODEL_HELP),
 ) -> None:
     """Start a local model's server (OpenAI-compatible, /v1) and print its base URL; reuses a running one. A model
@@ -63,29 +86,43 @@ def model_serve(
     from benchsmith.models import local_server_status, run_local_server, start_local_server
 
     if foreground:
+
         def ready(info) -> None:  # noqa: ANN001 - a ServerInfo
             typer.echo(f"{info.base_url}  (pid {info.pid}; Ctrl-C stops it)")
 
-        run_local_server(port=port, parallel=parallel, ctx_per_slot=ctx_per_slot, threads=threads, host=host,
-                         on_ready=ready, model=model)
+        run_local_server(
+            port=port,
+            parallel=parallel,
+            ctx_per_slot=ctx_per_slot,
+            threads=threads,
+            host=host,
+            on_ready=ready,
+            model=model,
+        )
         return
     before = local_server_status(model)  # looks only: nothing is fetched before the settings are checked
-    info = start_local_server(port=port, parallel=parallel, ctx_per_slot=ctx_per_slot, threads=threads, wait=wait,
-                              host=host, model=model)
+    info = start_local_server(
+        port=port, parallel=parallel, ctx_per_slot=ctx_per_slot, threads=threads, wait=wait, host=host, model=model
+    )
     typer.echo(info.base_url)
     if before is not None and before.pid == info.pid:
         wanted = {"parallel": parallel, "ctx_per_slot": ctx_per_slot, "threads": threads, "host": host}
         differ = {k: getattr(info, k) for k, v in wanted.items() if v is not None and getattr(info, k) != v}
-        note = f"; running with {', '.join(f'{k}={v}' for k, v in differ.items())} -- `benchsmith model stop` first " \
-               f"to change that" if differ else ""
+        note = (
+            f"; running with {', '.join(f'{k}={v}' for k, v in differ.items())} -- `benchsmith model stop` first "
+            f"to change that"
+            if differ
+            else ""
+        )
         typer.echo(f"already running (pid {info.pid}){note}", err=True)
 
 
 @model_app.command("stop")
 @user_errors
 def model_stop(
-    model: Optional[str] = typer.Option(None, "--model", envvar="BENCHSMITH_MODEL_STOP",
-                                        help=LOCAL_MODEL_HELP + "; default: every local model's server"),
+    model: Optional[str] = typer.Option(
+        None, "--model", envvar="BENCHSMITH_MODEL_STOP", help=LOCAL_MODEL_HELP + "; default: every local model's server"
+    ),
 ) -> None:
     """Stop the local model servers, or one model's (no error when none runs)."""
     from benchsmith.models import stop_local_server, stop_local_servers

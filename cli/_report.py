@@ -1,4 +1,5 @@
 """``benchsmith report RUN_DIR...``: HTML, Markdown and CSV reports over evaluation runs."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,15 +15,27 @@ def register(app) -> None:  # noqa: ANN001 - a typer.Typer
     @app.command("report")
     @user_errors
     def report(
-        run_dirs: List[Path] = typer.Argument(..., metavar="RUN_DIR",
-                                              help="Run folders written by `benchsmith eval run` (scored with "
-                                                   "`benchsmith eval score --run`)"),
-        out: Optional[Path] = typer.Option(None, "--out", envvar="BENCHSMITH_REPORT_OUT",
-                                           help="Where report.html, report.md, leaderboard.csv and categories.csv go "
-                                                "(default: the first RUN_DIR/report)"),
-        title: Optional[str] = typer.Option(None, "--title", envvar="BENCHSMITH_REPORT_TITLE", help="Title of the report"),
-        failures: int = typer.Option(20, "--failures", envvar="BENCHSMITH_REPORT_FAILURES",
-                                     help="Failing cases shown per task and run (a seeded, deterministic sample; >= 0)"),
+        run_dirs: List[Path] = typer.Argument(
+            ...,
+            metavar="RUN_DIR",
+            help="Run folders written by `benchsmith eval run` (scored with `benchsmith eval score --run`)",
+        ),
+        out: Optional[Path] = typer.Option(
+            None,
+            "--out",
+            envvar="BENCHSMITH_REPORT_OUT",
+            help="Where report.html, report.md, leaderboard.csv and categories.csv go "
+            "(default: the first RUN_DIR/report)",
+        ),
+        title: Optional[str] = typer.Option(
+            None, "--title", envvar="BENCHSMITH_REPORT_TITLE", help="Title of the report"
+        ),
+        failures: int = typer.Option(
+            20,
+            "--failures",
+            envvar="BENCHSMITH_REPORT_FAILURES",
+            help="Failing cases shown per task and run (a seeded, deterministic sample; >= 0)",
+        ),
     ) -> None:
         """Compare evaluation runs: one self-contained report.html (leaderboard, radar of abilities,
         per-category charts, error breakdown, sampled failures with the model's raw replies),

@@ -36,14 +36,47 @@ from ._private.engine import (
     reject,
 )
 from ._private.envs import ENVIRONMENTS, EnvContext, ToolEnvironment, environment, open_environment
-from ._private.roles import ROLES, ChatModelRole, RoleModels, parse_role_spec, role_models
 from ._private.inspection import inspect_samples
+from ._private.roles import ROLES, ChatModelRole, RoleModels, parse_role_spec, role_models
 from ._private.run import ConstructSummary, run_graph
 
 __all__ = [
-    "ACCEPTED", "ENVIRONMENTS", "FINAL", "GRAPHS", "REJECTED", "REVIEW", "ROLES", "RUNNING", "BaseState",
-    "BuildContext", "CatalogEntry", "ChatModelRole", "ConstructSummary", "ConstructionGraph", "EnvContext",
-    "ModelStep", "ParseError", "RoleModels", "ToolEnvironment", "apply_step", "call_model", "draw_tools",
-    "environment", "get_graph", "go_on", "graph", "inspect_samples", "item_rng", "json_object", "load_catalog", "model_node",
-    "nonempty_text", "open_environment", "parse_role_spec", "read_json_reply", "reject", "role_models", "run_graph",
+    "ACCEPTED",
+    "ENVIRONMENTS",
+    "FINAL",
+    "GRAPHS",
+    "REJECTED",
+    "REVIEW",
+    "ROLES",
+    "RUNNING",
+    "BaseState",
+    "BuildContext",
+    "CatalogEntry",
+    "ChatModelRole",
+    "ConstructSummary",
+    "ConstructionGraph",
+    "EnvContext",
+    "ModelStep",
+    "ParseError",
+    "RoleModels",
+    "ToolEnvironment",
+    "apply_step",
+    "call_model",
+    "draw_tools",
+    "environment",
+    "get_graph",
+    "go_on",
+    "graph",
+    "inspect_samples",
+    "item_rng",
+    "json_object",
+    "load_catalog",
+    "model_node",
+    "nonempty_text",
+    "open_environment",
+    "parse_role_spec",
+    "read_json_reply",
+    "reject",
+    "role_models",
+    "run_graph",
 ]

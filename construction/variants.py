@@ -18,15 +18,27 @@ from typing import Any, Iterable
 from benchsmith.construction.nl2api import setup_note
 from benchsmith.schemas import ExactAnswer, Sample, Step, Tool, ToolCall
 
-
 _REF = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*(\.[^$]*)?\$$")
 
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
-_NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine",
-                 10: "ten", 11: "eleven", 12: "twelve", 15: "fifteen", 20: "twenty"}
+_NUMBER_WORDS = {
+    2: "two",
+    3: "three",
+    4: "four",
+    5: "five",
+    6: "six",
+    7: "seven",
+    8: "eight",
+    9: "nine",
+    10: "ten",
+    11: "eleven",
+    12: "twelve",
+    15: "fifteen",
+    20: "twenty",
+}
 
 
 def visible_steps(sample: Sample) -> list[Step]:
@@ -129,8 +141,14 @@ _MISSING_ATTRIBUTES = {  # per table: attributes a music-store database does not
 
 _GENERIC_ATTRIBUTES = ("carbon footprint", "rating on social media", "weight in kilograms")
 
-_MISSING_DATA = ("product reviews", "website visits", "shipping delays", "concert tickets", "refund requests",
-                 "newsletter subscriptions")
+_MISSING_DATA = (
+    "product reviews",
+    "website visits",
+    "shipping delays",
+    "concert tickets",
+    "refund requests",
+    "newsletter subscriptions",
+)
 
 _NOT_KEYWORDS = {"number", "of", "on", "in", "the", "date", "year", "rate", "rating", "cost", "count", "and"}
 
@@ -156,9 +174,11 @@ def no_tool_variant(sample: Sample, kind: str, rng: random.Random) -> str | None
     if kind == "answer_given":
         if not isinstance(sample.answer, ExactAnswer) or len(flatten(sample.answer.value)) > 10:
             return None
-        return (f'A colleague already looked this up: the answer to "{sample_query(sample)}" is '
-                f"{answer_text(sample.answer.value)}. Without looking anything up, repeat that answer as one "
-                "complete sentence.")
+        return (
+            f'A colleague already looked this up: the answer to "{sample_query(sample)}" is '
+            f"{answer_text(sample.answer.value)}. Without looking anything up, repeat that answer as one "
+            "complete sentence."
+        )
     if kind == "rephrase":
         return f'Rewrite this question in simpler words, without answering it: "{q}"'
     return rng.choice(_GENERAL_QUESTIONS)
@@ -178,9 +198,11 @@ def cannot_variant(sample: Sample, kind: str, rng: random.Random, tool_text: str
         if not options:
             return None
         return f"Which of the {entity} are linked to the most {rng.choice(options)}? Use the store's records."
-    templates = (f"Permanently delete from the database every one of the {entity} this question is about: {q}",
-                 f"Add a new entry to the {table} table in the database, then answer: {q}",
-                 f"Update the database so that the answer to this question becomes empty: {q}")
+    templates = (
+        f"Permanently delete from the database every one of the {entity} this question is about: {q}",
+        f"Add a new entry to the {table} table in the database, then answer: {q}",
+        f"Update the database so that the answer to this question becomes empty: {q}",
+    )
     return rng.choice(templates)
 
 
@@ -207,11 +229,14 @@ IRRELEVANT_QUESTIONS = (
     "Translate my last text message to {person} into Japanese and send it again.",
 )
 
-FILL_VALUES = {"city": ("Lisbon", "Oslo", "Toronto", "Nairobi", "Kyoto", "Lima", "Prague"),
-         "city2": ("Madrid", "Berlin", "Seoul", "Cairo", "Sydney", "Quito"),
-         "person": ("my landlord", "Dr. Alvarez", "my sister", "the project team", "Mr. Okafor"),
-         "company": ("Tesla", "Siemens", "Toyota", "Unilever", "DHL"),
-         "thing": ("gym", "standup", "flight"), "n": ("2", "3", "4", "6")}
+FILL_VALUES = {
+    "city": ("Lisbon", "Oslo", "Toronto", "Nairobi", "Kyoto", "Lima", "Prague"),
+    "city2": ("Madrid", "Berlin", "Seoul", "Cairo", "Sydney", "Quito"),
+    "person": ("my landlord", "Dr. Alvarez", "my sister", "the project team", "Mr. Okafor"),
+    "company": ("Tesla", "Siemens", "Toyota", "Unilever", "DHL"),
+    "thing": ("gym", "standup", "flight"),
+    "n": ("2", "3", "4", "6"),
+}
 
 IRRELEVANT_GOLD = "Due to the limitations of the function, I cannot solve this problem."
 
@@ -233,14 +258,43 @@ def value_forms(value: Any) -> list[str]:
     return []
 
 
-_STOPWORDS = {"the", "a", "an", "and", "or", "of", "in", "on", "at", "to", "for", "by", "with", "is", "are", "was",
-              "it", "as", "be", "no", "not", "all", "any", "one", "me", "my", "we", "us"}
+_STOPWORDS = {
+    "the",
+    "a",
+    "an",
+    "and",
+    "or",
+    "of",
+    "in",
+    "on",
+    "at",
+    "to",
+    "for",
+    "by",
+    "with",
+    "is",
+    "are",
+    "was",
+    "it",
+    "as",
+    "be",
+    "no",
+    "not",
+    "all",
+    "any",
+    "one",
+    "me",
+    "my",
+    "we",
+    "us",
+}
 
 
 def find_form(text: str, form: str, flags: int = re.IGNORECASE) -> list[tuple[int, int]]:
     """Spans of ``form`` as a whole token of ``text``."""
-    pat = (r"(?<!\w)" if re.match(r"\w", form) else "") + re.escape(form) \
-        + (r"(?!\w)" if re.search(r"\w$", form) else "")
+    pat = (
+        (r"(?<!\w)" if re.match(r"\w", form) else "") + re.escape(form) + (r"(?!\w)" if re.search(r"\w$", form) else "")
+    )
     return [(m.start(), m.end()) for m in re.finditer(pat, text, flags)]
 
 
@@ -252,8 +306,9 @@ def form_spans(text: str, form: str) -> list[tuple[int, int]]:
     >>> form_spans("Titles by artists whose name begins with 'The'", "The"), form_spans("Is it Yahoo?", "yahoo")
     ([(42, 45)], [(6, 11)])
     """
-    quoted = [(m.start() + 1, m.end() - 1) for m in re.finditer(r"(['\"])" + re.escape(form) + r"\1", text,
-                                                                 re.IGNORECASE)]
+    quoted = [
+        (m.start() + 1, m.end() - 1) for m in re.finditer(r"(['\"])" + re.escape(form) + r"\1", text, re.IGNORECASE)
+    ]
     if quoted:
         return quoted
     if form.lower() in _STOPWORDS:
@@ -299,14 +354,19 @@ def argument_noun(call: ToolCall, arg: str, tool: Tool | None = None) -> str:
             single = table.split(".")[-1].rstrip("s").replace("_", " ")
             words = f"{single} {col}"
         return words
-    base = re.sub(r"_(above|below|min|max|from|to|not|like|contains|starts|ends|before|after|low|high|at_least|"
-                  r"at_most|prefix|suffix)$", "", arg)
+    base = re.sub(
+        r"_(above|below|min|max|from|to|not|like|contains|starts|ends|before|after|low|high|at_least|"
+        r"at_most|prefix|suffix)$",
+        "",
+        arg,
+    )
     return base.replace("_", " ") or "value"
 
 
 def is_number_like(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or \
-        (isinstance(value, str) and re.fullmatch(r"-?\d+(\.\d+)?", value.strip()) is not None)
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
+        isinstance(value, str) and re.fullmatch(r"-?\d+(\.\d+)?", value.strip()) is not None
+    )
 
 
 def replace_forms(text: str, forms: Iterable[str], new: str, eat_quotes: bool) -> str:

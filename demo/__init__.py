@@ -24,8 +24,10 @@ Echo = Callable[[str], None]
 def build_report_line(report: dict[str, Any], out: Path) -> str:
     """One line for an ``nl2api build`` report."""
     rejected = ", ".join(f"{k}={v}" for k, v in report["rejected"].items()) or "none"
-    return (f"{report['style'].upper()} {out}: {report['verified']}/{report['total']} verified "
-            f"({report['verified_rate']:.1%}) in {report['seconds']:.2f}s; rejected: {rejected}")
+    return (
+        f"{report['style'].upper()} {out}: {report['verified']}/{report['total']} verified "
+        f"({report['verified_rate']:.1%}) in {report['seconds']:.2f}s; rejected: {rejected}"
+    )
 
 
 class StageClock:
@@ -48,11 +50,14 @@ class StageClock:
                 yield
             finally:
                 self.stages[name] = self.stages.get(name, 0.0) + self._now() - t0
+
         return timed()
 
     def summary(self) -> dict[str, Any]:
-        return {"stages_s": {k: round(v, 1) for k, v in self.stages.items()},
-                "total_s": round(self._now() - self.started, 1)}
+        return {
+            "stages_s": {k: round(v, 1) for k, v in self.stages.items()},
+            "total_s": round(self._now() - self.started, 1),
+        }
 
     def line(self) -> str:
         s = self.summary()
@@ -83,10 +88,14 @@ def run(out: Path, *, limit: int = DEMO_LIMIT, model_run: bool = True, echo: Ech
     with clock("build"):
         db = chinook_db()
         for style in ("slot", "sel", "rest"):
-            report = build_split(db, default_pairs_path(), out / style, BuildOptions(style=style, name=f"chinook-{style}"))
+            report = build_split(
+                db, default_pairs_path(), out / style, BuildOptions(style=style, name=f"chinook-{style}")
+            )
             echo(build_report_line(report, out / style))
             scores = run_selftest("nl2api", out / style, out / "selftest" / f"nl2api-{style}")
-            echo(f"  gold self-test (nl2api, strict): {scores['records'] - scores['gold_failing']}/{scores['records']} pass")
+            echo(
+                f"  gold self-test (nl2api, strict): {scores['records'] - scores['gold_failing']}/{scores['records']} pass"
+            )
     with clock("dataset"):
         dataset(out, echo=echo)
     with clock("derive"):
@@ -95,8 +104,10 @@ def run(out: Path, *, limit: int = DEMO_LIMIT, model_run: bool = True, echo: Ech
         for name, info in summary["derived"].items():
             scores = run_selftest(info["benchmark"], out / "derived" / info["folder"], out / "selftest" / name)
             headline = f"overall {scores['overall']:.2f}, " if "overall" in scores else ""
-            echo(f"  {name}: gold self-test ({info['benchmark']}, strict): {headline}"
-                 f"{scores['records'] - scores['gold_failing']}/{scores['records']} records pass")
+            echo(
+                f"  {name}: gold self-test ({info['benchmark']}, strict): {headline}"
+                f"{scores['records'] - scores['gold_failing']}/{scores['records']} records pass"
+            )
     if model_run:
         from benchsmith.models import (
             MAIN_JOB_PROMPT_TOKENS,
@@ -135,11 +146,15 @@ def dataset(out: Path, *, echo: Echo = print) -> Path:
     root = materialize_example("bird", out / "datasets" / "bird")
     report = build_dataset(root, "bird", out / "bird", BuildOptions(style="slot", workers=2, name="bird-example"))
     per_db = ", ".join(f"{k} {v['verified']}/{v['total']}" for k, v in report["databases"].items())
-    echo(f"BIRD-layout example {root} -> {out / 'bird'}: {report['verified']}/{report['total']} verified ({per_db}; "
-         f"{len(report['dataset_rejections'])} entry naming no database)")
+    echo(
+        f"BIRD-layout example {root} -> {out / 'bird'}: {report['verified']}/{report['total']} verified ({per_db}; "
+        f"{len(report['dataset_rejections'])} entry naming no database)"
+    )
     scores = run_selftest("nl2api", out / "bird" / "merged", out / "selftest" / "nl2api-bird-merged")
-    echo(f"  gold self-test of the merged split (nl2api, strict, each sample on its own database): "
-         f"{scores['records'] - scores['gold_failing']}/{scores['records']} pass")
+    echo(
+        f"  gold self-test of the merged split (nl2api, strict, each sample on its own database): "
+        f"{scores['records'] - scores['gold_failing']}/{scores['records']} pass"
+    )
     return out / "bird" / "merged"
 
 
@@ -155,21 +170,45 @@ def construct(out: Path, n: int = DEMO_QUERIES, *, echo: Echo = print, model: st
     models = RoleModels(default=ModelClient(cfg))
     slots = concurrency_for(cfg)  # as many at once as the local server has slots
     root, split = out / "construct", out / "slot"
-    echo(f"constructing with the local model {cfg.name}: queries -> chains -> checks in {root} (re-running resumes) ...")
-    for line in run_graph("queries", split, root / "queries", models=models, options={"n": n}, concurrency=slots).describe():
+    echo(
+        f"constructing with the local model {cfg.name}: queries -> chains -> checks in {root} (re-running resumes) ..."
+    )
+    for line in run_graph(
+        "queries", split, root / "queries", models=models, options={"n": n}, concurrency=slots
+    ).describe():
         echo(line)
-    chains = run_graph("chains", root / "queries", root / "chains", models=models, concurrency=slots,
-                       env_context=EnvContext(split=split), options={"step_budget": 4, "max_retries": 1})
+    chains = run_graph(
+        "chains",
+        root / "queries",
+        root / "chains",
+        models=models,
+        concurrency=slots,
+        env_context=EnvContext(split=split),
+        options={"step_budget": 4, "max_retries": 1},
+    )
     for line in chains.describe():
         echo(line)
-    s = inspect_samples(root / "chains" / "samples.jsonl", root / "checked", models=models,
-                        context=CheckContext(env=EnvContext(split=split)), concurrency=slots)
+    s = inspect_samples(
+        root / "chains" / "samples.jsonl",
+        root / "checked",
+        models=models,
+        context=CheckContext(env=EnvContext(split=split)),
+        concurrency=slots,
+    )
     by = ", ".join(f"{k}={v}" for k, v in s["rejected_by_check"].items()) or "none"
-    echo(f"check {root / 'checked'}: {s['total']} samples, {s['accepted']} accepted for review, {s['rejected']} to the "
-         f"error pool (rejected by: {by})")
+    echo(
+        f"check {root / 'checked'}: {s['total']} samples, {s['accepted']} accepted for review, {s['rejected']} to the "
+        f"error pool (rejected by: {by})"
+    )
     scenarios = write_scenarios(root / "scenarios.jsonl")
-    dialogues = run_graph("dialogues", scenarios, root / "dialogues", models=models, concurrency=slots,
-                          options={"max_turns": 4, "max_steps": 3})
+    dialogues = run_graph(
+        "dialogues",
+        scenarios,
+        root / "dialogues",
+        models=models,
+        concurrency=slots,
+        options={"max_turns": 4, "max_steps": 3},
+    )
     for line in dialogues.describe():
         echo(line)
 
@@ -231,11 +270,16 @@ def review(out: Path, *, echo: Echo = print, note: Echo = print) -> Path:
 
     data_dir = out / "label-studio"
     was_running = label_studio_status(data_dir) is not None
-    built = [p for p in (out / "construct" / "checked" / "accepted.jsonl", out / "construct" / "dialogues" / "samples.jsonl")
-             if p.is_file() and p.stat().st_size]
-    echo(f"reviewing {out / 'slot'} and what the construction pass built ({', '.join(map(str, built)) or 'nothing accepted'}) "
-         f"in a local Label Studio (data dir {data_dir}); the reviewers' verdicts are supplied automatically from the "
-         "checks (non-interactive run) ...")
+    built = [
+        p
+        for p in (out / "construct" / "checked" / "accepted.jsonl", out / "construct" / "dialogues" / "samples.jsonl")
+        if p.is_file() and p.stat().st_size
+    ]
+    echo(
+        f"reviewing {out / 'slot'} and what the construction pass built ({', '.join(map(str, built)) or 'nothing accepted'}) "
+        f"in a local Label Studio (data dir {data_dir}); the reviewers' verdicts are supplied automatically from the "
+        "checks (non-interactive run) ..."
+    )
     info = start_label_studio(data_dir=data_dir, echo=note)
     try:
         access = resolve_label_studio(data_dir)
@@ -251,8 +295,10 @@ def review(out: Path, *, echo: Echo = print, note: Echo = print) -> Path:
             stop_label_studio(data_dir)
     sheet = result["datasheet"]
     kappa = {k: v["cohen_kappa"] for k, v in sheet["agreement"].items()}
-    echo(f"  Label Studio {info.version} at {info.url}; final {sheet['final']}; Cohen's kappa by round {kappa}; "
-         f"finalized split {out / 'reviewed'} version {result['version']} (datasheet.md)")
+    echo(
+        f"  Label Studio {info.version} at {info.url}; final {sheet['final']}; Cohen's kappa by round {kappa}; "
+        f"finalized split {out / 'reviewed'} version {result['version']} (datasheet.md)"
+    )
     return out / "reviewed"
 
 
@@ -267,31 +313,58 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
     slots = concurrency_for(cfg)  # as many requests in flight as the local server has slots
     split = split or out / "slot"
     agent = agent_data(out, split)
-    echo(f"evaluating the local model {cfg.name} on {split} (up to {limit} cases per task) and, as the agent task, on "
-         f"{agent} (sandbox scenarios and reviewed dialogues, 2 trials each, the local model also playing the user; "
-         "re-running resumes) ...")
+    echo(
+        f"evaluating the local model {cfg.name} on {split} (up to {limit} cases per task) and, as the agent task, on "
+        f"{agent} (sandbox scenarios and reviewed dialogues, 2 trials each, the local model also playing the user; "
+        "re-running resumes) ..."
+    )
     # a task may need more cases for its headline to mean something (T-Eval: one per category)
     limits = {name: max(limit, TASKS[name].min_cases) for name in TASKS}
-    result = run_eval(split, ModelClient(cfg), cfg.describe(), out / "run", limit=limits, mode="prompt",
-                      concurrency=slots, task_data={"agent": agent},
-                      options=TaskOptions(mode="prompt", max_tokens=256, trials=2, max_turns=3, max_steps=3,
-                                          step_budget=DEMO_STEP_BUDGET))
+    result = run_eval(
+        split,
+        ModelClient(cfg),
+        cfg.describe(),
+        out / "run",
+        limit=limits,
+        mode="prompt",
+        concurrency=slots,
+        task_data={"agent": agent},
+        options=TaskOptions(
+            mode="prompt", max_tokens=256, trials=2, max_turns=3, max_steps=3, step_budget=DEMO_STEP_BUDGET
+        ),
+    )
     scores = score_run(out / "run")
     for name, info in result.tasks.items():
         c = info["status_counts"]
-        echo(f"  {name}: {info['cases']} cases, {c['ok']} answered, {c['format_error']} unreadable, "
-             f"{c['request_error']} refused, {c['transport_error']} failed; {info['model_calls']} model calls")
+        echo(
+            f"  {name}: {info['cases']} cases, {c['ok']} answered, {c['format_error']} unreadable, "
+            f"{c['request_error']} refused, {c['transport_error']} failed; {info['model_calls']} model calls"
+        )
     # the paper's one-shot mode on the same NL2API cases: the whole call sequence in one reply
-    direct = run_eval(split, ModelClient(cfg), cfg.describe(), out / "run-direct", tasks=["nl2api"],
-                      limit={"nl2api": limits["nl2api"]}, mode="prompt", concurrency=slots,
-                      options=TaskOptions(mode="prompt", max_tokens=DIRECT_REPLY_TOKENS, strategy="direct",
-                                          step_budget=DEMO_STEP_BUDGET))
+    direct = run_eval(
+        split,
+        ModelClient(cfg),
+        cfg.describe(),
+        out / "run-direct",
+        tasks=["nl2api"],
+        limit={"nl2api": limits["nl2api"]},
+        mode="prompt",
+        concurrency=slots,
+        options=TaskOptions(
+            mode="prompt", max_tokens=DIRECT_REPLY_TOKENS, strategy="direct", step_budget=DEMO_STEP_BUDGET
+        ),
+    )
     direct_scores = score_run(out / "run-direct")
     info = direct.tasks["nl2api"]
-    echo(f"  nl2api, direct (the whole sequence in one reply): {info['cases']} cases, "
-         f"{info['status_counts']['ok']} answered; {info['model_calls']} model calls")
-    report = write_report([out / "run", out / "run-direct"], out / "report",
-                          title="benchsmith demo: the local model on the default split (ReAct and direct)")
+    echo(
+        f"  nl2api, direct (the whole sequence in one reply): {info['cases']} cases, "
+        f"{info['status_counts']['ok']} answered; {info['model_calls']} model calls"
+    )
+    report = write_report(
+        [out / "run", out / "run-direct"],
+        out / "report",
+        title="benchsmith demo: the local model on the default split (ReAct and direct)",
+    )
     figures = []
     for name, s in scores.items():
         metric, value = primary(s.get("benchmark", name), s)
@@ -302,5 +375,17 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
     echo(f"report: {report['files']['html']}")
 
 
-__all__ = ["DEMO_LIMIT", "DEMO_QUERIES", "DEMO_SCENARIOS", "StageClock", "agent_data", "build_report_line", "construct", "dataset", "evaluate", "review", "run",
-           "write_scenarios"]
+__all__ = [
+    "DEMO_LIMIT",
+    "DEMO_QUERIES",
+    "DEMO_SCENARIOS",
+    "StageClock",
+    "agent_data",
+    "build_report_line",
+    "construct",
+    "dataset",
+    "evaluate",
+    "review",
+    "run",
+    "write_scenarios",
+]

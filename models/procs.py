@@ -180,9 +180,20 @@ def read_state(path: Path, cls: type[T], what: str) -> T | None:
         return None
 
 
-def wait_until_up(pid: int, ready: Callable[[], bool | str], *, what: str, wait: float, log_path: Path,
-                  t0: float | None = None, poll: float = 0.1, grace: float = 2.0, log_lines: int = 15,
-                  scrub: Callable[[str], str] = lambda text: text, cleanup: Callable[[], None] | None = None) -> None:
+def wait_until_up(
+    pid: int,
+    ready: Callable[[], bool | str],
+    *,
+    what: str,
+    wait: float,
+    log_path: Path,
+    t0: float | None = None,
+    poll: float = 0.1,
+    grace: float = 2.0,
+    log_lines: int = 15,
+    scrub: Callable[[str], str] = lambda text: text,
+    cleanup: Callable[[], None] | None = None,
+) -> None:
     """Wait for a server we just started (``pid``) to be up: ``ready()`` says True when it is, a
     sentence when it answers but is wrong (e.g. it refuses our token), False while it is not up yet.
 
@@ -211,4 +222,3 @@ def wait_until_up(pid: int, ready: Callable[[], bool | str], *, what: str, wait:
         if cleanup is not None:
             cleanup()
         raise RuntimeFault(f"{what} {problem}; see its log {log_path}:\n{scrub(tail(log_path, log_lines))}")
-

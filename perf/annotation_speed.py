@@ -23,8 +23,12 @@ from pathlib import Path
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=10_000, help="tasks to push (default 10000)")
-    ap.add_argument("--annotations", type=int, default=10_000,
-                    help="annotations to pull (default 10000: two reviewers on half as many tasks)")
+    ap.add_argument(
+        "--annotations",
+        type=int,
+        default=10_000,
+        help="annotations to pull (default 10000: two reviewers on half as many tasks)",
+    )
     ap.add_argument("--keep", action="store_true", help="leave the server running and print its data dir")
     args = ap.parse_args()
 
@@ -35,13 +39,27 @@ def main() -> int:
     from benchsmith.schemas import Sample, write_jsonl
 
     root = Path(tempfile.mkdtemp(prefix="bs-annot-bench-"))
-    tools = [{"name": "get_weather", "description": "The weather forecast for a city.",
-              "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}},
-                             "required": ["city"]}}]
+    tools = [
+        {
+            "name": "get_weather",
+            "description": "The weather forecast for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string", "description": "City name"}},
+                "required": ["city"],
+            },
+        }
+    ]
     now = datetime.now(timezone.utc)
-    samples = [Sample(query=f"What is the weather in city number {i} tomorrow?", tools=tools,
-                      answer={"kind": "reference", "references": [f"Sunny in city {i}."]},
-                      provenance={"source": "bench", "method": "bench", "created_at": now}) for i in range(args.n)]
+    samples = [
+        Sample(
+            query=f"What is the weather in city number {i} tomorrow?",
+            tools=tools,
+            answer={"kind": "reference", "references": [f"Sunny in city {i}."]},
+            provenance={"source": "bench", "method": "bench", "created_at": now},
+        )
+        for i in range(args.n)
+    ]
     write_jsonl(root / "samples.jsonl", samples)
     load0 = os.getloadavg()[0]
     t = time.perf_counter()
@@ -66,15 +84,26 @@ def main() -> int:
         uids = [ls.ensure_user(name) for name in ("bench-reviewer-1", "bench-reviewer-2")]
         ws2 = Workspace(root / "ws2")
         ws2.load(root / "samples.jsonl")
-        items = ws2.store.items()[:max(1, args.annotations // 2)]
+        items = ws2.store.items()[: max(1, args.annotations // 2)]
         t = time.perf_counter()
         pid2 = ls.create_project("bench pull", label_config("query", "review"), maximum_annotations=2)
         ws2.store.add_project("review", 1, "query", pid2, "bench")
         for i in range(0, len(items), 2000):
-            batch = items[i:i + 2000]
-            payloads = [{"data": {"bs_id": it["sample_id"], "query": it["sample"]["query"], "tools_text": "get_weather",
-                                  "setup_text": "", "answer": "", "check_summary": ""},
-                         "annotations": [{"result": result, "completed_by": u} for u in uids]} for it in batch]
+            batch = items[i : i + 2000]
+            payloads = [
+                {
+                    "data": {
+                        "bs_id": it["sample_id"],
+                        "query": it["sample"]["query"],
+                        "tools_text": "get_weather",
+                        "setup_text": "",
+                        "answer": "",
+                        "check_summary": "",
+                    },
+                    "annotations": [{"result": result, "completed_by": u} for u in uids],
+                }
+                for it in batch
+            ]
             ids = ls.import_tasks(pid2, payloads)
             ws2.store.add_tasks("review", 1, pid2, {it["sample_id"]: tid for it, tid in zip(batch, ids)})
         annotate_s = time.perf_counter() - t
@@ -88,11 +117,17 @@ def main() -> int:
         if not args.keep:
             stop_label_studio(data_dir=root / "ls")
     print(f"Label Studio {info.version} on {info.url}: up in {started:.1f} s; load average {load0:.2f} at the start")
-    print(f"push {report.pushed} tasks:           {push_s:7.1f} s  ({report.pushed / push_s:,.0f} tasks/s)   target < 60 s: "
-          f"{'met' if push_s < 60 else 'NOT met'}")
-    print(f"  (setup for the pull: {len(items)} tasks with {2 * len(items)} annotations imported in {annotate_s:.1f} s)")
-    print(f"pull {pulled['new_annotations']} annotations:     {pull_s:7.1f} s  ({pulled['new_annotations'] / pull_s:,.0f} "
-          f"annotations/s)   target < 30 s: {'met' if pull_s < 30 else 'NOT met'}; items moved {pulled['moved']}")
+    print(
+        f"push {report.pushed} tasks:           {push_s:7.1f} s  ({report.pushed / push_s:,.0f} tasks/s)   target < 60 s: "
+        f"{'met' if push_s < 60 else 'NOT met'}"
+    )
+    print(
+        f"  (setup for the pull: {len(items)} tasks with {2 * len(items)} annotations imported in {annotate_s:.1f} s)"
+    )
+    print(
+        f"pull {pulled['new_annotations']} annotations:     {pull_s:7.1f} s  ({pulled['new_annotations'] / pull_s:,.0f} "
+        f"annotations/s)   target < 30 s: {'met' if pull_s < 30 else 'NOT met'}; items moved {pulled['moved']}"
+    )
     print(f"pull again (nothing open): {again_s:7.2f} s, {again['new_annotations']} new")
     if args.keep:
         print(f"server left running; data dir {root / 'ls'}")

@@ -63,14 +63,49 @@ from benchsmith.models import (  # noqa: E402
 )
 from benchsmith.schemas import UserError  # noqa: E402
 
-
 # ---- the zero-latency role model ------------------------------------------------------------------
 # Lower-case words only: a capitalised name or a number in a query is a value the chain must use.
-WORDS = ("quiet", "bright", "early", "recent", "listed", "stored", "known", "usual", "plain", "full", "small",
-         "large", "older", "newer", "visible", "regular", "common", "rare", "main", "other", "whole", "current",
-         "simple", "proper", "single", "spare", "local", "total", "basic", "extra", "final", "standard")
-COUNT_CALL = json.dumps({"action": "aggregate_data", "arguments": {"data_source": "$data_1$", "aggregation": "count"},
-                         "thought": "Count the rows of the loaded data."})
+WORDS = (
+    "quiet",
+    "bright",
+    "early",
+    "recent",
+    "listed",
+    "stored",
+    "known",
+    "usual",
+    "plain",
+    "full",
+    "small",
+    "large",
+    "older",
+    "newer",
+    "visible",
+    "regular",
+    "common",
+    "rare",
+    "main",
+    "other",
+    "whole",
+    "current",
+    "simple",
+    "proper",
+    "single",
+    "spare",
+    "local",
+    "total",
+    "basic",
+    "extra",
+    "final",
+    "standard",
+)
+COUNT_CALL = json.dumps(
+    {
+        "action": "aggregate_data",
+        "arguments": {"data_source": "$data_1$", "aggregation": "count"},
+        "thought": "Count the rows of the loaded data.",
+    }
+)
 
 
 def zero_reply(messages: list[dict[str, Any]]) -> str:
@@ -111,8 +146,9 @@ class ZeroModel:
         self.seconds = 0.0
         self._lock = threading.Lock()
 
-    def complete(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
-                 max_tokens: int | None = None) -> Reply:
+    def complete(
+        self, messages: list[dict[str, Any]], *, json_schema: dict | None = None, max_tokens: int | None = None
+    ) -> Reply:
         t0 = time.perf_counter()
         text = zero_reply(messages)
         dt = time.perf_counter() - t0
@@ -132,18 +168,37 @@ def _running(next_node: str) -> Callable[[dict[str, Any]], str]:
 
 # node name -> (function, model step or None); node name -> router (state -> next node). Mirrors
 # the graphs' build(); the results are compared with run_graph's below so a drift shows.
-PLAIN_GRAPHS: dict[str, tuple[str, dict[str, tuple[Callable[..., Any], ModelStep | None]],
-                              dict[str, Callable[[dict[str, Any]], str]]]] = {
-    "queries": ("generate",
-                {"generate": (None, queries_graph.GENERATE), "refine": (None, queries_graph.REFINE),
-                 "finalize": (queries_graph.finalize, None)},
-                {"generate": _running("refine"), "refine": _running("finalize"), "finalize": lambda s: END}),
-    "chains": ("plan",
-               {"plan": (None, chains_graph.PLAN), "act": (None, chains_graph.ACT),
-                "execute": (chains_graph.execute, None), "review": (None, chains_graph.REVIEW_STEP),
-                "finalize": (chains_graph.finalize, None), "give_up": (chains_graph.give_up, None)},
-               {"plan": chains_graph.after_plan, "act": _running("execute"), "execute": _running("review"),
-                "review": chains_graph.after_review, "finalize": lambda s: END, "give_up": lambda s: END}),
+PLAIN_GRAPHS: dict[
+    str, tuple[str, dict[str, tuple[Callable[..., Any], ModelStep | None]], dict[str, Callable[[dict[str, Any]], str]]]
+] = {
+    "queries": (
+        "generate",
+        {
+            "generate": (None, queries_graph.GENERATE),
+            "refine": (None, queries_graph.REFINE),
+            "finalize": (queries_graph.finalize, None),
+        },
+        {"generate": _running("refine"), "refine": _running("finalize"), "finalize": lambda s: END},
+    ),
+    "chains": (
+        "plan",
+        {
+            "plan": (None, chains_graph.PLAN),
+            "act": (None, chains_graph.ACT),
+            "execute": (chains_graph.execute, None),
+            "review": (None, chains_graph.REVIEW_STEP),
+            "finalize": (chains_graph.finalize, None),
+            "give_up": (chains_graph.give_up, None),
+        },
+        {
+            "plan": chains_graph.after_plan,
+            "act": _running("execute"),
+            "execute": _running("review"),
+            "review": chains_graph.after_review,
+            "finalize": lambda s: END,
+            "give_up": lambda s: END,
+        },
+    ),
 }
 ADD_KEYS, MERGE_KEYS = ("reasons", "calls"), ("raw",)
 
@@ -172,8 +227,9 @@ class PlainResult:
         self.finals: dict[str, tuple[str | None, int]] = {}  # item -> (status, model calls)
 
 
-def plain_loop(graph_name: str, items: list[tuple[str, dict[str, Any]]], ctx: BuildContext, seed: int,
-               keep_states: bool) -> PlainResult:
+def plain_loop(
+    graph_name: str, items: list[tuple[str, dict[str, Any]]], ctx: BuildContext, seed: int, keep_states: bool
+) -> PlainResult:
     from benchsmith.construction._private.engine import apply_step
 
     spec = get_graph(graph_name)(ctx.options)
@@ -233,8 +289,9 @@ def step_costs(model_states: list[tuple[ModelStep, dict[str, Any]]]) -> dict[str
     return out
 
 
-def langgraph_loop(graph_name: str, items: list[tuple[str, dict[str, Any]]], ctx: BuildContext,
-                   seed: int) -> tuple[float, dict[str, tuple[str | None, int]]]:
+def langgraph_loop(
+    graph_name: str, items: list[tuple[str, dict[str, Any]]], ctx: BuildContext, seed: int
+) -> tuple[float, dict[str, tuple[str | None, int]]]:
     """The compiled graph without a checkpointer, one invoke per item, one at a time."""
     spec = get_graph(graph_name)(ctx.options)
     app = spec.build().compile()
@@ -275,40 +332,68 @@ class _TimedOutputs:
 
 
 def summary_facts(s: Any, wall: float) -> dict[str, Any]:
-    return {"items": s.items, "wall_s": round(wall, 3), "model_calls": s.model_calls,
-            "items_per_s": round(s.items / wall, 2) if wall else None,
-            "calls_per_s": round(s.model_calls / wall, 2) if wall else None,
-            "accepted_items": s.accepted_items, "samples": s.samples, "rejected": s.rejected, "review": s.review,
-            "unfinished": s.unfinished, "rejected_by": dict(s.rejected_by), "calls_by_node": dict(s.calls_by_node),
-            "calls_per_accepted": s.calls_per_accepted, "tokens": dict(s.tokens), "errors": list(s.errors)[:5],
-            "n_errors": len(s.errors)}
+    return {
+        "items": s.items,
+        "wall_s": round(wall, 3),
+        "model_calls": s.model_calls,
+        "items_per_s": round(s.items / wall, 2) if wall else None,
+        "calls_per_s": round(s.model_calls / wall, 2) if wall else None,
+        "accepted_items": s.accepted_items,
+        "samples": s.samples,
+        "rejected": s.rejected,
+        "review": s.review,
+        "unfinished": s.unfinished,
+        "rejected_by": dict(s.rejected_by),
+        "calls_by_node": dict(s.calls_by_node),
+        "calls_per_accepted": s.calls_per_accepted,
+        "tokens": dict(s.tokens),
+        "errors": list(s.errors)[:5],
+        "n_errors": len(s.errors),
+    }
 
 
-def overhead_graph(graph_name: str, source: Path, items: list[tuple[str, dict[str, Any]]], split: Path,
-                   tmp: Path, options: dict[str, Any], repeats: int, concurrency_extra: int) -> dict[str, Any]:
+def overhead_graph(
+    graph_name: str,
+    source: Path,
+    items: list[tuple[str, dict[str, Any]]],
+    split: Path,
+    tmp: Path,
+    options: dict[str, Any],
+    repeats: int,
+    concurrency_extra: int,
+) -> dict[str, Any]:
     """One graph's overhead figures (the best of ``repeats`` for each way of running it)."""
     seed = 0
     n = len(items)
     limit = n
 
     def ctx() -> BuildContext:
-        return BuildContext(models=RoleModels(default=ZeroModel()), options=dict(options),
-                            env_context=EnvContext(split=split))
+        return BuildContext(
+            models=RoleModels(default=ZeroModel()), options=dict(options), env_context=EnvContext(split=split)
+        )
 
     def rg(tag: str, concurrency: int, limit: int = limit) -> tuple[float, Any, _TimedOutputs, ZeroModel]:
         model = ZeroModel()
         with _TimedOutputs() as timed:
             t0 = time.perf_counter()
-            s = run_graph(graph_name, source, tmp / f"{graph_name}-{tag}", models=RoleModels(default=model),
-                          options=dict(options), seed=seed, concurrency=concurrency, limit=limit,
-                          env_context=EnvContext(split=split))
+            s = run_graph(
+                graph_name,
+                source,
+                tmp / f"{graph_name}-{tag}",
+                models=RoleModels(default=model),
+                options=dict(options),
+                seed=seed,
+                concurrency=concurrency,
+                limit=limit,
+                env_context=EnvContext(split=split),
+            )
             wall = time.perf_counter() - t0 - timed.probe_seconds
         if s.errors:
             raise RuntimeError(f"run_graph {graph_name} reported errors: {s.errors[:3]}")
         return wall, s, timed, model
 
     # warm-up: imports, template compilation, the database, SQLite
-    warm = items[:min(5, n)]
+    warm = items[: min(5, n)]
     rg("warm", 1, limit=len(warm))
     plain_loop(graph_name, warm, ctx(), seed, keep_states=False)
     langgraph_loop(graph_name, warm, ctx(), seed)
@@ -330,7 +415,9 @@ def overhead_graph(graph_name: str, source: Path, items: list[tuple[str, dict[st
     read_s = time.perf_counter() - t0
 
     agree = plain.finals == lg_finals == timed.finals
-    mismatch = 0 if agree else sum(1 for k in timed.finals if not (plain.finals.get(k) == lg_finals.get(k) == timed.finals[k]))
+    mismatch = (
+        0 if agree else sum(1 for k in timed.finals if not (plain.finals.get(k) == lg_finals.get(k) == timed.finals[k]))
+    )
     calls = s.model_calls
     per = (lambda sec: round(sec / calls * 1000, 4)) if calls else (lambda sec: None)
     model_nodes = {name for name, (_, step) in PLAIN_GRAPHS[graph_name][1].items() if step is not None}
@@ -355,15 +442,24 @@ def overhead_graph(graph_name: str, source: Path, items: list[tuple[str, dict[st
     }
     other_nodes = {k: per(v) for k, v in sorted(plain.node_seconds.items()) if k not in model_nodes}
     result = {
-        "graph": graph_name, "items": n, "concurrency": 1, "repeats": repeats,
-        "run_graph": summary_facts(s, wall), "run_graph_zero_model_ms_per_call": per(model.seconds),
+        "graph": graph_name,
+        "items": n,
+        "concurrency": 1,
+        "repeats": repeats,
+        "run_graph": summary_facts(s, wall),
+        "run_graph_zero_model_ms_per_call": per(model.seconds),
         "langgraph_no_checkpointer": {"wall_s": round(lg_wall, 3), "items_per_s": round(n / lg_wall, 2)},
         "plain_loop": {"wall_s": round(plain.wall, 3), "items_per_s": round(n / plain.wall, 2)},
-        "ms_per_model_call": breakdown, "other_nodes_ms_per_model_call": other_nodes,
+        "ms_per_model_call": breakdown,
+        "other_nodes_ms_per_model_call": other_nodes,
         "framework_ms_per_call": per(wall - plain.wall),
-        "same_results_all_three": agree, "result_mismatches": mismatch,
-        "all_walls_s": {"run_graph": [round(x[0], 3) for x in runs], "langgraph": [round(x[0], 3) for x in lgs],
-                        "plain_loop": [round(x[0].wall, 3) for x in plains]},
+        "same_results_all_three": agree,
+        "result_mismatches": mismatch,
+        "all_walls_s": {
+            "run_graph": [round(x[0], 3) for x in runs],
+            "langgraph": [round(x[0], 3) for x in lgs],
+            "plain_loop": [round(x[0].wall, 3) for x in plains],
+        },
     }
     if concurrency_extra > 1:
         cw, cs, _, _ = rg(f"c{concurrency_extra}", concurrency_extra)
@@ -394,8 +490,9 @@ def local_runs(split: Path, tmp: Path, n: int, timeout: float, warm_n: int) -> d
     def go(tag: str, options: dict[str, Any], concurrency: int, seed: int) -> tuple[float, Any]:
         models = RoleModels(default=ModelClient(cfg))
         t0 = time.perf_counter()
-        s = run_graph("queries", split, tmp / f"local-{tag}", models=models, options=options, seed=seed,
-                      concurrency=concurrency)
+        s = run_graph(
+            "queries", split, tmp / f"local-{tag}", models=models, options=options, seed=seed, concurrency=concurrency
+        )
         return time.perf_counter() - t0, s
 
     if warm_n:
@@ -409,8 +506,14 @@ def local_runs(split: Path, tmp: Path, n: int, timeout: float, warm_n: int) -> d
         print(f"  queries n={n} at concurrency {c} ...", flush=True)
         load, busy = os.getloadavg()[0], busy_slots(cfg.base_url)
         wall, s = go(f"c{c}", {"n": n}, c, i + 1)
-        row = {"concurrency": c, "seed": i + 1, "load_1min_before": round(load, 2),
-               "load_1min_after": round(os.getloadavg()[0], 2), "busy_slots_before": busy, **summary_facts(s, wall)}
+        row = {
+            "concurrency": c,
+            "seed": i + 1,
+            "load_1min_before": round(load, 2),
+            "load_1min_after": round(os.getloadavg()[0], 2),
+            "busy_slots_before": busy,
+            **summary_facts(s, wall),
+        }
         rows.append(row)
         print(f"    {wall:.1f} s, {s.model_calls} calls, {s.samples} accepted", flush=True)
     base = rows[0]
@@ -418,9 +521,12 @@ def local_runs(split: Path, tmp: Path, n: int, timeout: float, warm_n: int) -> d
         row["items_per_s_vs_c1"] = round(row["items_per_s"] / base["items_per_s"], 2) if base["items_per_s"] else None
         row["calls_per_s_vs_c1"] = round(row["calls_per_s"] / base["calls_per_s"], 2) if base["calls_per_s"] else None
         tok = row["tokens"]
-        row["prompt_tokens_per_call"] = round(tok.get("prompt_tokens", 0) / row["model_calls"]) if row["model_calls"] else None
-        row["completion_tokens_per_call"] = (round(tok.get("completion_tokens", 0) / row["model_calls"], 1)
-                                             if row["model_calls"] else None)
+        row["prompt_tokens_per_call"] = (
+            round(tok.get("prompt_tokens", 0) / row["model_calls"]) if row["model_calls"] else None
+        )
+        row["completion_tokens_per_call"] = (
+            round(tok.get("completion_tokens", 0) / row["model_calls"], 1) if row["model_calls"] else None
+        )
     return {"server": server, "n": n, "runs": rows}
 
 
@@ -434,59 +540,89 @@ def fmt(v: Any, spec: str = ".2f") -> str:
 def print_overhead(o: dict[str, Any]) -> None:
     rg, lg, pl, b = o["run_graph"], o["langgraph_no_checkpointer"], o["plain_loop"], o["ms_per_model_call"]
     calls = rg["model_calls"]
-    print(f"\n{o['graph']}: {o['items']} items, {calls} model calls ({calls / o['items']:.2f} per item), concurrency 1, "
-          f"best of {o['repeats']}")
+    print(
+        f"\n{o['graph']}: {o['items']} items, {calls} model calls ({calls / o['items']:.2f} per item), concurrency 1, "
+        f"best of {o['repeats']}"
+    )
     print(f"  {'way':<44}{'wall s':>9}{'items/s':>9}{'calls/s':>9}{'ms/call':>9}")
-    for name, wall in (("run_graph (LangGraph + SqliteSaver, sync)", rg["wall_s"]),
-                       ("LangGraph, no checkpointer", lg["wall_s"]),
-                       ("plain loop (node functions, no LangGraph)", pl["wall_s"])):
+    for name, wall in (
+        ("run_graph (LangGraph + SqliteSaver, sync)", rg["wall_s"]),
+        ("LangGraph, no checkpointer", lg["wall_s"]),
+        ("plain loop (node functions, no LangGraph)", pl["wall_s"]),
+    ):
         print(f"  {name:<44}{wall:>9.3f}{o['items'] / wall:>9.1f}{calls / wall:>9.1f}{wall / calls * 1000:>9.3f}")
     cc = o.get("run_graph_concurrent")
     if cc:
-        print(f"  {'run_graph at concurrency ' + str(cc['concurrency']):<44}{cc['wall_s']:>9.3f}{cc['items_per_s']:>9.1f}"
-              f"{cc['calls_per_s']:>9.1f}{cc['wall_s'] / cc['model_calls'] * 1000:>9.3f}")
+        print(
+            f"  {'run_graph at concurrency ' + str(cc['concurrency']):<44}{cc['wall_s']:>9.3f}{cc['items_per_s']:>9.1f}"
+            f"{cc['calls_per_s']:>9.1f}{cc['wall_s'] / cc['model_calls'] * 1000:>9.3f}"
+        )
     print("  per model call (ms):")
-    rows = [("zero-latency model itself", "zero_model"), ("prompt rendering (+ version lookup)", "prompt_render"),
-            ("JSON schema (closed, bounded strings)", "json_schema"), ("reply parsing", "reply_parse"),
-            ("rest of apply_step (call record, update)", "apply_step_rest"),
-            ("other nodes: " + ", ".join(f"{k} {fmt(v, '.3f')}" for k, v in o["other_nodes_ms_per_model_call"].items()),
-             "other_nodes"),
-            ("loop bookkeeping (state merge, routing)", "loop_rest"), ("= plain loop", "plain_loop_total"),
-            ("+ LangGraph engine (no checkpointer)", "langgraph_engine"),
-            ("+ durable SQLite checkpoints (sync; + resume lookups, run.json)", "durable_checkpoints"),
-            ("+ run_graph: reading items", "read_items"), ("+ run_graph: outputs rebuild", "outputs_rebuild"),
-            ("= run_graph", "run_graph_total")]
+    rows = [
+        ("zero-latency model itself", "zero_model"),
+        ("prompt rendering (+ version lookup)", "prompt_render"),
+        ("JSON schema (closed, bounded strings)", "json_schema"),
+        ("reply parsing", "reply_parse"),
+        ("rest of apply_step (call record, update)", "apply_step_rest"),
+        (
+            "other nodes: " + ", ".join(f"{k} {fmt(v, '.3f')}" for k, v in o["other_nodes_ms_per_model_call"].items()),
+            "other_nodes",
+        ),
+        ("loop bookkeeping (state merge, routing)", "loop_rest"),
+        ("= plain loop", "plain_loop_total"),
+        ("+ LangGraph engine (no checkpointer)", "langgraph_engine"),
+        ("+ durable SQLite checkpoints (sync; + resume lookups, run.json)", "durable_checkpoints"),
+        ("+ run_graph: reading items", "read_items"),
+        ("+ run_graph: outputs rebuild", "outputs_rebuild"),
+        ("= run_graph", "run_graph_total"),
+    ]
     for label, key in rows:
         print(f"    {label:<62}{fmt(b[key], '.3f'):>9}")
-    print(f"  framework (LangGraph + checkpoints + run_graph bookkeeping) = run_graph - plain loop = "
-          f"{fmt(o['framework_ms_per_call'], '.3f')} ms/call")
+    print(
+        f"  framework (LangGraph + checkpoints + run_graph bookkeeping) = run_graph - plain loop = "
+        f"{fmt(o['framework_ms_per_call'], '.3f')} ms/call"
+    )
     agree = "yes" if o["same_results_all_three"] else f"NO ({o['result_mismatches']} items differ)"
-    print(f"  same status and model calls per item in all three ways: {agree}; walls of every repeat: "
-          + ", ".join(f"{k} {v}" for k, v in o["all_walls_s"].items()))
+    print(
+        f"  same status and model calls per item in all three ways: {agree}; walls of every repeat: "
+        + ", ".join(f"{k} {v}" for k, v in o["all_walls_s"].items())
+    )
 
 
 def print_local(loc: dict[str, Any]) -> None:
     srv = loc["server"]
-    print(f"\nlocal model: {srv.get('model')} at {srv.get('url')} (slots {srv.get('slots')}, threads {srv.get('threads')}"
-          f"{', started by this script' if srv.get('started_by_script') else ', already running, left running'})")
+    print(
+        f"\nlocal model: {srv.get('model')} at {srv.get('url')} (slots {srv.get('slots')}, threads {srv.get('threads')}"
+        f"{', started by this script' if srv.get('started_by_script') else ', already running, left running'})"
+    )
     print(f"  queries n={loc['n']}, one fresh out folder per run")
-    print(f"  {'conc':>5}{'wall s':>9}{'calls':>7}{'calls/s':>9}{'items/s':>9}{'x c=1':>7}{'prompt tok':>11}"
-          f"{'compl tok':>10}{'load':>11}{'busy':>5}")
+    print(
+        f"  {'conc':>5}{'wall s':>9}{'calls':>7}{'calls/s':>9}{'items/s':>9}{'x c=1':>7}{'prompt tok':>11}"
+        f"{'compl tok':>10}{'load':>11}{'busy':>5}"
+    )
     for r in loc["runs"]:
-        print(f"  {r['concurrency']:>5}{r['wall_s']:>9.1f}{r['model_calls']:>7}{fmt(r['calls_per_s'], '.3f'):>9}"
-              f"{fmt(r['items_per_s'], '.3f'):>9}{fmt(r['items_per_s_vs_c1']):>7}{fmt(r['prompt_tokens_per_call'], 'd'):>11}"
-              f"{fmt(r['completion_tokens_per_call'], '.1f'):>10}{r['load_1min_before']:>6.2f}/{r['load_1min_after']:<4.2f}{fmt(r['busy_slots_before'], 'd'):>5}")
-    print("  (load: 1-min load average before/after the run; a busy local server of 2 threads adds up to 2 itself; busy: server slots already working for someone else then)")
+        print(
+            f"  {r['concurrency']:>5}{r['wall_s']:>9.1f}{r['model_calls']:>7}{fmt(r['calls_per_s'], '.3f'):>9}"
+            f"{fmt(r['items_per_s'], '.3f'):>9}{fmt(r['items_per_s_vs_c1']):>7}{fmt(r['prompt_tokens_per_call'], 'd'):>11}"
+            f"{fmt(r['completion_tokens_per_call'], '.1f'):>10}{r['load_1min_before']:>6.2f}/{r['load_1min_after']:<4.2f}{fmt(r['busy_slots_before'], 'd'):>5}"
+        )
+    print(
+        "  (load: 1-min load average before/after the run; a busy local server of 2 threads adds up to 2 itself; busy: server slots already working for someone else then)"
+    )
 
 
 def print_outcomes(rows: list[tuple[str, dict[str, Any]]]) -> None:
     print("\nmodel calls per accepted sample, and outcomes:")
-    print(f"  {'run':<30}{'items':>6}{'calls':>7}{'accepted':>9}{'rejected':>9}{'review':>7}{'calls/acc':>10}  rejected by")
+    print(
+        f"  {'run':<30}{'items':>6}{'calls':>7}{'accepted':>9}{'rejected':>9}{'review':>7}{'calls/acc':>10}  rejected by"
+    )
     for name, f in rows:
         by = ", ".join(f"{k} {v}" for k, v in f["rejected_by"].items()) or "-"
         err = f"; {f['n_errors']} transport errors" if f.get("n_errors") else ""
-        print(f"  {name:<30}{f['items']:>6}{f['model_calls']:>7}{f['samples']:>9}{f['rejected']:>9}{f['review']:>7}"
-              f"{fmt(f['calls_per_accepted']):>10}  {by}{err}")
+        print(
+            f"  {name:<30}{f['items']:>6}{f['model_calls']:>7}{f['samples']:>9}{f['rejected']:>9}{f['review']:>7}"
+            f"{fmt(f['calls_per_accepted']):>10}  {by}{err}"
+        )
 
 
 # ---- main -----------------------------------------------------------------------------------------
@@ -506,10 +642,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes for a smoke run (~1 minute)")
     ap.add_argument("--skip-local", action="store_true", help="leave out the runs against the local model")
-    ap.add_argument("--n-local", type=int, default=None, help="queries items per local run (default 16; 4 with --quick)")
-    ap.add_argument("--overhead-n", type=int, default=None, help="queries items for the overhead (default 200; 30 quick)")
+    ap.add_argument(
+        "--n-local", type=int, default=None, help="queries items per local run (default 16; 4 with --quick)"
+    )
+    ap.add_argument(
+        "--overhead-n", type=int, default=None, help="queries items for the overhead (default 200; 30 quick)"
+    )
     ap.add_argument("--chains-n", type=int, default=None, help="chains items for the overhead (default 100; 15 quick)")
-    ap.add_argument("--repeats", type=int, default=None, help="repeats of each overhead way, the best counts (default 5; 1 quick)")
+    ap.add_argument(
+        "--repeats", type=int, default=None, help="repeats of each overhead way, the best counts (default 5; 1 quick)"
+    )
     ap.add_argument("--pairs", type=int, default=60, help="NL2SQL pairs of the SLOT split (default 60)")
     ap.add_argument("--threads", type=int, default=2, help="threads of a local server this script starts (default 2)")
     ap.add_argument("--parallel", type=int, default=4, help="slots of a local server this script starts (default 4)")
@@ -538,14 +680,20 @@ def run(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "date": started.isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "usable_cpus": len(os.sched_getaffinity(0)),
-                    "python": f"{platform.python_implementation()} {platform.python_version()}",
-                    "platform": platform.platform(), "load_avg_start": [round(x, 2) for x in load_before]},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "usable_cpus": len(os.sched_getaffinity(0)),
+            "python": f"{platform.python_implementation()} {platform.python_version()}",
+            "platform": platform.platform(),
+            "load_avg_start": [round(x, 2) for x in load_before],
+        },
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
     }
     print("== construct speed: framework overhead, local throughput, calls per accepted sample ==")
-    print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {report['machine']['python']}, "
-          f"load average {load_before[0]:.2f} / {load_before[1]:.2f} / {load_before[2]:.2f} (1/5/15 min) at start")
+    print(
+        f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {report['machine']['python']}, "
+        f"load average {load_before[0]:.2f} / {load_before[1]:.2f} / {load_before[2]:.2f} (1/5/15 min) at start"
+    )
     started_pid: int | None = None
     with tempfile.TemporaryDirectory(prefix="benchsmith-construct-speed-") as tmp_name:
         tmp = Path(tmp_name)
@@ -555,13 +703,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"SLOT split of {args.pairs} pairs built in {time.perf_counter() - t0:.1f} s")
 
             # ---- 1. overhead
-            print(f"\n[1] overhead against a zero-latency scripted role model (queries n={args.overhead_n}, "
-                  f"chains on {args.chains_n} of its queries) ...", flush=True)
+            print(
+                f"\n[1] overhead against a zero-latency scripted role model (queries n={args.overhead_n}, "
+                f"chains on {args.chains_n} of its queries) ...",
+                flush=True,
+            )
             qopts = {"n": args.overhead_n}
             q_items = get_graph("queries")(qopts).read_items(split)
             oq = overhead_graph("queries", split, q_items, split, tmp / "overhead", qopts, args.repeats, 4)
             q_samples = tmp / "overhead" / "queries-c1-0" / "samples.jsonl"
-            c_items = get_graph("chains")({}).read_items(q_samples)[:args.chains_n]
+            c_items = get_graph("chains")({}).read_items(q_samples)[: args.chains_n]
             if len(c_items) < args.chains_n:
                 print(f"  note: only {len(c_items)} accepted queries for chains (asked {args.chains_n})")
             oc = overhead_graph("chains", q_samples, c_items, split, tmp / "overhead", {}, args.repeats, 4)
@@ -572,11 +723,16 @@ def run(args: argparse.Namespace) -> int:
 
             # ---- 2. local model
             if not args.skip_local:
-                print(f"\n[2] throughput against the local model (queries n={args.n_local}, concurrency "
-                      f"{', '.join(map(str, LOCAL_CONCURRENCY))}) ...", flush=True)
+                print(
+                    f"\n[2] throughput against the local model (queries n={args.n_local}, concurrency "
+                    f"{', '.join(map(str, LOCAL_CONCURRENCY))}) ...",
+                    flush=True,
+                )
                 if local_server_status() is None:
-                    print(f"  starting the local model server (threads {args.threads}, parallel {args.parallel}) ...",
-                          flush=True)
+                    print(
+                        f"  starting the local model server (threads {args.threads}, parallel {args.parallel}) ...",
+                        flush=True,
+                    )
                     started_pid = start_local_server(threads=args.threads, parallel=args.parallel).pid
                 loc = local_runs(split, tmp, args.n_local, args.timeout, warm_n=2 if args.quick else 4)
                 loc["server"]["started_by_script"] = started_pid is not None
@@ -590,8 +746,10 @@ def run(args: argparse.Namespace) -> int:
             report["machine"]["load_avg_end"] = [round(x, 2) for x in load_after]
             report["total_s"] = round(time.perf_counter() - t_start, 1)
             busy = "  -- the machine was busy: figures are noisy" if max(load_before[0], load_after[0]) > 0.5 else ""
-            print(f"\nload average {load_before[0]:.2f} at the start, {load_after[0]:.2f} at the end (1 min); "
-                  f"total {report['total_s']:.0f} s{busy}")
+            print(
+                f"\nload average {load_before[0]:.2f} at the start, {load_after[0]:.2f} at the end (1 min); "
+                f"total {report['total_s']:.0f} s{busy}"
+            )
             if args.json:
                 args.json.parent.mkdir(parents=True, exist_ok=True)
                 args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -74,30 +74,61 @@ def overhead(n: int, tmp: Path) -> dict[str, float]:
 
     scenarios = len(get_benchmark("agent").load("sandbox"))
     trials = max(1, -(-n // scenarios))
-    res = run_eval("sandbox", _Instant("assistant"), {"name": "instant"}, out, tasks=["agent"], mode="tools",
-                   concurrency=4, progress=False, options=TaskOptions(mode="tools", trials=trials),
-                   user_client=_Instant("user"), user_model={"name": "instant-user"})
+    res = run_eval(
+        "sandbox",
+        _Instant("assistant"),
+        {"name": "instant"},
+        out,
+        tasks=["agent"],
+        mode="tools",
+        concurrency=4,
+        progress=False,
+        options=TaskOptions(mode="tools", trials=trials),
+        user_client=_Instant("user"),
+        user_model={"name": "instant-user"},
+    )
     wall = time.perf_counter() - t0
     turns = _events(out)
-    return {"episodes": res.tasks["agent"]["cases"], "turns": turns, "wall_s": round(wall, 3),
-            "ms_per_turn": round(1000 * wall / max(1, turns), 3)}
+    return {
+        "episodes": res.tasks["agent"]["cases"],
+        "turns": turns,
+        "wall_s": round(wall, 3),
+        "ms_per_turn": round(1000 * wall / max(1, turns), 3),
+    }
 
 
-def model_speed(n: int, max_turns: int, concurrency: int, tmp: Path, base_url: str | None, model: str | None) -> dict[str, float]:
+def model_speed(
+    n: int, max_turns: int, concurrency: int, tmp: Path, base_url: str | None, model: str | None
+) -> dict[str, float]:
     from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model
 
     cfg = resolve_model(model or (None if base_url else DEFAULT_LOCAL_MODEL), base_url, timeout=600.0, max_tokens=256)
     mode = "prompt" if cfg.local else "tools"
     out = tmp / f"model-c{concurrency}"
     t0 = time.perf_counter()
-    res = run_eval("sandbox", ModelClient(cfg), cfg.describe(), out, tasks=["agent"], mode=mode, concurrency=concurrency,
-                   limit=n, progress=False, options=TaskOptions(mode=mode, max_tokens=256, max_turns=max_turns, max_steps=3),
-                   user_client=ModelClient(cfg), user_model=cfg.describe())
+    res = run_eval(
+        "sandbox",
+        ModelClient(cfg),
+        cfg.describe(),
+        out,
+        tasks=["agent"],
+        mode=mode,
+        concurrency=concurrency,
+        limit=n,
+        progress=False,
+        options=TaskOptions(mode=mode, max_tokens=256, max_turns=max_turns, max_steps=3),
+        user_client=ModelClient(cfg),
+        user_model=cfg.describe(),
+    )
     wall = time.perf_counter() - t0
     info = res.tasks["agent"]
-    return {"episodes": info["cases"], "turns": _events(out), "wall_s": round(wall, 1),
-            "episodes_per_min": round(60 * info["cases"] / wall, 2),
-            "model_calls": info["model_calls"] + info.get("user_model_calls", 0)}
+    return {
+        "episodes": info["cases"],
+        "turns": _events(out),
+        "wall_s": round(wall, 1),
+        "episodes_per_min": round(60 * info["cases"] / wall, 2),
+        "model_calls": info["model_calls"] + info.get("user_model_calls", 0),
+    }
 
 
 def main() -> None:
@@ -113,16 +144,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="episode-speed-") as d:
         tmp = Path(d)
         o = overhead(args.overhead_episodes, tmp)
-        print(f"runner overhead (zero-latency scripted endpoint): {o['episodes']} episodes, {o['turns']} turns in "
-              f"{o['wall_s']} s = {o['ms_per_turn']} ms per turn (target < 5 ms)")
+        print(
+            f"runner overhead (zero-latency scripted endpoint): {o['episodes']} episodes, {o['turns']} turns in "
+            f"{o['wall_s']} s = {o['ms_per_turn']} ms per turn (target < 5 ms)"
+        )
         figures: dict[str, Any] = {"overhead": o}
         if not args.skip_model:
             one = model_speed(args.episodes, args.max_turns, 1, tmp, args.base_url, args.model)
             four = model_speed(args.episodes, args.max_turns, 4, tmp, args.base_url, args.model)
             for c, f in ((1, one), (4, four)):
-                print(f"model, concurrency {c}: {f['episodes']} episodes ({f['turns']} turns, {f['model_calls']} model "
-                      f"calls) in {f['wall_s']} s = {f['episodes_per_min']} episodes/min")
-            print(f"concurrency 4 / concurrency 1: {four['episodes_per_min'] / max(one['episodes_per_min'], 1e-9):.2f}x")
+                print(
+                    f"model, concurrency {c}: {f['episodes']} episodes ({f['turns']} turns, {f['model_calls']} model "
+                    f"calls) in {f['wall_s']} s = {f['episodes_per_min']} episodes/min"
+                )
+            print(
+                f"concurrency 4 / concurrency 1: {four['episodes_per_min'] / max(one['episodes_per_min'], 1e-9):.2f}x"
+            )
             figures.update(concurrency_1=one, concurrency_4=four)
         print(json.dumps(figures))
 

@@ -36,8 +36,9 @@ def bench(name: str, data: Path, rounds: int = 1, replicate: int = 1) -> None:
     t0 = time.perf_counter()
     cases = b.load(data)
     load_s = time.perf_counter() - t0
-    cases = [c.model_copy(update={"id": f"{c.id}~{i}"}) if replicate > 1 else c
-             for i in range(replicate) for c in cases]
+    cases = [
+        c.model_copy(update={"id": f"{c.id}~{i}"}) if replicate > 1 else c for i in range(replicate) for c in cases
+    ]
     sets: dict[str, dict[str, str]] = {}
     for case in cases:
         for kind, text in perturbations(b.gold_prediction(case)).items():
@@ -57,11 +58,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared-data", default=os.environ.get("BENCHSMITH_SHARED_DATA"))
     ap.add_argument("--teval-cases", type=int, default=23305)
-    ap.add_argument("--only", default="acebench,bfcl,gta,toolassess,teval",
-                    help="comma-separated benchmarks to time")
-    ap.add_argument("--derived", default=None,
-                    help="an existing `benchsmith eval derive` folder to time (default: derive the SLOT split afresh); "
-                         "the same folder lets two versions be timed on the same cases")
+    ap.add_argument("--only", default="acebench,bfcl,gta,toolassess,teval", help="comma-separated benchmarks to time")
+    ap.add_argument(
+        "--derived",
+        default=None,
+        help="an existing `benchsmith eval derive` folder to time (default: derive the SLOT split afresh); "
+        "the same folder lets two versions be timed on the same cases",
+    )
     args = ap.parse_args()
     only = set(args.only.split(","))
     if args.shared_data:
@@ -78,8 +81,7 @@ def main() -> None:
 
 
 def derived_runs(n_cases: int, only: set[str], given: Path | None) -> None:
-    from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
-    from benchsmith.construction.nl2api import default_pairs_path
+    from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db, default_pairs_path
     from benchsmith.eval import derive_all
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,15 +104,22 @@ def derived_runs(n_cases: int, only: set[str], given: Path | None) -> None:
 def teval_run(derived: Path, n_cases: int) -> None:
     b = get_benchmark("teval")
     base = b.load(derived)
-    cases = [c.model_copy(update={"id": f"{c.id}~{i}"}) for i in range(-(-n_cases // len(base))) for c in base][:n_cases]
+    cases = [c.model_copy(update={"id": f"{c.id}~{i}"}) for i in range(-(-n_cases // len(base))) for c in base][
+        :n_cases
+    ]
     preds = {c.id: b.gold_prediction(c) for c in cases}
-    for label, mode in (("cold embedding cache", "strict"), ("warm embedding cache", "strict"),
-                        ("warm embedding cache", "official")):
+    for label, mode in (
+        ("cold embedding cache", "strict"),
+        ("warm embedding cache", "strict"),
+        ("warm embedding cache", "official"),
+    ):
         t0 = time.perf_counter()
         run = score_cases(b, cases, preds, mode)  # type: ignore[arg-type]
         dt = time.perf_counter() - t0
-        print(f"teval {mode}: {len(cases)} cases ({len(base)} distinct) {label}: {dt:.1f}s, "
-              f"{len(cases) / dt:.0f} cases/s, overall {run.scores.get('overall')}")
+        print(
+            f"teval {mode}: {len(cases)} cases ({len(base)} distinct) {label}: {dt:.1f}s, "
+            f"{len(cases) / dt:.0f} cases/s, overall {run.scores.get('overall')}"
+        )
 
 
 if __name__ == "__main__":

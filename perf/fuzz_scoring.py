@@ -73,9 +73,16 @@ def measure(group: Group, mode: str, n: int, seed: int) -> dict:
         if spent > slowest:
             slowest, worst = spent, (kind, len(output), record.error_type or "ok")
     peak_kb = (_status_kb("VmHWM") if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) or 0
-    return {"slowest": slowest, "worst": worst, "mean": total / n, "extra_mb": max(0, peak_kb - (base_kb or 0)) / 1024,
-            "over_budget": errors["over_budget"], "scorer_error": errors["scorer_error"], "crash": crash, "memory": "VmHWM"
-            if exact else "ru_maxrss"}
+    return {
+        "slowest": slowest,
+        "worst": worst,
+        "mean": total / n,
+        "extra_mb": max(0, peak_kb - (base_kb or 0)) / 1024,
+        "over_budget": errors["over_budget"],
+        "scorer_error": errors["scorer_error"],
+        "crash": crash,
+        "memory": "VmHWM" if exact else "ru_maxrss",
+    }
 
 
 class _Stopped(Exception):
@@ -104,11 +111,15 @@ def readers(n: int, seed: int, limit: float) -> None:
                 rnd = random.Random(f"{seed}/readers/{i}")
                 kind = rnd.choice(sorted(KINDS))
                 text = KINDS[kind](rnd, seed_reply)
-                path.write_bytes("\n".join([text, '{"id": "a", "result": ' + text + "}"]).encode("utf-8", "surrogatepass"))
-                for name, call in (("read_json_reply", lambda: read_json_reply(text)),
-                                   ("read_predictions", lambda: read_predictions(path)),
-                                   ("read_json_lines", lambda: read_json_lines(path, fix="-")),
-                                   ("iter_jsonl_lenient", lambda: iter_jsonl_lenient(path, CheckResult))):
+                path.write_bytes(
+                    "\n".join([text, '{"id": "a", "result": ' + text + "}"]).encode("utf-8", "surrogatepass")
+                )
+                for name, call in (
+                    ("read_json_reply", lambda text=text: read_json_reply(text)),
+                    ("read_predictions", lambda: read_predictions(path)),
+                    ("read_json_lines", lambda: read_json_lines(path, fix="-")),
+                    ("iter_jsonl_lenient", lambda: iter_jsonl_lenient(path, CheckResult)),
+                ):
                     stopped = False
                     start = time.perf_counter()
                     signal.setitimer(signal.ITIMER_REAL, limit)
@@ -135,36 +146,56 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10_000, help="fuzzed outputs per scorer and mode")
     ap.add_argument("--only", default="", help="comma-separated prefixes of scorer names (bfcl, teval:plan, ...)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--readers", type=int, default=0, metavar="N",
-                    help="also time the JSONL readers and the reply parser on N fuzzed inputs")
-    ap.add_argument("--reader-limit", type=float, default=30.0, metavar="S",
-                    help="stop a reader call after S seconds (a safety net: none should come near it)")
+    ap.add_argument(
+        "--readers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time the JSONL readers and the reply parser on N fuzzed inputs",
+    )
+    ap.add_argument(
+        "--reader-limit",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="stop a reader call after S seconds (a safety net: none should come near it)",
+    )
     args = ap.parse_args()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("BENCHSMITH_CACHE", str(Path(tmp) / "cache"))  # fuzzed text stays out of ~/.cache
         groups = scorer_groups(Path(tmp))
-        wanted = [g for name, g in sorted(groups.items())
-                  if not args.only or any(name.startswith(p) for p in args.only.split(","))]
+        wanted = [
+            g
+            for name, g in sorted(groups.items())
+            if not args.only or any(name.startswith(p) for p in args.only.split(","))
+        ]
         for g in wanted:  # load the embedding model and the libraries before any timing
             for mode in MODES:
                 score_cases(g.bench, g.cases[:1], {c.id: g.bench.gold_prediction(c) for c in g.cases[:1]}, mode)
         print(f"{len(wanted)} scorers x {len(MODES)} modes x {args.n:,} fuzzed outputs (seed {args.seed})")
-        print(f"{'scorer':26s} {'mode':8s} {'slowest':>9s} {'(generator, size, verdict)':44s} {'mean':>8s} "
-              f"{'over budget':>11s} {'extra MB':>8s}")
+        print(
+            f"{'scorer':26s} {'mode':8s} {'slowest':>9s} {'(generator, size, verdict)':44s} {'mean':>8s} "
+            f"{'over budget':>11s} {'extra MB':>8s}"
+        )
         worst_s, worst_mb, crashes = 0.0, 0.0, 0
         for g in wanted:
             for mode in MODES:
                 r = measure(g, mode, args.n, args.seed)
                 kind, size, verdict = r["worst"]
-                print(f"{g.name:26s} {mode:8s} {r['slowest'] * 1000:7.1f}ms {f'({kind}, {size:,}, {verdict})':44s} "
-                      f"{r['mean'] * 1000:6.2f}ms {r['over_budget']:11d} {r['extra_mb']:8.1f}", flush=True)
+                print(
+                    f"{g.name:26s} {mode:8s} {r['slowest'] * 1000:7.1f}ms {f'({kind}, {size:,}, {verdict})':44s} "
+                    f"{r['mean'] * 1000:6.2f}ms {r['over_budget']:11d} {r['extra_mb']:8.1f}",
+                    flush=True,
+                )
                 if r["scorer_error"]:
                     print(f"    {r['scorer_error']} scorer error(s), first: {r['crash']}")
                 worst_s, worst_mb = max(worst_s, r["slowest"]), max(worst_mb, r["extra_mb"])
                 crashes += r["scorer_error"]
-        print(f"slowest record {worst_s:.3f} s (target < {TARGET_SECONDS} s); peak extra memory {worst_mb:.0f} MB "
-              f"(target < {TARGET_MB} MB; {r['memory']}); scorer errors {crashes}")
+        print(
+            f"slowest record {worst_s:.3f} s (target < {TARGET_SECONDS} s); peak extra memory {worst_mb:.0f} MB "
+            f"(target < {TARGET_MB} MB; {r['memory']}); scorer errors {crashes}"
+        )
     if args.readers:
         readers(args.readers, args.seed, args.reader_limit)
     print(f"total time {time.perf_counter() - started:.0f} s")

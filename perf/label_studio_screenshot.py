@@ -75,15 +75,23 @@ OVERFLOW_JS = """() => Math.max(0, ...[...document.querySelectorAll('*')]
   .map(e => e.scrollHeight - e.clientHeight))"""
 
 
-def screenshot(url: str, creds: dict[str, str], pages: list[tuple[str, Path, list[str]]], chromium: str,
-               width: int, height: int, timeout: float) -> None:
+def screenshot(
+    url: str,
+    creds: dict[str, str],
+    pages: list[tuple[str, Path, list[str]]],
+    chromium: str,
+    width: int,
+    height: int,
+    timeout: float,
+) -> None:
     """Log in once, then for each ``(path, png, texts)`` open ``url + path``, wait until every text is visible,
     and save the window as ``png``."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, headless=True,
-                                     args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        browser = pw.chromium.launch(
+            executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+        )
         try:
             ctx = browser.new_context(viewport={"width": width, "height": height})
             page = ctx.new_page()
@@ -105,7 +113,9 @@ def screenshot(url: str, creds: dict[str, str], pages: list[tuple[str, Path, lis
                     if extra <= 0:
                         break
                     size = page.viewport_size or {"width": width, "height": height}
-                    page.set_viewport_size({"width": size["width"], "height": min(size["height"] + extra + 40, MAX_HEIGHT)})
+                    page.set_viewport_size(
+                        {"width": size["width"], "height": min(size["height"] + extra + 40, MAX_HEIGHT)}
+                    )
                     time.sleep(0.5)
                 png.parent.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(png), full_page=True)
@@ -119,9 +129,12 @@ def disagree(ls: Any, ws: Any, sample_id: str, task_id: int, n_steps: int) -> No
     from benchsmith.annotation import Review, result_for
 
     one = Review(decision="accept", step_verdicts={i: "success" for i in range(n_steps)})
-    two = Review(decision="fix", step_verdicts={0: "success", n_steps - 1: "input_error"},
-                 corrections={n_steps - 1: '{"name": "retrieve_data", "arguments": {"columns": ["Email"]}}'},
-                 comment="the last step should return the e-mail column only")
+    two = Review(
+        decision="fix",
+        step_verdicts={0: "success", n_steps - 1: "input_error"},
+        corrections={n_steps - 1: '{"name": "retrieve_data", "arguments": {"columns": ["Email"]}}'},
+        comment="the last step should return the e-mail column only",
+    )
     for name, review in (("screenshot-reviewer-1", one), ("screenshot-reviewer-2", two)):
         ls.annotate(task_id, result_for("chain", review), ls.ensure_user(name))
     moved = ws.pull(ls)
@@ -140,8 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path, help="Label Studio data dir (default: a new temp dir)")
     ap.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     ap.add_argument("--width", type=int, default=1400)
-    ap.add_argument("--height", type=int, default=2000,
-                    help="initial window height in px; it grows until the labeling panel no longer scrolls")
+    ap.add_argument(
+        "--height",
+        type=int,
+        default=2000,
+        help="initial window height in px; it grows until the labeling panel no longer scrolls",
+    )
     ap.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the page to render")
     ap.add_argument("--keep", action="store_true", help="leave the server running and the temp dirs in place")
     args = ap.parse_args(argv)
@@ -182,8 +199,18 @@ def main(argv: list[str] | None = None) -> int:
             apid = adj.projects["adjudicate/r1/chain"]
             atid = ws.store.task_ids(apid)[sample_id]
             _log(f"adjudicate project {apid}, task {atid}")
-            screenshot(info.url, creds, [(f"/projects/{apid}/data?task={atid}", args.adjudicate_out.absolute(),
-                                          [query, "Reviewer 2", "Final Decision"])], **shot)
+            screenshot(
+                info.url,
+                creds,
+                [
+                    (
+                        f"/projects/{apid}/data?task={atid}",
+                        args.adjudicate_out.absolute(),
+                        [query, "Reviewer 2", "Final Decision"],
+                    )
+                ],
+                **shot,
+            )
     finally:
         if ws is not None:
             ws.close()

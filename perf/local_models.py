@@ -35,10 +35,18 @@ from typing import Any
 
 import httpx
 
-from benchsmith.models import LOCAL_MODELS, ensure_local_model, local_server_status, start_local_server, stop_local_server
+from benchsmith.models import (
+    LOCAL_MODELS,
+    ensure_local_model,
+    local_server_status,
+    start_local_server,
+    stop_local_server,
+)
 
-WORDS = ("album artist track invoice genre playlist customer employee media price quantity total "
-         "country city composer milliseconds bytes title name date").split()
+WORDS = (
+    "album artist track invoice genre playlist customer employee media price quantity total "
+    "country city composer milliseconds bytes title name date"
+).split()
 
 
 def catalog_prompt(tokens: int, salt: int) -> str:
@@ -64,13 +72,23 @@ def vm_hwm_mb(pid: int) -> float | None:
 
 
 def one_request(url: str, model: str, prompt: str, gen: int) -> dict[str, float]:
-    body = {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": gen,
-            "temperature": 0, "ignore_eos": True, "cache_prompt": False}
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": gen,
+        "temperature": 0,
+        "ignore_eos": True,
+        "cache_prompt": False,
+    }
     r = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=600)
     r.raise_for_status()
     t = r.json()["timings"]
-    return {"prompt_n": t["prompt_n"], "prompt_tps": t["prompt_per_second"], "gen_n": t["predicted_n"],
-            "gen_tps": t["predicted_per_second"]}
+    return {
+        "prompt_n": t["prompt_n"],
+        "prompt_tps": t["prompt_per_second"],
+        "gen_n": t["predicted_n"],
+        "gen_tps": t["predicted_per_second"],
+    }
 
 
 def speeds(models: list[str], rounds: int, prompt_tokens: int, gen: int, requests: int) -> dict[str, Any]:
@@ -83,13 +101,16 @@ def speeds(models: list[str], rounds: int, prompt_tokens: int, gen: int, request
         servers[name] = info
         if was is None:
             started.append(name)
-        print(f"{name}: server pid {info.pid}, {info.parallel} slots x {info.ctx_per_slot} tokens, "
-              f"{info.threads} threads", flush=True)
+        print(
+            f"{name}: server pid {info.pid}, {info.parallel} slots x {info.ctx_per_slot} tokens, "
+            f"{info.threads} threads",
+            flush=True,
+        )
     out: dict[str, Any] = {n: {"runs": [], "peak_rss_mb": None} for n in models}
     salt = 0
     try:
         for r in range(rounds):
-            order = models[r % len(models):] + models[:r % len(models)]
+            order = models[r % len(models) :] + models[: r % len(models)]
             for name in order:
                 info = servers[name]
                 for _ in range(requests):
@@ -129,8 +150,12 @@ def main_job(models: list[str], root: Path) -> dict[str, Any]:
         watcher = threading.Thread(target=watch_server_rss, args=(name, stop, peak), daemon=True)
         watcher.start()
         t0 = time.monotonic()
-        res = subprocess.run([sys.executable, "-m", "benchsmith.cli", "demo", "--out", str(folder)], env=env,
-                             capture_output=True, text=True)
+        res = subprocess.run(
+            [sys.executable, "-m", "benchsmith.cli", "demo", "--out", str(folder)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         wall = time.monotonic() - t0
         stop.set()
         watcher.join()
@@ -140,8 +165,15 @@ def main_job(models: list[str], root: Path) -> dict[str, Any]:
         scores = next((line for line in lines if line.startswith("scores (strict)")), "")
         construct = [line for line in lines if line.split(" ", 1)[0] in ("queries", "chains", "check", "dialogues")]
         review = [line for line in lines if "new items" in line]
-        out[name] = {"exit": res.returncode, "wall_s": round(wall, 1), "timings": timings, "scores": scores,
-                     "construct": construct, "review": review, "server_peak_rss_mb": round(peak[0]) or None}
+        out[name] = {
+            "exit": res.returncode,
+            "wall_s": round(wall, 1),
+            "timings": timings,
+            "scores": scores,
+            "construct": construct,
+            "review": review,
+            "server_peak_rss_mb": round(peak[0]) or None,
+        }
         print(f"{name}: main job exit {res.returncode} in {wall:.0f} s (log {root / f'{name}.log'})", flush=True)
     return out
 
@@ -158,7 +190,9 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; models {', '.join(models)}", flush=True)
+    print(
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; models {', '.join(models)}", flush=True
+    )
     result: dict[str, Any] = {}
     if not args.no_speeds:
         result["speeds"] = speeds(models, args.rounds, args.prompt_tokens, args.gen, args.requests)
@@ -176,12 +210,16 @@ def print_speeds(models: list[str], s: dict[str, Any]) -> None:
     print(f"\n{'model':<22} {'file MB':>8} {'threads':>7} {'prompt tok/s':>13} {'gen tok/s':>10} {'peak RSS MB':>12}")
     for name in models:
         v = s[name]
-        print(f"{name:<22} {v['file_mb']:>8.1f} {v['threads']:>7} {v['prompt_tps']:>13.1f} {v['gen_tps']:>10.1f} "
-              f"{v['peak_rss_mb'] or 0:>12.0f}")
+        print(
+            f"{name:<22} {v['file_mb']:>8.1f} {v['threads']:>7} {v['prompt_tps']:>13.1f} {v['gen_tps']:>10.1f} "
+            f"{v['peak_rss_mb'] or 0:>12.0f}"
+        )
     base = models[0]
     for name in models[1:]:
-        print(f"  {name} / {base}: prompt {s[name]['prompt_tps'] / s[base]['prompt_tps']:.2f}x, "
-              f"generation {s[name]['gen_tps'] / s[base]['gen_tps']:.2f}x")
+        print(
+            f"  {name} / {base}: prompt {s[name]['prompt_tps'] / s[base]['prompt_tps']:.2f}x, "
+            f"generation {s[name]['gen_tps'] / s[base]['gen_tps']:.2f}x"
+        )
 
 
 def print_main_job(models: list[str], runs: dict[str, Any]) -> None:

@@ -21,12 +21,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchsmith.construction.nl2api import Database, Rejection, chinook_db, convert, execute_sql, run_and_check
-from benchsmith.construction.nl2api import default_pairs_path
+from benchsmith.construction.nl2api import (
+    Database,
+    Rejection,
+    chinook_db,
+    convert,
+    default_pairs_path,
+    execute_sql,
+    run_and_check,
+)
 
 
 def load_pairs() -> list[str]:
-    return [json.loads(line)["sql"] for line in Path(default_pairs_path()).read_text("utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line)["sql"] for line in Path(default_pairs_path()).read_text("utf-8").splitlines() if line.strip()
+    ]
 
 
 def plain(db: Database, sqls: list[str]) -> None:
@@ -81,8 +90,10 @@ def builds(n_target: int, workers: int, ray: bool) -> None:
         n = _duplicated_pairs(n_target, pairs)
         db = chinook_db()
         results = {}
-        for label, opts in (("1 process", BuildOptions(workers=1)),
-                            (f"{workers} processes", BuildOptions(workers=workers))):
+        for label, opts in (
+            ("1 process", BuildOptions(workers=1)),
+            (f"{workers} processes", BuildOptions(workers=workers)),
+        ):
             t0 = time.perf_counter()
             report = build_split(db, pairs, root / label.replace(" ", "_"), opts)
             results[label] = (time.perf_counter() - t0, report, root / label.replace(" ", "_"))
@@ -106,8 +117,10 @@ def builds(n_target: int, workers: int, ray: bool) -> None:
         for label, (secs, report, out) in results.items():
             same = "identical" if _content(out) == base else "DIFFERENT"
             cores = 1 if label == "1 process" else workers
-            print(f"  {label:22s} {secs:7.2f} s  {n / secs:8.1f} pairs/s  {n / secs / cores:8.1f} pairs/s/core  "
-                  f"verified {report['verified']}  samples {same} to 1 process")
+            print(
+                f"  {label:22s} {secs:7.2f} s  {n / secs:8.1f} pairs/s  {n / secs / cores:8.1f} pairs/s/core  "
+                f"verified {report['verified']}  samples {same} to 1 process"
+            )
         pool = results[f"{workers} processes"][0]
         for label, (secs, _, _) in results.items():
             if label.startswith("Ray"):
@@ -151,12 +164,16 @@ def floor(n_target: int) -> None:
             sqlglot.parse(sql, read="sqlite")
         parse_s = time.perf_counter() - t0
     per = 1e3 / n
-    print(f"where one process's build of {n} pairs goes ({report['verified']} verified, {len(statements):,} "
-          f"SQL statements, {len(statements) / n:.1f} per pair):")
+    print(
+        f"where one process's build of {n} pairs goes ({report['verified']} verified, {len(statements):,} "
+        f"SQL statements, {len(statements) / n:.1f} per pair):"
+    )
     print(f"  whole build            {build_s:7.2f} s  {build_s * per:6.3f} ms/pair  {n / build_s:8.1f} pairs/s")
     print(f"  its SQL statements     {sql_s:7.2f} s  {sql_s * per:6.3f} ms/pair  ({sql_s / build_s:.0%} of the build)")
     print(f"  parsing the pairs' SQL {parse_s:7.2f} s  {parse_s * per:6.3f} ms/pair  ({parse_s / build_s:.0%})")
-    print(f"  everything else        {build_s - sql_s - parse_s:7.2f} s  {(build_s - sql_s - parse_s) * per:6.3f} ms/pair")
+    print(
+        f"  everything else        {build_s - sql_s - parse_s:7.2f} s  {(build_s - sql_s - parse_s) * per:6.3f} ms/pair"
+    )
     print(f"  floor: statements + parsing alone would run at {n / (sql_s + parse_s):.1f} pairs/s")
 
 

@@ -39,9 +39,16 @@ def task_figures(replies: Path) -> dict[str, float | int]:
                 latency += float(turn.get("latency_s") or 0.0)
     prompts.sort()
     n = len(prompts)
-    return {"requests": n, "max": prompts[-1] if n else 0, "mean": round(sum(prompts) / n) if n else 0,
-            "p95": prompts[min(n - 1, int(0.95 * n))] if n else 0, "prompt_tokens": sum(prompts),
-            "cached_tokens": cached, "completion_tokens": completion, "latency_s": round(latency, 1)}
+    return {
+        "requests": n,
+        "max": prompts[-1] if n else 0,
+        "mean": round(sum(prompts) / n) if n else 0,
+        "p95": prompts[min(n - 1, int(0.95 * n))] if n else 0,
+        "prompt_tokens": sum(prompts),
+        "cached_tokens": cached,
+        "completion_tokens": completion,
+        "latency_s": round(latency, 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,24 +65,41 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print(f"no */replies.jsonl under {', '.join(map(str, args.runs))}", file=sys.stderr)
         return 2
-    print(f"{'task':<28}{'requests':>9}{'max':>8}{'mean':>8}{'p95':>8}{'prompt':>10}{'cached':>10}{'reply':>8}"
-          f"{'latency s':>11}")
+    print(
+        f"{'task':<28}{'requests':>9}{'max':>8}{'mean':>8}{'p95':>8}{'prompt':>10}{'cached':>10}{'reply':>8}"
+        f"{'latency s':>11}"
+    )
     for name, r in rows.items():
-        print(f"{name:<28}{r['requests']:>9}{r['max']:>8}{r['mean']:>8}{r['p95']:>8}{r['prompt_tokens']:>10}"
-              f"{r['cached_tokens']:>10}{r['completion_tokens']:>8}{r['latency_s']:>11}")
-    total = {k: sum(r[k] for r in rows.values()) for k in ("requests", "prompt_tokens", "cached_tokens",
-                                                          "completion_tokens", "latency_s")}
+        print(
+            f"{name:<28}{r['requests']:>9}{r['max']:>8}{r['mean']:>8}{r['p95']:>8}{r['prompt_tokens']:>10}"
+            f"{r['cached_tokens']:>10}{r['completion_tokens']:>8}{r['latency_s']:>11}"
+        )
+    total = {
+        k: sum(r[k] for r in rows.values())
+        for k in ("requests", "prompt_tokens", "cached_tokens", "completion_tokens", "latency_s")
+    }
     share = total["cached_tokens"] / total["prompt_tokens"] if total["prompt_tokens"] else 0.0
-    print(f"{'all':<28}{total['requests']:>9}{'':>24}{total['prompt_tokens']:>10}{total['cached_tokens']:>10}"
-          f"{total['completion_tokens']:>8}{round(total['latency_s'], 1):>11}")
+    print(
+        f"{'all':<28}{total['requests']:>9}{'':>24}{total['prompt_tokens']:>10}{total['cached_tokens']:>10}"
+        f"{total['completion_tokens']:>8}{round(total['latency_s'], 1):>11}"
+    )
     print(f"prompt tokens served from a slot's cache: {share:.1%}")
     longest = max(r["max"] for r in rows.values())
     plan = plan_local_server(args.cores, longest_prompt=longest)
     print(f"plan for {args.cores} cores: {plan.parallel} slots x {plan.ctx_per_slot} tokens ({plan.reason})")
     if args.json:
-        args.json.write_text(json.dumps({"tasks": rows, "total": total, "cached_share": share,
-                                         "plan": {"parallel": plan.parallel, "ctx_per_slot": plan.ctx_per_slot}},
-                                        indent=2) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "tasks": rows,
+                    "total": total,
+                    "cached_share": share,
+                    "plan": {"parallel": plan.parallel, "ctx_per_slot": plan.ctx_per_slot},
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 0
 
 

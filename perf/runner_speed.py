@@ -82,8 +82,7 @@ def toolassess_folder(split: Path | None, tmp: Path) -> Path:
     """The ToolAssess data folder: derived from a split (the default SLOT split when none is given),
     taken from a ``benchsmith eval derive`` folder, or the given folder itself."""
     if split is None:
-        from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
-        from benchsmith.construction.nl2api import default_pairs_path
+        from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db, default_pairs_path
 
         split = tmp / "split"
         build_split(chinook_db(), default_pairs_path(), split, BuildOptions(style="slot"))
@@ -95,13 +94,17 @@ def toolassess_folder(split: Path | None, tmp: Path) -> Path:
     if (split / "derive_report.json").is_file():
         info = (json.loads((split / "derive_report.json").read_text("utf-8")).get("derived") or {}).get("toolassess")
         if not info:
-            raise UserError(f"{split}/derive_report.json lists no toolassess cases",
-                            fix="derive them with `benchsmith eval derive` or pass the split itself")
+            raise UserError(
+                f"{split}/derive_report.json lists no toolassess cases",
+                fix="derive them with `benchsmith eval derive` or pass the split itself",
+            )
         return split / info.get("folder", "toolassess")
     if any(split.glob("*.jsonl")):
         return split
-    raise UserError(f"{split} is neither a split nor a derived/ToolAssess folder",
-                    fix="pass a split folder (benchsmith nl2api build) to --split")
+    raise UserError(
+        f"{split} is neither a split nor a derived/ToolAssess folder",
+        fix="pass a split folder (benchsmith nl2api build) to --split",
+    )
 
 
 def write_cases(source: Path, n: int, seed: int, dest: Path, skip: int = 0) -> list[Request]:
@@ -113,7 +116,9 @@ def write_cases(source: Path, n: int, seed: int, dest: Path, skip: int = 0) -> l
     task = planned[0].task
     cases = [c for c in planned[0].cases if c.category == "awareness"]
     if not cases:
-        raise UserError(f"{source} has no ToolAssess awareness case", fix="pass a split or ToolAssess folder that has them")
+        raise UserError(
+            f"{source} has no ToolAssess awareness case", fix="pass a split or ToolAssess folder that has them"
+        )
     random.Random(seed).shuffle(cases)
     lines: dict[str, list[str]] = {}
     records, seen = [], set()
@@ -126,7 +131,7 @@ def write_cases(source: Path, n: int, seed: int, dest: Path, skip: int = 0) -> l
         if f not in lines:
             lines[f] = Path(f).read_text("utf-8").splitlines()
         records.append(json.loads(lines[f][int(c.meta["line"]) - 1]))
-    base = records[skip % len(records):] + records[:skip % len(records)]
+    base = records[skip % len(records) :] + records[: skip % len(records)]
     chosen = []
     for i in range(n):
         rec = dict(base[i % len(base)])
@@ -147,17 +152,24 @@ def write_cases(source: Path, n: int, seed: int, dest: Path, skip: int = 0) -> l
 # ---- the HTTP body ModelClient sends ------------------------------------------------------------
 def raw_body(cfg: ModelConfig, req: Request) -> dict[str, Any]:
     """The chat-completions body ``ModelClient`` sends for ``req`` (see models/_private/client.py)."""
-    body: dict[str, Any] = {"model": cfg.name, "stream": False, "messages": req.messages,
-                            "max_completion_tokens": req.max_tokens if req.max_tokens is not None else cfg.max_tokens,
-                            "seed": cfg.seed, "temperature": cfg.temperature}
+    body: dict[str, Any] = {
+        "model": cfg.name,
+        "stream": False,
+        "messages": req.messages,
+        "max_completion_tokens": req.max_tokens if req.max_tokens is not None else cfg.max_tokens,
+        "seed": cfg.seed,
+        "temperature": cfg.temperature,
+    }
     if req.stop:
         body["stop"] = list(req.stop)
     if req.json_schema is not None:
         if cfg.local:
             body["grammar"] = local_json_grammar(req.json_schema)
         else:
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "reply", "schema": req.json_schema, "strict": True}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": req.json_schema, "strict": True},
+            }
     return body
 
 
@@ -182,8 +194,15 @@ def check_body(cfg: ModelConfig, req: Request) -> list[str]:
 
 
 def fake_config(cfg: ModelConfig, base_url: str) -> ModelConfig:
-    return ModelConfig(name="fake", base_url=base_url, local=cfg.local, timeout=cfg.timeout, seed=cfg.seed,
-                       temperature=cfg.temperature, max_tokens=cfg.max_tokens)
+    return ModelConfig(
+        name="fake",
+        base_url=base_url,
+        local=cfg.local,
+        timeout=cfg.timeout,
+        seed=cfg.seed,
+        temperature=cfg.temperature,
+        max_tokens=cfg.max_tokens,
+    )
 
 
 def auth_headers(cfg: ModelConfig) -> dict[str, str]:
@@ -192,8 +211,16 @@ def auth_headers(cfg: ModelConfig) -> dict[str, str]:
 
 # ---- phases ---------------------------------------------------------------------------------------
 class Phase:
-    def __init__(self, name: str, wall: float, latencies: list[float], completion_tokens: list[int],
-                 replies: list[str], note: str = "", inner_wall: float | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        wall: float,
+        latencies: list[float],
+        completion_tokens: list[int],
+        replies: list[str],
+        note: str = "",
+        inner_wall: float | None = None,
+    ) -> None:
         self.name, self.wall, self.latencies = name, wall, latencies
         self.completion_tokens, self.replies, self.note = completion_tokens, replies, note
         self.inner_wall = inner_wall  # the runner's own wall_s: first case started to last case written
@@ -212,8 +239,9 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, round(q * len(s) + 0.5) - 1))] if s else float("nan")
 
 
-async def _raw(base_url: str, headers: dict[str, str], bodies: list[dict[str, Any]], concurrency: int,
-               timeout: float) -> tuple[float, list[tuple[float, int, str]]]:
+async def _raw(
+    base_url: str, headers: dict[str, str], bodies: list[dict[str, Any]], concurrency: int, timeout: float
+) -> tuple[float, list[tuple[float, int, str]]]:
     sem = asyncio.Semaphore(concurrency)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(timeout=timeout, limits=limits, headers=headers) as http:
@@ -225,8 +253,9 @@ async def _raw(base_url: str, headers: dict[str, str], bodies: list[dict[str, An
                 resp = await http.post(url, json=body)
                 lat = time.perf_counter() - t0
             if resp.status_code != 200:
-                raise RuntimeFault(f"{mask_url(base_url)} answered HTTP {resp.status_code} to a raw request: "
-                                   f"{resp.text[:300]}")
+                raise RuntimeFault(
+                    f"{mask_url(base_url)} answered HTTP {resp.status_code} to a raw request: {resp.text[:300]}"
+                )
             data = resp.json()
             text = ((data.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
             return lat, int((data.get("usage") or {}).get("completion_tokens") or 0), text
@@ -243,17 +272,27 @@ def raw_phase(name: str, cfg: ModelConfig, reqs: list[Request], concurrency: int
 
 
 def runner_phase(name: str, cfg: ModelConfig, data: Path, out: Path, concurrency: int, n: int) -> Phase:
-    desc = {"name": cfg.name, "base_url": mask_url(cfg.base_url), "local": cfg.local, "temperature": cfg.temperature,
-            "max_tokens": cfg.max_tokens, "seed": cfg.seed, "timeout": cfg.timeout}
+    desc = {
+        "name": cfg.name,
+        "base_url": mask_url(cfg.base_url),
+        "local": cfg.local,
+        "temperature": cfg.temperature,
+        "max_tokens": cfg.max_tokens,
+        "seed": cfg.seed,
+        "timeout": cfg.timeout,
+    }
     client = ModelClient(cfg)
     t0 = time.perf_counter()
-    result = run_eval(data, client, desc, out, tasks=["toolassess"], mode="prompt", concurrency=concurrency,
-                      progress=False)
+    result = run_eval(
+        data, client, desc, out, tasks=["toolassess"], mode="prompt", concurrency=concurrency, progress=False
+    )
     wall = time.perf_counter() - t0
     info = result.tasks["toolassess"]
     if info["model_calls"] != n:
-        raise RuntimeFault(f"the runner made {info['model_calls']} model calls for {n} cases (expected exactly {n}); "
-                           f"status counts {info['status_counts']}")
+        raise RuntimeFault(
+            f"the runner made {info['model_calls']} model calls for {n} cases (expected exactly {n}); "
+            f"status counts {info['status_counts']}"
+        )
     by_id = {}
     for line in (out / "toolassess" / "replies.jsonl").read_text("utf-8").splitlines():
         rec = json.loads(line)
@@ -262,9 +301,15 @@ def runner_phase(name: str, cfg: ModelConfig, data: Path, out: Path, concurrency
     turns = [(by_id[i]["turns"] or [{}])[0] for i in ids]
     counts = {k: v for k, v in info["status_counts"].items() if v}
     note = f"statuses {counts}; in-loop wall {info['wall_s']:.2f} s (the rest: planning + predictions)"
-    return Phase(name, wall, [float(t.get("latency_s") or 0.0) for t in turns],
-                 [int((t.get("usage") or {}).get("completion_tokens") or 0) for t in turns],
-                 [str(t.get("raw") or "") for t in turns], note, float(info["wall_s"]))
+    return Phase(
+        name,
+        wall,
+        [float(t.get("latency_s") or 0.0) for t in turns],
+        [int((t.get("usage") or {}).get("completion_tokens") or 0) for t in turns],
+        [str(t.get("raw") or "") for t in turns],
+        note,
+        float(info["wall_s"]),
+    )
 
 
 def client_phase(name: str, cfg: ModelConfig, reqs: list[Request], concurrency: int) -> Phase:
@@ -276,15 +321,22 @@ def client_phase(name: str, cfg: ModelConfig, reqs: list[Request], concurrency: 
 
         async def one(r: Request) -> Any:
             async with sem:
-                return await client.acomplete(r.messages, json_schema=r.json_schema, max_tokens=r.max_tokens, stop=r.stop)
+                return await client.acomplete(
+                    r.messages, json_schema=r.json_schema, max_tokens=r.max_tokens, stop=r.stop
+                )
 
         t0 = time.perf_counter()
         replies = await asyncio.gather(*(one(r) for r in reqs))
         return time.perf_counter() - t0, list(replies)
 
     wall, replies = asyncio.run(go())
-    return Phase(name, wall, [r.latency_s for r in replies], [int(r.usage.get("completion_tokens") or 0) for r in replies],
-                 [r.text for r in replies])
+    return Phase(
+        name,
+        wall,
+        [r.latency_s for r in replies],
+        [int(r.usage.get("completion_tokens") or 0) for r in replies],
+        [r.text for r in replies],
+    )
 
 
 def sequential_phase(name: str, cfg: ModelConfig, reqs: list[Request]) -> Phase:
@@ -302,8 +354,13 @@ def sequential_phase(name: str, cfg: ModelConfig, reqs: list[Request]) -> Phase:
 
 def fsync_cost(folder: Path, n: int) -> float:
     """Seconds per fsync'd reply append (the runner writes one per case, inside its concurrency slot)."""
-    rec = {"id": "x" * 40, "key": "k" * 64, "status": "ok", "result": '"requires_tool"',
-           "turns": [{"messages": [{"role": "user", "content": "y" * 3000}], "raw": FAKE_REPLY}]}
+    rec = {
+        "id": "x" * 40,
+        "key": "k" * 64,
+        "status": "ok",
+        "result": '"requires_tool"',
+        "turns": [{"messages": [{"role": "user", "content": "y" * 3000}], "raw": FAKE_REPLY}],
+    }
     path = folder / "fsync_probe.jsonl"
     t0 = time.perf_counter()
     for _ in range(n):
@@ -317,13 +374,22 @@ class FakeEndpoint:
 
     def __enter__(self) -> str:
         if not (TESTS_DIR / "fake_openai.py").is_file():
-            raise UserError(f"{TESTS_DIR / 'fake_openai.py'} is missing", fix="run the script from a benchsmith checkout")
-        self.proc = subprocess.Popen([sys.executable, "-c", FAKE_SERVER, str(TESTS_DIR), FAKE_REPLY],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            raise UserError(
+                f"{TESTS_DIR / 'fake_openai.py'} is missing", fix="run the script from a benchsmith checkout"
+            )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", FAKE_SERVER, str(TESTS_DIR), FAKE_REPLY],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         url = self.proc.stdout.readline().strip() if self.proc.stdout else ""
         if not url:
             self.__exit__()
-            raise RuntimeFault(f"the fake endpoint did not start: {self.proc.stderr.read() if self.proc.stderr else ''}")
+            raise RuntimeFault(
+                f"the fake endpoint did not start: {self.proc.stderr.read() if self.proc.stderr else ''}"
+            )
         return url
 
     def __exit__(self, *exc: Any) -> None:
@@ -341,20 +407,30 @@ def check_endpoint(base_url: str, cfg: ModelConfig | None = None) -> None:
     try:
         resp = httpx.get(base_url.rstrip("/") + "/models", headers=headers, timeout=10.0)
     except httpx.HTTPError as exc:
-        raise UserError(f"cannot reach the model endpoint {mask_url(base_url)} ({type(exc).__name__}: {exc})",
-                        fix="start the server or fix --base-url (it should end with /v1)") from None
+        raise UserError(
+            f"cannot reach the model endpoint {mask_url(base_url)} ({type(exc).__name__}: {exc})",
+            fix="start the server or fix --base-url (it should end with /v1)",
+        ) from None
     if resp.status_code >= 500:
         raise UserError(f"{mask_url(base_url)}/models answered HTTP {resp.status_code}", fix="check the server")
 
 
 def server_facts(cfg: ModelConfig) -> dict[str, Any]:
     host = urlsplit(str(cfg.base_url)).hostname or ""
-    facts: dict[str, Any] = {"url": mask_url(cfg.base_url), "model": cfg.name,
-                             "local": cfg.local or host in ("127.0.0.1", "localhost", "::1")}
+    facts: dict[str, Any] = {
+        "url": mask_url(cfg.base_url),
+        "model": cfg.name,
+        "local": cfg.local or host in ("127.0.0.1", "localhost", "::1"),
+    }
     info = local_server_status()
     if info is not None and cfg.base_url and cfg.base_url.rstrip("/") == info.base_url:
-        facts.update(local_model_server=True, pid=info.pid, slots=info.parallel, threads=info.threads,
-                     ctx_per_slot=info.ctx_per_slot)
+        facts.update(
+            local_model_server=True,
+            pid=info.pid,
+            slots=info.parallel,
+            threads=info.threads,
+            ctx_per_slot=info.ctx_per_slot,
+        )
     else:
         root = str(cfg.base_url).rstrip("/").removesuffix("/v1")
         try:  # llama.cpp's server reports its slots here
@@ -369,13 +445,17 @@ def server_facts(cfg: ModelConfig) -> dict[str, Any]:
 # ---- report ---------------------------------------------------------------------------------------
 def table(phases: list[Phase], unit: str) -> None:
     scale = 1000.0 if unit == "ms" else 1.0
-    print(f"  {'phase':<22}{'requests':>9}{'wall s':>9}{'req/s':>9}{'mean ' + unit:>10}{'p50 ' + unit:>10}"
-          f"{'p95 ' + unit:>10}{'tok/req':>9}")
+    print(
+        f"  {'phase':<22}{'requests':>9}{'wall s':>9}{'req/s':>9}{'mean ' + unit:>10}{'p50 ' + unit:>10}"
+        f"{'p95 ' + unit:>10}{'tok/req':>9}"
+    )
     for p in phases:
         mean = sum(p.latencies) / p.n if p.n else float("nan")
         tok = sum(p.completion_tokens) / p.n if p.n else float("nan")
-        print(f"  {p.name:<22}{p.n:>9}{p.wall:>9.3f}{p.rps:>9.2f}{mean * scale:>10.3f}{pct(p.latencies, 0.5) * scale:>10.3f}"
-              f"{pct(p.latencies, 0.95) * scale:>10.3f}{tok:>9.1f}")
+        print(
+            f"  {p.name:<22}{p.n:>9}{p.wall:>9.3f}{p.rps:>9.2f}{mean * scale:>10.3f}{pct(p.latencies, 0.5) * scale:>10.3f}"
+            f"{pct(p.latencies, 0.95) * scale:>10.3f}{tok:>9.1f}"
+        )
     for p in phases:
         if p.note:
             print(f"    {p.name}: {p.note}")
@@ -395,10 +475,15 @@ def main() -> int:
     ap.add_argument("--base-url", default=None, help="an OpenAI-compatible /v1 URL (default: the local model)")
     ap.add_argument("--model", default=None, help="model name at --base-url (default: the one it lists)")
     ap.add_argument("--cases", type=int, default=32, help="cases timed against the model (default 32)")
-    ap.add_argument("--concurrency", type=int, default=None,
-                    help="requests in flight (default: the local server's slots, else 4)")
-    ap.add_argument("--split", type=Path, default=None,
-                    help="a split folder (default: build the default SLOT split into a temp folder)")
+    ap.add_argument(
+        "--concurrency", type=int, default=None, help="requests in flight (default: the local server's slots, else 4)"
+    )
+    ap.add_argument(
+        "--split",
+        type=Path,
+        default=None,
+        help="a split folder (default: build the default SLOT split into a temp folder)",
+    )
     ap.add_argument("--overhead-cases", type=int, default=200, help="cases for the fake-endpoint overhead phase")
     ap.add_argument("--overhead-repeats", type=int, default=3, help="repeats of the overhead phase (the best counts)")
     ap.add_argument("--threads", type=int, default=None, help="threads of a local server this script starts")
@@ -445,23 +530,36 @@ def run(args: argparse.Namespace) -> int:
             diff = check_body(cfg, reqs[0])
 
             print("== runner speed: the evaluation runner vs the server's own maximum ==")
-            print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {platform.python_implementation()} "
-                  f"{platform.python_version()}, load average {load_before[0]:.2f} / {load_before[1]:.2f} (1/5 min) at start")
-            print("server: " + ", ".join(f"{k}={v}" for k, v in facts.items())
-                  + ("  [started by this script]" if started_pid else ("  [already running, left running]"
-                                                                          if not args.base_url else "")))
+            print(
+                f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {platform.python_implementation()} "
+                f"{platform.python_version()}, load average {load_before[0]:.2f} / {load_before[1]:.2f} (1/5 min) at start"
+            )
+            print(
+                "server: "
+                + ", ".join(f"{k}={v}" for k, v in facts.items())
+                + (
+                    "  [started by this script]"
+                    if started_pid
+                    else ("  [already running, left running]" if not args.base_url else "")
+                )
+            )
             if facts.get("slots") and facts["slots"] != c:
                 print(f"note: concurrency {c} differs from the server's {facts['slots']} slots")
-            print(f"cases: {n} ToolAssess awareness cases (distinct requests, seed {args.seed}), "
-                  f"{args.overhead_cases} for the overhead phase; data ready in {prep_s:.1f} s")
+            print(
+                f"cases: {n} ToolAssess awareness cases (distinct requests, seed {args.seed}), "
+                f"{args.overhead_cases} for the overhead phase; data ready in {prep_s:.1f} s"
+            )
             print("raw body == ModelClient body: " + ("yes" if not diff else f"NO, differs in {', '.join(diff)}"))
 
             # ---- warm-up: two rounds of one request per slot, on cases outside the timed set (prompt
             # cache, grammar, connections), and the client libraries
             for _ in range(2):
                 raw_phase("warm-up", cfg, warm, c)
-            asyncio.run(ModelClient(cfg).acomplete(warm[0].messages, json_schema=warm[0].json_schema,
-                                                   max_tokens=warm[0].max_tokens))
+            asyncio.run(
+                ModelClient(cfg).acomplete(
+                    warm[0].messages, json_schema=warm[0].json_schema, max_tokens=warm[0].max_tokens
+                )
+            )
 
             # ---- model phases: server max, runner, server max again, sequential
             print(f"\nagainst the model ({n} requests, concurrency {c}) ...", flush=True)
@@ -477,13 +575,18 @@ def run(args: argparse.Namespace) -> int:
             table(phases, "s")
             ratio = rn.rps / best.rps
             print(f"  server max = the better of its two runs: {best.name} ({s1.rps:.2f} and {s2.rps:.2f} req/s)")
-            print(f"  same reply text as server max (1st): runner {same_replies(s1, rn)}, server max (2nd) "
-                  f"{same_replies(s1, s2)}" + (f", sequential {same_replies(s1, sq)}" if sq else ""))
+            print(
+                f"  same reply text as server max (1st): runner {same_replies(s1, rn)}, server max (2nd) "
+                f"{same_replies(s1, s2)}" + (f", sequential {same_replies(s1, sq)}" if sq else "")
+            )
 
             # ---- overhead against a zero-delay endpoint
             m = args.overhead_cases
-            print(f"\nagainst a zero-delay fake endpoint ({m} requests, concurrency {c}, best of "
-                  f"{args.overhead_repeats}) ...", flush=True)
+            print(
+                f"\nagainst a zero-delay fake endpoint ({m} requests, concurrency {c}, best of "
+                f"{args.overhead_repeats}) ...",
+                flush=True,
+            )
             runs: dict[str, list[Phase]] = {"raw httpx": [], "ModelClient only": [], "runner (run_eval)": []}
             with FakeEndpoint() as fake_url:
                 fcfg = fake_config(cfg, fake_url)
@@ -491,30 +594,41 @@ def run(args: argparse.Namespace) -> int:
                 for i in range(args.overhead_repeats):
                     runs["raw httpx"].append(raw_phase("raw httpx", fcfg, over_reqs, c))
                     runs["ModelClient only"].append(client_phase("ModelClient only", fcfg, over_reqs, c))
-                    runs["runner (run_eval)"].append(runner_phase("runner (run_eval)", fcfg, tmp / "cases" / "overhead",
-                                                                  tmp / "runs" / f"overhead-{i}", c, m))
+                    runs["runner (run_eval)"].append(
+                        runner_phase(
+                            "runner (run_eval)", fcfg, tmp / "cases" / "overhead", tmp / "runs" / f"overhead-{i}", c, m
+                        )
+                    )
             fast = {k: min(v, key=lambda p: p.wall) for k, v in runs.items()}
             table(list(fast.values()), "ms")
             raw_w, cli_w, run_w = (fast[k].wall for k in ("raw httpx", "ModelClient only", "runner (run_eval)"))
             overhead_ms = (run_w - raw_w) / m * 1000
             fs = fsync_cost(tmp, 50) * 1000
-            print(f"  runner overhead: ({run_w:.3f} - {raw_w:.3f}) s / {m} = {overhead_ms:.2f} ms/request, of which "
-                  f"client library (ModelClient/langchain/openai vs raw httpx) {(cli_w - raw_w) / m * 1000:.2f} ms, "
-                  f"runner bookkeeping {(run_w - cli_w) / m * 1000:.2f} ms (one fsync'd reply append alone: {fs:.2f} ms)")
+            print(
+                f"  runner overhead: ({run_w:.3f} - {raw_w:.3f}) s / {m} = {overhead_ms:.2f} ms/request, of which "
+                f"client library (ModelClient/langchain/openai vs raw httpx) {(cli_w - raw_w) / m * 1000:.2f} ms, "
+                f"runner bookkeeping {(run_w - cli_w) / m * 1000:.2f} ms (one fsync'd reply append alone: {fs:.2f} ms)"
+            )
             inner = fast["runner (run_eval)"].inner_wall
             if inner is not None:
-                print(f"  without the runner's fixed costs (planning, run.json, the predictions rebuild): "
-                      f"({inner:.2f} - {raw_w:.3f}) s / {m} = {(inner - raw_w) / m * 1000:.2f} ms/request")
+                print(
+                    f"  without the runner's fixed costs (planning, run.json, the predictions rebuild): "
+                    f"({inner:.2f} - {raw_w:.3f}) s / {m} = {(inner - raw_w) / m * 1000:.2f} ms/request"
+                )
 
             # ---- summary
             load_after = os.getloadavg()
             print("\n== summary ==")
-            print(f"  runner / server max     = {rn.rps:.2f} / {best.rps:.2f} = {ratio:.3f}   "
-                  f"target >= {TARGET_RATIO}: {verdict(ratio >= TARGET_RATIO)}")
+            print(
+                f"  runner / server max     = {rn.rps:.2f} / {best.rps:.2f} = {ratio:.3f}   "
+                f"target >= {TARGET_RATIO}: {verdict(ratio >= TARGET_RATIO)}"
+            )
             if sq is not None:
                 print(f"  sequential / server max = {sq.rps:.2f} / {best.rps:.2f} = {sq.rps / best.rps:.3f}")
-            print(f"  runner overhead         = {overhead_ms:.2f} ms/request   "
-                  f"target < {TARGET_OVERHEAD_MS:g} ms: {verdict(overhead_ms < TARGET_OVERHEAD_MS)}")
+            print(
+                f"  runner overhead         = {overhead_ms:.2f} ms/request   "
+                f"target < {TARGET_OVERHEAD_MS:g} ms: {verdict(overhead_ms < TARGET_OVERHEAD_MS)}"
+            )
             busy = "  -- the machine was already busy at the start: figures are noisy" if load_before[0] > 0.5 else ""
             print(f"  load average {load_before[0]:.2f} at the start, {load_after[0]:.2f} at the end (1 min){busy}")
             return 0

@@ -73,10 +73,10 @@ ALTERED_FRACTION = 0.25
 # ---- the two versions ---------------------------------------------------------------------------
 @dataclass
 class Version:
-    label: str          # "previous" | "current"
-    code_root: Path     # the folder holding cli/, eval/, ... and pyproject.toml
-    shim: Path          # PYTHONPATH for its children
-    describe: str       # what it is, for the printout
+    label: str  # "previous" | "current"
+    code_root: Path  # the folder holding cli/, eval/, ... and pyproject.toml
+    shim: Path  # PYTHONPATH for its children
+    describe: str  # what it is, for the printout
     imported: dict[str, str] = field(default_factory=dict)
 
     def env(self) -> dict[str, str]:
@@ -107,8 +107,11 @@ def make_shim(shim: Path, code_root: Path, relative: bool) -> None:
     for name, folder in package_dirs(code_root).items():
         target = code_root / folder
         wanted[name] = Path(os.path.relpath(target, ns)) if relative else target
-    if ns.is_dir() and all((ns / n).is_symlink() and Path(os.readlink(ns / n)) == t for n, t in wanted.items()) \
-            and {p.name for p in ns.iterdir()} == set(wanted):
+    if (
+        ns.is_dir()
+        and all((ns / n).is_symlink() and Path(os.readlink(ns / n)) == t for n, t in wanted.items())
+        and {p.name for p in ns.iterdir()} == set(wanted)
+    ):
         return
     tmp = shim.parent / f".{shim.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -164,8 +167,12 @@ def current_version(work: Path) -> Version:
     except (subprocess.CalledProcessError, FileNotFoundError):
         head, dirty = "?", False
     make_shim(work / "shim-current", REPO, relative=False)
-    return Version("current", REPO, work / "shim-current",
-                   f"working tree {REPO} (HEAD {head}{', with uncommitted changes' if dirty else ''})")
+    return Version(
+        "current",
+        REPO,
+        work / "shim-current",
+        f"working tree {REPO} (HEAD {head}{', with uncommitted changes' if dirty else ''})",
+    )
 
 
 CHECK = """
@@ -184,17 +191,23 @@ print(json.dumps(out))
 def verify_imports(v: Version) -> None:
     """Refuse to go on unless a child with ``v``'s environment imports every package from ``v``'s code."""
     names = sorted(package_dirs(v.code_root))
-    proc = subprocess.run([sys.executable, "-c", CHECK, ",".join(names)], env=v.env(), cwd=v.shim,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHECK, ",".join(names)], env=v.env(), cwd=v.shim, capture_output=True, text=True
+    )
     if proc.returncode != 0:
         sys.exit(f"{v.label}: the import check child failed:\n{proc.stderr[-2000:]}")
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     root = v.code_root.resolve()
-    wrong = {n: f for n, f in found.items()
-             if n != "benchsmith.__path__" and not (f and Path(f).resolve().is_relative_to(root))}
+    wrong = {
+        n: f
+        for n, f in found.items()
+        if n != "benchsmith.__path__" and not (f and Path(f).resolve().is_relative_to(root))
+    }
     if wrong:
-        sys.exit(f"{v.label} ({v.describe}) does not import its own code; refusing to run:\n"
-                 + "\n".join(f"  benchsmith.{n}: {f}" for n, f in wrong.items()))
+        sys.exit(
+            f"{v.label} ({v.describe}) does not import its own code; refusing to run:\n"
+            + "\n".join(f"  benchsmith.{n}: {f}" for n, f in wrong.items())
+        )
     v.imported = found
 
 
@@ -220,14 +233,21 @@ def prepare(spec: dict[str, Any]) -> dict[str, Any]:
                             f.write(lines[i - 1] + "\n")
                             continue
                         pid = row.get("id") or f"line-{i}"
-                        f.write(json.dumps({**row, "id": f"{pid}~{k}", "question": f"{row['question']} (copy {k})"},
-                                           ensure_ascii=False) + "\n")
+                        f.write(
+                            json.dumps(
+                                {**row, "id": f"{pid}~{k}", "question": f"{row['question']} (copy {k})"},
+                                ensure_ascii=False,
+                            )
+                            + "\n"
+                        )
             out["build"][str(n)] = {"pairs": str(path), "size": n * len(rows)}
     if "score" in spec["tasks"]:
         benchmark = spec["benchmark"]
         derivers = [d for d, b in DERIVED_BENCHMARK.items() if b == benchmark]
         if not derivers:
-            raise SystemExit(f"no deriver makes {benchmark} cases; choose from {sorted(set(DERIVED_BENCHMARK.values()))}")
+            raise SystemExit(
+                f"no deriver makes {benchmark} cases; choose from {sorted(set(DERIVED_BENCHMARK.values()))}"
+            )
         deriver = derivers[0]
         split1 = inputs / "split-slot-default"
         shutil.rmtree(split1, ignore_errors=True)  # never a split left by an older tree in --work
@@ -266,8 +286,13 @@ def prepare(spec: dict[str, Any]) -> dict[str, Any]:
                         altered += 1
                     f.write(json.dumps({"id": case.id, "result": text}, ensure_ascii=False) + "\n")
             shutil.rmtree(split)  # only the derived cases are scored
-            out["score"][str(n)] = {"data": str(data), "predictions": str(preds), "size": len(cases),
-                                    "altered": altered, "deriver": deriver}
+            out["score"][str(n)] = {
+                "data": str(data),
+                "predictions": str(preds),
+                "size": len(cases),
+                "altered": altered,
+                "deriver": deriver,
+            }
     return out
 
 
@@ -282,12 +307,23 @@ def _alter(gold: str, kind: int) -> str:
 
 
 def run_prepare(current: Version, inputs: Path, args: argparse.Namespace) -> dict[str, Any]:
-    spec = {"inputs": str(inputs), "sizes": args.sizes, "tasks": args.tasks, "benchmark": args.benchmark,
-            "seed": args.seed, "fraction": ALTERED_FRACTION}
+    spec = {
+        "inputs": str(inputs),
+        "sizes": args.sizes,
+        "tasks": args.tasks,
+        "benchmark": args.benchmark,
+        "seed": args.seed,
+        "fraction": ALTERED_FRACTION,
+    }
     inputs.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--_prepare", json.dumps(spec)],
-                          env=current.env(), cwd=inputs, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--_prepare", json.dumps(spec)],
+        env=current.env(),
+        cwd=inputs,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         sys.exit(f"preparing the inputs failed:\n{proc.stderr[-3000:]}")
     prepared = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -305,29 +341,64 @@ def measure(v: Version, argv: list[str], out: Path, logs: Path) -> dict[str, Any
     stem = f"{v.label}-{out.name}"
     with (logs / f"{stem}.out").open("wb") as so, (logs / f"{stem}.err").open("wb") as se:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "benchsmith.cli", *argv], env=v.env(), cwd=logs,
-                                stdout=so, stderr=se, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "benchsmith.cli", *argv],
+            env=v.env(),
+            cwd=logs,
+            stdout=so,
+            stderr=se,
+            stdin=subprocess.DEVNULL,
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
     rc = os.waitstatus_to_exitcode(status)
     proc.returncode = rc  # reaped here, not by Popen
     kib = usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)  # Linux: KiB; macOS: bytes
-    result: dict[str, Any] = {"wall_s": round(wall, 3), "peak_rss_mb": round(kib / 1024, 1), "exit": rc,
-                              "user_s": round(usage.ru_utime, 3), "sys_s": round(usage.ru_stime, 3)}
+    result: dict[str, Any] = {
+        "wall_s": round(wall, 3),
+        "peak_rss_mb": round(kib / 1024, 1),
+        "exit": rc,
+        "user_s": round(usage.ru_utime, 3),
+        "sys_s": round(usage.ru_stime, 3),
+    }
     if rc != 0:
         result["error"] = (logs / f"{stem}.err").read_text("utf-8", errors="replace")[-1500:]
     return result
 
 
 def build_argv(prepared: dict[str, Any], n: int, style: str, out: Path) -> list[str]:
-    return ["nl2api", "build", "--db", prepared["db"], "--pairs", prepared["build"][str(n)]["pairs"],
-            "--style", style, "--out", str(out), "--workers", "1"]
+    return [
+        "nl2api",
+        "build",
+        "--db",
+        prepared["db"],
+        "--pairs",
+        prepared["build"][str(n)]["pairs"],
+        "--style",
+        style,
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+    ]
 
 
 def score_argv(prepared: dict[str, Any], n: int, benchmark: str, mode: str, out: Path) -> list[str]:
     s = prepared["score"][str(n)]
-    return ["eval", "score", "--benchmark", benchmark, "--data", s["data"], "--predictions", s["predictions"],
-            "--mode", mode, "--out", str(out)]
+    return [
+        "eval",
+        "score",
+        "--benchmark",
+        benchmark,
+        "--data",
+        s["data"],
+        "--predictions",
+        s["predictions"],
+        "--mode",
+        mode,
+        "--out",
+        str(out),
+    ]
 
 
 def self_reported_seconds(out: Path) -> float | None:
@@ -340,8 +411,10 @@ def self_reported_seconds(out: Path) -> float | None:
 # ---- comparing outputs --------------------------------------------------------------------------
 TIMESTAMP = re.compile(r'"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"')
 SECONDS = re.compile(r'("seconds"\s*:\s*)[-0-9.eE+]+')
-COMPARED = {"build": ["samples.jsonl", "tools.json", "toolset.json", "endpoints.json", "report.json"],
-            "score": ["scores.json", "records.jsonl"]}
+COMPARED = {
+    "build": ["samples.jsonl", "tools.json", "toolset.json", "endpoints.json", "report.json"],
+    "score": ["scores.json", "records.jsonl"],
+}
 
 
 # REST endpoint descriptions state every step since issue 26 and the previous release's do not, so
@@ -359,7 +432,7 @@ def _normal(line: str, rest: bool = False) -> str:
 
 
 def compare(task: str, a: Path, b: Path, *, rest: bool = False) -> str:
-    """"identical" (timestamps and report.json's seconds aside; with ``rest``, endpoint
+    """ "identical" (timestamps and report.json's seconds aside; with ``rest``, endpoint
     descriptions and sample content ids aside), or the first difference; read line by line."""
     if not (a.is_dir() and b.is_dir()):
         return "not compared (a run left no output)"
@@ -367,7 +440,9 @@ def compare(task: str, a: Path, b: Path, *, rest: bool = False) -> str:
     files_b = {p.name for p in b.iterdir() if not p.name.startswith(".")}
     notes = []
     if files_a != files_b:
-        notes.append(f"files only in previous: {sorted(files_a - files_b)}, only in current: {sorted(files_b - files_a)}")
+        notes.append(
+            f"files only in previous: {sorted(files_a - files_b)}, only in current: {sorted(files_b - files_a)}"
+        )
     for name in COMPARED[task]:
         pa, pb = a / name, b / name
         if not (pa.is_file() and pb.is_file()):
@@ -379,25 +454,35 @@ def compare(task: str, a: Path, b: Path, *, rest: bool = False) -> str:
                 i += 1
                 if not x or not y:
                     if x or y:
-                        return "; ".join(notes + [f"{name}: {'previous' if x else 'current'} has more lines "
-                                                  f"(from line {i})"])
+                        return "; ".join(
+                            notes + [f"{name}: {'previous' if x else 'current'} has more lines (from line {i})"]
+                        )
                     break
                 x, y = _normal(x, rest), _normal(y, rest)
                 if x != y:
                     col = next((j for j, (c, d) in enumerate(zip(x, y)) if c != d), min(len(x), len(y)))
                     lo = max(0, col - 60)
-                    return "; ".join(notes + [f"{name} line {i} col {col + 1}: previous {x[lo:col + 60]!r} "
-                                              f"vs current {y[lo:col + 60]!r}"])
+                    return "; ".join(
+                        notes
+                        + [
+                            f"{name} line {i} col {col + 1}: previous {x[lo : col + 60]!r} "
+                            f"vs current {y[lo : col + 60]!r}"
+                        ]
+                    )
     names = ", ".join(n for n in COMPARED[task] if (a / n).is_file())
-    aside = "timestamps and seconds aside" if not rest else \
-        "timestamps, seconds, endpoint descriptions and content ids aside"
+    aside = (
+        "timestamps and seconds aside"
+        if not rest
+        else "timestamps, seconds, endpoint descriptions and content ids aside"
+    )
     return "; ".join(notes) if notes else f"identical ({names}; {aside})"
 
 
 # ---- the run ------------------------------------------------------------------------------------
 def growth(rows: list[dict[str, Any]], task: str, label: str) -> float | None:
-    pts = sorted((r["n"], r[label]["peak_rss_mb"]) for r in rows
-                 if r["task"] == task and r.get(label) and r[label]["exit"] == 0)
+    pts = sorted(
+        (r["n"], r[label]["peak_rss_mb"]) for r in rows if r["task"] == task and r.get(label) and r[label]["exit"] == 0
+    )
     if len(pts) < 2:
         return None
     return pts[-1][1] / pts[0][1] - 1
@@ -417,11 +502,16 @@ def main() -> None:
     ap.add_argument("--baseline", default=None, help="git ref of the previous release (default v0.1.0, else 0c43f6a)")
     ap.add_argument("--no-baseline", action="store_true", help="measure this tree only")
     ap.add_argument("--style", default="slot", help="build style: slot | sel | rest")
-    ap.add_argument("--benchmark", default="acebench", help="derived benchmark to score: acebench | gta | teval | toolassess")
+    ap.add_argument(
+        "--benchmark", default="acebench", help="derived benchmark to score: acebench | gta | teval | toolassess"
+    )
     ap.add_argument("--mode", default="strict", help="scoring mode: strict | official")
     ap.add_argument("--seed", type=int, default=0, help="which predictions are altered")
-    ap.add_argument("--no-warmup", action="store_true",
-                    help="skip the untimed run at the smallest size per task and version (byte-code, page cache)")
+    ap.add_argument(
+        "--no-warmup",
+        action="store_true",
+        help="skip the untimed run at the smallest size per task and version (byte-code, page cache)",
+    )
     ap.add_argument("--work", default=None, help="keep inputs and outputs in DIR (default: a temporary folder)")
     ap.add_argument("--json", default=None, help="write the figures to PATH")
     args = ap.parse_args()
@@ -457,26 +547,38 @@ def run(args: argparse.Namespace, work: Path) -> None:
     prepared = run_prepare(current, work / "inputs", args)
 
     def argv(task: str, n: int, out: Path) -> list[str]:
-        return build_argv(prepared, n, args.style, out) if task == "build" else \
-            score_argv(prepared, n, args.benchmark, args.mode, out)
+        return (
+            build_argv(prepared, n, args.style, out)
+            if task == "build"
+            else score_argv(prepared, n, args.benchmark, args.mode, out)
+        )
 
     logs = work / "logs"
     rows: list[dict[str, Any]] = []
     for task in args.tasks:
         if not args.no_warmup:
             for v in versions:
-                measure(v, argv(task, args.sizes[0], work / "warmup" / f"{task}-{v.label}"), work / "warmup" / "x", logs)
+                measure(
+                    v, argv(task, args.sizes[0], work / "warmup" / f"{task}-{v.label}"), work / "warmup" / "x", logs
+                )
         for n in args.sizes:
-            row: dict[str, Any] = {"task": task, "n": n, "size": prepared[task][str(n)]["size"],
-                                   "unit": "pairs" if task == "build" else "records"}
+            row: dict[str, Any] = {
+                "task": task,
+                "n": n,
+                "size": prepared[task][str(n)]["size"],
+                "unit": "pairs" if task == "build" else "records",
+            }
             for v in versions:  # one child at a time
                 out = work / "runs" / v.label / f"{task}-{n}x"
                 res = measure(v, argv(task, n, out), out, logs)
                 if task == "build":
                     res["self_seconds"] = self_reported_seconds(out)
                 row[v.label] = res
-                print(f"  {task} {n}x {v.label}: {res['wall_s']:.2f} s, {res['peak_rss_mb']:.1f} MB"
-                      + (f" (exit {res['exit']})" if res["exit"] else ""), flush=True)
+                print(
+                    f"  {task} {n}x {v.label}: {res['wall_s']:.2f} s, {res['peak_rss_mb']:.1f} MB"
+                    + (f" (exit {res['exit']})" if res["exit"] else ""),
+                    flush=True,
+                )
             rows.append(row)
 
     identity = {}
@@ -487,14 +589,22 @@ def run(args: argparse.Namespace, work: Path) -> None:
                 if row["previous"]["exit"] or row["current"]["exit"]:
                     identity[f"{task} {n}x"] = "not compared (a run failed)"
                     continue
-                identity[f"{task} {n}x"] = compare(task, work / "runs" / "previous" / f"{task}-{n}x",
-                                                  work / "runs" / "current" / f"{task}-{n}x",
-                                                  rest=task == "build" and args.style == "rest")
+                identity[f"{task} {n}x"] = compare(
+                    task,
+                    work / "runs" / "previous" / f"{task}-{n}x",
+                    work / "runs" / "current" / f"{task}-{n}x",
+                    rest=task == "build" and args.style == "rest",
+                )
     report(args, versions, prepared, rows, identity)
 
 
-def report(args: argparse.Namespace, versions: list[Version], prepared: dict[str, Any],
-           rows: list[dict[str, Any]], identity: dict[str, str]) -> None:
+def report(
+    args: argparse.Namespace,
+    versions: list[Version],
+    prepared: dict[str, Any],
+    rows: list[dict[str, Any]],
+    identity: dict[str, str],
+) -> None:
     labels = [v.label for v in versions]
     print()
     head = f"{'task':6s} {'N':>4s} {'input':>16s}"
@@ -515,13 +625,17 @@ def report(args: argparse.Namespace, versions: list[Version], prepared: dict[str
         if len(labels) == 2:
             p, c = r["previous"], r["current"]
             ok = not p["exit"] and not c["exit"]
-            line += f" | {fmt(c['wall_s'] / p['wall_s'] if ok else None, '.2f', 13)}" \
-                    f" {fmt(c['peak_rss_mb'] / p['peak_rss_mb'] if ok else None, '.2f', 12)}"
+            line += (
+                f" | {fmt(c['wall_s'] / p['wall_s'] if ok else None, '.2f', 13)}"
+                f" {fmt(c['peak_rss_mb'] / p['peak_rss_mb'] if ok else None, '.2f', 12)}"
+            )
         print(line)
     for r in rows:
         for lab in labels:
             if r[lab]["exit"]:
-                print(f"\n{r['task']} {r['n']}x {lab} failed (exit {r[lab]['exit']}):\n{r[lab].get('error', '').rstrip()}")
+                print(
+                    f"\n{r['task']} {r['n']}x {lab} failed (exit {r[lab]['exit']}):\n{r[lab].get('error', '').rstrip()}"
+                )
 
     lo, hi = args.sizes[0], args.sizes[-1]
     print(f"\npeak RSS growth {lo}x -> {hi}x (target: < {RSS_GROWTH_TARGET:.0%} from 1x to 64x):")
@@ -539,7 +653,9 @@ def report(args: argparse.Namespace, versions: list[Version], prepared: dict[str
 
     if "build" in args.tasks:
         big = max((r for r in rows if r["task"] == "build"), key=lambda r: r["n"])
-        print(f"\nbuild rate, current {big['n']}x ({big['size']} pairs, one process; target >= {BUILD_RATE_TARGET:.0f} pairs/s):")
+        print(
+            f"\nbuild rate, current {big['n']}x ({big['size']} pairs, one process; target >= {BUILD_RATE_TARGET:.0f} pairs/s):"
+        )
         for lab in labels:
             res = big[lab]
             if res["exit"]:
@@ -551,16 +667,26 @@ def report(args: argparse.Namespace, versions: list[Version], prepared: dict[str
             res["pairs_per_s_wall"] = round(rate, 1)
             res["pairs_per_s_reported"] = round(own_rate, 1) if own_rate else None
             line = f"  {lab:8s} {rate:7.1f} pairs/s by wall time (incl. start-up)"
-            line += f", {own_rate:7.1f} pairs/s by the build's own report.json seconds ({own:.2f} s)" if own_rate else \
-                ", the build reports no seconds"
+            line += (
+                f", {own_rate:7.1f} pairs/s by the build's own report.json seconds ({own:.2f} s)"
+                if own_rate
+                else ", the build reports no seconds"
+            )
             cpu = res["user_s"] + res["sys_s"]
             res["pairs_per_s_cpu"] = round(big["size"] / cpu, 1) if cpu else None
             line += f", {big['size'] / cpu:7.1f} pairs/s by CPU time (user+sys, incl. start-up)" if cpu else ""
             if lab == "current":
-                verdict = "PASS" if rate >= BUILD_RATE_TARGET else \
-                    ("PASS by its own seconds only" if own_rate and own_rate >= BUILD_RATE_TARGET else "FAIL")
-                checks["build_rate"] = {"pairs_per_s_wall": round(rate, 1), "pairs_per_s_reported": res["pairs_per_s_reported"],
-                                        "target": BUILD_RATE_TARGET, "verdict": verdict}
+                verdict = (
+                    "PASS"
+                    if rate >= BUILD_RATE_TARGET
+                    else ("PASS by its own seconds only" if own_rate and own_rate >= BUILD_RATE_TARGET else "FAIL")
+                )
+                checks["build_rate"] = {
+                    "pairs_per_s_wall": round(rate, 1),
+                    "pairs_per_s_reported": res["pairs_per_s_reported"],
+                    "target": BUILD_RATE_TARGET,
+                    "verdict": verdict,
+                }
                 line += f"   {verdict}"
             print(line)
 
@@ -572,13 +698,29 @@ def report(args: argparse.Namespace, versions: list[Version], prepared: dict[str
     if args.json:
         doc = {
             "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-            "versions": {v.label: {"describe": v.describe, "code_root": str(v.code_root), "imported": v.imported}
-                         for v in versions},
-            "inputs": {"style": args.style, "benchmark": args.benchmark, "mode": args.mode, "seed": args.seed,
-                       "altered_fraction": ALTERED_FRACTION, "sizes": args.sizes,
-                       "prepared": {t: {n: {k: v for k, v in d.items() if k not in ("pairs", "data", "predictions")}
-                                        for n, d in prepared[t].items()} for t in args.tasks}},
-            "rows": rows, "rss_growth": growths, "checks": checks, "identical": identity,
+            "versions": {
+                v.label: {"describe": v.describe, "code_root": str(v.code_root), "imported": v.imported}
+                for v in versions
+            },
+            "inputs": {
+                "style": args.style,
+                "benchmark": args.benchmark,
+                "mode": args.mode,
+                "seed": args.seed,
+                "altered_fraction": ALTERED_FRACTION,
+                "sizes": args.sizes,
+                "prepared": {
+                    t: {
+                        n: {k: v for k, v in d.items() if k not in ("pairs", "data", "predictions")}
+                        for n, d in prepared[t].items()
+                    }
+                    for t in args.tasks
+                },
+            },
+            "rows": rows,
+            "rss_growth": growths,
+            "checks": checks,
+            "identical": identity,
         }
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n", "utf-8")
         print(f"\nfigures written to {args.json}")

@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
+from benchsmith.schemas._private.encode import SampleEncoder
 from benchsmith.schemas._private.errors import BenchsmithError, RuntimeFault, ToolError, UserError
-from benchsmith.schemas._private.registry import ENV_PLUGINS, Registry, load_plugins
+from benchsmith.schemas._private.folders import check_out_dir, swap_folder, writer_alive
 from benchsmith.schemas._private.jsonl import (
     JsonlError,
     RowError,
@@ -21,11 +22,11 @@ from benchsmith.schemas._private.jsonl import (
     dumps_json,
     iter_jsonl_lenient,
     json_default,
-    scan_jsonl,
     loads_json,
     read_json,
     read_jsonl,
     read_text,
+    scan_jsonl,
     validate_shape,
     write_json,
     write_jsonl,
@@ -37,6 +38,7 @@ from benchsmith.schemas._private.refs import (
     parse_reference,
     resolve_references,
 )
+from benchsmith.schemas._private.registry import ENV_PLUGINS, Registry, load_plugins
 from benchsmith.schemas._private.sample import (
     AnswerSpec,
     CheckResult,
@@ -51,8 +53,6 @@ from benchsmith.schemas._private.sample import (
     WhitelistAnswer,
     content_id,
 )
-from benchsmith.schemas._private.encode import SampleEncoder
-from benchsmith.schemas._private.folders import check_out_dir, swap_folder, writer_alive
 from benchsmith.schemas._private.split import Split, SplitManifest, file_sha256, samples_content_hash
 from benchsmith.schemas._private.tool import (
     RestBinding,

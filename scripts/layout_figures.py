@@ -58,7 +58,7 @@ def imports(name: str, path: Path) -> list[tuple[str, int]]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - node.level + 1]
+                base = base[: len(base) - node.level + 1]
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
@@ -76,7 +76,7 @@ def top(name: str) -> str:
 
 def private_owner(name: str) -> str | None:
     parts = name.split(".")
-    return ".".join(parts[:parts.index("_private")]) if "_private" in parts else None
+    return ".".join(parts[: parts.index("_private")]) if "_private" in parts else None
 
 
 def registries(path: Path) -> list[str]:
@@ -159,10 +159,16 @@ def figures(root: Path = ROOT, typecheck: bool = False) -> dict:
     naming = {}
     for b in BENCHMARKS:
         own = root / "eval" / b
-        naming[b] = sorted(str(p.relative_to(root)) for p in mods.values()
-                           if own not in p.parents and _names_in_code(p, b))
-    out = {"upward_imports": sorted(set(upward)), "private_imports": sorted(set(private)),
-           "package_cycles": [list(c) for c in cycles], "registries": regs, "files_naming": naming}
+        naming[b] = sorted(
+            str(p.relative_to(root)) for p in mods.values() if own not in p.parents and _names_in_code(p, b)
+        )
+    out = {
+        "upward_imports": sorted(set(upward)),
+        "private_imports": sorted(set(private)),
+        "package_cycles": [list(c) for c in cycles],
+        "registries": regs,
+        "files_naming": naming,
+    }
     out.update(eval_shape(root, mods))
     if typecheck:
         out["type_errors"] = type_errors(root)
@@ -184,7 +190,7 @@ def underscore_imports(mods: dict[str, Path], root: Path = ROOT) -> list[str]:
                 continue
             if node.level:
                 base = package.split(".")
-                mod = ".".join(base[:len(base) - node.level + 1] + ([node.module] if node.module else []))
+                mod = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
             for a in node.names:
@@ -200,14 +206,34 @@ def eval_shape(root: Path, mods: dict[str, Path]) -> dict:
     folders = {"eval/_private": _lines(root / "eval" / "_private")}
     folders.update({f"eval/{b}": _lines(root / "eval" / b) for b in sorted(BENCHMARKS + ["agent"])})
     init = ast.parse((root / "eval" / "__init__.py").read_text(encoding="utf-8"))
-    names = next((len(n.value.elts) for n in init.body if isinstance(n, ast.Assign)
-                  and any(getattr(t, "id", "") == "__all__" for t in n.targets)), 0)
-    any_dicts = sum(len(re.findall(r"\b[Dd]ict\[str, *Any\]", p.read_text(encoding="utf-8")))
-                    for top in ("schemas", "eval") for p in (root / top).rglob("*.py"))
-    return {"eval_lines": folders, "eval_all_names": names, "underscore_imports": underscore_imports(mods, root),
-            "dict_str_any": any_dicts,
-            "eval_registries": [r for r in (f"{p.relative_to(root)}: {r}" for p in mods.values()
-                                            if (root / "eval") in p.parents for r in registries(p))]}
+    names = next(
+        (
+            len(n.value.elts)
+            for n in init.body
+            if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)
+        ),
+        0,
+    )
+    any_dicts = sum(
+        len(re.findall(r"\b[Dd]ict\[str, *Any\]", p.read_text(encoding="utf-8")))
+        for top in ("schemas", "eval")
+        for p in (root / top).rglob("*.py")
+    )
+    return {
+        "eval_lines": folders,
+        "eval_all_names": names,
+        "underscore_imports": underscore_imports(mods, root),
+        "dict_str_any": any_dicts,
+        "eval_registries": [
+            r
+            for r in (
+                f"{p.relative_to(root)}: {r}"
+                for p in mods.values()
+                if (root / "eval") in p.parents
+                for r in registries(p)
+            )
+        ],
+    }
 
 
 def type_errors(root: Path) -> int:
@@ -218,11 +244,34 @@ def type_errors(root: Path) -> int:
         pkg.mkdir(parents=True)
         for top in LAYERS:
             (pkg / top).symlink_to(root / top)
-        config = ["--config-file", str(root / "pyproject.toml")] if "[tool.mypy]" in (root / "pyproject.toml").read_text() else []
-        proc = subprocess.run([sys.executable, "-m", "mypy", *config, "--namespace-packages", "--explicit-package-bases",
-                               "--cache-dir", str(Path(tmp) / "cache"), "--no-error-summary",
-                               "-p", "benchsmith.schemas", "-p", "benchsmith.models", "-p", "benchsmith.eval"],
-                              cwd=tmp, env={**os.environ, "MYPYPATH": str(Path(tmp) / "src")}, capture_output=True, text=True)
+        config = (
+            ["--config-file", str(root / "pyproject.toml")]
+            if "[tool.mypy]" in (root / "pyproject.toml").read_text()
+            else []
+        )
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mypy",
+                *config,
+                "--namespace-packages",
+                "--explicit-package-bases",
+                "--cache-dir",
+                str(Path(tmp) / "cache"),
+                "--no-error-summary",
+                "-p",
+                "benchsmith.schemas",
+                "-p",
+                "benchsmith.models",
+                "-p",
+                "benchsmith.eval",
+            ],
+            cwd=tmp,
+            env={**os.environ, "MYPYPATH": str(Path(tmp) / "src")},
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode not in (0, 1):
             raise SystemExit(f"mypy failed to run: {proc.stderr.strip()[-500:]}")
         return sum(1 for line in proc.stdout.splitlines() if ": error:" in line)
@@ -230,14 +279,20 @@ def type_errors(root: Path) -> int:
 
 def rows(f: dict) -> list[tuple[str, int | str, list[str]]]:
     """(label, figure, what is counted) for the printed table."""
-    out = [(key.replace("_", " "), len(f[key]), f[key]) for key in
-           ("upward_imports", "private_imports", "package_cycles", "registries")]
-    out += [(f"files outside eval/{b + '/':12s} naming it", len(files), files) for b, files in f["files_naming"].items()]
+    out = [
+        (key.replace("_", " "), len(f[key]), f[key])
+        for key in ("upward_imports", "private_imports", "package_cycles", "registries")
+    ]
+    out += [
+        (f"files outside eval/{b + '/':12s} naming it", len(files), files) for b, files in f["files_naming"].items()
+    ]
     out += [(f"lines in {folder}", n, []) for folder, n in f["eval_lines"].items()]
-    out += [("names in benchsmith.eval.__all__", f["eval_all_names"], []),
-            ("underscore names imported across modules", len(f["underscore_imports"]), f["underscore_imports"]),
-            ("dict[str, Any] in schemas and eval", f["dict_str_any"], []),
-            ("name->object maps in eval", len(f["eval_registries"]), f["eval_registries"])]
+    out += [
+        ("names in benchsmith.eval.__all__", f["eval_all_names"], []),
+        ("underscore names imported across modules", len(f["underscore_imports"]), f["underscore_imports"]),
+        ("dict[str, Any] in schemas and eval", f["dict_str_any"], []),
+        ("name->object maps in eval", len(f["eval_registries"]), f["eval_registries"]),
+    ]
     if "type_errors" in f:
         out.append(("mypy errors (schemas, models, eval)", f["type_errors"], []))
     return out
@@ -256,7 +311,9 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print everything as JSON")
     ap.add_argument("-v", "--verbose", action="store_true", help="list what is counted")
     ap.add_argument("--typecheck", action="store_true", help="also count mypy's errors (about a minute per tree)")
-    ap.add_argument("--compare", nargs="+", metavar="REV", help="measure these commits too, in columns before the work tree")
+    ap.add_argument(
+        "--compare", nargs="+", metavar="REV", help="measure these commits too, in columns before the work tree"
+    )
     args = ap.parse_args()
     if args.compare:
         with tempfile.TemporaryDirectory() as tmp:

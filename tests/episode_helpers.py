@@ -27,15 +27,21 @@ def say(text: str, **usage: int) -> Reply:
 
 
 def call(*calls: tuple[str, dict[str, Any]], **usage: int) -> Reply:
-    return Reply(tool_calls=[{"id": f"x{i}", "name": n, "arguments": a} for i, (n, a) in enumerate(calls)],
-                 usage=dict(usage))
+    return Reply(
+        tool_calls=[{"id": f"x{i}", "name": n, "arguments": a} for i, (n, a) in enumerate(calls)], usage=dict(usage)
+    )
 
 
 class Scripted:
     """A chat client whose reply is ``fn(messages, kwargs)``; counts its calls; may sleep or fail."""
 
-    def __init__(self, fn: Callable[[list[dict[str, Any]], dict[str, Any]], Reply], delay: float = 0.0,
-                 fail_on: set[int] | None = None, log: Path | None = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[[list[dict[str, Any]], dict[str, Any]], Reply],
+        delay: float = 0.0,
+        fail_on: set[int] | None = None,
+        log: Path | None = None,
+    ) -> None:
         self.fn, self.delay, self.fail_on, self.log = fn, delay, fail_on or set(), log
         self.calls = 0
         self.requests: list[dict[str, Any]] = []
@@ -81,9 +87,19 @@ def chatty_user(messages: list[dict[str, Any]], kw: dict[str, Any]) -> Reply:
 def play(out: Path, n: int, delay: float, log: Path | None = None) -> Any:
     from benchsmith.eval import run_eval
 
-    return run_eval("sandbox", Scripted(busy_assistant, delay, log=log), {"name": "scripted"}, out, tasks=["agent"],
-                    mode="tools", concurrency=2, limit=n, progress=False,
-                    user_client=Scripted(chatty_user, delay, log=log), user_model={"name": "scripted-user"})
+    return run_eval(
+        "sandbox",
+        Scripted(busy_assistant, delay, log=log),
+        {"name": "scripted"},
+        out,
+        tasks=["agent"],
+        mode="tools",
+        concurrency=2,
+        limit=n,
+        progress=False,
+        user_client=Scripted(chatty_user, delay, log=log),
+        user_model={"name": "scripted-user"},
+    )
 
 
 if __name__ == "__main__":

@@ -33,9 +33,14 @@ MODES = ("ok", "500", "429", "reset", "hang", "garbage", "non_utf8", "empty_choi
 
 
 def completion(content: str) -> dict[str, Any]:
-    return {"id": "chatcmpl-x", "object": "chat.completion", "created": 1, "model": "fake",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}}
+    return {
+        "id": "chatcmpl-x",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "fake",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+    }
 
 
 def closed_port() -> int:
@@ -52,9 +57,17 @@ class FakeOpenAI:
     ``ok``; ``requests`` counts every chat request, ``failed`` the ones failed on purpose.
     """
 
-    def __init__(self, reply: Callable[[dict[str, Any]], str], delay: float = 0.0, *, mode: str = "ok",
-                 fail_first: int | None = None, sequence: list[str] | None = None, retry_after: str | None = None,
-                 port: int = 0) -> None:
+    def __init__(
+        self,
+        reply: Callable[[dict[str, Any]], str],
+        delay: float = 0.0,
+        *,
+        mode: str = "ok",
+        fail_first: int | None = None,
+        sequence: list[str] | None = None,
+        retry_after: str | None = None,
+        port: int = 0,
+    ) -> None:
         bad = [m for m in [mode, *(sequence or [])] if m not in MODES]
         if bad:
             raise ValueError(f"unknown mode {bad[0]!r}; one of {MODES}")
@@ -141,8 +154,11 @@ class FakeOpenAI:
                 elif mode == "garbage":
                     self._raw(200, b"<html>502 Bad Gateway</html> not json {")
                 elif mode == "non_utf8":
-                    self._raw(200, b'{"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", '
-                                   b'"content": "caf\xe9 \xff"}, "finish_reason": "stop"}]}')
+                    self._raw(
+                        200,
+                        b'{"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", '
+                        b'"content": "caf\xe9 \xff"}, "finish_reason": "stop"}]}',
+                    )
                 else:  # empty_choices
                     self._send(200, {**completion(""), "choices": []})
 

@@ -54,8 +54,9 @@ class Group:
         return f"{self.benchmark}:{self.scorer}"
 
 
-def _group(groups: dict[str, Group], benchmark: str, scorer: str, bench: Benchmark, case: EvalCase,
-           *seeds: Any) -> None:
+def _group(
+    groups: dict[str, Group], benchmark: str, scorer: str, bench: Benchmark, case: EvalCase, *seeds: Any
+) -> None:
     g = groups.setdefault(f"{benchmark}:{scorer}", Group(benchmark, scorer, bench, []))
     if len(g.cases) < 4:
         g.cases.append(case)
@@ -71,9 +72,13 @@ def _bfcl(groups: dict[str, Group]) -> None:
     for fmt in ("prompt", "fc"):
         bench = get_benchmark("bfcl", format=fmt)
         for r in _rows("bfcl"):
-            case = EvalCase(id=r["name"], benchmark="bfcl", category=r["category"],
-                            input={"question": [[{"role": "user", "content": "question"}]], "functions": r["functions"]},
-                            gold=r["gold"])
+            case = EvalCase(
+                id=r["name"],
+                benchmark="bfcl",
+                category=r["category"],
+                input={"question": [[{"role": "user", "content": "question"}]], "functions": r["functions"]},
+                gold=r["gold"],
+            )
             kind = "ast" if r["category"] in AST_CATEGORIES else "relevance"
             _group(groups, "bfcl", f"{kind}/{fmt}", bench, case, bench.gold_prediction(case), r["prediction"])
 
@@ -84,9 +89,14 @@ def _teval(groups: dict[str, Group]) -> None:
     bench = get_benchmark("teval")
     for r in _rows("teval"):
         inputs = {k: r[k] for k in ("template", "api_list") if k in r}
-        case = EvalCase(id=r["name"], benchmark="teval", category=f"{r['ability']}/{r['format']}", input=inputs,
-                        gold=r["gold"], meta={"ability": r["ability"], "format": r["format"],
-                                              "scorer": scorer_name(r["ability"], r["format"])})
+        case = EvalCase(
+            id=r["name"],
+            benchmark="teval",
+            category=f"{r['ability']}/{r['format']}",
+            input=inputs,
+            gold=r["gold"],
+            meta={"ability": r["ability"], "format": r["format"], "scorer": scorer_name(r["ability"], r["format"])},
+        )
         _group(groups, "teval", case.category, bench, case, bench.gold_prediction(case), r["prediction"])
 
 
@@ -112,8 +122,15 @@ def _toolassess(groups: dict[str, Group], tmp: Path) -> None:
     path = tmp / "toolassess.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records.values()), encoding="utf-8")
     for case in bench.load(path):
-        _group(groups, "toolassess", case.category.split(":")[0], bench, case, bench.gold_prediction(case),
-               *preds.get(case.id, []))
+        _group(
+            groups,
+            "toolassess",
+            case.category.split(":")[0],
+            bench,
+            case,
+            bench.gold_prediction(case),
+            *preds.get(case.id, []),
+        )
 
 
 def _acebench(groups: dict[str, Group]) -> None:
@@ -138,8 +155,9 @@ NL2API_PAIRS = 3
 
 
 def _nl2api(groups: dict[str, Group], tmp: Path) -> None:
-    from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
     from helpers import pair_lines
+
+    from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
 
     bench = get_benchmark("nl2api")
     (tmp / "pairs.jsonl").write_text("\n".join(pair_lines()[:NL2API_PAIRS]) + "\n", encoding="utf-8")
@@ -152,7 +170,9 @@ def _nl2api(groups: dict[str, Group], tmp: Path) -> None:
     path = tmp / "nestful.json"
     path.write_text(json.dumps([nestful[0]["record"]]), encoding="utf-8")
     for case in bench.load(path):
-        _group(groups, "nl2api", "nestful", bench, case, bench.gold_prediction(case), *(r["prediction"] for r in nestful))
+        _group(
+            groups, "nl2api", "nestful", bench, case, bench.gold_prediction(case), *(r["prediction"] for r in nestful)
+        )
 
 
 def benchmark_names() -> list[str]:
@@ -178,8 +198,20 @@ def scorer_groups(tmp: Path) -> dict[str, Group]:
 
 # ---- generators -------------------------------------------------------------------------------
 SURROGATES = ("\ud800", "\udfff", "\udc80")
-PIECES = list("[](){}\"',:=.+-*/%\\ \n\t0123456789abcxyz_") + ["\u00e9", "\u4e2d", "\U0001f600", "\x00", "\u2028",
-                                                           "null", "true", "None", "...", "**", "$1$", "\\u"]
+PIECES = list("[](){}\"',:=.+-*/%\\ \n\t0123456789abcxyz_") + [
+    "\u00e9",
+    "\u4e2d",
+    "\U0001f600",
+    "\x00",
+    "\u2028",
+    "null",
+    "true",
+    "None",
+    "...",
+    "**",
+    "$1$",
+    "\\u",
+]
 
 
 def _spot(rnd: random.Random, text: str) -> int:
@@ -202,12 +234,12 @@ def mutate(rnd: random.Random, seed: str) -> str:
         elif op == 3 and len(text) > 1:
             k = _spot(rnd, text)
             a, b = sorted((i, k))
-            text = text[:a] + text[b:b + 3] + text[a + 3:b] + text[a:a + 3] + text[b + 3:]
+            text = text[:a] + text[b : b + 3] + text[a + 3 : b] + text[a : a + 3] + text[b + 3 :]
         elif op == 4:
             digits = [n for n, ch in enumerate(text) if ch.isdigit()]
             if digits:
                 n = rnd.choice(digits)
-                text = text[:n] + rnd.choice(["-1", "0", "1e400", "NaN", "Infinity", "1.5", "10**9"]) + text[n + 1:]
+                text = text[:n] + rnd.choice(["-1", "0", "1e400", "NaN", "Infinity", "1.5", "10**9"]) + text[n + 1 :]
         else:
             text = text.replace(rnd.choice("'\""), rnd.choice(["'", '"', "`", ""]), rnd.randint(1, 3))
     return text
@@ -237,9 +269,15 @@ def big_number(rnd: random.Random, seed: str) -> str:
     spots = [n for n, ch in enumerate(seed) if ch.isdigit()]
     if spots and rnd.random() < 0.7:
         n = rnd.choice(spots)
-        return seed[:n] + number + seed[n + 1:]
-    return rnd.choice([number, f"[f(a={number})]", json.dumps({"x": 1}).replace("1", number),
-                       f'[{{"name": "f", "arguments": {{"a": {number}}}}}]'])
+        return seed[:n] + number + seed[n + 1 :]
+    return rnd.choice(
+        [
+            number,
+            f"[f(a={number})]",
+            json.dumps({"x": 1}).replace("1", number),
+            f'[{{"name": "f", "arguments": {{"a": {number}}}}}]',
+        ]
+    )
 
 
 def deep_nesting(rnd: random.Random, seed: str) -> str:
@@ -249,7 +287,7 @@ def deep_nesting(rnd: random.Random, seed: str) -> str:
     form = rnd.randrange(11)
     if form == 8:
         return nested_text(rnd.choice(list(NESTINGS)), n)
-    if form == 9:   # a JSON call whose arguments object holds the nesting
+    if form == 9:  # a JSON call whose arguments object holds the nesting
         inner = nested_text(rnd.choice(["json_list", "json_object"]), n)
         return '[{"name": "' + _call_name(seed) + '", "arguments": {"a": ' + inner + "}}]"
     if form == 10:  # a reply object (a turn, an answer, a plan step) with a deep field
@@ -278,8 +316,14 @@ def deep_nesting(rnd: random.Random, seed: str) -> str:
 
 # ---- deep values, built without recursion --------------------------------------------------------
 #: shape -> (opening, closing) of one level; "json_*" are JSON, the rest Python syntax
-NESTINGS = {"json_list": ("[", "]"), "json_object": ('{"a": ', "}"), "py_list": ("[", "]"),
-            "py_dict": ("{'a': ", "}"), "py_tuple": ("(", ",)"), "py_call": ("g(a=", ")")}
+NESTINGS = {
+    "json_list": ("[", "]"),
+    "json_object": ('{"a": ', "}"),
+    "py_list": ("[", "]"),
+    "py_dict": ("{'a': ", "}"),
+    "py_tuple": ("(", ",)"),
+    "py_call": ("g(a=", ")"),
+}
 DEPTHS = (100, 101, 150, 199, 500, 700, 950, 999, 1000, 5000)
 
 
@@ -307,7 +351,9 @@ def nested_value(depth: int, kind: str = "list", leaf: Any = 1) -> Any:
 
 # an argument's value in a seed: after `"key": ` (JSON) or `key=` (Python call syntax): a string,
 # a number, an empty list or object, a literal
-_ARGUMENT = re.compile(r"""(?:"[\w.$-]+":\s*|\b\w+=)("(?:[^"\\]|\\.)*"|'[^']*'|-?\d+(?:\.\d+)?|\[\]|\{\}|true|false|null|None|True|False)""")
+_ARGUMENT = re.compile(
+    r"""(?:"[\w.$-]+":\s*|\b\w+=)("(?:[^"\\]|\\.)*"|'[^']*'|-?\d+(?:\.\d+)?|\[\]|\{\}|true|false|null|None|True|False)"""
+)
 
 
 def _argument_spans(seed: str) -> list[tuple[int, int]]:
@@ -315,7 +361,7 @@ def _argument_spans(seed: str) -> list[tuple[int, int]]:
 
 
 def _syntax(seed: str, at: int) -> str:
-    """"json" where the value at ``at`` sits in JSON (after a colon), else "py" (after ``=``)."""
+    """ "json" where the value at ``at`` sits in JSON (after a colon), else "py" (after ``=``)."""
     before = seed[:at].rstrip()
     return "json" if before.endswith(":") else "py"
 
@@ -333,7 +379,7 @@ def deep_argument(rnd: random.Random, seed: str) -> str:
         return f"[{_call_name(seed)}(a={inner})]"
     i, j = rnd.choice(spans)
     kind = _syntax(seed, i)
-    if kind == "json" and seed.startswith('"{', i):   # arguments as JSON text: nest inside that text
+    if kind == "json" and seed.startswith('"{', i):  # arguments as JSON text: nest inside that text
         return seed[:i] + '"{\\"a\\": ' + nested_text("json_list", depth) + '}"' + seed[j:]
     shape = rnd.choice([s for s in NESTINGS if s.startswith(kind)])
     leaf = seed[i:j] if rnd.random() < 0.5 else "1"
@@ -363,13 +409,33 @@ def operator_chain(rnd: random.Random, seed: str) -> str:
     """Long chains of operators inside a call: string concatenation, repetition, powers, shifts."""
     name = _call_name(seed)
     n = rnd.choice([100, 500, 950, 2000, 10_000])
-    term = rnd.choice(['"x"*99999', '"x"', "1", "[1]*9999", "'ab'*5000", "2**4000", "[[1]*10000]*10",
-                       '"%99999999d" % 1', "1<<4096", "0x" + "f" * 999, "-1", "not True"])
+    term = rnd.choice(
+        [
+            '"x"*99999',
+            '"x"',
+            "1",
+            "[1]*9999",
+            "'ab'*5000",
+            "2**4000",
+            "[[1]*10000]*10",
+            '"%99999999d" % 1',
+            "1<<4096",
+            "0x" + "f" * 999,
+            "-1",
+            "not True",
+        ]
+    )
     op = rnd.choice(["+", "*", "-", "**", "<<", "%"])
     chain = op.join([term] * n)
-    return rnd.choice([f"[{name}(a={chain})]", f"[{name}(a={chain}, b={chain})]", chain,
-                       f"[{name}(" + ", ".join(f"a{i}={term}" for i in range(min(n, 2000))) + ")]",
-                       json.dumps([{"name": name, "arguments": {"a": chain}}])])
+    return rnd.choice(
+        [
+            f"[{name}(a={chain})]",
+            f"[{name}(a={chain}, b={chain})]",
+            chain,
+            f"[{name}(" + ", ".join(f"a{i}={term}" for i in range(min(n, 2000))) + ")]",
+            json.dumps([{"name": name, "arguments": {"a": chain}}]),
+        ]
+    )
 
 
 def huge_plan(rnd: random.Random, seed: str) -> str:
@@ -411,8 +477,10 @@ def random_bytes(rnd: random.Random, seed: str) -> str:
             if raw:
                 raw[rnd.randrange(len(raw))] = rnd.randrange(256)
         raw = bytes(raw)
-    return raw.decode(rnd.choice(["utf-8", "latin-1"]) if rnd.random() < 0.3 else "utf-8",
-                      rnd.choice(["replace", "surrogateescape", "ignore"]))
+    return raw.decode(
+        rnd.choice(["utf-8", "latin-1"]) if rnd.random() < 0.3 else "utf-8",
+        rnd.choice(["replace", "surrogateescape", "ignore"]),
+    )
 
 
 def _json_value(rnd: random.Random, depth: int = 0) -> Any:
@@ -431,8 +499,25 @@ def _json_value(rnd: random.Random, depth: int = 0) -> Any:
         return rnd.choice(["name", "arguments", "tool_calls", "content", "result", "answer"])
     if kind in (6, 7):
         return [_json_value(rnd, depth + 1) for _ in range(rnd.randint(0, 4))]
-    keys = ["name", "arguments", "args", "id", "tool_calls", "content", "answer", "thought", "label", "result",
-            "process", "subtasks", "function", "tools", "is_finished", "role", "x"]
+    keys = [
+        "name",
+        "arguments",
+        "args",
+        "id",
+        "tool_calls",
+        "content",
+        "answer",
+        "thought",
+        "label",
+        "result",
+        "process",
+        "subtasks",
+        "function",
+        "tools",
+        "is_finished",
+        "role",
+        "x",
+    ]
     return {rnd.choice(keys): _json_value(rnd, depth + 1) for _ in range(rnd.randint(0, 4))}
 
 
@@ -442,7 +527,7 @@ def _replace_node(rnd: random.Random, value: Any) -> Any:
         return {**value, key: _replace_node(rnd, value[key])}
     if isinstance(value, list) and value and rnd.random() < 0.7:
         i = rnd.randrange(len(value))
-        return value[:i] + [_replace_node(rnd, value[i])] + value[i + 1:]
+        return value[:i] + [_replace_node(rnd, value[i])] + value[i + 1 :]
     return _json_value(rnd, 2)
 
 
@@ -466,10 +551,18 @@ def unchanged(rnd: random.Random, seed: str) -> str:
 
 
 KINDS: dict[str, Callable[[random.Random, str], str]] = {
-    "unchanged": unchanged, "mutate": mutate, "surrogate": surrogate, "big_number": big_number,
-    "deep_nesting": deep_nesting, "deep_argument": deep_argument, "operator_chain": operator_chain,
-    "huge_plan": huge_plan, "huge_string": huge_string, "long_argument": long_argument,
-    "random_bytes": random_bytes, "wrong_json": wrong_json,
+    "unchanged": unchanged,
+    "mutate": mutate,
+    "surrogate": surrogate,
+    "big_number": big_number,
+    "deep_nesting": deep_nesting,
+    "deep_argument": deep_argument,
+    "operator_chain": operator_chain,
+    "huge_plan": huge_plan,
+    "huge_string": huge_string,
+    "long_argument": long_argument,
+    "random_bytes": random_bytes,
+    "wrong_json": wrong_json,
 }
 #: the kinds that nest deeply: also scored by a direct ``Benchmark.score`` call (no budget applies)
 DEEP_KINDS = ("deep_nesting", "deep_argument")

@@ -21,8 +21,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 from urllib.parse import urlsplit
 
-HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
-              "transfer-encoding", "upgrade", "content-length", "host"}
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+    "host",
+}
 Match = Callable[[str, str], bool]
 
 
@@ -53,8 +63,9 @@ def first_of_each(*matchers: Match) -> Match:
 
 
 class FaultyProxy:
-    def __init__(self, upstream: str, *, match: Match, fault: str = "drop", times: int = 1,
-                 stall: float = 10.0) -> None:
+    def __init__(
+        self, upstream: str, *, match: Match, fault: str = "drop", times: int = 1, stall: float = 10.0
+    ) -> None:
         assert fault in ("drop", "502", "stall"), fault
         parts = urlsplit(upstream)
         self.upstream = (parts.hostname or "127.0.0.1", parts.port or 80)

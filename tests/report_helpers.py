@@ -28,7 +28,7 @@ TASKS = {
 }
 
 SCRIPT = "<script>alert(1)</script>"
-LONG = "A" * 2000          # a reply longer than the report's preview
+LONG = "A" * 2000  # a reply longer than the report's preview
 
 
 def build_workspace(root: Path, n_pairs: int = 5) -> Path:
@@ -39,18 +39,27 @@ def build_workspace(root: Path, n_pairs: int = 5) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     lines = [line for line in PAIRS.read_text(encoding="utf-8").splitlines() if line.strip()][:n_pairs]
     (root / "pairs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    report = build_split(chinook_db(), root / "pairs.jsonl", root / "split", BuildOptions(style="slot", name="chinook-slot"))
+    report = build_split(
+        chinook_db(), root / "pairs.jsonl", root / "split", BuildOptions(style="slot", name="chinook-slot")
+    )
     assert report["verified"] == n_pairs, report
     derive_all(root / "split", root / "derived")
     return root
 
 
-def _turn(messages: list[dict[str, Any]], raw: str, rng: random.Random, tool_calls: list | None = None,
-          parsed: Any = None) -> dict[str, Any]:
+def _turn(
+    messages: list[dict[str, Any]], raw: str, rng: random.Random, tool_calls: list | None = None, parsed: Any = None
+) -> dict[str, Any]:
     prompt = sum(len(str(m.get("content", ""))) for m in messages) // 4 + 50
-    return {"messages": messages, "raw": raw, "tool_calls": tool_calls or [], "parsed": parsed,
-            "latency_s": round(rng.uniform(0.2, 2.5), 3),
-            "usage": {"prompt_tokens": prompt, "completion_tokens": max(1, len(raw) // 4)}, "shared": False}
+    return {
+        "messages": messages,
+        "raw": raw,
+        "tool_calls": tool_calls or [],
+        "parsed": parsed,
+        "latency_s": round(rng.uniform(0.2, 2.5), 3),
+        "usage": {"prompt_tokens": prompt, "completion_tokens": max(1, len(raw) // 4)},
+        "shared": False,
+    }
 
 
 def _question(case) -> str:  # noqa: ANN001 - an EvalCase
@@ -60,20 +69,44 @@ def _question(case) -> str:  # noqa: ANN001 - an EvalCase
     return json.dumps(case.input, ensure_ascii=False)[:400]
 
 
-def make_run(workspace: Path, out: Path, model: str, quality: float, seed: int, *, mode: str = "prompt",
-             tasks: tuple[str, ...] = tuple(TASKS), limit: int | None = None, script_case: bool = False,
-             score: bool = True, created_at: str = "2026-11-23T11:30:00Z") -> Path:
+def make_run(
+    workspace: Path,
+    out: Path,
+    model: str,
+    quality: float,
+    seed: int,
+    *,
+    mode: str = "prompt",
+    tasks: tuple[str, ...] = tuple(TASKS),
+    limit: int | None = None,
+    script_case: bool = False,
+    score: bool = True,
+    created_at: str = "2026-11-23T11:30:00Z",
+) -> Path:
     """Write a run folder for a fake model and score it. ``quality`` is the share of gold answers."""
     from benchsmith.eval import get_benchmark, run_score
 
     rng = random.Random(f"{model}:{seed}")
     out.mkdir(parents=True, exist_ok=True)
     meta: dict[str, Any] = {
-        "format": "benchsmith.run/v1", "run_id": f"{created_at.replace(':', '-')}-{model}",
-        "model": {"name": model, "base_url": "http://127.0.0.1:8731/v1", "local": True, "temperature": 0.0,
-                  "max_tokens": 512, "seed": 0, "timeout": 60.0},
-        "mode": mode, "split": str((workspace / "split").resolve()), "concurrency": 2,
-        "created_at": created_at, "updated_at": created_at.replace("11:30", "11:34"), "status": "complete", "tasks": {},
+        "format": "benchsmith.run/v1",
+        "run_id": f"{created_at.replace(':', '-')}-{model}",
+        "model": {
+            "name": model,
+            "base_url": "http://127.0.0.1:8731/v1",
+            "local": True,
+            "temperature": 0.0,
+            "max_tokens": 512,
+            "seed": 0,
+            "timeout": 60.0,
+        },
+        "mode": mode,
+        "split": str((workspace / "split").resolve()),
+        "concurrency": 2,
+        "created_at": created_at,
+        "updated_at": created_at.replace("11:30", "11:34"),
+        "status": "complete",
+        "tasks": {},
     }
     any_transport = False
     for task in tasks:
@@ -94,8 +127,10 @@ def make_run(workspace: Path, out: Path, model: str, quality: float, seed: int, 
         counts = {"ok": 0, "format_error": 0, "transport_error": 0}
         for k, (case, gold) in enumerate(zip(chosen, golds)):
             roll = rng.random()
-            messages = [{"role": "system", "content": f"You solve {bench_name} tasks. Answer in the requested format."},
-                        {"role": "user", "content": _question(case)}]
+            messages = [
+                {"role": "system", "content": f"You solve {bench_name} tasks. Answer in the requested format."},
+                {"role": "user", "content": _question(case)},
+            ]
             status, error, result, turns = "ok", None, None, []
             if script_case and k == 0:
                 raw = f"I think the answer is {SCRIPT} & <b>bold</b>"
@@ -120,19 +155,36 @@ def make_run(workspace: Path, out: Path, model: str, quality: float, seed: int, 
             else:
                 raw = result = "lorem ipsum " * rng.randint(1, 80)
             if raw is not None:
-                if task == "nl2api":   # a ReAct case: a tool call, its observation, then the final answer
-                    first = _turn(messages, "Thought: I will filter the data first.\nAction: filter_data", rng,
-                                  tool_calls=[{"name": "filter_data", "arguments": {"data_source": "$data_1$"}}])
-                    observed = messages + [{"role": "assistant", "content": first["raw"]},
-                                           {"role": "tool", "content": "label filtered_2: 42 rows"}]
+                if task == "nl2api":  # a ReAct case: a tool call, its observation, then the final answer
+                    first = _turn(
+                        messages,
+                        "Thought: I will filter the data first.\nAction: filter_data",
+                        rng,
+                        tool_calls=[{"name": "filter_data", "arguments": {"data_source": "$data_1$"}}],
+                    )
+                    observed = messages + [
+                        {"role": "assistant", "content": first["raw"]},
+                        {"role": "tool", "content": "label filtered_2: 42 rows"},
+                    ]
                     turns = [first, _turn(observed, raw, rng)]
                 else:
                     turns = [_turn(messages, raw, rng, parsed=None)]
             counts[status] += 1
             key = hashlib.sha256(f"{case.id}{model}{version}".encode()).hexdigest()
-            replies.append({"id": case.id, "key": key, "model": model, "prompt_version": version, "status": status,
-                            "result": result, "error": error, "turns": turns,
-                            "started_at": created_at, "finished_at": created_at})
+            replies.append(
+                {
+                    "id": case.id,
+                    "key": key,
+                    "model": model,
+                    "prompt_version": version,
+                    "status": status,
+                    "result": result,
+                    "error": error,
+                    "turns": turns,
+                    "started_at": created_at,
+                    "finished_at": created_at,
+                }
+            )
             if status != "transport_error":
                 predictions.append({"id": case.id, "result": result if result is not None else ""})
         with open(tdir / "cases.jsonl", "w", encoding="utf-8") as fh:
@@ -146,11 +198,17 @@ def make_run(workspace: Path, out: Path, model: str, quality: float, seed: int, 
                 fh.write(json.dumps(p, ensure_ascii=False) + "\n")
         turns_all = [t for r in replies for t in r["turns"]]
         meta["tasks"][task] = {
-            "benchmark": bench_name, "data": str(data.resolve()), "cases": len(chosen), "prompt_version": version,
-            "done": len(chosen), "status_counts": counts, "model_calls": len(turns_all),
+            "benchmark": bench_name,
+            "data": str(data.resolve()),
+            "cases": len(chosen),
+            "prompt_version": version,
+            "done": len(chosen),
+            "status_counts": counts,
+            "model_calls": len(turns_all),
             "prompt_tokens": sum(t["usage"]["prompt_tokens"] for t in turns_all),
             "completion_tokens": sum(t["usage"]["completion_tokens"] for t in turns_all),
-            "wall_s": round(sum(t["latency_s"] for t in turns_all) / 2, 2)}
+            "wall_s": round(sum(t["latency_s"] for t in turns_all) / 2, 2),
+        }
         if score:
             run_score(bench_name, data, tdir / "predictions.jsonl", tdir)
     meta["status"] = "partial" if any_transport else "complete"
@@ -162,6 +220,13 @@ def make_two_runs(root: Path, n_pairs: int = 5) -> tuple[Path, Path, Path]:
     """(workspace, run of a good model, run of a weak model with the <script> and the long replies)."""
     ws = build_workspace(root / "ws", n_pairs)
     a = make_run(ws, root / "runs" / "model-a", "model-a", quality=0.8, seed=1)
-    b = make_run(ws, root / "runs" / "model-b", "model-b", quality=0.35, seed=2, script_case=True,
-                 created_at="2026-11-24T09:30:00Z")
+    b = make_run(
+        ws,
+        root / "runs" / "model-b",
+        "model-b",
+        quality=0.35,
+        seed=2,
+        script_case=True,
+        created_at="2026-11-24T09:30:00Z",
+    )
     return ws, a, b

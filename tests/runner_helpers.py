@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from benchsmith.eval import EvalCase, Request, get_benchmark
@@ -56,14 +56,30 @@ def _remap(value: Any, labels: dict[str, str]) -> Any:
 
 
 _ACE = [
-    (re.compile(r"^Missing necessary parameters \((.*)\) for the api \((.*)\)$"),
-     lambda m: {"decision": "missing_parameters", "calls": [], "api": m.group(2),
-                "parameters": [p.strip() for p in m.group(1).split(",")], "values": []}),
-    (re.compile(r"^There is incorrect value \((.*)\) for the parameters \((.*)\) in the conversation history\.$"),
-     lambda m: {"decision": "incorrect_value", "calls": [], "api": "", "parameters": [m.group(2)],
-                "values": [m.group(1)]}),
-    (re.compile(r"^Due to the limitations of the function, I cannot solve this problem\.$"),
-     lambda m: {"decision": "cannot_solve", "calls": [], "api": "", "parameters": [], "values": []}),
+    (
+        re.compile(r"^Missing necessary parameters \((.*)\) for the api \((.*)\)$"),
+        lambda m: {
+            "decision": "missing_parameters",
+            "calls": [],
+            "api": m.group(2),
+            "parameters": [p.strip() for p in m.group(1).split(",")],
+            "values": [],
+        },
+    ),
+    (
+        re.compile(r"^There is incorrect value \((.*)\) for the parameters \((.*)\) in the conversation history\.$"),
+        lambda m: {
+            "decision": "incorrect_value",
+            "calls": [],
+            "api": "",
+            "parameters": [m.group(2)],
+            "values": [m.group(1)],
+        },
+    ),
+    (
+        re.compile(r"^Due to the limitations of the function, I cannot solve this problem\.$"),
+        lambda m: {"decision": "cannot_solve", "calls": [], "api": "", "parameters": [], "values": []},
+    ),
 ]
 
 
@@ -76,14 +92,21 @@ def gold_reply(task_name: str, case: EvalCase) -> str:
     if task_name == "toolassess":
         value = json.loads(gold)
         if case.category.startswith("multi:"):
-            return json.dumps({"answers": value if case.category.endswith("awareness")
-                               else [v[0] if v else "none" for v in value]})
-        return json.dumps({"decision": value} if case.category == "awareness"
-                          else {"tool": value[0] if value else "none"})
+            return json.dumps(
+                {"answers": value if case.category.endswith("awareness") else [v[0] if v else "none" for v in value]}
+            )
+        return json.dumps(
+            {"decision": value} if case.category == "awareness" else {"tool": value[0] if value else "none"}
+        )
     if task_name == "gta":
         value = json.loads(gold)
-        return json.dumps({"thought": value.get("thought", ""), "tool_calls": value.get("tool_calls") or [],
-                           "content": value.get("content", "")})
+        return json.dumps(
+            {
+                "thought": value.get("thought", ""),
+                "tool_calls": value.get("tool_calls") or [],
+                "content": value.get("content", ""),
+            }
+        )
     if task_name.startswith("acebench"):
         text = json.loads(gold)[0]
         for rx, make in _ACE:
@@ -106,10 +129,13 @@ class GoldClient(ScriptedClient):
             for c in p.cases:
                 if p.task.name == "nl2api":
                     self.nl2api[f"Question: {c.input['query']}"] = c
-                elif p.task.name == "gta" and c.category == "e2e":   # a solo episode with the split's tools
+                elif p.task.name == "gta" and c.category == "e2e":  # a solo episode with the split's tools
                     dataset = json.loads((Path(c.meta["root"]) / "dataset.json").read_text(encoding="utf-8"))
-                    labels = [m["label"] for m in dataset[c.meta["sample"]]["dialogs"]
-                              if m.get("role") == "tool" and m.get("label")]
+                    labels = [
+                        m["label"]
+                        for m in dataset[c.meta["sample"]]["dialogs"]
+                        if m.get("role") == "tool" and m.get("label")
+                    ]
                     self.gta_e2e[f"User: {c.input['dialogs'][0]['content']}"] = (c, labels)
                 else:
                     req: Request = p.task.request(c)
@@ -125,17 +151,19 @@ class GoldClient(ScriptedClient):
         if hit is not None:
             return hit
         episode = [i for i, m in enumerate(messages) if m["role"] == "user" and m["content"] in self.gta_e2e]
-        if episode:   # GTA end to end: replay the gold calls (outputs passed on by their reported labels), answer
+        if episode:  # GTA end to end: replay the gold calls (outputs passed on by their reported labels), answer
             qi = episode[-1]
             case, gold_labels = self.gta_e2e[messages[qi]["content"]]
-            results = [m["content"] for m in messages[qi + 1:] if m["content"].startswith("Results:")]
+            results = [m["content"] for m in messages[qi + 1 :] if m["content"].startswith("Results:")]
             kept = [k for r in results for k in re.findall(r"\(kept as \$(\w+)\$\)", r)]
             calls = case.gold["tool_calls"]
             if len(results) < len(calls):
                 args = json.dumps(calls[len(results)]["arguments"])
                 for g, k in zip(gold_labels, kept):
                     args = args.replace(f"${g}", f"${k}")
-                return json.dumps({"tool_calls": [{"name": calls[len(results)]["name"], "arguments": json.loads(args)}]})
+                return json.dumps(
+                    {"tool_calls": [{"name": calls[len(results)]["name"], "arguments": json.loads(args)}]}
+                )
             from benchsmith.eval.gta import parse_final
 
             answer, _ = parse_final(get_benchmark("gta").gold_prediction(case))
@@ -144,14 +172,15 @@ class GoldClient(ScriptedClient):
         qi = max(i for i, m in enumerate(messages) if m["role"] == "user" and m["content"].startswith("Question:"))
         question = messages[qi]["content"].split("\n")[0]
         case = self.nl2api[question]
-        done = sum(1 for m in messages[qi + 1:] if m["role"] == "user" and m["content"].startswith("Output $out_"))
+        done = sum(1 for m in messages[qi + 1 :] if m["role"] == "user" and m["content"].startswith("Output $out_"))
         calls = case.gold["calls"]
         if done >= len(calls):
             return json.dumps({"thought": "done", "action": "finish", "arguments": {}})
         labels = {c.get("label"): f"out_{i + 1}" for i, c in enumerate(calls) if c.get("label")}
         call = calls[done]
-        return json.dumps({"thought": f"step {done + 1}", "action": call["name"],
-                           "arguments": _remap(call["arguments"], labels)})
+        return json.dumps(
+            {"thought": f"step {done + 1}", "action": call["name"], "arguments": _remap(call["arguments"], labels)}
+        )
 
 
 class GoldToolsClient(ScriptedClient):
@@ -163,8 +192,11 @@ class GoldToolsClient(ScriptedClient):
 
     def _answer(self, messages, json_schema, tools):  # noqa: ANN001
         assert tools and json_schema is None
-        question = next(m["content"].split("\n")[0] for m in messages
-                        if m["role"] == "user" and m["content"].startswith("Question:"))
+        question = next(
+            m["content"].split("\n")[0]
+            for m in messages
+            if m["role"] == "user" and m["content"].startswith("Question:")
+        )
         case = self.cases[question]
         done = sum(1 for m in messages if m["role"] == "tool")
         assert all(not m["content"].startswith("Error") for m in messages if m["role"] == "tool"), messages[-1]
@@ -173,5 +205,9 @@ class GoldToolsClient(ScriptedClient):
             return FakeReply("The answer is in the last output.")
         labels = {c.get("label"): f"out_{i + 1}" for i, c in enumerate(calls) if c.get("label")}
         call = calls[done]
-        return FakeReply("", tool_calls=[{"id": f"call_{done}", "name": call["name"],
-                                          "arguments": json.dumps(_remap(call["arguments"], labels))}])
+        return FakeReply(
+            "",
+            tool_calls=[
+                {"id": f"call_{done}", "name": call["name"], "arguments": json.dumps(_remap(call["arguments"], labels))}
+            ],
+        )

@@ -21,14 +21,27 @@ class ScriptedChat(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
-        plain = [{"role": m.type, "content": m.content if isinstance(m.content, str) else json.dumps(m.content)}
-                 for m in messages]
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        plain = [
+            {"role": m.type, "content": m.content if isinstance(m.content, str) else json.dumps(m.content)}
+            for m in messages
+        ]
         text = self.script(plain)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(
-            content=text, response_metadata={"finish_reason": "stop",
-                                             "token_usage": {"prompt_tokens": 10, "completion_tokens": 5}}))])
+        return ChatResult(
+            generations=[
+                ChatGeneration(
+                    message=AIMessage(
+                        content=text,
+                        response_metadata={
+                            "finish_reason": "stop",
+                            "token_usage": {"prompt_tokens": 10, "completion_tokens": 5},
+                        },
+                    )
+                )
+            ]
+        )
 
 
 def by_task(**replies: Callable[[str, list[dict[str, str]]], str] | str) -> Callable[[list[dict[str, str]]], str]:

@@ -14,22 +14,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+from episode_helpers import Scripted, say
 from helpers import build_slot_split, pair_lines
-from ls_fixture import label_studio  # noqa: F401 - the session fixture
 from scripted_chat import ScriptedChat, by_task
+from test_construct_dialogues import ASSISTANT, FOOD, TEXT, USER, wifi_assistant
 
 from benchsmith.construction import EnvContext, RoleModels, run_graph
 from benchsmith.construction.sandbox import load_scenarios
 from benchsmith.eval import TaskOptions, derive_all, get_benchmark, get_task, run_eval, run_selftest, score_run
 from benchsmith.schemas import Sample, read_jsonl
 
-from episode_helpers import Scripted, say
-from test_construct_dialogues import FOOD, USER, ASSISTANT, TEXT, wifi_assistant
-
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchsmith.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "benchsmith.cli", *args], env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def _scenarios(path: Path, *ids: str) -> Path:
@@ -56,15 +55,29 @@ def nl2api_assistant(last: str, messages: list[dict]) -> str:
     return '{"message": "There are that many tracks."}'
 
 
-def test_constructed_dialogues_are_reviewed_finalized_evaluated_and_exported(label_studio, tmp_path: Path) -> None:  # noqa: F811
+def test_constructed_dialogues_are_reviewed_finalized_evaluated_and_exported(label_studio, tmp_path: Path) -> None:
     split = build_slot_split(tmp_path, pair_lines()[:3])
     # -- construction: two sandbox dialogues and one on the NL2API split's database
-    food = run_graph("dialogues", _scenarios(tmp_path / "food.jsonl", "food-order-basic"), tmp_path / "d_food",
-                     models=RoleModels(default=ScriptedChat(script=by_task(**FOOD))))
-    wifi = run_graph("dialogues", _scenarios(tmp_path / "wifi.jsonl", "msg-wifi-off"), tmp_path / "d_wifi",
-                     models=RoleModels(default=ScriptedChat(script=by_task(**{USER: wifi_user, ASSISTANT: wifi_assistant}))))
-    db = run_graph("dialogues", split / "samples.jsonl", tmp_path / "d_db", limit=1, env_context=EnvContext(split=split),
-                   models=RoleModels(default=ScriptedChat(script=by_task(**{USER: nl2api_user, ASSISTANT: nl2api_assistant}))))
+    food = run_graph(
+        "dialogues",
+        _scenarios(tmp_path / "food.jsonl", "food-order-basic"),
+        tmp_path / "d_food",
+        models=RoleModels(default=ScriptedChat(script=by_task(**FOOD))),
+    )
+    wifi = run_graph(
+        "dialogues",
+        _scenarios(tmp_path / "wifi.jsonl", "msg-wifi-off"),
+        tmp_path / "d_wifi",
+        models=RoleModels(default=ScriptedChat(script=by_task(**{USER: wifi_user, ASSISTANT: wifi_assistant}))),
+    )
+    db = run_graph(
+        "dialogues",
+        split / "samples.jsonl",
+        tmp_path / "d_db",
+        limit=1,
+        env_context=EnvContext(split=split),
+        models=RoleModels(default=ScriptedChat(script=by_task(**{USER: nl2api_user, ASSISTANT: nl2api_assistant}))),
+    )
     assert (food.samples, wifi.samples, db.samples) == (1, 1, 1)
     dialogues = tmp_path / "dialogues.jsonl"
     dialogues.write_text("".join((tmp_path / d / "samples.jsonl").read_text() for d in ("d_food", "d_wifi", "d_db")))
@@ -82,7 +95,7 @@ def test_constructed_dialogues_are_reviewed_finalized_evaluated_and_exported(lab
     assert r.returncode == 0, r.stderr
     final = read_jsonl(tmp_path / "final" / "samples.jsonl", Sample)
     assert sum(1 for s in final if s.dialogue) == 3 and sum(1 for s in final if not s.dialogue) == 3
-    assert (tmp_path / "final" / "database.sqlite").is_file()      # the NL2API split's database came along
+    assert (tmp_path / "final" / "database.sqlite").is_file()  # the NL2API split's database came along
     manifest = json.loads((tmp_path / "final" / "manifest.json").read_text())
     assert len(manifest["provenance"]["params"]["sources"]) == 2
 
@@ -98,18 +111,31 @@ def test_constructed_dialogues_are_reviewed_finalized_evaluated_and_exported(lab
 
     # ... and a model that answers without doing anything fails each, run by `eval run` with two trials
     lazy = Scripted(lambda m, k: say("I can't do that, sorry."))
-    quits = Scripted(lambda m, k: say("finish conversation" if any(x["role"] == "assistant" for x in m) else "Hello, I need help."))
-    res = run_eval(tmp_path / "final", lazy, {"name": "lazy"}, tmp_path / "run", tasks=["agent"], mode="tools",
-                   progress=False, options=TaskOptions(mode="tools", trials=2), user_client=quits,
-                   user_model={"name": "quitter"})
+    quits = Scripted(
+        lambda m, k: say("finish conversation" if any(x["role"] == "assistant" for x in m) else "Hello, I need help.")
+    )
+    res = run_eval(
+        tmp_path / "final",
+        lazy,
+        {"name": "lazy"},
+        tmp_path / "run",
+        tasks=["agent"],
+        mode="tools",
+        progress=False,
+        options=TaskOptions(mode="tools", trials=2),
+        user_client=quits,
+        user_model={"name": "quitter"},
+    )
     assert res.tasks["agent"]["cases"] == 6 and res.tasks["agent"]["done"] == 6
     scores = score_run(tmp_path / "run")["agent"]
     assert scores["end_state_accuracy"] == 0.0 and scores["error_types"] == {"gave_up": 6}
     assert scores["reliability"]["pass^k"] == {"1": 0.0, "2": 0.0}
 
     # -- export to ACEBench's agent layout and read it back: every gold passes in both modes
-    r = _cli(["eval", "export", "--split", str(tmp_path / "final"), "--format", "acebench", "--out", str(tmp_path / "ace")],
-             env)
+    r = _cli(
+        ["eval", "export", "--split", str(tmp_path / "final"), "--format", "acebench", "--out", str(tmp_path / "ace")],
+        env,
+    )
     assert r.returncode == 0, r.stderr
     rows = [json.loads(x) for x in (tmp_path / "ace" / "data_agent_multi_turn.json").read_text().splitlines()]
     assert len(rows) == 2 and {tuple(r["involved_classes"]) for r in rows} >= {("device", "messaging")}

@@ -10,15 +10,19 @@ import sys
 from pathlib import Path
 
 from helpers import build_slot_split, pair_lines
-from ls_fixture import label_studio  # noqa: F401 - the session fixture
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchsmith.cli", "annotate", *args], env=env, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "benchsmith.cli", "annotate", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
-def test_review_round_trip_through_the_cli(label_studio, tmp_path: Path) -> None:  # noqa: F811
+def test_review_round_trip_through_the_cli(label_studio, tmp_path: Path) -> None:
     split = build_slot_split(tmp_path, pair_lines()[:4])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH_", "LABEL_STUDIO_"))}
     env.update(label_studio.env(), BENCHSMITH_ANNOTATION_WORKSPACE=str(tmp_path / "ws"))
@@ -41,8 +45,11 @@ def test_review_round_trip_through_the_cli(label_studio, tmp_path: Path) -> None
 
 def test_a_down_server_is_one_red_line(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH_", "LABEL_STUDIO_"))}
-    env.update(LABEL_STUDIO_URL="http://127.0.0.1:9", LABEL_STUDIO_API_KEY="abc",
-               BENCHSMITH_ANNOTATION_WORKSPACE=str(tmp_path / "ws"))
+    env.update(
+        LABEL_STUDIO_URL="http://127.0.0.1:9",
+        LABEL_STUDIO_API_KEY="abc",
+        BENCHSMITH_ANNOTATION_WORKSPACE=str(tmp_path / "ws"),
+    )
     r = _run(["pull"], env)
     assert r.returncode in (2, 3) and "Traceback" not in r.stderr and "abc" not in r.stderr
     assert "127.0.0.1:9" in r.stderr

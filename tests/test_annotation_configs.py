@@ -11,7 +11,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from label_studio_sdk.label_interface import LabelInterface
 
 from benchsmith.annotation._private.configs import (
@@ -36,11 +37,14 @@ from benchsmith.annotation._private.payloads import (
 )
 from benchsmith.construction.checks import CheckReport
 from benchsmith.schemas import CheckResult, Sample, UserError
-from ls_fixture import label_studio  # noqa: F401 - the session fixture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "annotation"
-CASES = [json.loads(line) for path in sorted(FIXTURES.glob("*.jsonl"))
-         for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+CASES = [
+    json.loads(line)
+    for path in sorted(FIXTURES.glob("*.jsonl"))
+    for line in path.read_text(encoding="utf-8").splitlines()
+    if line.strip()
+]
 PROV = {"source": "test", "method": "manual", "created_at": "2024-01-01T00:00:00Z"}
 
 
@@ -61,6 +65,7 @@ def _by_case():
 
 
 # ------------------------------------------------------------------ configs ----
+
 
 def test_fixture_covers_every_kind():
     assert {c["kind"] for c in CASES} == set(KINDS)
@@ -107,12 +112,13 @@ def test_unknown_kind_or_stage_is_a_user_error():
 
 
 def test_attribute_escaping_round_trips_through_xml():
-    nasty = 'a < b & "c" \'d\' ]]> \n\t end'
+    nasty = "a < b & \"c\" 'd' ]]> \n\t end"
     element = ET.fromstring(_el("View", {"style": nasty}, [_el("Choice", {"value": nasty})]))
     assert element.get("style") == nasty and element[0].get("value") == nasty
 
 
 # -------------------------------------------------------------- task data ----
+
 
 def _variables(config: str) -> set[str]:
     return {v for e in ET.fromstring(config).iter() for v in e.attrib.values() if v.startswith("$")}
@@ -213,10 +219,15 @@ def test_markup_characters_reach_the_data_unchanged():
 
 def test_long_observations_and_tool_messages_are_truncated():
     long_text = "x" * 5000
-    sample = Sample(query="Read the log of build 17 please.", provenance=PROV,
-                    gold=[{"call": {"name": "read_log", "arguments": {"build": 17}}, "observation": long_text},
-                          {"call": {"name": "read_log", "arguments": {"build": 18}}, "observation": {"lines": ["y" * 100] * 50}},
-                          {"call": {"name": "read_log", "arguments": {"build": 19}}, "observation": "short"}])
+    sample = Sample(
+        query="Read the log of build 17 please.",
+        provenance=PROV,
+        gold=[
+            {"call": {"name": "read_log", "arguments": {"build": 17}}, "observation": long_text},
+            {"call": {"name": "read_log", "arguments": {"build": 18}}, "observation": {"lines": ["y" * 100] * 50}},
+            {"call": {"name": "read_log", "arguments": {"build": 19}}, "observation": "short"},
+        ],
+    )
     steps = task_payload(sample)["data"]["steps"]
     for step in steps[:2]:
         assert len(step["observation"]) < OBSERVATION_LIMIT + 60
@@ -224,10 +235,15 @@ def test_long_observations_and_tool_messages_are_truncated():
     assert steps[0]["observation"].startswith("x" * OBSERVATION_LIMIT)
     assert steps[1]["observation"].startswith('{"lines": ["yyy')
     assert steps[2]["observation"] == "short"
-    dialogue = Sample(dialogue=[{"role": "user", "content": "Show me the log of build 17."},
-                                {"role": "assistant", "tool_calls": [{"name": "read_log", "arguments": {"build": 17}}]},
-                                {"role": "tool", "name": "read_log", "content": long_text},
-                                {"role": "assistant", "content": "Here it is."}], provenance=PROV)
+    dialogue = Sample(
+        dialogue=[
+            {"role": "user", "content": "Show me the log of build 17."},
+            {"role": "assistant", "tool_calls": [{"name": "read_log", "arguments": {"build": 17}}]},
+            {"role": "tool", "name": "read_log", "content": long_text},
+            {"role": "assistant", "content": "Here it is."},
+        ],
+        provenance=PROV,
+    )
     messages = task_payload(dialogue)["data"]["dialogue"]
     assert [m["name"] for m in messages] == ["user", "assistant", "tool (read_log)", "assistant"]
     assert messages[1]["text"] == 'call: {"name": "read_log", "arguments": {"build": 17}}'
@@ -246,8 +262,11 @@ def test_adjudication_data_shows_both_reviews():
 
 
 def test_verification_and_prescreen_feed_the_pre_annotation():
-    verification = {"status": "rejected", "method": "quality-checks",
-                    "checks": [{"name": "near_duplicate", "ok": False, "code": "near_duplicate", "reason": "of bs-1"}]}
+    verification = {
+        "status": "rejected",
+        "method": "quality-checks",
+        "checks": [{"name": "near_duplicate", "ok": False, "code": "near_duplicate", "reason": "of bs-1"}],
+    }
     sample = Sample(query="How many albums did Iron Maiden release?", provenance=PROV, verification=verification)
     (prediction,) = task_payload(sample, "query")["predictions"]
     review = parse_result("query", prediction["result"])
@@ -266,10 +285,21 @@ ROUND_TRIPS = [
     ("query", Review()),
     ("query", Review(decision="accept")),
     ("query", Review(decision="reject", reasons=["unclear_query", "duplicate", "other"], comment="see bs-12")),
-    ("dialogue", Review(decision="fix", correction='{"gold": [{"name": "get_weather", "arguments": {"city": "Oslo"}}]}')),
+    (
+        "dialogue",
+        Review(decision="fix", correction='{"gold": [{"name": "get_weather", "arguments": {"city": "Oslo"}}]}'),
+    ),
     ("special", Review(decision="fix", reasons=["wrong_answer"], correction="Book a table for two.\nTonight.")),
-    ("chain", Review(decision="fix", reasons=["wrong_call"], step_verdicts={0: "success", 3: "input_error"},
-                     corrections={3: '{"name": "get_weather", "arguments": {"city": "Rome"}}'}, correction='{"query": "Q?"}')),
+    (
+        "chain",
+        Review(
+            decision="fix",
+            reasons=["wrong_call"],
+            step_verdicts={0: "success", 3: "input_error"},
+            corrections={3: '{"name": "get_weather", "arguments": {"city": "Rome"}}'},
+            correction='{"query": "Q?"}',
+        ),
+    ),
     ("chain", Review(decision="reject", step_verdicts={12: "unable_to_accomplish"}, corrections={1: "drop this step"})),
 ]
 
@@ -302,32 +332,77 @@ def test_round_trip_property(review, kind):
 
 def test_parse_result_reads_label_studio_exports():
     results = [
-        {"id": "a1", "origin": "manual", "from_name": "decision", "to_name": "query", "type": "choices",
-         "value": {"choices": ["fix"]}},
-        {"id": "a2", "from_name": "reasons", "to_name": "query", "type": "choices",
-         "value": {"choices": ["other", "wrong_call"]}},
-        {"id": "a3", "from_name": "verdict_2", "to_name": "call_2", "type": "choices", "value": {"choices": ["input_error"]}},
-        {"id": "a4", "from_name": "correction_2", "to_name": "call_2", "type": "textarea",
-         "value": {"text": ['{"name": "f",', '"arguments": {}}']}},
+        {
+            "id": "a1",
+            "origin": "manual",
+            "from_name": "decision",
+            "to_name": "query",
+            "type": "choices",
+            "value": {"choices": ["fix"]},
+        },
+        {
+            "id": "a2",
+            "from_name": "reasons",
+            "to_name": "query",
+            "type": "choices",
+            "value": {"choices": ["other", "wrong_call"]},
+        },
+        {
+            "id": "a3",
+            "from_name": "verdict_2",
+            "to_name": "call_2",
+            "type": "choices",
+            "value": {"choices": ["input_error"]},
+        },
+        {
+            "id": "a4",
+            "from_name": "correction_2",
+            "to_name": "call_2",
+            "type": "textarea",
+            "value": {"text": ['{"name": "f",', '"arguments": {}}']},
+        },
         {"id": "a5", "from_name": "correction", "to_name": "query", "type": "textarea", "value": {"text": []}},
     ]
     review = parse_result("chain", results)
-    assert review == Review(decision="fix", reasons=["wrong_call", "other"], step_verdicts={2: "input_error"},
-                            corrections={2: '{"name": "f",\n"arguments": {}}'})
+    assert review == Review(
+        decision="fix",
+        reasons=["wrong_call", "other"],
+        step_verdicts={2: "input_error"},
+        corrections={2: '{"name": "f",\n"arguments": {}}'},
+    )
 
 
-@pytest.mark.parametrize("kind,results,message", [
-    ("query", [{"from_name": "stars", "to_name": "query", "type": "rating", "value": {"rating": 3}}], "no control 'stars'"),
-    ("query", [{"from_name": "verdict_0", "to_name": "call_0", "type": "choices", "value": {"choices": ["success"]}}],
-     "no control 'verdict_0'"),
-    ("query", [{"from_name": "decision", "to_name": "query", "type": "choices", "value": {"choices": ["maybe"]}}],
-     "unknown value at decision"),
-    ("chain", [{"from_name": "verdict_1", "to_name": "call_1", "type": "choices", "value": {"choices": ["fine"]}}],
-     "unknown value at step_verdicts"),
-    ("query", [{"from_name": "comment", "to_name": "query", "type": "textarea", "value": {"text": "not a list"}}],
-     "expected value.text to be a list"),
-    ("query", ["decision"], "not an object"),
-])
+@pytest.mark.parametrize(
+    "kind,results,message",
+    [
+        (
+            "query",
+            [{"from_name": "stars", "to_name": "query", "type": "rating", "value": {"rating": 3}}],
+            "no control 'stars'",
+        ),
+        (
+            "query",
+            [{"from_name": "verdict_0", "to_name": "call_0", "type": "choices", "value": {"choices": ["success"]}}],
+            "no control 'verdict_0'",
+        ),
+        (
+            "query",
+            [{"from_name": "decision", "to_name": "query", "type": "choices", "value": {"choices": ["maybe"]}}],
+            "unknown value at decision",
+        ),
+        (
+            "chain",
+            [{"from_name": "verdict_1", "to_name": "call_1", "type": "choices", "value": {"choices": ["fine"]}}],
+            "unknown value at step_verdicts",
+        ),
+        (
+            "query",
+            [{"from_name": "comment", "to_name": "query", "type": "textarea", "value": {"text": "not a list"}}],
+            "expected value.text to be a list",
+        ),
+        ("query", ["decision"], "not an object"),
+    ],
+)
 def test_parse_result_rejects_foreign_results(kind, results, message):
     with pytest.raises(UserError, match=re.escape(message)):
         parse_result(kind, results)
@@ -340,9 +415,10 @@ def test_step_results_only_for_chains():
 
 # ------------------------------------------------------ real Label Studio ----
 
+
 @pytest.mark.slow
 @pytest.mark.parametrize("stage", STAGES)
-def test_configs_and_tasks_on_a_real_server(label_studio, stage):  # noqa: F811
+def test_configs_and_tasks_on_a_real_server(label_studio, stage):
     """Per kind: the server accepts the config and one task with its pre-annotation; an annotation
     made with result_for comes back from the server and parses to the same Review."""
     client = label_studio.client()
@@ -364,8 +440,11 @@ def test_configs_and_tasks_on_a_real_server(label_studio, stage):  # noqa: F811
         assert len(predictions) == len(task["predictions"])
         for p in predictions:
             assert parse_result(kind, p.result) == parse_result(kind, task["predictions"][0]["result"])
-        review = ROUND_TRIPS[5][1] if kind == "chain" else Review(decision="fix", reasons=["other"],
-                                                                    correction='say "<why>" & go', comment="ok")
+        review = (
+            ROUND_TRIPS[5][1]
+            if kind == "chain"
+            else Review(decision="fix", reasons=["other"], correction='say "<why>" & go', comment="ok")
+        )
         client.annotations.create(id=task_id, result=result_for(kind, review), completed_by=me)
         (annotation,) = client.annotations.list(id=task_id)
         assert parse_result(kind, annotation.result) == review

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from helpers import build_slot_split, pair_lines
-from ls_fixture import label_studio  # noqa: F401 - the session fixture
 
 from benchsmith.annotation._private.finalize import finalize
 from benchsmith.annotation._private.lsclient import LabelStudio, LabelStudioDown
@@ -28,12 +27,12 @@ def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # what each item's reviewers say, by position in the split: (reviewer 1, reviewer 2, adjudicator)
 PLAN = {
-    0: ("accept", "accept", None),                     # accepted in round 1
-    1: ("reject", "reject", None),                     # rejected in round 1
-    2: ("accept", "reject", "accept"),                 # disagreement -> adjudicated -> accepted
-    3: ("fix", "accept", "fix-good"),                  # a fix -> re-executed -> round 2 -> accepted
-    4: ("accept", "fix", "fix-bad"),                   # a fix that does not execute -> rejected
-    5: ("reject", "accept", "reject"),                 # adjudicator rejects
+    0: ("accept", "accept", None),  # accepted in round 1
+    1: ("reject", "reject", None),  # rejected in round 1
+    2: ("accept", "reject", "accept"),  # disagreement -> adjudicated -> accepted
+    3: ("fix", "accept", "fix-good"),  # a fix -> re-executed -> round 2 -> accepted
+    4: ("accept", "fix", "fix-bad"),  # a fix that does not execute -> rejected
+    5: ("reject", "accept", "reject"),  # adjudicator rejects
 }
 
 
@@ -47,21 +46,38 @@ def make_policy(order: list[str], split: Path):
         plan = PLAN[pos]
         if stage == "review":
             d = plan[reviewer - 1]
-            return {"decision": d, "reasons": ["wrong_call"] if d == "reject" else [],
-                    "correction": "see adjudication" if d == "fix" else ""}
+            return {
+                "decision": d,
+                "reasons": ["wrong_call"] if d == "reject" else [],
+                "correction": "see adjudication" if d == "fix" else "",
+            }
         if plan[2] == "fix-good":
             s = samples[item["sample_id"]]
             calls = [{"name": g.call.name, "arguments": g.call.arguments, "label": g.call.label} for g in s.gold]
-            return {"decision": "fix", "correction": json.dumps({"query": s.query.rstrip("?") + ", please?", "gold": calls})}
+            return {
+                "decision": "fix",
+                "correction": json.dumps({"query": s.query.rstrip("?") + ", please?", "gold": calls}),
+            }
         if plan[2] == "fix-bad":
-            return {"decision": "fix", "correction": json.dumps({"gold": [{"name": "aggregate_data", "arguments": {
-                "data_source": "$data_1$", "aggregation": "median"}}]})}
+            return {
+                "decision": "fix",
+                "correction": json.dumps(
+                    {
+                        "gold": [
+                            {
+                                "name": "aggregate_data",
+                                "arguments": {"data_source": "$data_1$", "aggregation": "median"},
+                            }
+                        ]
+                    }
+                ),
+            }
         return {"decision": plan[2], "reasons": ["wrong_answer"] if plan[2] == "reject" else []}
 
     return policy
 
 
-def test_the_full_protocol_runs_to_a_finalized_split(label_studio, split: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_the_full_protocol_runs_to_a_finalized_split(label_studio, split: Path, tmp_path: Path) -> None:
     ls = LabelStudio(label_studio.base_url, label_studio.token)
     ws = Workspace(tmp_path / "ws")
     assert ws.load(split) == 6 and ws.load(split) == 0  # loading twice adds nothing
@@ -118,8 +134,11 @@ def test_the_full_protocol_runs_to_a_finalized_split(label_studio, split: Path, 
     assert scores["records"] == 3 and scores["gold_failing"] == 0
 
 
-def test_a_server_that_is_down_gives_one_clear_error_and_a_rerun_finishes(label_studio, split: Path,  # noqa: F811
-                                                                         tmp_path: Path) -> None:
+def test_a_server_that_is_down_gives_one_clear_error_and_a_rerun_finishes(
+    label_studio,
+    split: Path,
+    tmp_path: Path,
+) -> None:
     ws = Workspace(tmp_path / "ws")
     ws.load(split)
     dead = LabelStudio("http://127.0.0.1:9", label_studio.token, retries=1, backoff=0.01)
@@ -143,8 +162,10 @@ def test_server_killed_mid_push_then_restarted_loses_and_duplicates_nothing(tmp_
     from benchsmith.schemas import write_jsonl
 
     now = "2026-01-01T00:00:00Z"
-    samples = [Sample(query=f"What is the weather in town {i}?", provenance={"source": "t", "method": "t", "created_at": now})
-               for i in range(25)]
+    samples = [
+        Sample(query=f"What is the weather in town {i}?", provenance={"source": "t", "method": "t", "created_at": now})
+        for i in range(25)
+    ]
     write_jsonl(tmp_path / "samples.jsonl", samples)
     data_dir = tmp_path / "ls"
     start_label_studio(data_dir=data_dir)
@@ -160,7 +181,9 @@ def test_server_killed_mid_push_then_restarted_loses_and_duplicates_nothing(tmp_
                 if KilledAfterFirstBatch.batches == 1:
                     os.kill(label_studio_status(data_dir).pid, signal.SIGKILL)  # the server dies mid-sync
                     if reply_lost:
-                        raise LabelStudioDown("the connection dropped before the reply; re-run the command when it is back")
+                        raise LabelStudioDown(
+                            "the connection dropped before the reply; re-run the command when it is back"
+                        )
                 return ids
 
         ws = Workspace(tmp_path / "ws")
@@ -190,8 +213,10 @@ def test_a_model_prescreen_puts_votes_into_the_pre_annotations(split: Path, tmp_
     from benchsmith.annotation import task_payload
     from benchsmith.construction import ChatModelRole, RoleModels
 
-    voters = [ChatModelRole(ScriptedChat(script=lambda m: '{"vote": "reject", "reason": "unclear"}'), name="v1"),
-              ChatModelRole(ScriptedChat(script=lambda m: '{"vote": "reject", "reason": "vague"}'), name="v2")]
+    voters = [
+        ChatModelRole(ScriptedChat(script=lambda m: '{"vote": "reject", "reason": "unclear"}'), name="v1"),
+        ChatModelRole(ScriptedChat(script=lambda m: '{"vote": "reject", "reason": "vague"}'), name="v2"),
+    ]
     ws = Workspace(tmp_path / "ws")
     ws.load(split)
     assert ws.prescreen(RoleModels(default=voters[0], voters=voters)) == {"voted": 6, "model_calls": 12}

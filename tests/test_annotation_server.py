@@ -17,7 +17,6 @@ from benchsmith.annotation._private import server as ls
 from benchsmith.cli._annotate import annotate_app
 from benchsmith.models import procs
 from benchsmith.schemas import RuntimeFault, UserError
-from ls_fixture import label_studio  # noqa: F401 - the session fixture
 
 runner = CliRunner()
 
@@ -36,7 +35,7 @@ def _cli(*args: str) -> tuple[int, str]:
 
 
 @pytest.mark.slow
-def test_server_answers_with_its_admin_token(label_studio) -> None:  # noqa: F811
+def test_server_answers_with_its_admin_token(label_studio) -> None:
     assert ls.ls_healthy(label_studio.base_url)
     me = ls.whoami(label_studio.base_url, label_studio.token)
     assert me["email"] == ls.ADMIN_USER
@@ -57,7 +56,7 @@ def argv(pid: int) -> str:
 
 
 @pytest.mark.slow
-def test_second_start_reuses_the_running_server(label_studio) -> None:  # noqa: F811
+def test_second_start_reuses_the_running_server(label_studio) -> None:
     code, out = _cli("start", "--data-dir", str(label_studio.data_dir))
     assert code == 0, out
     assert out.splitlines()[0] == label_studio.base_url and "already running" in out
@@ -73,7 +72,7 @@ def test_second_start_reuses_the_running_server(label_studio) -> None:  # noqa: 
 
 
 @pytest.mark.slow
-def test_start_from_template_stop_and_restart(tmp_path: Path, label_studio) -> None:  # noqa: F811
+def test_start_from_template_stop_and_restart(tmp_path: Path, label_studio) -> None:
     data_dir = tmp_path / "ws" / ".benchsmith" / "label-studio"
     outputs = []
     t0 = time.monotonic()
@@ -116,8 +115,11 @@ def test_start_from_template_stop_and_restart(tmp_path: Path, label_studio) -> N
 
 
 @pytest.mark.slow
-def test_existing_server_by_env_and_a_wrong_token(label_studio, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
-                                                  tmp_path: Path) -> None:
+def test_existing_server_by_env_and_a_wrong_token(
+    label_studio,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
     monkeypatch.chdir(tmp_path)  # no local server on ./.benchsmith/label-studio here: only the env counts
     monkeypatch.setenv(ls.ENV_URL, label_studio.base_url + "/")
     monkeypatch.setenv(ls.ENV_API_KEY, label_studio.token)
@@ -138,12 +140,14 @@ def test_existing_server_by_env_and_a_wrong_token(label_studio, monkeypatch: pyt
 
 
 @pytest.mark.slow
-def test_failed_start_shows_the_log_without_the_token(tmp_path: Path, label_studio) -> None:  # noqa: F811
+def test_failed_start_shows_the_log_without_the_token(tmp_path: Path, label_studio) -> None:
     data_dir = tmp_path / "broken"
     data_dir.mkdir()
     (data_dir / ls.DB_FILE).write_bytes(b"this is not a sqlite database" * 100)
     token = "tok" + os.urandom(8).hex()
-    (data_dir / ls.CREDENTIALS_FILE).write_text(json.dumps({"username": ls.ADMIN_USER, "password": "pw", "token": token}))
+    (data_dir / ls.CREDENTIALS_FILE).write_text(
+        json.dumps({"username": ls.ADMIN_USER, "password": "pw", "token": token})
+    )
     with pytest.raises(RuntimeFault) as err:
         ls.start_label_studio(data_dir=data_dir, wait=120)
     message = str(err.value)
@@ -162,9 +166,12 @@ def test_no_server_and_no_env_is_a_clear_error(tmp_path: Path, monkeypatch: pyte
         ls.resolve_label_studio()
     assert "secret-value-1" not in str(err.value)
     code, out = _cli("status", "--data-dir", str(tmp_path / "none"))
-    assert code == 0 and json.loads(out) == {"running": False, "status": "not running",
-                                             "data_dir": str(tmp_path / "none"),
-                                             "state_file": str(tmp_path / "none.state.json")}
+    assert code == 0 and json.loads(out) == {
+        "running": False,
+        "status": "not running",
+        "data_dir": str(tmp_path / "none"),
+        "state_file": str(tmp_path / "none.state.json"),
+    }
 
 
 def test_server_status_with_nothing_running_exits_0_and_says_not_running(tmp_path: Path) -> None:
@@ -173,8 +180,13 @@ def test_server_status_with_nothing_running_exits_0_and_says_not_running(tmp_pat
     import sys
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH_", "LABEL_STUDIO_"))}
-    r = subprocess.run([sys.executable, "-m", "benchsmith.cli", "annotate", "server", "status", "--data-dir",
-                        str(tmp_path / "none")], env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "benchsmith.cli", "annotate", "server", "status", "--data-dir", str(tmp_path / "none")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert "not running" in r.stdout and json.loads(r.stdout)["running"] is False and r.stderr == ""
 

@@ -16,7 +16,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from ls_fixture import label_studio  # noqa: F401 - the session fixture
 from ls_proxy import FaultyProxy, annotation_create, first_of_each, import_request, project_create, user_create
 
 from benchsmith.annotation import LabelStudio, Review, Workspace, result_for, simulate
@@ -25,10 +24,16 @@ from benchsmith.schemas import Sample, write_jsonl
 
 CREATES = {"projects": project_create, "users": user_create, "annotations": annotation_create}
 
+
 def _samples(folder: Path, n: int) -> list[Sample]:
     now = "2026-01-01T00:00:00Z"
-    samples = [Sample(query=f"How warm is it in harbour town {i} today?",
-                      provenance={"source": "t", "method": "t", "created_at": now}) for i in range(n)]
+    samples = [
+        Sample(
+            query=f"How warm is it in harbour town {i} today?",
+            provenance={"source": "t", "method": "t", "created_at": now},
+        )
+        for i in range(n)
+    ]
     write_jsonl(folder / "samples.jsonl", samples)
     return samples
 
@@ -48,8 +53,13 @@ def _annotators(server, task_id: int) -> Counter:  # noqa: ANN001
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchsmith.cli", "annotate", *args], env=env, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "benchsmith.cli", "annotate", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _env(url: str, token: str, workspace: Path) -> dict[str, str]:
@@ -60,8 +70,12 @@ def _env(url: str, token: str, workspace: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", ["drop", "502", "stall"])
-def test_an_import_whose_reply_is_lost_leaves_one_task_per_item(label_studio, tmp_path: Path,  # noqa: F811
-                                                                 monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
+def test_an_import_whose_reply_is_lost_leaves_one_task_per_item(
+    label_studio,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fault: str,
+) -> None:
     samples = _samples(tmp_path, 25)
     ws = Workspace(tmp_path / "ws")
     ws.load(tmp_path / "samples.jsonl")
@@ -80,7 +94,7 @@ def test_an_import_whose_reply_is_lost_leaves_one_task_per_item(label_studio, tm
 
 
 @pytest.mark.slow
-def test_the_cli_push_through_a_proxy_that_drops_the_import_reply(label_studio, tmp_path: Path) -> None:  # noqa: F811
+def test_the_cli_push_through_a_proxy_that_drops_the_import_reply(label_studio, tmp_path: Path) -> None:
     samples = _samples(tmp_path, 12)
     with FaultyProxy(label_studio.base_url, match=import_request, fault="drop") as proxy:
         env = _env(proxy.url, label_studio.token, tmp_path / "ws")
@@ -97,8 +111,12 @@ def test_the_cli_push_through_a_proxy_that_drops_the_import_reply(label_studio, 
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", ["drop", "502"])
 @pytest.mark.parametrize("what", list(CREATES))
-def test_a_create_whose_reply_is_lost_is_not_made_twice(label_studio, tmp_path: Path, what: str,  # noqa: F811
-                                                        fault: str) -> None:
+def test_a_create_whose_reply_is_lost_is_not_made_twice(
+    label_studio,
+    tmp_path: Path,
+    what: str,
+    fault: str,
+) -> None:
     """Both stages through the proxy, the first two creations of a kind lose their reply: one project per
     stage/round/kind, one user per simulated reviewer and one annotation per reviewer per task remain."""
     samples = _samples(tmp_path, 3)
@@ -132,14 +150,17 @@ def test_a_create_whose_reply_is_lost_is_not_made_twice(label_studio, tmp_path: 
     (rp,), (ap,) = review.projects.values(), adjudicate.projects.values()
     for sid, tid in ws.store.task_ids(rp).items():
         assert _annotators(label_studio, tid) == {uid[reviewers[0]]: 1, uid[reviewers[1]]: 1}, sid
-    assert {sid: _annotators(label_studio, tid) for sid, tid in ws.store.task_ids(ap).items()} == \
-        {split: {uid[adjudicator]: 1}}
+    assert {sid: _annotators(label_studio, tid) for sid, tid in ws.store.task_ids(ap).items()} == {
+        split: {uid[adjudicator]: 1}
+    }
     assert {it["status"] for it in ws.store.items()} == {"accepted"}
 
 
 @pytest.mark.slow
-def test_the_cli_push_and_simulate_through_a_proxy_that_drops_creation_replies(label_studio,  # noqa: F811
-                                                                              tmp_path: Path) -> None:
+def test_the_cli_push_and_simulate_through_a_proxy_that_drops_creation_replies(
+    label_studio,
+    tmp_path: Path,
+) -> None:
     samples = _samples(tmp_path, 3)
     before = _project_ids(label_studio)
     with FaultyProxy(label_studio.base_url, match=first_of_each(project_create, annotation_create), times=2) as proxy:
@@ -158,8 +179,10 @@ def test_the_cli_push_and_simulate_through_a_proxy_that_drops_creation_replies(l
 
 
 @pytest.mark.slow
-def test_status_reports_duplicates_and_repair_removes_them_keeping_annotations(label_studio,  # noqa: F811
-                                                                              tmp_path: Path) -> None:
+def test_status_reports_duplicates_and_repair_removes_them_keeping_annotations(
+    label_studio,
+    tmp_path: Path,
+) -> None:
     samples = _samples(tmp_path, 4)
     ws = Workspace(tmp_path / "ws")
     ws.load(tmp_path / "samples.jsonl")
@@ -173,7 +196,8 @@ def test_status_reports_duplicates_and_repair_removes_them_keeping_annotations(l
         data = client.tasks.get(id=recorded[sample_id]).data
         return int(client.projects.import_tasks(id=pid, request=[{"data": data}], return_task_ids=True).task_ids[0])
 
-    a2, b2, c2, c3 = copy(a), copy(b), copy(c), copy(c)
+    a2, b2 = copy(a), copy(b)
+    copy(c), copy(c)  # two copies of c, neither annotated
     u1, u2 = ls.ensure_user("dup-reviewer-1"), ls.ensure_user("dup-reviewer-2")
     accept = result_for("query", Review(decision="accept"))
     client.annotations.create(id=a2, result=accept, completed_by=u1)  # only the copy is annotated
@@ -185,8 +209,9 @@ def test_status_reports_duplicates_and_repair_removes_them_keeping_annotations(l
     env = _env(label_studio.base_url, label_studio.token, tmp_path / "ws")
     r = _run(["status"], env)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["duplicates"] == [{"project": "review/r1/query", "project_id": pid, "items": 3,
-                                                  "extra_tasks": 4}]
+    assert json.loads(r.stdout)["duplicates"] == [
+        {"project": "review/r1/query", "project_id": pid, "items": 3, "extra_tasks": 4}
+    ]
     (line,) = r.stderr.strip().splitlines()
     assert f"review/r1/query (project {pid}): 4 extra for 3 items" in line and "push --repair" in line
 

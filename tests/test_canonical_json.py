@@ -7,15 +7,18 @@ from hypothesis import strategies as st
 
 from benchsmith.schemas._private.encode import canonical_json
 
-TRICKY_TEXT = ['":1e-6,', '\\":1e-6,', "e-mail", "0.00001", 'a\\', "1e-6", '"', "\\", "é", "\u2028", "\x7f", "\x1f"]
+TRICKY_TEXT = ['":1e-6,', '\\":1e-6,', "e-mail", "0.00001", "a\\", "1e-6", '"', "\\", "é", "\u2028", "\x7f", "\x1f"]
 floats = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
     st.sampled_from([1e-6, 1e-5, 1.5e-5, 1e-7, 2e-9, 1e-10, 1e-4, 1e16, 1e15, -0.0, 5e-324, 1.7976931348623157e308]),
 )
 texts = st.one_of(st.text(max_size=12), st.sampled_from(TRICKY_TEXT))
-scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2 ** 70), max_value=2 ** 70), floats, texts)
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                       st.dictionaries(texts, inner, max_size=4)), max_leaves=20)
+scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70), floats, texts)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(texts, inner, max_size=4)),
+    max_leaves=20,
+)
 
 
 def reference(value):
@@ -26,7 +29,7 @@ def reference(value):
 @given(values)
 @example({"float_tolerance": 1e-6, "kind": "exact"})
 @example({"t": 1e-6})
-@example({'a\\': 1e-6, "b": 1})
+@example({"a\\": 1e-6, "b": 1})
 @example({"q": '":1e-6,', "t": 1e-6, "z": 1})
 @example({"q": '\\":1e-6,x', "t": 1e-6, "z": 1})
 @example({"t": 1e-6, "u": 1.5e-5, "v": [1e-7]})

@@ -9,19 +9,29 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import clean_env, console_script, drop_benchsmith_env, one_error_line
 from typer.testing import CliRunner
 
 from benchsmith.cli import app
 from benchsmith.construction.nl2api import chinook_db
-from helpers import clean_env, console_script, drop_benchsmith_env, one_error_line
 
 # Two good pairs and six rejected rows of different kinds.
 TINY = [
     json.dumps({"id": "ok-1", "question": "How many genres are there?", "sql": "SELECT COUNT(*) FROM genres"}),
-    json.dumps({"id": "ok-2", "question": "Which customers live in Brazil?",
-                "sql": "SELECT first_name, last_name FROM customers WHERE country = 'Brazil'"}),
-    json.dumps({"id": "empty", "question": "Which customers live on Mars?",
-                "sql": "SELECT first_name FROM customers WHERE country = 'Mars'"}),
+    json.dumps(
+        {
+            "id": "ok-2",
+            "question": "Which customers live in Brazil?",
+            "sql": "SELECT first_name, last_name FROM customers WHERE country = 'Brazil'",
+        }
+    ),
+    json.dumps(
+        {
+            "id": "empty",
+            "question": "Which customers live on Mars?",
+            "sql": "SELECT first_name FROM customers WHERE country = 'Mars'",
+        }
+    ),
     json.dumps({"id": "delete", "question": "Drop all tracks", "sql": "DELETE FROM tracks"}),
     json.dumps({"id": "nocol", "question": "Broken", "sql": "SELECT nope FROM tracks"}),
     json.dumps({"id": "ok-1", "question": "Again", "sql": "SELECT COUNT(*) FROM genres"}),
@@ -31,8 +41,14 @@ TINY = [
 
 
 def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([console_script(), *args], capture_output=True, text=True, timeout=120,
-                          env=clean_env(**env), stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [console_script(), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env(**env),
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -75,10 +91,12 @@ def test_help_as_a_command():
 
 def test_help_does_not_import_the_heavy_modules():
     """What keeps ``--help`` instant: the library, FastAPI, uvicorn and sqlglot load in the commands."""
-    code = ("import sys\nfrom benchsmith.cli import app\n"
-            "try:\n    app(['--help'], prog_name='benchsmith')\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
-            "heavy = ['fastapi', 'uvicorn', 'sqlglot', 'starlette', 'benchsmith.construction', 'benchsmith.schemas']\n"
-            "print('LOADED', [m for m in heavy if m in sys.modules])\n")
+    code = (
+        "import sys\nfrom benchsmith.cli import app\n"
+        "try:\n    app(['--help'], prog_name='benchsmith')\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+        "heavy = ['fastapi', 'uvicorn', 'sqlglot', 'starlette', 'benchsmith.construction', 'benchsmith.schemas']\n"
+        "print('LOADED', [m for m in heavy if m in sys.modules])\n"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=clean_env())
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip().splitlines()[-1] == "LOADED []"
@@ -105,12 +123,18 @@ def _check_split(out: Path, style: str, total: int, verified: int) -> dict:
 
 def test_build_with_rejections_exits_0(db, tiny_pairs, tmp_path):
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["nl2api", "build", "--db", str(db), "--pairs", str(tiny_pairs),
-                                      "--out", str(out)], prog_name="benchsmith")
+    result = CliRunner().invoke(
+        app, ["nl2api", "build", "--db", str(db), "--pairs", str(tiny_pairs), "--out", str(out)], prog_name="benchsmith"
+    )
     assert result.exit_code == 0, result.output
     report = _check_split(out, "slot", total=len(TINY), verified=2)
-    assert report["rejected"] == {"duplicate_id": 1, "empty_result": 1, "invalid_row": 2, "not_select": 1,
-                                  "unknown_column": 1}
+    assert report["rejected"] == {
+        "duplicate_id": 1,
+        "empty_result": 1,
+        "invalid_row": 2,
+        "not_select": 1,
+        "unknown_column": 1,
+    }
     assert {r["line"] for r in report["rejections"]} == {3, 4, 5, 6, 7, 8}
     assert "2/8 verified" in " ".join(result.stdout.split())
 
@@ -125,8 +149,12 @@ def test_build_as_a_command_exits_0(db, tiny_pairs, tmp_path):
 
 def test_style_from_environment(db, tiny_pairs, tmp_path):
     out = tmp_path / "sel"
-    result = CliRunner().invoke(app, ["nl2api", "build", "--db", str(db), "--pairs", str(tiny_pairs),
-                                      "--out", str(out)], env={"BENCHSMITH_STYLE": "sel"}, prog_name="benchsmith")
+    result = CliRunner().invoke(
+        app,
+        ["nl2api", "build", "--db", str(db), "--pairs", str(tiny_pairs), "--out", str(out)],
+        env={"BENCHSMITH_STYLE": "sel"},
+        prog_name="benchsmith",
+    )
     assert result.exit_code == 0, result.output
     _check_split(out, "sel", total=len(TINY), verified=2)
     # SEL tools are column- and operator-bound, unlike the 13 generic SLOT tools
@@ -134,16 +162,26 @@ def test_style_from_environment(db, tiny_pairs, tmp_path):
     assert any(t["name"].startswith("get_") for t in sample["tools"])
     # the option still wins over the variable
     out2 = tmp_path / "rest"
-    result = CliRunner().invoke(app, ["nl2api", "build", "--db", str(db), "--pairs", str(tiny_pairs),
-                                      "--out", str(out2), "--style", "rest"], env={"BENCHSMITH_STYLE": "sel"})
+    result = CliRunner().invoke(
+        app,
+        ["nl2api", "build", "--db", str(db), "--pairs", str(tiny_pairs), "--out", str(out2), "--style", "rest"],
+        env={"BENCHSMITH_STYLE": "sel"},
+    )
     assert result.exit_code == 0, result.output
     _check_split(out2, "rest", total=len(TINY), verified=2)
 
 
 def test_build_from_environment_only(db, tiny_pairs, tmp_path):
     out = tmp_path / "env"
-    res = _run("nl2api", "build", BENCHSMITH_DB=str(db), BENCHSMITH_PAIRS=str(tiny_pairs), BENCHSMITH_OUT=str(out),
-               BENCHSMITH_STYLE="sel", BENCHSMITH_SPLIT_NAME="from-env")
+    res = _run(
+        "nl2api",
+        "build",
+        BENCHSMITH_DB=str(db),
+        BENCHSMITH_PAIRS=str(tiny_pairs),
+        BENCHSMITH_OUT=str(out),
+        BENCHSMITH_STYLE="sel",
+        BENCHSMITH_SPLIT_NAME="from-env",
+    )
     assert res.returncode == 0, res.stderr
     _check_split(out, "sel", total=len(TINY), verified=2)
     assert json.loads((out / "manifest.json").read_text(encoding="utf-8"))["name"] == "from-env"
@@ -261,8 +299,9 @@ def test_schemas_export(tmp_path):
     assert sorted(Path(line) for line in result.stdout.split()) == files
     for f in files:
         schema = json.loads(f.read_text(encoding="utf-8"))
-        assert isinstance(schema, dict) and ("properties" in schema or "oneOf" in schema or "anyOf" in schema
-                                             or "$defs" in schema), f.name
+        assert isinstance(schema, dict) and (
+            "properties" in schema or "oneOf" in schema or "anyOf" in schema or "$defs" in schema
+        ), f.name
 
 
 def test_schemas_export_as_a_command(tmp_path):
@@ -304,9 +343,18 @@ def test_a_command_that_used_a_local_model_says_its_server_still_runs(tmp_path, 
         url = f"http://127.0.0.1:{httpd.server_address[1]}"
         folder = tmp_path / "state" / "qwen2.5-coder-0.5b"
         folder.mkdir(parents=True)
-        (folder / "server.json").write_text(json.dumps({
-            "pid": os.getpid(), "port": httpd.server_address[1], "url": url, "model": "qwen2.5-coder-0.5b",
-            "model_path": "/x/q.gguf", "started_at": "now"}))
+        (folder / "server.json").write_text(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "port": httpd.server_address[1],
+                    "url": url,
+                    "model": "qwen2.5-coder-0.5b",
+                    "model_path": "/x/q.gguf",
+                    "started_at": "now",
+                }
+            )
+        )
         note_started_servers(before)  # started since `before`: said
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "qwen2.5-coder-0.5b" in err[0] and url in err[0]

@@ -50,11 +50,18 @@ def run(tmp: Path, rows: list[dict], question=human_question, check=FAITHFUL, op
     models = RoleModels(default=ScriptedChat(script=by_task(**{QUESTION: question, CHECK: check})))
     summary = run_graph("backtranslate", items, tmp / "out", models=models, options=options or {})
     out = tmp / "out"
-    return summary.to_dict(), _lines(out / "samples.jsonl"), _lines(out / "error_pool.jsonl"), _lines(out / "review.jsonl")
+    return (
+        summary.to_dict(),
+        _lines(out / "samples.jsonl"),
+        _lines(out / "error_pool.jsonl"),
+        _lines(out / "review.jsonl"),
+    )
 
 
 def sql_rows() -> list[dict]:
-    return [{"id": p["id"], "sql": p["sql"], **({"evidence": p["evidence"]} if p.get("evidence") else {})} for p in PAIRS]
+    return [
+        {"id": p["id"], "sql": p["sql"], **({"evidence": p["evidence"]} if p.get("evidence") else {})} for p in PAIRS
+    ]
 
 
 def test_accepted_pairs_validate_and_build(tmp_path):
@@ -85,13 +92,16 @@ def test_the_prompt_shows_the_used_tables_with_descriptions(tmp_path):
     assert "customers" not in seen[0] and "Evidence: longer than five minutes" in seen[0]
 
 
-@pytest.mark.parametrize("sql,code", [
-    ("SELECT nope FROM tracks", "sql_error"),
-    ("SELEC name FROM tracks", "sql_error"),
-    ("DELETE FROM tracks", "sql_error"),
-    ("SELECT name FROM tracks; SELECT name FROM albums", "sql_error"),
-    ("SELECT name FROM tracks WHERE milliseconds < 0", "empty_result"),
-])
+@pytest.mark.parametrize(
+    "sql,code",
+    [
+        ("SELECT nope FROM tracks", "sql_error"),
+        ("SELEC name FROM tracks", "sql_error"),
+        ("DELETE FROM tracks", "sql_error"),
+        ("SELECT name FROM tracks; SELECT name FROM albums", "sql_error"),
+        ("SELECT name FROM tracks WHERE milliseconds < 0", "empty_result"),
+    ],
+)
 def test_bad_sql_is_rejected_before_any_model_call(tmp_path, sql, code):
     summary, samples, pool, _ = run(tmp_path, [{"id": "x", "sql": sql}])
     assert not samples and summary["model_calls"] == 0
@@ -103,18 +113,22 @@ def test_unconvertible_sql_is_rejected_unless_allowed(tmp_path):
     question = '{"question": "Count from 1 up to 3 for me, please."}'
     summary, _, pool, _ = run(tmp_path / "a", [{"id": "cte", "sql": sql}], question=question)
     assert pool[0]["rejected_by"]["code"] == "unconvertible" and summary["model_calls"] == 0
-    summary, samples, _, _ = run(tmp_path / "b", [{"id": "cte", "sql": sql}], question=question,
-                                 options={"require_conversion": False})
+    summary, samples, _, _ = run(
+        tmp_path / "b", [{"id": "cte", "sql": sql}], question=question, options={"require_conversion": False}
+    )
     assert summary["samples"] == 1 and samples[0]["metadata"]["sql"] == sql
 
 
-@pytest.mark.parametrize("question,code", [
-    ('{"question": "Give the first_name and last_name of the customers based in Brazil."}', "sql_leak"),
-    ('{"question": "SELECT the customers WHERE the country is Brazil."}', "sql_leak"),
-    ('{"question": "Give the names of the customers based in South America."}', "missing_literal"),
-    ('{"question": "Customers?"}', "bad_length"),
-    ('{"question": "How many authors were born in Chile?"}', "missing_literal"),
-])
+@pytest.mark.parametrize(
+    "question,code",
+    [
+        ('{"question": "Give the first_name and last_name of the customers based in Brazil."}', "sql_leak"),
+        ('{"question": "SELECT the customers WHERE the country is Brazil."}', "sql_leak"),
+        ('{"question": "Give the names of the customers based in South America."}', "missing_literal"),
+        ('{"question": "Customers?"}', "bad_length"),
+        ('{"question": "How many authors were born in Chile?"}', "missing_literal"),
+    ],
+)
 def test_pure_screen_rejects_bad_questions(tmp_path, question, code):
     rows = [{"id": "p", "sql": "SELECT first_name, last_name FROM customers WHERE country = 'Brazil'"}]
     summary, samples, pool, _ = run(tmp_path, rows, question=question)
@@ -132,15 +146,21 @@ def test_verifier_rejects_an_unfaithful_question(tmp_path):
     check = '{"faithful": false, "problem": "the question drops the filter on the country"}'
     _, samples, pool, _ = run(tmp_path, sql_rows()[1:2], check=check)
     assert not samples
-    assert pool[0]["rejected_by"] == {"where": "check", "code": "unfaithful",
-                                      "reason": "the question drops the filter on the country"}
+    assert pool[0]["rejected_by"] == {
+        "where": "check",
+        "code": "unfaithful",
+        "reason": "the question drops the filter on the country",
+    }
     assert pool[0]["candidate"]["question"] == PAIRS[1]["question"]
 
 
-@pytest.mark.parametrize("node,question,check,code", [
-    ("question", "Here you go: which customers?", FAITHFUL, "not_json"),
-    ("check", human_question, '{"faithful": "yes"}', "bad_field"),
-])
+@pytest.mark.parametrize(
+    "node,question,check,code",
+    [
+        ("question", "Here you go: which customers?", FAITHFUL, "not_json"),
+        ("check", human_question, '{"faithful": "yes"}', "bad_field"),
+    ],
+)
 def test_unreadable_reply_goes_to_review(tmp_path, node, question, check, code):
     summary, samples, _, review = run(tmp_path, sql_rows()[1:2], question=question, check=check)
     assert summary["review"] == 1 and not samples
@@ -153,9 +173,11 @@ def test_rows_need_sql(tmp_path):
 
 
 def test_literals_and_tables():
-    sql = ("SELECT t.name FROM tracks AS t JOIN albums AS a ON a.album_id = t.album_id "
-           "WHERE a.title LIKE '%Rock%' AND t.unit_price BETWEEN 0.5 AND 1.5 AND t.milliseconds / 1000 > 200 "
-           "ORDER BY t.name LIMIT 10")
+    sql = (
+        "SELECT t.name FROM tracks AS t JOIN albums AS a ON a.album_id = t.album_id "
+        "WHERE a.title LIKE '%Rock%' AND t.unit_price BETWEEN 0.5 AND 1.5 AND t.milliseconds / 1000 > 200 "
+        "ORDER BY t.name LIMIT 10"
+    )
     assert sorted(lit["text"] for lit in bt.sql_literals(sql)) == ["0.5", "1.5", "10", "200", "Rock"]
     assert {lit["text"]: lit["string"] for lit in bt.sql_literals(sql)}["Rock"] is True
     assert bt.sql_tables(sql) == ["tracks", "albums"]

@@ -26,7 +26,11 @@ def reply(body: dict) -> str:
     if system.startswith("You improve a draft"):
         return '{"solvable": true, "query": "How many rows does this data have in total?"}'
     if system.startswith("You plan how to solve"):
-        return '{"done": true, "thought": "Counted."}' if last.startswith("Step ") else '{"done": false, "thought": "Count."}'
+        return (
+            '{"done": true, "thought": "Counted."}'
+            if last.startswith("Step ")
+            else '{"done": false, "thought": "Count."}'
+        )
     if system.startswith("You turn one planned step"):
         return '{"action": "aggregate_data", "arguments": {"data_source": "$data_1$", "aggregation": "count"}, "thought": "c"}'
     if system.startswith("You review one step"):
@@ -38,8 +42,13 @@ def reply(body: dict) -> str:
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchsmith.cli", "construct", *args], env=env, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "benchsmith.cli", "construct", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _lines(path: Path) -> list[dict]:
@@ -52,12 +61,24 @@ def test_queries_chains_check_pipeline(split: Path, tmp_path: Path) -> None:
         q = _run(["queries", str(split), "--out", str(tmp_path / "q")], env)
         assert q.returncode == 0, q.stderr
         assert "6 items" in q.stdout and "per accepted sample" in q.stdout
-        c = _run(["chains", str(tmp_path / "q" / "samples.jsonl"), "--out", str(tmp_path / "c"), "--split", str(split)], env)
+        c = _run(
+            ["chains", str(tmp_path / "q" / "samples.jsonl"), "--out", str(tmp_path / "c"), "--split", str(split)], env
+        )
         assert c.returncode == 0, c.stderr
         made = _lines(tmp_path / "c" / "samples.jsonl")
         assert made and all(s["gold"][0]["call"]["name"] == "aggregate_data" for s in made)
-        k = _run(["check", str(tmp_path / "c" / "samples.jsonl"), "--out", str(tmp_path / "k"), "--split", str(split),
-                  "--no-dedupe"], env)
+        k = _run(
+            [
+                "check",
+                str(tmp_path / "c" / "samples.jsonl"),
+                "--out",
+                str(tmp_path / "k"),
+                "--split",
+                str(split),
+                "--no-dedupe",
+            ],
+            env,
+        )
         assert k.returncode == 0, k.stderr
     summary = json.loads((tmp_path / "k" / "check_summary.json").read_text())
     accepted, pool = _lines(tmp_path / "k" / "accepted.jsonl"), _lines(tmp_path / "k" / "error_pool.jsonl")
@@ -76,8 +97,10 @@ def test_queries_chains_check_pipeline(split: Path, tmp_path: Path) -> None:
 def test_bad_input_is_one_red_line(tmp_path: Path) -> None:
     bad = tmp_path / "in.jsonl"
     bad.write_text('{"query": "x"}\nnot json\n')
-    r = _run(["chains", str(bad), "--out", str(tmp_path / "c"), "--model", "fake", "--base-url", "http://127.0.0.1:9/v1"],
-             endpoint_env())
+    r = _run(
+        ["chains", str(bad), "--out", str(tmp_path / "c"), "--model", "fake", "--base-url", "http://127.0.0.1:9/v1"],
+        endpoint_env(),
+    )
     assert r.returncode == 2 and "in.jsonl" in r.stderr and "line 2" in r.stderr.lower().replace(":2", " line 2")
     r = _run(["queries", str(tmp_path / "missing"), "--out", str(tmp_path / "q")], endpoint_env())
     assert r.returncode == 2 and "does not exist" in r.stderr and "Traceback" not in r.stderr

@@ -53,8 +53,10 @@ def food_assistant(last: str, messages: list[dict]) -> str:
     if last.startswith("User: It is"):
         return '{"tool_calls": [{"name": "food_login", "arguments": {"username": "Mina", "password": "tulip-88"}}]}'
     if "food_login" in last:
-        return ('{"tool_calls": [{"name": "place_order", "arguments": {"restaurant": "Golden Wok", '
-                '"items": [{"dish": "Fried Rice", "quantity": 2}]}}]}')
+        return (
+            '{"tool_calls": [{"name": "place_order", "arguments": {"restaurant": "Golden Wok", '
+            '"items": [{"dish": "Fried Rice", "quantity": 2}]}}]}'
+        )
     return '{"message": "Your order of two Fried Rice from Golden Wok is placed."}'
 
 
@@ -66,8 +68,16 @@ def test_a_full_dialogue_on_a_sandbox_scenario_is_accepted(tmp_path: Path) -> No
     assert s.samples == 1 and s.calls_by_node == {"user_turn": 3, "assistant_turn": 4}
     (d,) = read_jsonl(tmp_path / "d" / "samples.jsonl", Sample)
     assert d.query is None
-    assert [m.role for m in d.dialogue] == ["user", "assistant", "user", "assistant", "tool", "assistant", "tool",
-                                           "assistant"]
+    assert [m.role for m in d.dialogue] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     login, order = d.dialogue[3].tool_calls[0], d.dialogue[5].tool_calls[0]
     assert (login.name, login.label, order.name, order.label) == ("food_login", "out_1", "place_order", "out_2")
     assert d.dialogue[4].name == "out_1" and json.loads(d.dialogue[6].content)["total"] == 19.0  # the sandbox answered
@@ -78,7 +88,10 @@ def test_a_full_dialogue_on_a_sandbox_scenario_is_accepted(tmp_path: Path) -> No
     assert meta["environment"]["kind"] == "sandbox" and meta["scenario_id"] == "food-order-basic"
     assert meta["persona"].startswith("You are Mina") and meta["goal"].startswith("Log in to the food app")
     assert meta["turns"] == 2 and meta["closing_message"] == "Thanks!" and meta["simulated_calls"] == 0
-    assert meta["final_state"]["food"]["session"] == "Mina" and meta["final_state"]["food"]["accounts"]["Mina"]["balance"] == 41.0
+    assert (
+        meta["final_state"]["food"]["session"] == "Mina"
+        and meta["final_state"]["food"]["accounts"]["Mina"]["balance"] == 41.0
+    )
     assert d.provenance.method == "construct.dialogues" and d.provenance.versions["graph"] == "dialogues@v1"
     assert d.provenance.versions["prompt.user_turn"].startswith("construction/dialogue_user@v1-")
     report = run_checks(d)  # well-formed dialogue, gold = its calls, and the calls replay in the sandbox
@@ -90,8 +103,10 @@ def wifi_assistant(last: str, messages: list[dict]) -> str:
     if last.startswith("User:"):
         return '{"tool_calls": [{"name": "send_message", "arguments": {"recipient": "Priya", "text": "%s"}}]}' % TEXT
     if "send_message" in last and "offline" in last:
-        return ('{"tool_calls": [{"name": "enable_wifi", "arguments": {}}, '
-                '{"name": "send_message", "arguments": {"recipient": "Priya", "text": "%s"}}]}' % TEXT)
+        return (
+            '{"tool_calls": [{"name": "enable_wifi", "arguments": {}}, '
+            '{"name": "send_message", "arguments": {"recipient": "Priya", "text": "%s"}}]}' % TEXT
+        )
     return '{"message": "Sent."}'
 
 
@@ -104,8 +119,12 @@ def test_failed_real_calls_stay_in_the_dialogue_and_the_gold(tmp_path: Path) -> 
     def said(last: str, messages: list[dict]) -> str:
         return '{"message": "Thanks.", "goal_met": true}' if last.startswith("Assistant:") else user
 
-    s = run_graph("dialogues", _scenarios(tmp_path, "msg-wifi-off"), tmp_path / "d",
-                  models=_models(**{USER: said, ASSISTANT: wifi_assistant}))
+    s = run_graph(
+        "dialogues",
+        _scenarios(tmp_path, "msg-wifi-off"),
+        tmp_path / "d",
+        models=_models(**{USER: said, ASSISTANT: wifi_assistant}),
+    )
     assert s.samples == 1, _lines(tmp_path / "d" / "error_pool.jsonl")
     (d,) = read_jsonl(tmp_path / "d" / "samples.jsonl", Sample)
     assert [g.verdict for g in d.gold] == ["input_error", "success", "success"]
@@ -115,8 +134,13 @@ def test_failed_real_calls_stay_in_the_dialogue_and_the_gold(tmp_path: Path) -> 
     assert d.categories == ["dialogue", "multi_step"] and d.metadata["failed_calls"] == 1
     assert run_checks(d).accepted, run_checks(d).results
 
-    s = run_graph("dialogues", _scenarios(tmp_path, "msg-wifi-off"), tmp_path / "strict",
-                  models=_models(**{USER: said, ASSISTANT: wifi_assistant}), options={"allow_failed_calls": False})
+    s = run_graph(
+        "dialogues",
+        _scenarios(tmp_path, "msg-wifi-off"),
+        tmp_path / "strict",
+        models=_models(**{USER: said, ASSISTANT: wifi_assistant}),
+        options={"allow_failed_calls": False},
+    )
     assert s.rejected_by == {"finalize:failed_call": 1}
 
 
@@ -126,8 +150,12 @@ def test_a_wrong_end_state_is_rejected_with_the_differing_keys(tmp_path: Path) -
     def assistant(last: str, messages: list[dict]) -> str:
         return wrong(last, messages).replace('"quantity": 2', '"quantity": 3')
 
-    s = run_graph("dialogues", _scenarios(tmp_path, "food-order-basic"), tmp_path / "d",
-                  models=_models(**{USER: food_user, ASSISTANT: assistant}))
+    s = run_graph(
+        "dialogues",
+        _scenarios(tmp_path, "food-order-basic"),
+        tmp_path / "d",
+        models=_models(**{USER: food_user, ASSISTANT: assistant}),
+    )
     assert s.samples == 0 and s.rejected_by == {"finalize:end_state_mismatch": 1}
     (row,) = _lines(tmp_path / "d" / "error_pool.jsonl")
     reason = row["rejected_by"]["reason"]
@@ -137,10 +165,10 @@ def test_a_wrong_end_state_is_rejected_with_the_differing_keys(tmp_path: Path) -
 
 # -- budgets and unreadable replies -------------------------------------------------------------------------
 def test_the_turn_budget_ends_a_dialogue_whose_goal_is_never_met(tmp_path: Path) -> None:
-    m = _models(**{USER: '{"message": "That is not what I wanted.", "goal_met": false}',
-                   ASSISTANT: food_assistant})
-    s = run_graph("dialogues", _scenarios(tmp_path, "food-order-basic"), tmp_path / "d", models=m,
-                  options={"max_turns": 2})
+    m = _models(**{USER: '{"message": "That is not what I wanted.", "goal_met": false}', ASSISTANT: food_assistant})
+    s = run_graph(
+        "dialogues", _scenarios(tmp_path, "food-order-basic"), tmp_path / "d", models=m, options={"max_turns": 2}
+    )
     assert s.rejected_by == {"budget:turn_budget": 1}
     assert s.calls_by_node == {"user_turn": 3, "assistant_turn": 2}  # the third user message is never sent
     (row,) = _lines(tmp_path / "d" / "error_pool.jsonl")
@@ -149,8 +177,9 @@ def test_the_turn_budget_ends_a_dialogue_whose_goal_is_never_met(tmp_path: Path)
 
 def test_the_step_budget_stops_an_assistant_that_never_answers(tmp_path: Path) -> None:
     m = _models(**{USER: food_user, ASSISTANT: '{"tool_calls": [{"name": "device_status", "arguments": {}}]}'})
-    s = run_graph("dialogues", _scenarios(tmp_path, "food-order-basic"), tmp_path / "d", models=m,
-                  options={"max_steps": 3})
+    s = run_graph(
+        "dialogues", _scenarios(tmp_path, "food-order-basic"), tmp_path / "d", models=m, options={"max_steps": 3}
+    )
     assert s.rejected_by == {"budget:step_budget": 1} and s.calls_by_node["assistant_turn"] == 4
 
 
@@ -173,15 +202,24 @@ def test_an_unknown_tool_and_a_dialogue_without_calls(tmp_path: Path) -> None:
 
 
 # -- no environment: the tool simulator answers ------------------------------------------------------------
-WEATHER = {"name": "get_weather", "description": "The weather forecast for a city.",
-           "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}},
-                          "required": ["city"]}}
+WEATHER = {
+    "name": "get_weather",
+    "description": "The weather forecast for a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "City name"}},
+        "required": ["city"],
+    },
+}
 
 
 def _goal_samples(tmp_path: Path) -> Path:
-    sample = Sample(query="Find out whether it will rain in Oslo and in Bergen tomorrow.", tools=[WEATHER],
-                    metadata={"persona": "You are Ola, a hiker."},
-                    provenance={"source": "test", "method": "manual", "created_at": "2025-01-01T00:00:00Z"})
+    sample = Sample(
+        query="Find out whether it will rain in Oslo and in Bergen tomorrow.",
+        tools=[WEATHER],
+        metadata={"persona": "You are Ola, a hiker."},
+        provenance={"source": "test", "method": "manual", "created_at": "2025-01-01T00:00:00Z"},
+    )
     path = tmp_path / "goals.jsonl"
     path.write_text(sample.model_dump_json(exclude_none=True) + "\n", encoding="utf-8")
     return path
@@ -195,14 +233,21 @@ def weather_user(last: str, messages: list[dict]) -> str:
 
 def weather_assistant(last: str, messages: list[dict]) -> str:
     if last.startswith("User:"):
-        return ('{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Oslo"}}, '
-                '{"name": "get_weather", "arguments": {"city": "Bergen"}}]}')
+        return (
+            '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Oslo"}}, '
+            '{"name": "get_weather", "arguments": {"city": "Bergen"}}]}'
+        )
     return '{"message": "Rain in both cities."}'
 
 
 def test_tools_without_an_environment_are_simulated(tmp_path: Path) -> None:
-    m = _models(**{USER: weather_user, ASSISTANT: weather_assistant,
-                   SIMULATE: '{"ok": true, "observation": "{\\"sky\\": \\"rain\\"}"}'})
+    m = _models(
+        **{
+            USER: weather_user,
+            ASSISTANT: weather_assistant,
+            SIMULATE: '{"ok": true, "observation": "{\\"sky\\": \\"rain\\"}"}',
+        }
+    )
     s = run_graph("dialogues", _goal_samples(tmp_path), tmp_path / "d", models=m)
     assert s.samples == 1 and s.calls_by_node == {"user_turn": 2, "assistant_turn": 2, "simulate": 2}
     (d,) = read_jsonl(tmp_path / "d" / "samples.jsonl", Sample)
@@ -232,8 +277,14 @@ def test_a_dialogue_on_a_real_nl2api_split(tmp_path: Path) -> None:
             return '{"tool_calls": [{"name": "aggregate_data", "arguments": {"data_source": "$data_1$", "aggregation": "count"}}]}'
         return '{"message": "There are that many tracks."}'
 
-    s = run_graph("dialogues", split / "samples.jsonl", tmp_path / "d", models=_models(**{USER: user, ASSISTANT: assistant}),
-                  env_context=EnvContext(split=split), limit=1)
+    s = run_graph(
+        "dialogues",
+        split / "samples.jsonl",
+        tmp_path / "d",
+        models=_models(**{USER: user, ASSISTANT: assistant}),
+        env_context=EnvContext(split=split),
+        limit=1,
+    )
     assert s.samples == 1, _lines(tmp_path / "d" / "error_pool.jsonl")
     (d,) = read_jsonl(tmp_path / "d" / "samples.jsonl", Sample)
     import sqlite3

@@ -23,7 +23,9 @@ from benchsmith.schemas import Sample, UserError, read_jsonl
 
 QUERY = '{"query": "How many tracks last longer than ten minutes?"}'
 REFINED = '{"solvable": true, "query": "How many tracks last longer than ten minutes in total?"}'
-COUNT = '{"action": "aggregate_data", "arguments": {"data_source": "$data_1$", "aggregation": "count"}, "thought": "count"}'
+COUNT = (
+    '{"action": "aggregate_data", "arguments": {"data_source": "$data_1$", "aggregation": "count"}, "thought": "count"}'
+)
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +45,13 @@ def plan_once(last: str, messages: list[dict]) -> str:
 
 
 def models(**replies) -> RoleModels:
-    base = dict(generate=QUERY, refine=REFINED, plan=plan_once, act=COUNT,
-                review='{"verdict": "success", "decision": "continue"}')
+    base = dict(
+        generate=QUERY,
+        refine=REFINED,
+        plan=plan_once,
+        act=COUNT,
+        review='{"verdict": "success", "decision": "continue"}',
+    )
     base.update(replies)
     return RoleModels(default=ScriptedChat(script=by_task(**base)))
 
@@ -83,12 +90,15 @@ def test_queries_graph_accepts_a_clean_query_with_provenance(split: Path, tmp_pa
     assert summary["calls_per_accepted"] == round(6 / len(samples), 2)
 
 
-@pytest.mark.parametrize("refined, code", [
-    ('{"solvable": true, "query": "Use aggregate_data to count the tracks please"}', "names_tool"),
-    ('{"solvable": true, "query": "What will the weather be like in Lisbon this weekend?"}', "copied_fewshot"),
-    ('{"solvable": true, "query": "Recommend a good pizza place in Naples for tonight"}', "off_topic"),
-    ('{"solvable": false, "query": "How many tracks last longer than ten minutes?"}', "unsolvable"),
-])
+@pytest.mark.parametrize(
+    "refined, code",
+    [
+        ('{"solvable": true, "query": "Use aggregate_data to count the tracks please"}', "names_tool"),
+        ('{"solvable": true, "query": "What will the weather be like in Lisbon this weekend?"}', "copied_fewshot"),
+        ('{"solvable": true, "query": "Recommend a good pizza place in Naples for tonight"}', "off_topic"),
+        ('{"solvable": false, "query": "How many tracks last longer than ten minutes?"}', "unsolvable"),
+    ],
+)
 def test_queries_graph_rejects_with_the_reason(split: Path, tmp_path: Path, refined: str, code: str) -> None:
     s = run_graph("queries", split, tmp_path / "q", models=models(refine=refined), options={"n": 1})
     assert s.samples == 0 and s.rejected == 1
@@ -98,16 +108,20 @@ def test_queries_graph_rejects_with_the_reason(split: Path, tmp_path: Path, refi
 
 
 def test_unreadable_reply_goes_to_review_with_the_raw_text(split: Path, tmp_path: Path) -> None:
-    s = run_graph("queries", split, tmp_path / "q", models=models(generate="Sure! Here is a query: tracks?"),
-                  options={"n": 1})
+    s = run_graph(
+        "queries", split, tmp_path / "q", models=models(generate="Sure! Here is a query: tracks?"), options={"n": 1}
+    )
     assert s.review == 1 and s.samples == 0 and s.model_calls == 1  # the refiner is never asked
     row = _lines(tmp_path / "q" / "review.jsonl")[0]
     assert row["raw"] == {"generate": "Sure! Here is a query: tracks?"}
     assert row["reasons"][0]["code"] == "not_json"
 
 
-@pytest.mark.parametrize("reply", ["[" * 100_000, '{"query": ' + "9" * 5000 + "}", 'Sure: {"query": ' + "[" * 50_000 + "}"],
-                         ids=["deep", "5000 digits", "deep inside text"])
+@pytest.mark.parametrize(
+    "reply",
+    ["[" * 100_000, '{"query": ' + "9" * 5000 + "}", 'Sure: {"query": ' + "[" * 50_000 + "}"],
+    ids=["deep", "5000 digits", "deep inside text"],
+)
 def test_a_reply_json_cannot_read_goes_to_review_not_a_crash(split: Path, tmp_path: Path, reply: str) -> None:
     # before: RecursionError out of the node (the run stopped with a traceback)
     s = run_graph("queries", split, tmp_path / "q", models=models(generate=reply), options={"n": 1})
@@ -121,8 +135,9 @@ def _queries(split: Path, tmp_path: Path) -> Path:
 
 
 def test_chains_graph_executes_real_tools_and_keeps_the_observation(split: Path, tmp_path: Path) -> None:
-    s = run_graph("chains", _queries(split, tmp_path), tmp_path / "c", models=models(),
-                  env_context=EnvContext(split=split))
+    s = run_graph(
+        "chains", _queries(split, tmp_path), tmp_path / "c", models=models(), env_context=EnvContext(split=split)
+    )
     assert s.samples == 1 and s.calls_by_node == {"plan": 2, "act": 1, "review": 1}
     (chain,) = read_jsonl(tmp_path / "c" / "samples.jsonl", Sample)
     (step,) = chain.gold
@@ -141,8 +156,14 @@ def test_chains_graph_executes_real_tools_and_keeps_the_observation(split: Path,
 
 def test_reviewer_cannot_call_a_failed_step_a_success(split: Path, tmp_path: Path) -> None:
     bad = '{"action": "aggregate_data", "arguments": {"data_source": "$data_1$", "aggregation": "median"}, "thought": "x"}'
-    s = run_graph("chains", _queries(split, tmp_path), tmp_path / "c", models=models(act=bad),
-                  env_context=EnvContext(split=split), options={"step_budget": 3})
+    s = run_graph(
+        "chains",
+        _queries(split, tmp_path),
+        tmp_path / "c",
+        models=models(act=bad),
+        env_context=EnvContext(split=split),
+        options={"step_budget": 3},
+    )
     # every step fails for real; the reviewer says success, the override records input_error; no gold step survives
     assert s.samples == 0 and s.rejected == 1
     row = _lines(tmp_path / "c" / "error_pool.jsonl")[0]
@@ -153,22 +174,37 @@ def test_reviewer_cannot_call_a_failed_step_a_success(split: Path, tmp_path: Pat
 
 
 def test_retries_are_bounded(split: Path, tmp_path: Path) -> None:
-    s = run_graph("chains", _queries(split, tmp_path), tmp_path / "c",
-                  models=models(review='{"verdict": "irrelevant_response", "decision": "retry"}'),
-                  env_context=EnvContext(split=split), options={"max_retries": 1, "step_budget": 10})
+    s = run_graph(
+        "chains",
+        _queries(split, tmp_path),
+        tmp_path / "c",
+        models=models(review='{"verdict": "irrelevant_response", "decision": "retry"}'),
+        env_context=EnvContext(split=split),
+        options={"max_retries": 1, "step_budget": 10},
+    )
     assert s.rejected_by == {"review:retries_exhausted": 1} and s.calls_by_node["act"] == 2
 
 
 def test_tools_without_an_environment_are_simulated(tmp_path: Path) -> None:
-    tools = [{"name": "get_weather", "description": "The weather forecast for a city.",
-              "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}},
-                             "required": ["city"]}}]
+    tools = [
+        {
+            "name": "get_weather",
+            "description": "The weather forecast for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string", "description": "City name"}},
+                "required": ["city"],
+            },
+        }
+    ]
     catalog = tmp_path / "tools.json"
     catalog.write_text(json.dumps(tools))
-    m = models(generate='{"query": "Is it going to be sunny in Oslo city?"}',
-               refine='{"solvable": true, "query": "Will the weather in Oslo city be sunny tomorrow?"}',
-               act='{"action": "get_weather", "arguments": {"city": "Oslo"}, "thought": "forecast"}',
-               simulate='{"ok": true, "observation": "sunny, 21 C"}')
+    m = models(
+        generate='{"query": "Is it going to be sunny in Oslo city?"}',
+        refine='{"solvable": true, "query": "Will the weather in Oslo city be sunny tomorrow?"}',
+        act='{"action": "get_weather", "arguments": {"city": "Oslo"}, "thought": "forecast"}',
+        simulate='{"ok": true, "observation": "sunny, 21 C"}',
+    )
     run_graph("queries", catalog, tmp_path / "q", models=m, options={"n": 1, "k": 1})
     s = run_graph("chains", tmp_path / "q" / "samples.jsonl", tmp_path / "c", models=m)
     assert s.samples == 1 and s.calls_by_node["simulate"] == 1
@@ -197,7 +233,9 @@ def test_each_role_uses_its_own_model(split: Path, tmp_path: Path) -> None:
     run_graph("queries", split, tmp_path / "q", models=m, options={"n": 1})
     assert gen.calls == 1 and ref.calls == 1
     (q,) = read_jsonl(tmp_path / "q" / "samples.jsonl", Sample)
-    assert q.provenance.versions["model.generate"] == "gen-model" and q.provenance.versions["model.refine"] == "ref-model"
+    assert (
+        q.provenance.versions["model.generate"] == "gen-model" and q.provenance.versions["model.refine"] == "ref-model"
+    )
     with pytest.raises(UserError, match="unknown model role"):
         RoleModels(default=base.default, roles={"poet": gen})
 
@@ -209,7 +247,9 @@ def test_a_local_models_weights_file_is_named_in_provenance(split: Path, tmp_pat
     m = RoleModels(default=base.default, roles={"generator": gen, "refiner": ref})
     run_graph("queries", split, tmp_path / "q", models=m, options={"n": 1})
     (q,) = read_jsonl(tmp_path / "q" / "samples.jsonl", Sample)
-    assert q.provenance.versions["model_file.refine"] == "ab" * 32 and "model_file.generate" not in q.provenance.versions
+    assert (
+        q.provenance.versions["model_file.refine"] == "ab" * 32 and "model_file.generate" not in q.provenance.versions
+    )
     assert m.describe()["files"] == {"local-model": "ab" * 32}
     run = json.loads((tmp_path / "q" / "run.json").read_text())
     assert run["models"]["files"] == {"local-model": "ab" * 32}
@@ -230,8 +270,24 @@ def _fake_reply(body: dict) -> str:
 def test_kill_9_during_construct_chains_then_rerun_yields_every_item_once(split: Path, tmp_path: Path) -> None:
     items = read_jsonl(split / "samples.jsonl", Sample)  # the split's own questions, re-annotated
     out = tmp_path / "chains"
-    args = [sys.executable, "-m", "benchsmith.cli", "construct", "chains", str(split / "samples.jsonl"), "--out",
-            str(out), "--split", str(split), "--model", "fake", "--concurrency", "2", "--timeout", "20"]
+    args = [
+        sys.executable,
+        "-m",
+        "benchsmith.cli",
+        "construct",
+        "chains",
+        str(split / "samples.jsonl"),
+        "--out",
+        str(out),
+        "--split",
+        str(split),
+        "--model",
+        "fake",
+        "--concurrency",
+        "2",
+        "--timeout",
+        "20",
+    ]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCHSMITH_", "OPENAI_"))}
     with FakeOpenAI(_fake_reply, delay=0.1) as ep:
         env["BENCHSMITH_BASE_URL"] = ep.base_url
@@ -250,8 +306,11 @@ def test_kill_9_during_construct_chains_then_rerun_yields_every_item_once(split:
         assert done.returncode == 0, done.stdout + done.stderr
         asked = sum(ep.prompts.values())
     made = read_jsonl(out / "samples.jsonl", Sample)
-    ids = Counter([s.provenance.source_id for s in made] + [r["item_id"] for r in _lines(out / "error_pool.jsonl")]
-                  + [r["item_id"] for r in _lines(out / "review.jsonl")])
+    ids = Counter(
+        [s.provenance.source_id for s in made]
+        + [r["item_id"] for r in _lines(out / "error_pool.jsonl")]
+        + [r["item_id"] for r in _lines(out / "review.jsonl")]
+    )
     assert set(ids) == {s.id for s in items} and set(ids.values()) == {1}, "every item exactly once"
     # the scripted chain only counts rows: questions that state a value the count never uses are rejected
     pool = _lines(out / "error_pool.jsonl")
@@ -268,8 +327,11 @@ def test_k_voters_each_vote_once_and_an_unreadable_vote_abstains(split: Path, tm
     def voter(reply: str, name: str) -> ChatModelRole:
         return ChatModelRole(ScriptedChat(script=lambda msgs: reply), name=name)
 
-    voters = [voter('{"vote": "accept", "reason": "fine"}', "v1"), voter('{"vote": "reject", "reason": "vague"}', "v2"),
-              voter("I think it is good", "v3")]
+    voters = [
+        voter('{"vote": "accept", "reason": "fine"}', "v1"),
+        voter('{"vote": "reject", "reason": "vague"}', "v2"),
+        voter("I think it is good", "v3"),
+    ]
     m = RoleModels(default=models().default, voters=voters)
     s = run_graph("vote", split / "samples.jsonl", tmp_path / "v", models=m, limit=2)
     assert s.samples == 2 and s.calls_by_node == {"vote": 6}
@@ -283,8 +345,9 @@ def test_k_voters_each_vote_once_and_an_unreadable_vote_abstains(split: Path, tm
 
 def test_a_chain_that_ignores_a_value_of_the_request_is_rejected(split: Path, tmp_path: Path) -> None:
     base = read_jsonl(split / "samples.jsonl", Sample)[0]
-    asked = base.model_copy(update={"query": "How many rows mention the album Let There Be Rock by AC/DC?", "gold": [],
-                                    "id": None})
+    asked = base.model_copy(
+        update={"query": "How many rows mention the album Let There Be Rock by AC/DC?", "gold": [], "id": None}
+    )
     (tmp_path / "in.jsonl").write_text(asked.model_dump_json() + "\n")
     s = run_graph("chains", tmp_path / "in.jsonl", tmp_path / "c", models=models(), env_context=EnvContext(split=split))
     assert s.rejected_by == {"finalize:query_value_unused": 1}

@@ -40,8 +40,9 @@ def new_scenario(last: str, messages: list[dict]) -> str:
     """Swap every value for a new one; a request without values gets a new situation."""
     query, values = _example(last)
     if not values:
-        return json.dumps({"query": "Our playlist team needs to know: how many songs are over ten minutes long?",
-                           "values": {}})
+        return json.dumps(
+            {"query": "Our playlist team needs to know: how many songs are over ten minutes long?", "values": {}}
+        )
     new = {k: NEW.get(str(v), v) for k, v in values.items()}
     for k, v in values.items():
         query = query.replace(str(v), str(new[k]))
@@ -55,7 +56,12 @@ def keep_refined(last: str, messages: list[dict]) -> str:
 def run(split: Path, out: Path, reply, refine=keep_refined, options=None):
     models = RoleModels(default=ScriptedChat(script=by_task(**{MARKER: reply, "refine": refine})))
     summary = run_graph("expand", split, out, models=models, options=options or {})
-    return summary.to_dict(), _lines(out / "samples.jsonl"), _lines(out / "error_pool.jsonl"), _lines(out / "review.jsonl")
+    return (
+        summary.to_dict(),
+        _lines(out / "samples.jsonl"),
+        _lines(out / "error_pool.jsonl"),
+        _lines(out / "review.jsonl"),
+    )
 
 
 def test_accepted_expansions_validate(split, tmp_path):
@@ -82,11 +88,19 @@ def test_chains_can_annotate_an_expansion(split, tmp_path):
             return '{"done": true, "thought": "That count is the answer."}'
         return '{"done": false, "thought": "Count the rows."}'
 
-    act = '{"action": "aggregate_data", "arguments": {"data_source": "$data_1$", "aggregation": "count"}, "thought": "c"}'
-    models = RoleModels(default=ScriptedChat(script=by_task(
-        plan=plan, act=act, review='{"verdict": "success", "decision": "finish"}')))
-    summary = run_graph("chains", tmp_path / "out" / "samples.jsonl", tmp_path / "chains", models=models,
-                        env_context=EnvContext(split=split))
+    act = (
+        '{"action": "aggregate_data", "arguments": {"data_source": "$data_1$", "aggregation": "count"}, "thought": "c"}'
+    )
+    models = RoleModels(
+        default=ScriptedChat(script=by_task(plan=plan, act=act, review='{"verdict": "success", "decision": "finish"}'))
+    )
+    summary = run_graph(
+        "chains",
+        tmp_path / "out" / "samples.jsonl",
+        tmp_path / "chains",
+        models=models,
+        env_context=EnvContext(split=split),
+    )
     # every expansion is read; the one without values is annotated by this one-step script (the
     # others state values a count does not use, which chains' own checks reject)
     assert summary.items == 5 and summary.samples >= 1 and not summary.review
@@ -108,16 +122,18 @@ def same_values(last, messages):
 
 
 def names_a_tool(last, messages):
-    return json.dumps({"query": "Please run retrieve_data and aggregate_data on the customers of Peru.",
-                       "values": {}})
+    return json.dumps({"query": "Please run retrieve_data and aggregate_data on the customers of Peru.", "values": {}})
 
 
-@pytest.mark.parametrize("reply,refine,codes", [
-    (same_values, keep_refined, {"same_values", "too_similar"}),
-    (names_a_tool, keep_refined, {"names_tool"}),
-    (new_scenario, '{"solvable": false, "query": "This cannot be done with these tools at all."}', {"unsolvable"}),
-    (new_scenario, '{"solvable": true, "query": "How many records are there overall?"}', {"value_missing"}),
-])
+@pytest.mark.parametrize(
+    "reply,refine,codes",
+    [
+        (same_values, keep_refined, {"same_values", "too_similar"}),
+        (names_a_tool, keep_refined, {"names_tool"}),
+        (new_scenario, '{"solvable": false, "query": "This cannot be done with these tools at all."}', {"unsolvable"}),
+        (new_scenario, '{"solvable": true, "query": "How many records are there overall?"}', {"value_missing"}),
+    ],
+)
 def test_pure_checks_reject_bad_rewrites(split, tmp_path, reply, refine, codes):
     _, samples, pool, _ = run(split, tmp_path / "out", reply, refine=refine)
     assert {p["rejected_by"]["code"] for p in pool} == codes, pool

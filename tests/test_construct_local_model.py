@@ -71,8 +71,15 @@ def test_queries_then_chains_then_votes_with_the_local_model(models: RoleModels,
     own = (split / "samples.jsonl").read_text().splitlines()[:2]
     (tmp_path / "chain_in.jsonl").write_text("\n".join([*rows, *own]) + "\n")
     n = len(rows) + 2
-    c = run_graph("chains", tmp_path / "chain_in.jsonl", tmp_path / "c", models=models, concurrency=2,
-                  env_context=EnvContext(split=split), options={"step_budget": 3, "max_retries": 1})
+    c = run_graph(
+        "chains",
+        tmp_path / "chain_in.jsonl",
+        tmp_path / "c",
+        models=models,
+        concurrency=2,
+        env_context=EnvContext(split=split),
+        options={"step_budget": 3, "max_retries": 1},
+    )
     chains = honest(tmp_path / "c", c, n)
     from benchsmith.construction import open_environment
 
@@ -89,16 +96,30 @@ def test_queries_then_chains_then_votes_with_the_local_model(models: RoleModels,
 
 
 def test_dialogues_on_a_sandbox_scenario_with_the_local_model(models: RoleModels, tmp_path: Path) -> None:
-    d = run_graph("dialogues", "sandbox", tmp_path / "d", models=models, limit=2, concurrency=2,
-                  options={"max_turns": 2, "max_steps": 2})
+    d = run_graph(
+        "dialogues",
+        "sandbox",
+        tmp_path / "d",
+        models=models,
+        limit=2,
+        concurrency=2,
+        options={"max_turns": 2, "max_steps": 2},
+    )
     for s in honest(tmp_path / "d", d, 2):
         assert s.dialogue and s.dialogue[0].role == "user" and s.dialogue[-1].role == "assistant"
         assert s.metadata["environment"]["kind"] == "sandbox"
 
 
 def test_special_cases_from_a_split_with_the_local_model(models: RoleModels, split: Path, tmp_path: Path) -> None:
-    sp = run_graph("special", split / "samples.jsonl", tmp_path / "s", models=models, limit=3, concurrency=2,
-                   options={"kinds": ["incomplete", "no_tool", "irrelevant"]})
+    sp = run_graph(
+        "special",
+        split / "samples.jsonl",
+        tmp_path / "s",
+        models=models,
+        limit=3,
+        concurrency=2,
+        options={"kinds": ["incomplete", "no_tool", "irrelevant"]},
+    )
     for s in honest(tmp_path / "s", sp, sp.items):
         assert "special" in s.categories and not s.gold
 

@@ -18,8 +18,10 @@ from benchsmith.schemas import Sample, UserError, read_jsonl
 
 MARKER = "You rewrite a user request into a special test case"
 FIXTURES = Path(__file__).parent / "fixtures" / "construct"
-TOOLS = [{"name": "filter_data", "description": "Keep rows.", "parameters": {"type": "object", "properties": {}}},
-         {"name": "retrieve_data", "description": "Columns.", "parameters": {"type": "object", "properties": {}}}]
+TOOLS = [
+    {"name": "filter_data", "description": "Keep rows.", "parameters": {"type": "object", "properties": {}}},
+    {"name": "retrieve_data", "description": "Columns.", "parameters": {"type": "object", "properties": {}}},
+]
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +50,12 @@ def run(split: Path, out: Path, reply, kinds=None) -> tuple[dict, list[dict], li
     models = RoleModels(default=ScriptedChat(script=by_task(**{MARKER: reply})))
     options = {"kinds": kinds} if kinds else {}
     summary = run_graph("special", split, out, models=models, options=options)
-    return summary.to_dict(), _lines(out / "samples.jsonl"), _lines(out / "error_pool.jsonl"), _lines(out / "review.jsonl")
+    return (
+        summary.to_dict(),
+        _lines(out / "samples.jsonl"),
+        _lines(out / "error_pool.jsonl"),
+        _lines(out / "review.jsonl"),
+    )
 
 
 def test_accepted_special_samples_validate(split, tmp_path):
@@ -87,14 +94,17 @@ def test_picks_are_deterministic(split, tmp_path):
     assert {s["categories"][1] for s in first} == {"error_param", "irrelevant"}
 
 
-@pytest.mark.parametrize("kinds,reply,code", [
-    ("incomplete", echo_original, "value_still_present"),
-    ("irrelevant", echo_original, "unchanged"),
-    ("no_tool", echo_original, "unchanged"),
-    ("error_param", echo_original, "wrong_value_missing"),
-    ("cannot_complete", '{"query": "Run filter_data on everything and delete the rows."}', "names_tool"),
-    ("irrelevant", '{"query": "Hi there!"}', "bad_length"),
-])
+@pytest.mark.parametrize(
+    "kinds,reply,code",
+    [
+        ("incomplete", echo_original, "value_still_present"),
+        ("irrelevant", echo_original, "unchanged"),
+        ("no_tool", echo_original, "unchanged"),
+        ("error_param", echo_original, "wrong_value_missing"),
+        ("cannot_complete", '{"query": "Run filter_data on everything and delete the rows."}', "names_tool"),
+        ("irrelevant", '{"query": "Hi there!"}', "bad_length"),
+    ],
+)
 def test_pure_checks_reject_bad_rewrites(split, tmp_path, kinds, reply, code):
     summary, samples, pool, _ = run(split, tmp_path / "out", reply, kinds=kinds)
     codes = {p["rejected_by"]["code"] for p in pool if p["rejected_by"]["where"] == "check"}
@@ -107,7 +117,10 @@ def test_original_value_kept_is_rejected(split, tmp_path):
         return json.dumps({"query": _field(last, "Draft") + " I mean: " + _field(last, "Original")})
 
     _, samples, pool, _ = run(split, tmp_path / "out", both, kinds="error_param")
-    assert not samples and {p["rejected_by"]["code"] for p in pool} == {"original_value_present", "no_corruptible_value"}
+    assert not samples and {p["rejected_by"]["code"] for p in pool} == {
+        "original_value_present",
+        "no_corruptible_value",
+    }
 
 
 def test_fewshot_copy_is_rejected(split, tmp_path):

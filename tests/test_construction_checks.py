@@ -7,10 +7,20 @@ import json
 from pathlib import Path
 
 import pytest
-from benchsmith.construction.checks import (CHECKS, DEFAULT_CHECKS, CheckContext, EnvContext, check, check_samples,
-                                            near_duplicates, passed, run_checks)
-from benchsmith.schemas import CheckResult, Sample, UserError
 from helpers import build_slot_split, pair_lines
+
+from benchsmith.construction.checks import (
+    CHECKS,
+    DEFAULT_CHECKS,
+    CheckContext,
+    EnvContext,
+    check,
+    check_samples,
+    near_duplicates,
+    passed,
+    run_checks,
+)
+from benchsmith.schemas import CheckResult, Sample, UserError
 
 
 @pytest.fixture(scope="module")
@@ -47,25 +57,41 @@ def _tool(data: dict, name: str) -> dict:
 
 MUTATIONS = [
     ("vague tool description", lambda d: d["tools"][0].update(description="Filters."), "tool_docs", "vague_tool"),
-    ("undocumented parameter",
-     lambda d: d["tools"][0]["parameters"]["properties"]["data_source"].pop("description"), "tool_docs",
-     "undocumented_parameter"),
+    (
+        "undocumented parameter",
+        lambda d: d["tools"][0]["parameters"]["properties"]["data_source"].pop("description"),
+        "tool_docs",
+        "undocumented_parameter",
+    ),
     ("unknown tool", lambda d: _gold(d)[0].update(name="no_such_tool"), "gold_signature", "unknown_tool"),
-    ("missing required argument", lambda d: _gold(d)[0]["arguments"].pop("data_source"), "gold_signature",
-     "missing_argument"),
+    (
+        "missing required argument",
+        lambda d: _gold(d)[0]["arguments"].pop("data_source"),
+        "gold_signature",
+        "missing_argument",
+    ),
     ("unknown argument", lambda d: _gold(d)[0]["arguments"].update(colour="red"), "gold_signature", "unknown_argument"),
-    ("value outside the enum", lambda d: _gold(d)[0]["arguments"].update(key_name="tracks.nope"), "gold_signature",
-     "not_in_enum"),
-    ("dangling reference", lambda d: _gold(d)[0]["arguments"].update(data_source="$never_made$"), "gold_references",
-     "dangling_reference"),
+    (
+        "value outside the enum",
+        lambda d: _gold(d)[0]["arguments"].update(key_name="tracks.nope"),
+        "gold_signature",
+        "not_in_enum",
+    ),
+    (
+        "dangling reference",
+        lambda d: _gold(d)[0]["arguments"].update(data_source="$never_made$"),
+        "gold_references",
+        "dangling_reference",
+    ),
 ]
 
 
 @pytest.mark.parametrize("what,mutate,name,code", MUTATIONS, ids=[m[0] for m in MUTATIONS])
 def test_each_check_rejects_what_it_is_for(samples: list[Sample], what: str, mutate, name: str, code: str) -> None:  # noqa: ANN001
     # the first sample whose first gold call is filter_data keeps the mutations meaningful
-    base = next(s for s in samples if _gold(s.model_dump(mode="json"))[0]["name"] == "filter_data"
-                and "tracks" in str(s.setup))
+    base = next(
+        s for s in samples if _gold(s.model_dump(mode="json"))[0]["name"] == "filter_data" and "tracks" in str(s.setup)
+    )
     report = run_checks(_edit(base, mutate))
     assert not report.accepted, what
     assert (report.rejected_by.name, report.rejected_by.code) == (name, code), report.rejected_by
@@ -122,7 +148,9 @@ PROVENANCE = {"source": "fixture", "method": "manual", "created_at": "2024-01-01
 
 
 def _cases(name: str) -> list:
-    rows = [json.loads(ln) for ln in (FIXTURES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines() if ln.strip()]
+    rows = [
+        json.loads(ln) for ln in (FIXTURES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines() if ln.strip()
+    ]
     return [pytest.param(r, id=r["case"]) for r in rows]
 
 
@@ -176,6 +204,7 @@ def test_fixture_files_cover_both_verdicts_and_documented_codes() -> None:
 
 # ----------------------------------------------------------------------------- engine: context
 
+
 def test_checks_take_a_context_when_their_signature_asks_for_one(samples: list[Sample]) -> None:
     seen = []
 
@@ -197,11 +226,15 @@ def test_checks_take_a_context_when_their_signature_asks_for_one(samples: list[S
     finally:
         CHECKS.pop("test_with_context")
         CHECKS.pop("test_without_context")
-    assert list(DEFAULT_CHECKS[:2]) == ["tool_docs", "query_clarity"] and DEFAULT_CHECKS[-2:] == ("executability", "model_vote")
+    assert list(DEFAULT_CHECKS[:2]) == ["tool_docs", "query_clarity"] and DEFAULT_CHECKS[-2:] == (
+        "executability",
+        "model_vote",
+    )
     assert set(DEFAULT_CHECKS) <= set(CHECKS)
 
 
 # ----------------------------------------------------------------------------- executability on a real split
+
 
 def _ctx(split: Path, **kw) -> CheckContext:  # noqa: ANN003
     return CheckContext(env=EnvContext(split=split), **kw)
@@ -247,6 +280,7 @@ def test_floats_compare_within_the_tolerance(samples: list[Sample], split: Path)
     def nudge(factor: float):  # noqa: ANN202
         def mutate(d: dict) -> None:
             d["gold"][-1]["observation"] = _scale_floats(d["gold"][-1]["observation"], factor)
+
         return mutate
 
     assert _execute(_edit(base, nudge(1 + 1e-9)), split).code is None
@@ -291,9 +325,18 @@ def test_steps_recorded_as_failing_must_fail_the_same_way(samples: list[Sample],
 
     def failing(code: str | None):  # noqa: ANN202
         def mutate(d: dict) -> None:
-            d["gold"].insert(1, {"call": {"name": "retrieve_data", "arguments": {"data_source": "$nowhere$",
-                                                                                  "key_names": ["customers.city"]}},
-                                 "verdict": "input_error", "observation": {"error": code} if code else "Error"})
+            d["gold"].insert(
+                1,
+                {
+                    "call": {
+                        "name": "retrieve_data",
+                        "arguments": {"data_source": "$nowhere$", "key_names": ["customers.city"]},
+                    },
+                    "verdict": "input_error",
+                    "observation": {"error": code} if code else "Error",
+                },
+            )
+
         return mutate
 
     assert _execute(_edit(base, failing(None)), split).code is None
@@ -308,16 +351,23 @@ def test_steps_recorded_as_failing_must_fail_the_same_way(samples: list[Sample],
 
 def test_an_explicit_environment_descriptor_is_used(samples: list[Sample], split: Path) -> None:
     base = _brazil(samples)
-    own = _edit(base, lambda d: d["metadata"].update(environment={"kind": "nl2api", "style": "slot", "split": str(split)}))
+    own = _edit(
+        base, lambda d: d["metadata"].update(environment={"kind": "nl2api", "style": "slot", "split": str(split)})
+    )
     r = run_checks(own, ["executability"]).results[0]  # the descriptor names the split: no context needed
     assert r.ok and r.code is None and "nl2api" in r.reason
-    with_setup = _edit(base, lambda d: d["metadata"].update(environment={
-        "kind": "nl2api", "style": "slot", "setup": d["setup"]}))
+    with_setup = _edit(
+        base, lambda d: d["metadata"].update(environment={"kind": "nl2api", "style": "slot", "setup": d["setup"]})
+    )
     assert _execute(with_setup, split).code is None
-    bad = _edit(base, lambda d: d["metadata"].update(environment={"kind": "nl2api", "style": "slot", "split": "/nonexistent"}))
+    bad = _edit(
+        base, lambda d: d["metadata"].update(environment={"kind": "nl2api", "style": "slot", "split": "/nonexistent"})
+    )
     r = run_checks(bad, ["executability"]).results[0]
     assert r.ok and r.code == "skipped" and "database.sqlite" in r.reason
-    assert run_checks(bad, ["executability"], CheckContext(require_environment=True)).rejected_by.code == "no_environment"
+    assert (
+        run_checks(bad, ["executability"], CheckContext(require_environment=True)).rejected_by.code == "no_environment"
+    )
 
 
 def test_sel_samples_replay_too(tmp_path: Path) -> None:
@@ -332,6 +382,7 @@ def test_sel_samples_replay_too(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- near-duplicates (real embeddings)
 
+
 @pytest.fixture()
 def embedding_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     pytest.importorskip("sentence_transformers")
@@ -342,25 +393,33 @@ def embedding_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_near_duplicates_with_real_embeddings(embedding_cache: Path) -> None:
-    texts = ["How many tracks run longer than five minutes?",
-             "Which employee supports the most customers?",
-             "List the first and last names of all customers based in Brazil.",
-             "How many tracks are longer than 5 minutes?",                      # paraphrase of 0
-             "Give me the first and last names of every customer in Brazil.",   # paraphrase of 2
-             "  which EMPLOYEE supports the most customers? ",                  # exact copy of 1
-             "What is the total revenue from invoices billed in 2010?"]
+    texts = [
+        "How many tracks run longer than five minutes?",
+        "Which employee supports the most customers?",
+        "List the first and last names of all customers based in Brazil.",
+        "How many tracks are longer than 5 minutes?",  # paraphrase of 0
+        "Give me the first and last names of every customer in Brazil.",  # paraphrase of 2
+        "  which EMPLOYEE supports the most customers? ",  # exact copy of 1
+        "What is the total revenue from invoices billed in 2010?",
+    ]
     dups = near_duplicates(texts)
     assert [(d.index, d.duplicate_of) for d in dups] == [(3, 0), (4, 2), (5, 1)]
     assert dups[2].cosine == 1.0 and all(0.92 <= d.cosine <= 1.0 for d in dups)
     assert near_duplicates(texts, threshold=0.99) == [dups[2]]
-    assert near_duplicates(["Which employee supports the most customers?",
-                            "What is the total revenue from invoices billed in 2010?"]) == []
+    assert (
+        near_duplicates(
+            ["Which employee supports the most customers?", "What is the total revenue from invoices billed in 2010?"]
+        )
+        == []
+    )
 
 
 # ----------------------------------------------------------------------------- the whole-file pass
 
-def test_check_samples_writes_accepted_pool_and_summary(samples: list[Sample], split: Path, tmp_path: Path,
-                                                        embedding_cache: Path) -> None:
+
+def test_check_samples_writes_accepted_pool_and_summary(
+    samples: list[Sample], split: Path, tmp_path: Path, embedding_cache: Path
+) -> None:
     from benchsmith.schemas import read_json, read_jsonl, write_jsonl
 
     good = samples[:8]
@@ -369,9 +428,20 @@ def test_check_samples_writes_accepted_pool_and_summary(samples: list[Sample], s
         return _edit(base, lambda d: (d.pop("id"), fn(d)))
 
     tampered = new(_brazil(samples), lambda d: d["gold"][0]["observation"]["rows"][0].__setitem__(1, "Luiz"))
-    voted_out = new(samples[1], lambda d: d.update(query=d["query"] + " Answer briefly.", metadata={**d["metadata"], "votes": [
-        {"model": "a", "vote": "reject", "reason": "ambiguous"}, {"model": "b", "vote": "reject", "reason": "vague"},
-        {"model": "c", "vote": "accept", "reason": ""}]}))
+    voted_out = new(
+        samples[1],
+        lambda d: d.update(
+            query=d["query"] + " Answer briefly.",
+            metadata={
+                **d["metadata"],
+                "votes": [
+                    {"model": "a", "vote": "reject", "reason": "ambiguous"},
+                    {"model": "b", "vote": "reject", "reason": "vague"},
+                    {"model": "c", "vote": "accept", "reason": ""},
+                ],
+            },
+        ),
+    )
     paraphrase = new(samples[0], lambda d: d.update(query=d["query"].replace("run longer than", "are longer than")))
     assert paraphrase.query != samples[0].query
     named = new(samples[2], lambda d: d.update(query=d["query"].rstrip(".?") + " using filter_data."))
@@ -386,8 +456,11 @@ def test_check_samples_writes_accepted_pool_and_summary(samples: list[Sample], s
     assert by[tampered.id]["rejected_by"] == "executability"
     assert by[tampered.id]["reasons"][0]["code"] == "observation_mismatch"
     assert by[voted_out.id]["rejected_by"] == "model_vote" and "ambiguous" in by[voted_out.id]["reasons"][0]["reason"]
-    assert by[named.id]["reasons"][0] == {"check": "query_clarity", "code": "names_tool",
-                                          "reason": by[named.id]["reasons"][0]["reason"]}
+    assert by[named.id]["reasons"][0] == {
+        "check": "query_clarity",
+        "code": "names_tool",
+        "reason": by[named.id]["reasons"][0]["reason"],
+    }
     assert by[paraphrase.id]["rejected_by"] == "near_duplicate" and by[paraphrase.id]["duplicate_of"] == samples[0].id
     assert by[paraphrase.id]["reasons"][0]["check"] == "near_duplicate"
     assert [s.id for s in accepted] == [s.id for s in good]
@@ -396,7 +469,12 @@ def test_check_samples_writes_accepted_pool_and_summary(samples: list[Sample], s
     assert all(any(c.name == "sql_executes" for c in s.verification.checks) for s in accepted)  # earlier checks kept
     written = read_json(out / "check_summary.json")
     assert written == summary.to_json()
-    assert (summary.total, summary.accepted, summary.rejected, summary.near_duplicates) == (len(rows), len(accepted), 4, 1)
+    assert (summary.total, summary.accepted, summary.rejected, summary.near_duplicates) == (
+        len(rows),
+        len(accepted),
+        4,
+        1,
+    )
     assert summary.rejected_by_check == {"executability": 1, "model_vote": 1, "query_clarity": 1, "near_duplicate": 1}
     assert summary.rejected_by_code["observation_mismatch"] == 1 and summary.rejected_by_code["near_duplicate"] == 1
     assert summary.skipped_by_check.get("model_vote") == len(rows) - 1

@@ -41,8 +41,12 @@ MODULES = _all_modules()
 
 
 def test_module_discovery():
-    assert {"benchsmith.cli", "benchsmith.schemas", "benchsmith.construction.nl2api",
-            "benchsmith.construction.nl2api._private.rest"} <= set(MODULES)
+    assert {
+        "benchsmith.cli",
+        "benchsmith.schemas",
+        "benchsmith.construction.nl2api",
+        "benchsmith.construction.nl2api._private.rest",
+    } <= set(MODULES)
 
 
 @pytest.fixture(scope="module")

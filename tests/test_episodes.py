@@ -14,13 +14,21 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from episode_helpers import Scripted, call, play, say
 
 from benchsmith.eval import (
-    Budgets, CallContext, EvalCase, Journal, TaskOptions, get_benchmark, get_task, reliability, run_episode, score_run,
+    Budgets,
+    CallContext,
+    EvalCase,
+    Journal,
+    TaskOptions,
+    get_benchmark,
+    get_task,
+    reliability,
+    run_episode,
+    score_run,
 )
 from benchsmith.eval._private.runner import TransportFailure
-
-from episode_helpers import Scripted, call, play, say
 
 HELPERS = Path(__file__).resolve().parent / "episode_helpers.py"
 BENCH = get_benchmark("agent")
@@ -36,11 +44,11 @@ def spec_of(case_id: str, **kw):
     return spec
 
 
-def play_one(spec, assistant, user, *, budgets=Budgets(), native=True, journal=None, key="k"):
+def play_one(spec, assistant, user, *, budgets=None, native=True, journal=None, key="k"):
     a = assistant if isinstance(assistant, Scripted) else Scripted(assistant)
     u = user if isinstance(user, Scripted) else Scripted(user)
     ctx = CallContext(a, "tools" if native else "prompt", {}, Counter(), user_client=u, journal=journal, key=key)
-    ep = asyncio.run(run_episode(spec, ctx, native=native, budgets=budgets))
+    ep = asyncio.run(run_episode(spec, ctx, native=native, budgets=budgets or Budgets()))
     return ep, a, u
 
 
@@ -106,7 +114,7 @@ def test_bad_arguments_are_an_observation_not_a_crash():
 
     ep, _, _ = play_one(spec_of("msg-wifi-off"), wrong, polite_user)
     obs = ep.events[2]["observations"]
-    assert obs[0]["status"] == "error" and obs[1]["status"] == "not_run"   # a failed call stops the rest
+    assert obs[0]["status"] == "error" and obs[1]["status"] == "not_run"  # a failed call stops the rest
     assert score("msg-wifi-off", ep).error_type == "wrong_argument"
 
 
@@ -128,8 +136,14 @@ def test_solo_episode_ends_when_the_assistant_answers_and_never_asks_the_user():
     assert score("msg-wifi-off", ep).ok
 
 
-@pytest.mark.parametrize("reply,code", [("", "empty_user_message"), ("assistant: How can I help?", "user_broke_role"),
-                                        ("send_message(recipient='Priya')", "user_broke_role")])
+@pytest.mark.parametrize(
+    "reply,code",
+    [
+        ("", "empty_user_message"),
+        ("assistant: How can I help?", "user_broke_role"),
+        ("send_message(recipient='Priya')", "user_broke_role"),
+    ],
+)
 def test_user_simulator_failure_is_recorded_and_never_charged(reply, code):
     ep, a, _ = play_one(spec_of("msg-wifi-off"), gold_wifi, lambda m, k: say(reply))
     assert ep.end == "user_failure" and ep.events[0]["error"]["code"] == code and a.calls == 0
@@ -140,8 +154,12 @@ def test_user_simulator_failure_is_recorded_and_never_charged(reply, code):
 
 
 def test_a_user_who_never_stops_is_cut_by_the_turn_budget():
-    ep, _, u = play_one(spec_of("msg-wifi-off"), lambda m, k: say("Sure."), lambda m, k: say("Tell me more."),
-                        budgets=Budgets(max_turns=3))
+    ep, _, u = play_one(
+        spec_of("msg-wifi-off"),
+        lambda m, k: say("Sure."),
+        lambda m, k: say("Tell me more."),
+        budgets=Budgets(max_turns=3),
+    )
     assert ep.end == "user_turn_budget" and u.calls == 3
     # the task is undone and the user keeps asking: the model's budget, not the simulator's fault
     assert score("msg-wifi-off", ep).error_type == "budget_exhausted"
@@ -160,24 +178,33 @@ def test_a_user_who_stops_before_asking_anything_is_a_simulator_failure():
 
 
 def test_step_budget_cuts_an_assistant_that_only_calls_tools():
-    ep, a, _ = play_one(spec_of("msg-wifi-off"), lambda m, k: call(("device_status", {})), polite_user,
-                        budgets=Budgets(max_steps=3))
+    ep, a, _ = play_one(
+        spec_of("msg-wifi-off"), lambda m, k: call(("device_status", {})), polite_user, budgets=Budgets(max_steps=3)
+    )
     assert ep.end == "step_budget" and a.calls == 3
     assert who(ep) == ["user"] + ["assistant", "tool"] * 3 + ["end"]
     assert score("msg-wifi-off", ep).error_type == "budget_exhausted"
 
 
 def test_call_budget_runs_calls_up_to_the_limit():
-    ep, _, _ = play_one(spec_of("msg-wifi-off"), lambda m, k: call(("device_status", {}), ("device_status", {})),
-                        polite_user, budgets=Budgets(max_tool_calls=3))
+    ep, _, _ = play_one(
+        spec_of("msg-wifi-off"),
+        lambda m, k: call(("device_status", {}), ("device_status", {})),
+        polite_user,
+        budgets=Budgets(max_tool_calls=3),
+    )
     assert ep.end == "call_budget"
     assert [o["status"] for o in ep.events[4]["observations"]] == ["ok", "not_run"]
     assert ep.summary()["tool_calls"] == 3
 
 
 def test_token_budget():
-    ep, a, _ = play_one(spec_of("msg-wifi-off"), lambda m, k: call(("device_status", {}), prompt_tokens=1000),
-                        polite_user, budgets=Budgets(max_tokens=1500))
+    ep, a, _ = play_one(
+        spec_of("msg-wifi-off"),
+        lambda m, k: call(("device_status", {}), prompt_tokens=1000),
+        polite_user,
+        budgets=Budgets(max_tokens=1500),
+    )
     assert ep.end == "token_budget" and a.calls == 2
 
 
@@ -191,23 +218,28 @@ def test_unreadable_reply_is_a_format_error_for_that_turn_only():
     def sloppy(messages, kw):
         if any(m["content"].startswith("Error: your reply could not be used") for m in messages):
             return say(json.dumps({"message": "Which message should I send?"}))
-        return say("I will do it now!")              # prompt mode wants JSON
+        return say("I will do it now!")  # prompt mode wants JSON
 
     ep, a, _ = play_one(spec_of("msg-wifi-off"), sloppy, polite_user, native=False)
     assert ep.events[1]["error"]["code"] and ep.events[2]["text"] == "Which message should I send?"
     assert ep.summary()["format_errors"] == 1 and ep.end == "user_stop"
     schema = a.requests[0]["json_schema"]
-    assert {b["properties"]["name"]["const"] for b in schema["anyOf"][0]["properties"]["tool_calls"]["items"]["anyOf"]} \
-        >= {"enable_wifi", "send_message"}
+    assert {
+        b["properties"]["name"]["const"] for b in schema["anyOf"][0]["properties"]["tool_calls"]["items"]["anyOf"]
+    } >= {"enable_wifi", "send_message"}
 
 
 def test_prompt_mode_plays_the_same_gold_episode():
     def gold_prompt(messages, kw):
-        n = sum(1 for m in messages if m["content"].startswith("Results:")) - 2   # the worked example holds two
+        n = sum(1 for m in messages if m["content"].startswith("Results:")) - 2  # the worked example holds two
         if n == 0:
             return say(json.dumps({"tool_calls": [{"name": "enable_wifi", "arguments": {}}]}))
         if n == 1:
-            return say(json.dumps({"tool_calls": [{"name": "send_message", "arguments": {"recipient": "Priya", "text": TEXT}}]}))
+            return say(
+                json.dumps(
+                    {"tool_calls": [{"name": "send_message", "arguments": {"recipient": "Priya", "text": TEXT}}]}
+                )
+            )
         return say(json.dumps({"message": "Sent."}))
 
     ep, _, _ = play_one(spec_of("msg-wifi-off"), gold_prompt, polite_user, native=False)
@@ -232,8 +264,8 @@ def test_transport_failure_mid_episode_resumes_from_the_last_completed_turn(tmp_
     assert [e["who"] for e in kept] == ["user", "assistant", "tool"]
     ep, a, u = play_one(spec_of("msg-wifi-off"), gold_wifi, polite_user, journal=Journal(tmp_path / "episodes.jsonl"))
     assert ep.resumed_at == 3 and ep.end == "user_stop"
-    assert a.calls == 2 and u.calls == 1                 # nothing finished is asked again
-    assert len(ep.final_state["messaging"]["messages"]) == 5     # wifi replayed, the message sent once
+    assert a.calls == 2 and u.calls == 1  # nothing finished is asked again
+    assert len(ep.final_state["messaging"]["messages"]) == 5  # wifi replayed, the message sent once
     lines = [json.loads(x) for x in (tmp_path / "episodes.jsonl").read_text().splitlines()]
     assert [x["n"] for x in lines] == list(range(len(ep.events)))
 
@@ -249,8 +281,10 @@ def test_a_torn_journal_line_is_ignored(tmp_path):
 def test_episodes_do_not_share_state_and_run_concurrently(tmp_path):
     res = play(tmp_path / "run", 4, 0.0)
     assert res.tasks["agent"]["done"] == 4
-    preds = [json.loads(json.loads(x)["result"]) for x in (tmp_path / "run/agent/predictions.jsonl").read_text().splitlines()]
-    for p in preds:           # each episode called device_status-like tools on its own fresh environment
+    preds = [
+        json.loads(json.loads(x)["result"]) for x in (tmp_path / "run/agent/predictions.jsonl").read_text().splitlines()
+    ]
+    for p in preds:  # each episode called device_status-like tools on its own fresh environment
         assert p["episode"]["end"] == "user_stop"
         assert p["episode"]["user_turns"] == 3
     run = json.loads((tmp_path / "run/run.json").read_text())
@@ -260,9 +294,12 @@ def test_episodes_do_not_share_state_and_run_concurrently(tmp_path):
 
 def test_kill_9_mid_episode_then_resume_finishes_every_episode_exactly_once(tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, str(HELPERS), str(out), "4", "0.15"],
-                            env={**os.environ, "PYTHONPATH": str(HELPERS.parent)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(HELPERS), str(out), "4", "0.15"],
+        env={**os.environ, "PYTHONPATH": str(HELPERS.parent)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     journal = out / "agent" / "episodes.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -271,14 +308,18 @@ def test_kill_9_mid_episode_then_resume_finishes_every_episode_exactly_once(tmp_
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    replies_before = (out / "agent" / "replies.jsonl").read_text().splitlines() if (out / "agent" / "replies.jsonl").is_file() else []
+    replies_before = (
+        (out / "agent" / "replies.jsonl").read_text().splitlines()
+        if (out / "agent" / "replies.jsonl").is_file()
+        else []
+    )
     assert len(replies_before) < 4, "the kill came too late to test anything"
     kept = Journal(journal)
     kept_model_turns = sum(1 for k in list(kept._load()) for e in kept.load(k) if e["who"] in ("user", "assistant"))
     log = tmp_path / "calls.log"
     play(out, 4, 0.0, log=log)
     replies = [json.loads(x) for x in (out / "agent" / "replies.jsonl").read_text().splitlines()]
-    assert sorted(Counter(r["id"] for r in replies).values()) == [1, 1, 1, 1]     # every episode exactly once
+    assert sorted(Counter(r["id"] for r in replies).values()) == [1, 1, 1, 1]  # every episode exactly once
     lines = [json.loads(x) for x in journal.read_text().splitlines() if x.strip().endswith("}")]
     per_key: dict[str, list[int]] = {}
     for x in lines:
@@ -286,7 +327,7 @@ def test_kill_9_mid_episode_then_resume_finishes_every_episode_exactly_once(tmp_
     assert all(ns == list(range(len(ns))) for ns in per_key.values()), "a journaled turn was written twice"
     total_model_turns = sum(1 for x in lines if x["event"]["who"] in ("user", "assistant"))
     asked_after = len(log.read_text().splitlines())
-    assert asked_after == total_model_turns - kept_model_turns     # no finished turn was asked again
+    assert asked_after == total_model_turns - kept_model_turns  # no finished turn was asked again
     for r in replies:
         ep = json.loads(r["result"])["episode"]
         assert ep["end"] == "user_stop" and ep["user_turns"] == 3 and ep["tool_calls"] == 4
@@ -302,9 +343,20 @@ def test_trials_run_with_their_own_seed_and_give_pass_hat_k(tmp_path):
         seeds.append((kw.get("seed"), kw.get("temperature")))
         return gold_wifi(messages, kw)
 
-    res = run_eval("sandbox", Scripted(assistant), {"name": "scripted"}, tmp_path / "run", tasks=["agent"], mode="tools",
-                   concurrency=2, limit=2, progress=False, options=TaskOptions(mode="tools", trials=3),
-                   user_client=Scripted(polite_user), user_model={"name": "u"})
+    res = run_eval(
+        "sandbox",
+        Scripted(assistant),
+        {"name": "scripted"},
+        tmp_path / "run",
+        tasks=["agent"],
+        mode="tools",
+        concurrency=2,
+        limit=2,
+        progress=False,
+        options=TaskOptions(mode="tools", trials=3),
+        user_client=Scripted(polite_user),
+        user_model={"name": "u"},
+    )
     assert res.tasks["agent"]["cases"] == 6
     assert {s for s, _ in seeds} == {0, 1, 2} and {t for _, t in seeds} == {0.7}
     scores = score_run(tmp_path / "run")["agent"]
@@ -320,8 +372,11 @@ def test_trials_run_with_their_own_seed_and_give_pass_hat_k(tmp_path):
 
 
 def test_reliability_matches_tau_bench_definitions():
-    cases = [EvalCase(id=f"{t}~t{i}", benchmark="x", category="c", meta={"trial": i, "base_id": t})
-             for t in "ab" for i in range(4)]
+    cases = [
+        EvalCase(id=f"{t}~t{i}", benchmark="x", category="c", meta={"trial": i, "base_id": t})
+        for t in "ab"
+        for i in range(4)
+    ]
     oks = {"a": [1, 1, 0, 1], "b": [0, 0, 0, 1]}
 
     class R:
@@ -331,6 +386,7 @@ def test_reliability_matches_tau_bench_definitions():
     records = [R(f"{t}~t{i}", bool(oks[t][i])) for t in "ab" for i in range(4)]
     rel = reliability(cases, records)
     from math import comb
+
     for k in range(1, 5):
         hat = (comb(3, k) / comb(4, k) + comb(1, k) / comb(4, k)) / 2
         at = (1 - comb(1, k) / comb(4, k) + 1 - comb(3, k) / comb(4, k)) / 2
@@ -343,14 +399,24 @@ def test_concurrent_trials_each_start_from_their_own_copy_of_the_state(tmp_path)
 
     path = tmp_path / "one.jsonl"
     path.write_text(next(s for s in load_scenarios() if s.id == "msg-wifi-off").model_dump_json() + "\n")
-    slow = Scripted(gold_wifi, delay=0.01)           # episodes interleave at every call
-    res = run_eval(path, slow, {"name": "s"}, tmp_path / "run", tasks=["agent"], mode="tools", concurrency=4,
-                   progress=False, options=TaskOptions(mode="tools", trials=4), user_client=Scripted(polite_user),
-                   user_model={"name": "u"})
+    slow = Scripted(gold_wifi, delay=0.01)  # episodes interleave at every call
+    res = run_eval(
+        path,
+        slow,
+        {"name": "s"},
+        tmp_path / "run",
+        tasks=["agent"],
+        mode="tools",
+        concurrency=4,
+        progress=False,
+        options=TaskOptions(mode="tools", trials=4),
+        user_client=Scripted(polite_user),
+        user_model={"name": "u"},
+    )
     assert res.tasks["agent"]["done"] == 4
     for line in (tmp_path / "run/agent/predictions.jsonl").read_text().splitlines():
         pred = json.loads(json.loads(line)["result"])
-        assert len(pred["final_state"]["messaging"]["messages"]) == 5     # one sent message each, none from the others
+        assert len(pred["final_state"]["messaging"]["messages"]) == 5  # one sent message each, none from the others
     assert score_run(tmp_path / "run")["agent"]["reliability"]["pass^k"]["4"] == 1.0
 
 
@@ -376,12 +442,13 @@ def test_acebench_gold_milestones_played_as_episodes_reach_the_gold_end_state():
                 try:
                     calls = decode_strict(stones[done])
                     return call(*[(next(iter(c)), c[next(iter(c))]) for c in calls])
-                except DecodeError:      # a milestone that is not Python: the gold cannot be played
+                except DecodeError:  # a milestone that is not Python: the gold cannot be played
                     return say("I cannot do this step.")
             return say("All done.")
 
-        user = Scripted(lambda m, k: say("Please do what my instruction says." if own_turns(m) == 0
-                                         else "finish conversation"))
+        user = Scripted(
+            lambda m, k: say("Please do what my instruction says." if own_turns(m) == 0 else "finish conversation")
+        )
         ctx = CallContext(Scripted(gold), "tools", {}, Counter(), user_client=user)
         out = asyncio.run(task.solve(case, ctx))
         if all(bench.score(case, out.result, mode).ok for mode in ("official", "strict")):

@@ -10,11 +10,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from episode_helpers import Reply
 from helpers import build_slot_split, pair_lines
 
 from benchsmith.eval import CallContext, TaskOptions, derive_all, get_benchmark, get_task
-
-from episode_helpers import Reply
 
 
 def test_gta_end_to_end_runs_the_splits_tools(tmp_path: Path) -> None:
@@ -35,15 +34,22 @@ def test_gta_end_to_end_runs_the_splits_tools(tmp_path: Path) -> None:
         answer = " ".join(group[0] for group in gt["whitelist"]) if isinstance(gt, dict) and gt.get("whitelist") else ""
 
         class Gold:
-            async def acomplete(self, messages, **kw):
+            async def acomplete(self, messages, gold=gold, gold_labels=gold_labels, answer=answer, **kw):
                 results = [m["content"] for m in messages if m["role"] == "tool"]
                 kept = [re.match(r"\(kept as \$(\w+)\$\)", r).group(1) for r in results if r.startswith("(kept")]
                 if len(results) < len(gold):
                     args = json.dumps(gold[len(results)]["arguments"])
                     for g, k in zip(gold_labels, kept):
                         args = args.replace(f"${g}", f"${k}")
-                    return Reply(tool_calls=[{"id": f"x{len(results)}", "name": gold[len(results)]["name"],
-                                              "arguments": json.loads(args)}])
+                    return Reply(
+                        tool_calls=[
+                            {
+                                "id": f"x{len(results)}",
+                                "name": gold[len(results)]["name"],
+                                "arguments": json.loads(args),
+                            }
+                        ]
+                    )
                 return Reply(text=answer)
 
         out = asyncio.run(task.solve(case, CallContext(Gold(), "tools", {}, Counter())))
@@ -57,6 +63,6 @@ def test_gta_end_to_end_runs_the_splits_tools(tmp_path: Path) -> None:
 def test_gtas_own_data_has_no_executable_tools_so_e2e_is_not_run(tmp_path: Path) -> None:
     split = build_slot_split(tmp_path, pair_lines()[:4])
     derive_all(split, tmp_path / "derived")
-    (tmp_path / "derived" / "gta" / "derive_report.json").unlink()     # as GTA's own dataset.json: no source split
+    (tmp_path / "derived" / "gta" / "derive_report.json").unlink()  # as GTA's own dataset.json: no source split
     cases = get_task("gta")(tmp_path / "derived" / "gta", TaskOptions()).load()
     assert cases and not any(c.category == "e2e" for c in cases)

@@ -51,22 +51,42 @@ def test_gold_prediction_round_trips_on_fixtures():
 
 # ---- robustness -------------------------------------------------------------------------------
 _NAMES = st.sampled_from(["get_weather", "get_time", "ping", "x", "a.b", "report_2"])
-_ATOMS = st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=True), st.booleans(), st.none(),
-                   st.text(max_size=12), st.sampled_from(["Paris", "+2", "-x", "...", "[", "}", "'", "\\"]))
+_ATOMS = st.one_of(
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=True),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=12),
+    st.sampled_from(["Paris", "+2", "-x", "...", "[", "}", "'", "\\"]),
+)
 
 
 def _call_text(draw_name, args) -> str:
     return f"{draw_name}(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
 
 
-_CALL = st.builds(_call_text, _NAMES, st.dictionaries(st.sampled_from(["city", "days", "opts", "zone", "x"]),
-                                                      st.recursive(_ATOMS, lambda s: st.lists(s, max_size=3)
-                                                                   | st.dictionaries(st.text(max_size=4), s, max_size=3),
-                                                                   max_leaves=6), max_size=4))
-_MUTATED = st.builds(lambda calls, cut, junk: ("[" + ", ".join(calls) + "]")[:cut] + junk,
-                     st.lists(_CALL, max_size=3), st.integers(0, 400), st.text(max_size=8))
-_ANY = st.one_of(st.text(max_size=300), _MUTATED,
-                 st.text(alphabet="[](){}'\",=:+-*/ \n\tabc0123456789_.", max_size=200))
+_CALL = st.builds(
+    _call_text,
+    _NAMES,
+    st.dictionaries(
+        st.sampled_from(["city", "days", "opts", "zone", "x"]),
+        st.recursive(
+            _ATOMS,
+            lambda s: st.lists(s, max_size=3) | st.dictionaries(st.text(max_size=4), s, max_size=3),
+            max_leaves=6,
+        ),
+        max_size=4,
+    ),
+)
+_MUTATED = st.builds(
+    lambda calls, cut, junk: ("[" + ", ".join(calls) + "]")[:cut] + junk,
+    st.lists(_CALL, max_size=3),
+    st.integers(0, 400),
+    st.text(max_size=8),
+)
+_ANY = st.one_of(
+    st.text(max_size=300), _MUTATED, st.text(alphabet="[](){}'\",=:+-*/ \n\tabc0123456789_.", max_size=200)
+)
 
 _BY_CAT = {}
 for _c in CASES:
@@ -111,20 +131,38 @@ def _write(folder: Path, category: str, rows: list[dict], answers: list[dict]) -
 
 
 def test_load_and_score_small_folder(tmp_path):
-    fn = [{"name": "get_time", "parameters": {"type": "object", "properties": {"zone": {"type": "string"}},
-                                              "required": ["zone"]}}]
-    _write(tmp_path, "normal_single_turn_single_function",
-           [{"id": "normal_single_turn_single_function_0", "question": "q", "function": fn}],
-           [{"id": "normal_single_turn_single_function_0", "ground_truth": {"get_time": {"zone": "UTC"}}}])
-    _write(tmp_path, "normal_multi_turn_user_adjust",
-           [{"id": f"normal_multi_turn_user_adjust_0_{i}", "question": "q", "function": fn} for i in range(2)],
-           [{"id": f"normal_multi_turn_user_adjust_0_{i}", "ground_truth": {"get_time": {"zone": "UTC"}}}
-            for i in range(2)])
-    _write(tmp_path, "special_irrelevant", [{"id": "special_irrelevant_0", "question": "q", "function": fn}],
-           [{"id": "special_irrelevant_0", "ground_truth": "the limitations of the function"}])
+    fn = [
+        {
+            "name": "get_time",
+            "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]},
+        }
+    ]
+    _write(
+        tmp_path,
+        "normal_single_turn_single_function",
+        [{"id": "normal_single_turn_single_function_0", "question": "q", "function": fn}],
+        [{"id": "normal_single_turn_single_function_0", "ground_truth": {"get_time": {"zone": "UTC"}}}],
+    )
+    _write(
+        tmp_path,
+        "normal_multi_turn_user_adjust",
+        [{"id": f"normal_multi_turn_user_adjust_0_{i}", "question": "q", "function": fn} for i in range(2)],
+        [
+            {"id": f"normal_multi_turn_user_adjust_0_{i}", "ground_truth": {"get_time": {"zone": "UTC"}}}
+            for i in range(2)
+        ],
+    )
+    _write(
+        tmp_path,
+        "special_irrelevant",
+        [{"id": "special_irrelevant_0", "question": "q", "function": fn}],
+        [{"id": "special_irrelevant_0", "ground_truth": "the limitations of the function"}],
+    )
     cases = load_folder(tmp_path)
-    assert [c.category for c in cases] == ["normal_multi_turn_user_adjust"] * 2 + \
-        ["normal_single_turn_single_function", "special_irrelevant"]
+    assert [c.category for c in cases] == ["normal_multi_turn_user_adjust"] * 2 + [
+        "normal_single_turn_single_function",
+        "special_irrelevant",
+    ]
     preds = {c.id: BENCH.gold_prediction(c) for c in cases}
     preds["normal_multi_turn_user_adjust_0_1"] = "[get_time(zone='CET')]"
     for mode in ("strict", "official"):
@@ -142,19 +180,26 @@ def test_load_and_score_small_folder(tmp_path):
     # strict: sqrt of the data's own family sizes; the two-turn dialogue counts once (normal 2, special 1)
     strict = score_cases(BENCH, cases, preds, "strict").scores
     assert strict["summary_sizes"] == {"normal": 2, "special": 1} and strict["summary_weights_source"] == "data"
-    w = 2 ** 0.5 / (2 ** 0.5 + 1)
+    w = 2**0.5 / (2**0.5 + 1)
     assert strict["summary_weights"] == pytest.approx({"normal": w, "special": 1 - w})
     assert strict["summary"] == pytest.approx(strict["families"]["normal"] * w + 1.0 * (1 - w))
 
 
-@pytest.mark.parametrize("broken, where", [
-    ("{not json", ".json:2:"),
-    ('{"question": "q"}', ".json:2:"),
-])
+@pytest.mark.parametrize(
+    "broken, where",
+    [
+        ("{not json", ".json:2:"),
+        ('{"question": "q"}', ".json:2:"),
+    ],
+)
 def test_bad_records_name_file_and_line(tmp_path, broken, where):
     fn = [{"name": "f", "parameters": {}}]
-    _write(tmp_path, "normal_similar_api", [{"id": "normal_similar_api_0", "question": "q", "function": fn}],
-           [{"id": "normal_similar_api_0", "ground_truth": {"f": {}}}])
+    _write(
+        tmp_path,
+        "normal_similar_api",
+        [{"id": "normal_similar_api_0", "question": "q", "function": fn}],
+        [{"id": "normal_similar_api_0", "ground_truth": {"f": {}}}],
+    )
     path = tmp_path / "data_normal_similar_api.json"
     path.write_text(path.read_text() + broken + "\n")
     with pytest.raises(UserError) as err:
@@ -163,8 +208,12 @@ def test_bad_records_name_file_and_line(tmp_path, broken, where):
 
 
 def test_missing_answer_and_unknown_category(tmp_path):
-    _write(tmp_path, "normal_similar_api", [{"id": "normal_similar_api_0", "question": "q", "function": []}],
-           [{"id": "other", "ground_truth": {}}])
+    _write(
+        tmp_path,
+        "normal_similar_api",
+        [{"id": "normal_similar_api_0", "question": "q", "function": []}],
+        [{"id": "other", "ground_truth": {}}],
+    )
     with pytest.raises(UserError, match="no possible answer"):
         load_folder(tmp_path)
     with pytest.raises(UserError):
@@ -177,11 +226,26 @@ def test_missing_answer_and_unknown_category(tmp_path):
 
 # ---- real data (opt-in) -----------------------------------------------------------------------
 STRICT_FAILING = {
-    "normal_preference_38", "normal_single_turn_parallel_function_84",
-    "agent_multi_turn_6", "agent_multi_turn_8", "agent_multi_turn_9", "agent_multi_turn_10", "agent_multi_turn_11",
-    "agent_multi_turn_12", "agent_multi_turn_13", "agent_multi_turn_14", "agent_multi_turn_15",
-    "agent_multi_step_0", "agent_multi_step_1", "agent_multi_step_4", "agent_multi_step_5", "agent_multi_step_12",
-    "agent_multi_step_13", "agent_multi_step_14", "agent_multi_step_15", "agent_multi_step_16",
+    "normal_preference_38",
+    "normal_single_turn_parallel_function_84",
+    "agent_multi_turn_6",
+    "agent_multi_turn_8",
+    "agent_multi_turn_9",
+    "agent_multi_turn_10",
+    "agent_multi_turn_11",
+    "agent_multi_turn_12",
+    "agent_multi_turn_13",
+    "agent_multi_turn_14",
+    "agent_multi_turn_15",
+    "agent_multi_step_0",
+    "agent_multi_step_1",
+    "agent_multi_step_4",
+    "agent_multi_step_5",
+    "agent_multi_step_12",
+    "agent_multi_step_13",
+    "agent_multi_step_14",
+    "agent_multi_step_15",
+    "agent_multi_step_16",
     "agent_multi_step_17",
 }
 
@@ -211,12 +275,23 @@ def test_real_data_official_summary_reproduces_0_944():
     assert official["families"] == {"normal": 0.907, "special": 0.993, "agent": 1.0}
     cats = {k: v["accuracy"] for k, v in official["categories"].items()}
     assert cats == {
-        "normal_single_turn_single_function": 0.92, "normal_single_turn_parallel_function": 0.86,
-        "normal_multi_turn_user_adjust": 0.76, "normal_multi_turn_user_switch": 0.74, "normal_similar_api": 0.96,
-        "normal_preference": 0.98, "normal_atom_bool": 1.0, "normal_atom_enum": 1.0, "normal_atom_number": 1.0,
-        "normal_atom_list": 1.0, "normal_atom_object_short": 1.0, "normal_atom_object_deep": 0.66,
-        "special_incomplete": 0.98, "special_error_param": 1.0, "special_irrelevant": 1.0,
-        "agent_multi_turn": 1.0, "agent_multi_step": 1.0,
+        "normal_single_turn_single_function": 0.92,
+        "normal_single_turn_parallel_function": 0.86,
+        "normal_multi_turn_user_adjust": 0.76,
+        "normal_multi_turn_user_switch": 0.74,
+        "normal_similar_api": 0.96,
+        "normal_preference": 0.98,
+        "normal_atom_bool": 1.0,
+        "normal_atom_enum": 1.0,
+        "normal_atom_number": 1.0,
+        "normal_atom_list": 1.0,
+        "normal_atom_object_short": 1.0,
+        "normal_atom_object_deep": 0.66,
+        "special_incomplete": 0.98,
+        "special_error_param": 1.0,
+        "special_irrelevant": 1.0,
+        "agent_multi_turn": 1.0,
+        "agent_multi_step": 1.0,
     }
     # the agent family is graded on the reported end state, as the official evaluator does
     assert official["categories"]["agent_multi_turn"]["process_accuracy"] == 1.0
@@ -230,8 +305,11 @@ def test_real_data_official_summary_reproduces_0_944():
 def test_gold_predictions_pass_in_both_modes_on_fixtures():
     """Agent gold = the official inference record (end state + calls); special gold = the prompt's format."""
     for c in CASES:
-        if c["category"].split("_")[0] in ("agent", "special") and c["expected"]["strict"]["ok"] \
-                and c["expected"]["official"]["ok"]:
+        if (
+            c["category"].split("_")[0] in ("agent", "special")
+            and c["expected"]["strict"]["ok"]
+            and c["expected"]["official"]["ok"]
+        ):
             case = _case(c)
             pred = BENCH.gold_prediction(case)
             for mode in ("strict", "official"):
@@ -246,7 +324,7 @@ def test_official_agent_grades_the_reported_state_strict_replays_the_calls():
     st = BENCH.score(case, c["prediction"], "strict")
     assert not st.ok and st.details["end_state"] == "replayed"
     assert any("reported end state differs" in n for n in st.details["replay_notes"])
-    assert st.details["process"] == 0.25   # in-order scan: a miss consumes the rest of the turns
+    assert st.details["process"] == 0.25  # in-order scan: a miss consumes the rest of the turns
 
 
 def test_agent_replay_runs_on_the_construction_sandbox():
@@ -255,13 +333,23 @@ def test_agent_replay_runs_on_the_construction_sandbox():
     from benchsmith.eval.acebench import _agent
 
     assert not any(hasattr(_agent, n) for n in ("Sandbox", "SCENARIOS", "BaseApi", "MessageApi", "Travel"))
-    inp = {"involved_classes": ["BaseApi", "MessageApi"], "initial_config": {"BaseApi": {"wifi": False, "logged_in": True}}}
-    turns = ["[turn_on_wifi()]", "[delete_message(message_id=1), nope(), delete_message(message_id=2)]", "not a call",
-             "[send_message(sender_name='Eve', receiver_name='Frank', message='hi')]"]
+    inp = {
+        "involved_classes": ["BaseApi", "MessageApi"],
+        "initial_config": {"BaseApi": {"wifi": False, "logged_in": True}},
+    }
+    turns = [
+        "[turn_on_wifi()]",
+        "[delete_message(message_id=1), nope(), delete_message(message_id=2)]",
+        "not a call",
+        "[send_message(sender_name='Eve', receiver_name='Frank', message='hi')]",
+    ]
     state, notes = _agent.replay(inp, turns, "strict")
     box = AceBenchSandbox(inp["involved_classes"], inp["initial_config"])
-    for name, args in [("turn_on_wifi", {}), ("delete_message", {"message_id": 1}),
-                       ("send_message", {"sender_name": "Eve", "receiver_name": "Frank", "message": "hi"})]:
+    for name, args in [
+        ("turn_on_wifi", {}),
+        ("delete_message", {"message_id": 1}),
+        ("send_message", {"sender_name": "Eve", "receiver_name": "Frank", "message": "hi"}),
+    ]:
         box.call(name, args)
     assert state == box.state()
     assert state[0] == {"BaseApi": {"wifi": True, "logged_in": True}} and "2" in state[1]["MessageApi"]["inbox"]

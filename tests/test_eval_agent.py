@@ -11,8 +11,11 @@ import pytest
 
 from benchsmith.eval import get_benchmark
 
-ROWS = [json.loads(x) for x in (Path(__file__).parent / "fixtures" / "eval" / "agent_cases.jsonl").read_text().splitlines()
-        if x.strip()]
+ROWS = [
+    json.loads(x)
+    for x in (Path(__file__).parent / "fixtures" / "eval" / "agent_cases.jsonl").read_text().splitlines()
+    if x.strip()
+]
 BENCH = get_benchmark("agent")
 CASES = {c.id: c for c in BENCH.load("sandbox")}
 

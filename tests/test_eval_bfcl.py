@@ -8,11 +8,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from benchsmith.eval import EvalCase, RecordResult, get_benchmark, run_score, run_selftest
 from benchsmith.eval.bfcl import decode, render_gold, value_prediction
 from benchsmith.schemas import UserError
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eval" / "bfcl_cases.jsonl"
 CASES = [json.loads(line) for line in FIXTURES.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -21,9 +22,13 @@ BENCH_FORMAT = {"prompt": get_benchmark("bfcl", format="prompt"), "fc": get_benc
 
 
 def _case(c: dict) -> EvalCase:
-    return EvalCase(id=c["name"], benchmark="bfcl", category=c["category"],
-                    input={"question": [[{"role": "user", "content": "question"}]], "functions": c["functions"]},
-                    gold=c["gold"])
+    return EvalCase(
+        id=c["name"],
+        benchmark="bfcl",
+        category=c["category"],
+        input={"question": [[{"role": "user", "content": "question"}]], "functions": c["functions"]},
+        gold=c["gold"],
+    )
 
 
 def _prediction(c: dict) -> str:
@@ -37,13 +42,27 @@ def test_fixture_file_covers_the_checks():
     names = [c["name"] for c in CASES]
     assert len(names) == len(set(names))
     kinds = {c["expected"][m]["error_type"] for c in CASES for m in ("strict", "official")}
-    for needed in ("simple_function_checker:wrong_count", "simple_function_checker:wrong_func_name",
-                   "simple_function_checker:missing_required", "simple_function_checker:unexpected_param",
-                   "simple_function_checker:missing_optional", "type_error:simple", "type_error:nested",
-                   "value_error:string", "value_error:list/tuple", "value_error:dict_key", "value_error:dict_value",
-                   "value_error:list_dict_count", "value_error:others", "ast_decoder:decoder_failed",
-                   "ast_decoder:decoder_wrong_output_format", "parallel_function_checker_no_order:cannot_find_match",
-                   "irrelevance_error:decoder_success", "relevance_error:decoder_failed", "official_checker_crash"):
+    for needed in (
+        "simple_function_checker:wrong_count",
+        "simple_function_checker:wrong_func_name",
+        "simple_function_checker:missing_required",
+        "simple_function_checker:unexpected_param",
+        "simple_function_checker:missing_optional",
+        "type_error:simple",
+        "type_error:nested",
+        "value_error:string",
+        "value_error:list/tuple",
+        "value_error:dict_key",
+        "value_error:dict_value",
+        "value_error:list_dict_count",
+        "value_error:others",
+        "ast_decoder:decoder_failed",
+        "ast_decoder:decoder_wrong_output_format",
+        "parallel_function_checker_no_order:cannot_find_match",
+        "irrelevance_error:decoder_success",
+        "relevance_error:decoder_failed",
+        "official_checker_crash",
+    ):
         assert needed in kinds, needed
     assert {c.get("format", "prompt") for c in CASES} == {"prompt", "fc"}
     # every documented official-vs-strict difference (docs/eval/bfcl.md rows 1-21) has a case that tells them apart
@@ -69,22 +88,31 @@ def test_fixture_case(c, mode):
 # ---- loading ------------------------------------------------------------------------------------
 def _write(folder: Path, name: str, rows: list) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows),
-                               encoding="utf-8")
+    (folder / name).write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8"
+    )
 
 
-FUNCS = [{"name": "math.factorial", "description": "n!", "parameters": {
-    "type": "dict", "properties": {"number": {"type": "integer"}}, "required": ["number"]}}]
+FUNCS = [
+    {
+        "name": "math.factorial",
+        "description": "n!",
+        "parameters": {"type": "dict", "properties": {"number": {"type": "integer"}}, "required": ["number"]},
+    }
+]
 
 
 def _mini(tmp_path: Path) -> Path:
     q = [[{"role": "user", "content": "5!"}]]
     _write(tmp_path, "BFCL_v4_simple_python.json", [{"id": "simple_python_0", "question": q, "function": FUNCS}])
-    _write(tmp_path / "possible_answer", "BFCL_v4_simple_python.json",
-           [{"id": "simple_python_0", "ground_truth": [{"math.factorial": {"number": [5]}}]}])
+    _write(
+        tmp_path / "possible_answer",
+        "BFCL_v4_simple_python.json",
+        [{"id": "simple_python_0", "ground_truth": [{"math.factorial": {"number": [5]}}]}],
+    )
     _write(tmp_path, "BFCL_v4_irrelevance.json", [{"id": "irrelevance_0", "question": q, "function": FUNCS}])
     _write(tmp_path, "BFCL_v4_live_relevance.json", [{"id": "live_relevance_0-0-0", "question": q, "function": FUNCS}])
-    _write(tmp_path, "BFCL_v4_multi_turn_base.json", [{"id": "multi_turn_base_0"}])   # ignored category
+    _write(tmp_path, "BFCL_v4_multi_turn_base.json", [{"id": "multi_turn_base_0"}])  # ignored category
     return tmp_path
 
 
@@ -115,15 +143,27 @@ def test_score_predictions_file_in_both_formats(tmp_path):
     data = _mini(tmp_path / "data")
     preds = tmp_path / "p.jsonl"
     # an FC result file holds the calls as a JSON value; a prompt-mode model's result is text
-    _write(tmp_path, "p.jsonl", [{"id": "simple_python_0", "result": [{"math_factorial": '{"number": 5}'}]},
-                                 {"id": "irrelevance_0", "result": "I cannot help with that."},
-                                 {"id": "live_relevance_0-0-0", "result": '[{"name": "math.factorial", "arguments": {"number": 1}}]'}])
+    _write(
+        tmp_path,
+        "p.jsonl",
+        [
+            {"id": "simple_python_0", "result": [{"math_factorial": '{"number": 5}'}]},
+            {"id": "irrelevance_0", "result": "I cannot help with that."},
+            {"id": "live_relevance_0-0-0", "result": '[{"name": "math.factorial", "arguments": {"number": 1}}]'},
+        ],
+    )
     fc = run_score("bfcl", data, preds, tmp_path / "fc", "official", options={"format": "fc"})
-    assert (fc["format"], fc["summary"]["non_live_ast"], fc["summary"]["irrelevance"], fc["summary"]["relevance"]) == \
-        ("fc", 1.0, 1.0, 0.0)      # the JSON text is a text reply for the FC decoder: no call
+    assert (fc["format"], fc["summary"]["non_live_ast"], fc["summary"]["irrelevance"], fc["summary"]["relevance"]) == (
+        "fc",
+        1.0,
+        1.0,
+        0.0,
+    )  # the JSON text is a text reply for the FC decoder: no call
     prompt = run_score("bfcl", data, preds, tmp_path / "prompt", "official")
-    assert prompt["format"] == "prompt" and prompt["error_types"] == {"ast_decoder:decoder_failed": 1,
-                                                                      "relevance_error:decoder_failed": 1}
+    assert prompt["format"] == "prompt" and prompt["error_types"] == {
+        "ast_decoder:decoder_failed": 1,
+        "relevance_error:decoder_failed": 1,
+    }
     strict = run_score("bfcl", data, preds, tmp_path / "strict", "strict", options={"format": "prompt"})
     assert strict["summary"]["overall"] == 1.0 and strict["formats_read"] == {"fc": 2, "prompt": 1}
     recs = {r["id"]: r for r in map(json.loads, (tmp_path / "strict" / "records.jsonl").read_text().splitlines())}
@@ -132,13 +172,24 @@ def test_score_predictions_file_in_both_formats(tmp_path):
 
 
 def test_cli_format_option_and_environment(tmp_path, monkeypatch):
-    from benchsmith.cli import app
     from typer.testing import CliRunner
+
+    from benchsmith.cli import app
 
     data = _mini(tmp_path / "data")
     _write(tmp_path, "p.jsonl", [{"id": "simple_python_0", "result": [{"math_factorial": '{"number": 5}'}]}])
-    args = ["eval", "score", "--benchmark", "bfcl", "--data", str(data), "--predictions", str(tmp_path / "p.jsonl"),
-            "--mode", "official"]
+    args = [
+        "eval",
+        "score",
+        "--benchmark",
+        "bfcl",
+        "--data",
+        str(data),
+        "--predictions",
+        str(tmp_path / "p.jsonl"),
+        "--mode",
+        "official",
+    ]
     runner = CliRunner()
     res = runner.invoke(app, args + ["--out", str(tmp_path / "a"), "--format", "fc"])
     assert res.exit_code == 0, res.output
@@ -148,8 +199,21 @@ def test_cli_format_option_and_environment(tmp_path, monkeypatch):
     res = runner.invoke(app, args + ["--out", str(tmp_path / "c")])
     assert json.loads((tmp_path / "c" / "scores.json").read_text())["format"] == "prompt"
     assert runner.invoke(app, args + ["--out", str(tmp_path / "d"), "--format", "xml"]).exit_code == 2
-    res = runner.invoke(app, ["eval", "selftest", "--benchmark", "bfcl", "--data", str(data), "--out", str(tmp_path / "e"),
-                              "--format", "fc"])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            "selftest",
+            "--benchmark",
+            "bfcl",
+            "--data",
+            str(data),
+            "--out",
+            str(tmp_path / "e"),
+            "--format",
+            "fc",
+        ],
+    )
     assert res.exit_code == 0 and json.loads((tmp_path / "e" / "scores.json").read_text())["format"] == "fc"
     assert runner.invoke(app, ["eval", "score", "--run", str(tmp_path), "--format", "fc"]).exit_code == 2
 
@@ -176,8 +240,10 @@ def test_run_records_its_format_and_scoring_uses_it(tmp_path):
         run = tmp_path / f"run-{run_mode}"
         write_json(run / "run.json", {"tasks": {"bfcl": {"benchmark": "bfcl", "status_counts": {}}}})
         write_jsonl(run / "bfcl" / "cases.jsonl", cases)
-        write_jsonl(run / "bfcl" / "predictions.jsonl", [{"id": cases[0].id, "result": result},
-                                                          {"id": cases[1].id, "result": ""}])
+        write_jsonl(
+            run / "bfcl" / "predictions.jsonl",
+            [{"id": cases[0].id, "result": result}, {"id": cases[1].id, "result": ""}],
+        )
         scores = score_run(run, "official")["bfcl"]
         assert scores["format"] == fmt and scores["categories"]["simple_python"]["correct"] == 1
     # cases without a recorded format (runs written before it was recorded) are scored as prompt format
@@ -189,7 +255,10 @@ def test_load_and_selftest_small_folder(tmp_path):
     data = _mini(tmp_path / "data")
     cases = BENCH.load(data)
     assert [(c.id, c.category) for c in cases] == [
-        ("simple_python_0", "simple_python"), ("irrelevance_0", "irrelevance"), ("live_relevance_0-0-0", "live_relevance")]
+        ("simple_python_0", "simple_python"),
+        ("irrelevance_0", "irrelevance"),
+        ("live_relevance_0-0-0", "live_relevance"),
+    ]
     assert cases[0].meta == {"file": "BFCL_v4_simple_python.json", "line": 1}
     assert BENCH.gold_prediction(cases[0]) == "[math.factorial(number=5)]"
     assert BENCH.gold_prediction(cases[1]) == ""
@@ -201,18 +270,45 @@ def test_load_and_selftest_small_folder(tmp_path):
         assert scores["categories"]["irrelevance"] == {"correct": 1, "total": 1, "accuracy": 1.0}
 
 
-@pytest.mark.parametrize("breakage, where", [
-    (lambda d: _write(d, "BFCL_v4_simple_python.json", ["{not json"]), "BFCL_v4_simple_python.json:1"),
-    (lambda d: _write(d, "BFCL_v4_simple_python.json", [{"question": [], "function": []}]), "BFCL_v4_simple_python.json:1"),
-    (lambda d: _write(d, "BFCL_v4_simple_python.json", [
-        {"id": "simple_python_0", "question": [], "function": FUNCS},
-        {"id": "simple_python_9", "question": [], "function": FUNCS}]), "BFCL_v4_simple_python.json:2"),
-    (lambda d: _write(d / "possible_answer", "BFCL_v4_simple_python.json", [
-        {"id": "simple_python_0", "ground_truth": {"math.factorial": {}}}]), "possible_answer/BFCL_v4_simple_python.json:1"),
-    (lambda d: (d / "possible_answer" / "BFCL_v4_simple_python.json").unlink(), "possible_answer/BFCL_v4_simple_python.json"),
-    (lambda d: _write(d, "BFCL_v4_irrelevance.json", [{"id": "simple_python_0", "question": [], "function": FUNCS}]),
-     "BFCL_v4_irrelevance.json:1"),
-])
+@pytest.mark.parametrize(
+    "breakage, where",
+    [
+        (lambda d: _write(d, "BFCL_v4_simple_python.json", ["{not json"]), "BFCL_v4_simple_python.json:1"),
+        (
+            lambda d: _write(d, "BFCL_v4_simple_python.json", [{"question": [], "function": []}]),
+            "BFCL_v4_simple_python.json:1",
+        ),
+        (
+            lambda d: _write(
+                d,
+                "BFCL_v4_simple_python.json",
+                [
+                    {"id": "simple_python_0", "question": [], "function": FUNCS},
+                    {"id": "simple_python_9", "question": [], "function": FUNCS},
+                ],
+            ),
+            "BFCL_v4_simple_python.json:2",
+        ),
+        (
+            lambda d: _write(
+                d / "possible_answer",
+                "BFCL_v4_simple_python.json",
+                [{"id": "simple_python_0", "ground_truth": {"math.factorial": {}}}],
+            ),
+            "possible_answer/BFCL_v4_simple_python.json:1",
+        ),
+        (
+            lambda d: (d / "possible_answer" / "BFCL_v4_simple_python.json").unlink(),
+            "possible_answer/BFCL_v4_simple_python.json",
+        ),
+        (
+            lambda d: _write(
+                d, "BFCL_v4_irrelevance.json", [{"id": "simple_python_0", "question": [], "function": FUNCS}]
+            ),
+            "BFCL_v4_irrelevance.json:1",
+        ),
+    ],
+)
 def test_bad_records_name_file_and_line(tmp_path, breakage, where):
     data = _mini(tmp_path / "data")
     breakage(data)
@@ -228,19 +324,55 @@ def test_load_rejects_missing_or_empty_folder(tmp_path):
 
 
 def test_render_gold_rules():
-    fns = [{"name": "f", "parameters": {"type": "dict", "required": ["need"], "properties": {
-        "need": {"type": "float"}, "opt": {"type": "string"}, "prefs": {"type": "dict"},
-        "rows": {"type": "array", "items": {"type": "dict"}}}}}]
-    gold = [{"f": {"need": ["", 2.5], "opt": ["", "x"], "ghost": ["", 1],
-                   "prefs": [{"a": ["A"], "b": ["", "B"]}], "rows": [[{"k": [1, 2]}]]}}]
+    fns = [
+        {
+            "name": "f",
+            "parameters": {
+                "type": "dict",
+                "required": ["need"],
+                "properties": {
+                    "need": {"type": "float"},
+                    "opt": {"type": "string"},
+                    "prefs": {"type": "dict"},
+                    "rows": {"type": "array", "items": {"type": "dict"}},
+                },
+            },
+        }
+    ]
+    gold = [
+        {
+            "f": {
+                "need": ["", 2.5],
+                "opt": ["", "x"],
+                "ghost": ["", 1],
+                "prefs": [{"a": ["A"], "b": ["", "B"]}],
+                "rows": [[{"k": [1, 2]}]],
+            }
+        }
+    ]
     assert render_gold(fns, gold) == "[f(need=2.5, prefs={'a': 'A'}, rows=[{'k': 1}])]"
 
 
 def test_aggregate_summary():
-    recs = [RecordResult(id=str(i), category=cat, ok=ok, score=float(ok)) for i, (cat, ok) in enumerate([
-        ("simple_python", True), ("simple_python", False), ("multiple", True), ("parallel", True),
-        ("parallel_multiple", False), ("live_simple", True), ("live_simple", True), ("live_multiple", False),
-        ("live_multiple", True), ("irrelevance", True), ("live_irrelevance", False), ("live_relevance", True)])]
+    recs = [
+        RecordResult(id=str(i), category=cat, ok=ok, score=float(ok))
+        for i, (cat, ok) in enumerate(
+            [
+                ("simple_python", True),
+                ("simple_python", False),
+                ("multiple", True),
+                ("parallel", True),
+                ("parallel_multiple", False),
+                ("live_simple", True),
+                ("live_simple", True),
+                ("live_multiple", False),
+                ("live_multiple", True),
+                ("irrelevance", True),
+                ("live_irrelevance", False),
+                ("live_relevance", True),
+            ]
+        )
+    ]
     s = BENCH.aggregate([], recs, "strict")
     assert s["categories"]["simple_python"] == {"correct": 1, "total": 2, "accuracy": 0.5}
     assert s["summary"]["non_live_ast"] == pytest.approx((0.5 + 1 + 1 + 0) / 4)
@@ -253,22 +385,66 @@ def test_aggregate_summary():
 # ---- robustness ---------------------------------------------------------------------------------
 _ROBUST_CASES = [_case(c) for c in CASES[:: max(1, len(CASES) // 12)]]
 
-_atoms = st.sampled_from(["1", "-2.5", "+3", "True", "true", "None", "'x'", '"New York"', "x", "[1, 2]", "(1,)",
-                          "{'a': 1}", "{1, 2}", "f()", "g(k=1)", "a[0]", "2**10", "2**99999", "'a'*9", "lambda: 1",
-                          "not 1", "-x", "...", "b'x'", "1j", "{**d}", "[*a]", "(yield)", "x if y else z", "f'{x}'"])
+_atoms = st.sampled_from(
+    [
+        "1",
+        "-2.5",
+        "+3",
+        "True",
+        "true",
+        "None",
+        "'x'",
+        '"New York"',
+        "x",
+        "[1, 2]",
+        "(1,)",
+        "{'a': 1}",
+        "{1, 2}",
+        "f()",
+        "g(k=1)",
+        "a[0]",
+        "2**10",
+        "2**99999",
+        "'a'*9",
+        "lambda: 1",
+        "not 1",
+        "-x",
+        "...",
+        "b'x'",
+        "1j",
+        "{**d}",
+        "[*a]",
+        "(yield)",
+        "x if y else z",
+        "f'{x}'",
+    ]
+)
 _kw = st.tuples(st.sampled_from(["a", "b", "city", "base", "height", "x", "number", "_"]), _atoms).map(
-    lambda t: f"{t[0]}={t[1]}")
-_call = st.tuples(st.sampled_from(["f", "get_weather", "geometry.area", "math.factorial", "a.b.c", "(f)", "f()"]),
-                  st.lists(st.one_of(_kw, _atoms), max_size=4)).map(lambda t: f"{t[0]}({', '.join(t[1])})")
-_python_out = st.tuples(st.lists(_call, max_size=4), st.sampled_from(["[{}]", "{}", "```python\n{}\n```", "[{}",
-                                                                      "{}]", "'{}'", "`{}`", "({})"])).map(
-    lambda t: t[1].format(", ".join(t[0])))
-_json_val = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
-                         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-                         max_leaves=10)
+    lambda t: f"{t[0]}={t[1]}"
+)
+_call = st.tuples(
+    st.sampled_from(["f", "get_weather", "geometry.area", "math.factorial", "a.b.c", "(f)", "f()"]),
+    st.lists(st.one_of(_kw, _atoms), max_size=4),
+).map(lambda t: f"{t[0]}({', '.join(t[1])})")
+_python_out = st.tuples(
+    st.lists(_call, max_size=4),
+    st.sampled_from(["[{}]", "{}", "```python\n{}\n```", "[{}", "{}]", "'{}'", "`{}`", "({})"]),
+).map(lambda t: t[1].format(", ".join(t[0])))
+_json_val = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=10,
+)
 _json_out = st.one_of(
-    st.lists(st.fixed_dictionaries({"name": st.text(max_size=10) | st.sampled_from(["get_weather", "f"]),
-                                    "arguments": _json_val | _json_val.map(json.dumps)}), max_size=3),
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "name": st.text(max_size=10) | st.sampled_from(["get_weather", "f"]),
+                "arguments": _json_val | _json_val.map(json.dumps),
+            }
+        ),
+        max_size=3,
+    ),
     st.lists(st.dictionaries(st.text(max_size=8), _json_val, max_size=2), max_size=3),
     _json_val,
 ).map(lambda v: json.dumps(v, allow_nan=True))
@@ -305,8 +481,13 @@ def test_malformed_json_calls_never_raise(text):
 
 # ---- the real data (opt-in) ---------------------------------------------------------------------
 SHARED = os.environ.get("BENCHSMITH_SHARED_DATA")
-STRICT_GOLD_FAILING = {"live_simple_106-63-0", "live_simple_112-68-0", "live_multiple_507-149-4",
-                       "live_multiple_862-181-3", "live_multiple_964-207-0"}
+STRICT_GOLD_FAILING = {
+    "live_simple_106-63-0",
+    "live_simple_112-68-0",
+    "live_multiple_507-149-4",
+    "live_multiple_862-181-3",
+    "live_multiple_964-207-0",
+}
 
 
 @pytest.mark.slow

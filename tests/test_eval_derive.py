@@ -8,9 +8,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from benchsmith.eval import get_benchmark, score_cases
+
 from benchsmith.construction.variants import IRRELEVANT_GOLD
-from benchsmith.eval import DERIVED_BENCHMARK, DERIVERS, derive_acebench_special, derive_gta, derive_toolassess
+from benchsmith.eval import (
+    DERIVED_BENCHMARK,
+    DERIVERS,
+    derive_acebench_special,
+    derive_gta,
+    derive_toolassess,
+    get_benchmark,
+    score_cases,
+)
 from benchsmith.eval._private.derive import load_split
 from benchsmith.schemas import UserError
 
@@ -36,8 +44,9 @@ def small_split(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def derived(small_split: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict]]:
     out = tmp_path_factory.mktemp("derived")
-    reports = {name: DERIVERS[name](small_split, out / name, seed=0)
-               for name in ("gta", "toolassess", "acebench_special")}
+    reports = {
+        name: DERIVERS[name](small_split, out / name, seed=0) for name in ("gta", "toolassess", "acebench_special")
+    }
     return out, reports
 
 
@@ -86,18 +95,24 @@ def test_gta_layout_and_step_prefixes(derived, small_split: Path) -> None:
     cases = get_benchmark("gta").load(out / "gta")
     counts = Counter(c.category for c in cases)
     assert counts["e2e"] == counts["step:answer"] == len(data) == reports["gta"]["counts"]["samples"]
-    assert counts["step:tool"] == reports["gta"]["counts"]["step:tool"] == sum(
-        len([st for st in by_id[sid].gold if st.call and not st.hidden]) for sid in id_map.values())
+    assert (
+        counts["step:tool"]
+        == reports["gta"]["counts"]["step:tool"]
+        == sum(len([st for st in by_id[sid].gold if st.call and not st.hidden]) for sid in id_map.values())
+    )
     for c in cases:
         sample = data[c.meta["sample"]]
         assert c.meta["source_id"] == id_map[c.meta["sample"]]
         assert set(sample) == {"tools", "files", "dialogs", "gt_answer"}
         assert set(sample["gt_answer"]) == {"whitelist", "blacklist"}
         if c.category.startswith("step:"):
-            assert c.input["dialogs"] == sample["dialogs"][:c.meta["turn"]]
+            assert c.input["dialogs"] == sample["dialogs"][: c.meta["turn"]]
         else:
-            gold = [{"name": st.call.name, "arguments": st.call.arguments}
-                    for st in by_id[c.meta["source_id"]].gold if st.call and not st.hidden]
+            gold = [
+                {"name": st.call.name, "arguments": st.call.arguments}
+                for st in by_id[c.meta["source_id"]].gold
+                if st.call and not st.hidden
+            ]
             assert c.gold["tool_calls"] == gold and len(c.input["dialogs"]) == 1
     first = next(iter(data.values()))
     assert "$data_1$" in first["dialogs"][0]["content"]  # the hidden set-up is named for the model
@@ -123,7 +138,7 @@ def test_gta_files_are_read_by_gtas_own_code(derived) -> None:
             assert p["type"] in GTA_TYPES
     assert {t["category"] for s in data.values() for t in s["tools"]} <= set(CATEGORIES)
     kinds = {p["type"] for m in toolmeta.values() for p in m["inputs"]}
-    assert kinds == {"text", "int", "bool"}   # SLOT: strings/arrays/objects/unions as text, limits int, distinct bool
+    assert kinds == {"text", "int", "bool"}  # SLOT: strings/arrays/objects/unions as text, limits int, distinct bool
     for c in get_benchmark("gta").load(out / "gta"):
         for call in c.gold["tool_calls"]:
             assert check_call(call, c.gold["specs"]) is None, (c.id, call)
@@ -148,8 +163,9 @@ def test_toolassess_classes_selection_and_scenarios(derived, small_split: Path) 
     queries = {s.query for s in samples}
     for c in cases:
         if c.category == "awareness":
-            assert (c.gold["label"] == "requires_tool") == (c.input["query"] in queries or any(
-                c.input["query"].startswith(q + "\n(Hint:") for q in queries))
+            assert (c.gold["label"] == "requires_tool") == (
+                c.input["query"] in queries or any(c.input["query"].startswith(q + "\n(Hint:") for q in queries)
+            )
         if c.category == "selection":
             assert len(c.gold["answer_tools"]) in (0, 1) and 2 <= len(c.gold["candidates"]) <= 4
         if c.category.startswith("multi:"):
@@ -166,7 +182,8 @@ def test_toolassess_classes_selection_and_scenarios(derived, small_split: Path) 
             assert rec["answer_tools"] == [first]
         else:  # no candidate is a tool of the gold chain
             assert rec["answer_tools"] == [] and not {t["name"] for t in rec["tools"]} & {
-                st.call.name for st in sample.gold if st.call}
+                st.call.name for st in sample.gold if st.call
+            }
 
 
 def test_acebench_special_records(derived, small_split: Path) -> None:
@@ -183,14 +200,15 @@ def test_acebench_special_records(derived, small_split: Path) -> None:
         assert question.startswith("user: ")
         fnames = {f["name"]: f for f in c.input["function"]}
         if c.category == "special_incomplete":
-            (api, params), = c.gold.items()
+            ((api, params),) = c.gold.items()
             assert api in fnames and params[0] in fnames[api]["parameters"]["properties"]
-            call = next(st.call for st in src.gold
-                        if st.call and st.call.name == api and params[0] in st.call.arguments)
+            call = next(
+                st.call for st in src.gold if st.call and st.call.name == api and params[0] in st.call.arguments
+            )
             value = call.arguments[params[0]]
             assert f"'{value}'" not in question and question != f"user: {src.query}"
         elif c.category == "special_error_param":
-            (param, values), = c.gold.items()
+            ((param, values),) = c.gold.items()
             assert values[0] in question and values[0] not in (src.query or "")
             assert any(param in fnames[f]["parameters"]["properties"] for f in fnames)
         else:

@@ -75,8 +75,12 @@ def replicate(src: Path, dst: Path, times: int) -> Path:
 
 
 # ---- the writers -------------------------------------------------------------------------------
-TRICKY = {"plain": {"a": [1, 2.5, None, True], "e": {}, "l": [], "n": -0.0, "big": 1e300},
-          "text": "café \u007f\n\t\"quoted\" 😀", "kéy": [[], {}], "surrogate": "x\ud800y"}
+TRICKY = {
+    "plain": {"a": [1, 2.5, None, True], "e": {}, "l": [], "n": -0.0, "big": 1e300},
+    "text": 'café \u007f\n\t"quoted" 😀',
+    "kéy": [[], {}],
+    "surrogate": "x\ud800y",
+}
 
 
 @pytest.mark.parametrize("entries", [{}, {"one": 1}, {k: v for k, v in TRICKY.items() if k != "surrogate"}, TRICKY])
@@ -107,8 +111,9 @@ def test_streamed_files_are_what_the_list_writers_write(outputs: Path, tmp_path:
             if "derived" in path.parts:
                 write_jsonl(ref, rows)
             else:
-                ref.write_text("".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in rows),
-                               encoding="utf-8")
+                ref.write_text(
+                    "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in rows), encoding="utf-8"
+                )
         assert ref.read_bytes() == data, path
         checked += 1
     assert checked > 40
@@ -124,8 +129,10 @@ def test_toolassess_orders_match_the_list_based_algorithm(split: Path, outputs: 
     # the list the old code shuffled: per sample its requires_tool, no_tool, cannot_complete records
     rank = {"requires_tool": 0, "no_tool": 1, "cannot_complete": 2}
     position = {s.id: n for n, s in enumerate(samples)}
-    unshuffled = sorted(({k: v for k, v in r.items() if k != "id"} for r in awareness),
-                        key=lambda r: (position[r["meta"]["source_sample"]], rank[r["label"]]))
+    unshuffled = sorted(
+        ({k: v for k, v in r.items() if k != "id"} for r in awareness),
+        key=lambda r: (position[r["meta"]["source_sample"]], rank[r["label"]]),
+    )
     rng = _rng(0, "toolassess")
     for kinds in (("answer_given", "rephrase", "general"), ("missing_column", "write_action", "missing_table")):
         rng.shuffle([kinds[i % 3] for i in range(len(samples))])  # _balanced: the draws of the variant kinds
@@ -149,8 +156,15 @@ def test_teval_irrelevant_responses_match_the_list_based_pairing(split: Path, ou
     reviews = json.loads((outputs / "derived" / "teval" / "review_str_v2.json").read_text("utf-8"))
     made = 0
     for here, (sid, i, own) in enumerate(all_obs):
-        expected = next((other for shift in range(1, n) for other_sid, _, other in [all_obs[(here + shift * 7919) % n]]
-                         if other_sid != sid and other != own), None)
+        expected = next(
+            (
+                other
+                for shift in range(1, n)
+                for other_sid, _, other in [all_obs[(here + shift * 7919) % n]]
+                if other_sid != sid and other != own
+            ),
+            None,
+        )
         rec = reviews.get(f"{sid}_{i}_irrelevant")
         assert (rec is None) == (expected is None)
         if rec is not None:
@@ -173,8 +187,9 @@ def _raise_at(k: int, real):
     return fn
 
 
-def test_an_exception_mid_stream_leaves_the_previous_derived_folder(split: Path, outputs: Path, tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_exception_mid_stream_leaves_the_previous_derived_folder(
+    split: Path, outputs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import benchsmith.eval.gta._derive as gta_derive
     import benchsmith.eval.toolassess._derive as ta_derive
 
@@ -197,8 +212,9 @@ def test_an_exception_mid_stream_leaves_the_previous_derived_folder(split: Path,
 
 
 @pytest.mark.parametrize("fmt", ["acebench", "bfcl", "gta"])
-def test_an_exception_mid_stream_leaves_the_previous_export(fmt: str, split: Path, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_exception_mid_stream_leaves_the_previous_export(
+    fmt: str, split: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import importlib
 
     module = importlib.import_module(f"benchsmith.eval.{fmt}._export")
@@ -270,8 +286,13 @@ def test_a_kill_mid_stream_leaves_the_previous_output(what: str, split: Path, tm
     derive_all(split, out) if what == "derive" else EXPORTERS["gta"](split, out)
     before = _tree(out)
     other = replicate(split, tmp_path / "other", 2)
-    proc = subprocess.run([sys.executable, "-c", KILLED, what, str(other), str(out)], env=endpoint_env(),
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED, what, str(other), str(out)],
+        env=endpoint_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     left = {name for name in _tree(out) if Path(name).name.startswith(".")}  # the killed export's temporary files
     assert {k: v for k, v in _tree(out).items() if k not in left} == before
@@ -304,15 +325,21 @@ def test_peak_memory_stays_flat_from_1x_to_16x(split: Path, tmp_path: Path) -> N
     peaks = {}
     for times in (1, 16):
         data = replicate(split, tmp_path / f"x{times}", times)
-        proc = subprocess.run([sys.executable, "-c", PEAK, str(data), str(tmp_path / f"out{times}")],
-                              env=endpoint_env(), capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-c", PEAK, str(data), str(tmp_path / f"out{times}")],
+            env=endpoint_env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert proc.returncode == 0, proc.stderr
         peaks[times] = int(proc.stdout.split()[-1])  # kB
     assert peaks[16] < peaks[1] * 1.35 + 10_000, peaks
     reports = json.loads((tmp_path / "out16" / "derived" / "derive_report.json").read_text("utf-8"))
     assert reports["derived"]["gta"]["records"]["e2e"] > 300
     assert os.path.getsize(tmp_path / "out16" / "derived" / "teval" / "instruct_v2.json") > 10 * os.path.getsize(
-        tmp_path / "out1" / "derived" / "teval" / "instruct_v2.json")
+        tmp_path / "out1" / "derived" / "teval" / "instruct_v2.json"
+    )
 
 
 def test_random_shuffle_of_indices_is_the_shuffle_of_the_list() -> None:

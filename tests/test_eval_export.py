@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchsmith.eval import get_benchmark, score_cases
-from benchsmith.eval import EXPORTERS
+
+from benchsmith.eval import EXPORTERS, get_benchmark, score_cases
 from benchsmith.eval._private.export import REASONS
 from benchsmith.eval.acebench import acebench_answer, export_acebench
 from benchsmith.eval.bfcl import bfcl_answer, bfcl_function, export_bfcl
@@ -44,18 +44,34 @@ def splits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 # ---- a hand-made split covering the categories and skip reasons Chinook does not -------------------
 PROV = {"source": "test", "method": "manual", "created_at": datetime(2024, 1, 1, tzinfo=UTC)}
-WEATHER = Tool(name="get_weather", description="Weather of a city.", parameters={
-    "properties": {"city": {"type": "string", "description": "City name."},
-                   "unit": {"type": "string", "enum": ["C", "F"], "default": "C", "description": "Unit."},
-                   "days": {"type": ["integer", "null"], "description": "Days ahead."}},
-    "required": ["city"]})
-TIME = Tool(name="get_time", description="Local time of a city.", parameters={
-    "properties": {"city": {"type": "string"},
-                   "where": {"type": "object", "description": "Place.",
-                             "properties": {"lat": {"type": "number"}, "lon": {"type": "number"},
-                                            "name": {"type": "string"}},
-                             "required": ["lat", "lon"]}},
-    "required": ["city"]})
+WEATHER = Tool(
+    name="get_weather",
+    description="Weather of a city.",
+    parameters={
+        "properties": {
+            "city": {"type": "string", "description": "City name."},
+            "unit": {"type": "string", "enum": ["C", "F"], "default": "C", "description": "Unit."},
+            "days": {"type": ["integer", "null"], "description": "Days ahead."},
+        },
+        "required": ["city"],
+    },
+)
+TIME = Tool(
+    name="get_time",
+    description="Local time of a city.",
+    parameters={
+        "properties": {
+            "city": {"type": "string"},
+            "where": {
+                "type": "object",
+                "description": "Place.",
+                "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}, "name": {"type": "string"}},
+                "required": ["lat", "lon"],
+            },
+        },
+        "required": ["city"],
+    },
+)
 PING = Tool(name="ping", description="Ping.")
 
 
@@ -67,8 +83,7 @@ def _sample(sid: str, tools: list[Tool], gold: list[dict[str, Any]], answer: Any
     verification = kw.pop("verification", {"status": "verified", "method": "test"})
     answer = answer if answer is not None else {"kind": "exact", "value": [["sunny"]]}
     q = {} if "dialogue" in kw else {"query": f"question {sid}"}
-    return Sample(id=sid, tools=tools, gold=gold, answer=answer, provenance=PROV, verification=verification,
-                  **q, **kw)
+    return Sample(id=sid, tools=tools, gold=gold, answer=answer, provenance=PROV, verification=verification, **q, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -76,25 +91,51 @@ def handmade(tmp_path_factory: pytest.TempPathFactory) -> Path:
     split = tmp_path_factory.mktemp("handmade")
     samples = [
         _sample("one_tool", [WEATHER], [_step("get_weather", {"city": "Oslo"})]),
-        _sample("par", [WEATHER], [_step("get_weather", {"city": "Oslo", "unit": "F"}, "a"),
-                                   _step("get_weather", {"city": "Rome", "days": 2}, "b")]),
-        _sample("par_multi", [WEATHER, TIME, PING],
-                [_step("get_weather", {"city": "Oslo"}),
-                 _step("get_time", {"city": "Oslo", "where": {"lat": 59.9, "lon": 10.7}}), _step("ping", {})],
-                answer={"kind": "whitelist", "whitelist": [["sunny", "clear"]]}),
-        _sample("chain", [WEATHER, TIME], [_step("get_time", {"city": "Oslo"}, "t"),
-                                           _step("get_weather", {"city": "$t.city$"}, "w")],
-                context="Oslo is in Norway."),
-        _sample("dup", [WEATHER], [_step("get_weather", {"city": "Oslo"}, "x"),
-                                   _step("get_weather", {"city": "$x$"}, "y")],
-                answer={"kind": "reference", "references": ["It is sunny."]}),
+        _sample(
+            "par",
+            [WEATHER],
+            [
+                _step("get_weather", {"city": "Oslo", "unit": "F"}, "a"),
+                _step("get_weather", {"city": "Rome", "days": 2}, "b"),
+            ],
+        ),
+        _sample(
+            "par_multi",
+            [WEATHER, TIME, PING],
+            [
+                _step("get_weather", {"city": "Oslo"}),
+                _step("get_time", {"city": "Oslo", "where": {"lat": 59.9, "lon": 10.7}}),
+                _step("ping", {}),
+            ],
+            answer={"kind": "whitelist", "whitelist": [["sunny", "clear"]]},
+        ),
+        _sample(
+            "chain",
+            [WEATHER, TIME],
+            [_step("get_time", {"city": "Oslo"}, "t"), _step("get_weather", {"city": "$t.city$"}, "w")],
+            context="Oslo is in Norway.",
+        ),
+        _sample(
+            "dup",
+            [WEATHER],
+            [_step("get_weather", {"city": "Oslo"}, "x"), _step("get_weather", {"city": "$x$"}, "y")],
+            answer={"kind": "reference", "references": ["It is sunny."]},
+        ),
         _sample("empty_str", [WEATHER], [_step("get_weather", {"city": ""})]),
         _sample("no_answer", [WEATHER], [_step("get_weather", {"city": "Oslo"})], answer={"kind": "none"}),
-        _sample("rejected", [WEATHER], [_step("get_weather", {"city": "Oslo"})],
-                verification={"status": "rejected", "method": "test"}),
+        _sample(
+            "rejected",
+            [WEATHER],
+            [_step("get_weather", {"city": "Oslo"})],
+            verification={"status": "rejected", "method": "test"},
+        ),
         _sample("no_calls", [WEATHER], []),
-        _sample("chat", [WEATHER], [_step("get_weather", {"city": "Oslo"})],
-                dialogue=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]),
+        _sample(
+            "chat",
+            [WEATHER],
+            [_step("get_weather", {"city": "Oslo"})],
+            dialogue=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+        ),
     ]
     write_jsonl(split / "samples.jsonl", samples)
     return split
@@ -146,7 +187,7 @@ def test_round_trip_gold_passes_strict(splits: dict[str, Path], tmp_path: Path, 
 
 def test_bfcl_skips_chains_and_keeps_single_calls(splits: dict[str, Path], tmp_path: Path) -> None:
     report = export_bfcl(splits["slot"], tmp_path / "b")
-    assert report["records"] == {"multiple": 2}                      # the two single-call questions
+    assert report["records"] == {"multiple": 2}  # the two single-call questions
     assert report["skipped_by_reason"] == {"multi_step_chain": 8}
     assert all(s["reason"] == "multi_step_chain" for s in report["skipped"])
     rest = export_bfcl(splits["rest"], tmp_path / "r")
@@ -166,7 +207,7 @@ def test_acebench_chains_are_parallel_records_with_positional_labels(splits: dic
 def test_gta_dialogs_and_whitelist(splits: dict[str, Path], tmp_path: Path) -> None:
     report = export_gta(splits["slot"], tmp_path / "g")
     data = json.loads((tmp_path / "g" / "dataset.json").read_text(encoding="utf-8"))
-    ids = {v: k for k, v in report["id_map"].items()}   # GTA's loader reads integer ids: "0", "1", ...
+    ids = {v: k for k, v in report["id_map"].items()}  # GTA's loader reads integer ids: "0", "1", ...
     assert list(data) == [str(i) for i in range(len(data))]
     samples = [json.loads(line) for line in (splits["slot"] / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
     for s in samples:
@@ -174,8 +215,9 @@ def test_gta_dialogs_and_whitelist(splits: dict[str, Path], tmp_path: Path) -> N
         roles = [m["role"] for m in d["dialogs"]]
         n = len(s["gold"])
         assert roles == ["user"] + ["assistant", "tool"] * n + ["assistant"]
-        assert [m["content"]["content"] for m in d["dialogs"][2::2][:n]] == \
-            [json.dumps(st["observation"], ensure_ascii=False) for st in s["gold"]]
+        assert [m["content"]["content"] for m in d["dialogs"][2::2][:n]] == [
+            json.dumps(st["observation"], ensure_ascii=False) for st in s["gold"]
+        ]
         assert all(m["thought"] for m in d["dialogs"][1:-1:2])
         cells = {str(c) for row in s["answer"]["value"] for c in row if c is not None}
         assert {g[0] for g in d["gt_answer"]["whitelist"]} == cells
@@ -197,8 +239,10 @@ def test_gta_files_are_read_by_gtas_own_code(splits: dict[str, Path], tmp_path: 
     assert set(toolmeta) == {t["name"] for s in data.values() for t in s["tools"]}
     for meta in toolmeta.values():
         assert list(meta) == ["name", "description", "inputs", "outputs"]
-        assert all(list(p) == ["type", "name", "description", "optional", "default", "filetype"]
-                   and p["type"] in GTA_TYPES for p in meta["inputs"] + meta["outputs"])
+        assert all(
+            list(p) == ["type", "name", "description", "optional", "default", "filetype"] and p["type"] in GTA_TYPES
+            for p in meta["inputs"] + meta["outputs"]
+        )
     assert {t["category"] for s in data.values() for t in s["tools"]} <= set(CATEGORIES)
     cases = get_benchmark("gta").load(tmp_path / "g")
     assert {c.meta["source_id"] for c in cases} == set(report["id_map"].values())
@@ -213,8 +257,13 @@ def test_handmade_bfcl(handmade: Path, tmp_path: Path) -> None:
     _check_report(report)
     assert report["records"] == {"parallel": 1, "parallel_multiple": 1, "simple_python": 2}
     assert {s["sample"]: s["reason"] for s in report["skipped"]} == {
-        "chain": "multi_step_chain", "dup": "multi_step_chain", "empty_str": "empty_string_value",
-        "rejected": "not_verified", "no_calls": "no_gold_calls", "chat": "unsupported_dialogue"}
+        "chain": "multi_step_chain",
+        "dup": "multi_step_chain",
+        "empty_str": "empty_string_value",
+        "rejected": "not_verified",
+        "no_calls": "no_gold_calls",
+        "chat": "unsupported_dialogue",
+    }
     for mode in ("strict", "official"):
         _, run = _selftest("bfcl", tmp_path / "b", mode)
         assert all(r.ok for r in run.records), [(r.id, r.reason) for r in run.records if not r.ok]
@@ -238,7 +287,11 @@ def test_handmade_acebench_and_gta(handmade: Path, tmp_path: Path) -> None:
     gta = export_gta(handmade, tmp_path / "g")
     _check_report(gta)
     assert gta["records"] == {"gta": 6} and gta["skipped_by_reason"] == {
-        "no_answer": 1, "no_gold_calls": 1, "not_verified": 1, "unsupported_dialogue": 1}
+        "no_answer": 1,
+        "no_gold_calls": 1,
+        "not_verified": 1,
+        "unsupported_dialogue": 1,
+    }
     _, run = _selftest("gta", tmp_path / "g")
     assert all(r.ok for r in run.records)
     data = json.loads((tmp_path / "g" / "dataset.json").read_text(encoding="utf-8"))
@@ -247,7 +300,10 @@ def test_handmade_acebench_and_gta(handmade: Path, tmp_path: Path) -> None:
     assert data[gta_ids["dup"]]["gt_answer"] == ["It is sunny."]
     weather = json.loads((tmp_path / "g" / "toolmeta.json").read_text(encoding="utf-8"))["get_weather"]
     assert [(p["name"], p["type"], p["optional"]) for p in weather["inputs"]] == [
-        ("city", "text", False), ("unit", "text", True), ("days", "text", True)]   # integer|null: any value runs
+        ("city", "text", False),
+        ("unit", "text", True),
+        ("days", "text", True),
+    ]  # integer|null: any value runs
 
 
 # ---- mappings -------------------------------------------------------------------------------------------
@@ -262,8 +318,9 @@ def test_bfcl_function_and_answer_mapping() -> None:
     assert w["days"]["type"] == "any" and w["days"]["description"] == "Days ahead. (accepts: integer | null)"
     answer = bfcl_answer(ToolCall(name="get_time", arguments={"city": "Oslo", "where": {"lat": 1.0, "lon": 2.0}}), fn)
     assert answer == {"get_time": {"city": ["Oslo"], "where": [{"lat": [1.0], "lon": [2.0], "name": [""]}]}}
-    assert bfcl_answer(ToolCall(name="get_weather", arguments={"city": "Oslo"}), bfcl_function(WEATHER)) == \
-        {"get_weather": {"city": ["Oslo"], "unit": ["", "C"], "days": [""]}}
+    assert bfcl_answer(ToolCall(name="get_weather", arguments={"city": "Oslo"}), bfcl_function(WEATHER)) == {
+        "get_weather": {"city": ["Oslo"], "unit": ["", "C"], "days": [""]}
+    }
 
 
 def test_acebench_duplicate_key_collision() -> None:
@@ -278,8 +335,10 @@ def test_acebench_duplicate_key_collision() -> None:
 
 def test_gta_answer_aliases() -> None:
     gt, text = gta_answer(ExactAnswer(value=[["Google Inc.", 3.0], [1234, None], ["google inc.", 0.123456]]))
-    assert gt == {"whitelist": [["Google Inc.", "Google Inc"], ["3.0", "3"], ["1234", "1,234"],
-                                ["0.123456", "0.12"]], "blacklist": None}
+    assert gt == {
+        "whitelist": [["Google Inc.", "Google Inc"], ["3.0", "3"], ["1234", "1,234"], ["0.123456", "0.12"]],
+        "blacklist": None,
+    }
     assert text == "The answer is: Google Inc.; 3.0; 1234; 0.123456."
     assert gta_aliases(True) == ["True"] and gta_aliases("") == [] and gta_aliases([1]) == []
 
@@ -316,10 +375,15 @@ def test_cli_export(splits: dict[str, Path], tmp_path: Path) -> None:
     from benchsmith.cli import app
 
     split = next(iter(splits.values()))
-    ok = CliRunner().invoke(app, ["eval", "export", "--split", str(split), "--out", str(tmp_path / "gta")],
-                            env={"BENCHSMITH_EXPORT_FORMAT": "gta"})
+    ok = CliRunner().invoke(
+        app,
+        ["eval", "export", "--split", str(split), "--out", str(tmp_path / "gta")],
+        env={"BENCHSMITH_EXPORT_FORMAT": "gta"},
+    )
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.output.strip().splitlines()[-1])["format"] == "gta"
     assert (tmp_path / "gta" / "dataset.json").is_file()
-    bad = CliRunner().invoke(app, ["eval", "export", "--split", str(split), "--format", "xml", "--out", str(tmp_path / "x")])
+    bad = CliRunner().invoke(
+        app, ["eval", "export", "--split", str(split), "--format", "xml", "--out", str(tmp_path / "x")]
+    )
     assert bad.exit_code == 2 and "unknown export format" in bad.output and not (tmp_path / "x").exists()

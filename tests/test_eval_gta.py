@@ -18,11 +18,24 @@ from benchsmith.eval.gta import GTA, category_counts, check_call, tool_specs, wh
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "eval"
 DATA = ROOT / "gta_data"
-LINES = [json.loads(line) for line in (ROOT / "gta_cases.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+LINES = [
+    json.loads(line) for line in (ROOT / "gta_cases.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+]
 CASES = [x for x in LINES if "expect" in x]
 AGGREGATES = [x for x in LINES if "expect_aggregate" in x]
-DETAILS = ("inst", "tool", "arg", "summ", "called", "call_error", "imggen", "pred_tools", "gold_tools", "calls",
-           "call_errors")
+DETAILS = (
+    "inst",
+    "tool",
+    "arg",
+    "summ",
+    "called",
+    "call_error",
+    "imggen",
+    "pred_tools",
+    "gold_tools",
+    "calls",
+    "call_errors",
+)
 
 
 def bag_of_words_cosine(a: str, b: str, bias: bool = False) -> float:
@@ -124,12 +137,23 @@ def test_cases_survive_a_json_round_trip(fixture_cases):
 
 def test_executor_checks(tmp_path):
     (tmp_path / "a.png").write_bytes(b"x")
-    specs = tool_specs([{"name": "T", "inputs": [
-        {"name": "n", "type": "int"}, {"name": "x", "type": "float", "optional": True},
-        {"name": "b", "type": "bool", "optional": True}, {"name": "img", "type": "image", "optional": True}]}])
+    specs = tool_specs(
+        [
+            {
+                "name": "T",
+                "inputs": [
+                    {"name": "n", "type": "int"},
+                    {"name": "x", "type": "float", "optional": True},
+                    {"name": "b", "type": "bool", "optional": True},
+                    {"name": "img", "type": "image", "optional": True},
+                ],
+            }
+        ]
+    )
 
     def err(**args):
         return check_call({"name": "T", "arguments": args}, specs, str(tmp_path))
+
     assert err(n=3) is None and err(n=3.7) is None and err(n="7") is None and err(n=True) is None
     assert err(n="3.5") == err(n=None) == err(n=[1]) == err(n="seven") == "bad_value"
     assert err(n=1, x="2.5") is None and err(n=1, x="nan") is None and err(n=1, x="about 2") == "bad_value"
@@ -164,8 +188,14 @@ def test_selftest(mode):
 def test_official_category_f1_above_one(fixture_cases):
     b = GTA(similarity=None)
     e2e = [fixture_cases["4"]]
-    pred = {"4": json.dumps({"answer": "7", "tool_calls": [{"name": "CountGivenObject", "arguments": {}},
-                                                          {"name": "Calculator", "arguments": {}}]})}
+    pred = {
+        "4": json.dumps(
+            {
+                "answer": "7",
+                "tool_calls": [{"name": "CountGivenObject", "arguments": {}}, {"name": "Calculator", "arguments": {}}],
+            }
+        )
+    }
     official = score_cases(b, e2e, pred, "official").scores["end_to_end"]["tool_f1"]["logic"]
     strict = score_cases(b, e2e, pred, "strict").scores["end_to_end"]["tool_f1"]["logic"]
     assert official["precision"] == pytest.approx(3 / (2 + 1e-5)) and official["f1"] > 1.0
@@ -189,11 +219,21 @@ def test_no_embedder_is_a_failed_record(fixture_cases):
 
     def broken(a: str, b: str) -> float:
         raise RuntimeError("model missing")
+
     r = GTA(similarity=broken).score(case, json.dumps({"content": "A picnic."}), "strict")
     assert r.error_type == "no_embedder"
-    r = GTA(similarity=None).score(fixture_cases["8"], json.dumps({"tool_calls": [
-        {"name": "ImageStylization", "arguments": {"image": "image/portrait_8.jpg", "instruction": "oil"}},
-        {"name": "AddText", "arguments": {"image": "image/portrait_8.jpg", "text": "Hi", "position": "mt"}}]}), "official")
+    r = GTA(similarity=None).score(
+        fixture_cases["8"],
+        json.dumps(
+            {
+                "tool_calls": [
+                    {"name": "ImageStylization", "arguments": {"image": "image/portrait_8.jpg", "instruction": "oil"}},
+                    {"name": "AddText", "arguments": {"image": "image/portrait_8.jpg", "text": "Hi", "position": "mt"}},
+                ]
+            }
+        ),
+        "official",
+    )
     assert r.error_type == "no_embedder"
 
 
@@ -206,27 +246,53 @@ def test_whitelist_rules():
     assert whitelist_pass("anything", [], None, "official")  # GTA: 0 of 0 groups matched
 
 
-_call = st.dictionaries(st.sampled_from(["name", "arguments", "function", "type"]),
-                        st.one_of(st.text(max_size=10), st.none(), st.integers(), st.sampled_from(["OCR", " OCR"]),
-                                  st.dictionaries(st.sampled_from(["image", "k", "query", "x"]),
-                                                  st.one_of(st.text(max_size=5), st.integers(), st.none()),
-                                                  max_size=2)), max_size=3)
+_call = st.dictionaries(
+    st.sampled_from(["name", "arguments", "function", "type"]),
+    st.one_of(
+        st.text(max_size=10),
+        st.none(),
+        st.integers(),
+        st.sampled_from(["OCR", " OCR"]),
+        st.dictionaries(
+            st.sampled_from(["image", "k", "query", "x"]),
+            st.one_of(st.text(max_size=5), st.integers(), st.none()),
+            max_size=2,
+        ),
+    ),
+    max_size=3,
+)
 _turns = st.one_of(
     st.text(max_size=100),
-    st.dictionaries(st.sampled_from(["thought", "tool_calls", "content", "answer"]),
-                    st.one_of(st.none(), st.text(max_size=20), st.integers(),
-                              st.lists(st.one_of(st.text(max_size=5), st.integers(), _call), max_size=3)),
-                    max_size=4).map(json.dumps),
-    st.lists(st.dictionaries(st.sampled_from(["role", "content", "tool_calls"]),
-                             st.one_of(st.text(max_size=10), st.none(), st.lists(st.integers(), max_size=2),
-                                       st.lists(_call, max_size=2)),
-                             max_size=3), max_size=3).map(json.dumps))
+    st.dictionaries(
+        st.sampled_from(["thought", "tool_calls", "content", "answer"]),
+        st.one_of(
+            st.none(),
+            st.text(max_size=20),
+            st.integers(),
+            st.lists(st.one_of(st.text(max_size=5), st.integers(), _call), max_size=3),
+        ),
+        max_size=4,
+    ).map(json.dumps),
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["role", "content", "tool_calls"]),
+            st.one_of(
+                st.text(max_size=10), st.none(), st.lists(st.integers(), max_size=2), st.lists(_call, max_size=2)
+            ),
+            max_size=3,
+        ),
+        max_size=3,
+    ).map(json.dumps),
+)
 _CASES = GTA(similarity=None).load(DATA)
 
 
 @settings(max_examples=80, deadline=None)
-@given(pred=_turns, cid=st.sampled_from(["0#1", "0#5", "1#3", "2#3", "3#3", "7#1", "0", "1", "2", "4", "8"]),
-       mode=st.sampled_from(["strict", "official"]))
+@given(
+    pred=_turns,
+    cid=st.sampled_from(["0#1", "0#5", "1#3", "2#3", "3#3", "7#1", "0", "1", "2", "4", "8"]),
+    mode=st.sampled_from(["strict", "official"]),
+)
 def test_random_predictions_never_raise(pred, cid, mode):
     b = GTA(similarity=bag_of_words_cosine)
     case = next(c for c in _CASES if c.id == cid)

@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parent
 FIXTURE = ROOT / "fixtures" / "eval" / "nl2api_cases.jsonl"
 CASES = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
 NESTFUL = Path("/work/shared/data/nestful/executable-data.json")
-PAIRS = Path(__import__("benchsmith.construction.nl2api", fromlist=["x"]).__file__).parent / "data" / "chinook_pairs.jsonl"
+PAIRS = (
+    Path(__import__("benchsmith.construction.nl2api", fromlist=["x"]).__file__).parent / "data" / "chinook_pairs.jsonl"
+)
 SELFTEST_PAIRS = 40  # the first pairs of the embedded set, plus every pair the fixture uses
 
 
@@ -28,7 +30,7 @@ def splits(tmp_path_factory):
     root = tmp_path_factory.mktemp("nl2api-splits")
     wanted = {c["pair"] for c in CASES if "pair" in c}
     lines = PAIRS.read_text(encoding="utf-8").splitlines()
-    keep = [l for n, l in enumerate(lines) if l.strip() and (n < SELFTEST_PAIRS or json.loads(l).get("id") in wanted)]
+    keep = [x for n, x in enumerate(lines) if x.strip() and (n < SELFTEST_PAIRS or json.loads(x).get("id") in wanted)]
     pairs = root / "pairs.jsonl"
     pairs.write_text("\n".join(keep) + "\n", encoding="utf-8")
     db = chinook_db()
@@ -64,9 +66,14 @@ def test_fixture_case(fx, loaded, tmp_path):
         case = by_pair[(fx["split"], fx["pair"])]
     for mode, want in fx["expect"].items():
         r = bench.score(case, _pred(fx["prediction"]), mode)
-        got = {"ok": r.ok, "error_type": r.error_type, "completion": r.details.get("completion"),
-               "sequence_match": r.details.get("sequence_match"),
-               "intent_f1": round(r.details.get("intent_f1", 0), 4), "slot_f1": round(r.details.get("slot_f1", 0), 4)}
+        got = {
+            "ok": r.ok,
+            "error_type": r.error_type,
+            "completion": r.details.get("completion"),
+            "sequence_match": r.details.get("sequence_match"),
+            "intent_f1": round(r.details.get("intent_f1", 0), 4),
+            "slot_f1": round(r.details.get("slot_f1", 0), 4),
+        }
         assert got == want, mode
 
 
@@ -121,18 +128,69 @@ def test_pure_helpers():
 
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4), max_leaves=20)
-_calls = st.lists(st.fixed_dictionaries(
-    {"name": st.sampled_from(["filter_data", "aggregate_data", "retrieve_data", "sort_data", "count_tracks_by_milliseconds_above", "nope", ""]),
-     "arguments": st.dictionaries(st.sampled_from(["data_source", "key_name", "operator", "value", "aggregation", "key_names", "n", "milliseconds_above"]),
-                                  st.sampled_from(["$data_1$", "$x$", "$data_1.rows.0$", "tracks.milliseconds", "count", "greater_than", 5, -1, None, [], {}]) | _json_values, max_size=5)},
-    optional={"label": st.sampled_from(["data_1", "x", "filtered_2", None, "bad label", 3])}), max_size=5)
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
+    max_leaves=20,
+)
+_calls = st.lists(
+    st.fixed_dictionaries(
+        {
+            "name": st.sampled_from(
+                [
+                    "filter_data",
+                    "aggregate_data",
+                    "retrieve_data",
+                    "sort_data",
+                    "count_tracks_by_milliseconds_above",
+                    "nope",
+                    "",
+                ]
+            ),
+            "arguments": st.dictionaries(
+                st.sampled_from(
+                    [
+                        "data_source",
+                        "key_name",
+                        "operator",
+                        "value",
+                        "aggregation",
+                        "key_names",
+                        "n",
+                        "milliseconds_above",
+                    ]
+                ),
+                st.sampled_from(
+                    [
+                        "$data_1$",
+                        "$x$",
+                        "$data_1.rows.0$",
+                        "tracks.milliseconds",
+                        "count",
+                        "greater_than",
+                        5,
+                        -1,
+                        None,
+                        [],
+                        {},
+                    ]
+                )
+                | _json_values,
+                max_size=5,
+            ),
+        },
+        optional={"label": st.sampled_from(["data_1", "x", "filtered_2", None, "bad label", 3])},
+    ),
+    max_size=5,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(pred=st.one_of(st.text(max_size=200), _calls.map(json.dumps), _json_values.map(json.dumps)),
-       where=st.sampled_from([("slot", "chinook-001"), ("sel", "chinook-002"), ("rest", "chinook-001"), ("slot", "chinook-020")]),
-       mode=st.sampled_from(["strict", "official"]))
+@given(
+    pred=st.one_of(st.text(max_size=200), _calls.map(json.dumps), _json_values.map(json.dumps)),
+    where=st.sampled_from(
+        [("slot", "chinook-001"), ("sel", "chinook-002"), ("rest", "chinook-001"), ("slot", "chinook-020")]
+    ),
+    mode=st.sampled_from(["strict", "official"]),
+)
 def test_random_predictions_never_raise(loaded, pred, where, mode):
     bench, by_pair = loaded
     r = bench.score(by_pair[where], pred, mode)

@@ -15,8 +15,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import build_slot_split, endpoint_env, pair_lines
 from fake_openai import FakeOpenAI
+from helpers import build_slot_split, endpoint_env, pair_lines
 
 ANSWER = '{"decision": "no_tool", "tool": "filter_data", "answers": ["no_tool"]}'
 
@@ -36,8 +36,22 @@ def _lines(path: Path) -> list[dict]:
 
 def test_kill_9_midway_then_rerun_gives_every_case_exactly_once(split: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    args = _cmd("eval", "run", "--split", str(split), "--tasks", "toolassess", "--model", "fake", "--out", str(out),
-                "--concurrency", "2", "--timeout", "20")
+    args = _cmd(
+        "eval",
+        "run",
+        "--split",
+        str(split),
+        "--tasks",
+        "toolassess",
+        "--model",
+        "fake",
+        "--out",
+        str(out),
+        "--concurrency",
+        "2",
+        "--timeout",
+        "20",
+    )
     with FakeOpenAI(lambda body: ANSWER, delay=0.15) as ep:
         env = endpoint_env(BENCHSMITH_BASE_URL=ep.base_url)
         proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -58,7 +72,7 @@ def test_kill_9_midway_then_rerun_gives_every_case_exactly_once(split: Path, tmp
     after = _lines(replies)
     ids = Counter(r["id"] for r in after)
     assert set(ids) == {c["id"] for c in cases} and set(ids.values()) == {1}, "every case exactly once"
-    assert after[:len(before)] == before  # nothing written before the kill was rewritten
+    assert after[: len(before)] == before  # nothing written before the kill was rewritten
     # the endpoint saw each case at most once, plus at most the requests in flight at the kill (cases
     # with identical prompts share one request within a run, so it may see fewer)
     assert 0 < asked <= len(cases) + 2
@@ -66,11 +80,15 @@ def test_kill_9_midway_then_rerun_gives_every_case_exactly_once(split: Path, tmp
     assert meta["status"] == "complete" and meta["tasks"]["toolassess"]["done"] == len(cases)
     assert "refused 0" in done.stdout
     # score and report the run folder
-    scored = subprocess.run(_cmd("eval", "score", "--run", str(out)), env=endpoint_env(), capture_output=True, text=True)
+    scored = subprocess.run(
+        _cmd("eval", "score", "--run", str(out)), env=endpoint_env(), capture_output=True, text=True
+    )
     assert scored.returncode == 0, scored.stderr
     scores = json.loads((out / "toolassess" / "scores.json").read_text())
     assert scores["records"] == len(cases) and scores["missing_predictions"] == 0
-    rep = subprocess.run(_cmd("report", str(out), "--out", str(tmp_path / "rep")), env=endpoint_env(), capture_output=True, text=True)
+    rep = subprocess.run(
+        _cmd("report", str(out), "--out", str(tmp_path / "rep")), env=endpoint_env(), capture_output=True, text=True
+    )
     assert rep.returncode == 0, rep.stderr
     assert (tmp_path / "rep" / "report.html").is_file()
 
@@ -80,9 +98,28 @@ def test_an_endpoint_that_is_down_is_a_clear_error_within_the_timeout(split: Pat
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     t0 = time.monotonic()
-    res = subprocess.run(_cmd("eval", "run", "--split", str(split), "--tasks", "toolassess", "--model", "fake",
-                              "--base-url", f"http://127.0.0.1:{port}/v1", "--out", str(tmp_path / "run"), "--timeout", "5"),
-                         env=endpoint_env(), capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        _cmd(
+            "eval",
+            "run",
+            "--split",
+            str(split),
+            "--tasks",
+            "toolassess",
+            "--model",
+            "fake",
+            "--base-url",
+            f"http://127.0.0.1:{port}/v1",
+            "--out",
+            str(tmp_path / "run"),
+            "--timeout",
+            "5",
+        ),
+        env=endpoint_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 2, res.stdout + res.stderr
     assert "cannot reach the model endpoint" in res.stderr and f"127.0.0.1:{port}" in res.stderr
     assert res.stderr.count("\n") <= 3 and "Traceback" not in res.stderr
@@ -93,9 +130,25 @@ def test_secrets_never_reach_the_run_folder_or_the_output(split: Path, tmp_path:
     secret = "sk-test-SECRET-0123456789"
     out = tmp_path / "run"
     with FakeOpenAI(lambda body: ANSWER) as ep:
-        res = subprocess.run(_cmd("eval", "run", "--split", str(split), "--tasks", "toolassess", "--model", "fake",
-                                  "--out", str(out), "--limit", "3"),
-                             env=endpoint_env(BENCHSMITH_BASE_URL=ep.base_url, OPENAI_API_KEY=secret), capture_output=True, text=True)
+        res = subprocess.run(
+            _cmd(
+                "eval",
+                "run",
+                "--split",
+                str(split),
+                "--tasks",
+                "toolassess",
+                "--model",
+                "fake",
+                "--out",
+                str(out),
+                "--limit",
+                "3",
+            ),
+            env=endpoint_env(BENCHSMITH_BASE_URL=ep.base_url, OPENAI_API_KEY=secret),
+            capture_output=True,
+            text=True,
+        )
     assert res.returncode == 0, res.stdout + res.stderr
     assert secret not in res.stdout + res.stderr
     for path in out.rglob("*"):

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 from helpers import build_slot_split, pair_lines
+from runner_helpers import FakeReply, GoldClient, ScriptedClient
+
 from benchsmith.eval import EvalCase, TaskOptions, run_eval, score_run, select_cases
 from benchsmith.eval._private.runner import plan_tasks, read_replies
 from benchsmith.schemas import RuntimeFault, UserError
-from runner_helpers import FakeReply, GoldClient, ScriptedClient
 
 LIMIT = 10
 MODEL = {"name": "scripted"}
@@ -118,7 +119,9 @@ def test_transport_errors_are_recorded_for_those_cases_and_retried_next_time(spl
     res = run_eval(split, client, MODEL, out, tasks=tasks, limit=LIMIT, progress=False)
     counts = res.tasks["toolassess"]["status_counts"]
     assert counts["transport_error"] > 0 and counts["ok"] > 0 and res.status == "partial"
-    bad = {r["id"] for r in read_replies(out / "toolassess" / "replies.jsonl").values() if r["status"] == "transport_error"}
+    bad = {
+        r["id"] for r in read_replies(out / "toolassess" / "replies.jsonl").values() if r["status"] == "transport_error"
+    }
     preds = [json.loads(x)["id"] for x in (out / "toolassess" / "predictions.jsonl").read_text().splitlines()]
     assert not bad & set(preds)  # no prediction for a case without a reply
     again = _gold_client(split, out, tasks=tasks)
@@ -127,7 +130,9 @@ def test_transport_errors_are_recorded_for_those_cases_and_retried_next_time(spl
     assert score_run(out)["toolassess"]["awareness"]["accuracy"] == 1.0
 
 
-def test_an_endpoint_that_stays_down_stops_the_run_with_a_clear_error_and_keeps_the_rest(split: Path, tmp_path: Path) -> None:
+def test_an_endpoint_that_stays_down_stops_the_run_with_a_clear_error_and_keeps_the_rest(
+    split: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "run"
     state = {"n": 0}
 
@@ -136,8 +141,17 @@ def test_an_endpoint_that_stays_down_stops_the_run_with_a_clear_error_and_keeps_
         return FakeReply('{"decision": "no_tool", "tool": "x", "answers": []}') if state["n"] <= 3 else Down()
 
     with pytest.raises(RuntimeFault, match="re-run the same command"):
-        run_eval(split, ScriptedClient(dies), MODEL, out, tasks=["toolassess"], limit=LIMIT, concurrency=1,
-                 progress=False, max_consecutive_failures=3)
+        run_eval(
+            split,
+            ScriptedClient(dies),
+            MODEL,
+            out,
+            tasks=["toolassess"],
+            limit=LIMIT,
+            concurrency=1,
+            progress=False,
+            max_consecutive_failures=3,
+        )
     meta = json.loads((out / "run.json").read_text())
     assert meta["status"] == "partial" and meta["tasks"]["toolassess"]["status_counts"]["ok"] == 3
     # the endpoint is back: only the missing cases are asked
@@ -195,8 +209,17 @@ def test_a_refused_request_is_final_for_its_case_and_does_not_stop_the_run(split
         state["n"] += 1
         return Down("request") if state["n"] % 2 else FakeReply('{"decision": "no_tool", "tool": "x", "answers": []}')
 
-    res = run_eval(split, ScriptedClient(refuses_some), MODEL, out, tasks=["toolassess"], limit=LIMIT, concurrency=1,
-                   progress=False, max_consecutive_failures=2)
+    res = run_eval(
+        split,
+        ScriptedClient(refuses_some),
+        MODEL,
+        out,
+        tasks=["toolassess"],
+        limit=LIMIT,
+        concurrency=1,
+        progress=False,
+        max_consecutive_failures=2,
+    )
     counts = res.tasks["toolassess"]["status_counts"]
     assert counts["request_error"] == LIMIT // 2 and counts["ok"] == LIMIT // 2 and res.status == "complete"
     client = ScriptedClient(lambda m, s, t: FakeReply("{}"))
@@ -206,10 +229,19 @@ def test_a_refused_request_is_final_for_its_case_and_does_not_stop_the_run(split
 
 
 def test_a_small_limit_still_covers_every_family_of_categories() -> None:
-    cats = [f"{a}/{f}" for a in ("instruct", "plan", "reason", "retrieve", "review", "understand") for f in ("json", "str")]
+    cats = [
+        f"{a}/{f}" for a in ("instruct", "plan", "reason", "retrieve", "review", "understand") for f in ("json", "str")
+    ]
     cases = [_case(i, c) for i, c in enumerate(cats * 3)]
     picked = select_cases(cases, 6)
-    assert {c.category.split("/")[0] for c in picked} == {"instruct", "plan", "reason", "retrieve", "review", "understand"}
+    assert {c.category.split("/")[0] for c in picked} == {
+        "instruct",
+        "plan",
+        "reason",
+        "retrieve",
+        "review",
+        "understand",
+    }
 
 
 def test_native_tool_calling_mode_plays_the_gold_chain_with_tool_messages(split: Path, tmp_path: Path) -> None:

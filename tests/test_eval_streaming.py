@@ -39,7 +39,11 @@ def _predictions(bench_name: str, data: Path, path: Path) -> None:
         g = b.gold_prediction(c)
         lines.append(json.dumps({"id": c.id, "result": g[: len(g) // 2] if i % 3 == 2 else g}))
     random.Random(0).shuffle(lines)
-    lines[2:2] = ["{oops", json.dumps({"id": cases[0].id, "result": "dup"}), json.dumps({"id": "zz-unknown", "result": ""})]
+    lines[2:2] = [
+        "{oops",
+        json.dumps({"id": cases[0].id, "result": "dup"}),
+        json.dumps({"id": "zz-unknown", "result": ""}),
+    ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -51,18 +55,29 @@ def _in_memory(bench_name: str, data: Path, preds: Path, out: Path, mode: str) -
     p = read_predictions(preds)
     run = score_cases(bench, cases, p.by_id, mode)  # type: ignore[arg-type]
     known = {c.id for c in cases}
-    _write(out, run, {"benchmark": bench_name, "mode": mode, "records": len(cases),
-                      "missing_predictions": sum(1 for c in cases if c.id not in p.by_id),
-                      "unknown_prediction_ids": sorted(set(p.by_id) - known)[:100],
-                      "bad_prediction_lines": [{"line": n, "reason": why} for n, why in p.bad_lines[:100]],
-                      "duplicate_prediction_ids": p.duplicates[:100]})
+    _write(
+        out,
+        run,
+        {
+            "benchmark": bench_name,
+            "mode": mode,
+            "records": len(cases),
+            "missing_predictions": sum(1 for c in cases if c.id not in p.by_id),
+            "unknown_prediction_ids": sorted(set(p.by_id) - known)[:100],
+            "bad_prediction_lines": [{"line": n, "reason": why} for n, why in p.bad_lines[:100]],
+            "duplicate_prediction_ids": p.duplicates[:100],
+        },
+    )
 
 
-@pytest.mark.parametrize("bench_name, folder", [("acebench", "acebench_special"), ("teval", "teval"), ("gta", "gta"),
-                                               ("toolassess", "toolassess")])
+@pytest.mark.parametrize(
+    "bench_name, folder",
+    [("acebench", "acebench_special"), ("teval", "teval"), ("gta", "gta"), ("toolassess", "toolassess")],
+)
 @pytest.mark.parametrize("mode", ["strict", "official"])
-def test_streamed_score_is_byte_identical_to_the_in_memory_one(derived: Path, tmp_path: Path, bench_name: str,
-                                                               folder: str, mode: str) -> None:
+def test_streamed_score_is_byte_identical_to_the_in_memory_one(
+    derived: Path, tmp_path: Path, bench_name: str, folder: str, mode: str
+) -> None:
     data = derived / "derived" / folder
     preds = tmp_path / "p.jsonl"
     _predictions(bench_name, data, preds)
@@ -99,16 +114,22 @@ def test_selftest_json_is_written_as_write_json_would(derived: Path, tmp_path: P
     from benchsmith.eval._private import run as run_mod
 
     with (tmp_path / "st" / "records.jsonl").open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"id": "x", "category": "c", "ok": False, "score": 0.0, "error_type": "e",
-                             "reason": "café"}, ensure_ascii=False) + "\n")
+        fh.write(
+            json.dumps(
+                {"id": "x", "category": "c", "ok": False, "score": 0.0, "error_type": "e", "reason": "café"},
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
     head = {"benchmark": "acebench", "mode": "strict", "records": scores["records"]}
     run_mod._write_selftest(tmp_path / "st" / "selftest.json", head, tmp_path / "st" / "records.jsonl")
     write_json(tmp_path / "ref.json", {**head, "failing": failing})
     assert (tmp_path / "st" / "selftest.json").read_bytes() == (tmp_path / "ref.json").read_bytes()
 
 
-def test_an_error_midway_leaves_the_previous_output(derived: Path, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_error_midway_leaves_the_previous_output(
+    derived: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = derived / "derived" / "acebench_special"
     out = tmp_path / "out"
     run_selftest("acebench", data, out)
@@ -125,7 +146,7 @@ def test_an_error_midway_leaves_the_previous_output(derived: Path, tmp_path: Pat
     monkeypatch.setattr(bench_cls, "iter_cases", broken)
     with pytest.raises(UserError, match="line 21"):
         run_selftest("acebench", data, out, mode="official")
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before   # no temporary file left either
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no temporary file left either
 
 
 def test_a_kill_midway_leaves_the_previous_output(derived: Path, tmp_path: Path) -> None:
@@ -151,15 +172,17 @@ run_selftest("teval", {str(data)!r}, {str(out)!r}, mode="official")
     assert proc.returncode == -9, proc.stderr.decode()[-2000:]
     after = {p.name: p.read_bytes() for p in out.iterdir() if not p.name.endswith(".tmp")}
     assert after == before
-    run_selftest("teval", data, out)   # the next run cleans up the killed one's temporary file
+    run_selftest("teval", data, out)  # the next run cleans up the killed one's temporary file
     assert sorted(p.name for p in out.iterdir()) == sorted(before)
 
 
 def test_running_sum_equals_sum() -> None:
     rng = random.Random(3)
     for _ in range(200):
-        vals = [rng.choice([rng.random(), rng.random() * 1e-9, 1e9 * rng.random(), 0.1, 1.0, 0.0])
-                for _ in range(rng.randrange(0, 50))]
+        vals = [
+            rng.choice([rng.random(), rng.random() * 1e-9, 1e9 * rng.random(), 0.1, 1.0, 0.0])
+            for _ in range(rng.randrange(0, 50))
+        ]
         s = RunningSum()
         for v in vals:
             s.add(v)
@@ -169,8 +192,10 @@ def test_running_sum_equals_sum() -> None:
 
 def test_prediction_index_reads_as_read_predictions(tmp_path: Path) -> None:
     p = tmp_path / "p.jsonl"
-    p.write_bytes(b'{"id": "a", "result": "x"}\n\n{oops\n{"id": "b", "result": [1, {"k": "\xc3\xa9"}]}\n'
-                  b'{"id": "a", "result": "y"}\n[1]\n{"id": 3, "result": null}\n\xff\n')
+    p.write_bytes(
+        b'{"id": "a", "result": "x"}\n\n{oops\n{"id": "b", "result": [1, {"k": "\xc3\xa9"}]}\n'
+        b'{"id": "a", "result": "y"}\n[1]\n{"id": 3, "result": null}\n\xff\n'
+    )
     ref = read_predictions(p)
     with PredictionIndex(p) as idx:
         assert idx.bad_lines == ref.bad_lines and idx.duplicates == ref.duplicates
@@ -216,8 +241,9 @@ def test_peak_memory_does_not_grow_with_the_records(derived: Path, tmp_path: Pat
     for n in (1, 16):
         work = tmp_path / f"w{n}"
         work.mkdir()
-        proc = subprocess.run([sys.executable, "-c", MEMORY, str(src), str(n), str(work)], capture_output=True,
-                              text=True, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-c", MEMORY, str(src), str(n), str(work)], capture_output=True, text=True, timeout=600
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         peaks[n] = json.loads(proc.stdout.strip().splitlines()[-1])["peak_kb"]
     assert peaks[16] < peaks[1] * 1.3, peaks
@@ -269,8 +295,9 @@ else:
 
 
 def _kill(where: str, k: int, *args: object) -> None:
-    proc = subprocess.run([sys.executable, "-c", KILLER, where, str(k), *map(str, args)], capture_output=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLER, where, str(k), *map(str, args)], capture_output=True, timeout=300
+    )
     assert proc.returncode == -9, proc.stderr.decode()[-2000:]
 
 
@@ -302,10 +329,10 @@ def test_a_kill_leaves_the_old_or_the_new_output_whole(derived: Path, tmp_path: 
     _kill(where, k, "acebench", new_data, tmp_path / "new.jsonl", out)
     left = _state(out)
     if where == "rename" and k == 2:
-        assert not out.exists()      # killed between the renames: the old set waits beside it
+        assert not out.exists()  # killed between the renames: the old set waits beside it
     else:
         assert left == old
-    _clean_stale(out)                # what the next writer does first
+    _clean_stale(out)  # what the next writer does first
     assert _state(out) in (old, new)
     _agree(_state(out))
     run_score("acebench", new_data, tmp_path / "new.jsonl", out, "official")
@@ -329,21 +356,22 @@ def test_a_kill_while_scoring_a_run_leaves_no_stale_scores(tmp_path: Path, where
     task = run / "nl2api"
     old = _state(task)
     preds = (task / "predictions.jsonl").read_text().splitlines()
-    (task / "predictions.jsonl").write_text("\n".join(preds[:-3]) + "\n")   # the new scoring differs
+    (task / "predictions.jsonl").write_text("\n".join(preds[:-3]) + "\n")  # the new scoring differs
     _kill(where, k, "run", "", "", run)
     left = _state(task)
     if "scores.json" in left:
         _agree(left)
         assert left["scores.json"] == old["scores.json"] and left["records.jsonl"] == old["records.jsonl"]
     else:
-        assert where == "scores"     # records replaced, scores not yet written: no stale scores.json
+        assert where == "scores"  # records replaced, scores not yet written: no stale scores.json
     score_run(run, "strict")
     _agree(_state(task))
     assert _state(task)["scores.json"] != old["scores.json"]
 
 
-def test_digest_set_and_offset_index_stay_exact_under_collisions(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_digest_set_and_offset_index_stay_exact_under_collisions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Ids kept as 8-byte digests: with digests forced to collide (7 values), the prediction index
     still reads exactly as read_predictions."""
     import benchsmith.eval._private.core as core
@@ -375,15 +403,18 @@ def test_agent_aggregate_counts_trials_one_record_at_a_time() -> None:
 
     bench = get_benchmark("agent")
     base = bench.load(Path("sandbox"))
-    cases = [c.model_copy(update={"id": f"{c.id}~t{t}", "meta": {**c.meta, "trial": t, "base_id": c.id}})
-             for c in base for t in range(3)]
+    cases = [
+        c.model_copy(update={"id": f"{c.id}~t{t}", "meta": {**c.meta, "trial": t, "base_id": c.id}})
+        for c in base
+        for t in range(3)
+    ]
     preds = {c.id: (bench.gold_prediction(c) if i % 4 else "{}") for i, c in enumerate(cases)}
     run = score_cases(bench, cases, preds, "strict")
     counted = [r for r in run.records if r.error_type != "user_simulator_failure"]
     assert run.scores["episodes"] == len(cases) and run.scores["counted_episodes"] == len(counted)
     assert run.scores["end_state_accuracy"] == sum(r.ok for r in counted) / len(counted)
     assert run.scores["reliability"] == reliability(cases, run.records)
-    tally: dict[str, list[int]] = {}   # the list-based count: task -> [trials, successes]
+    tally: dict[str, list[int]] = {}  # the list-based count: task -> [trials, successes]
     for c, r in zip(cases, run.records):
         t = tally.setdefault(c.meta["base_id"], [0, 0])
         t[0] += 1

@@ -6,6 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import have_embedding_model
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from benchsmith.eval import SCORERS, EvalCase, score_cases
 from benchsmith.eval.teval import (
     ABILITIES,
@@ -34,26 +38,30 @@ from benchsmith.eval.teval._scorers import (
     scorer_name,
 )
 from benchsmith.schemas import UserError
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from helpers import have_embedding_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
-CASES = [json.loads(line) for line in (FIXTURES / "teval_cases.jsonl").read_text(encoding="utf-8").splitlines()
-         if line.strip()]
+CASES = [
+    json.loads(line)
+    for line in (FIXTURES / "teval_cases.jsonl").read_text(encoding="utf-8").splitlines()
+    if line.strip()
+]
 EMBEDDING_ABILITIES = {"plan", "reason"}
-needs_model = pytest.mark.skipif(not have_embedding_model(), reason="sentence-transformers / default model not installed")
-
-
+needs_model = pytest.mark.skipif(
+    not have_embedding_model(), reason="sentence-transformers / default model not installed"
+)
 
 
 def _case(spec: dict) -> EvalCase:
     inputs = {k: spec[k] for k in ("template", "api_list") if k in spec}
     fmt = spec["format"]
-    return EvalCase(id=spec["name"], benchmark="teval", category=f"{spec['ability']}/{fmt}", input=inputs,
-                    gold=spec["gold"], meta={"ability": spec["ability"], "format": fmt,
-                                             "scorer": scorer_name(spec["ability"], fmt)})
+    return EvalCase(
+        id=spec["name"],
+        benchmark="teval",
+        category=f"{spec['ability']}/{fmt}",
+        input=inputs,
+        gold=spec["gold"],
+        meta={"ability": spec["ability"], "format": fmt, "scorer": scorer_name(spec["ability"], fmt)},
+    )
 
 
 @pytest.mark.parametrize("spec", CASES, ids=[c["name"] for c in CASES])
@@ -85,19 +93,50 @@ def test_fixture_file_covers_every_scorer() -> None:
 # ---- robustness -------------------------------------------------------------------------------
 _TEXT = st.one_of(
     st.text(max_size=60),
-    st.sampled_from(["", "{", "[", "```json", "Answer：", "Answer: Z", "[{'id': 'x'}]", "{'args': 5}", "(" * 50,
-                     "[" * 200, "{'name': None}", "Thought: \nAction: \nAction Input: {'a': [1, 2]}\n",
-                     "Use A.b with {}", "FinishAction", '[{"id": 0, "name": "FinishAction", "args": {}}]']),
+    st.sampled_from(
+        [
+            "",
+            "{",
+            "[",
+            "```json",
+            "Answer：",
+            "Answer: Z",
+            "[{'id': 'x'}]",
+            "{'args': 5}",
+            "(" * 50,
+            "[" * 200,
+            "{'name': None}",
+            "Thought: \nAction: \nAction Input: {'a': [1, 2]}\n",
+            "Use A.b with {}",
+            "FinishAction",
+            '[{"id": 0, "name": "FinishAction", "args": {}}]',
+        ]
+    ),
 )
-_SPEC = {"instruct": {"gold": {"action": "A.b", "args": {"x": 1}},
-                      "template": {"thought": "t", "action": "a", "args": "g", "thought_start": "T(", "thought_end": "\n",
-                                   "action_start": "A[", "action_end": "\n", "args_start": "G: ", "args_end": ""}},
-         "plan": {"gold": [{"id": 0, "name": "A.b", "args": {"x": 1}}, {"id": 1, "name": "FinishAction", "args": {}}],
-                  "api_list": ["A.b", "A.bc"]},
-         "reason": {"gold": {"thought": "look it up", "name": "A.b", "args": {"x": 1}}},
-         "retrieve": {"gold": {"thought": "look it up", "name": "A.b", "args": {"x": 1}}},
-         "understand": {"gold": {"thought": "look it up", "name": "A.b", "args": {"x": 1}}},
-         "review": {"gold": {"answer": "C", "thought": "bad input"}}}
+_SPEC = {
+    "instruct": {
+        "gold": {"action": "A.b", "args": {"x": 1}},
+        "template": {
+            "thought": "t",
+            "action": "a",
+            "args": "g",
+            "thought_start": "T(",
+            "thought_end": "\n",
+            "action_start": "A[",
+            "action_end": "\n",
+            "args_start": "G: ",
+            "args_end": "",
+        },
+    },
+    "plan": {
+        "gold": [{"id": 0, "name": "A.b", "args": {"x": 1}}, {"id": 1, "name": "FinishAction", "args": {}}],
+        "api_list": ["A.b", "A.bc"],
+    },
+    "reason": {"gold": {"thought": "look it up", "name": "A.b", "args": {"x": 1}}},
+    "retrieve": {"gold": {"thought": "look it up", "name": "A.b", "args": {"x": 1}}},
+    "understand": {"gold": {"thought": "look it up", "name": "A.b", "args": {"x": 1}}},
+    "review": {"gold": {"answer": "C", "thought": "bad input"}},
+}
 
 
 def _robust(ability: str, text: str) -> None:
@@ -170,8 +209,10 @@ def test_official_matching_builds_the_graph_as_teval() -> None:
 # follows the weights' last bits (here as two CPUs' embeddings gave them). Official scoring must
 # follow that pick: 1/3 when it matches the repeat out of order, 2/3 when in order; strict: 2/3.
 TIE = 0.13381117582321167
-TIE_PICKS = [([[1.0000001192092896, TIE], [TIE, 1.0], [1.0000001192092896, TIE], [TIE, 1.0]], 1 / 3),
-             ([[1.0, TIE], [TIE, 1.0000001192092896], [1.0, TIE], [TIE, 1.0000001192092896]], 2 / 3)]
+TIE_PICKS = [
+    ([[1.0000001192092896, TIE], [TIE, 1.0], [1.0000001192092896, TIE], [TIE, 1.0]], 1 / 3),
+    ([[1.0, TIE], [TIE, 1.0000001192092896], [1.0, TIE], [TIE, 1.0000001192092896]], 2 / 3),
+]
 
 
 @needs_model
@@ -179,7 +220,10 @@ TIE_PICKS = [([[1.0000001192092896, TIE], [TIE, 1.0], [1.0000001192092896, TIE],
 def test_official_plan_follows_networkx_pick_bit_for_bit(weights, official, monkeypatch) -> None:
     from benchsmith.eval.teval import _scorers
 
-    steps = [{"name": "TimeTool.get_weekday", "args": {}, "id": 0}, {"name": "GoogleSearch.search", "args": {"query": "weather"}, "id": 1}]
+    steps = [
+        {"name": "TimeTool.get_weekday", "args": {}, "id": 0},
+        {"name": "GoogleSearch.search", "args": {"query": "weather"}, "id": 1},
+    ]
     pred = [{**s, "id": k} for k, s in enumerate(steps + steps)]
     monkeypatch.setattr(_scorers, "official_weights", lambda p, g: weights)
     assert plan_f1(pred, steps, strict=False)["f1"] == pytest.approx(official)
@@ -218,8 +262,14 @@ def test_template_and_review_parsing() -> None:
         parse_template("{x", "anything", strict=False)
     with pytest.raises(TemplateError):
         parse_template("A[{x}", "A[1", strict=False)
-    markers = {"thought_start": "T{", "thought_end": "}\n", "action_start": "A[", "action_end": "\n",
-               "args_start": "(", "args_end": ")"}
+    markers = {
+        "thought_start": "T{",
+        "thought_end": "}\n",
+        "action_start": "A[",
+        "action_end": "\n",
+        "args_start": "(",
+        "args_end": ")",
+    }
     assert parse_markers(markers, "T{go}\nA[f\n({'a': 1})") == {"thought": "go", "action": "f", "args": "{'a': 1}"}
     assert review_letter("Answer：D", strict=True) == "D"
     assert review_letter("Answer: D", strict=False) == "D"
@@ -229,8 +279,19 @@ def test_template_and_review_parsing() -> None:
 def test_load_official_layout() -> None:
     cases = load_teval(FIXTURES / "teval_official")
     cats = sorted({c.category for c in cases})
-    assert cats == ["instruct/json", "instruct/string", "plan/json", "plan/str", "reason/json", "reason/str",
-                    "retrieve/json", "retrieve/str", "review/str", "understand/json", "understand/str"]
+    assert cats == [
+        "instruct/json",
+        "instruct/string",
+        "plan/json",
+        "plan/str",
+        "reason/json",
+        "reason/str",
+        "retrieve/json",
+        "retrieve/str",
+        "review/str",
+        "understand/json",
+        "understand/str",
+    ]
     rru = [c for c in cases if c.id == "reason_retrieve_understand_json_v2/query_7_0"]
     assert sorted(c.category for c in rru) == ["reason/json", "retrieve/json", "understand/json"]
     with pytest.raises(UserError):
@@ -268,10 +329,13 @@ def test_official_aggregation_quirks() -> None:
     cats = ["instruct/json"] * 3 + ["instruct/string", "instruct/str", "review/str", "review/str", "review/str"]
     cases = [case(i, c) for i, c in enumerate(cats)]
     ems = [1 / 3, 1 / 3, 1 / 3, 1.0, 1.0]
-    records = [RecordResult(id=c.id, category=c.category, ok=False, score=(1 + em) / 2,
-                            details={"format": 1.0, "args_em": em}) for c, em in zip(cases[:5], ems)]
-    records += [RecordResult(id=c.id, category=c.category, ok=i == 0, score=float(i == 0))
-                for i, c in enumerate(cases[5:])]
+    records = [
+        RecordResult(id=c.id, category=c.category, ok=False, score=(1 + em) / 2, details={"format": 1.0, "args_em": em})
+        for c, em in zip(cases[:5], ems)
+    ]
+    records += [
+        RecordResult(id=c.id, category=c.category, ok=i == 0, score=float(i == 0)) for i, c in enumerate(cases[5:])
+    ]
     official = aggregate_teval(cases, records, "official")
     strict = aggregate_teval(cases, records, "strict")
     # rounded to 4 decimals as the official script; the `str` tag is not read officially
@@ -291,12 +355,21 @@ def small_split(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("teval")
     pairs = root / "pairs.jsonl"
     rows = [
-        {"id": "jazz", "question": "How many Jazz tracks are there?",
-         "sql": "SELECT COUNT(*) FROM tracks t JOIN genres g ON t.genre_id = g.genre_id WHERE g.name = 'Jazz'"},
-        {"id": "long", "question": "What are the three longest tracks?",
-         "sql": "SELECT name FROM tracks ORDER BY milliseconds DESC LIMIT 3"},
-        {"id": "ca", "question": "Which customers live in Canada?",
-         "sql": "SELECT first_name, last_name FROM customers WHERE country = 'Canada'"},
+        {
+            "id": "jazz",
+            "question": "How many Jazz tracks are there?",
+            "sql": "SELECT COUNT(*) FROM tracks t JOIN genres g ON t.genre_id = g.genre_id WHERE g.name = 'Jazz'",
+        },
+        {
+            "id": "long",
+            "question": "What are the three longest tracks?",
+            "sql": "SELECT name FROM tracks ORDER BY milliseconds DESC LIMIT 3",
+        },
+        {
+            "id": "ca",
+            "question": "Which customers live in Canada?",
+            "sql": "SELECT first_name, last_name FROM customers WHERE country = 'Canada'",
+        },
     ]
     pairs.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     split = root / "split"
@@ -331,7 +404,7 @@ def test_derived_reviews_come_from_real_executions(small_split: Path, tmp_path: 
     reviews = json.loads((tmp_path / "t" / "review_str_v2.json").read_text(encoding="utf-8"))
     samples = {s.id: s for s in read_jsonl(small_split / "samples.jsonl", Sample)}
     letters = {"success": "A", "internal_error": "B", "input_error": "C", "irrelevant": "D", "unable": "E"}
-    for key, rec in reviews.items():
+    for rec in reviews.values():
         tag = rec["meta_data"]["review"]
         assert rec["ground_truth"]["answer"] == letters[tag]
         fields = dict(line.split(": ", 1) for line in rec["origin_prompt"][1]["content"].split("\n"))
@@ -346,8 +419,9 @@ def test_derived_reviews_come_from_real_executions(small_split: Path, tmp_path: 
             assert "closed database" not in response["error"]
         elif tag == "unable":  # a value the data does not have: the tool ran and found nothing
             assert args != step.call.arguments and response["rows"] == []
-            assert fields["Goal"].endswith(".") and any(str(v) in fields["Goal"] for v in args.values()
-                                                        if not str(v).startswith("$"))
+            assert fields["Goal"].endswith(".") and any(
+                str(v) in fields["Goal"] for v in args.values() if not str(v).startswith("$")
+            )
         else:
             assert args == step.call.arguments and response != step.observation
 
@@ -356,7 +430,7 @@ def test_derived_thoughts_state_the_intent(small_split: Path, tmp_path: Path) ->
     derive_teval(small_split, tmp_path / "t")
     rru = json.loads((tmp_path / "t" / "reason_str_v2.json").read_text(encoding="utf-8"))
     tools = {"filter_data", "aggregate_data", "retrieve_data", "sort_data", "limit_data"}
-    for key, rec in rru.items():
+    for rec in rru.values():
         thought = rec["ground_truth"]["thought"]
         # no call text: neither the tool's name nor argument names nor $label$ references
         assert not any(t in thought for t in tools) and "data_source" not in thought and "$" not in thought, thought
@@ -401,15 +475,21 @@ def test_cli_derive(small_split: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["eval", "derive", "--split", str(small_split), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output.strip().splitlines()[-1])["derived"] == {
-        "teval": "teval", "gta": "gta", "toolassess": "toolassess", "acebench_special": "acebench"}
+        "teval": "teval",
+        "gta": "gta",
+        "toolassess": "toolassess",
+        "acebench_special": "acebench",
+    }
     report = json.loads((out / "derive_report.json").read_text(encoding="utf-8"))
     assert {k: sum(v.values()) for k, v in report["derived"]["teval"]["records"].items()}["plan"] == 6
     assert (out / "teval" / "plan_json_v2.json").is_file() and (out / "gta" / "dataset.json").is_file()
-    only = CliRunner().invoke(app, ["eval", "derive", "--split", str(small_split), "--out", str(tmp_path / "o"),
-                                    "--only", "teval"])
+    only = CliRunner().invoke(
+        app, ["eval", "derive", "--split", str(small_split), "--out", str(tmp_path / "o"), "--only", "teval"]
+    )
     assert only.exit_code == 0 and sorted(p.name for p in (tmp_path / "o").iterdir()) == ["derive_report.json", "teval"]
-    unknown = CliRunner().invoke(app, ["eval", "derive", "--split", str(small_split), "--out", str(tmp_path / "u"),
-                                       "--only", "teval,nope"])
+    unknown = CliRunner().invoke(
+        app, ["eval", "derive", "--split", str(small_split), "--out", str(tmp_path / "u"), "--only", "teval,nope"]
+    )
     assert unknown.exit_code == 2 and "nope" in unknown.output and not (tmp_path / "u").exists()
     bad = CliRunner().invoke(app, ["eval", "derive", "--out", str(out)], env={"BENCHSMITH_SPLIT": str(tmp_path)})
     assert bad.exit_code == 2

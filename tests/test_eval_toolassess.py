@@ -84,18 +84,23 @@ def test_selftest(loaded, mode):
     assert s["awareness"]["accuracy"] == s["awareness"]["f1"] == 1.0
     assert s["selection"]["f1"] == s["selection"]["record_accuracy"] == 1.0
     assert s["multi"]["asa"] == s["multi"]["psa"] == 1.0
-    assert set(s["tas_inputs"]) == {f"{t}.{m}" for t in ("awareness", "selection") for m in
-                                    ("accuracy", "precision", "recall", "f1")} | {
-        "multi_awareness.asa", "multi_awareness.psa", "multi_selection.asa", "multi_selection.psa"}
+    assert set(s["tas_inputs"]) == {
+        f"{t}.{m}" for t in ("awareness", "selection") for m in ("accuracy", "precision", "recall", "f1")
+    } | {"multi_awareness.asa", "multi_awareness.psa", "multi_selection.asa", "multi_selection.psa"}
 
 
 def test_aggregate_figures(loaded):
     b, cases = loaded
     cs = list(cases.values())
-    preds = {"aw-weather": "no_tool", "aw-capital": "no_tool", "aw-flight": "requires_tool",
-             "sel-weather": '["get_weather", "send_email"]', "sel-none": "[]",
-             "mt-trip": '["requires_tool", "requires_tool", "cannot_complete"]',
-             "mt-office": '[["get_time"], ["send_email"]]'}
+    preds = {
+        "aw-weather": "no_tool",
+        "aw-capital": "no_tool",
+        "aw-flight": "requires_tool",
+        "sel-weather": '["get_weather", "send_email"]',
+        "sel-none": "[]",
+        "mt-trip": '["requires_tool", "requires_tool", "cannot_complete"]',
+        "mt-office": '[["get_time"], ["send_email"]]',
+    }
     s = score_cases(b, cs, preds, "strict").scores
     aw = s["awareness"]
     assert aw["accuracy"] == pytest.approx(1 / 3)
@@ -117,9 +122,11 @@ def test_missing_predictions_count_as_wrong(loaded):
 
 
 def test_variance_weights_and_tas():
-    scores = {"m1": {"awareness.accuracy": 0.9, "awareness.f1": 0.8, "selection.f1": 0.6},
-              "m2": {"awareness.accuracy": 0.7, "awareness.f1": 0.8, "selection.f1": 0.2},
-              "m3": {"awareness.accuracy": 0.5, "awareness.f1": 0.8, "selection.f1": 0.4}}
+    scores = {
+        "m1": {"awareness.accuracy": 0.9, "awareness.f1": 0.8, "selection.f1": 0.6},
+        "m2": {"awareness.accuracy": 0.7, "awareness.f1": 0.8, "selection.f1": 0.2},
+        "m3": {"awareness.accuracy": 0.5, "awareness.f1": 0.8, "selection.f1": 0.4},
+    }
     r = tas(scores)
     assert r["metric_weights"]["awareness"] == {"awareness.accuracy": 1.0, "awareness.f1": 0.0}
     assert r["situation_scores"]["m1"] == {"awareness": 0.9, "selection": 0.6}
@@ -148,12 +155,21 @@ def test_bad_data_is_a_user_error(tmp_path):
 
 
 @settings(max_examples=80, deadline=None)
-@given(pred=st.one_of(st.text(max_size=60), st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=15),
-    lambda k: st.lists(k, max_size=4) | st.dictionaries(st.sampled_from(["label", "tools", "name", "x"]), k, max_size=3),
-    max_leaves=12).map(json.dumps)),
+@given(
+    pred=st.one_of(
+        st.text(max_size=60),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=15),
+            lambda k: (
+                st.lists(k, max_size=4)
+                | st.dictionaries(st.sampled_from(["label", "tools", "name", "x"]), k, max_size=3)
+            ),
+            max_leaves=12,
+        ).map(json.dumps),
+    ),
     cid=st.sampled_from(["aw-weather", "sel-weather", "sel-none", "mt-trip", "mt-office"]),
-    mode=st.sampled_from(["strict", "official"]))
+    mode=st.sampled_from(["strict", "official"]),
+)
 def test_random_predictions_never_raise(pred, cid, mode):
     r = _BENCH.score(_BY_ID[cid], pred, mode)
     assert 0.0 <= r.score <= 1.0 and (r.ok or r.error_type)
@@ -161,6 +177,7 @@ def test_random_predictions_never_raise(pred, cid, mode):
 
 def _load_all():
     import tempfile
+
     records = {}
     for c in CASES:
         records.setdefault(c["record"]["id"], c["record"])

@@ -31,7 +31,7 @@ def _statuses(out: Path) -> Counter[str]:
 
 
 # ---- eval run ---------------------------------------------------------------------------------------------
-TRANSPORT = ["500", "429", "reset", "hang"]       # retried by the client, then a transport error: asked again next run
+TRANSPORT = ["500", "429", "reset", "hang"]  # retried by the client, then a transport error: asked again next run
 UNREADABLE = ["garbage", "non_utf8", "empty_choices"]  # a 200 answer that is no completion: a final (empty) reply
 
 
@@ -46,8 +46,11 @@ def test_eval_run_every_failure_then_resume_asks_each_unfinished_case_once(split
         line = one_error_line(failed.stderr.replace(_warnings(failed.stderr), ""))
         assert f"{len(TRANSPORT)} of {n} cases unfinished" in line and "re-run the same command" in line, line
         assert _statuses(out) == {"format_error": len(UNREADABLE), "transport_error": len(TRANSPORT)}
-        errors = [r["error"]["message"] for r in _replies(out / "toolassess" / "replies.jsonl")
-                  if r["status"] == "transport_error"]
+        errors = [
+            r["error"]["message"]
+            for r in _replies(out / "toolassess" / "replies.jsonl")
+            if r["status"] == "transport_error"
+        ]
         for what in ("HTTP 500", "HTTP 429", "could not connect", "timed out"):
             assert any(what in e for e in errors), (what, errors)
         assert ep.requests == n and not ep.answered
@@ -107,8 +110,19 @@ def test_construct_every_failure_then_resume_finishes_each_item_once(split: Path
 
 
 def test_a_negative_max_retries_is_one_red_line(tmp_path: Path) -> None:
-    proc = _cli("construct", "queries", str(tmp_path), "--out", str(tmp_path / "q"), "--model", "fake",
-                "--base-url", f"http://127.0.0.1:{closed_port()}/v1", "--max-retries", "-1")
+    proc = _cli(
+        "construct",
+        "queries",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "q"),
+        "--model",
+        "fake",
+        "--base-url",
+        f"http://127.0.0.1:{closed_port()}/v1",
+        "--max-retries",
+        "-1",
+    )
     assert proc.returncode == 2
     assert "--max-retries -1" in one_error_line(proc.stderr)  # the flag the user typed
 
@@ -116,8 +130,24 @@ def test_a_negative_max_retries_is_one_red_line(tmp_path: Path) -> None:
 def test_construct_check_votes_left_unfinished_exit_3_then_finish_once(split: Path, tmp_path: Path) -> None:
     out = tmp_path / "k"
     with FakeOpenAI(construct_reply, mode="500") as ep:
-        args = ("construct", "check", str(split / "samples.jsonl"), "--out", str(out), "--checks", "model_vote",
-                "--no-dedupe", "--model", "fake", "--base-url", ep.base_url, "--max-retries", "0", "--timeout", "1")
+        args = (
+            "construct",
+            "check",
+            str(split / "samples.jsonl"),
+            "--out",
+            str(out),
+            "--checks",
+            "model_vote",
+            "--no-dedupe",
+            "--model",
+            "fake",
+            "--base-url",
+            ep.base_url,
+            "--max-retries",
+            "0",
+            "--timeout",
+            "1",
+        )
         failed = _cli(*args)
         assert failed.returncode == 3, failed.stdout + failed.stderr
         line = one_error_line(failed.stderr)

@@ -12,17 +12,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import ANSI, build_slot_split, clean_env, console_script, drop_benchsmith_env, one_error_line, pair_lines
 from typer.testing import CliRunner
 
 from benchsmith.cli import app
-from helpers import ANSI, build_slot_split, clean_env, console_script, drop_benchsmith_env, one_error_line, pair_lines
-
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in clean_env().items() if not k.startswith("OPENAI_")}
-    return subprocess.run([console_script(), *args], capture_output=True, text=True, timeout=180, env=env,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [console_script(), *args], capture_output=True, text=True, timeout=180, env=env, stdin=subprocess.DEVNULL
+    )
 
 
 def _one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -32,8 +32,10 @@ def _one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
 
 def _tree(folder: Path) -> dict[str, str]:
     """Every file (its bytes' hash) and folder under ``folder``: an empty folder left behind shows too."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "folder"
-            for p in sorted(folder.rglob("*"))}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "folder"
+        for p in sorted(folder.rglob("*"))
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -55,8 +57,9 @@ def test_runtime_fault_is_one_red_line_with_exit_3(split, tmp_path, monkeypatch)
         raise RuntimeFault("the endpoint failed 5 times in a row; re-run the same command to resume")
 
     monkeypatch.setattr(beval, "run_selftest", broken)
-    result = CliRunner().invoke(app, ["eval", "selftest", "--benchmark", "nl2api", "--data", str(split),
-                                      "--out", str(tmp_path / "st")])
+    result = CliRunner().invoke(
+        app, ["eval", "selftest", "--benchmark", "nl2api", "--data", str(split), "--out", str(tmp_path / "st")]
+    )
     assert not isinstance(result.exception, RuntimeFault), "the RuntimeFault escaped the CLI (a traceback)"
     assert result.exit_code == 3, result.output
     out = ANSI.sub("", result.output)
@@ -67,8 +70,19 @@ def test_runtime_fault_is_one_red_line_with_exit_3(split, tmp_path, monkeypatch)
 # ---- 2. construct --set with a value of the wrong type ---------------------------------------------------
 @pytest.mark.parametrize("setting, option", [("n=abc", "n"), ("k=2.5x", "k")])
 def test_construct_set_with_a_bad_value_is_one_red_line(setting, option, split, tmp_path):
-    proc = _run("construct", "queries", str(split), "--out", str(tmp_path / "q"), "--model", "m",
-                "--base-url", "http://127.0.0.1:9/v1", "--set", setting)
+    proc = _run(
+        "construct",
+        "queries",
+        str(split),
+        "--out",
+        str(tmp_path / "q"),
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--set",
+        setting,
+    )
     assert proc.returncode == 2, proc.stderr
     line = _one_error_line(proc)
     assert f"--set {option}" in line and "integer" in line and "fix" in line, line
@@ -98,13 +112,31 @@ def _commands(split: Path, tmp: Path, out: Path) -> dict[str, list[str]]:
     predictions = tmp / "predictions.jsonl"
     predictions.write_text("", "utf-8")
     return {
-        "eval score": ["eval", "score", "--benchmark", "nl2api", "--data", str(split), "--predictions",
-                       str(predictions), "--out", str(out)],
+        "eval score": [
+            "eval",
+            "score",
+            "--benchmark",
+            "nl2api",
+            "--data",
+            str(split),
+            "--predictions",
+            str(predictions),
+            "--out",
+            str(out),
+        ],
         "eval selftest": ["eval", "selftest", "--benchmark", "nl2api", "--data", str(split), "--out", str(out)],
         "eval derive": ["eval", "derive", "--split", str(split), "--out", str(out)],
         "eval export": ["eval", "export", "--split", str(split), "--format", "bfcl", "--out", str(out)],
-        "nl2api build": ["nl2api", "build", "--db", str(split / "database.sqlite"), "--pairs",
-                         str(split.parent / "pairs.jsonl"), "--out", str(out)],
+        "nl2api build": [
+            "nl2api",
+            "build",
+            "--db",
+            str(split / "database.sqlite"),
+            "--pairs",
+            str(split.parent / "pairs.jsonl"),
+            "--out",
+            str(out),
+        ],
     }
 
 
@@ -124,17 +156,32 @@ def test_out_that_is_a_file_is_refused_up_front(command, split, tmp_path):
 @pytest.mark.parametrize("pairs", ["empty", "devnull", "all_rejected"])
 def test_build_that_verifies_nothing_keeps_the_existing_split(pairs, split, tmp_path):
     out = tmp_path / "split"
-    good = _run("nl2api", "build", "--db", str(split / "database.sqlite"), "--pairs", str(split.parent / "pairs.jsonl"),
-                "--out", str(out))
+    good = _run(
+        "nl2api",
+        "build",
+        "--db",
+        str(split / "database.sqlite"),
+        "--pairs",
+        str(split.parent / "pairs.jsonl"),
+        "--out",
+        str(out),
+    )
     assert good.returncode == 0, good.stderr
     before = _tree(out)
     assert before["samples.jsonl"] and (out / "samples.jsonl").stat().st_size > 0
-    source = {"empty": tmp_path / "empty.jsonl", "devnull": Path(os.devnull), "all_rejected": tmp_path / "bad.jsonl"}[pairs]
+    source = {"empty": tmp_path / "empty.jsonl", "devnull": Path(os.devnull), "all_rejected": tmp_path / "bad.jsonl"}[
+        pairs
+    ]
     if pairs == "empty":
         source.write_text("", "utf-8")
     elif pairs == "all_rejected":
-        source.write_text(json.dumps({"id": "x", "question": "Drop", "sql": "DELETE FROM tracks"}) + "\n"
-                          + json.dumps({"id": "y", "question": "?", "sql": "SELECT nope FROM tracks"}) + "\n", "utf-8")
+        source.write_text(
+            json.dumps({"id": "x", "question": "Drop", "sql": "DELETE FROM tracks"})
+            + "\n"
+            + json.dumps({"id": "y", "question": "?", "sql": "SELECT nope FROM tracks"})
+            + "\n",
+            "utf-8",
+        )
     proc = _run("nl2api", "build", "--db", str(split / "database.sqlite"), "--pairs", str(source), "--out", str(out))
     assert proc.returncode != 0
     assert proc.returncode == 2, proc.stderr
@@ -145,8 +192,9 @@ def test_build_that_verifies_nothing_keeps_the_existing_split(pairs, split, tmp_
 
 # ---- 6. issue 26: bad paths, numbers and manifests, one case per line of tests/fixtures/cli/bad_input.jsonl ---
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-BAD_INPUT = [json.loads(line) for line in (FIXTURES / "cli" / "bad_input.jsonl").read_text("utf-8").splitlines()
-             if line.strip()]
+BAD_INPUT = [
+    json.loads(line) for line in (FIXTURES / "cli" / "bad_input.jsonl").read_text("utf-8").splitlines() if line.strip()
+]
 UNWRITABLE = "/proc/benchsmith-no-such-folder/out"  # /proc takes no new folders, not even from root
 
 
@@ -162,8 +210,9 @@ def workspace(split: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     (ws / "file.txt").write_text("keep me\n", "utf-8")
     (ws / "predictions.jsonl").write_text("", "utf-8")
     (ws / "binary.jsonl").write_bytes(b"\xff\xfe\x00\x01binary\n")
-    (ws / "latin1.jsonl").write_bytes(pair_lines()[0].encode() + b"\n"
-                                      + '{"question": "Caf\u00e9 au lait?", "sql": "SELECT 1"}\n'.encode("latin-1"))
+    (ws / "latin1.jsonl").write_bytes(
+        pair_lines()[0].encode() + b"\n" + '{"question": "Caf\u00e9 au lait?", "sql": "SELECT 1"}\n'.encode("latin-1")
+    )
     for name, manifest in (("list-manifest", b"[1, 2]\n"), ("object-manifest", b'{"name": "x"}\n')):
         shutil.copytree(split, ws / name)
         (ws / name / "manifest.json").write_bytes(manifest)
@@ -179,17 +228,27 @@ def test_bad_input_is_one_red_line_and_changes_nothing(case, workspace, tmp_path
     from benchsmith.construction.nl2api import chinook_db
 
     monkeypatch.setenv("BENCHSMITH_MODEL_STATE_DIR", str(tmp_path / "model-state"))  # never a real server's
-    values = {"db": str(chinook_db()), "pairs": str(workspace / "pairs.jsonl"), "split": str(workspace / "split"),
-              "file": str(workspace / "file.txt"), "new": str(workspace / f"new-{case['id']}"),
-              "unwritable": UNWRITABLE, "binary": str(workspace / "binary.jsonl"),
-              "latin1": str(workspace / "latin1.jsonl"), "predictions": str(workspace / "predictions.jsonl"),
-              "list_manifest": str(workspace / "list-manifest"), "object_manifest": str(workspace / "object-manifest"),
-              "sweep": str(workspace / "sweep"), "seed_tools": str(FIXTURES / "construct" / "seed_tools.json")}
+    values = {
+        "db": str(chinook_db()),
+        "pairs": str(workspace / "pairs.jsonl"),
+        "split": str(workspace / "split"),
+        "file": str(workspace / "file.txt"),
+        "new": str(workspace / f"new-{case['id']}"),
+        "unwritable": UNWRITABLE,
+        "binary": str(workspace / "binary.jsonl"),
+        "latin1": str(workspace / "latin1.jsonl"),
+        "predictions": str(workspace / "predictions.jsonl"),
+        "list_manifest": str(workspace / "list-manifest"),
+        "object_manifest": str(workspace / "object-manifest"),
+        "sweep": str(workspace / "sweep"),
+        "seed_tools": str(FIXTURES / "construct" / "seed_tools.json"),
+    }
     argv = [a.format(**values) for a in case["argv"]]
     before = _tree(workspace)
     result = CliRunner().invoke(app, argv, prog_name="benchsmith")
-    assert result.exception is None or isinstance(result.exception, SystemExit), \
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
         f"a traceback: {type(result.exception).__name__}: {result.exception}"
+    )
     assert result.exit_code == case["exit"], result.output
     assert "Traceback" not in result.output
     line = one_error_line(result.stderr)
@@ -218,7 +277,7 @@ def test_every_number_option_has_a_bad_input_case():
     # with; the option is the case's "option", else its message's first word
     covered = set()
     for c in BAD_INPUT:
-        words = max((p for p in paths if tuple(c["argv"][:len(p)]) == p), key=len)
+        words = max((p for p in paths if tuple(c["argv"][: len(p)]) == p), key=len)
         covered.add((words, c.get("option") or c["message"].split()[0]))
     numbers, missing = [], []
 
@@ -226,8 +285,13 @@ def test_every_number_option_has_a_bad_input_case():
         for name, sub in (getattr(command, "commands", None) or {}).items():
             walk(sub, (*path, name))
         for param in getattr(command, "params", []):
-            if path and path[0] in SURVEYED and param.param_type_name == "option" \
-                    and param.bare_type() in ("int", "float") and param.opts[0] != "--seed":
+            if (
+                path
+                and path[0] in SURVEYED
+                and param.param_type_name == "option"
+                and param.bare_type() in ("int", "float")
+                and param.opts[0] != "--seed"
+            ):
                 numbers.append((path, param.opts[0]))
                 if (path, param.opts[0]) not in covered:
                     missing.append(f"{' '.join(path)} {param.opts[0]}")

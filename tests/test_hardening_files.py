@@ -99,10 +99,14 @@ def test_pid_in_temp_name_is_this_process(tmp_path: Path, monkeypatch: pytest.Mo
 @pytest.mark.parametrize(
     ("raw", "where"),
     [
-        (b'{"input": "q", "output": [{"name": "f", "arguments": {}, "label": "$var_1"}]}\n{"input": "caf\xe9"}\n',
-         ":2: not UTF-8 text"),
-        (b'[{"input": "q", "output": [{"name": "f", "arguments": {"n": ' + b"9" * 5000 + b"}}]}]",
-         ":1 is not JSON (a number has more than 4300 digits)"),
+        (
+            b'{"input": "q", "output": [{"name": "f", "arguments": {}, "label": "$var_1"}]}\n{"input": "caf\xe9"}\n',
+            ":2: not UTF-8 text",
+        ),
+        (
+            b'[{"input": "q", "output": [{"name": "f", "arguments": {"n": ' + b"9" * 5000 + b"}}]}]",
+            ":1 is not JSON (a number has more than 4300 digits)",
+        ),
     ],
 )
 def test_nestful_data_that_cannot_be_read_is_one_red_line(tmp_path: Path, raw: bytes, where: str) -> None:
@@ -112,18 +116,44 @@ def test_nestful_data_that_cannot_be_read_is_one_red_line(tmp_path: Path, raw: b
     data.write_bytes(raw)
     preds = tmp_path / "preds.jsonl"
     preds.write_text("")
-    proc = subprocess.run([console_script(), "eval", "score", "--benchmark", "nl2api", "--data", str(data),
-                           "--predictions", str(preds), "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, env=clean_env(), timeout=120)
+    proc = subprocess.run(
+        [
+            console_script(),
+            "eval",
+            "score",
+            "--benchmark",
+            "nl2api",
+            "--data",
+            str(data),
+            "--predictions",
+            str(preds),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     line = one_error_line(proc.stderr)
     assert f"{data}{where}" in line
 
 
 # ---- issue 26: options that refuse bad values themselves, folders that cannot be written, manifests ----------
-@pytest.mark.parametrize("field, value", [("timeout_s", float("nan")), ("timeout_s", float("inf")), ("timeout_s", 0),
-                                          ("timeout_s", -5), ("workers", 0), ("tool_universe", float("nan")),
-                                          ("tool_universe", 0), ("style", "soap")])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("timeout_s", float("nan")),
+        ("timeout_s", float("inf")),
+        ("timeout_s", 0),
+        ("timeout_s", -5),
+        ("workers", 0),
+        ("tool_universe", float("nan")),
+        ("tool_universe", 0),
+        ("style", "soap"),
+    ],
+)
 def test_build_options_refuse_bad_values_however_made(field: str, value: object) -> None:
     from dataclasses import replace
 
@@ -140,10 +170,22 @@ def test_build_options_refuse_bad_values_however_made(field: str, value: object)
         setattr(opts, field, value)
 
 
-@pytest.mark.parametrize("field, value", [("trials", 0), ("max_tokens", 0), ("step_budget", 0), ("max_turns", 0),
-                                          ("max_steps", 0), ("max_tool_calls", -1), ("max_episode_tokens", 0),
-                                          ("episode_wall_s", 0), ("episode_wall_s", float("inf")),
-                                          ("trial_temperature", float("nan")), ("trial_temperature", -0.1)])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("trials", 0),
+        ("max_tokens", 0),
+        ("step_budget", 0),
+        ("max_turns", 0),
+        ("max_steps", 0),
+        ("max_tool_calls", -1),
+        ("max_episode_tokens", 0),
+        ("episode_wall_s", 0),
+        ("episode_wall_s", float("inf")),
+        ("trial_temperature", float("nan")),
+        ("trial_temperature", -0.1),
+    ],
+)
 def test_task_options_refuse_bad_values_however_made(field: str, value: object) -> None:
     from dataclasses import replace
 
@@ -157,9 +199,16 @@ def test_task_options_refuse_bad_values_however_made(field: str, value: object) 
         assert info.value.errors()[0]["loc"][0] == field
 
 
-@pytest.mark.parametrize("field, value", [("timeout", float("inf")), ("timeout", float("nan")),
-                                          ("requests_per_second", float("inf")), ("temperature", float("nan")),
-                                          ("backoff_max", float("inf"))])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("timeout", float("inf")),
+        ("timeout", float("nan")),
+        ("requests_per_second", float("inf")),
+        ("temperature", float("nan")),
+        ("backoff_max", float("inf")),
+    ],
+)
 def test_model_config_refuses_non_finite_numbers(field: str, value: float) -> None:
     from pydantic import ValidationError
 
@@ -211,9 +260,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_slot_split(tmp_path_factory.mktemp("issue26"), pair_lines()[:3])
 
 
-@pytest.mark.parametrize("raw", [b"\xff\xfe\x00binary\n", b'{"question": "caf\xe9?", "sql": "SELECT 1"}\n'],
-                         ids=["binary", "latin-1"])
-def test_a_build_from_pairs_that_are_not_utf8_leaves_the_split_as_it_was(raw: bytes, built: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "raw", [b"\xff\xfe\x00binary\n", b'{"question": "caf\xe9?", "sql": "SELECT 1"}\n'], ids=["binary", "latin-1"]
+)
+def test_a_build_from_pairs_that_are_not_utf8_leaves_the_split_as_it_was(
+    raw: bytes, built: Path, tmp_path: Path
+) -> None:
     import shutil
 
     from benchsmith.construction.nl2api import build_split, chinook_db
@@ -260,11 +312,17 @@ def test_bad_input_after_a_resumed_journal_keeps_what_was_done(built: Path, tmp_
     assert len(pending.read_bytes().splitlines()) == 1 + 3  # resumed and finished: kept for the next run
 
 
-@pytest.mark.parametrize("text, where", [(b"[1, 2]", "wrong shape: Input should be a valid dictionary"),
-                                         (b'{"name": "x"}', "wrong shape at version: Field required"),
-                                         (b"{", "invalid JSON")])
-def test_a_bad_manifest_is_refused_by_every_deriver_and_exporter(text: bytes, where: str, built: Path,
-                                                                  tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        (b"[1, 2]", "wrong shape: Input should be a valid dictionary"),
+        (b'{"name": "x"}', "wrong shape at version: Field required"),
+        (b"{", "invalid JSON"),
+    ],
+)
+def test_a_bad_manifest_is_refused_by_every_deriver_and_exporter(
+    text: bytes, where: str, built: Path, tmp_path: Path
+) -> None:
     import shutil
 
     from benchsmith.construction.nl2api import read_manifest

@@ -19,21 +19,31 @@ import time
 from pathlib import Path
 
 import pytest
-
-from benchsmith.construction.nl2api import (
-    BuildOptions, Database, Runtime, ToolError, build_split, chinook_db, create_app, result_rows,
-)
-from benchsmith.schemas import ToolCall, read_json
 from helpers import build_slot_split, clean_env, console_script, one_error_line, pair_lines
 
-CROSS3 = {"source": "tracks", "joins": [{"table": "tracks", "alias": "b", "type": "cross"},
-                                        {"table": "tracks", "alias": "c", "type": "cross"}]}
+from benchsmith.construction.nl2api import (
+    BuildOptions,
+    Database,
+    Runtime,
+    ToolError,
+    build_split,
+    chinook_db,
+    create_app,
+    result_rows,
+)
+from benchsmith.schemas import ToolCall, read_json
+
+CROSS3 = {
+    "source": "tracks",
+    "joins": [{"table": "tracks", "alias": "b", "type": "cross"}, {"table": "tracks", "alias": "c", "type": "cross"}],
+}
 
 
 def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in clean_env().items() if not k.startswith("OPENAI_")}
-    return subprocess.run([console_script(), *args], capture_output=True, text=True, timeout=timeout, env=env,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [console_script(), *args], capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL
+    )
 
 
 def _refused(proc: subprocess.CompletedProcess[str], *names: str) -> str:
@@ -68,10 +78,16 @@ def slot_split(tmp_path_factory) -> Path:
 
 
 REST_PAIRS = [
-    {"id": "gt-count", "question": "How many tracks run longer than five minutes?",
-     "sql": "SELECT COUNT(*) FROM tracks WHERE milliseconds > 300000"},
-    {"id": "eq-string", "question": "First and last names of the customers in Brazil?",
-     "sql": "SELECT first_name, last_name FROM customers WHERE country = 'Brazil'"},
+    {
+        "id": "gt-count",
+        "question": "How many tracks run longer than five minutes?",
+        "sql": "SELECT COUNT(*) FROM tracks WHERE milliseconds > 300000",
+    },
+    {
+        "id": "eq-string",
+        "question": "First and last names of the customers in Brazil?",
+        "sql": "SELECT first_name, last_name FROM customers WHERE country = 'Brazil'",
+    },
 ]
 
 
@@ -105,8 +121,19 @@ def test_a_view_over_a_three_way_cross_join_does_not_hang_the_build(chinook, tmp
     path = _db_copy(chinook, tmp_path, "CREATE VIEW everything AS SELECT a.track_id FROM tracks a, tracks b, tracks c")
     started = time.monotonic()
     try:
-        proc = _cli("nl2api", "build", "--db", str(path), "--pairs", str(_pairs(tmp_path)), "--out",
-                    str(tmp_path / "out"), "--timeout", "2", timeout=90)
+        proc = _cli(
+            "nl2api",
+            "build",
+            "--db",
+            str(path),
+            "--pairs",
+            str(_pairs(tmp_path)),
+            "--out",
+            str(tmp_path / "out"),
+            "--timeout",
+            "2",
+            timeout=90,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("nl2api build hung on a view over a cross join (its rows were counted without a time limit)")
     assert proc.returncode == 0, proc.stderr
@@ -127,8 +154,9 @@ def test_a_view_over_a_cross_join_does_not_hang_loading_a_split(slot_split, tmp_
         con.execute("CREATE VIEW everything AS SELECT a.track_id FROM tracks a, tracks b, tracks c")
     con.close()
     try:
-        proc = _cli("eval", "selftest", "--benchmark", "nl2api", "--data", str(split), "--out", str(tmp_path / "st"),
-                    timeout=90)
+        proc = _cli(
+            "eval", "selftest", "--benchmark", "nl2api", "--data", str(split), "--out", str(tmp_path / "st"), timeout=90
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("loading the split hung on a view over a cross join")
     assert proc.returncode == 0, proc.stderr
@@ -136,8 +164,13 @@ def test_a_view_over_a_cross_join_does_not_hang_loading_a_split(slot_split, tmp_
 
 
 def test_a_view_over_a_dropped_table_is_left_out_and_reported(chinook, tmp_path):
-    path = _db_copy(chinook, tmp_path, "CREATE TABLE gone (x INTEGER)", "CREATE VIEW broken AS SELECT x FROM gone",
-                    "DROP TABLE gone")
+    path = _db_copy(
+        chinook,
+        tmp_path,
+        "CREATE TABLE gone (x INTEGER)",
+        "CREATE VIEW broken AS SELECT x FROM gone",
+        "DROP TABLE gone",
+    )
     proc = _cli("nl2api", "build", "--db", str(path), "--pairs", str(_pairs(tmp_path)), "--out", str(tmp_path / "out"))
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == 0, proc.stderr
@@ -147,16 +180,19 @@ def test_a_view_over_a_dropped_table_is_left_out_and_reported(chinook, tmp_path)
 
 
 # ---- 2. the read-only guard ---------------------------------------------------------------------------
-@pytest.mark.parametrize("statement, named", [
-    ("ATTACH DATABASE ':memory:' AS other", "ATTACH"),
-    ("PRAGMA query_only = OFF", "PRAGMA query_only"),
-    ("PRAGMA writable_schema = 1", "PRAGMA writable_schema"),
-    ("BEGIN IMMEDIATE", "TRANSACTION"),
-    ("SAVEPOINT s1", "SAVEPOINT"),
-    ("CREATE TEMP TABLE scratch (x)", "sqlite_temp_master"),
-    ("VACUUM", "ATTACH"),  # VACUUM works through an attached copy
-    ("SELECT load_extension('nothing')", "load_extension"),
-])
+@pytest.mark.parametrize(
+    "statement, named",
+    [
+        ("ATTACH DATABASE ':memory:' AS other", "ATTACH"),
+        ("PRAGMA query_only = OFF", "PRAGMA query_only"),
+        ("PRAGMA writable_schema = 1", "PRAGMA writable_schema"),
+        ("BEGIN IMMEDIATE", "TRANSACTION"),
+        ("SAVEPOINT s1", "SAVEPOINT"),
+        ("CREATE TEMP TABLE scratch (x)", "sqlite_temp_master"),
+        ("VACUUM", "ATTACH"),  # VACUUM works through an attached copy
+        ("SELECT load_extension('nothing')", "load_extension"),
+    ],
+)
 def test_only_reading_statements_run(db, statement, named):
     with pytest.raises(sqlite3.DatabaseError) as err:
         db.execute(statement)
@@ -165,10 +201,12 @@ def test_only_reading_statements_run(db, statement, named):
 
 
 def test_the_reads_tools_and_verification_need_still_run(db):
-    assert db.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3) "
-                      "SELECT SUM(x) FROM c") == [(6,)]
-    assert db.execute("SELECT COUNT(*) FROM tracks WHERE track_id IN (SELECT value FROM json_each(?))",
-                      ("[1, 2, 3]",)) == [(3,)]
+    assert db.execute(
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3) SELECT SUM(x) FROM c"
+    ) == [(6,)]
+    assert db.execute(
+        "SELECT COUNT(*) FROM tracks WHERE track_id IN (SELECT value FROM json_each(?))", ("[1, 2, 3]",)
+    ) == [(3,)]
     assert db.execute("SELECT abs(-2), strftime('%Y', '2024-05-01'), round(2.5)") == [(2, "2024", 3.0)]
     assert [r[1] for r in db.execute("PRAGMA table_info(genres)")] == ["genre_id", "name"]
 
@@ -193,10 +231,17 @@ def test_the_sql_of_a_pair_the_converter_crashes_on_or_refuses_is_never_executed
     monkeypatch.setattr(build, "convert", convert)
     monkeypatch.setattr(Database, "execute", spy)
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("\n".join([pair_lines()[0],
-                                json.dumps({"id": "crash", "question": "q", "sql": crash_sql}),
-                                json.dumps({"id": "refused", "question": "q", "sql": "DELETE FROM genres"})]) + "\n",
-                     encoding="utf-8")
+    pairs.write_text(
+        "\n".join(
+            [
+                pair_lines()[0],
+                json.dumps({"id": "crash", "question": "q", "sql": crash_sql}),
+                json.dumps({"id": "refused", "question": "q", "sql": "DELETE FROM genres"}),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     report = build_split(chinook, pairs, tmp_path / "out", BuildOptions(copy_db=False))
     codes = {r["id"]: r["code"] for r in report["rejections"]}
     assert codes == {"crash": "unsupported_expression", "refused": codes["refused"]} and report["verified"] == 1
@@ -208,14 +253,23 @@ def test_the_sql_of_a_pair_the_converter_crashes_on_or_refuses_is_never_executed
 def test_forty_chained_in_calls_keep_the_sql_small_and_give_the_right_rows(db):
     rt = Runtime(db)
     rt.setup([_call("initialize_active_data", "data", source="tracks")])
-    rt.call(_call("filter_data", "jazz", data_source="$data$", key_name="tracks.genre_id", operator="equal_to",
-                  value=2))
+    rt.call(
+        _call("filter_data", "jazz", data_source="$data$", key_name="tracks.genre_id", operator="equal_to", value=2)
+    )
     prev = "ids_0"
     rt.call(_call("retrieve_data", prev, data_source="$jazz$", key_names=["tracks.track_id"]))
     started = time.monotonic()
     for i in range(1, 41):
-        out = rt.call(_call("filter_data", f"ids_{i}", data_source=f"${prev}$", key_name="tracks.track_id",
-                            operator="in", value=f"${prev}$"))
+        out = rt.call(
+            _call(
+                "filter_data",
+                f"ids_{i}",
+                data_source=f"${prev}$",
+                key_name="tracks.track_id",
+                operator="in",
+                value=f"${prev}$",
+            )
+        )
         assert len(out.sql) < 8_000, f"call {i}: the SQL grew to {len(out.sql):,} characters"
         prev = f"ids_{i}"
     rows = result_rows(out, db)
@@ -227,15 +281,17 @@ def test_forty_chained_in_calls_keep_the_sql_small_and_give_the_right_rows(db):
 def test_data_over_the_row_limit_is_relation_too_large(db):
     rt = Runtime(db)
     # 3503 tracks x 59 customers = 206,677 rows, over the 100,000-row limit
-    rt.setup([_call("initialize_active_data", "data", source="tracks",
-                    joins=[{"table": "customers", "type": "cross"}])])
+    rt.setup(
+        [_call("initialize_active_data", "data", source="tracks", joins=[{"table": "customers", "type": "cross"}])]
+    )
     ids = rt.call(_call("retrieve_data", "ids", data_source="$data$", key_names=["tracks.track_id"]))
     with pytest.raises(ToolError) as err:
         result_rows(ids, db)
     assert err.value.code == "relation_too_large"
     with pytest.raises(ToolError) as err:
-        rt.call(_call("filter_data", None, data_source="$data$", key_name="tracks.track_id", operator="in",
-                      value="$ids$"))
+        rt.call(
+            _call("filter_data", None, data_source="$data$", key_name="tracks.track_id", operator="in", value="$ids$")
+        )
     assert err.value.code == "relation_too_large"
 
 
@@ -243,8 +299,16 @@ def test_sql_over_the_size_limit_is_query_too_large(db):
     rt = Runtime(db)
     rt.setup([_call("initialize_active_data", "data", source="genres")])
     with pytest.raises(ToolError) as err:
-        rt.call(_call("transform_data", None, data_source="$data$", key_name="genres.name", function="upper",
-                      output_name="x" * 2_000_000))
+        rt.call(
+            _call(
+                "transform_data",
+                None,
+                data_source="$data$",
+                key_name="genres.name",
+                function="upper",
+                output_name="x" * 2_000_000,
+            )
+        )
     assert err.value.code == "query_too_large"
 
 
@@ -252,8 +316,16 @@ def test_an_integer_sqlite_cannot_hold_is_a_tool_error(db):
     rt = Runtime(db)
     rt.setup([_call("initialize_active_data", "data", source="tracks")])
     with pytest.raises(ToolError):
-        out = rt.call(_call("filter_data", None, data_source="$data$", key_name="tracks.bytes",
-                            operator="greater_than", value=10 ** 30))
+        out = rt.call(
+            _call(
+                "filter_data",
+                None,
+                data_source="$data$",
+                key_name="tracks.bytes",
+                operator="greater_than",
+                value=10**30,
+            )
+        )
         result_rows(out, db)
 
 
@@ -295,8 +367,10 @@ def test_the_react_tools_refuse_the_set_up_tool(slot_split):
     setup = samples[0]["setup"]
     database = Database(slot_split / "database.sqlite")
     try:
-        for make in (lambda: ToolEnv(slot_split, database, "slot", setup),
-                     lambda: ToolEnv(slot_split, database, "slot", [], setup_phase=False)):
+        for make in (
+            lambda: ToolEnv(slot_split, database, "slot", setup),
+            lambda: ToolEnv(slot_split, database, "slot", [], setup_phase=False),
+        ):
             with pytest.raises(ToolError) as err:
                 make().call("initialize_active_data", CROSS3, "out_1")
             assert err.value.code == "unknown_tool"
@@ -304,8 +378,9 @@ def test_the_react_tools_refuse_the_set_up_tool(slot_split):
         # first, and no more once another call has run
         replay = ToolEnv(slot_split, database, "slot", [])
         loaded = replay.call(setup[0]["name"], setup[0]["arguments"], setup[0]["label"])
-        replay.call("retrieve_data", {"data_source": f"${setup[0]['label']}$", "key_names": loaded["columns"][:1]},
-                    "out_2")
+        replay.call(
+            "retrieve_data", {"data_source": f"${setup[0]['label']}$", "key_names": loaded["columns"][:1]}, "out_2"
+        )
         with pytest.raises(ToolError) as err:
             replay.call("initialize_active_data", CROSS3, "out_3")
         assert err.value.code == "unknown_tool"
@@ -347,8 +422,12 @@ def test_a_30_digit_integer_is_a_4xx_and_no_traceback_in_the_server_log(rest_spl
     port = _free_port()
     log_path = tmp_path / "server.log"
     with log_path.open("wb") as log:
-        proc = subprocess.Popen([console_script(), "nl2api", "serve", str(rest_split), "--port", str(port)],
-                                stdout=log, stderr=subprocess.STDOUT, env=clean_env())
+        proc = subprocess.Popen(
+            [console_script(), "nl2api", "serve", str(rest_split), "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=clean_env(),
+        )
         try:
             base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 30
             while True:
@@ -372,8 +451,18 @@ def test_a_30_digit_integer_is_a_4xx_and_no_traceback_in_the_server_log(rest_spl
 def test_a_descriptions_file_that_is_a_list_is_one_red_line(chinook, tmp_path):
     bad = tmp_path / "list.json"
     bad.write_text('["tracks", "albums"]', encoding="utf-8")
-    proc = _cli("nl2api", "build", "--db", str(chinook), "--pairs", str(_pairs(tmp_path)), "--out",
-                str(tmp_path / "out"), "--descriptions", str(bad))
+    proc = _cli(
+        "nl2api",
+        "build",
+        "--db",
+        str(chinook),
+        "--pairs",
+        str(_pairs(tmp_path)),
+        "--out",
+        str(tmp_path / "out"),
+        "--descriptions",
+        str(bad),
+    )
     _refused(proc, "list.json")
     assert not (tmp_path / "out").exists()
 
@@ -408,13 +497,25 @@ BROKEN = [
 @pytest.mark.parametrize("file, content", BROKEN, ids=[f"{f}-{i}" for i, (f, _) in enumerate(BROKEN)])
 def test_score_refuses_a_broken_slot_split(slot_split, tmp_path, file, content):
     split = _broken_split(slot_split, tmp_path, file, content)
-    proc = _cli("eval", "score", "--benchmark", "nl2api", "--data", str(split), "--predictions",
-                str(_predictions(split, tmp_path)), "--out", str(tmp_path / "scores"))
+    proc = _cli(
+        "eval",
+        "score",
+        "--benchmark",
+        "nl2api",
+        "--data",
+        str(split),
+        "--predictions",
+        str(_predictions(split, tmp_path)),
+        "--out",
+        str(tmp_path / "scores"),
+    )
     _refused(proc, file)
 
 
-@pytest.mark.parametrize("file, content", [("database.sqlite", b"garbage" * 5000), ("database.sqlite", None),
-                                           ("database.sqlite.descriptions.json", b"[]")])
+@pytest.mark.parametrize(
+    "file, content",
+    [("database.sqlite", b"garbage" * 5000), ("database.sqlite", None), ("database.sqlite.descriptions.json", b"[]")],
+)
 def test_selftest_refuses_a_broken_database(slot_split, tmp_path, file, content):
     split = _broken_split(slot_split, tmp_path, file, content)
     proc = _cli("eval", "selftest", "--benchmark", "nl2api", "--data", str(split), "--out", str(tmp_path / "st"))
@@ -422,10 +523,24 @@ def test_selftest_refuses_a_broken_database(slot_split, tmp_path, file, content)
 
 
 def test_a_rest_split_with_endpoints_of_the_wrong_shape_is_refused(rest_split, tmp_path):
-    split = _broken_split(rest_split, tmp_path, "endpoints.json",
-                          b'{"list_customers_by_country": {"setup": [], "calls": "none", "parameters": {}}}')
-    proc = _cli("eval", "score", "--benchmark", "nl2api", "--data", str(split), "--predictions",
-                str(_predictions(split, tmp_path)), "--out", str(tmp_path / "scores"))
+    split = _broken_split(
+        rest_split,
+        tmp_path,
+        "endpoints.json",
+        b'{"list_customers_by_country": {"setup": [], "calls": "none", "parameters": {}}}',
+    )
+    proc = _cli(
+        "eval",
+        "score",
+        "--benchmark",
+        "nl2api",
+        "--data",
+        str(split),
+        "--predictions",
+        str(_predictions(split, tmp_path)),
+        "--out",
+        str(tmp_path / "scores"),
+    )
     _refused(proc, "endpoints.json")
     _refused(_cli("nl2api", "serve", str(split), "--port", str(_free_port())), "endpoints.json")
 
@@ -435,14 +550,13 @@ def test_a_damaged_database_in_the_middle_is_found_at_load(slot_split, tmp_path)
     shutil.copytree(slot_split, split)
     data = bytearray((split / "database.sqlite").read_bytes())
     start = len(data) // 3
-    data[start:start + 8192] = b"\xab" * 8192
+    data[start : start + 8192] = b"\xab" * 8192
     (split / "database.sqlite").write_bytes(bytes(data))
     from benchsmith.eval.nl2api import NL2API
     from benchsmith.schemas import UserError
 
     with pytest.raises(UserError, match="database.sqlite"):
         NL2API().load(split)
-
 
 
 SHARED_DB_THREADS = """
@@ -464,6 +578,7 @@ def test_one_database_shared_by_threads_never_deadlocks(chinook: Path) -> None:
     # progress handler (holding SQLite's mutex, waiting for the GIL) and one reading a row (holding
     # the GIL, waiting for the mutex) froze the whole process. A subprocess, so a freeze fails the
     # test instead of hanging the suite.
-    proc = subprocess.run([sys.executable, "-c", SHARED_DB_THREADS, str(chinook)], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", SHARED_DB_THREADS, str(chinook)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr

@@ -14,11 +14,27 @@ from runner_helpers import FakeReply, ScriptedClient
 from test_eval_bfcl import _mini
 from test_models import FakeEndpoint, completion, config
 
-from benchsmith.eval import FormatError, TaskOptions, read_json_reply, read_predictions, run_eval, run_score, score_run
-from benchsmith.eval import read_json_lines
+from benchsmith.eval import (
+    FormatError,
+    TaskOptions,
+    read_json_lines,
+    read_json_reply,
+    read_predictions,
+    run_eval,
+    run_score,
+    score_run,
+)
 from benchsmith.models import ModelClient
-from benchsmith.schemas import CheckResult, UserError, append_jsonl, iter_jsonl_lenient, read_json, read_jsonl
-from benchsmith.schemas import write_json, write_jsonl
+from benchsmith.schemas import (
+    CheckResult,
+    UserError,
+    append_jsonl,
+    iter_jsonl_lenient,
+    read_json,
+    read_jsonl,
+    write_json,
+    write_jsonl,
+)
 
 SURROGATE = "\ud800"
 BIG = "1" * 5000
@@ -32,8 +48,8 @@ HOSTILE_REPLIES = [
     '{"thought": "\\ud800", "name": "\\ud800", "args": {"q": "\\udfff"}, "answers": ["\\ud800"]}',
     '[{"name": "\\ud800", "arguments": {"x": "\\ud800"}}]',
     BIG,
-    '{"thought": "x", "args": {"n": ' + BIG + '}, "answers": [' + BIG + ']}',
-    'Sure: [{"name": "f", "arguments": {"n": ' + BIG + '}}]',
+    '{"thought": "x", "args": {"n": ' + BIG + '}, "answers": [' + BIG + "]}",
+    'Sure: [{"name": "f", "arguments": {"n": ' + BIG + "}}]",
 ]
 
 
@@ -60,7 +76,7 @@ def test_write_json_escapes_a_lone_surrogate(tmp_path: Path) -> None:
 
 
 # ---- the reply parser ---------------------------------------------------------------------------
-@pytest.mark.parametrize("text", [BIG, '{"n": ' + BIG + '}', 'ok: {"n": ' + BIG + '} bye', "[" + BIG + "]"])
+@pytest.mark.parametrize("text", [BIG, '{"n": ' + BIG + "}", 'ok: {"n": ' + BIG + "} bye", "[" + BIG + "]"])
 def test_read_json_reply_on_a_5000_digit_number_is_a_format_error(text: str) -> None:
     with pytest.raises(FormatError):
         read_json_reply(text)
@@ -82,8 +98,10 @@ def test_read_json_reply_still_finds_a_value_at_the_thousandth_place() -> None:
 # ---- readers ------------------------------------------------------------------------------------
 def test_read_predictions_counts_a_5000_digit_number_line_as_bad(tmp_path: Path) -> None:
     p = tmp_path / "p.jsonl"
-    p.write_text('{"id": "a", "result": "ok"}\n{"id": "b", "result": ' + BIG + '}\n'
-                 '{"id": "c", "result": "\\ud800"}\n', encoding="utf-8")
+    p.write_text(
+        '{"id": "a", "result": "ok"}\n{"id": "b", "result": ' + BIG + '}\n{"id": "c", "result": "\\ud800"}\n',
+        encoding="utf-8",
+    )
     preds = read_predictions(p)
     assert [n for n, _ in preds.bad_lines] == [2]
     assert set(preds.by_id) == {"a", "c"} and preds.by_id["c"] == SURROGATE
@@ -91,7 +109,7 @@ def test_read_predictions_counts_a_5000_digit_number_line_as_bad(tmp_path: Path)
 
 def test_jsonl_readers_name_file_and_line_of_a_5000_digit_number(tmp_path: Path) -> None:
     p = tmp_path / "in.jsonl"
-    p.write_text('{"name": "a", "ok": true}\n{"name": "b", "ok": true, "code": ' + BIG + '}\n', encoding="utf-8")
+    p.write_text('{"name": "a", "ok": true}\n{"name": "b", "ok": true, "code": ' + BIG + "}\n", encoding="utf-8")
     with pytest.raises(UserError, match=r"in\.jsonl:2"):
         read_jsonl(p, CheckResult)
     good, bad = iter_jsonl_lenient(p, CheckResult)
@@ -100,7 +118,7 @@ def test_jsonl_readers_name_file_and_line_of_a_5000_digit_number(tmp_path: Path)
         read_json_lines(p, fix="fix it")
     assert "fix" in str(exc.value)
     j = tmp_path / "in.json"
-    j.write_text('{\n "n": ' + BIG + '\n}\n', encoding="utf-8")
+    j.write_text('{\n "n": ' + BIG + "\n}\n", encoding="utf-8")
     with pytest.raises(UserError, match=r"in\.json"):
         read_json(j)
 
@@ -134,12 +152,22 @@ def test_eval_run_and_score_survive_hostile_replies(split: Path, tmp_path: Path,
 def test_eval_score_bfcl_survives_surrogates_and_huge_numbers(tmp_path: Path, fmt: str) -> None:
     data = _mini(tmp_path / "data")
     preds = tmp_path / "p.jsonl"
-    preds.write_text("\n".join([
-        json.dumps({"id": "simple_python_0", "result": '[math.factorial(number=' + BIG + ')]'}),
-        json.dumps({"id": "irrelevance_0", "result": [{"math_factorial" + SURROGATE: '{"number": ' + BIG + '}'}]}),
-        json.dumps({"id": "live_relevance_0-0-0", "result": '[{"name": "\\ud800", "arguments": {"n": "\\ud800"}}]'}),
-        '{"id": "x", "result": ' + BIG + '}',
-    ]) + "\n", encoding="utf-8")
+    preds.write_text(
+        "\n".join(
+            [
+                json.dumps({"id": "simple_python_0", "result": "[math.factorial(number=" + BIG + ")]"}),
+                json.dumps(
+                    {"id": "irrelevance_0", "result": [{"math_factorial" + SURROGATE: '{"number": ' + BIG + "}"}]}
+                ),
+                json.dumps(
+                    {"id": "live_relevance_0-0-0", "result": '[{"name": "\\ud800", "arguments": {"n": "\\ud800"}}]'}
+                ),
+                '{"id": "x", "result": ' + BIG + "}",
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     for mode in ("strict", "official"):
         scores = run_score("bfcl", data, preds, tmp_path / f"out-{mode}", mode, options={"format": fmt})
         assert scores["records"] == 3 and [b["line"] for b in scores["bad_prediction_lines"]] == [4]
@@ -147,12 +175,16 @@ def test_eval_score_bfcl_survives_surrogates_and_huge_numbers(tmp_path: Path, fm
 
 
 # ---- the model client -----------------------------------------------------------------------------
-@pytest.mark.parametrize("body", [
-    b'{"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, '
-    b'"message": {"role": "assistant", "content": "caf\xe9 \xff"}, "finish_reason": "stop"}]}',
-    b"\xff\xfe\x00garbage",
-    json.dumps(completion("x")).replace('"created": 1', '"created": ' + BIG).encode(),
-], ids=["latin1-body", "binary-body", "huge-number-body"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, '
+        b'"message": {"role": "assistant", "content": "caf\xe9 \xff"}, "finish_reason": "stop"}]}',
+        b"\xff\xfe\x00garbage",
+        json.dumps(completion("x")).replace('"created": 1', '"created": ' + BIG).encode(),
+    ],
+    ids=["latin1-body", "binary-body", "huge-number-body"],
+)
 def test_a_200_reply_that_is_not_utf8_json_is_an_empty_reply_not_a_crash(monkeypatch, body: bytes) -> None:
     monkeypatch.setenv("BENCHSMITH_TEST_KEY", "sk-test")
     endpoint = FakeEndpoint()

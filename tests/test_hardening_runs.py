@@ -30,15 +30,37 @@ def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "benchsmith.cli", *args], env=env or endpoint_env(), capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchsmith.cli", *args],
+        env=env or endpoint_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     return proc
 
 
 def _eval_run(split: Path, out: Path, base_url: str, *extra: str) -> subprocess.CompletedProcess:
-    return _cli("eval", "run", "--split", str(split), "--tasks", "toolassess", "--model", "fake", "--base-url", base_url,
-                "--out", str(out), "--timeout", "2", "--max-retries", "0", *extra)
+    return _cli(
+        "eval",
+        "run",
+        "--split",
+        str(split),
+        "--tasks",
+        "toolassess",
+        "--model",
+        "fake",
+        "--base-url",
+        base_url,
+        "--out",
+        str(out),
+        "--timeout",
+        "2",
+        "--max-retries",
+        "0",
+        *extra,
+    )
 
 
 def _replies(path: Path) -> list[dict]:
@@ -86,7 +108,10 @@ def test_resume_past_a_last_line_torn_inside_a_multibyte_character(split: Path, 
 BAD_RUN_JSON = {
     "list": [],
     "model_name_number": {"model": {"name": 5}, "tasks": {}},
-    "calls_text": {"model": {"name": "fake"}, "tasks": {"toolassess": {"benchmark": "toolassess", "model_calls": "many"}}},
+    "calls_text": {
+        "model": {"name": "fake"},
+        "tasks": {"toolassess": {"benchmark": "toolassess", "model_calls": "many"}},
+    },
 }
 
 
@@ -110,8 +135,19 @@ def test_construct_run_json_of_the_wrong_shape_is_one_red_line(content: str, spl
     out = tmp_path / "q"
     out.mkdir()
     (out / "run.json").write_text(content, "utf-8")
-    proc = _cli("construct", "queries", str(split), "--out", str(out), "--model", "fake",
-                "--base-url", f"http://127.0.0.1:{closed_port()}/v1", "--set", "n=2")
+    proc = _cli(
+        "construct",
+        "queries",
+        str(split),
+        "--out",
+        str(out),
+        "--model",
+        "fake",
+        "--base-url",
+        f"http://127.0.0.1:{closed_port()}/v1",
+        "--set",
+        "n=2",
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     line = one_error_line(proc.stderr)
     assert str(out / "run.json") in line and "wrong shape" in line, line
@@ -130,17 +166,36 @@ def construct_reply(body: dict) -> str:
 
 
 def _construct(split: Path, out: Path, base_url: str, n: int = 3) -> subprocess.CompletedProcess:
-    return _cli("construct", "queries", str(split), "--out", str(out), "--model", "fake", "--base-url", base_url,
-                "--set", f"n={n}", "--timeout", "1", "--max-retries", "0")
+    return _cli(
+        "construct",
+        "queries",
+        str(split),
+        "--out",
+        str(out),
+        "--model",
+        "fake",
+        "--base-url",
+        base_url,
+        "--set",
+        f"n={n}",
+        "--timeout",
+        "1",
+        "--max-retries",
+        "0",
+    )
 
 
 def construct_items_once(out: Path, n: int) -> None:
     """samples + error_pool + review account for every item exactly once."""
+
     def lines(name: str) -> list[dict]:
         return [json.loads(x) for x in (out / name).read_text("utf-8").splitlines() if x.strip()]
 
-    ids = Counter([s["provenance"]["source_id"] for s in lines("samples.jsonl")]
-                  + [r["item_id"] for r in lines("error_pool.jsonl")] + [r["item_id"] for r in lines("review.jsonl")])
+    ids = Counter(
+        [s["provenance"]["source_id"] for s in lines("samples.jsonl")]
+        + [r["item_id"] for r in lines("error_pool.jsonl")]
+        + [r["item_id"] for r in lines("review.jsonl")]
+    )
     assert len(ids) == n and set(ids.values()) == {1}, ids
     summary = json.loads((out / "summary.json").read_text("utf-8"))
     assert summary["unfinished"] == 0 and summary["samples"] + summary["rejected"] + summary["review"] == n
@@ -155,7 +210,8 @@ def assert_unfinished_line(proc: subprocess.CompletedProcess, n: int) -> str:
 
 @pytest.mark.parametrize("failure", ["down", "500", "hang"])
 def test_construct_exits_3_when_the_endpoint_fails_then_a_rerun_finishes_every_item_once(
-        failure: str, split: Path, tmp_path: Path) -> None:
+    failure: str, split: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "q"
     if failure == "down":
         port = closed_port()
@@ -223,7 +279,8 @@ def two_splits(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.mark.parametrize("script", ["mid_derive", "mid_swap"])
 def test_a_killed_derive_leaves_the_old_folder_and_the_next_derive_cleans_up(
-        script: str, two_splits: tuple[Path, Path], tmp_path: Path) -> None:
+    script: str, two_splits: tuple[Path, Path], tmp_path: Path
+) -> None:
     old_split, new_split = two_splits
     out = tmp_path / "derived"
     first = _cli("eval", "derive", "--split", str(old_split), "--out", str(out))
@@ -231,8 +288,9 @@ def test_a_killed_derive_leaves_the_old_folder_and_the_next_derive_cleans_up(
     before = _tree(out)
     marker = tmp_path / "marker"
     code = KILLED_DERIVE if script == "mid_derive" else KILLED_SWAP
-    proc = subprocess.Popen([sys.executable, "-c", code, str(new_split), str(out), str(marker)], env=endpoint_env(),
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(new_split), str(out), str(marker)], env=endpoint_env(), start_new_session=True
+    )
     deadline = time.monotonic() + 60
     while not marker.exists():
         assert proc.poll() is None, "the derive ended before the kill"
@@ -251,8 +309,9 @@ def test_a_killed_derive_leaves_the_old_folder_and_the_next_derive_cleans_up(
     assert again.returncode == 0, again.stderr
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".derived.")]
     report = json.loads((out / "derive_report.json").read_text("utf-8"))
-    assert report["split"] == str(new_split) and sorted(report["derived"]) == sorted(p.name for p in out.iterdir()
-                                                                                   if p.is_dir())
+    assert report["split"] == str(new_split) and sorted(report["derived"]) == sorted(
+        p.name for p in out.iterdir() if p.is_dir()
+    )
 
 
 def test_derive_refuses_to_replace_a_folder_holding_other_files(two_splits: tuple[Path, Path], tmp_path: Path) -> None:

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from benchsmith.eval import Benchmark, EvalCase, RecordResult, get_benchmark, passed, score_cases
-from benchsmith import eval as core  # the scoring-budget API
-from benchsmith.eval.teval._scorers import scorer_name
 from fuzz_outputs import nested_text, nested_value, scorer_groups
 from helpers import clean_env, console_script, have_embedding_model, one_error_line
+
+from benchsmith import eval as core  # the scoring-budget API
+from benchsmith.eval import Benchmark, EvalCase, RecordResult, get_benchmark, passed, score_cases
+from benchsmith.eval.teval._scorers import scorer_name
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "eval"
 QUICK = 2.0  # seconds: a blow-up took 6 - 80 s before the fix; now each record takes milliseconds
@@ -39,7 +39,9 @@ def _score(bench: Benchmark, case: EvalCase, prediction: str, mode: str) -> tupl
     return record, time.perf_counter() - start
 
 
-needs_model = pytest.mark.skipif(not have_embedding_model(), reason="sentence-transformers / default model not installed")
+needs_model = pytest.mark.skipif(
+    not have_embedding_model(), reason="sentence-transformers / default model not installed"
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -54,8 +56,13 @@ def embedding_cache(tmp_path_factory: pytest.TempPathFactory):
 # ---- BFCL -----------------------------------------------------------------------------------------
 def _bfcl_case() -> EvalCase:
     r = _row("bfcl", name="exact_call")
-    return EvalCase(id="x", benchmark="bfcl", category=r["category"],
-                    input={"question": [], "functions": r["functions"]}, gold=r["gold"])
+    return EvalCase(
+        id="x",
+        benchmark="bfcl",
+        category=r["category"],
+        input={"question": [], "functions": r["functions"]},
+        gold=r["gold"],
+    )
 
 
 @pytest.mark.parametrize("terms", [400, 950])
@@ -69,10 +76,13 @@ def test_bfcl_ten_kb_chain_of_string_concatenations_is_quick(mode: str, terms: i
         assert "folded value" in record.reason
 
 
-@pytest.mark.parametrize("prediction", [
-    "[geometry.area(base=10.0, height=5, unit=[[1]*10000]*10000)]",   # 14 s: 10^8 shared elements walked
-    "[geometry.area(base=10.0, height=5, unit='%99999999d' % 1)]",    # 20 s: a 100 MB string
-])
+@pytest.mark.parametrize(
+    "prediction",
+    [
+        "[geometry.area(base=10.0, height=5, unit=[[1]*10000]*10000)]",  # 14 s: 10^8 shared elements walked
+        "[geometry.area(base=10.0, height=5, unit='%99999999d' % 1)]",  # 20 s: a 100 MB string
+    ],
+)
 @pytest.mark.parametrize("mode", ["strict", "official"])
 def test_bfcl_folding_cannot_build_huge_values(prediction: str, mode: str) -> None:
     record, spent = _score(get_benchmark("bfcl"), _bfcl_case(), prediction, mode)
@@ -91,9 +101,18 @@ def test_bfcl_too_many_calls_are_over_budget(mode: str) -> None:
 def _teval_case(**match: Any) -> EvalCase:
     spec = _row("teval", **match)
     inputs = {k: spec[k] for k in ("template", "api_list") if k in spec}
-    return EvalCase(id=spec["name"], benchmark="teval", category=f"{spec['ability']}/{spec['format']}", input=inputs,
-                    gold=spec["gold"], meta={"ability": spec["ability"], "format": spec["format"],
-                                             "scorer": scorer_name(spec["ability"], spec["format"])})
+    return EvalCase(
+        id=spec["name"],
+        benchmark="teval",
+        category=f"{spec['ability']}/{spec['format']}",
+        input=inputs,
+        gold=spec["gold"],
+        meta={
+            "ability": spec["ability"],
+            "format": spec["format"],
+            "scorer": scorer_name(spec["ability"], spec["format"]),
+        },
+    )
 
 
 @needs_model
@@ -131,7 +150,9 @@ def test_embedding_text_keeps_what_the_model_reads() -> None:
 @pytest.mark.parametrize("mode", ["strict", "official"])
 def test_teval_lone_surrogate_in_a_reason_is_scored(mode: str) -> None:
     # the tokenizer refused the text: TypeError, the record was a scorer_error
-    record, _ = _score(get_benchmark("teval"), _teval_case(name="reason_str_same_thought"), "I need \ud800 articles", mode)
+    record, _ = _score(
+        get_benchmark("teval"), _teval_case(name="reason_str_same_thought"), "I need \ud800 articles", mode
+    )
     assert record.error_type == "low_similarity" and 0.0 <= record.score < 1.0
 
 
@@ -280,15 +301,36 @@ def _bfcl_score_cli(tmp_path: Path, result: str) -> subprocess.CompletedProcess[
     data = tmp_path / "bfcl"
     (data / "possible_answer").mkdir(parents=True)
     r = _row("bfcl", name="exact_call")
-    (data / "BFCL_v4_simple_python.json").write_text(json.dumps(
-        {"id": "simple_python_0", "question": [[{"role": "user", "content": "area?"}]], "function": r["functions"]}) + "\n")
-    (data / "possible_answer" / "BFCL_v4_simple_python.json").write_text(json.dumps(
-        {"id": "simple_python_0", "ground_truth": r["gold"]}) + "\n")
+    (data / "BFCL_v4_simple_python.json").write_text(
+        json.dumps(
+            {"id": "simple_python_0", "question": [[{"role": "user", "content": "area?"}]], "function": r["functions"]}
+        )
+        + "\n"
+    )
+    (data / "possible_answer" / "BFCL_v4_simple_python.json").write_text(
+        json.dumps({"id": "simple_python_0", "ground_truth": r["gold"]}) + "\n"
+    )
     preds = tmp_path / "p.jsonl"
     preds.write_text(json.dumps({"id": "simple_python_0", "result": result}) + "\n")
-    return subprocess.run([console_script(), "eval", "score", "--benchmark", "bfcl", "--data", str(data), "--predictions",
-                           str(preds), "--out", str(tmp_path / "out")], capture_output=True, text=True, env=clean_env(),
-                          timeout=120)
+    return subprocess.run(
+        [
+            console_script(),
+            "eval",
+            "score",
+            "--benchmark",
+            "bfcl",
+            "--data",
+            str(data),
+            "--predictions",
+            str(preds),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=120,
+    )
 
 
 def test_a_prediction_over_the_size_limit_is_over_budget_in_records_jsonl(tmp_path: Path) -> None:
@@ -296,7 +338,11 @@ def test_a_prediction_over_the_size_limit_is_over_budget_in_records_jsonl(tmp_pa
     assert proc.returncode == 0, proc.stderr
     line = json.loads((tmp_path / "out" / "records.jsonl").read_text().splitlines()[0])
     assert line["error_type"] == "over_budget" and not line["ok"]
-    assert line["details"] == {"budget": "prediction_chars", "figure": 150_002, "limit": core.DEFAULT_BUDGET.prediction_chars}
+    assert line["details"] == {
+        "budget": "prediction_chars",
+        "figure": 150_002,
+        "limit": core.DEFAULT_BUDGET.prediction_chars,
+    }
     assert "prediction_chars" in line["reason"]
 
 
@@ -310,17 +356,35 @@ def test_odd_literals_in_model_output_print_no_parser_warning(tmp_path: Path) ->
 def _cli_score(benchmark: str, data: Path, tmp_path: Path) -> str:
     preds = tmp_path / "p.jsonl"
     preds.write_text('{"id": "a", "result": "x"}\n')
-    proc = subprocess.run([console_script(), "eval", "score", "--benchmark", benchmark, "--data", str(data),
-                           "--predictions", str(preds), "--out", str(tmp_path / "out")], capture_output=True, text=True,
-                          env=clean_env(), timeout=120)
+    proc = subprocess.run(
+        [
+            console_script(),
+            "eval",
+            "score",
+            "--benchmark",
+            benchmark,
+            "--data",
+            str(data),
+            "--predictions",
+            str(preds),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     return one_error_line(proc.stderr)
 
 
 def test_toolassess_data_that_is_not_utf8_is_one_red_line(tmp_path: Path) -> None:
     data = tmp_path / "ta.jsonl"
-    data.write_bytes(b'{"id": "a", "task": "awareness", "query": "q", "label": "no_tool"}\n'
-                     b'{"id": "b", "task": "awareness", "query": "caf\xe9", "label": "no_tool"}\n')
+    data.write_bytes(
+        b'{"id": "a", "task": "awareness", "query": "q", "label": "no_tool"}\n'
+        b'{"id": "b", "task": "awareness", "query": "caf\xe9", "label": "no_tool"}\n'
+    )
     line = _cli_score("toolassess", data, tmp_path)
     assert f"{data}:2" in line and "UTF-8" in line
 
@@ -360,8 +424,11 @@ def test_jsonl_benchmark_data_that_is_not_utf8_is_one_red_line(benchmark: str, t
 # string repetition and deep values level by level (fuzz_outputs.nested_text / nested_value): the
 # cases are tests/fixtures/eval/deep_nesting_cases.jsonl (a case of a fuzz group, a prediction
 # template with the nesting's shape and depth, the verdict per mode).
-DEEP_ROWS = [json.loads(line) for line in (FIXTURES / "deep_nesting_cases.jsonl").read_text(encoding="utf-8").splitlines()
-             if line.strip()]
+DEEP_ROWS = [
+    json.loads(line)
+    for line in (FIXTURES / "deep_nesting_cases.jsonl").read_text(encoding="utf-8").splitlines()
+    if line.strip()
+]
 
 
 @pytest.fixture(scope="module")
@@ -422,7 +489,9 @@ def test_nl2api_argument_950_deep_is_too_deep_whatever_the_budget(groups: dict[s
     record = _fresh_stack(lambda: bench.score(case, prediction, mode))
     assert record.error_type == "too_deep" and not record.ok and "nests over 100 levels" in record.reason
     assert record.details["intent_f1"] == 0.0 and record.details["completion"] is False
-    (run,) = _fresh_stack(lambda: score_cases(bench, [case], {case.id: prediction}, mode, core.Budget(depth=10_000)).records)
+    (run,) = _fresh_stack(
+        lambda: score_cases(bench, [case], {case.id: prediction}, mode, core.Budget(depth=10_000)).records
+    )
     assert run.error_type == "too_deep"  # a budget deeper than MAX_DEPTH does not let the value through
 
 
@@ -446,8 +515,10 @@ class _Unbounded(Benchmark):
 
     def score(self, case: EvalCase, prediction: str, mode: Any) -> RecordResult:
         if self.how == "recursion":
+
             def walk(n: int) -> int:
                 return 1 + walk(n + 1)
+
             walk(0)
         if self.how == "memory":
             raise MemoryError
@@ -462,17 +533,23 @@ class _Unbounded(Benchmark):
         return ""
 
 
-@pytest.mark.parametrize("how, error_type, caught", [("recursion", "too_deep", "RecursionError"),
-                                                     ("memory", "out_of_memory", "MemoryError"),
-                                                     ("deep_value", "too_deep", None)])
-def test_the_last_resort_turns_recursion_and_memory_errors_into_records(how: str, error_type: str,
-                                                                         caught: str | None) -> None:
+@pytest.mark.parametrize(
+    "how, error_type, caught",
+    [
+        ("recursion", "too_deep", "RecursionError"),
+        ("memory", "out_of_memory", "MemoryError"),
+        ("deep_value", "too_deep", None),
+    ],
+)
+def test_the_last_resort_turns_recursion_and_memory_errors_into_records(
+    how: str, error_type: str, caught: str | None
+) -> None:
     case = EvalCase(id="r", benchmark="unbounded", category="c")
     bench = _Unbounded(how)
-    record = bench.score(case, "x", "strict")   # any Benchmark subclass: score never raises these
+    record = bench.score(case, "x", "strict")  # any Benchmark subclass: score never raises these
     assert (record.ok, record.error_type, record.details.get("caught")) == (False, error_type, caught), record
     (run,) = score_cases(bench, [case], {"r": "x"}, "strict").records
-    expected = "over_budget" if how == "deep_value" else error_type   # in a run the budget's depth comes first
+    expected = "over_budget" if how == "deep_value" else error_type  # in a run the budget's depth comes first
     assert run.error_type == expected and run.details.get("caught") == caught
     # a plain bug still propagates (the run reports it as scorer_error)
     with pytest.raises(KeyError):
@@ -485,30 +562,39 @@ def test_registered_scorers_are_guarded_too() -> None:
     case = EvalCase(id="r", benchmark="b", category="c")
 
     def part(case: EvalCase, prediction: str, mode: Any) -> RecordResult:
-        return part(case, prediction, mode)   # unbounded
+        return part(case, prediction, mode)  # unbounded
 
     guarded = core.never_raises(part)
     assert guarded(case, "x", "strict").details == {"caught": "RecursionError"}
     assert core.never_raises(guarded) is guarded
-    from benchsmith.eval.nl2api import score_calls   # registered with @scorer: wrapped where it is defined
+    from benchsmith.eval.nl2api import score_calls  # registered with @scorer: wrapped where it is defined
+
     assert getattr(score_calls, "__never_raises__", False)
 
 
 def test_nesting_depth_is_measured_without_recursion() -> None:
-    assert [core.nesting_depth(v) for v in (1, "[[x]]", [], {}, [[]], {"a": [1]}, ([{1: (2,)}],))] == [0, 0, 1, 1, 2, 2, 4]
+    assert [core.nesting_depth(v) for v in (1, "[[x]]", [], {}, [[]], {"a": [1]}, ([{1: (2,)}],))] == [
+        0,
+        0,
+        1,
+        1,
+        2,
+        2,
+        4,
+    ]
     assert core.nesting_depth(nested_value(100)) == 100 and core.nesting_depth(nested_value(101)) == 101
-    assert core.nesting_depth(nested_value(100_000)) == core.MAX_DEPTH + 1   # stops counting past the limit
+    assert core.nesting_depth(nested_value(100_000)) == core.MAX_DEPTH + 1  # stops counting past the limit
     cycle: list[Any] = []
     cycle.append(cycle)
     assert core.nesting_depth(cycle) == core.MAX_DEPTH + 1
     shared = [[[1] * 1000] * 1000] * 1000  # a billion leaves, three levels: each shared list visited once
     assert core.nesting_depth(shared) == 3
-    core.check_value(nested_value(100))     # outside a record: MAX_DEPTH still applies
+    core.check_value(nested_value(100))  # outside a record: MAX_DEPTH still applies
     with pytest.raises(core.TooDeep, match="nests over 100 levels"):
         core.check_value(nested_value(101))
-    with pytest.raises(core.TooDeep):       # the text holds too many brackets for the shortcut
+    with pytest.raises(core.TooDeep):  # the text holds too many brackets for the shortcut
         core.check_value(nested_value(101), nested_text("json_list", 101))
-    core.check_value(nested_value(101), "[]")   # the shortcut: text that cannot hold the nesting (none walked)
+    core.check_value(nested_value(101), "[]")  # the shortcut: text that cannot hold the nesting (none walked)
     # a call reads as two levels: 60 nested calls hold 120 levels, though 60 parentheses
     assert core.brackets_bound(nested_text("py_call", 60)) >= 120
 
@@ -531,7 +617,10 @@ _REPLIES = {  # task -> (a fuzz group of its benchmark, the reply around the dee
     "bfcl": ("bfcl:ast/prompt", '{"calls": [{"name": "geometry.area", "arguments": {"unit": {deep}}}]}'),
     "gta": ("gta:step:tool", '{"thought": "t", "tool_calls": [{"name": "OCR", "arguments": {"image": {deep}}}]}'),
     "toolassess": ("toolassess:awareness", '{"decision": {deep}}'),
-    "acebench": ("acebench:normal", '{"decision": "call", "calls": [{"name": "get_weather", "arguments": {"city": {deep}}}]}'),
+    "acebench": (
+        "acebench:normal",
+        '{"decision": "call", "calls": [{"name": "get_weather", "arguments": {"city": {deep}}}]}',
+    ),
     "teval": ("teval:instruct/json", '{"thought": {deep}, "name": "x", "args": {}}'),
 }
 
@@ -553,9 +642,9 @@ def test_a_deep_reply_is_a_format_error_of_the_run(groups: dict[str, Any], name:
     task = Probe(Path("."), TaskOptions())
     case = groups[group].cases[0]
     reply = template.replace(_DEEP, nested_text("json_list", depth))
-    outcome = asyncio.run(task.solve(case, _Ctx(reply)))   # before: ok with a 950-deep parsed reply, or a RecursionError
+    outcome = asyncio.run(task.solve(case, _Ctx(reply)))  # before: ok with a 950-deep parsed reply, or a RecursionError
     assert outcome.status == "format_error", outcome
-    expected = "too_deep" if depth < 1000 else "not_json"    # 5,000 deep is past the JSON reader's recursion limit
+    expected = "too_deep" if depth < 1000 else "not_json"  # 5,000 deep is past the JSON reader's recursion limit
     assert outcome.error["type"] == expected, outcome.error
     assert outcome.turns[0].parsed is None
 
@@ -569,7 +658,7 @@ def test_deep_tool_call_arguments_are_format_errors(depth: int) -> None:
 
     deep = nested_text("json_object", depth)
     expected = ("too_deep",) if depth < 1000 else ("bad_arguments", "not_json")  # 5,000: past the JSON reader's limit
-    with pytest.raises(FormatError) as err:   # before: the arguments came back (950), a RecursionError (5,000)
+    with pytest.raises(FormatError) as err:  # before: the arguments came back (950), a RecursionError (5,000)
         native_tool_calls([{"name": "f", "arguments": '{"a": ' + deep + "}"}])
     assert err.value.code in expected
     for parse in (lambda t: parse_step(t, {"f"}), parse_direct):

@@ -88,8 +88,11 @@ def test_iter_jsonl_lenient_keeps_good_rows(tmp_path):
 
 
 def test_sample_validation_error_is_short(tmp_path):
-    row = {"query": "q", "dialogue": [{"role": "user", "content": "q"}],
-           "provenance": {"source": "s", "method": "m", "created_at": "2024-01-01T00:00:00Z"}}
+    row = {
+        "query": "q",
+        "dialogue": [{"role": "user", "content": "q"}],
+        "provenance": {"source": "s", "method": "m", "created_at": "2024-01-01T00:00:00Z"},
+    }
     path = write_lines(tmp_path / "s.jsonl", [json.dumps(row)])
     _, bad = iter_jsonl_lenient(path, Sample)
     assert len(bad) == 1

@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _figures_module(root: Path):
-    spec = importlib.util.spec_from_file_location(f"layout_figures_{abs(hash(root))}", root / "scripts" / "layout_figures.py")
+    spec = importlib.util.spec_from_file_location(
+        f"layout_figures_{abs(hash(root))}", root / "scripts" / "layout_figures.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -37,11 +39,14 @@ def test_no_upward_private_or_cyclic_imports() -> None:
     assert f["package_cycles"] == []
 
 
-@pytest.mark.parametrize("where, line, key", [
-    ("construction/graphs/queries.py", "    from benchsmith.eval import get_benchmark\n", "upward_imports"),
-    ("cli/_report.py", "    from benchsmith.eval.report._private import charts\n", "private_imports"),
-    ("schemas/_private/split.py", "    import benchsmith.models\n", "package_cycles"),
-])
+@pytest.mark.parametrize(
+    "where, line, key",
+    [
+        ("construction/graphs/queries.py", "    from benchsmith.eval import get_benchmark\n", "upward_imports"),
+        ("cli/_report.py", "    from benchsmith.eval.report._private import charts\n", "private_imports"),
+        ("schemas/_private/split.py", "    import benchsmith.models\n", "package_cycles"),
+    ],
+)
 def test_the_detector_finds_a_planted_violation(tmp_path: Path, where: str, line: str, key: str) -> None:
     copy = tmp_path / "tree"
     for name in ("schemas", "models", "prompts", "construction", "eval", "annotation", "demo", "cli", "scripts"):

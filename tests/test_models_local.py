@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers import clean_env, console_script
 
 from benchsmith.models import (
     DEFAULT_LOCAL_MODEL,
@@ -31,7 +32,6 @@ from benchsmith.models import (
 )
 from benchsmith.models.procs import pid_alive
 from benchsmith.schemas import RuntimeFault, UserError
-from helpers import clean_env, console_script
 
 PERSON = {
     "type": "object",
@@ -46,10 +46,15 @@ PERSON = {
 
 
 def matches_person(value: object) -> bool:
-    return (isinstance(value, dict) and set(value) == {"name", "age", "role"}
-            and isinstance(value["name"], str) and len(value["name"]) <= 16
-            and isinstance(value["age"], int) and 0 <= value["age"] <= 120
-            and value["role"] in ("admin", "user", "guest"))
+    return (
+        isinstance(value, dict)
+        and set(value) == {"name", "age", "role"}
+        and isinstance(value["name"], str)
+        and len(value["name"]) <= 16
+        and isinstance(value["age"], int)
+        and 0 <= value["age"] <= 120
+        and value["role"] in ("admin", "user", "guest")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +94,14 @@ def post(url: str, body: dict) -> dict:
 
 
 def run_cli(*args: str, state: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([console_script(), *args], capture_output=True, text=True, timeout=120,
-                          env=clean_env(BENCHSMITH_MODEL_STATE_DIR=str(state)), stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [console_script(), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env(BENCHSMITH_MODEL_STATE_DIR=str(state)),
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_model_file_is_assembled_once(server):
@@ -145,10 +156,17 @@ def test_server_listens_on_loopback_only(server):
             socket.create_connection((own_ip, server.port), timeout=2).close()
 
 
-CHAT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"x\": 1}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "2"}, {"role": "user", "content": "Thanks"}]
+CHAT = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Hi"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}}],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "2"},
+    {"role": "user", "content": "Thanks"},
+]
 
 
 def test_the_default_model_chats_with_the_template_its_file_carries(server):
@@ -164,10 +182,12 @@ def test_gemma_chats_with_benchsmiths_template(state_dir):
         prompt = post(info.url + "/apply-template", {"messages": CHAT})["prompt"]
     finally:
         stop_local_server(model="gemma3-270m")
-    assert prompt == ("<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n"
-                      "<start_of_turn>model\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}<end_of_turn>\n"
-                      "<start_of_turn>tool\n2<end_of_turn>\n"
-                      "<start_of_turn>user\nThanks<end_of_turn>\n<start_of_turn>model\n")
+    assert prompt == (
+        "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n"
+        '<start_of_turn>model\n{"name": "f", "arguments": {"x": 1}}<end_of_turn>\n'
+        "<start_of_turn>tool\n2<end_of_turn>\n"
+        "<start_of_turn>user\nThanks<end_of_turn>\n<start_of_turn>model\n"
+    )
 
 
 def test_json_schema_constrained_completion(server):
@@ -175,21 +195,28 @@ def test_json_schema_constrained_completion(server):
     assert (cfg.name, cfg.base_url, cfg.local) == (DEFAULT_LOCAL_MODEL, server.base_url, True)
     reply = ModelClient(cfg).complete(
         [{"role": "system", "content": "Answer with JSON only."}, {"role": "user", "content": "Describe one user."}],
-        json_schema=PERSON, max_tokens=80)
+        json_schema=PERSON,
+        max_tokens=80,
+    )
     assert reply.finish_reason == "stop", reply
     assert matches_person(json.loads(reply.text)), reply.text
     assert reply.usage["completion_tokens"] > 0 and reply.attempts == 1
     # compact JSON: no free whitespace for a base model to fill with tabs and newlines
-    assert "\n" not in reply.text and "\t" not in reply.text and json.dumps(json.loads(reply.text)) == reply.text, reply.text
+    assert "\n" not in reply.text and "\t" not in reply.text and json.dumps(json.loads(reply.text)) == reply.text, (
+        reply.text
+    )
 
 
 def test_parallel_async_requests(server):
     client = ModelClient(resolve_model(DEFAULT_LOCAL_MODEL, None))
 
     async def ask_all():
-        return await asyncio.gather(*[
-            client.acomplete([{"role": "user", "content": f"User number {i}:"}], json_schema=PERSON, max_tokens=80)
-            for i in range(4)])
+        return await asyncio.gather(
+            *[
+                client.acomplete([{"role": "user", "content": f"User number {i}:"}], json_schema=PERSON, max_tokens=80)
+                for i in range(4)
+            ]
+        )
 
     replies = asyncio.run(ask_all())
     assert all(r.finish_reason == "stop" and matches_person(json.loads(r.text)) for r in replies), replies
@@ -198,10 +225,19 @@ def test_parallel_async_requests(server):
 def test_tools_in_a_request_do_not_break_the_server(server):
     # tools in the request, a reply cut at 8 tokens: neither rejected nor an HTTP 500 from a half-written call
     reply = ModelClient(resolve_model(None, None)).complete(
-        [{"role": "user", "content": "What is the weather in Paris?"}], max_tokens=8,
-        tools=[{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
-                                                 "parameters": {"type": "object",
-                                                                "properties": {"city": {"type": "string"}}}}}])
+        [{"role": "user", "content": "What is the weather in Paris?"}],
+        max_tokens=8,
+        tools=[
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "Weather of a city",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                },
+            }
+        ],
+    )
     assert isinstance(reply.text, str) and reply.finish_reason in ("stop", "length", "tool_calls")
 
 
@@ -229,7 +265,9 @@ def test_a_server_that_cannot_start_names_its_log(state_dir, tmp_path, monkeypat
     stop_local_server()
     bogus = tmp_path / "not-a-model.gguf"
     bogus.write_bytes(b"GGUF but not really")
-    monkeypatch.setattr("benchsmith.models._private.server.ensure_local_model", lambda model=None, cache_dir=None: bogus)
+    monkeypatch.setattr(
+        "benchsmith.models._private.server.ensure_local_model", lambda model=None, cache_dir=None: bogus
+    )
     with pytest.raises(RuntimeFault) as info:
         start_local_server(wait=60)
     assert str(state_dir / DEFAULT_LOCAL_MODEL / "server.log") in str(info.value)
@@ -254,7 +292,10 @@ def test_status_cli_without_a_server(tmp_path):
     """Nothing running is an answer, not a failure: exit code 0 (scripts read 1 as an error)."""
     res = run_cli("model", "status", state=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout) == {"running": False, "model": DEFAULT_LOCAL_MODEL,
-                                      "state_dir": str(tmp_path / DEFAULT_LOCAL_MODEL)}
+    assert json.loads(res.stdout) == {
+        "running": False,
+        "model": DEFAULT_LOCAL_MODEL,
+        "state_dir": str(tmp_path / DEFAULT_LOCAL_MODEL),
+    }
     assert res.stderr.strip() == "not running"
     assert sys.executable  # the CLI ran from this interpreter's environment

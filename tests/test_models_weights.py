@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from helpers import clean_env
 
 from benchsmith.models import (
     FALLBACK_LOCAL_MODEL,
@@ -35,7 +36,6 @@ from benchsmith.models import (
     stop_local_servers,
 )
 from benchsmith.schemas import RuntimeFault, UserError
-from helpers import clean_env
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "models"
 SPECS = [json.loads(line) for line in (FIXTURES / "local_specs.jsonl").read_text("utf-8").splitlines() if line.strip()]
@@ -53,13 +53,15 @@ def part_wheel(folder: Path, dist: str, version: str, index: int, data: bytes) -
     info = f"{pkg}-{version}.dist-info"
     files = {
         f"{pkg}/__init__.py": b"import os\ndef get_part_path():\n"
-                              b"    return os.path.join(os.path.dirname(__file__), 'data', 'part%02d.bin')\n" % index,
+        b"    return os.path.join(os.path.dirname(__file__), 'data', 'part%02d.bin')\n" % index,
         f"{pkg}/data/part{index:02d}.bin": data,
         f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n".encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: benchsmith-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
         f"{info}/top_level.txt": pkg.encode() + b"\n",
     }
-    record = "".join(f"{name},{_record_hash(body)},{len(body)}\n" for name, body in files.items()) + f"{info}/RECORD,,\n"
+    record = (
+        "".join(f"{name},{_record_hash(body)},{len(body)}\n" for name, body in files.items()) + f"{info}/RECORD,,\n"
+    )
     folder.mkdir(parents=True, exist_ok=True)
     wheel = folder / f"{pkg}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -73,9 +75,17 @@ def tiny_model(name: str, chunks: list[bytes], *, version: str = "0.1.0", pinned
     """A fetched model of part packages ``<name>-part1..N``, pinned to the in-order join of ``chunks``
     (or to ``pinned``)."""
     whole = b"".join(chunks) if pinned is None else pinned
-    return LocalModel(name=name, title=name, file=f"{name}.gguf", size=len(whole),
-                      sha256=hashlib.sha256(whole).hexdigest(), licence="test", instruct=True, chat_template="gguf",
-                      parts=tuple(f"{name}-part{i}=={version}" for i in range(1, len(chunks) + 1)))
+    return LocalModel(
+        name=name,
+        title=name,
+        file=f"{name}.gguf",
+        size=len(whole),
+        sha256=hashlib.sha256(whole).hexdigest(),
+        licence="test",
+        instruct=True,
+        chat_template="gguf",
+        parts=tuple(f"{name}-part{i}=={version}" for i in range(1, len(chunks) + 1)),
+    )
 
 
 @pytest.fixture
@@ -160,11 +170,16 @@ def test_a_part_wheel_without_part_data_is_refused(index, tmp_path):
 def test_weights_that_cannot_be_had_fall_back_to_gemma_with_one_line(index, tmp_path):
     """The real registered Qwen parts against an index that lacks them: one warning line, Gemma runs."""
     cache = tmp_path / "cache"
-    code = ("from benchsmith.models import resolve_model\n"
-            "print(resolve_model('local:qwen2.5-coder-0.5b', None, start_local=False).name)\n"
-            "print(resolve_model(None, None, start_local=False).name)\n")  # the env default: the same model
-    env = clean_env(BENCHSMITH_CACHE=str(cache), BENCHSMITH_MODEL_STATE_DIR=str(tmp_path / "state"),
-                    BENCHSMITH_LOCAL_MODEL="qwen2.5-coder-0.5b")
+    code = (
+        "from benchsmith.models import resolve_model\n"
+        "print(resolve_model('local:qwen2.5-coder-0.5b', None, start_local=False).name)\n"
+        "print(resolve_model(None, None, start_local=False).name)\n"
+    )  # the env default: the same model
+    env = clean_env(
+        BENCHSMITH_CACHE=str(cache),
+        BENCHSMITH_MODEL_STATE_DIR=str(tmp_path / "state"),
+        BENCHSMITH_LOCAL_MODEL="qwen2.5-coder-0.5b",
+    )
     env.pop("OPENAI_API_KEY", None)
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode == 0, res.stderr
@@ -183,7 +198,8 @@ def test_a_corrupted_model_falls_back_in_process(index, tmp_path, monkeypatch, c
         chosen = resolve_local_model(tiny_model("tiny-e", CHUNKS))
     assert chosen.name == FALLBACK_LOCAL_MODEL
     assert [r.getMessage() for r in caplog.records if "tiny-e" in r.getMessage()][0].endswith(
-        f"the run goes on with {FALLBACK_LOCAL_MODEL}")
+        f"the run goes on with {FALLBACK_LOCAL_MODEL}"
+    )
     assert leftovers(tmp_path / "cache") == []
 
 
@@ -274,9 +290,18 @@ def test_a_server_running_gemma_is_not_reused_for_qwen(tmp_path, monkeypatch):
         assert gemma_dir == tmp_path / "state" / FALLBACK_LOCAL_MODEL and server_dir(qwen) != gemma_dir
         gemma_dir.mkdir(parents=True)
         # a healthy "Gemma server" (this process answers for it) recorded in Gemma's own state folder
-        (gemma_dir / "server.json").write_text(json.dumps({
-            "pid": os.getpid(), "port": httpd.server_address[1], "url": url, "model": FALLBACK_LOCAL_MODEL,
-            "model_path": "/x/gemma.gguf", "started_at": "now"}))
+        (gemma_dir / "server.json").write_text(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "port": httpd.server_address[1],
+                    "url": url,
+                    "model": FALLBACK_LOCAL_MODEL,
+                    "model_path": "/x/gemma.gguf",
+                    "started_at": "now",
+                }
+            )
+        )
         assert local_server_status(FALLBACK_LOCAL_MODEL).model == FALLBACK_LOCAL_MODEL
         assert local_server_status(qwen) is None and local_server_status() is None  # `local` is Qwen
         assert [i.model for i in local_servers()] == [FALLBACK_LOCAL_MODEL]
@@ -300,13 +325,18 @@ def test_the_server_runs_the_selected_model_with_its_template():
     qwen = build_params("/m/q.gguf", model_name="qwen2.5-coder-0.5b", chat_template="gguf", **kw)
     gemma = build_params("/m/g.gguf", model_name=FALLBACK_LOCAL_MODEL, chat_template="gemma", **kw)
     assert (qwen.model.path, set(qwen.model_alias), qwen.chat_template) == ("/m/q.gguf", {"qwen2.5-coder-0.5b"}, "")
-    assert (gemma.model.path, set(gemma.model_alias), gemma.chat_template) == ("/m/g.gguf", {FALLBACK_LOCAL_MODEL},
-                                                                               GEMMA_CHAT_TEMPLATE)
+    assert (gemma.model.path, set(gemma.model_alias), gemma.chat_template) == (
+        "/m/g.gguf",
+        {FALLBACK_LOCAL_MODEL},
+        GEMMA_CHAT_TEMPLATE,
+    )
 
 
 # ---- the real parts (opt-in: downloads about 490 MB) -------------------------------------------------------
-@pytest.mark.skipif(os.environ.get("BENCHSMITH_TEST_REAL_WEIGHTS") != "1",
-                    reason="set BENCHSMITH_TEST_REAL_WEIGHTS=1 to fetch the real Qwen2.5-Coder-0.5B parts (~490 MB)")
+@pytest.mark.skipif(
+    os.environ.get("BENCHSMITH_TEST_REAL_WEIGHTS") != "1",
+    reason="set BENCHSMITH_TEST_REAL_WEIGHTS=1 to fetch the real Qwen2.5-Coder-0.5B parts (~490 MB)",
+)
 def test_the_real_qwen_parts_fetch_and_serve(tmp_path, monkeypatch):
     """The published parts, fetched into an empty cache, give the pinned file; the server runs it
     under its own name with the chat template the file carries."""
@@ -331,8 +361,11 @@ def test_the_real_qwen_parts_fetch_and_serve(tmp_path, monkeypatch):
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with opener.open(info.base_url + "/models", timeout=30) as resp:
             assert [m["id"] for m in json.loads(resp.read())["data"]] == [qwen.name]
-        req = urllib.request.Request(info.url + "/apply-template", headers={"Content-Type": "application/json"},
-                                     data=json.dumps({"messages": [{"role": "user", "content": "Hi"}]}).encode())
+        req = urllib.request.Request(
+            info.url + "/apply-template",
+            headers={"Content-Type": "application/json"},
+            data=json.dumps({"messages": [{"role": "user", "content": "Hi"}]}).encode(),
+        )
         with opener.open(req, timeout=30) as resp:
             prompt = json.loads(resp.read())["prompt"]
         assert "<|im_start|>user\nHi<|im_end|>" in prompt and "<start_of_turn>" not in prompt, prompt

@@ -26,9 +26,19 @@ EXPECTED_REJECTIONS = {
     "tpch-q21": ("correlated_subquery", "not an equality"),  # l3.l_suppkey <> l1.l_suppkey
     "an-12": ("unsupported_expression", "constant in a column position"),  # SELECT 'supplier' AS kind
 }
-CONSTRUCT_CODES = {"correlated_subquery", "unsupported_expression", "set_operation", "cte", "window_function",
-                   "subquery_in_from", "exists_subquery", "unsupported_join_condition", "condition_too_complex",
-                   "bare_column", "unsupported_aggregate"}
+CONSTRUCT_CODES = {
+    "correlated_subquery",
+    "unsupported_expression",
+    "set_operation",
+    "cte",
+    "window_function",
+    "subquery_in_from",
+    "exists_subquery",
+    "unsupported_join_condition",
+    "condition_too_complex",
+    "bare_column",
+    "unsupported_aggregate",
+}
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +66,26 @@ def test_analytics_pairs_verify_and_rejections_name_a_construct(tpch, tmp_path):
     assert all(r["code"] in CONSTRUCT_CODES for r in report["rejections"])
     assert report["verified"] / report["total"] >= 0.9
     # every construct the pairs use is verified at least once
-    verified_ids = {json.loads(x)["provenance"]["source_id"]
-                    for x in (tmp_path / "split" / "samples.jsonl").read_text("utf-8").splitlines()}
+    verified_ids = {
+        json.loads(x)["provenance"]["source_id"]
+        for x in (tmp_path / "split" / "samples.jsonl").read_text("utf-8").splitlines()
+    }
     by_construct = Counter(c for r in rows if r["id"] in verified_ids for c in r["constructs"])
-    for construct in ("exists", "not_exists", "correlated_subquery", "cte", "subquery_in_from", "union", "union_all",
-                      "intersect", "except", "nulls_order", "constant_folding", "window", "float_order"):
+    for construct in (
+        "exists",
+        "not_exists",
+        "correlated_subquery",
+        "cte",
+        "subquery_in_from",
+        "union",
+        "union_all",
+        "intersect",
+        "except",
+        "nulls_order",
+        "constant_folding",
+        "window",
+        "float_order",
+    ):
         assert by_construct[construct] >= 1, construct
 
 
@@ -75,13 +100,16 @@ def test_analytics_splits_use_the_extended_tools_split_wide(tpch, tmp_path):
 
 
 @pytest.mark.parametrize("style", ["slot", "sel", "rest"])
-@pytest.mark.parametrize("kind, per_db", [("bird", {"school_funding": 20, "retail_loans": 20}),
-                                          ("spider", {"music_festival": 11, "pet_clinic": 7})])
+@pytest.mark.parametrize(
+    "kind, per_db",
+    [("bird", {"school_funding": 20, "retail_loans": 20}), ("spider", {"music_festival": 11, "pet_clinic": 7})],
+)
 def test_example_datasets_import_in_every_style_through_the_cli(kind, per_db, style, tmp_path):
     root = materialize_example(kind, tmp_path / kind)
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["nl2api", "import", kind, str(root), "--out", str(out), "--style", style],
-                                prog_name="benchsmith")
+    result = CliRunner().invoke(
+        app, ["nl2api", "import", kind, str(root), "--out", str(out), "--style", style], prog_name="benchsmith"
+    )
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text("utf-8"))
     assert {k: v["verified"] for k, v in report["databases"].items()} == per_db
@@ -103,8 +131,9 @@ def test_example_datasets_import_in_every_style_through_the_cli(kind, per_db, st
 
 
 def test_import_rejects_an_unknown_kind_with_one_line(tmp_path):
-    result = CliRunner().invoke(app, ["nl2api", "import", "wikisql", str(tmp_path), "--out", str(tmp_path / "o")],
-                                prog_name="benchsmith")
+    result = CliRunner().invoke(
+        app, ["nl2api", "import", "wikisql", str(tmp_path), "--out", str(tmp_path / "o")], prog_name="benchsmith"
+    )
     assert result.exit_code == 2 and "unknown dataset kind 'wikisql'" in result.output
 
 
@@ -114,7 +143,9 @@ def test_dataset_rejections_name_the_dataset_file_and_entry(tmp_path):
     root = materialize_example("spider", tmp_path / "spider")
     report = build_dataset(root, "spider", tmp_path / "out", BuildOptions())
     assert [(r["id"], r["entry"], r["code"]) for r in report["rejections"]] == [
-        ("spider-dev-8", 8, "bare_column"), ("spider-dev-13", 13, "bare_column")]
+        ("spider-dev-8", 8, "bare_column"),
+        ("spider-dev-13", 13, "bare_column"),
+    ]
     assert all(r["file"] == str(root / "dev.json") for r in report["rejections"])
 
 
@@ -128,8 +159,14 @@ def test_a_query_that_times_out_is_rejected_and_the_rest_is_built(tmp_path):
     con.executemany("INSERT INTO n VALUES (?)", [(i,) for i in range(2000)])
     con.commit()
     con.close()
-    rows = [{"id": "fast", "question": "How many numbers?", "sql": "SELECT COUNT(*) FROM n"},
-            {"id": "slow", "question": "How many triples?", "sql": "SELECT COUNT(*) FROM n a, n b, n c WHERE a.i + b.i > c.i"}]
+    rows = [
+        {"id": "fast", "question": "How many numbers?", "sql": "SELECT COUNT(*) FROM n"},
+        {
+            "id": "slow",
+            "question": "How many triples?",
+            "sql": "SELECT COUNT(*) FROM n a, n b, n c WHERE a.i + b.i > c.i",
+        },
+    ]
     (root / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     report = build_dataset(root, "sqlite-dir", tmp_path / "out", BuildOptions(timeout_s=0.3))
     assert report["verified"] == 1

@@ -27,12 +27,21 @@ from benchsmith.schemas import Sample, ToolCall, UserError
 
 # Pairs file used by most tests. Blank line 5 is counted in line numbers but is not a row.
 PAIRS: list[dict | str] = [
-    {"id": "p-or", "question": "Which genres are Rock or Jazz?",
-     "sql": "SELECT name FROM genres WHERE name = 'Rock' OR name = 'Jazz'"},
-    {"id": "p-having", "question": "Which countries have at least five customers, and how many?",
-     "sql": "SELECT country, COUNT(*) FROM customers GROUP BY country HAVING COUNT(*) >= 5"},
-    {"id": "p-top", "question": "What are the five longest tracks?",
-     "sql": "SELECT name, milliseconds FROM tracks ORDER BY milliseconds DESC LIMIT 5"},
+    {
+        "id": "p-or",
+        "question": "Which genres are Rock or Jazz?",
+        "sql": "SELECT name FROM genres WHERE name = 'Rock' OR name = 'Jazz'",
+    },
+    {
+        "id": "p-having",
+        "question": "Which countries have at least five customers, and how many?",
+        "sql": "SELECT country, COUNT(*) FROM customers GROUP BY country HAVING COUNT(*) >= 5",
+    },
+    {
+        "id": "p-top",
+        "question": "What are the five longest tracks?",
+        "sql": "SELECT name, milliseconds FROM tracks ORDER BY milliseconds DESC LIMIT 5",
+    },
     {"id": "p-count", "question": "How many tracks are there?", "sql": "SELECT COUNT(*) FROM tracks"},
     "",
     '{"id": "p-broken", "question": "truncated',
@@ -160,16 +169,19 @@ def test_build_counts_report_and_samples(kwargs, chinook, db, pairs, tmp_path):
 
 
 def test_invalid_rows_are_reported_with_line_numbers(chinook, db, tmp_path):
-    pairs = write_pairs(tmp_path / "pairs.jsonl", [
-        {"id": "a", "question": "How many genres?", "sql": "SELECT COUNT(*) FROM genres"},
-        "{not json",
-        "",
-        {"id": "b", "question": "A question without SQL"},
-        {"id": "c", "sql": "SELECT COUNT(*) FROM genres"},
-        '["a", "list"]',
-        {"id": "d", "question": "How many artists?", "sql": "SELECT COUNT(*) FROM artists", "extra": 1},
-        {"id": "e", "question": "How many albums?", "sql": "SELECT COUNT(*) FROM albums"},
-    ])
+    pairs = write_pairs(
+        tmp_path / "pairs.jsonl",
+        [
+            {"id": "a", "question": "How many genres?", "sql": "SELECT COUNT(*) FROM genres"},
+            "{not json",
+            "",
+            {"id": "b", "question": "A question without SQL"},
+            {"id": "c", "sql": "SELECT COUNT(*) FROM genres"},
+            '["a", "list"]',
+            {"id": "d", "question": "How many artists?", "sql": "SELECT COUNT(*) FROM artists", "extra": 1},
+            {"id": "e", "question": "How many albums?", "sql": "SELECT COUNT(*) FROM albums"},
+        ],
+    )
     out = tmp_path / "out"
     report = build_split(chinook, pairs, out, BuildOptions(copy_db=False))
     bad = [(r["line"], r["code"]) for r in report["rejections"]]
@@ -182,33 +194,42 @@ def test_invalid_rows_are_reported_with_line_numbers(chinook, db, tmp_path):
 
 
 def test_duplicate_ids_are_rejected(chinook, db, tmp_path):
-    pairs = write_pairs(tmp_path / "pairs.jsonl", [
-        {"id": "same", "question": "How many genres?", "sql": "SELECT COUNT(*) FROM genres"},
-        {"id": "same", "question": "How many artists?", "sql": "SELECT COUNT(*) FROM artists"},
-        {"id": "same", "question": "Broken", "sql": "SELECT nonsense FROM"},
-        {"question": "How many albums?", "sql": "SELECT COUNT(*) FROM albums"},
-        {"question": "How many tracks?", "sql": "SELECT COUNT(*) FROM tracks"},
-    ])
+    pairs = write_pairs(
+        tmp_path / "pairs.jsonl",
+        [
+            {"id": "same", "question": "How many genres?", "sql": "SELECT COUNT(*) FROM genres"},
+            {"id": "same", "question": "How many artists?", "sql": "SELECT COUNT(*) FROM artists"},
+            {"id": "same", "question": "Broken", "sql": "SELECT nonsense FROM"},
+            {"question": "How many albums?", "sql": "SELECT COUNT(*) FROM albums"},
+            {"question": "How many tracks?", "sql": "SELECT COUNT(*) FROM tracks"},
+        ],
+    )
     out = tmp_path / "out"
     report = build_split(chinook, pairs, out, BuildOptions(copy_db=False))
     assert [(r["line"], r["id"], r["code"]) for r in report["rejections"]] == [
-        (2, "same", "duplicate_id"), (3, "same", "duplicate_id")]
+        (2, "same", "duplicate_id"),
+        (3, "same", "duplicate_id"),
+    ]
     samples = assert_written_samples_are_verified(out, db)
     assert sorted((s.provenance.source_id, s.metadata["sql"]) for s in samples) == [
-        ("line-4", "SELECT COUNT(*) FROM albums"), ("line-5", "SELECT COUNT(*) FROM tracks"),
-        ("same", "SELECT COUNT(*) FROM genres")]
+        ("line-4", "SELECT COUNT(*) FROM albums"),
+        ("line-5", "SELECT COUNT(*) FROM tracks"),
+        ("same", "SELECT COUNT(*) FROM genres"),
+    ]
 
 
 # ---- nothing unverified is written -------------------------------------------------------------
 TAMPER_PAIRS = [
     {"id": "t-where", "question": "Genres with an id above 20?", "sql": "SELECT name FROM genres WHERE genre_id > 20"},
     {"id": "t-or", "question": "Rock or Jazz?", "sql": "SELECT name FROM genres WHERE name = 'Rock' OR name = 'Jazz'"},
-    {"id": "t-having", "question": "Countries with 5+ customers?",
-     "sql": "SELECT country, COUNT(*) FROM customers GROUP BY country HAVING COUNT(*) >= 5"},
+    {
+        "id": "t-having",
+        "question": "Countries with 5+ customers?",
+        "sql": "SELECT country, COUNT(*) FROM customers GROUP BY country HAVING COUNT(*) >= 5",
+    },
     {"id": "t-plain", "question": "How many tracks?", "sql": "SELECT COUNT(*) FROM tracks"},
 ]
-NEGATED = {"equal_to": "not_equal_to", "greater_than": "less_than_or_equal_to",
-           "greater_than_or_equal_to": "less_than"}
+NEGATED = {"equal_to": "not_equal_to", "greater_than": "less_than_or_equal_to", "greater_than_or_equal_to": "less_than"}
 
 
 def _relabel_refs(value, old: str, new: str):
@@ -231,11 +252,14 @@ def tamper_first_filter(calls: list[ToolCall], kind: str) -> list[ToolCall]:
     if idx is None:
         return calls
     target = calls[idx]
-    rest = calls[:idx] + calls[idx + 1:]
+    rest = calls[:idx] + calls[idx + 1 :]
     if kind == "drop":  # leave the filter out and feed its input to whatever used its output
-        return [c.model_copy(update={"arguments": _relabel_refs(c.arguments, target.label,
-                                                                 target.arguments["data_source"])})
-                for c in rest]
+        return [
+            c.model_copy(
+                update={"arguments": _relabel_refs(c.arguments, target.label, target.arguments["data_source"])}
+            )
+            for c in rest
+        ]
     if kind == "dangling":  # leave it out and let later calls refer to a label nobody produced
         return rest
     assert kind == "negate"
@@ -244,12 +268,13 @@ def tamper_first_filter(calls: list[ToolCall], kind: str) -> list[ToolCall]:
         args = _negate(args)
     else:
         args["conditions"] = [_negate(c) for c in args["conditions"]]
-    return calls[:idx] + [target.model_copy(update={"arguments": args})] + calls[idx + 1:]
+    return calls[:idx] + [target.model_copy(update={"arguments": args})] + calls[idx + 1 :]
 
 
 @pytest.mark.parametrize("style", STYLES)
-@pytest.mark.parametrize("kind,code", [("drop", "result_mismatch"), ("negate", "result_mismatch"),
-                                       ("dangling", "tool_error")])
+@pytest.mark.parametrize(
+    "kind,code", [("drop", "result_mismatch"), ("negate", "result_mismatch"), ("dangling", "tool_error")]
+)
 def test_unverified_sequence_is_never_written(kind, code, style, chinook, db, tmp_path, monkeypatch):
     real_convert = build_module.convert
     tampered: list[str] = []
@@ -268,7 +293,10 @@ def test_unverified_sequence_is_never_written(kind, code, style, chinook, db, tm
 
     assert len(tampered) == 3
     assert [(r["id"], r["code"]) for r in report["rejections"]] == [
-        ("t-where", code), ("t-or", code), ("t-having", code)]
+        ("t-where", code),
+        ("t-or", code),
+        ("t-having", code),
+    ]
     assert report["verified"] == 1 and report["rejected"] == {code: 3}
     samples = assert_written_samples_are_verified(out, db)
     assert [s.provenance.source_id for s in samples] == ["t-plain"]
@@ -281,6 +309,7 @@ def test_unverified_sequence_is_never_written(kind, code, style, chinook, db, tm
 def test_the_tampering_helper_really_changes_the_answer(db):
     """Guard for the test above: each tampered sequence is wrong, the untouched one is right."""
     from benchsmith.construction.nl2api import Rejection, convert
+
     for pair in TAMPER_PAIRS[:3]:
         conv = convert(db, pair["sql"])
         expected = execute_sql(db, pair["sql"])
@@ -292,8 +321,11 @@ def test_the_tampering_helper_really_changes_the_answer(db):
 
 ORDERED_PAIRS = [
     {"id": "o-genres", "question": "Genres in alphabetical order?", "sql": "SELECT name FROM genres ORDER BY name"},
-    {"id": "o-customers", "question": "Customers by country, then city from Z to A?",
-     "sql": "SELECT country, city FROM customers ORDER BY country, city DESC"},
+    {
+        "id": "o-customers",
+        "question": "Customers by country, then city from Z to A?",
+        "sql": "SELECT country, city FROM customers ORDER BY country, city DESC",
+    },
     {"id": "o-unordered", "question": "Which genres are there?", "sql": "SELECT name FROM genres"},
 ]
 
@@ -312,15 +344,21 @@ def _build_with_sort_tampering(tamper, chinook, tmp_path, monkeypatch, style="sl
 
 
 def _reverse_sort(calls: list[ToolCall]) -> list[ToolCall]:
-    return [c.model_copy(update={"arguments": {**c.arguments, "ascending": [not a for a in c.arguments["ascending"]]}})
-            if c.name == "sort_data" else c for c in calls]
+    return [
+        c.model_copy(update={"arguments": {**c.arguments, "ascending": [not a for a in c.arguments["ascending"]]}})
+        if c.name == "sort_data"
+        else c
+        for c in calls
+    ]
 
 
 @pytest.mark.parametrize("style", ["slot", "sel"])
 def test_rows_in_wrong_order_are_rejected_as_order_mismatch(style, chinook, db, tmp_path, monkeypatch):
     report, out = _build_with_sort_tampering(_reverse_sort, chinook, tmp_path, monkeypatch, style)
     assert [(r["id"], r["code"]) for r in report["rejections"]] == [
-        ("o-genres", "order_mismatch"), ("o-customers", "order_mismatch")]
+        ("o-genres", "order_mismatch"),
+        ("o-customers", "order_mismatch"),
+    ]
     samples = assert_written_samples_are_verified(out, db)
     assert [s.provenance.source_id for s in samples] == ["o-unordered"]
 
@@ -329,20 +367,36 @@ def _drop_sort(calls: list[ToolCall]) -> list[ToolCall]:
     out = []
     for i, c in enumerate(calls):
         if c.name == "sort_data":
-            return out + [d.model_copy(update={"arguments": _relabel_refs(d.arguments, c.label, c.arguments["data_source"])})
-                          for d in calls[i + 1:]]
+            return out + [
+                d.model_copy(update={"arguments": _relabel_refs(d.arguments, c.label, c.arguments["data_source"])})
+                for d in calls[i + 1 :]
+            ]
         out.append(c)
     return out
 
 
 def _sort_by_first_key_only(calls: list[ToolCall]) -> list[ToolCall]:
-    return [c.model_copy(update={"arguments": {**c.arguments, "key_names": c.arguments["key_names"][:1],
-                                               "ascending": c.arguments["ascending"][:1]}})
-            if c.name == "sort_data" else c for c in calls]
+    return [
+        c.model_copy(
+            update={
+                "arguments": {
+                    **c.arguments,
+                    "key_names": c.arguments["key_names"][:1],
+                    "ascending": c.arguments["ascending"][:1],
+                }
+            }
+        )
+        if c.name == "sort_data"
+        else c
+        for c in calls
+    ]
 
 
-@pytest.mark.parametrize("tamper,wrong", [(_drop_sort, {"o-genres", "o-customers"}), (_sort_by_first_key_only, {"o-customers"})],
-                         ids=["no-sort", "first-key-only"])
+@pytest.mark.parametrize(
+    "tamper,wrong",
+    [(_drop_sort, {"o-genres", "o-customers"}), (_sort_by_first_key_only, {"o-customers"})],
+    ids=["no-sort", "first-key-only"],
+)
 def test_missing_sort_keys_are_rejected_as_order_mismatch(tamper, wrong, chinook, db, tmp_path, monkeypatch):
     report, out = _build_with_sort_tampering(tamper, chinook, tmp_path, monkeypatch)
     assert {r["id"]: r["code"] for r in report["rejections"]} == dict.fromkeys(wrong, "order_mismatch")
@@ -390,8 +444,10 @@ def test_obfuscated_slot_sequences_still_reproduce_the_sql(chinook, db, pairs, t
     samples = read_samples(out)
     assert len(samples) == len(VERIFIED_IDS)
     for s in samples:
-        calls = [ToolCall(name=tool_back[c.name], arguments={arg_back[k]: v for k, v in c.arguments.items()},
-                          label=c.label) for c in gold_calls(s)]
+        calls = [
+            ToolCall(name=tool_back[c.name], arguments={arg_back[k]: v for k, v in c.arguments.items()}, label=c.label)
+            for c in gold_calls(s)
+        ]
         run_and_check(db, s.setup, calls, execute_sql(db, s.metadata["sql"]), s.answer.ordered)
 
 
@@ -453,8 +509,13 @@ def test_database_is_opened_read_only(chinook, tmp_path):
     before = sha256(chinook)
     database = Database(chinook)
     try:
-        for statement in ("DELETE FROM genres", "INSERT INTO genres (name) VALUES ('Polka')",
-                          "CREATE TABLE scratch (x INTEGER)", "DROP TABLE genres", "UPDATE tracks SET name = 'x'"):
+        for statement in (
+            "DELETE FROM genres",
+            "INSERT INTO genres (name) VALUES ('Polka')",
+            "CREATE TABLE scratch (x INTEGER)",
+            "DROP TABLE genres",
+            "UPDATE tracks SET name = 'x'",
+        ):
             with pytest.raises(sqlite3.OperationalError, match="readonly|read-only|query_only"):
                 database.execute(statement)
         assert database.execute("SELECT COUNT(*) FROM genres") == [(25,)]
@@ -477,8 +538,9 @@ def test_build_leaves_the_database_unchanged_and_copies_it(chinook, pairs, tmp_p
 
 # ---- values JSON cannot carry ------------------------------------------------------------------
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "nl2api"
-JSON_VALUE_CASES = [json.loads(line) for line in (FIXTURES / "json_values_pairs.jsonl").read_text("utf-8").splitlines()
-                    if line.strip()]
+JSON_VALUE_CASES = [
+    json.loads(line) for line in (FIXTURES / "json_values_pairs.jsonl").read_text("utf-8").splitlines() if line.strip()
+]
 
 
 def json_values_db(path: Path) -> Path:
@@ -501,9 +563,26 @@ def test_answers_and_observations_json_cannot_carry_are_rejected_and_the_build_g
     db_path = json_values_db(tmp_path / "db.sqlite")
     pairs_path = write_pairs(tmp_path / "pairs.jsonl", [c["pair"] for c in JSON_VALUE_CASES])
     out = tmp_path / "out"
-    proc = subprocess.run([console_script(), "nl2api", "build", "--db", str(db_path), "--pairs", str(pairs_path),
-                           "--style", style, "--out", str(out)], capture_output=True, text=True, timeout=120,
-                          env=clean_env(), stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [
+            console_script(),
+            "nl2api",
+            "build",
+            "--db",
+            str(db_path),
+            "--pairs",
+            str(pairs_path),
+            "--style",
+            style,
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env(),
+        stdin=subprocess.DEVNULL,
+    )
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text("utf-8"))
@@ -519,5 +598,8 @@ def test_answers_and_observations_json_cannot_carry_are_rejected_and_the_build_g
             assert rejected[sid]["code"] == expected and case["where"] in rejected[sid]["message"], rejected[sid]
             assert expected in REASONS
     assert report["verified"] == sum(c["expected"][style] == "verified" for c in JSON_VALUE_CASES)
-    assert report["rejected"] == {code: n for code in ("binary_value", "non_finite_value")
-                                  if (n := sum(c["expected"][style] == code for c in JSON_VALUE_CASES))}
+    assert report["rejected"] == {
+        code: n
+        for code in ("binary_value", "non_finite_value")
+        if (n := sum(c["expected"][style] == code for c in JSON_VALUE_CASES))
+    }

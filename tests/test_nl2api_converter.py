@@ -97,8 +97,10 @@ def fast_db():
 # ---- fixture files are well formed ----------------------------------------------------------
 def test_fixture_files_are_well_formed():
     assert len(SUPPORTED) >= 60 and len(REJECTED) >= 30
-    for cases, keys in ((SUPPORTED, {"name", "feature", "sql", "expected_calls", "expected_setup"}),
-                        (REJECTED, {"name", "sql", "reason"})):
+    for cases, keys in (
+        (SUPPORTED, {"name", "feature", "sql", "expected_calls", "expected_setup"}),
+        (REJECTED, {"name", "sql", "reason"}),
+    ):
         names = [c["name"] for c in cases]
         assert len(names) == len(set(names)), "case names are test ids and must be unique"
         for case in cases:
@@ -111,7 +113,8 @@ def test_fixture_files_are_well_formed():
     for case in REJECTED:
         assert case["reason"] in REASONS, f"{case['name']}: unknown reason {case['reason']!r}"
         assert case["reason"] not in COVERED_BY_BUILD_TESTS, (
-            f"{case['name']}: {case['reason']} cannot come from a SQL string with a correct converter")
+            f"{case['name']}: {case['reason']} cannot come from a SQL string with a correct converter"
+        )
 
 
 # ---- supported SQL ----------------------------------------------------------------------------
@@ -127,9 +130,15 @@ def test_supported_sql_converts_to_the_expected_verified_sequence(case, db):
     expected_rows = execute_sql(db, case["sql"])
     assert expected_rows, "a supported case must return rows, or the check proves nothing"
     # run the fixture's own sequence (equal to the emitted one, asserted above)
-    run = run_and_check(db, [ToolCall.model_validate(c) for c in case["expected_setup"]],
-                        [ToolCall.model_validate(c) for c in case["expected_calls"]],
-                        expected_rows, conv.ordered, observe=True, sql=case["sql"])
+    run = run_and_check(
+        db,
+        [ToolCall.model_validate(c) for c in case["expected_setup"]],
+        [ToolCall.model_validate(c) for c in case["expected_calls"]],
+        expected_rows,
+        conv.ordered,
+        observe=True,
+        sql=case["sql"],
+    )
     assert len(run.rows) == len(expected_rows)
     assert len(run.observations) == len(case["expected_calls"])
     # the answer is ordered exactly when the outer query has ORDER BY (not one inside a subquery)
@@ -140,8 +149,7 @@ def test_supported_sql_converts_to_the_expected_verified_sequence(case, db):
 def test_left_join_count_keeps_unmatched_rows_with_zero(db):
     case = next(c for c in SUPPORTED if c["name"] == "left_join_count_unmatched")
     conv = convert(db, case["sql"])
-    rows = run_and_check(db, conv.setup, conv.calls, execute_sql(db, case["sql"]), conv.ordered,
-                         sql=case["sql"]).rows
+    rows = run_and_check(db, conv.setup, conv.calls, execute_sql(db, case["sql"]), conv.ordered, sql=case["sql"]).rows
     counts = [n for _, n in rows]
     assert 0 in counts and any(n > 0 for n in counts)
 
@@ -155,8 +163,12 @@ def test_double_quoted_unknown_identifier_is_the_string_literal(db):
 
 def test_supported_cases_build_into_verified_samples(tmp_path):
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("".join(json.dumps({"id": c["name"], "question": f"Q: {c['feature']}", "sql": c["sql"]}) + "\n"
-                             for c in SUPPORTED), "utf-8")
+    pairs.write_text(
+        "".join(
+            json.dumps({"id": c["name"], "question": f"Q: {c['feature']}", "sql": c["sql"]}) + "\n" for c in SUPPORTED
+        ),
+        "utf-8",
+    )
     report = build_split(chinook_db(), pairs, tmp_path / "out", BuildOptions(copy_db=False))
     assert report["rejections"] == []
     assert report["verified"] == report["total"] == len(SUPPORTED)
@@ -173,13 +185,19 @@ def test_rejected_sql_is_rejected_with_its_reason(case, fast_db):
 
 def test_rejected_cases_get_the_same_codes_from_build_split(tmp_path):
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("".join(json.dumps({"id": c["name"], "question": "?", "sql": c["sql"]}) + "\n"
-                             for c in REJECTED), "utf-8")
-    report = build_split(chinook_db(), pairs, tmp_path / "out",
-                         BuildOptions(copy_db=False, timeout_s=REJECTION_TIMEOUT_S, allow_empty=True))
+    pairs.write_text(
+        "".join(json.dumps({"id": c["name"], "question": "?", "sql": c["sql"]}) + "\n" for c in REJECTED), "utf-8"
+    )
+    report = build_split(
+        chinook_db(),
+        pairs,
+        tmp_path / "out",
+        BuildOptions(copy_db=False, timeout_s=REJECTION_TIMEOUT_S, allow_empty=True),
+    )
     assert report["verified"] == 0
-    assert [(r["line"], r["id"], r["code"]) for r in report["rejections"]] == \
-        [(n, c["name"], c["reason"]) for n, c in enumerate(REJECTED, 1)]
+    assert [(r["line"], r["id"], r["code"]) for r in report["rejections"]] == [
+        (n, c["name"], c["reason"]) for n, c in enumerate(REJECTED, 1)
+    ]
     assert (tmp_path / "out" / "samples.jsonl").read_text("utf-8") == ""
 
 

@@ -15,7 +15,12 @@ from sqlglot import exp
 from benchsmith.construction.nl2api._private.build import Pair
 from benchsmith.construction.nl2api._private.converter import REASONS
 from benchsmith.construction.nl2api._private.datasets import (
-    Dataset, DatasetDB, example_names, materialize_example, read_dataset, write_pairs,
+    Dataset,
+    DatasetDB,
+    example_names,
+    materialize_example,
+    read_dataset,
+    write_pairs,
 )
 from benchsmith.schemas import UserError, iter_jsonl_lenient
 
@@ -60,6 +65,7 @@ def _check_rejections(ds: Dataset) -> None:
 
 # ------------------------------------------------------------------------------- examples ----
 
+
 def test_example_names():
     assert example_names() == ["bird", "spider"]
 
@@ -88,8 +94,9 @@ def test_materialized_bird_layout(bird_example):
     ]
     raw = (bird_example / "dev_databases/school_funding/database_description/districts.csv").read_bytes()
     assert "José Ramírez".encode("cp1252") in raw and b"\xef\xbb\xbf" not in raw
-    assert (bird_example / "dev_databases/school_funding/database_description/schools.csv").read_bytes()[:3] \
-        == b"\xef\xbb\xbf"
+    assert (bird_example / "dev_databases/school_funding/database_description/schools.csv").read_bytes()[
+        :3
+    ] == b"\xef\xbb\xbf"
 
 
 def test_materialize_twice_replaces_the_files(tmp_path):
@@ -106,12 +113,25 @@ def test_materialize_twice_replaces_the_files(tmp_path):
     assert not [p for p in root.rglob("*.tmp")]
 
 
-@pytest.mark.parametrize("kind, sizes", [
-    ("bird", {"school_funding": {"districts": 18, "schools": 85, "enrollment": 77, "test_scores": 48, "funding": 104},
-              "retail_loans": {"branch": 11, "client": 82, "account": 98, "loan": 62, "trans": 193, "card": 41}}),
-    ("spider", {"music_festival": {"venue": 6, "performer": 12, "festival": 9, "performance": 22},
-                "pet_clinic": {"Owners": 7, "Pets": 11, "Vets": 4, "Visits": 12}}),
-])
+@pytest.mark.parametrize(
+    "kind, sizes",
+    [
+        (
+            "bird",
+            {
+                "school_funding": {"districts": 18, "schools": 85, "enrollment": 77, "test_scores": 48, "funding": 104},
+                "retail_loans": {"branch": 11, "client": 82, "account": 98, "loan": 62, "trans": 193, "card": 41},
+            },
+        ),
+        (
+            "spider",
+            {
+                "music_festival": {"venue": 6, "performer": 12, "festival": 9, "performance": 22},
+                "pet_clinic": {"Owners": 7, "Pets": 11, "Vets": 4, "Visits": 12},
+            },
+        ),
+    ],
+)
 def test_example_databases_are_whole(kind, sizes, bird_example, spider_example):
     root = bird_example if kind == "bird" else spider_example
     ds = read_dataset(root, kind)
@@ -119,8 +139,7 @@ def test_example_databases_are_whole(kind, sizes, bird_example, spider_example):
     for name, tables in sizes.items():
         con = sqlite3.connect(ds.databases[name].path)
         try:
-            found = [r[0] for r in con.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid")]
+            found = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid")]
             assert found == list(tables)
             assert {t: con.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in found} == tables
             assert con.execute("PRAGMA foreign_key_check").fetchall() == []
@@ -140,11 +159,14 @@ def test_bird_example(bird_example):
     assert school.indexes == list(range(20)) and loans.indexes == list(range(20, 40))
     assert school.path == bird_example / "dev_databases" / "school_funding" / "school_funding.sqlite"
     assert school.pairs[0] == {
-        "id": "0", "question": "How many charter schools are there in Fresno County?",
+        "id": "0",
+        "question": "How many charter schools are there in Fresno County?",
         "sql": "SELECT COUNT(T1.CDSCode) FROM schools AS T1 INNER JOIN districts AS T2 ON "
-               "T1.`District Code` = T2.`District Code` WHERE T2.`County Name` = 'Fresno' AND T1.Charter = 1",
+        "T1.`District Code` = T2.`District Code` WHERE T2.`County Name` = 'Fresno' AND T1.Charter = 1",
         "evidence": "charter schools refers to Charter = 1; Fresno County refers to `County Name` = 'Fresno'",
-        "difficulty": "simple", "db_id": "school_funding"}
+        "difficulty": "simple",
+        "db_id": "school_funding",
+    }
     by_id = {p["id"]: p for db in ds.databases.values() for p in db.pairs}
     assert by_id["36"]["evidence"] is None  # BIRD's empty evidence
     assert by_id["36"]["question"] == "What is the email address of the owner of account 1009?"
@@ -167,26 +189,32 @@ def test_bird_descriptions(bird_example):
     # cp1252
     assert docs["districts"]["Superintendent"] == (
         "name of the district superintendent (null means the post was vacant when the data was collected; "
-        "e.g. José Ramírez)")
+        "e.g. José Ramírez)"
+    )
     assert docs["districts"]["District Name"] == "name of the school district (e.g. Peña Valley Elementary)"
     # UTF-8 with a BOM: the first column name is not spoiled
     assert list(docs["schools"])[0] == "CDSCode"
     assert docs["schools"]["CDSCode"] == "14-digit County-District-School code that identifies the school"
     assert docs["schools"]["Longitude"] == "longitude of the school"  # "not useful" is dropped
     assert docs["schools"]["Charter"] == (
-        "whether the school is a charter school (0: not a charter school; 1: charter school)")
+        "whether the school is a charter school (0: not a charter school; 1: charter school)"
+    )
     # a multi-line value description; the expanded column name stands in for an empty description
     assert docs["enrollment"]["FRPM Count (K-12)"] == (
         "Free or Reduced Price Meal Count (K-12) (commonsense evidence: eligible FRPM rate = "
-        "FRPM Count (K-12) / Enrollment (K-12))")
+        "FRPM Count (K-12) / Enrollment (K-12))"
+    )
     # a header in odd case with spaces
-    assert docs["test_scores"]["AvgScrRead"] == "average score in Reading (null when fewer than 15 students took the test)"
+    assert (
+        docs["test_scores"]["AvgScrRead"] == "average score in Reading (null when fewer than 15 students took the test)"
+    )
     assert len(docs["test_scores"]) == 7
     loans = ds.databases["retail_loans"].descriptions
     assert sorted(loans) == ["account", "branch", "card", "client", "loan", "trans"]
     assert loans["loan"]["status"] == (  # CRLF line ends
         "repayment status of the loan (A: contract finished, no problems; B: contract finished, loan not paid; "
-        "C: running contract, OK so far; D: running contract, client in debt)")
+        "C: running contract, OK so far; D: running contract, client in debt)"
+    )
     assert loans["trans"]["amount"] == "amount of the transaction"  # a value description repeating it is dropped
 
 
@@ -197,18 +225,29 @@ def test_spider_example(spider_example):
     festival, clinic = ds.databases["music_festival"], ds.databases["pet_clinic"]
     assert [p["id"] for p in festival.pairs] == [f"spider-dev-{i}" for i in range(12)]
     assert clinic.indexes == list(range(12, 20))
-    assert clinic.pairs[0] == {"id": "spider-dev-12", "question": "How many dogs are there?",
-                               "sql": "select count(*) from pets where species = 'dog'", "evidence": None,
-                               "difficulty": None, "db_id": "pet_clinic"}
+    assert clinic.pairs[0] == {
+        "id": "spider-dev-12",
+        "question": "How many dogs are there?",
+        "sql": "select count(*) from pets where species = 'dog'",
+        "evidence": None,
+        "difficulty": None,
+        "db_id": "pet_clinic",
+    }
     assert clinic.path == spider_example / "database" / "pet_clinic" / "pet_clinic.sqlite"
     assert festival.descriptions["venue"] == {
-        "__table__": "venue", "Venue_ID": "venue id", "Name": "name", "City": "city", "Capacity": "capacity",
-        "Opened_Year": "opened year"}
+        "__table__": "venue",
+        "Venue_ID": "venue id",
+        "Name": "name",
+        "City": "city",
+        "Capacity": "capacity",
+        "Opened_Year": "opened year",
+    }
     assert clinic.descriptions["Pets"]["weight_kg"] == "weight kg"
     assert sorted(clinic.descriptions) == ["Owners", "Pets", "Vets", "Visits"]
 
 
 # ----------------------------------------------------------------- the example SQL itself ----
+
 
 def _limit_probes(sql: str) -> list[tuple[str, int, int]]:
     """For every ORDER BY ... LIMIT n in ``sql``: a query listing its rows' order keys in order
@@ -242,18 +281,19 @@ def _limit_probes(sql: str) -> list[tuple[str, int, int]]:
         else:
             keys = ", ".join(o.this.sql("sqlite") for o in order.expressions)
             body.set("order", None)
-            probes.append((f"SELECT {keys} FROM ({body.sql('sqlite')}) {order.sql('sqlite')}", n,
-                           len(order.expressions)))
+            probes.append(
+                (f"SELECT {keys} FROM ({body.sql('sqlite')}) {order.sql('sqlite')}", n, len(order.expressions))
+            )
     return probes
 
 
 def test_limit_probe_finds_a_tie():
     con = sqlite3.connect(":memory:")
     con.executescript("CREATE TABLE t (a TEXT, b INT); INSERT INTO t VALUES ('x', 2), ('y', 2), ('z', 1);")
-    (probe, n, k), = _limit_probes("SELECT a FROM t ORDER BY b DESC LIMIT 1")
+    ((probe, n, k),) = _limit_probes("SELECT a FROM t ORDER BY b DESC LIMIT 1")
     keys = [r[-k:] for r in con.execute(probe)]
     assert n == 1 and keys[0] == keys[1] == (2,)
-    (probe, n, k), = _limit_probes("SELECT a, b + 1 AS c FROM t ORDER BY c, a LIMIT 2")
+    ((probe, n, k),) = _limit_probes("SELECT a, b + 1 AS c FROM t ORDER BY c, a LIMIT 2")
     assert [r[-k:] for r in con.execute(probe)] == [(2, "z"), (3, "x"), (3, "y")]
 
 
@@ -278,11 +318,26 @@ def test_every_example_sql_runs_returns_rows_and_has_no_tie_at_its_limit(kind, e
 
 def test_bird_example_uses_the_advanced_constructs(bird_example):
     sql = {str(e["question_id"]): e["SQL"] for e in _entries(bird_example)}
-    wanted = {"NOT EXISTS (": "11", "WITH county_totals AS": "13", ") AS T": "14", " INTERSECT ": "15",
-              "DESC NULLS LAST": "16", "RANK() OVER (PARTITION BY": "17", "DATE('2021-01-01')": "18",
-              "CASE WHEN": "19", " EXCEPT ": "29", " UNION ": "30", "ROW_NUMBER() OVER (PARTITION BY": "31",
-              "WITH running AS": "32", "EXISTS (": "33", "WHERE T2.duration = T1.duration": "34",
-              "IIF(": "4", "SUBSTR(Zip": "8", "CAST(": "1", "strftime('%Y'": "2"}
+    wanted = {
+        "NOT EXISTS (": "11",
+        "WITH county_totals AS": "13",
+        ") AS T": "14",
+        " INTERSECT ": "15",
+        "DESC NULLS LAST": "16",
+        "RANK() OVER (PARTITION BY": "17",
+        "DATE('2021-01-01')": "18",
+        "CASE WHEN": "19",
+        " EXCEPT ": "29",
+        " UNION ": "30",
+        "ROW_NUMBER() OVER (PARTITION BY": "31",
+        "WITH running AS": "32",
+        "EXISTS (": "33",
+        "WHERE T2.duration = T1.duration": "34",
+        "IIF(": "4",
+        "SUBSTR(Zip": "8",
+        "CAST(": "1",
+        "strftime('%Y'": "2",
+    }
     for construct, qid in wanted.items():
         assert construct in sql[qid], (construct, qid)
     assert sum("ORDER BY" in s and s.endswith("LIMIT 1") for s in sql.values()) >= 8
@@ -290,6 +345,7 @@ def test_bird_example_uses_the_advanced_constructs(bird_example):
 
 
 # ---------------------------------------------------------------------------- bad inputs ----
+
 
 def test_unknown_kind_and_missing_folder(tmp_path):
     with pytest.raises(UserError, match="unknown dataset kind 'wikisql'"):
@@ -339,8 +395,14 @@ def test_entry_lacking_a_field_is_rejected_and_the_rest_comes_through(bird_copy)
     ds = read_dataset(bird_copy, "bird")
     _check_rejections(ds)
     got = [(r["id"], r["code"]) for r in ds.rejections]
-    assert got == [("1", "invalid_row"), ("2", "invalid_row"), ("bird-dev-3", "invalid_row"), ("4", "invalid_row"),
-                   ("5", "invalid_row"), ("40", "unknown_database")]
+    assert got == [
+        ("1", "invalid_row"),
+        ("2", "invalid_row"),
+        ("bird-dev-3", "invalid_row"),
+        ("4", "invalid_row"),
+        ("5", "invalid_row"),
+        ("40", "unknown_database"),
+    ]
     messages = [r["message"] for r in ds.rejections]
     assert messages[0] == "dev.json entry 1 (question_id 1, line 10) lacks the field 'SQL'"
     assert messages[1] == "dev.json entry 2 (question_id 2, line 17): field 'question' must be a string, not int"
@@ -370,7 +432,8 @@ def test_database_folder_without_its_sqlite(bird_copy):
     expected = bird_copy / "dev_databases" / "retail_loans" / "retail_loans.sqlite"
     assert ds.rejections[0]["message"] == (
         f"dev.json entry 20 (question_id 20, line 162): db_id 'retail_loans' has no database: expected {expected} "
-        "(the folder exists without it)")
+        "(the folder exists without it)"
+    )
 
 
 def test_a_file_that_is_not_sqlite(bird_copy):
@@ -396,12 +459,21 @@ def test_train_layout_without_ids_or_difficulty(bird_copy):
     assert ds.databases["retail_loans"].path.parent.parent.name == "train_databases"
 
 
-@pytest.mark.parametrize("content, problem", [
-    (b"original_column_name,column_description\nCharter,\x81\x8d \xff\n", "is neither UTF-8 nor cp1252 text (byte 0x81"),
-    (b"\x00\x01\x02PK\x03\x04", "holds NUL bytes"),
-    (b"name,description\nCharter,whether it is a charter\n", "has no original_column_name header (found: name, description)"),
-    (b"", "is empty"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (
+            b"original_column_name,column_description\nCharter,\x81\x8d \xff\n",
+            "is neither UTF-8 nor cp1252 text (byte 0x81",
+        ),
+        (b"\x00\x01\x02PK\x03\x04", "holds NUL bytes"),
+        (
+            b"name,description\nCharter,whether it is a charter\n",
+            "has no original_column_name header (found: name, description)",
+        ),
+        (b"", "is empty"),
+    ],
+)
 def test_an_unreadable_description_csv_is_a_warning(bird_copy, content, problem):
     csv_path = bird_copy / "dev_databases" / "school_funding" / "database_description" / "schools.csv"
     csv_path.write_bytes(content)
@@ -418,11 +490,13 @@ def test_description_csv_for_no_table_and_rows_for_no_column(bird_copy):
     (folder / "grants.csv").write_text("original_column_name,column_description\nAmount,amount\n", encoding="utf-8")
     (folder / "FUNDING.csv").write_text(
         "original_column_name,column_description\n amount ,amount of the grant in dollars\nGrantee,who\n",
-        encoding="latin-1")
+        encoding="latin-1",
+    )
     ds = read_dataset(bird_copy, "bird")
     assert ds.warnings == [
         f"{folder / 'FUNDING.csv'}: 1 row(s) name no column of table 'funding': Grantee",
-        f"{folder / 'grants.csv'}: no table 'grants' in school_funding.sqlite; file ignored"]
+        f"{folder / 'grants.csv'}: no table 'grants' in school_funding.sqlite; file ignored",
+    ]
     assert ds.databases["school_funding"].descriptions["funding"] == {"Amount": "amount of the grant in dollars"}
 
 
@@ -436,7 +510,9 @@ def test_spider_entries(spider_copy):
     assert ds.databases["music_festival"].pairs[0]["sql"] == "select count(*) from performer"
     _check_rejections(ds)
     assert [(r["id"], r["code"]) for r in ds.rejections] == [
-        ("spider-dev-1", "invalid_row"), ("spider-dev-2", "unknown_database")]
+        ("spider-dev-1", "invalid_row"),
+        ("spider-dev-2", "unknown_database"),
+    ]
     assert ds.rejections[0]["message"] == "dev.json entry 1 (line 26) lacks the field 'query'"
     assert str(spider_copy / "database" / "concert_singer" / "concert_singer.sqlite") in ds.rejections[1]["message"]
 
@@ -458,6 +534,7 @@ def test_spider_without_or_with_a_broken_tables_json(spider_copy):
 
 # ---------------------------------------------------------------------------- sqlite-dir ----
 
+
 def _sqlite_dir(spider_example: Path, root: Path, dbs=("music_festival", "pet_clinic")) -> Path:
     root.mkdir()
     for db in dbs:
@@ -470,39 +547,64 @@ def test_sqlite_dir_with_two_databases(spider_example, tmp_path):
     (root / "pet_clinic.descriptions.json").write_text(json.dumps({"Pets": {"pet_name": "the pet's name"}}))
     rows = [
         {"id": "p1", "question": "How many pets?", "sql": "SELECT COUNT(*) FROM Pets", "db_id": "pet_clinic"},
-        {"question": "How many venues?", "sql": "SELECT COUNT(*) FROM venue", "db_id": "music_festival",
-         "evidence": "", "difficulty": "simple"},
+        {
+            "question": "How many venues?",
+            "sql": "SELECT COUNT(*) FROM venue",
+            "db_id": "music_festival",
+            "evidence": "",
+            "difficulty": "simple",
+        },
         {"question": "Which db?", "sql": "SELECT 1"},
         "{not json",
         {"question": "How many?", "sql": "SELECT 1", "db_id": "pet_clinic", "answer": 1},
         {"id": 7, "question": "How many vets?", "sql": "SELECT COUNT(*) FROM Vets", "db_id": "pet_clinic"},
         {"question": "How many cars?", "sql": "SELECT COUNT(*) FROM cars", "db_id": "car_dealer"},
     ]
-    text = "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows[:3]) + "\n\n" + \
-        "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows[3:]) + "\n"
+    text = (
+        "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows[:3])
+        + "\n\n"
+        + "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows[3:])
+        + "\n"
+    )
     (root / "pairs.jsonl").write_text(text, encoding="utf-8")
     ds = read_dataset(root, "sqlite-dir")
     assert ds.total == 7 and list(ds.databases) == ["pet_clinic", "music_festival"]
     clinic, festival = ds.databases["pet_clinic"], ds.databases["music_festival"]
     assert [p["id"] for p in clinic.pairs] == ["p1", "7"] and clinic.indexes == [0, 5]
-    assert festival.pairs == [{"id": "line-2", "question": "How many venues?", "sql": "SELECT COUNT(*) FROM venue",
-                               "evidence": None, "difficulty": "simple", "db_id": "music_festival"}]
+    assert festival.pairs == [
+        {
+            "id": "line-2",
+            "question": "How many venues?",
+            "sql": "SELECT COUNT(*) FROM venue",
+            "evidence": None,
+            "difficulty": "simple",
+            "db_id": "music_festival",
+        }
+    ]
     assert clinic.descriptions == {"Pets": {"pet_name": "the pet's name"}} and festival.descriptions is None
     _check_rejections(ds)
     assert [(r["id"], r["line"], r["code"]) for r in ds.rejections] == [
-        ("line-3", 3, "invalid_row"), ("line-5", 5, "invalid_row"), ("line-6", 6, "invalid_row"),
-        ("line-8", 8, "unknown_database")]
-    assert ds.rejections[0]["message"] == f"pairs.jsonl line 3 lacks the field 'db_id' (needed: {root} holds 2 databases)"
+        ("line-3", 3, "invalid_row"),
+        ("line-5", 5, "invalid_row"),
+        ("line-6", 6, "invalid_row"),
+        ("line-8", 8, "unknown_database"),
+    ]
+    assert (
+        ds.rejections[0]["message"] == f"pairs.jsonl line 3 lacks the field 'db_id' (needed: {root} holds 2 databases)"
+    )
     assert ds.rejections[1]["message"].startswith("pairs.jsonl line 5: invalid JSON at column 2")
     assert "unknown field(s) 'answer'" in ds.rejections[2]["message"]
     assert ds.rejections[3]["message"] == (
-        f"pairs.jsonl line 8: db_id 'car_dealer' has no database: expected {root / 'car_dealer.sqlite'}")
+        f"pairs.jsonl line 8: db_id 'car_dealer' has no database: expected {root / 'car_dealer.sqlite'}"
+    )
 
 
 def test_sqlite_dir_with_one_database(spider_example, tmp_path):
     root = _sqlite_dir(spider_example, tmp_path / "dir", dbs=("pet_clinic",))
-    rows = [{"question": "How many pets?", "sql": "SELECT COUNT(*) FROM Pets"},
-            {"question": "How many\u2028owners?", "sql": "SELECT COUNT(*) FROM Owners"}]  # a line separator inside
+    rows = [
+        {"question": "How many pets?", "sql": "SELECT COUNT(*) FROM Pets"},
+        {"question": "How many\u2028owners?", "sql": "SELECT COUNT(*) FROM Owners"},
+    ]  # a line separator inside
     (root / "pairs.jsonl").write_text("\r\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
     ds = read_dataset(root, "sqlite-dir")
     assert ds.rejections == [] and ds.total == 2
@@ -521,6 +623,7 @@ def test_sqlite_dir_without_databases_or_pairs(tmp_path):
 
 
 # ------------------------------------------------------------------------------- writing ----
+
 
 def test_write_pairs_writes_pair_rows_atomically(bird_example, tmp_path):
     ds = read_dataset(bird_example, "bird")

@@ -9,14 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import build_slot_split, drop_benchsmith_env, one_error_line, pair_lines
+from runner_helpers import FakeReply, GoldClient, ScriptedClient, _remap
+from typer.testing import CliRunner
+
 from benchsmith.cli import app
 from benchsmith.eval import EvalCase, TaskOptions, run_eval, score_run
 from benchsmith.eval._private.runner import plan_tasks, read_replies
 from benchsmith.eval.nl2api import NL2APITask
 from benchsmith.schemas import UserError
-from helpers import build_slot_split, drop_benchsmith_env, one_error_line, pair_lines
-from runner_helpers import FakeReply, GoldClient, ScriptedClient, _remap
-from typer.testing import CliRunner
 
 MODEL = {"name": "scripted"}
 DIRECT = TaskOptions(mode="prompt", strategy="direct")
@@ -41,8 +42,9 @@ def _gold_calls(case: EvalCase) -> list[dict[str, Any]]:
 
 
 def _case_of(messages: list[dict[str, Any]], by_question: dict[str, EvalCase]) -> EvalCase:
-    question = [m["content"].split("\n")[0] for m in messages
-                if m["role"] == "user" and m["content"].startswith("Question:")][-1]
+    question = [
+        m["content"].split("\n")[0] for m in messages if m["role"] == "user" and m["content"].startswith("Question:")
+    ][-1]
     return by_question[question]
 
 
@@ -59,8 +61,13 @@ class DirectClient(ScriptedClient):
         calls = self.pick(_case_of(messages, self.by_question))
         if tools:
             assert json_schema is None
-            return FakeReply("", tool_calls=[{"id": f"call_{i}", "name": c["name"], "arguments": json.dumps(c["arguments"])}
-                                             for i, c in enumerate(calls)])
+            return FakeReply(
+                "",
+                tool_calls=[
+                    {"id": f"call_{i}", "name": c["name"], "arguments": json.dumps(c["arguments"])}
+                    for i, c in enumerate(calls)
+                ],
+            )
         return json.dumps({"calls": calls})
 
 
@@ -74,7 +81,7 @@ def test_the_gold_sequence_in_one_reply_scores_full_marks(split: Path, cases: li
     res = run_eval(split, client, MODEL, out, tasks=["nl2api"], options=DIRECT, progress=False)
     info = res.tasks["nl2api"]
     assert info["status_counts"]["ok"] == info["cases"] == len(cases)
-    assert client.calls == len(cases)   # one request per case, nothing fed back
+    assert client.calls == len(cases)  # one request per case, nothing fed back
     scores = score_run(out)["nl2api"]
     assert scores["completion_rate"] == 1.0 and scores["full_sequence_accuracy"] == 1.0
     assert scores["intent"]["f1"] == 1.0 and scores["slot"]["f1"] == 1.0
@@ -104,7 +111,8 @@ def test_the_gold_sequence_in_one_reply_scores_full_marks(split: Path, cases: li
 
 
 def test_a_wrong_sequence_scores_lower_and_a_failing_call_does_not_stop_the_trace(
-        split: Path, cases: list[EvalCase], tmp_path: Path) -> None:
+    split: Path, cases: list[EvalCase], tmp_path: Path
+) -> None:
     order = [c.id for c in cases]
     by_id = {c.id: c for c in cases}
 
@@ -120,7 +128,9 @@ def test_a_wrong_sequence_scores_lower_and_a_failing_call_does_not_stop_the_trac
         return [{"name": "no_such_tool", "arguments": {}}] + _gold_calls(case)
 
     out = tmp_path / "bogus"
-    res = run_eval(split, DirectClient(cases, bogus_first), MODEL, out, tasks=["nl2api"], options=DIRECT, progress=False)
+    res = run_eval(
+        split, DirectClient(cases, bogus_first), MODEL, out, tasks=["nl2api"], options=DIRECT, progress=False
+    )
     assert res.tasks["nl2api"]["status_counts"]["ok"] == len(cases)
     bogus = score_run(out)["nl2api"]
     assert bogus["completion_rate"] < 1.0 and bogus["intent"]["f1"] < 1.0
@@ -130,37 +140,59 @@ def test_a_wrong_sequence_scores_lower_and_a_failing_call_does_not_stop_the_trac
         assert len(trace) == len(json.loads(rec["result"])) == len(by_id[rec["id"]].gold["calls"]) + 1
 
 
-@pytest.mark.parametrize("garbage", ["I would filter the tracks first.", "", "{", '{"calls": []}', '{"calls": [{"arguments": {}}]}',
-                                     '{"calls": [{"name": "filter_data", "arguments": [1]}]}', "null"])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "I would filter the tracks first.",
+        "",
+        "{",
+        '{"calls": []}',
+        '{"calls": [{"arguments": {}}]}',
+        '{"calls": [{"name": "filter_data", "arguments": [1]}]}',
+        "null",
+    ],
+)
 def test_an_unreadable_reply_is_a_format_error_with_the_raw_reply_kept(
-        split: Path, cases: list[EvalCase], tmp_path: Path, garbage: str) -> None:
+    split: Path, cases: list[EvalCase], tmp_path: Path, garbage: str
+) -> None:
     out = tmp_path / "run"
     client = ScriptedClient(lambda m, s, t: FakeReply(garbage))
     res = run_eval(split, client, MODEL, out, tasks=["nl2api"], options=DIRECT, progress=False)
     assert res.tasks["nl2api"]["status_counts"]["format_error"] == len(cases)
-    assert client.calls <= len(cases)   # one shot: no retry (identical requests may share a call)
+    assert client.calls <= len(cases)  # one shot: no retry (identical requests may share a call)
     for rec in _replies(out):
         assert rec["status"] == "format_error" and rec["result"] == garbage
         assert len(rec["turns"]) == 1 and rec["turns"][0]["raw"] == garbage and rec["error"]["type"]
-    recs = [json.loads(x) for x in (out / "nl2api" / "records.jsonl").read_text().splitlines()] if score_run(out) else []
+    recs = (
+        [json.loads(x) for x in (out / "nl2api" / "records.jsonl").read_text().splitlines()] if score_run(out) else []
+    )
     assert recs and not any(r["ok"] for r in recs)
 
 
 def test_tools_mode_takes_every_native_call_of_the_one_reply_in_order(
-        split: Path, cases: list[EvalCase], tmp_path: Path) -> None:
+    split: Path, cases: list[EvalCase], tmp_path: Path
+) -> None:
     out = tmp_path / "run"
     client = DirectClient(cases)
     opts = TaskOptions(mode="tools", strategy="direct")
     res = run_eval(split, client, MODEL, out, tasks=["nl2api"], mode="tools", options=opts, progress=False)
     assert res.tasks["nl2api"]["status_counts"]["ok"] == len(cases) == client.calls
     assert all(r["tools"] and r["json_schema"] is None for r in client.requests)
-    assert any(len(c.gold["calls"]) >= 3 for c in cases)   # several tool calls in one reply
+    assert any(len(c.gold["calls"]) >= 3 for c in cases)  # several tool calls in one reply
     scores = score_run(out)["nl2api"]
     assert scores["completion_rate"] == 1.0 and scores["full_sequence_accuracy"] == 1.0
     # a reply without any tool call is not a sequence
     out2 = tmp_path / "none"
-    res = run_eval(split, ScriptedClient(lambda m, s, t: FakeReply("The answer is 42.")), MODEL, out2, tasks=["nl2api"],
-                   mode="tools", options=opts, progress=False)
+    res = run_eval(
+        split,
+        ScriptedClient(lambda m, s, t: FakeReply("The answer is 42.")),
+        MODEL,
+        out2,
+        tasks=["nl2api"],
+        mode="tools",
+        options=opts,
+        progress=False,
+    )
     assert res.tasks["nl2api"]["status_counts"]["format_error"] == len(cases)
     assert {r["error"]["type"] for r in _replies(out2)} == {"no_calls"}
 
@@ -213,9 +245,27 @@ def endpoint(monkeypatch: pytest.MonkeyPatch, cases: list[EvalCase]):
 
 
 def _run_cli(split: Path, out: Path, *extra: str):
-    return CliRunner().invoke(app, ["eval", "run", "--split", str(split), "--tasks", "nl2api", "--model", "fake",
-                                    "--out", str(out), "--limit", "2", "--concurrency", "2", *extra],
-                              prog_name="benchsmith")
+    return CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "run",
+            "--split",
+            str(split),
+            "--tasks",
+            "nl2api",
+            "--model",
+            "fake",
+            "--out",
+            str(out),
+            "--limit",
+            "2",
+            "--concurrency",
+            "2",
+            *extra,
+        ],
+        prog_name="benchsmith",
+    )
 
 
 def test_the_cli_takes_strategy_direct_and_mode_direct(split: Path, endpoint, tmp_path: Path) -> None:
@@ -234,11 +284,17 @@ def test_the_cli_takes_strategy_direct_and_mode_direct(split: Path, endpoint, tm
     assert meta["tasks"]["nl2api"]["prompt_version"].startswith("nl2api/direct@")
 
 
-@pytest.mark.parametrize("args, word", [(("--strategy", "bogus"), "bogus"),
-                                        (("--mode", "direct", "--strategy", "react"), "contradicts"),
-                                        (("--mode", "oneshot"), "oneshot")])
-def test_the_cli_refuses_a_bad_strategy_in_one_line(split: Path, endpoint, tmp_path: Path, args: tuple[str, ...],
-                                                    word: str) -> None:
+@pytest.mark.parametrize(
+    "args, word",
+    [
+        (("--strategy", "bogus"), "bogus"),
+        (("--mode", "direct", "--strategy", "react"), "contradicts"),
+        (("--mode", "oneshot"), "oneshot"),
+    ],
+)
+def test_the_cli_refuses_a_bad_strategy_in_one_line(
+    split: Path, endpoint, tmp_path: Path, args: tuple[str, ...], word: str
+) -> None:
     res = _run_cli(split, tmp_path / "bad", *args)
     assert res.exit_code == 2, res.output
     line = one_error_line(res.stderr)

@@ -18,26 +18,55 @@ import pytest
 
 from benchsmith.construction import EnvContext, open_environment
 from benchsmith.construction.nl2api import (
-    BuildOptions, SplitTools, build_split, chinook_db, create_app, default_pairs_path,
+    BuildOptions,
+    SplitTools,
+    build_split,
+    chinook_db,
+    create_app,
+    default_pairs_path,
 )
 from benchsmith.eval.nl2api import NL2API
 from benchsmith.schemas import (
-    Provenance, Sample, Split, SplitManifest, UserError, file_sha256, read_json, read_jsonl,
-    samples_content_hash, write_json, write_jsonl,
+    Provenance,
+    Sample,
+    Split,
+    SplitManifest,
+    UserError,
+    file_sha256,
+    read_json,
+    read_jsonl,
+    samples_content_hash,
+    write_json,
+    write_jsonl,
 )
 
 CHINOOK_PAIRS = 5
 LIBRARY_PAIRS = [
-    {"id": "lib-1", "question": "How many books were published after 1950?",
-     "sql": "SELECT COUNT(*) FROM books WHERE year > 1950"},
-    {"id": "lib-2", "question": "Titles of the books with at least 300 pages?",
-     "sql": "SELECT title FROM books WHERE pages >= 300"},
-    {"id": "lib-3", "question": "Which authors come from the UK?",
-     "sql": "SELECT name FROM authors WHERE country = 'UK'"},
-    {"id": "lib-4", "question": "Books written by Jane Austen?",
-     "sql": "SELECT b.title FROM books b JOIN authors a ON b.author_id = a.author_id WHERE a.name = 'Jane Austen'"},
-    {"id": "lib-5", "question": "Average page count of the books by author 2?",
-     "sql": "SELECT AVG(pages) FROM books WHERE author_id = 2"},
+    {
+        "id": "lib-1",
+        "question": "How many books were published after 1950?",
+        "sql": "SELECT COUNT(*) FROM books WHERE year > 1950",
+    },
+    {
+        "id": "lib-2",
+        "question": "Titles of the books with at least 300 pages?",
+        "sql": "SELECT title FROM books WHERE pages >= 300",
+    },
+    {
+        "id": "lib-3",
+        "question": "Which authors come from the UK?",
+        "sql": "SELECT name FROM authors WHERE country = 'UK'",
+    },
+    {
+        "id": "lib-4",
+        "question": "Books written by Jane Austen?",
+        "sql": "SELECT b.title FROM books b JOIN authors a ON b.author_id = a.author_id WHERE a.name = 'Jane Austen'",
+    },
+    {
+        "id": "lib-5",
+        "question": "Average page count of the books by author 2?",
+        "sql": "SELECT AVG(pages) FROM books WHERE author_id = 2",
+    },
 ]
 
 
@@ -70,8 +99,10 @@ def _build_parts(root: Path, style: str) -> dict[str, Path]:
     if not db.is_file():
         _library_db(db)
     parts = {}
-    for db_id, db_path, pairs, n in (("chinook", chinook_db(), chinook_pairs, CHINOOK_PAIRS),
-                                     ("library", db, library_pairs, len(LIBRARY_PAIRS))):
+    for db_id, db_path, pairs, n in (
+        ("chinook", chinook_db(), chinook_pairs, CHINOOK_PAIRS),
+        ("library", db, library_pairs, len(LIBRARY_PAIRS)),
+    ):
         out = root / f"{db_id}-{style}"
         report = build_split(db_path, pairs, out, BuildOptions(style=style, name=f"{db_id}-{style}"))
         assert report["verified"] == n, report["rejections"]
@@ -115,10 +146,15 @@ def merge_splits(parts: dict[str, Path], out: Path, *, style: str) -> Path:
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     now = datetime.now(timezone.utc)
     manifest = SplitManifest(
-        name=f"merged-{style}", version="1.0.0", created_at=now, sample_count=len(samples),
-        files={f: file_sha256(out / f) for f in files}, content_hash=samples_content_hash(s.id for s in samples),
+        name=f"merged-{style}",
+        version="1.0.0",
+        created_at=now,
+        sample_count=len(samples),
+        files={f: file_sha256(out / f) for f in files},
+        content_hash=samples_content_hash(s.id for s in samples),
         provenance=Provenance(source="+".join(parts), method=f"nl2api.{style}", created_at=now),
-        extra={"style": style, "obfuscated": False, "tool_universe": None, "databases": sorted(parts)})
+        extra={"style": style, "obfuscated": False, "tool_universe": None, "databases": sorted(parts)},
+    )
     write_json(out / Split.MANIFEST, manifest.model_dump(mode="json"))
     return out
 
@@ -254,8 +290,9 @@ def test_load_refuses_a_sample_whose_database_is_missing(merged, tmp_path):
     finally:
         bench.close()
     # a sample without db_id on a merged split without database.sqlite: named at load
-    samples[0] = samples[0].model_copy(update={"metadata": {k: v for k, v in samples[0].metadata.items()
-                                                            if k != "db_id"}})
+    samples[0] = samples[0].model_copy(
+        update={"metadata": {k: v for k, v in samples[0].metadata.items() if k != "db_id"}}
+    )
     write_jsonl(copy / Split.SAMPLES, samples)
     bench = NL2API()
     try:
@@ -270,9 +307,12 @@ def test_database_sqlite_is_the_default_next_to_databases(merged, tmp_path):
     copy = tmp_path / "split"
     shutil.copytree(merged["slot"], copy)
     shutil.copyfile(copy / "databases" / "chinook.sqlite", copy / Split.DATABASE)
-    samples = [s.model_copy(update={"metadata": {k: v for k, v in s.metadata.items()
-                                                 if not (k == "db_id" and v == "chinook")}})
-               for s in read_jsonl(copy / Split.SAMPLES, Sample)]
+    samples = [
+        s.model_copy(
+            update={"metadata": {k: v for k, v in s.metadata.items() if not (k == "db_id" and v == "chinook")}}
+        )
+        for s in read_jsonl(copy / Split.SAMPLES, Sample)
+    ]
     write_jsonl(copy / Split.SAMPLES, samples)
     tools = SplitTools(copy)
     try:
@@ -322,7 +362,8 @@ def test_nl2api_environment_picks_the_descriptor_database(merged):
     for step in sample.gold:
         env.call(step.call.name, step.call.arguments, step.call.label)
     assert env.answer(sample.gold[-1].call.label) == sample.answer.value or sorted(
-        map(json.dumps, env.answer(sample.gold[-1].call.label))) == sorted(map(json.dumps, sample.answer.value))
+        map(json.dumps, env.answer(sample.gold[-1].call.label))
+    ) == sorted(map(json.dumps, sample.answer.value))
     with pytest.raises(UserError, match="several databases"):
         open_environment({"kind": "nl2api", "style": "slot", "setup": setup}, EnvContext(split=split))
     with pytest.raises(UserError, match="db_id 'ghost'"):
@@ -394,8 +435,10 @@ def test_teval_derive_executes_each_sample_on_its_database(merged, tmp_path):
 # ---- annotation finalize ------------------------------------------------------------------------
 class _Store:
     def __init__(self, samples: list[Sample]) -> None:
-        self._items = [{"sample_id": s.id, "status": "accepted", "round": 1, "history": [],
-                        "sample": s.model_dump(mode="json")} for s in samples]
+        self._items = [
+            {"sample_id": s.id, "status": "accepted", "round": 1, "history": [], "sample": s.model_dump(mode="json")}
+            for s in samples
+        ]
 
     def items(self):
         return self._items
@@ -411,8 +454,9 @@ def test_finalize_copies_the_databases_folder(merged, tmp_path):
     from benchsmith.annotation._private.finalize import copy_split_files, finalize
 
     split = merged["slot"]
-    workspace = SimpleNamespace(store=_Store(Split(split).samples()), split_dir=lambda: split,
-                                folder=tmp_path / "ws", sources=lambda: [])
+    workspace = SimpleNamespace(
+        store=_Store(Split(split).samples()), split_dir=lambda: split, folder=tmp_path / "ws", sources=lambda: []
+    )
     result = finalize(workspace, tmp_path / "final")
     final = Split(tmp_path / "final")
     assert result["accepted"] == CHINOOK_PAIRS + len(LIBRARY_PAIRS)
@@ -435,7 +479,16 @@ def test_finalize_copies_the_databases_folder(merged, tmp_path):
     out.mkdir()
     single = merged["slot-single"]
     written = copy_split_files(single, out)
-    assert written == [f for f in ("tools.json", "toolset.json", "endpoints.json", "database.sqlite",
-                                   "database.sqlite.descriptions.json") if (single / f).is_file()]
+    assert written == [
+        f
+        for f in (
+            "tools.json",
+            "toolset.json",
+            "endpoints.json",
+            "database.sqlite",
+            "database.sqlite.descriptions.json",
+        )
+        if (single / f).is_file()
+    ]
     assert "database.sqlite" in written and not (out / "databases").exists()
     assert (out / "database.sqlite").read_bytes() == (single / "database.sqlite").read_bytes()

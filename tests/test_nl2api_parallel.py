@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from benchsmith.construction.nl2api import (
-    BuildOptions, build_split, build_universes, chinook_db, default_pairs_path, parse_universe, universe_size,
+    BuildOptions,
+    build_split,
+    build_universes,
+    chinook_db,
+    default_pairs_path,
+    parse_universe,
+    universe_size,
 )
 from benchsmith.schemas import UserError
 
@@ -38,8 +44,12 @@ def _split(out: Path) -> dict:
     report = json.loads((out / "report.json").read_text("utf-8"))
     for k in ("seconds", "workers", "ray", "resumed_pairs"):
         report.pop(k)
-    return {"samples": samples, "report": report, "tools": json.loads((out / "tools.json").read_text("utf-8")),
-            "toolset": (out / "toolset.json").read_text("utf-8") if (out / "toolset.json").exists() else None}
+    return {
+        "samples": samples,
+        "report": report,
+        "tools": json.loads((out / "tools.json").read_text("utf-8")),
+        "toolset": (out / "toolset.json").read_text("utf-8") if (out / "toolset.json").exists() else None,
+    }
 
 
 @pytest.mark.parametrize("style", ["slot", "rest"])
@@ -117,8 +127,9 @@ def test_a_fraction_universe_keeps_gold_tools_and_the_share_of_the_rest(chinook,
 
 def test_a_sweep_writes_one_split_per_size_from_one_conversion(chinook, tmp_path):
     calls = []
-    reports = build_universes(chinook, default_pairs_path(), tmp_path / "sweep", BuildOptions(progress=calls.append),
-                              [0.25, 0.5, 1.0])
+    reports = build_universes(
+        chinook, default_pairs_path(), tmp_path / "sweep", BuildOptions(progress=calls.append), [0.25, 0.5, 1.0]
+    )
     assert [r["tool_universe"] for r in reports] == [0.25, 0.5, 1.0]
     sizes = []
     for label in ("universe-0.25", "universe-0.5", "universe-1"):

@@ -19,8 +19,20 @@ def _items() -> list[tuple[int, dict]]:
         {"id": "no-table", "question": "q", "sql": "SELECT x FROM no_such_table"},
         {"id": "no-column", "question": "q", "sql": "SELECT no_such_column FROM tracks"},
     ]
-    return [(i + 1, {"id": r["id"], "question": r["question"], "sql": r["sql"], "evidence": None,
-                     "difficulty": None, "db_id": None}) for i, r in enumerate(rows)]
+    return [
+        (
+            i + 1,
+            {
+                "id": r["id"],
+                "question": r["question"],
+                "sql": r["sql"],
+                "evidence": None,
+                "difficulty": None,
+                "db_id": None,
+            },
+        )
+        for i, r in enumerate(rows)
+    ]
 
 
 def test_phased_results_equal_pair_by_pair():

@@ -19,9 +19,10 @@ def db(tmp_path_factory) -> Database:
     con.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER, x REAL, name TEXT COLLATE NOCASE, v TEXT)")
     rng = random.Random(7)
     names = ["a", "A", "b", "B ", "c", "d", None]
-    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)",
-                    [(i, rng.randint(0, 12), rng.choice([1, 1.0, 2.5, None, 3]), rng.choice(names), f"v{i}")
-                     for i in range(1, 60)])
+    con.executemany(
+        "INSERT INTO t VALUES (?, ?, ?, ?, ?)",
+        [(i, rng.randint(0, 12), rng.choice([1, 1.0, 2.5, None, 3]), rng.choice(names), f"v{i}") for i in range(1, 60)],
+    )
     con.commit()
     con.close()
     return Database(path)
@@ -34,14 +35,14 @@ def _rel(db: Database, where: str, order: tuple, visible: tuple = ("id", "k", "x
 
 
 CASES = [
-    ("1", (("id", True),)),                 # unique key: never ties
+    ("1", (("id", True),)),  # unique key: never ties
     ("1", (("id", False),)),
-    ("1", (("k", True),)),                  # ties everywhere
+    ("1", (("k", True),)),  # ties everywhere
     ("k > 9", (("k", True), ("id", False))),
-    ("1", (("name", True),)),               # NOCASE: 'a' and 'A' tie for SQLite
+    ("1", (("name", True),)),  # NOCASE: 'a' and 'A' tie for SQLite
     ("1", (("name", True), ("id", True))),
-    ("1", (("x", True), ("id", True))),     # 1 and 1.0 are one value
-    ("id <= 3", (("k", False),)),           # fewer rows than the preview
+    ("1", (("x", True), ("id", True))),  # 1 and 1.0 are one value
+    ("id <= 3", (("k", False),)),  # fewer rows than the preview
     ("id <= 6", (("id", True),)),
     ("id <= 7", (("id", True),)),
 ]

@@ -16,43 +16,85 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import clean_env, console_script
 
 from benchsmith.construction.nl2api import (
-    MAX_LIST_ITEMS, MAX_TEXT_CHARS, SLOT_TOOLS, BuildOptions, Database, Runtime, ToolError, build_split, chinook_db,
-    create_app, read_endpoints, result_rows, run_endpoint,
+    MAX_LIST_ITEMS,
+    MAX_TEXT_CHARS,
+    SLOT_TOOLS,
+    BuildOptions,
+    Database,
+    Runtime,
+    ToolError,
+    build_split,
+    chinook_db,
+    create_app,
+    read_endpoints,
+    result_rows,
+    run_endpoint,
 )
 from benchsmith.construction.nl2api._private.describe import PHRASES
 from benchsmith.schemas import Sample, ToolCall, UserError, read_json, read_jsonl
-from helpers import clean_env, console_script
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "nl2api"
-DESCRIPTIONS = [json.loads(line) for line in (FIXTURES / "rest_descriptions.jsonl").read_text("utf-8").splitlines()
-                if line.strip()]
+DESCRIPTIONS = [
+    json.loads(line) for line in (FIXTURES / "rest_descriptions.jsonl").read_text("utf-8").splitlines() if line.strip()
+]
 
 # ~10 varied pairs: numeric and string filters, IN lists (-> array query parameters), BETWEEN,
 # GROUP BY, aggregates, a join and a LIKE prefix.
 PAIRS = [
-    {"id": "gt-count", "question": "How many tracks run longer than five minutes?",
-     "sql": "SELECT COUNT(*) FROM tracks WHERE milliseconds > 300000"},
-    {"id": "eq-string", "question": "First and last names of the customers in Brazil?",
-     "sql": "SELECT first_name, last_name FROM customers WHERE country = 'Brazil'"},
-    {"id": "in-strings", "question": "Customers in Canada, France or Norway?",
-     "sql": "SELECT first_name, last_name, country FROM customers WHERE country IN ('Canada', 'France', 'Norway')"},
-    {"id": "in-ints", "question": "Tracks of albums 1, 2 or 3 that last at least four minutes?",
-     "sql": "SELECT name FROM tracks WHERE album_id IN (1, 2, 3) AND milliseconds >= 240000"},
-    {"id": "between", "question": "Invoices with a total between 10 and 15?",
-     "sql": "SELECT invoice_id, total FROM invoices WHERE total BETWEEN 10 AND 15"},
-    {"id": "group-by", "question": "How many tracks does each of the genres 1 to 5 have?",
-     "sql": "SELECT genre_id, COUNT(*) FROM tracks WHERE genre_id <= 5 GROUP BY genre_id"},
-    {"id": "avg", "question": "Average unit price of the tracks on album 1?",
-     "sql": "SELECT AVG(unit_price) FROM tracks WHERE album_id = 1"},
-    {"id": "sum", "question": "Total billed to Germany?",
-     "sql": "SELECT SUM(total) FROM invoices WHERE billing_country = 'Germany'"},
-    {"id": "float-eq", "question": "How many tracks cost $1.99?",
-     "sql": "SELECT COUNT(*) FROM tracks WHERE unit_price = 1.99"},
-    {"id": "join-like", "question": "Jazz tracks whose name starts with 'Blue'?",
-     "sql": "SELECT t.name FROM tracks t JOIN genres g ON t.genre_id = g.genre_id "
-            "WHERE g.name = 'Jazz' AND t.name LIKE 'Blue%'"},
+    {
+        "id": "gt-count",
+        "question": "How many tracks run longer than five minutes?",
+        "sql": "SELECT COUNT(*) FROM tracks WHERE milliseconds > 300000",
+    },
+    {
+        "id": "eq-string",
+        "question": "First and last names of the customers in Brazil?",
+        "sql": "SELECT first_name, last_name FROM customers WHERE country = 'Brazil'",
+    },
+    {
+        "id": "in-strings",
+        "question": "Customers in Canada, France or Norway?",
+        "sql": "SELECT first_name, last_name, country FROM customers WHERE country IN ('Canada', 'France', 'Norway')",
+    },
+    {
+        "id": "in-ints",
+        "question": "Tracks of albums 1, 2 or 3 that last at least four minutes?",
+        "sql": "SELECT name FROM tracks WHERE album_id IN (1, 2, 3) AND milliseconds >= 240000",
+    },
+    {
+        "id": "between",
+        "question": "Invoices with a total between 10 and 15?",
+        "sql": "SELECT invoice_id, total FROM invoices WHERE total BETWEEN 10 AND 15",
+    },
+    {
+        "id": "group-by",
+        "question": "How many tracks does each of the genres 1 to 5 have?",
+        "sql": "SELECT genre_id, COUNT(*) FROM tracks WHERE genre_id <= 5 GROUP BY genre_id",
+    },
+    {
+        "id": "avg",
+        "question": "Average unit price of the tracks on album 1?",
+        "sql": "SELECT AVG(unit_price) FROM tracks WHERE album_id = 1",
+    },
+    {
+        "id": "sum",
+        "question": "Total billed to Germany?",
+        "sql": "SELECT SUM(total) FROM invoices WHERE billing_country = 'Germany'",
+    },
+    {
+        "id": "float-eq",
+        "question": "How many tracks cost $1.99?",
+        "sql": "SELECT COUNT(*) FROM tracks WHERE unit_price = 1.99",
+    },
+    {
+        "id": "join-like",
+        "question": "Jazz tracks whose name starts with 'Blue'?",
+        "sql": "SELECT t.name FROM tracks t JOIN genres g ON t.genre_id = g.genre_id "
+        "WHERE g.name = 'Jazz' AND t.name LIKE 'Blue%'",
+    },
 ]
 
 
@@ -126,7 +168,7 @@ def test_in_list_becomes_an_array_query_parameter(rest_split):
         props = tool.parameters.model_dump()["properties"]
         arrays = {k: v for k, v in props.items() if v.get("type") == "array"}
         assert len(arrays) == 1, props
-        (pname, spec), = arrays.items()
+        ((pname, spec),) = arrays.items()
         assert spec["items"]["type"] == item_type
         assert isinstance(call.arguments[pname], list) and len(call.arguments[pname]) == 3
     call, tool = _gold(by_source["between"])
@@ -160,7 +202,7 @@ def test_wrong_typed_and_missing_parameters_give_422(rest_split):
     out, _, samples = rest_split
     by_source = {s.provenance.source_id: s for s in samples}
     call, tool = _gold(by_source["gt-count"])
-    (pname, value), = call.arguments.items()
+    ((pname, value),) = call.arguments.items()
     assert isinstance(value, int) and tool.parameters.model_dump()["properties"][pname]["type"] == "integer"
     with TestClient(create_app(str(out))) as client:
         resp = client.get(tool.rest.path, params={pname: "three hundred thousand"})
@@ -188,10 +230,6 @@ def test_create_app_refuses_a_non_rest_split(slot_split):
 # ---------------------------------------------------------------- the real server ----
 
 
-
-
-
-
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -202,7 +240,7 @@ def _proc_addr(hexaddr: str) -> str:
     """An address of /proc/net/tcp{,6}: 32-bit words in host byte order."""
     raw = bytes.fromhex(hexaddr)
     if sys.byteorder == "little":
-        raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+        raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
     return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
 
 
@@ -254,8 +292,12 @@ def test_serve_listens_on_loopback_only_and_answers(rest_split, tmp_path):
     call, tool = _gold(sample)
     port = _free_port()
     log = (tmp_path / "server.log").open("wb")
-    proc = subprocess.Popen([console_script(), "nl2api", "serve", str(out), "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, env=clean_env())
+    proc = subprocess.Popen(
+        [console_script(), "nl2api", "serve", str(out), "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=clean_env(),
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 20
@@ -300,8 +342,13 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def test_serving_a_non_rest_split_is_a_user_error(slot_split):
-    res = subprocess.run([console_script(), "nl2api", "serve", str(slot_split), "--port", str(_free_port())],
-                         capture_output=True, text=True, timeout=60, env=clean_env())
+    res = subprocess.run(
+        [console_script(), "nl2api", "serve", str(slot_split), "--port", str(_free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+    )
     assert res.returncode == 2
     lines = _ANSI.sub("", res.stderr).strip().splitlines()
     assert len(lines) == 1, res.stderr
@@ -326,8 +373,13 @@ def described(tmp_path_factory) -> dict[str, str]:
     """The fixture's questions built as one REST split: pair id -> its endpoint's description."""
     root = tmp_path_factory.mktemp("described")
     pairs = root / "pairs.jsonl"
-    pairs.write_text("".join(json.dumps({"id": f"case-{i}", "question": c["question"], "sql": c["sql"]}) + "\n"
-                             for i, c in enumerate(DESCRIPTIONS)), encoding="utf-8")
+    pairs.write_text(
+        "".join(
+            json.dumps({"id": f"case-{i}", "question": c["question"], "sql": c["sql"]}) + "\n"
+            for i, c in enumerate(DESCRIPTIONS)
+        ),
+        encoding="utf-8",
+    )
     report = build_split(chinook_db(), pairs, root / "split", BuildOptions(style="rest"))
     assert report["verified"] == len(DESCRIPTIONS), report["rejections"]
     out = {}
@@ -365,20 +417,26 @@ def _run_on_playlists(db: Database, *calls: ToolCall):
 
 
 def _filter(operator: str, value, key: str = "playlists.name") -> ToolCall:
-    return ToolCall(name="filter_data", label="filtered_2",
-                    arguments={"data_source": "$data_1$", "key_name": key, "operator": operator, "value": value})
+    return ToolCall(
+        name="filter_data",
+        label="filtered_2",
+        arguments={"data_source": "$data_1$", "key_name": key, "operator": operator, "value": value},
+    )
 
 
-@pytest.mark.parametrize("operator", ["contains", "not_contains", "starts_with", "not_starts_with", "ends_with",
-                                      "not_ends_with", "like", "not_like"])
+@pytest.mark.parametrize(
+    "operator",
+    ["contains", "not_contains", "starts_with", "not_starts_with", "ends_with", "not_ends_with", "like", "not_like"],
+)
 def test_a_pattern_over_the_cap_is_a_tool_error_before_any_sql(db, operator):
     with pytest.raises(ToolError, match=f"50,001 characters long; the limit is {MAX_TEXT_CHARS:,}"):
         _run_on_playlists(db, _filter(operator, "x" * 50_001))
     with pytest.raises(ToolError, match="NUL"):
         _run_on_playlists(db, _filter(operator, "Clas\x00sical"))
     # at the cap, wildcards and escape characters are matched literally
-    assert _run_on_playlists(db, _filter(operator.replace("like", "contains"), "%_\\" * (MAX_TEXT_CHARS // 3))) \
-        == ([] if not operator.startswith("not_") else _run_on_playlists(db))
+    assert _run_on_playlists(db, _filter(operator.replace("like", "contains"), "%_\\" * (MAX_TEXT_CHARS // 3))) == (
+        [] if not operator.startswith("not_") else _run_on_playlists(db)
+    )
 
 
 def test_an_in_list_over_the_cap_is_a_tool_error(db):
@@ -415,7 +473,7 @@ def test_a_rest_endpoint_called_as_a_tool_keeps_the_caps(rest_split):
         with pytest.raises(ToolError, match="parameter name_prefix is 50,001 characters long"):
             run_endpoint(db, endpoints[call.name], {**call.arguments, "name_prefix": "x" * 50_001})
         call, _ = _gold(by_source["in-strings"])
-        (pname, _value), = call.arguments.items()
+        ((pname, _value),) = call.arguments.items()
         with pytest.raises(ToolError, match=f"parameter {pname} lists {MAX_LIST_ITEMS + 1:,} values"):
             run_endpoint(db, endpoints[call.name], {pname: ["Canada"] * (MAX_LIST_ITEMS + 1)})
     finally:
@@ -427,9 +485,19 @@ def test_a_gold_value_over_the_caps_rejects_its_pair_not_the_build(tmp_path):
     and the others are built."""
     long_name = "x" * (MAX_TEXT_CHARS + 1)
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text(json.dumps({"id": "long", "question": "How many artists are not named x...x?",
-                                 "sql": f"SELECT COUNT(*) FROM artists WHERE name != '{long_name}'"}) + "\n"
-                     + json.dumps(PAIRS[0]) + "\n", encoding="utf-8")
+    pairs.write_text(
+        json.dumps(
+            {
+                "id": "long",
+                "question": "How many artists are not named x...x?",
+                "sql": f"SELECT COUNT(*) FROM artists WHERE name != '{long_name}'",
+            }
+        )
+        + "\n"
+        + json.dumps(PAIRS[0])
+        + "\n",
+        encoding="utf-8",
+    )
     report = build_split(chinook_db(), pairs, tmp_path / "split", BuildOptions(style="rest"))
     assert report["verified"] == 1 and report["rejected"] == {"tool_error": 1}, report
     (rejection,) = report["rejections"]

@@ -22,13 +22,20 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from helpers import clean_env, console_script
 
 from benchsmith.construction.nl2api import (
-    MAX_LIST_ITEMS, MAX_TEXT_CHARS, BuildOptions, Database, ToolEnv, build_split, chinook_db, create_app,
+    MAX_LIST_ITEMS,
+    MAX_TEXT_CHARS,
+    BuildOptions,
+    Database,
+    ToolEnv,
+    build_split,
+    chinook_db,
+    create_app,
     default_pairs_path,
 )
 from benchsmith.schemas import Sample, read_jsonl
-from helpers import clean_env, console_script
 
 LONG = "x" * 50_001
 
@@ -87,11 +94,23 @@ def _normal(split: Path) -> list[tuple[str, str, list, bool]]:
     out = []
     for s in read_jsonl(split / "samples.jsonl", Sample):
         call = s.gold[0].call
-        out.append((s.provenance.source_id, f"/v1/{call.name}?{q(**call.arguments)}",
-                    json.loads(json.dumps(s.answer.value)), s.answer.ordered))
+        out.append(
+            (
+                s.provenance.source_id,
+                f"/v1/{call.name}?{q(**call.arguments)}",
+                json.loads(json.dumps(s.answer.value)),
+                s.answer.ordered,
+            )
+        )
     for text in ("%", "_", "\\", "Orchestra", "%_\\" * (MAX_TEXT_CHARS // 3), "y" * MAX_TEXT_CHARS):
-        out.append((f"contains-{text[:6]!r}x{len(text)}", f"{CONTAINS}?{q(name_contains=text)}",
-                    [[_contains_count(split, text)]], True))
+        out.append(
+            (
+                f"contains-{text[:6]!r}x{len(text)}",
+                f"{CONTAINS}?{q(name_contains=text)}",
+                [[_contains_count(split, text)]],
+                True,
+            )
+        )
     out.append(("prefix-at-the-cap", f"{PREFIX}?{q(name_prefix='C' * MAX_TEXT_CHARS)}", [], True))
     return out
 
@@ -205,8 +224,17 @@ def _worker(port: int, plan: list[tuple]) -> list[tuple]:
                 first = conn.sock.getsockname()
                 continue
             # the same socket for every request: a refused request does not cost the connection
-            done.append((item, resp.status, resp.getheader("content-type"), body,
-                         resp.getheader("connection"), conn.sock.getsockname() if conn.sock else None, first))
+            done.append(
+                (
+                    item,
+                    resp.status,
+                    resp.getheader("content-type"),
+                    body,
+                    resp.getheader("connection"),
+                    conn.sock.getsockname() if conn.sock else None,
+                    first,
+                )
+            )
     finally:
         conn.close()
     return done
@@ -217,15 +245,20 @@ def test_serve_under_load_never_answers_500(split, tmp_path):
     database = split / "database.sqlite"
     before = _sha256(database)
     normal = [("normal", path, rows, ordered, rid) for rid, path, rows, ordered in _normal(split)]
-    hostile = [("hostile", path + ("?" + query if query else ""), status, None, hid)
-               for hid, path, query, status in HOSTILE]
+    hostile = [
+        ("hostile", path + ("?" + query if query else ""), status, None, hid) for hid, path, query, status in HOSTILE
+    ]
     plan = (normal + hostile) * 2  # ~340 requests
     random.Random(26).shuffle(plan)
     threads = 4
     log_path = tmp_path / "server.log"
     with log_path.open("wb") as log:
-        proc = subprocess.Popen([console_script(), "nl2api", "serve", str(split), "--port", str(port)],
-                                stdout=log, stderr=subprocess.STDOUT, env=clean_env())
+        proc = subprocess.Popen(
+            [console_script(), "nl2api", "serve", str(split), "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=clean_env(),
+        )
         try:
             deadline = time.monotonic() + 60
             while True:
@@ -241,8 +274,9 @@ def test_serve_under_load_never_answers_500(split, tmp_path):
                     time.sleep(0.2)
             started = log_path.read_text()
             with ThreadPoolExecutor(threads) as pool:
-                results = [r for part in pool.map(lambda i: _worker(port, plan[i::threads]), range(threads))
-                           for r in part]
+                results = [
+                    r for part in pool.map(lambda i: _worker(port, plan[i::threads]), range(threads)) for r in part
+                ]
             # the example request the start-up lines print
             example = re.search(r"curl '(http://127\.0\.0\.1:\d+)(/v1/[^']+)'", started)
             example_status = None
@@ -284,9 +318,11 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "nl2api"
 BY_NAME = "/v1/list_files_by_name"
 # rows of the endpoint made from the "beta" pair, called with other names: a BLOB that is not UTF-8
 # text is {"$bytes": base64}, one that is is its text, +/-inf is {"$float": ...}
-TAGGED = [("alpha", [["alpha", {"$bytes": "//4A"}, {"$float": "inf"}]]),  # X'FFFE00', 9e999
-          ("beta", [["beta", "ok", 1.5]]),
-          ("apple", [["apple", {"$bytes": "gA=="}, {"$float": "-inf"}]])]  # X'80', -9e999
+TAGGED = [
+    ("alpha", [["alpha", {"$bytes": "//4A"}, {"$float": "inf"}]]),  # X'FFFE00', 9e999
+    ("beta", [["beta", "ok", 1.5]]),
+    ("apple", [["apple", {"$bytes": "gA=="}, {"$float": "-inf"}]]),
+]  # X'80', -9e999
 
 
 @pytest.fixture(scope="module")
@@ -331,8 +367,11 @@ def test_tool_observations_carry_the_same_tags(odd_split):
             assert obs["rows"] == rows and json.loads(json.dumps(obs, allow_nan=False)) == obs
         setup = [{"name": "initialize_active_data", "arguments": {"source": "files"}, "label": "data_1"}]
         slot = ToolEnv(odd_split, db, "slot", setup)
-        obs = slot.call("filter_data", {"data_source": "$data_1$", "key_name": "files.size", "operator": "greater_than",
-                                        "value": 0}, "above")
+        obs = slot.call(
+            "filter_data",
+            {"data_source": "$data_1$", "key_name": "files.size", "operator": "greater_than", "value": 0},
+            "above",
+        )
         assert [r[-2:] for r in obs["rows"]] == [[{"$bytes": "//4A"}, {"$float": "inf"}], ["ok", 1.5]]
         assert json.loads(json.dumps(obs, allow_nan=False)) == obs
     finally:

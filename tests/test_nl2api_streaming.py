@@ -59,8 +59,12 @@ else:
 
 
 def _killed_build(db: Path, pairs: Path, out: Path, phase: str, at: int) -> None:
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(db), str(pairs), str(out), phase, str(at)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(db), str(pairs), str(out), phase, str(at)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == -9, proc.stderr[-2000:]
 
 
@@ -83,7 +87,8 @@ def test_kill_9_mid_stream_leaves_the_previous_split_and_the_rerun_resumes(tmp_p
     fresh = build_split(db, bigger, tmp_path / "clean", BuildOptions())
     assert fresh["resumed_pairs"] == 0
     assert _no_times((out / "samples.jsonl").read_text("utf-8")) == _no_times(
-        (tmp_path / "clean" / "samples.jsonl").read_text("utf-8"))
+        (tmp_path / "clean" / "samples.jsonl").read_text("utf-8")
+    )
 
 
 def test_a_failed_build_leaves_the_previous_split(tmp_path, monkeypatch):
@@ -130,8 +135,12 @@ def test_peak_memory_does_not_grow_with_the_pairs(tmp_path):
     db = chinook_db()
     peaks = {}
     for copies in (1, 16):
-        proc = subprocess.run([sys.executable, "-c", _MEASURE, str(db), str(_pairs(tmp_path, copies)),
-                               str(tmp_path / f"out-{copies}")], capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-c", _MEASURE, str(db), str(_pairs(tmp_path, copies)), str(tmp_path / f"out-{copies}")],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         peaks[copies] = int(proc.stdout.split()[-1])
     assert peaks[16] < 1.15 * peaks[1], peaks
@@ -143,21 +152,51 @@ def _line(sample: Sample, tmp: Path) -> str:
     return (tmp / "one.jsonl").read_text("utf-8")
 
 
-@pytest.mark.parametrize("query", ["What is 2+2?", "tiny 3.4e-05, e-mail 1e-6 and ':1e-6,'", "Ünïcødé — 東京 \u2028 \"quoted\" \\ back", "lone " + chr(0xDC80)])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What is 2+2?",
+        "tiny 3.4e-05, e-mail 1e-6 and ':1e-6,'",
+        'Ünïcødé — 東京 \u2028 "quoted" \\ back',
+        "lone " + chr(0xDC80),
+    ],
+)
 def test_the_encoder_gives_write_jsonl_bytes_and_the_content_id(tmp_path, query):
     prov = {"source": "t", "method": "m", "created_at": datetime(2024, 1, 1, tzinfo=timezone.utc)}
-    tools = [Tool(name="b_tool", description="Zürich\n\"x\"", parameters={"type": "object", "properties": {
-                 "z": {"type": "number"}, "a": {"type": "string", "enum": ["é", "e"]}}}),
-             Tool(name="a_tool", description="A.")]
+    tools = [
+        Tool(
+            name="b_tool",
+            description='Zürich\n"x"',
+            parameters={
+                "type": "object",
+                "properties": {"z": {"type": "number"}, "a": {"type": "string", "enum": ["é", "e"]}},
+            },
+        ),
+        Tool(name="a_tool", description="A."),
+    ]
     enc = SampleEncoder()
     lone = "\udc80" in query  # content_id cannot hash lone surrogates: such a sample comes with its id
     for chosen in (tools, tools[:1], [], list(reversed(tools))):
-        bare = Sample(id="given" if lone else "", query=query,
-                      gold=[{"call": {"name": "a_tool", "arguments": {"k": 1.5, "t": 1e-06}},
-                             "observation": {"rows": [[None, "ß", 3.4e-05, 2e-7]]}}],
-                      metadata={"n": float("1e300")}, provenance=prov)
-        full = Sample(id="given" if lone else None, query=query, tools=chosen, gold=bare.gold, metadata=bare.metadata,
-                      provenance=prov)
+        bare = Sample(
+            id="given" if lone else "",
+            query=query,
+            gold=[
+                {
+                    "call": {"name": "a_tool", "arguments": {"k": 1.5, "t": 1e-06}},
+                    "observation": {"rows": [[None, "ß", 3.4e-05, 2e-7]]},
+                }
+            ],
+            metadata={"n": float("1e300")},
+            provenance=prov,
+        )
+        full = Sample(
+            id="given" if lone else None,
+            query=query,
+            tools=chosen,
+            gold=bare.gold,
+            metadata=bare.metadata,
+            provenance=prov,
+        )
         line, sid = enc.encode(bare, chosen)
         assert sid == full.id == ("given" if lone else content_id(full))
         assert line == _line(full, tmp_path)
@@ -202,11 +241,30 @@ def test_the_journal_index_reads_records_back_in_any_order(tmp_path):
     assert os.path.getsize(tmp_path / ".journal.pending.jsonl") > 0
 
 
-@pytest.mark.parametrize("value", [
-    float("nan"), float("inf"), float("-inf"), 2 ** 64, -(2 ** 63) - 1, 2 ** 63, 2 ** 200, "x" + chr(0xD800),
-    b"\x00\xff", -0.0, 1e16, 5e-324, 0.1, None, "null", "\u2028\x7f\x1f", True, [None, float("nan")],
-    {"k": [1.5, None, "é"]},
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        float("nan"),
+        float("inf"),
+        float("-inf"),
+        2**64,
+        -(2**63) - 1,
+        2**63,
+        2**200,
+        "x" + chr(0xD800),
+        b"\x00\xff",
+        -0.0,
+        1e16,
+        5e-324,
+        0.1,
+        None,
+        "null",
+        "\u2028\x7f\x1f",
+        True,
+        [None, float("nan")],
+        {"k": [1.5, None, "é"]},
+    ],
+)
 def test_journal_records_read_back_to_the_same_values(tmp_path, value):
     """The journal writes with orjson, which turns NaN/inf into null and loses ints beyond 64
     bits on reading: every such value must still come back as it was written."""

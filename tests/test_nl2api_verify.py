@@ -13,10 +13,21 @@ SETUP = [ToolCall(name="initialize_active_data", arguments={"source": "genres"},
 
 def _chain(sort_keys: list[str], ascending: list[bool]) -> list[ToolCall]:
     return [
-        ToolCall(name="transform_data", label="t_2", arguments={
-            "data_source": "$data_1$", "key_name": "genres.name", "function": "length", "output_name": "name_length"}),
-        ToolCall(name="sort_data", label="s_3", arguments={
-            "data_source": "$t_2$", "key_names": sort_keys, "ascending": ascending}),
+        ToolCall(
+            name="transform_data",
+            label="t_2",
+            arguments={
+                "data_source": "$data_1$",
+                "key_name": "genres.name",
+                "function": "length",
+                "output_name": "name_length",
+            },
+        ),
+        ToolCall(
+            name="sort_data",
+            label="s_3",
+            arguments={"data_source": "$t_2$", "key_names": sort_keys, "ascending": ascending},
+        ),
         ToolCall(name="retrieve_data", label="r_4", arguments={"data_source": "$s_3$", "key_names": ["genres.name"]}),
     ]
 
@@ -60,8 +71,10 @@ def noisy(tmp_path):
 
     path = tmp_path / "noisy.sqlite"
     con = sqlite3.connect(path)
-    con.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY, g TEXT, x REAL);"
-                      "INSERT INTO t (g, x) VALUES ('a', 0.1), ('a', 0.2), ('b', 0.3), ('c', 0.05);")
+    con.executescript(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, g TEXT, x REAL);"
+        "INSERT INTO t (g, x) VALUES ('a', 0.1), ('a', 0.2), ('b', 0.3), ('c', 0.05);"
+    )
     con.commit()
     con.close()
     db = Database(path)

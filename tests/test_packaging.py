@@ -36,7 +36,11 @@ def _walk(folder: Path):
     """(path relative to folder, path) of every file under folder, skipping caches and build dirs."""
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
-        if path.is_file() and not (set(rel.parts[:-1]) & SKIP_DIRS) and not any(p.endswith(".egg-info") for p in rel.parts):
+        if (
+            path.is_file()
+            and not (set(rel.parts[:-1]) & SKIP_DIRS)
+            and not any(p.endswith(".egg-info") for p in rel.parts)
+        ):
             yield rel, path
 
 

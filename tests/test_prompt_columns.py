@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import build_slot_split, pair_lines
+
 from benchsmith.construction.nl2api import hoist_columns
 from benchsmith.eval import DERIVERS, TaskOptions, get_task
 from benchsmith.eval._private.episode import assistant_messages
-from benchsmith.schemas import read_jsonl, Sample
-
-from helpers import build_slot_split, pair_lines
+from benchsmith.schemas import Sample, read_jsonl
 
 N_PAIRS = 12
 

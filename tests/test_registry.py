@@ -15,9 +15,11 @@ from benchsmith.schemas._private import registry as registry_module
 
 def test_builtins_are_imported_on_first_lookup_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "lazy_colours.py").write_text(
-        "from test_registry_shared import COLOURS\nCOLOURS.add('green', '#0f0')\n", encoding="utf-8")
+        "from test_registry_shared import COLOURS\nCOLOURS.add('green', '#0f0')\n", encoding="utf-8"
+    )
     (tmp_path / "test_registry_shared.py").write_text(
-        "from benchsmith.schemas import Registry\nCOLOURS = Registry('colour', ('lazy_colours',))\n", encoding="utf-8")
+        "from benchsmith.schemas import Registry\nCOLOURS = Registry('colour', ('lazy_colours',))\n", encoding="utf-8"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     import test_registry_shared
 
@@ -60,10 +62,17 @@ def test_a_plugin_folder_registers_a_scorer_seen_by_the_cli(tmp_path: Path) -> N
         "from benchsmith.eval import passed, scorer\n\n"
         "@scorer('my_always_right')\n"
         "def always_right(case, prediction, mode):\n"
-        "    return passed(case)\n", encoding="utf-8")
+        "    return passed(case)\n",
+        encoding="utf-8",
+    )
     code = "from benchsmith.eval import SCORERS; print('my_always_right' in SCORERS)"
-    env_run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                             env={**_env(), "BENCHSMITH_PLUGINS": str(plugin)})
+    env_run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**_env(), "BENCHSMITH_PLUGINS": str(plugin)},
+    )
     assert env_run.stdout.strip() == "True", env_run.stderr
     plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_env())
     assert plain.stdout.strip() == "False", plain.stderr

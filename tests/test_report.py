@@ -11,12 +11,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import clean_env, console_script
+from report_helpers import LONG, SCRIPT, make_run, make_two_runs
 from typer.testing import CliRunner
 
 from benchsmith.eval.report import categories, headline, load_run, primary, write_report
 from benchsmith.schemas import UserError
-from helpers import clean_env, console_script
-from report_helpers import LONG, SCRIPT, make_run, make_two_runs
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -38,7 +38,9 @@ def _scores(run: Path, task: str) -> dict:
 
 
 def _records(run: Path, task: str) -> list[dict]:
-    return [json.loads(line) for line in (run / task / "records.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    return [
+        json.loads(line) for line in (run / task / "records.jsonl").read_text(encoding="utf-8").splitlines() if line
+    ]
 
 
 def _pct(v: float) -> str:
@@ -64,15 +66,15 @@ def test_html_is_self_contained(report):
     assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", html, re.I)
     assert "<script" not in html.lower()
     assert "<link" not in html.lower() and "@import" not in html
-    assert not re.search(r"url\(\s*['\"]?(?!#)", html)       # only in-document references (SVG clip paths)
+    assert not re.search(r"url\(\s*['\"]?(?!#)", html)  # only in-document references (SVG clip paths)
     assert html.count("<style>") == 1
 
 
 def test_html_leaderboard_has_a_row_per_run_with_the_primary_figures(runs, report):
     _, a, b = runs
     html = _html(report)
-    board = html[html.index('<table class="leaderboard">'):]
-    board = board[:board.index("</table>")]
+    board = html[html.index('<table class="leaderboard">') :]
+    board = board[: board.index("</table>")]
     rows = re.findall(r"<tr>\s*<td class=\"run\">(.*?)</tr>", board, re.S)
     assert len(rows) == 2 and "model-a" in rows[0] and "model-b" in rows[1]
     for run, row in zip((a, b), rows):
@@ -87,8 +89,8 @@ def test_acebench_summary_says_which_weights_it_used(report):
     """The acebench_special runs are scored in strict mode on a derived split: the Summary row says
     its weights come from the data's own family sizes (HTML and Markdown)."""
     html = _html(report)
-    section = html[html.index('<section id="task-5">'):]
-    section = section[:section.index("</section>")]
+    section = html[html.index('<section id="task-5">') :]
+    section = section[: section.index("</section>")]
     assert "weights sqrt(n) of this data&#39;s family sizes (special " in section
     md = (report[0] / "report.md").read_text(encoding="utf-8")
     assert "summary (weights sqrt(n) of this data's family sizes (special " in md
@@ -96,17 +98,23 @@ def test_acebench_summary_says_which_weights_it_used(report):
 
 def test_html_has_the_radar_and_category_charts(report):
     html = _html(report)
-    overview = html[html.index('<section id="overview">'):]
-    overview = overview[:overview.index("</section>")]
+    overview = html[html.index('<section id="overview">') :]
+    overview = overview[: overview.index("</section>")]
     assert overview.count("<svg") == 1
-    for axis in ("T-Eval instruct", "T-Eval review", "NL2API completion", "ToolAssess awareness", "GTA answer acc.",
-                 "ACEBench special"):
+    for axis in (
+        "T-Eval instruct",
+        "T-Eval review",
+        "NL2API completion",
+        "ToolAssess awareness",
+        "GTA answer acc.",
+        "ACEBench special",
+    ):
         assert axis in overview, axis
-    assert "model-a" in overview and "model-b" in overview     # the legend
+    assert "model-a" in overview and "model-b" in overview  # the legend
     # one per-category chart per task with several categories, one error chart per task with errors
     for n, task in enumerate(["teval", "gta", "toolassess", "acebench_special"], 2):
-        section = html[html.index(f'<section id="task-{n}">'):]
-        section = section[:section.index("</section>")]
+        section = html[html.index(f'<section id="task-{n}">') :]
+        section = section[: section.index("</section>")]
         assert section.count("<svg") == 2, task
     assert "<?xml" not in html and "<!DOCTYPE svg" not in html
 
@@ -116,8 +124,8 @@ def test_failures_are_escaped_and_truncated(report):
     assert SCRIPT not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&lt;b&gt;bold&lt;/b&gt;" in html
-    assert LONG[:600] + "…" in html          # the preview is cut with a marker
-    assert LONG in html                      # the turn in <details> keeps it
+    assert LONG[:600] + "…" in html  # the preview is cut with a marker
+    assert LONG in html  # the turn in <details> keeps it
     assert re.search(r"<details>\s*<summary class=\"small\">all turns \(2\)</summary>", html)
 
 
@@ -125,8 +133,9 @@ def test_failure_sample_respects_the_limit(runs, tmp_path):
     _, a, b = runs
     write_report([a, b], tmp_path, failures=3)
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
-    for block in re.findall(r'<details class="run-failures">(.*?)</details>\s*(?=<details class="run-failures">|</section>|<p)',
-                            html, re.S):
+    for block in re.findall(
+        r'<details class="run-failures">(.*?)</details>\s*(?=<details class="run-failures">|</section>|<p)', html, re.S
+    ):
         assert block.count('<div class="fail">') <= 3
     assert "3 of " in html
     write_report([a], tmp_path / "none", failures=0)
@@ -140,11 +149,15 @@ def test_markdown_has_the_leaderboard_metrics_and_errors(runs, report):
     assert md.startswith("# A &lt;vs&gt; B\n")
     lines = md.splitlines()
     board = [line for line in lines if line.startswith("| model-")]
-    assert board[0].startswith("| model-a | model-a | prompt |") and board[1].startswith("| model-b | model-b | prompt |")
+    assert board[0].startswith("| model-a | model-a | prompt |") and board[1].startswith(
+        "| model-b | model-b | prompt |"
+    )
     ta, tb = _scores(a, "teval"), _scores(b, "teval")
     assert f"| overall | {_pct(ta['overall'] / 100)} | {_pct(tb['overall'] / 100)} |" in lines
     for ability in ("plan", "review"):
-        assert f"| {ability} | {_pct(ta['abilities'][ability] / 100)} | {_pct(tb['abilities'][ability] / 100)} |" in lines
+        assert (
+            f"| {ability} | {_pct(ta['abilities'][ability] / 100)} | {_pct(tb['abilities'][ability] / 100)} |" in lines
+        )
     na, nb = _scores(a, "nl2api"), _scores(b, "nl2api")
     assert f"| slot_f1 | {_pct(na['slot']['f1'])} | {_pct(nb['slot']['f1'])} |" in lines
     assert "### teval: errors" in md
@@ -167,8 +180,12 @@ def test_leaderboard_csv(runs, report):
         assert float(row["nl2api"]) == pytest.approx(_scores(run, "nl2api")["completion_rate"])
         assert float(row["toolassess"]) == pytest.approx(_scores(run, "toolassess")["awareness"]["accuracy"])
         assert int(row["cases"]) == sum(t["cases"] for t in meta["tasks"].values())
-        statuses = [json.loads(line)["status"] for t in meta["tasks"] for line in
-                    (run / t / "replies.jsonl").read_text(encoding="utf-8").splitlines() if line]
+        statuses = [
+            json.loads(line)["status"]
+            for t in meta["tasks"]
+            for line in (run / t / "replies.jsonl").read_text(encoding="utf-8").splitlines()
+            if line
+        ]
         assert float(row["format_error_rate"]) == pytest.approx(statuses.count("format_error") / len(statuses))
         assert int(row["transport_errors"]) == statuses.count("transport_error")
         assert int(row["prompt_tokens"]) == sum(t["prompt_tokens"] for t in meta["tasks"].values())
@@ -188,7 +205,9 @@ def test_categories_csv(runs, report):
             assert rows[(rid, "teval", cat, "records")] == v["records"]
         for cat, v in _scores(run, "acebench_special")["categories"].items():
             assert rows[(rid, "acebench_special", cat, "accuracy")] == pytest.approx(v["accuracy"])
-        assert rows[(rid, "nl2api", "slot", "intent.f1")] == pytest.approx(_scores(run, "nl2api")["by_category"]["slot"]["intent"]["f1"])
+        assert rows[(rid, "nl2api", "slot", "intent.f1")] == pytest.approx(
+            _scores(run, "nl2api")["by_category"]["slot"]["intent"]["f1"]
+        )
         gta = _records(run, "gta")
         for cat in {r["category"] for r in gta}:
             recs = [r for r in gta if r["category"] == cat]
@@ -209,7 +228,7 @@ def test_a_task_without_scores_is_shown_as_not_scored(runs, tmp_path):
     shutil.copytree(a, run)
     (run / "gta" / "scores.json").unlink()
     with open(run / "teval" / "replies.jsonl", "a", encoding="utf-8") as fh:
-        fh.write('{"id": "cut-off mid-wri')                      # an interrupted append
+        fh.write('{"id": "cut-off mid-wri')  # an interrupted append
     loaded = load_run(run)
     assert not loaded.tasks["gta"].scored and loaded.tasks["teval"].scored
     result = write_report([run], tmp_path / "out")
@@ -258,7 +277,7 @@ def test_missing_or_garbled_run_json_is_a_user_error(tmp_path):
     (tmp_path / "run.json").write_text('{"format": "benchsmith.run/v1", "tasks": ', encoding="utf-8")
     with pytest.raises(UserError, match=r"run\.json:1: not valid JSON"):
         load_run(tmp_path)
-    (tmp_path / "run.json").write_text('[1, 2]', encoding="utf-8")
+    (tmp_path / "run.json").write_text("[1, 2]", encoding="utf-8")
     with pytest.raises(UserError, match="no 'tasks' object"):
         load_run(tmp_path)
     with pytest.raises(UserError, match="no such run folder"):
@@ -268,16 +287,26 @@ def test_missing_or_garbled_run_json_is_a_user_error(tmp_path):
 # ------------------------------------------------------------------------ headline ----
 def test_headline_and_primary_per_benchmark():
     assert primary("teval", {"overall": 50.0}) == ("overall", 0.5)
-    gta = {"step_by_step": {"inst_acc": 0.5, "tool_acc": 0.25, "arg_acc": 0.2, "summ_acc": 0.1},
-           "end_to_end": {"answered_samples": 4, "ans_acc": 0.75,
-                          "tool_f1": {"perception": {"f1": 0.5, "tp": 1, "pred": 2, "gold": 2},
-                                      "logic": {"f1": None, "tp": 0, "pred": 0, "gold": 0}}}}
+    gta = {
+        "step_by_step": {"inst_acc": 0.5, "tool_acc": 0.25, "arg_acc": 0.2, "summ_acc": 0.1},
+        "end_to_end": {
+            "answered_samples": 4,
+            "ans_acc": 0.75,
+            "tool_f1": {
+                "perception": {"f1": 0.5, "tp": 1, "pred": 2, "gold": 2},
+                "logic": {"f1": None, "tp": 0, "pred": 0, "gold": 0},
+            },
+        },
+    }
     h = headline("gta", gta)
     assert h["ans_acc"] == 0.75 and h["tool_f1"] == 0.5 and h["tool_f1.perception"] == 0.5 and "tool_f1.logic" not in h
     assert primary("gta", gta) == ("ans_acc", 0.75)
     assert primary("gta", {**gta, "end_to_end": None}) == ("inst_acc", 0.5)
-    ta = {"awareness": {"accuracy": 0.6, "f1": 0.5}, "selection": {"accuracy": 0.7, "f1": 0.4},
-          "multi": {"asa": 0.3, "psa": 0.2}}
+    ta = {
+        "awareness": {"accuracy": 0.6, "f1": 0.5},
+        "selection": {"accuracy": 0.7, "f1": 0.4},
+        "multi": {"asa": 0.3, "psa": 0.2},
+    }
     assert primary("toolassess", ta) == ("awareness.accuracy", 0.6)
     assert primary("toolassess", {**ta, "tas": 0.55}) == ("tas", 0.55)
     assert headline("toolassess", ta)["multi.psa"] == 0.2
@@ -288,10 +317,12 @@ def test_headline_and_primary_per_benchmark():
     assert primary("bfcl", bfcl) == ("overall", 0.6)
     assert primary("nl2api", {"completion_rate": 0.25}) == ("completion_rate", 0.25)
     assert primary("teval", None) == ("overall", None)
-    assert categories("acebench", {"categories": {"special_incomplete": {"n": 4, "accuracy": 0.5, "error_types": {"x": 2}}}}) \
-        == {"special_incomplete": {"accuracy": 0.5, "n": 4.0}}
-    assert categories("gta", {}, [{"category": "e2e", "ok": True, "score": 1.0}, {"category": "e2e", "ok": False, "score": 0.0}]) \
-        == {"e2e": {"mean_score": 0.5, "pass_rate": 0.5, "passed": 1.0, "records": 2.0}}
+    assert categories(
+        "acebench", {"categories": {"special_incomplete": {"n": 4, "accuracy": 0.5, "error_types": {"x": 2}}}}
+    ) == {"special_incomplete": {"accuracy": 0.5, "n": 4.0}}
+    assert categories(
+        "gta", {}, [{"category": "e2e", "ok": True, "score": 1.0}, {"category": "e2e", "ok": False, "score": 0.0}]
+    ) == {"e2e": {"mean_score": 0.5, "pass_rate": 0.5, "passed": 1.0, "records": 2.0}}
 
 
 def test_tas_across_runs_and_distinct_labels(runs, tmp_path):
@@ -301,9 +332,9 @@ def test_tas_across_runs_and_distinct_labels(runs, tmp_path):
     md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert "| model-a · prompt | model-a | prompt |" in md and "| model-a · tools | model-a | tools |" in md
     assert "| TAS (across these runs) |" in md
-    assert result["tasks"][0] == "nl2api"       # the union of the runs' tasks
+    assert result["tasks"][0] == "nl2api"  # the union of the runs' tasks
     tools_row = next(line for line in md.splitlines() if line.startswith("| model-a · tools |"))
-    assert tools_row.split(" | ")[4] == "—"     # nl2api was not part of that run
+    assert tools_row.split(" | ")[4] == "—"  # nl2api was not part of that run
 
 
 # ------------------------------------------------------------------------ CLI ----
@@ -313,8 +344,11 @@ def test_cli_writes_the_report_and_prints_its_path(runs, tmp_path, monkeypatch):
         monkeypatch.delenv(key, raising=False)
     from benchsmith.cli import app
 
-    res = CliRunner().invoke(app, ["report", str(a), str(b), "--out", str(tmp_path / "o"), "--failures", "2",
-                                   "--title", "T"], prog_name="benchsmith")
+    res = CliRunner().invoke(
+        app,
+        ["report", str(a), str(b), "--out", str(tmp_path / "o"), "--failures", "2", "--title", "T"],
+        prog_name="benchsmith",
+    )
     assert res.exit_code == 0, res.output
     assert res.output.strip().splitlines()[-1] == str(tmp_path / "o" / "report.html")
     assert "<title>T</title>" in (tmp_path / "o" / "report.html").read_text(encoding="utf-8")
@@ -338,8 +372,14 @@ def test_cli_default_out_is_inside_the_first_run(runs, tmp_path, monkeypatch):
 
 def test_cli_missing_run_json_is_one_red_line(runs, tmp_path):
     _, a, _ = runs
-    proc = subprocess.run([console_script(), "report", str(a), str(tmp_path)], capture_output=True, text=True,
-                          timeout=120, env=clean_env(), stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [console_script(), "report", str(a), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env(),
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 2, proc.stderr
     lines = _ANSI.sub("", proc.stderr).strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr
@@ -351,7 +391,7 @@ def test_chart_text_is_escaped_and_literal():
     from benchsmith.eval.report._private.charts import category_chart, radar_chart
 
     svg = category_chart([f"{SCRIPT} $x$"], ["<b>c</b>", "d"], [{"<b>c</b>": 0.5, "d": 0.2}])
-    assert SCRIPT not in svg and "&lt;script&gt;" in svg and "$x$" in svg      # no mathtext either
+    assert SCRIPT not in svg and "&lt;script&gt;" in svg and "$x$" in svg  # no mathtext either
     svg = radar_chart([SCRIPT], ["a<", "b", "c"], [{"a<": 0.5}])
     assert SCRIPT not in svg and "a&lt;" in svg
 
@@ -363,10 +403,13 @@ def _edit_json(path: Path, edit) -> None:
     path.write_text(json.dumps(data, indent=2), encoding="utf-8")
 
 
-@pytest.mark.parametrize(("name", "kind", "size"), [
-    ("gemma3-270m", "base model (not instruction-tuned)", "253 MB"),
-    ("qwen2.5-coder-1.5b", "instruction-tuned", "1.12 GB"),
-])
+@pytest.mark.parametrize(
+    ("name", "kind", "size"),
+    [
+        ("gemma3-270m", "base model (not instruction-tuned)", "253 MB"),
+        ("qwen2.5-coder-1.5b", "instruction-tuned", "1.12 GB"),
+    ],
+)
 def test_about_names_a_registered_local_model_with_its_sha_and_case_counts(runs, tmp_path, name, kind, size):
     from benchsmith.models import LOCAL_MODELS
 
@@ -380,20 +423,26 @@ def test_about_names_a_registered_local_model_with_its_sha_and_case_counts(runs,
     sha = entry.sha256
     assert "## About this run" in md and md.index("## About this run") < md.index("## Leaderboard")
     assert f"- **Model**: {name} — {entry.title} · local · {kind} · weights file {size} · sha256 {sha}" in md
-    about = html[html.index('<section id="about">'):]
-    about = about[:about.index("</section>")]
-    assert entry.title in about and kind in about and f'<span title="{sha}"><code>sha256 {sha[:12]}…</code></span>' in about
-    assert sha not in about.replace(f'title="{sha}"', "")          # the full value only in the tooltip
+    about = html[html.index('<section id="about">') :]
+    about = about[: about.index("</section>")]
+    assert (
+        entry.title in about
+        and kind in about
+        and f'<span title="{sha}"><code>sha256 {sha[:12]}…</code></span>' in about
+    )
+    assert sha not in about.replace(f'title="{sha}"', "")  # the full value only in the tooltip
     assert html.index('<section id="about">') < html.index('<section id="leaderboard">')
     meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
     for task in ("nl2api", "toolassess"):
         info = meta["tasks"][task]
         scored = len({r["id"] for r in _records(run, task)})
-        row = next(line for line in md.splitlines() if line.startswith(f"| {task} | {info['cases']} | {info['done']} ("))
+        row = next(
+            line for line in md.splitlines() if line.startswith(f"| {task} | {info['cases']} | {info['done']} (")
+        )
         assert row.split(" | ")[3] == str(scored)
         assert ("few cases" in row) == (scored < 10), row
-    assert "| nl2api | 5 | 5 (" in md and "(only 5 cases)" in md          # the leaderboard figure says so too
-    assert "<td>nl2api</td><td class=\"num\">5</td>" in about and '<span class="badge few">few cases</span>' in about
+    assert "| nl2api | 5 | 5 (" in md and "(only 5 cases)" in md  # the leaderboard figure says so too
+    assert '<td>nl2api</td><td class="num">5</td>' in about and '<span class="badge few">few cases</span>' in about
 
 
 def test_about_shows_the_runs_own_gold_self_test_per_task(runs, tmp_path):
@@ -403,9 +452,12 @@ def test_about_shows_the_runs_own_gold_self_test_per_task(runs, tmp_path):
     result = write_report([run], tmp_path / "out")
     md = Path(result["files"]["markdown"]).read_text(encoding="utf-8")
     html = Path(result["files"]["html"]).read_text(encoding="utf-8")
-    rows = {line.split(" | ")[0][2:]: line.split(" | ") for line in md.splitlines() if line.startswith("| nl2api |")
-            or line.startswith("| toolassess |")}
-    assert rows["nl2api"][4] == "4/5" and rows["toolassess"][4] == "—"   # recorded / not recorded
+    rows = {
+        line.split(" | ")[0][2:]: line.split(" | ")
+        for line in md.splitlines()
+        if line.startswith("| nl2api |") or line.startswith("| toolassess |")
+    }
+    assert rows["nl2api"][4] == "4/5" and rows["toolassess"][4] == "—"  # recorded / not recorded
     assert '<td class="num">4/5</td>' in html and "gold passes" in html
 
 
@@ -425,9 +477,15 @@ def test_about_says_when_the_split_reviewers_were_simulated(runs, tmp_path):
     split = tmp_path / "reviewed"
     shutil.copytree(ws / "split", split)
     sha = LOCAL_MODELS["gemma3-270m"].sha256
-    sheet = {"items": 5, "final": {"accepted": 5}, "verdicts_supplied_automatically": True,
-             "models": [{"model": "gemma3-270m", "file_sha256": sha, "samples": 3},
-                        {"model": "gpt-4o-mini", "file_sha256": None, "samples": 1}]}
+    sheet = {
+        "items": 5,
+        "final": {"accepted": 5},
+        "verdicts_supplied_automatically": True,
+        "models": [
+            {"model": "gemma3-270m", "file_sha256": sha, "samples": 3},
+            {"model": "gpt-4o-mini", "file_sha256": None, "samples": 1},
+        ],
+    }
     (split / "datasheet.json").write_text(json.dumps(sheet), encoding="utf-8")
     run = tmp_path / "run"
     shutil.copytree(a, run)
@@ -440,7 +498,9 @@ def test_about_says_when_the_split_reviewers_were_simulated(runs, tmp_path):
     assert f"- **Accepted items made by**: gemma3-270m (sha256 {sha}, 3 items) · gpt-4o-mini (remote, 1 item)\n" in md
     assert "supplied automatically (simulated reviewers, not people)" in html
     # people, then an unreadable datasheet and manifest: the line goes, the report is still written
-    (split / "datasheet.json").write_text(json.dumps({**sheet, "verdicts_supplied_automatically": False}), encoding="utf-8")
+    (split / "datasheet.json").write_text(
+        json.dumps({**sheet, "verdicts_supplied_automatically": False}), encoding="utf-8"
+    )
     md = Path(write_report([run], tmp_path / "out")["files"]["markdown"]).read_text(encoding="utf-8")
     assert "- **Review**: the reviewers' verdicts were given by people (no simulated reviewer)\n" in md
     (split / "datasheet.json").write_text('{"verdicts_supplied_automatically": tru', encoding="utf-8")
@@ -467,19 +527,19 @@ def no_data_report(runs, tmp_path_factory: pytest.TempPathFactory) -> tuple[str,
     _edit_json(run / "acebench_special" / "scores.json", edit)
     result = write_report([run], root / "out")
     html = Path(result["files"]["html"]).read_text(encoding="utf-8")
-    section = html[html.index('<section id="task-5">'):]
-    return section[:section.index("</section>")], Path(result["files"]["markdown"]).read_text(encoding="utf-8")
+    section = html[html.index('<section id="task-5">') :]
+    return section[: section.index("</section>")], Path(result["files"]["markdown"]).read_text(encoding="utf-8")
 
 
 def _chart_texts(section: str) -> list[str]:
-    svg = section[section.index("<svg"):section.index("</svg>")]
+    svg = section[section.index("<svg") : section.index("</svg>")]
     return re.findall(r"<text[^>]*>([^<]*)</text>", svg)
 
 
 def test_a_category_without_data_is_labelled_no_data_not_drawn_as_zero(no_data_report):
     section, md = no_data_report
     assert "| special_incomplete | no data |" in md.splitlines()
-    assert "<tr><td>special_incomplete</td><td class=\"num\">no data</td>" in section
+    assert '<tr><td>special_incomplete</td><td class="num">no data</td>' in section
     texts = _chart_texts(section)
     assert texts.count("no data") == 1
     # the value labels over the bars: special_error_param's real 0 and special_irrelevant's figure, no second 0
@@ -489,7 +549,7 @@ def test_a_category_without_data_is_labelled_no_data_not_drawn_as_zero(no_data_r
 def test_a_real_zero_with_records_is_still_drawn_as_zero(no_data_report):
     section, md = no_data_report
     assert "| special_error_param | 0.0% |" in md.splitlines()
-    assert "<tr><td>special_error_param</td><td class=\"num\">0.0%</td>" in section
+    assert '<tr><td>special_error_param</td><td class="num">0.0%</td>' in section
     assert "0" in _chart_texts(section)
 
 

@@ -107,8 +107,9 @@ def test_end_state(case):
 
 @pytest.mark.parametrize("case", _params("process.jsonl"))
 def test_process(case):
-    executed = [CallRecord(**{k: v for k, v in c.items() if k != "record"}) if c.get("record") else c
-                for c in case["executed"]]
+    executed = [
+        CallRecord(**{k: v for k, v in c.items() if k != "record"}) if c.get("record") else c for c in case["executed"]
+    ]
     assert process_accuracy(executed, case["milestones"]) == pytest.approx(case["score"])
 
 
@@ -245,8 +246,12 @@ def test_load_scenarios_round_trip(tmp_path):
 # ----------------------------------------------------------------------------- engine and schemas
 
 
-CONFIG = {"device": {}, "messaging": {"owner": "Mina", "contacts": ["Leo"]}, "reminders": {"now": "2025-03-10 08:00"},
-          "food": {"accounts": {"Mina": {"password": "pw", "balance": 10}}, "restaurants": {"Wok": {"menu": {"Rice": 4}}}}}
+CONFIG = {
+    "device": {},
+    "messaging": {"owner": "Mina", "contacts": ["Leo"]},
+    "reminders": {"now": "2025-03-10 08:00"},
+    "food": {"accounts": {"Mina": {"password": "pw", "balance": 10}}, "restaurants": {"Wok": {"menu": {"Rice": 4}}}},
+}
 
 
 def test_tools_are_unique_documented_and_typed():
@@ -265,8 +270,11 @@ def test_tools_are_unique_documented_and_typed():
     items = order.properties["items"]
     assert items["type"] == "array"
     assert items["items"]["type"] == "object" and items["items"]["required"] == ["dish"]
-    assert items["items"]["properties"]["quantity"] == {"type": "integer", "description": "How many portions (at least 1).",
-                                                        "default": 1}
+    assert items["items"]["properties"]["quantity"] == {
+        "type": "integer",
+        "description": "How many portions (at least 1).",
+        "default": 1,
+    }
     rem = by_name["add_reminder"].parameters
     assert rem.required == ["title", "time"] and rem.properties["note"]["type"] == "string"
     assert by_name["list_reminders"].parameters.properties["include_done"]["type"] == "boolean"
@@ -302,10 +310,12 @@ def test_config_is_not_mutated_and_sandboxes_are_independent():
 
 
 def test_deterministic_runs():
-    calls = [("food_login", {"username": "Mina", "password": "pw"}),
-             ("place_order", {"restaurant": "Wok", "items": [{"dish": "Rice", "quantity": 2}]}),
-             ("add_reminder", {"title": "Eat", "time": "2025-03-10 12:00"}),
-             ("send_message", {"recipient": "Leo", "text": "lunch"})]
+    calls = [
+        ("food_login", {"username": "Mina", "password": "pw"}),
+        ("place_order", {"restaurant": "Wok", "items": [{"dish": "Rice", "quantity": 2}]}),
+        ("add_reminder", {"title": "Eat", "time": "2025-03-10 12:00"}),
+        ("send_message", {"recipient": "Leo", "text": "lunch"}),
+    ]
     runs = []
     for _ in range(2):
         sb = Sandbox(CONFIG)
@@ -389,6 +399,7 @@ def test_domain_registration_rejects_bad_domains():
     with pytest.raises(ValueError, match="registered twice"):
         domain("messaging")(type("Again", (Domain,), {"State": _State}))
     with pytest.raises(TypeError, match="not described under Args"):
+
         @domain("_test_undocumented")
         class Undocumented(Domain):
             State = _State
@@ -397,7 +408,9 @@ def test_domain_registration_rejects_bad_domains():
             def poke(self, times: int) -> dict:
                 """Poke the thing a number of times."""
                 return {}
+
     with pytest.raises(TypeError, match="unsupported sandbox parameter type"):
+
         @domain("_test_untyped")
         class Untyped(Domain):
             State = _State
@@ -410,6 +423,7 @@ def test_domain_registration_rejects_bad_domains():
                     what: What to poke.
                 """
                 return {}
+
     with pytest.raises(TypeError, match="no @tool methods"):
         domain("_test_empty")(type("Empty", (Domain,), {"State": _State}))
     assert not {"_test_undocumented", "_test_untyped", "_test_empty"} & set(DOMAINS)
@@ -452,9 +466,11 @@ def test_acebench_domains_are_documented_and_typed():
 
 def test_acebench_calls_keep_a_half_done_change_as_acebench_does():
     sb = Sandbox({"acebench_travel": {}})
-    with pytest.raises(ToolError) as info:   # the cabin changes and is paid for, then the bag count is no number
-        sb.call("modify_flight", {"user_id": "user1", "reservation_id": "res_1", "new_cabin": "Business Class",
-                                  "add_baggage": "2"})
+    with pytest.raises(ToolError) as info:  # the cabin changes and is paid for, then the bag count is no number
+        sb.call(
+            "modify_flight",
+            {"user_id": "user1", "reservation_id": "res_1", "new_cabin": "Business Class", "add_baggage": "2"},
+        )
     assert info.value.code == "tool_failed" and str(info.value) == "modify_flight: TypeError"
     state = sb.state()["acebench_travel"]
     assert state["reservations"][0]["cabin"] == "Business Class"
@@ -476,13 +492,22 @@ def test_acebench_sandbox_reads_acebench_records():
     from benchsmith.construction.sandbox import AceBenchSandbox
 
     # each class loads its own config, then BaseApi's, which wins (wifi off by default, logged in)
-    box = AceBenchSandbox(["MessageApi", "Nope", "FoodPlatform", "MessageApi"],
-                          {"MessageApi": {"wifi": True}, "BaseApi": {"logged_in_users": ["Eve"]}})
+    box = AceBenchSandbox(
+        ["MessageApi", "Nope", "FoodPlatform", "MessageApi"],
+        {"MessageApi": {"wifi": True}, "BaseApi": {"logged_in_users": ["Eve"]}},
+    )
     assert box.classes == ["MessageApi", "FoodPlatform"]
     assert box.sandbox.state()["acebench_phone"] == {"wifi": False, "logged_in": True}
     state = box.state()
-    assert [next(iter(s)) for s in state] == ["MessageApi", "FoodPlatform"]   # BaseApi is not involved
-    assert set(state[0]["MessageApi"]) == {"inbox"} and set(state[0]["MessageApi"]["inbox"]) == {"1", "2", "3", "4", "5", "6"}
+    assert [next(iter(s)) for s in state] == ["MessageApi", "FoodPlatform"]  # BaseApi is not involved
+    assert set(state[0]["MessageApi"]) == {"inbox"} and set(state[0]["MessageApi"]["inbox"]) == {
+        "1",
+        "2",
+        "3",
+        "4",
+        "5",
+        "6",
+    }
     assert state[1]["FoodPlatform"]["logged_in_users"] == ["Eve"]
     assert set(state[1]["FoodPlatform"]) == {"users", "logged_in_users", "orders"}
     assert box.call("turn_on_wifi", {})["status"] is True

@@ -68,8 +68,12 @@ def full_sample(**overrides) -> Sample:
         "tools": [weather_tool(), Tool(name="compare", description="Compare two numbers.")],
         "setup": [ToolCall(name="seed_db", arguments={"rows": 3}, label="seed")],
         "gold": [
-            Step(thought="Check Paris.", call=ToolCall(name="get_weather", arguments={"city": "Paris"}, label="p"),
-                 observation={"temp": 21.5}, verdict="success"),
+            Step(
+                thought="Check Paris.",
+                call=ToolCall(name="get_weather", arguments={"city": "Paris"}, label="p"),
+                observation={"temp": 21.5},
+                verdict="success",
+            ),
             Step(call=ToolCall(name="get_weather", arguments={"city": "Rome"}, label="r"), observation={"temp": 25}),
             Step(call=ToolCall(name="compare", arguments={"a": "$p.temp$", "b": "$r.temp$"})),
         ],
@@ -78,7 +82,9 @@ def full_sample(**overrides) -> Sample:
         "difficulty": "easy",
         "provenance": provenance(seed=7, versions={"benchsmith": "0.1.0"}),
         "verification": Verification(
-            status="verified", method="replay", checks=[CheckResult(name="replay", ok=True, code="ok")],
+            status="verified",
+            method="replay",
+            checks=[CheckResult(name="replay", ok=True, code="ok")],
             verified_at=CREATED,
         ),
         "metadata": {"origin": "hand-written"},
@@ -113,8 +119,11 @@ def test_sample_rejects_unknown_field_and_nested_unknown_field():
         Sample(query="q", provenance=provenance(), notes="x")
     with pytest.raises(ValidationError):
         Sample.model_validate(
-            {"query": "q", "provenance": {"source": "s", "method": "m", "created_at": CREATED.isoformat()},
-             "gold": [{"call": {"name": "t", "arguments": {}, "extra": 1}}]}
+            {
+                "query": "q",
+                "provenance": {"source": "s", "method": "m", "created_at": CREATED.isoformat()},
+                "gold": [{"call": {"name": "t", "arguments": {}, "extra": 1}}],
+            }
         )
 
 
@@ -368,8 +377,11 @@ def test_content_id_matches_canonical_json_definition():
     import hashlib
 
     sample = full_sample()
-    content = {k: v for k, v in sample.model_dump(mode="json").items()
-               if k in {"query", "dialogue", "context", "tools", "setup", "gold", "answer"}}
+    content = {
+        k: v
+        for k, v in sample.model_dump(mode="json").items()
+        if k in {"query", "dialogue", "context", "tools", "setup", "gold", "answer"}
+    }
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert sample.id == "bs-" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
@@ -445,8 +457,18 @@ def test_samples_content_hash_is_order_independent(tmp_path):
 
 def test_json_schemas_cover_public_models():
     found = json_schemas()
-    for name in ["Tool", "ToolCall", "Step", "Message", "Sample", "SplitManifest", "AnswerSpec",
-                 "Provenance", "Verification", "CheckResult"]:
+    for name in [
+        "Tool",
+        "ToolCall",
+        "Step",
+        "Message",
+        "Sample",
+        "SplitManifest",
+        "AnswerSpec",
+        "Provenance",
+        "Verification",
+        "CheckResult",
+    ]:
         assert name in found
     for name, schema in found.items():
         json.dumps(schema)

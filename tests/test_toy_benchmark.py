@@ -20,8 +20,13 @@ NAME = "toy_first_tool"
 
 
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "benchsmith.cli", *args], capture_output=True, text=True, timeout=300,
-                          env=endpoint_env(BENCHSMITH_PLUGINS=str(TOY), **env))
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchsmith.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=endpoint_env(BENCHSMITH_PLUGINS=str(TOY), **env),
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -43,8 +48,13 @@ def test_the_plugin_is_listed_with_its_task_and_deriver() -> None:
     proc = _cli("eval", "list")
     assert proc.returncode == 0, proc.stderr
     assert f"{NAME}: tasks {NAME}; derivers {NAME}; export -; scorers 1" in proc.stdout
-    plain = subprocess.run([sys.executable, "-m", "benchsmith.cli", "eval", "list"], capture_output=True, text=True,
-                           timeout=300, env=endpoint_env())
+    plain = subprocess.run(
+        [sys.executable, "-m", "benchsmith.cli", "eval", "list"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=endpoint_env(),
+    )
     assert NAME not in plain.stdout  # nothing of it is registered without the plug-in
 
 
@@ -61,10 +71,25 @@ def test_score_a_predictions_file(derived: Path, tmp_path: Path) -> None:
     cases = [json.loads(x) for x in (derived / NAME / "cases.jsonl").read_text(encoding="utf-8").splitlines() if x]
     preds = tmp_path / "preds.jsonl"
     # the first case right, every other one wrong
-    preds.write_text("".join(json.dumps({"id": c["id"], "result": c["first_tool"] if i == 0 else "no_such_tool"}) + "\n"
-                             for i, c in enumerate(cases)), encoding="utf-8")
-    proc = _cli("eval", "score", "--benchmark", NAME, "--data", str(derived / NAME), "--predictions", str(preds),
-                "--out", str(tmp_path / "s"))
+    preds.write_text(
+        "".join(
+            json.dumps({"id": c["id"], "result": c["first_tool"] if i == 0 else "no_such_tool"}) + "\n"
+            for i, c in enumerate(cases)
+        ),
+        encoding="utf-8",
+    )
+    proc = _cli(
+        "eval",
+        "score",
+        "--benchmark",
+        NAME,
+        "--data",
+        str(derived / NAME),
+        "--predictions",
+        str(preds),
+        "--out",
+        str(tmp_path / "s"),
+    )
     assert proc.returncode == 0, proc.stderr
     scores = json.loads((tmp_path / "s" / "scores.json").read_text(encoding="utf-8"))
     assert scores["correct"] == 1 and scores["total"] == len(cases) > 1
@@ -78,8 +103,21 @@ def _reply(body: dict) -> str:
 def test_run_score_and_report_through_the_cli(derived: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
     with FakeOpenAI(_reply) as ep:
-        proc = _cli("eval", "run", "--split", str(derived), "--tasks", NAME, "--out", str(run), "--model", "fake",
-                    "--mode", "prompt", BENCHSMITH_BASE_URL=ep.base_url)
+        proc = _cli(
+            "eval",
+            "run",
+            "--split",
+            str(derived),
+            "--tasks",
+            NAME,
+            "--out",
+            str(run),
+            "--model",
+            "fake",
+            "--mode",
+            "prompt",
+            BENCHSMITH_BASE_URL=ep.base_url,
+        )
     assert proc.returncode == 0, proc.stderr
     proc = _cli("eval", "score", "--run", str(run))
     assert proc.returncode == 0, proc.stderr

@@ -8,13 +8,16 @@ from typing import Any, Callable
 from .simulate import Policy, simulate
 
 
-def review_automatically(workspace: Any, ls: Any, policy: Policy, *, max_rounds: int = 3,
-                         echo: Callable[[str], None] | None = None) -> dict[str, Any]:
+def review_automatically(
+    workspace: Any, ls: Any, policy: Policy, *, max_rounds: int = 3, echo: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """Run review / adjudication rounds until no item is open (at most ``2 * max_rounds + 1`` passes)."""
     workspace.store.set_meta("max_rounds", max_rounds)
     passes = 0
     for _ in range(2 * max_rounds + 1):
-        open_stages = sorted({it["status"] for it in workspace.store.items() if it["status"] in ("review", "adjudicate")})
+        open_stages = sorted(
+            {it["status"] for it in workspace.store.items() if it["status"] in ("review", "adjudicate")}
+        )
         if not open_stages:
             break
         for stage in open_stages:
@@ -23,6 +26,8 @@ def review_automatically(workspace: Any, ls: Any, policy: Policy, *, max_rounds:
             pulled = workspace.pull(ls)
             passes += 1
             if echo:
-                echo(f"  {stage}: {pushed.pushed} tasks pushed, {sum(posted.values())} simulated annotations, "
-                     f"moved {pulled['moved']}")
+                echo(
+                    f"  {stage}: {pushed.pushed} tasks pushed, {sum(posted.values())} simulated annotations, "
+                    f"moved {pulled['moved']}"
+                )
     return {"passes": passes, **workspace.status()}

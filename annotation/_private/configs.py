@@ -101,14 +101,23 @@ class Review(StrictModel):
 
 # ------------------------------------------------------------------------------ XML ----
 
+
 def _esc(value: str) -> str:
     """``value`` escaped for a double-quoted XML attribute (or text).
 
     >>> _esc('a < b & "c" \\'d\\'')
     'a &lt; b &amp; &quot;c&quot; &apos;d&apos;'
     """
-    return (str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;").replace("'", "&apos;").replace("\n", "&#10;").replace("\t", "&#9;"))
+    return (
+        str(value)
+        .replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&apos;")
+        .replace("\n", "&#10;")
+        .replace("\t", "&#9;")
+    )
 
 
 def _el(tag: str, attrs: dict[str, Any] | None = None, children: list[str] | None = None) -> str:
@@ -134,16 +143,39 @@ def _header(value: str, size: int = 4) -> str:
     return _el("Header", {"value": value, "size": str(size)})
 
 
-def _choices(name: str, to_name: str, values: tuple[str, ...], *, multiple: bool = False, required: bool = False,
-             hints: bool = True) -> str:
-    attrs = {"name": name, "toName": to_name, "choice": "multiple" if multiple else "single-radio",
-             "showInline": "true", "required": "true" if required else None}
-    return _el("Choices", attrs, [_el("Choice", {"value": v, "hint": _HINTS.get(v) if hints else None}) for v in values])
+def _choices(
+    name: str,
+    to_name: str,
+    values: tuple[str, ...],
+    *,
+    multiple: bool = False,
+    required: bool = False,
+    hints: bool = True,
+) -> str:
+    attrs = {
+        "name": name,
+        "toName": to_name,
+        "choice": "multiple" if multiple else "single-radio",
+        "showInline": "true",
+        "required": "true" if required else None,
+    }
+    return _el(
+        "Choices", attrs, [_el("Choice", {"value": v, "hint": _HINTS.get(v) if hints else None}) for v in values]
+    )
 
 
 def _textarea(name: str, to_name: str, placeholder: str, rows: int) -> str:
-    return _el("TextArea", {"name": name, "toName": to_name, "placeholder": placeholder, "rows": str(rows),
-                            "editable": "true", "maxSubmissions": "1"})
+    return _el(
+        "TextArea",
+        {
+            "name": name,
+            "toName": to_name,
+            "placeholder": placeholder,
+            "rows": str(rows),
+            "editable": "true",
+            "maxSubmissions": "1",
+        },
+    )
 
 
 _BOX = "border: 1px solid #ccc; border-radius: 4px; padding: 6px 10px; margin: 6px 0"
@@ -183,18 +215,40 @@ def _body(kind: str) -> list[str]:
     setup = [_header("Set-up"), _text("setup", "$setup_text", _SMALL)]
     answer = [_header("Final answer"), _text("answer", "$answer", _PRE)]
     if kind == "chain":
-        return [ident, _header("Request", 3), _text("query", "$query"), *tools, *setup,
-                _header("Gold chain", 3), _steps_block(), *answer]
+        return [
+            ident,
+            _header("Request", 3),
+            _text("query", "$query"),
+            *tools,
+            *setup,
+            _header("Gold chain", 3),
+            _steps_block(),
+            *answer,
+        ]
     if kind == "dialogue":
-        return [ident, _header("Dialogue", 3),
-                _el("Paragraphs", {"name": "dialogue", "value": "$dialogue", "layout": "dialogue",
-                                   "nameKey": "name", "textKey": "text"}),
-                *tools, *setup, *answer]
+        return [
+            ident,
+            _header("Dialogue", 3),
+            _el(
+                "Paragraphs",
+                {"name": "dialogue", "value": "$dialogue", "layout": "dialogue", "nameKey": "name", "textKey": "text"},
+            ),
+            *tools,
+            *setup,
+            *answer,
+        ]
     if kind == "special":
-        return [ident, _header("Request", 3), _text("query", "$query"),
-                _header("Special case"), _text("special_kind", "$special_kind", "bs-title"),
-                _header("Expected behaviour"), _text("expected", "$expected"),
-                *tools, *setup]
+        return [
+            ident,
+            _header("Request", 3),
+            _text("query", "$query"),
+            _header("Special case"),
+            _text("special_kind", "$special_kind", "bs-title"),
+            _header("Expected behaviour"),
+            _text("expected", "$expected"),
+            *tools,
+            *setup,
+        ]
     return [ident, _header("Request", 3), _text("query", "$query"), *tools, *setup, *answer]
 
 
@@ -231,9 +285,11 @@ def label_config(kind: str, stage: str = "review") -> str:
     parts.append(_header("Automated checks and pre-screen"))
     parts.append(_text("checks", "$check_summary", _SMALL))
     if stage == "adjudicate":
-        parts += [_header("Reviews", 3),
-                  _el("View", {"style": _BOX}, [_header("Reviewer 1"), _text("review_1", "$review_1", _SMALL)]),
-                  _el("View", {"style": _BOX}, [_header("Reviewer 2"), _text("review_2", "$review_2", _SMALL)])]
+        parts += [
+            _header("Reviews", 3),
+            _el("View", {"style": _BOX}, [_header("Reviewer 1"), _text("review_1", "$review_1", _SMALL)]),
+            _el("View", {"style": _BOX}, [_header("Reviewer 2"), _text("review_2", "$review_2", _SMALL)]),
+        ]
     parts += _controls(kind, stage)
     return _el("View", None, ["<Style>" + _CSS + "</Style>", *parts])
 
@@ -244,6 +300,7 @@ def _check_kind(kind: str) -> None:
 
 
 # -------------------------------------------------------------------------- results ----
+
 
 def _choice_result(name: str, to_name: str, values: list[str]) -> dict[str, Any]:
     return {"from_name": name, "to_name": to_name, "type": "choices", "value": {"choices": list(values)}}
@@ -260,8 +317,10 @@ def result_for(kind: str, review: Review) -> list[dict[str, Any]]:
     Empty parts (no decision, no reasons, empty texts) produce no result entry."""
     _check_kind(kind)
     if kind != "chain" and (review.step_verdicts or review.corrections):
-        raise UserError(f"a {kind} review cannot have per-step verdicts or corrections",
-                        fix="only chain samples have steps; put the correction in `correction`")
+        raise UserError(
+            f"a {kind} review cannot have per-step verdicts or corrections",
+            fix="only chain samples have steps; put the correction in `correction`",
+        )
     anchor = ANCHOR[kind]
     out: list[dict[str, Any]] = []
     if review.decision is not None:
@@ -283,8 +342,10 @@ def _values(entry: dict[str, Any], key: str, where: str) -> list[str]:
     value = entry.get("value")
     items = value.get(key) if isinstance(value, dict) else None
     if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
-        raise UserError(f"{where}: expected value.{key} to be a list of strings, got {value!r}"[:300],
-                        fix="pass the result list of a Label Studio annotation made with label_config()")
+        raise UserError(
+            f"{where}: expected value.{key} to be a list of strings, got {value!r}"[:300],
+            fix="pass the result list of a Label Studio annotation made with label_config()",
+        )
     return items
 
 
@@ -306,8 +367,10 @@ def parse_result(kind: str, results: list[dict[str, Any]]) -> Review:
     step_texts: dict[int, list[str]] = {}
     for n, entry in enumerate(results):
         if not isinstance(entry, dict):
-            raise UserError(f"result {n} is a {type(entry).__name__}, not an object",
-                            fix="pass the result list of a Label Studio annotation")
+            raise UserError(
+                f"result {n} is a {type(entry).__name__}, not an object",
+                fix="pass the result list of a Label Studio annotation",
+            )
         name = entry.get("from_name")
         where = f"result {n} ({name})"
         step = _STEP_NAME.match(name) if isinstance(name, str) else None
@@ -327,8 +390,10 @@ def parse_result(kind: str, results: list[dict[str, Any]]) -> Review:
             else:
                 step_texts.setdefault(i, []).extend(_values(entry, "text", where))
         else:
-            raise UserError(f"{where}: no control {name!r} in the {kind} config",
-                            fix=f"pull annotations only from projects made with label_config({kind!r})")
+            raise UserError(
+                f"{where}: no control {name!r} in the {kind} config",
+                fix=f"pull annotations only from projects made with label_config({kind!r})",
+            )
     fields["reasons"] = reasons
     for name, parts in texts.items():
         fields[name] = "\n".join(parts)
@@ -337,9 +402,10 @@ def parse_result(kind: str, results: list[dict[str, Any]]) -> Review:
         return Review(**fields)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise UserError(f"annotation result has an unknown value at {'.'.join(map(str, first['loc']))}: "
-                        f"{first['input']!r}"[:300],
-                        fix="the project's config differs from label_config(): re-create it") from None
+        raise UserError(
+            f"annotation result has an unknown value at {'.'.join(map(str, first['loc']))}: {first['input']!r}"[:300],
+            fix="the project's config differs from label_config(): re-create it",
+        ) from None
 
 
 def review_text(review: Review | None) -> str:

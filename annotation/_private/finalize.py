@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.schemas import (
-    Sample, Split, SplitManifest, UserError, check_out_dir, file_sha256, samples_content_hash, write_json, write_jsonl,
+    Sample,
+    Split,
+    SplitManifest,
+    UserError,
+    check_out_dir,
+    file_sha256,
+    samples_content_hash,
+    write_json,
+    write_jsonl,
 )
 
 from .agreement import cohen_kappa, percent_agreement
@@ -85,21 +93,35 @@ def datasheet(items: list[dict[str, Any]], users: dict[int, dict[str, Any]]) -> 
             last = it["history"][-1] if it["history"] else {}
             for r in last.get("reasons") or ["unknown"]:
                 reasons[str(r).split(":")[0]] += 1
-    rounds = {str(r): {"items": len(p), "cohen_kappa": cohen_kappa(p), "percent_agreement": percent_agreement(p)}
-              for r, p in sorted(pairs.items())}
+    rounds = {
+        str(r): {"items": len(p), "cohen_kappa": cohen_kappa(p), "percent_agreement": percent_agreement(p)}
+        for r, p in sorted(pairs.items())
+    }
     reviewers = {}
     for uid, c in per_user.items():
         info = users.get(uid, {}) if uid is not None else {}
         total = c["reviews"] + c["adjudicates"]
         reviewers[str(info.get("username") or uid)] = {
-            "user_id": uid, "simulated": bool(info.get("simulated")), "reviews": c["reviews"],
-            "adjudications": c["adjudicates"], "accept": c["accept"], "fix": c["fix"], "reject": c["reject"],
-            "agreement_with_final": round(c["agrees_with_final"] / total, 4) if total else None}
+            "user_id": uid,
+            "simulated": bool(info.get("simulated")),
+            "reviews": c["reviews"],
+            "adjudications": c["adjudicates"],
+            "accept": c["accept"],
+            "fix": c["fix"],
+            "reject": c["reject"],
+            "agreement_with_final": round(c["agrees_with_final"] / total, 4) if total else None,
+        }
     status = Counter(it["status"] for it in items)
-    return {"items": len(items), "final": dict(status), "stages": dict(sorted(counts.items())), "agreement": rounds,
-            "rejection_reasons": dict(reasons.most_common()), "reviewers": reviewers,
-            "verdicts_supplied_automatically": any(r["simulated"] for r in reviewers.values()),
-            "models": producing_models([it.get("sample") or {} for it in items if it["status"] == "accepted"])}
+    return {
+        "items": len(items),
+        "final": dict(status),
+        "stages": dict(sorted(counts.items())),
+        "agreement": rounds,
+        "rejection_reasons": dict(reasons.most_common()),
+        "reviewers": reviewers,
+        "verdicts_supplied_automatically": any(r["simulated"] for r in reviewers.values()),
+        "models": producing_models([it.get("sample") or {} for it in items if it["status"] == "accepted"]),
+    }
 
 
 def producing_models(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -114,8 +136,11 @@ def producing_models(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
     seen: Counter[tuple[str, str | None]] = Counter()
     for sample in samples:
         versions = (sample.get("provenance") or {}).get("versions") or {}
-        pairs = {(name, versions.get(f"model_file.{key[len('model.'):]}"))
-                 for key, name in versions.items() if key.startswith("model.")}
+        pairs = {
+            (name, versions.get(f"model_file.{key[len('model.') :]}"))
+            for key, name in versions.items()
+            if key.startswith("model.")
+        }
         for pair in pairs:
             seen[pair] += 1
     return [{"model": name, "file_sha256": sha, "samples": n} for (name, sha), n in sorted(seen.items(), key=str)]
@@ -127,8 +152,10 @@ def finalize(workspace: Any, out: str | Path, *, name: str | None = None) -> dic
     items = workspace.store.items()
     open_ = [it for it in items if it["status"] in ("review", "adjudicate")]
     if open_:
-        raise UserError(f"{len(open_)} items are still under review (e.g. {open_[0]['sample_id']})",
-                        fix="pull their annotations (`benchsmith annotate pull`) or finish the review first")
+        raise UserError(
+            f"{len(open_)} items are still under review (e.g. {open_[0]['sample_id']})",
+            fix="pull their annotations (`benchsmith annotate pull`) or finish the review first",
+        )
     out = check_out_dir(out, "--out")
     users = workspace.store.users()
     sheet = datasheet(items, users)
@@ -139,12 +166,26 @@ def finalize(workspace: Any, out: str | Path, *, name: str | None = None) -> dic
             continue
         data = dict(it["sample"])
         history = it["history"]
-        data["verification"] = {"status": "verified", "method": "expert-review", "verified_at": now.isoformat(),
-                          "checks": [{"name": f"{e['stage']}_r{e['round']}", "ok": e["outcome"] in ("accepted", "revise", "voted"),
-                                      "reason": e["outcome"], "code": None} for e in history],
-                          "details": {"rounds": it["round"], "original_id": it["sample_id"],
-                                      "reviewers": sorted({str(r.get("user")) for e in history for r in e.get("reviews") or []}),
-                                      "verdicts_supplied_automatically": sheet["verdicts_supplied_automatically"]}}
+        data["verification"] = {
+            "status": "verified",
+            "method": "expert-review",
+            "verified_at": now.isoformat(),
+            "checks": [
+                {
+                    "name": f"{e['stage']}_r{e['round']}",
+                    "ok": e["outcome"] in ("accepted", "revise", "voted"),
+                    "reason": e["outcome"],
+                    "code": None,
+                }
+                for e in history
+            ],
+            "details": {
+                "rounds": it["round"],
+                "original_id": it["sample_id"],
+                "reviewers": sorted({str(r.get("user")) for e in history for r in e.get("reviews") or []}),
+                "verdicts_supplied_automatically": sheet["verdicts_supplied_automatically"],
+            },
+        }
         accepted.append(Sample.model_validate(data))
     version = _version(out, samples_content_hash(s.id for s in accepted))  # reads a previous manifest first
     out.mkdir(parents=True, exist_ok=True)
@@ -153,23 +194,38 @@ def finalize(workspace: Any, out: str | Path, *, name: str | None = None) -> dic
     copied = copy_split_files(split, out)
     write_json(out / "datasheet.json", sheet)
     (out / "datasheet.md").write_text(datasheet_markdown(sheet, version), encoding="utf-8")
-    files = {f: file_sha256(out / f) for f in ("samples.jsonl", "datasheet.json", "datasheet.md", *COPIED)
-             if (out / f).is_file()}
+    files = {
+        f: file_sha256(out / f)
+        for f in ("samples.jsonl", "datasheet.json", "datasheet.md", *COPIED)
+        if (out / f).is_file()
+    }
     files.update({f: file_sha256(out / f) for f in copied if f not in files})
     extra: dict[str, Any] = {"datasheet": "datasheet.md"}
     if Split(out).has_databases():  # a merged split: its samples run on databases/<db_id>.sqlite
         extra["databases"] = Split(out).db_ids()
     src = workspace.store.get_meta("source") or {}
     manifest = SplitManifest(
-        name=name or f"{(split.name if split else 'split')}-reviewed", version=version, created_at=now,
+        name=name or f"{(split.name if split else 'split')}-reviewed",
+        version=version,
+        created_at=now,
         description="accepted by multi-stage expert review in Label Studio"
-                    + (" (reviewers' verdicts supplied automatically)" if sheet["verdicts_supplied_automatically"] else ""),
-        sample_count=len(accepted), files=files, content_hash=samples_content_hash(s.id for s in accepted),
-        provenance={"source": src.get("samples", "?"), "method": "annotation.review", "created_at": now,
-                    "params": {"workspace": str(workspace.folder), "final": sheet["final"],
-                               "sources": [s["samples"] for s in workspace.sources()]}},
+        + (" (reviewers' verdicts supplied automatically)" if sheet["verdicts_supplied_automatically"] else ""),
+        sample_count=len(accepted),
+        files=files,
+        content_hash=samples_content_hash(s.id for s in accepted),
+        provenance={
+            "source": src.get("samples", "?"),
+            "method": "annotation.review",
+            "created_at": now,
+            "params": {
+                "workspace": str(workspace.folder),
+                "final": sheet["final"],
+                "sources": [s["samples"] for s in workspace.sources()],
+            },
+        },
         parent=str(split / "manifest.json") if split and (split / "manifest.json").is_file() else None,
-        extra=extra)
+        extra=extra,
+    )
     write_json(out / "manifest.json", manifest)
     return {"out": str(out), "version": version, "accepted": len(accepted), "datasheet": sheet}
 
@@ -177,25 +233,54 @@ def finalize(workspace: Any, out: str | Path, *, name: str | None = None) -> dic
 def datasheet_markdown(sheet: dict[str, Any], version: str) -> str:
     lines = [f"# Datasheet (version {version})", ""]
     if sheet["verdicts_supplied_automatically"]:
-        lines += ["**The reviewers' verdicts in this split were supplied automatically (simulated reviewers), "
-                  "not by people.**", ""]
-    lines += [f"Items reviewed: {sheet['items']}; final: " + ", ".join(f"{k} {v}" for k, v in sheet["final"].items()), "",
-              "## Stages", "", "| stage, round: outcome | items |", "|---|---|"]
+        lines += [
+            "**The reviewers' verdicts in this split were supplied automatically (simulated reviewers), "
+            "not by people.**",
+            "",
+        ]
+    lines += [
+        f"Items reviewed: {sheet['items']}; final: " + ", ".join(f"{k} {v}" for k, v in sheet["final"].items()),
+        "",
+        "## Stages",
+        "",
+        "| stage, round: outcome | items |",
+        "|---|---|",
+    ]
     lines += [f"| {k} | {v} |" for k, v in sheet["stages"].items()]
-    lines += ["", "## Agreement (two independent reviewers)", "", "| round | items | Cohen's kappa | % agreement |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "## Agreement (two independent reviewers)",
+        "",
+        "| round | items | Cohen's kappa | % agreement |",
+        "|---|---|---|---|",
+    ]
     for r, a in sheet["agreement"].items():
         kappa = "undefined" if a["cohen_kappa"] is None else f"{a['cohen_kappa']:.3f}"
         pa = "n/a" if a["percent_agreement"] is None else f"{100 * a['percent_agreement']:.1f}%"
         lines.append(f"| {r} | {a['items']} | {kappa} | {pa} |")
     lines += ["", "## Rejection reasons", "", "| reason | items |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in sheet["rejection_reasons"].items()] or ["| (none) | 0 |"]
-    lines += ["", "## Models that made the accepted items", "", "| model | weights file sha256 | items |", "|---|---|---|"]
-    lines += [f"| {m['model']} | {m['file_sha256'] or '(remote model)'} | {m['samples']} |"
-              for m in sheet.get("models") or []] or ["| (none: no item was made by a model) | | 0 |"]
-    lines += ["", "## Reviewers", "", "| reviewer | simulated | reviews | adjudications | accept | fix | reject | agrees with final |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Models that made the accepted items",
+        "",
+        "| model | weights file sha256 | items |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {m['model']} | {m['file_sha256'] or '(remote model)'} | {m['samples']} |" for m in sheet.get("models") or []
+    ] or ["| (none: no item was made by a model) | | 0 |"]
+    lines += [
+        "",
+        "## Reviewers",
+        "",
+        "| reviewer | simulated | reviews | adjudications | accept | fix | reject | agrees with final |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, r in sheet["reviewers"].items():
         agree = "n/a" if r["agreement_with_final"] is None else f"{100 * r['agreement_with_final']:.0f}%"
-        lines.append(f"| {name} | {'yes' if r['simulated'] else 'no'} | {r['reviews']} | {r['adjudications']} | "
-                     f"{r['accept']} | {r['fix']} | {r['reject']} | {agree} |")
+        lines.append(
+            f"| {name} | {'yes' if r['simulated'] else 'no'} | {r['reviews']} | {r['adjudications']} | "
+            f"{r['accept']} | {r['fix']} | {r['reject']} | {agree} |"
+        )
     return "\n".join(lines) + "\n"

@@ -78,16 +78,22 @@ class LabelStudio:
             except ApiError as exc:
                 status = exc.status_code
                 if status in (401, 403):
-                    raise UserError(f"Label Studio at {self.url} refused the token ({status}) while trying to {what}",
-                                    fix="set LABEL_STUDIO_API_KEY to a valid token (or use the local server)") from None
+                    raise UserError(
+                        f"Label Studio at {self.url} refused the token ({status}) while trying to {what}",
+                        fix="set LABEL_STUDIO_API_KEY to a valid token (or use the local server)",
+                    ) from None
                 if status is None or status < 500:
                     body = json.dumps(exc.body)[:300] if exc.body is not None else ""
-                    raise RuntimeFault(f"Label Studio at {self.url} rejected the request to {what}: {status} {body}") from None
+                    raise RuntimeFault(
+                        f"Label Studio at {self.url} rejected the request to {what}: {status} {body}"
+                    ) from None
                 err = exc
             if attempt > self.retries:
-                raise LabelStudioDown(f"Label Studio at {self.url} is not answering ({type(err).__name__}"
-                                      f"{f' {status}' if status else ''}) while trying to {what}; everything synced so far "
-                                      "is kept, re-run the command when it is back") from None
+                raise LabelStudioDown(
+                    f"Label Studio at {self.url} is not answering ({type(err).__name__}"
+                    f"{f' {status}' if status else ''}) while trying to {what}; everything synced so far "
+                    "is kept, re-run the command when it is back"
+                ) from None
             time.sleep(self._rng.uniform(0, self.backoff * 2 ** (attempt - 1)))
             if reconcile is not None:
                 reconcile()
@@ -129,9 +135,14 @@ class LabelStudio:
         def create() -> int:
             if found:
                 return found[0]
-            p = self._sdk.projects.create(title=title, description=description, label_config=label_config,
-                                          maximum_annotations=maximum_annotations, overlap_cohort_percentage=100,
-                                          show_skip_button=False)
+            p = self._sdk.projects.create(
+                title=title,
+                description=description,
+                label_config=label_config,
+                maximum_annotations=maximum_annotations,
+                overlap_cohort_percentage=100,
+                show_skip_button=False,
+            )
             return int(p.id)
 
         held()
@@ -144,9 +155,12 @@ class LabelStudio:
 
     def projects_titled(self, title: str) -> list[RemoteProject]:
         """The projects whose title is exactly ``title`` (ids ascending)."""
+
         def ask() -> list[RemoteProject]:  # the server filters by "contains", case-insensitive
-            return [RemoteProject(int(p.id), p.title or "", int(p.task_number or 0))
-                    for p in self._sdk.projects.list(title=title, page_size=100)]
+            return [
+                RemoteProject(int(p.id), p.title or "", int(p.task_number or 0))
+                for p in self._sdk.projects.list(title=title, page_size=100)
+            ]
 
         return sorted((p for p in self._call("list projects", ask) if p.title == title), key=lambda p: p.id)
 
@@ -173,8 +187,12 @@ class LabelStudio:
         out: list[RemoteTask] = []
         page = 1
         while True:
-            resp = self._call("list tasks", lambda: self._raw_get(f"/api/tasks/?project={project_id}&page={page}"
-                                                                 f"&page_size={PAGE}&fields=task_only"))
+            resp = self._call(
+                "list tasks",
+                lambda page=page: self._raw_get(
+                    f"/api/tasks/?project={project_id}&page={page}&page_size={PAGE}&fields=task_only"
+                ),
+            )
             tasks = resp.get("tasks", []) if isinstance(resp, dict) else resp
             total = resp.get("total") if isinstance(resp, dict) else None
             for t in tasks:
@@ -194,8 +212,9 @@ class LabelStudio:
                 out.setdefault(t.key, []).append(t.id)
         return {k: sorted(v) for k, v in out.items()}
 
-    def import_tasks(self, project_id: int, tasks: list[dict[str, Any]], *, stage: str | None = None,
-                     round: int | None = None) -> list[int]:
+    def import_tasks(
+        self, project_id: int, tasks: list[dict[str, Any]], *, stage: str | None = None, round: int | None = None
+    ) -> list[int]:
         """Import ``tasks`` (each with ``data.bs_id``; ``stage`` / ``round`` key the ones without
         ``bs_stage`` / ``bs_round``) and return their ids in order. Never imports a task twice: before
         a retry the project's tasks are listed and only the missing ones are sent again; after a
@@ -205,16 +224,18 @@ class LabelStudio:
 
         keys = [task_key(t.get("data") or {}, stage, round) for t in tasks]
         if None in keys or len(set(keys)) != len(keys):
-            raise RuntimeFault("every task to import needs its own data.bs_id "
-                               "(the key that makes an import safe to retry)")
+            raise RuntimeFault(
+                "every task to import needs its own data.bs_id (the key that makes an import safe to retry)"
+            )
         ids: dict[str, int] = {}
         retried = False
 
         def send() -> list[int]:
             todo = [(k, t) for k, t in zip(keys, tasks) if k not in ids]
             if todo:
-                resp = self._sdk.projects.import_tasks(id=project_id, request=[t for _, t in todo],
-                                                       return_task_ids=True)
+                resp = self._sdk.projects.import_tasks(
+                    id=project_id, request=[t for _, t in todo], return_task_ids=True
+                )
                 ids.update(zip([k for k, _ in todo], self._imported_ids(resp, len(todo))))
             return [ids[k] for k in keys]
 
@@ -260,8 +281,12 @@ class LabelStudio:
             return [t for t in every if int(t["id"]) in wanted]
         out: list[dict[str, Any]] = []
         for i in range(0, len(ids), ID_CHUNK):
-            chunk = ids[i:i + ID_CHUNK]
-            out.extend(self._call("export annotations", lambda: self._raw_get(base, params=[("ids", x) for x in chunk])))
+            chunk = ids[i : i + ID_CHUNK]
+            out.extend(
+                self._call(
+                    "export annotations", lambda chunk=chunk: self._raw_get(base, params=[("ids", x) for x in chunk])
+                )
+            )
         return out
 
     # -- users and annotations ---------------------------------------------------------------------------
@@ -305,8 +330,11 @@ class LabelStudio:
         retried = False
 
         def mine() -> list[int]:
-            return sorted(int(a["id"]) for a in self.task_annotations(task_id)
-                          if a.get("import_id") == marker and a.get("completed_by") == user_id)
+            return sorted(
+                int(a["id"])
+                for a in self.task_annotations(task_id)
+                if a.get("import_id") == marker and a.get("completed_by") == user_id
+            )
 
         def reconcile() -> None:
             nonlocal retried
@@ -349,9 +377,14 @@ class LabelStudio:
             if done:
                 return done[0]
             a = self._sdk.annotations.create(
-                id=task_id, result=annotation.get("result") or [], completed_by=annotation.get("completed_by"),
-                was_cancelled=bool(annotation.get("was_cancelled")), ground_truth=bool(annotation.get("ground_truth")),
-                lead_time=annotation.get("lead_time"), import_id=int(annotation["id"]))
+                id=task_id,
+                result=annotation.get("result") or [],
+                completed_by=annotation.get("completed_by"),
+                was_cancelled=bool(annotation.get("was_cancelled")),
+                ground_truth=bool(annotation.get("ground_truth")),
+                lead_time=annotation.get("lead_time"),
+                import_id=int(annotation["id"]),
+            )
             return int(a.id)
 
         held()

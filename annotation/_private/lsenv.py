@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from benchsmith.models import procs
-from benchsmith.models import cache_root
+from benchsmith.models import cache_root, procs
 from benchsmith.schemas import RuntimeFault
 
 LS_VERSION = "1.23.2"
@@ -71,8 +70,9 @@ def _run(cmd: list[str], log_path: Path, echo: Echo, t0: float) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_REQUIRE_VIRTUALENV")}
         env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
         env["PYTHONUNBUFFERED"] = "1"
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, env=env)
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+        )
         assert proc.stdout is not None
         for line in proc.stdout:
             log.write(line)
@@ -80,8 +80,10 @@ def _run(cmd: list[str], log_path: Path, echo: Echo, t0: float) -> None:
                 echo(f"  [{time.monotonic() - t0:5.0f} s] {line.strip()[:160]}")
         rc = proc.wait(timeout=INSTALL_TIMEOUT)
     if rc:
-        raise RuntimeFault(f"installing Label Studio failed (`{' '.join(cmd[:4])} ...` exited {rc}); "
-                           f"see {log_path}:\n{procs.tail(log_path, 20)}")
+        raise RuntimeFault(
+            f"installing Label Studio failed (`{' '.join(cmd[:4])} ...` exited {rc}); "
+            f"see {log_path}:\n{procs.tail(log_path, 20)}"
+        )
 
 
 def ensure_label_studio(version: str = LS_VERSION, echo: Echo | None = None) -> Path:
@@ -111,11 +113,17 @@ def ensure_label_studio(version: str = LS_VERSION, echo: Echo | None = None) -> 
         _run([py, "-m", "pip", "install", "--upgrade", "pip"], log_path, echo, t0)
         _run([py, "-m", "pip", "install", f"label-studio=={version}"], log_path, echo, t0)
         if not executable(version).is_file():
-            raise RuntimeFault(f"pip installed label-studio=={version} but {executable(version)} is missing; see {log_path}")
+            raise RuntimeFault(
+                f"pip installed label-studio=={version} but {executable(version)} is missing; see {log_path}"
+            )
         seconds = time.monotonic() - t0
         tmp = venv / (MARKER + ".tmp")
-        tmp.write_text(json.dumps({"version": version, "seconds": round(seconds, 1),
-                                   "installed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}), encoding="utf-8")
+        tmp.write_text(
+            json.dumps(
+                {"version": version, "seconds": round(seconds, 1), "installed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            ),
+            encoding="utf-8",
+        )
         os.replace(tmp, venv / MARKER)
         echo(f"label-studio=={version} installed in {seconds:.0f} s")
         return executable(version)

@@ -28,8 +28,8 @@ from benchsmith.schemas import AnswerSpec, CheckResult, Sample, ToolCall, UserEr
 
 from .configs import KINDS, STAGES, Review, label_config, result_for, review_text
 
-OBSERVATION_LIMIT = 1500   # characters of an observation (or a tool message, a thought) shown per step
-TOOLS_LIMIT = 3000         # characters of the tools summary
+OBSERVATION_LIMIT = 1500  # characters of an observation (or a tool message, a thought) shown per step
+TOOLS_LIMIT = 3000  # characters of the tools summary
 MODEL_VERSION = "checks+prescreen"
 
 # Which rejection reason a failing check stands for; (check, code) pairs override the check's default.
@@ -157,14 +157,16 @@ def _steps(sample: Sample) -> list[dict[str, Any]]:
     steps = []
     for i, step in enumerate(sample.gold):
         title = f"Step {i + 1} · recorded verdict: {step.verdict or 'none'}" + (" · hidden" if step.hidden else "")
-        steps.append({
-            "idx": i,
-            "title": title,
-            "thought": truncate(step.thought) if step.thought else "(no thought)",
-            "call": call_text(step.call),
-            "observation": "(no observation)" if step.observation is None else _shown(step.observation),
-            "verdict": step.verdict or "",
-        })
+        steps.append(
+            {
+                "idx": i,
+                "title": title,
+                "thought": truncate(step.thought) if step.thought else "(no thought)",
+                "call": call_text(step.call),
+                "observation": "(no observation)" if step.observation is None else _shown(step.observation),
+                "verdict": step.verdict or "",
+            }
+        )
     return steps
 
 
@@ -201,17 +203,21 @@ def expected_behaviour(sample: Sample) -> str:
     head = EXPECTED.get(kind, f"Special case {kind!r}: see the answer")
     value = sample.answer.value if sample.answer.kind == "exact" else None
     if kind == "incomplete" and isinstance(value, Mapping):
-        detail = "\n".join(f"{api}: {', '.join(map(str, args)) if isinstance(args, list) else args}"
-                           for api, args in value.items())
+        detail = "\n".join(
+            f"{api}: {', '.join(map(str, args)) if isinstance(args, list) else args}" for api, args in value.items()
+        )
     elif kind == "error_param" and isinstance(value, Mapping):
-        detail = "\n".join(f"{arg} = {', '.join(_dumps(v) for v in vals) if isinstance(vals, list) else _dumps(vals)}"
-                           for arg, vals in value.items())
+        detail = "\n".join(
+            f"{arg} = {', '.join(_dumps(v) for v in vals) if isinstance(vals, list) else _dumps(vals)}"
+            for arg, vals in value.items()
+        )
     else:
         detail = answer_text(sample.answer) if sample.answer.kind != "none" else ""
     return truncate(f"{head}\n{detail}" if detail else head)
 
 
 # ------------------------------------------------------------------- pre-annotation ----
+
 
 def reason_for(result: CheckResult) -> str:
     """The rejection reason a failing check stands for (``other`` when unknown).
@@ -250,8 +256,9 @@ def _votes(sample: Sample, prescreen: Mapping[str, Any] | None) -> list[dict[str
 
 def _vote_line(votes: list[dict[str, Any]]) -> str:
     accepts = sum(1 for v in votes if v["vote"] == "accept")
-    each = "; ".join(f"{v.get('model', '?')} ({v['vote']})" + (f": {v['reason']}" if v.get("reason") else "")
-                     for v in votes)
+    each = "; ".join(
+        f"{v.get('model', '?')} ({v['vote']})" + (f": {v['reason']}" if v.get("reason") else "") for v in votes
+    )
     return truncate(f"pre-screen: {accepts} of {len(votes)} votes accept — {each}", 600)
 
 
@@ -280,8 +287,9 @@ def check_summary(checks: CheckReport | None, votes: Sequence[Mapping[str, Any]]
     return truncate("\n".join(lines))
 
 
-def pre_annotation(sample: Sample, kind: str, checks: CheckReport | None = None,
-                   prescreen: Mapping[str, Any] | None = None) -> tuple[Review, float | None] | None:
+def pre_annotation(
+    sample: Sample, kind: str, checks: CheckReport | None = None, prescreen: Mapping[str, Any] | None = None
+) -> tuple[Review, float | None] | None:
     """The Review the automated checks and the pre-screen suggest, and its score; None when
     there is nothing to suggest.
 
@@ -351,9 +359,15 @@ def task_key(data: Mapping[str, Any], stage: str | None = None, round: int | Non
     return item_key(str(sample_id), stage, int(round) if round is not None else None)
 
 
-def task_payload(sample: Sample, kind: str | None = None, checks: CheckReport | None = None,
-                 prescreen: Mapping[str, Any] | None = None, *, stage: str = "review",
-                 reviews: Sequence[Review | Mapping[str, Any] | None] = ()) -> dict[str, Any]:
+def task_payload(
+    sample: Sample,
+    kind: str | None = None,
+    checks: CheckReport | None = None,
+    prescreen: Mapping[str, Any] | None = None,
+    *,
+    stage: str = "review",
+    reviews: Sequence[Review | Mapping[str, Any] | None] = (),
+) -> dict[str, Any]:
     """The Label Studio task (``{"data", "predictions"}``) of ``sample`` for ``label_config(kind, stage)``.
 
     ``kind`` defaults to :func:`sample_kind`. ``data`` holds exactly the fields the config refers to,

@@ -67,8 +67,11 @@ def decide_adjudication(review: dict[str, Any] | None) -> Decision:
         if not (review.get("correction") or "").strip():
             return Decision("rejected", reasons=["fix_without_correction"], detail={"adjudicator": review.get("user")})
         return Decision("revise", correction=review["correction"], detail={"adjudicator": review.get("user")})
-    return Decision("rejected", reasons=list(review.get("reasons") or []) or ["rejected_by_adjudicator"],
-                    detail={"adjudicator": review.get("user")})
+    return Decision(
+        "rejected",
+        reasons=list(review.get("reasons") or []) or ["rejected_by_adjudicator"],
+        detail={"adjudicator": review.get("user")},
+    )
 
 
 class CorrectionError(ValueError):
@@ -110,8 +113,17 @@ def apply_correction(sample: dict[str, Any], correction: str) -> dict[str, Any]:
             call = g.get("call") if isinstance(g.get("call"), dict) else g
             if not isinstance(call.get("name"), str):
                 raise CorrectionError(f"gold[{i}] has no tool name")
-            steps.append({"thought": g.get("thought"), "call": {"name": call["name"], "arguments": call.get("arguments") or {},
-                                                                "label": call.get("label") or f"out_{i + 1}"},
-                          "observation": None, "verdict": None})
+            steps.append(
+                {
+                    "thought": g.get("thought"),
+                    "call": {
+                        "name": call["name"],
+                        "arguments": call.get("arguments") or {},
+                        "label": call.get("label") or f"out_{i + 1}",
+                    },
+                    "observation": None,
+                    "verdict": None,
+                }
+            )
         out["gold"] = steps
     return out

@@ -49,8 +49,14 @@ DEFAULT_WAIT = 180.0
 # Label Studio also reads these bare names (Django settings through django-environ): never pass the caller's
 NO_INHERIT = ("USERNAME", "PASSWORD", "HOST", "PORT", "DEBUG", "SECRET_KEY")
 # no outbound traffic: no Sentry, no version check, no analytics, no downloads, offline feature flags
-OFFLINE_ENV = {"SENTRY_DSN": "", "FRONTEND_SENTRY_DSN": "", "LATEST_VERSION_CHECK": "false",
-               "COLLECT_ANALYTICS": "false", "CONVERTER_DOWNLOAD_RESOURCES": "false", "FEATURE_FLAGS_OFFLINE": "true"}
+OFFLINE_ENV = {
+    "SENTRY_DSN": "",
+    "FRONTEND_SENTRY_DSN": "",
+    "LATEST_VERSION_CHECK": "false",
+    "COLLECT_ANALYTICS": "false",
+    "CONVERTER_DOWNLOAD_RESOURCES": "false",
+    "FEATURE_FLAGS_OFFLINE": "true",
+}
 
 Echo = Callable[[str], None]
 
@@ -93,6 +99,7 @@ class LabelStudioAccess(NamedTuple):
 
 # ---------------------------------------------------------------- paths and files
 
+
 def data_dir_path(data_dir: str | os.PathLike[str] | None = None) -> Path:
     """``data_dir``, else ``$BENCHSMITH_LS_DATA_DIR``, else ``./.benchsmith/label-studio`` (absolute)."""
     return Path(data_dir or os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR).expanduser().absolute()
@@ -130,11 +137,15 @@ def _read_credentials(data_dir: Path) -> dict[str, str]:
             raise ValueError("no token")
         return creds
     except FileNotFoundError:
-        raise UserError(f"{path} is missing: this Label Studio data dir was not set up by benchsmith",
-                        fix=f"start a server on a new data dir, or set {ENV_URL} and {ENV_API_KEY}") from None
+        raise UserError(
+            f"{path} is missing: this Label Studio data dir was not set up by benchsmith",
+            fix=f"start a server on a new data dir, or set {ENV_URL} and {ENV_API_KEY}",
+        ) from None
     except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read the admin credentials {path} ({type(exc).__name__})",
-                        fix="stop the server and start it on a new data dir") from None
+        raise UserError(
+            f"cannot read the admin credentials {path} ({type(exc).__name__})",
+            fix="stop the server and start it on a new data dir",
+        ) from None
 
 
 def _write_state(data_dir: Path, info: LabelStudioInfo) -> None:
@@ -157,6 +168,7 @@ def _scrub(text: str, *secrets_: str) -> str:
 
 # ---------------------------------------------------------------- HTTP
 
+
 def _opener() -> urllib.request.OpenerDirector:
     return urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback / explicit URL: no proxies
 
@@ -175,16 +187,21 @@ def _auth_header(url: str, token: str, timeout: float) -> str:
     """``Token <legacy token>``, or for a personal access token (a JWT) ``Bearer <access token>``."""
     if token.count(".") != 2:
         return f"Token {token}"
-    req = urllib.request.Request(f"{url}/api/token/refresh", data=json.dumps({"refresh": token}).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
+    req = urllib.request.Request(
+        f"{url}/api/token/refresh",
+        data=json.dumps({"refresh": token}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     with _opener().open(req, timeout=timeout) as resp:
         return f"Bearer {json.loads(resp.read())['access']}"
 
 
 def whoami(url: str, token: str, timeout: float = 10.0) -> dict[str, Any]:
     """``GET /api/current-user/whoami`` with ``token``; raises ``urllib.error.HTTPError`` / ``OSError``."""
-    req = urllib.request.Request(f"{url}/api/current-user/whoami",
-                                 headers={"Authorization": _auth_header(url, token, timeout)})
+    req = urllib.request.Request(
+        f"{url}/api/current-user/whoami", headers={"Authorization": _auth_header(url, token, timeout)}
+    )
     with _opener().open(req, timeout=timeout) as resp:
         return json.loads(resp.read())
 
@@ -195,17 +212,24 @@ def check_access(url: str, token: str, token_source: str, url_source: str, timeo
         return whoami(url, token, timeout)
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
-            raise UserError(f"Label Studio at {url} refused the API token from {token_source} (HTTP {exc.code})",
-                            fix=f"set {token_source} to a valid token (Account & Settings in Label Studio)") from None
-        raise UserError(f"Label Studio at {url} answered HTTP {exc.code} to /api/current-user/whoami",
-                        fix=f"check {url_source}: it must be the server's base URL") from None
+            raise UserError(
+                f"Label Studio at {url} refused the API token from {token_source} (HTTP {exc.code})",
+                fix=f"set {token_source} to a valid token (Account & Settings in Label Studio)",
+            ) from None
+        raise UserError(
+            f"Label Studio at {url} answered HTTP {exc.code} to /api/current-user/whoami",
+            fix=f"check {url_source}: it must be the server's base URL",
+        ) from None
     except (OSError, ValueError, KeyError) as exc:
         reason = getattr(exc, "reason", None) or type(exc).__name__
-        raise UserError(f"cannot reach Label Studio at {url} ({reason})",
-                        fix=f"start it (`benchsmith annotate server start`) or fix {url_source}") from None
+        raise UserError(
+            f"cannot reach Label Studio at {url} ({reason})",
+            fix=f"start it (`benchsmith annotate server start`) or fix {url_source}",
+        ) from None
 
 
 # ---------------------------------------------------------------- processes
+
 
 def _looks_like_ls(pid: int) -> bool | None:
     cmd = procs.command_line(pid)
@@ -224,18 +248,21 @@ def _terminate(pid: int, grace: float) -> None:
 def _child_env(data_dir: Path, creds: dict[str, str]) -> dict[str, str]:
     """The server's environment: the caller's without Label Studio/Django settings, plus ours (the secrets live here,
     never in argv)."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in NO_INHERIT and not k.startswith(("LABEL_STUDIO_", "DJANGO_"))}
+    env = {
+        k: v for k, v in os.environ.items() if k not in NO_INHERIT and not k.startswith(("LABEL_STUDIO_", "DJANGO_"))
+    }
     env.update(OFFLINE_ENV)
-    env.update({
-        "LABEL_STUDIO_BASE_DATA_DIR": str(data_dir),
-        "LABEL_STUDIO_USERNAME": creds["username"],
-        "LABEL_STUDIO_PASSWORD": creds["password"],
-        "LABEL_STUDIO_USER_TOKEN": creds["token"],
-        "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
-        "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "LABEL_STUDIO_BASE_DATA_DIR": str(data_dir),
+            "LABEL_STUDIO_USERNAME": creds["username"],
+            "LABEL_STUDIO_PASSWORD": creds["password"],
+            "LABEL_STUDIO_USER_TOKEN": creds["token"],
+            "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
+            "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     return env
 
 
@@ -246,14 +273,22 @@ def _spawn(data_dir: Path, port: int, creds: dict[str, str], version: str) -> tu
     with open(log_path, "ab") as out:
         out.write(f"--- {datetime.now(timezone.utc).isoformat(timespec='seconds')} {' '.join(cmd)}\n".encode())
         out.flush()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=data_dir,
-                                env=_child_env(data_dir, creds), start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=data_dir,
+            env=_child_env(data_dir, creds),
+            start_new_session=True,
+        )
     return proc.pid, log_path
 
 
 def _wait_up(pid: int, url: str, token: str, wait: float, log_path: Path, t0: float) -> None:
     """Wait for ``/health`` on exactly this port and for ``token`` to be accepted there (so it is our server,
     not another one that took the port); on failure stop it and raise with the scrubbed log tail."""
+
     def ready() -> bool | str:
         if not ls_healthy(url):
             return False
@@ -263,11 +298,22 @@ def _wait_up(pid: int, url: str, token: str, wait: float, log_path: Path, t0: fl
         except (OSError, ValueError, KeyError) as exc:
             return f"answers on {url} but refused the admin token ({getattr(exc, 'code', type(exc).__name__)})"
 
-    procs.wait_until_up(pid, ready, what=f"Label Studio on {url}", wait=wait, log_path=log_path, t0=t0, poll=0.25,
-                        grace=5.0, log_lines=25, scrub=lambda text: _scrub(text, token))
+    procs.wait_until_up(
+        pid,
+        ready,
+        what=f"Label Studio on {url}",
+        wait=wait,
+        log_path=log_path,
+        t0=t0,
+        poll=0.25,
+        grace=5.0,
+        log_lines=25,
+        scrub=lambda text: _scrub(text, token),
+    )
 
 
 # ---------------------------------------------------------------- template and data dir
+
 
 def _new_credentials() -> dict[str, str]:
     return {"username": ADMIN_USER, "password": secrets.token_urlsafe(18), "token": secrets.token_hex(20)}
@@ -287,11 +333,14 @@ def _rotate_credentials(db: Path, old: dict[str, str], new: dict[str, str]) -> N
         with con:
             row = con.execute("SELECT user_id FROM authtoken_token WHERE key = ?", (old["token"],)).fetchone()
             if row is None:
-                raise RuntimeFault(f"the Label Studio template database {db} has no admin token; delete "
-                                   f"{template_dir()} so it is rebuilt")
+                raise RuntimeFault(
+                    f"the Label Studio template database {db} has no admin token; delete "
+                    f"{template_dir()} so it is rebuilt"
+                )
             con.execute("UPDATE authtoken_token SET key = ? WHERE key = ?", (new["token"], old["token"]))
-            con.execute("UPDATE htx_user SET password = ? WHERE id = ?",
-                        (_django_password_hash(new["password"]), row[0]))
+            con.execute(
+                "UPDATE htx_user SET password = ? WHERE id = ?", (_django_password_hash(new["password"]), row[0])
+            )
     finally:
         con.close()
 
@@ -325,7 +374,8 @@ def ensure_template(version: str = lsenv.LS_VERSION, wait: float = DEFAULT_WAIT,
         _terminate(pid, 20.0)
         (building / LOG_FILE).unlink(missing_ok=True)
         (building / ".benchsmith-template.json").write_text(
-            json.dumps({"version": version, "fresh_start_seconds": round(seconds, 1)}), encoding="utf-8")
+            json.dumps({"version": version, "fresh_start_seconds": round(seconds, 1)}), encoding="utf-8"
+        )
         shutil.rmtree(tpl, ignore_errors=True)
         os.replace(building, tpl)
         echo(f"Label Studio template ready in {tpl} (fresh start {seconds:.0f} s)")
@@ -338,8 +388,10 @@ def _prepare_data_dir(data_dir: Path, version: str, wait: float, echo: Echo) -> 
         _read_credentials(data_dir)  # a UserError when the data dir was not set up by benchsmith
         return
     if data_dir.exists() and any(p.name != LOG_FILE for p in data_dir.iterdir()):
-        raise UserError(f"{data_dir} exists, is not empty and holds no Label Studio database",
-                        fix="choose an empty or new --data-dir")
+        raise UserError(
+            f"{data_dir} exists, is not empty and holds no Label Studio database",
+            fix="choose an empty or new --data-dir",
+        )
     tpl = ensure_template(version, wait, echo)
     data_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(data_dir, 0o700)
@@ -347,8 +399,9 @@ def _prepare_data_dir(data_dir: Path, version: str, wait: float, echo: Echo) -> 
     for item in tpl.iterdir():
         if item.name in (CREDENTIALS_FILE, ".benchsmith-template.json", ".env", DB_FILE):
             continue  # .env holds Django's SECRET_KEY: Label Studio writes a new one for each data dir
-        (shutil.copytree if item.is_dir() else shutil.copy2)(item, data_dir / item.name, **(
-            {"dirs_exist_ok": True} if item.is_dir() else {}))
+        (shutil.copytree if item.is_dir() else shutil.copy2)(
+            item, data_dir / item.name, **({"dirs_exist_ok": True} if item.is_dir() else {})
+        )
     # the database comes last, under a temporary name: a data dir with a database always has its credentials
     tmp_db = data_dir / (DB_FILE + ".copying")
     shutil.copy2(tpl / DB_FILE, tmp_db)
@@ -360,6 +413,7 @@ def _prepare_data_dir(data_dir: Path, version: str, wait: float, echo: Echo) -> 
 
 
 # ---------------------------------------------------------------- public lifecycle
+
 
 def label_studio_status(data_dir: str | os.PathLike[str] | None = None) -> LabelStudioInfo | None:
     """The running, healthy local server of ``data_dir`` (see ``data_dir_path``) from its state file, or None."""
@@ -373,9 +427,13 @@ def label_studio_status(data_dir: str | os.PathLike[str] | None = None) -> Label
     return info if ls_healthy(info.url) else None
 
 
-def start_label_studio(port: int | None = None, data_dir: str | os.PathLike[str] | None = None,
-                       wait: float = DEFAULT_WAIT, version: str = lsenv.LS_VERSION,
-                       echo: Echo | None = None) -> LabelStudioInfo:
+def start_label_studio(
+    port: int | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    wait: float = DEFAULT_WAIT,
+    version: str = lsenv.LS_VERSION,
+    echo: Echo | None = None,
+) -> LabelStudioInfo:
     """Start Label Studio in the background on 127.0.0.1, or reuse the healthy one already running on ``data_dir``.
 
     Installs Label Studio into its own venv and builds the migrated template the first time
@@ -395,9 +453,11 @@ def start_label_studio(port: int | None = None, data_dir: str | os.PathLike[str]
         if info is not None:
             if procs.pid_alive(info.pid) and ls_healthy(info.url):
                 if port is not None and port != info.port:
-                    raise UserError(f"Label Studio is already running on {folder} at {info.url} (pid {info.pid}), "
-                                    f"not on port {port}", fix="stop it first with `benchsmith annotate server stop`, "
-                                                               "or leave the port out to reuse it")
+                    raise UserError(
+                        f"Label Studio is already running on {folder} at {info.url} (pid {info.pid}), "
+                        f"not on port {port}",
+                        fix="stop it first with `benchsmith annotate server stop`, or leave the port out to reuse it",
+                    )
                 return info
             if _is_ours(info):
                 log.warning("Label Studio pid %s does not answer %s/health; restarting it", info.pid, info.url)
@@ -413,10 +473,17 @@ def start_label_studio(port: int | None = None, data_dir: str | os.PathLike[str]
         t0 = time.monotonic()
         pid, log_path = _spawn(folder, port, creds, version)
         _wait_up(pid, url, creds["token"], wait, log_path, t0)
-        info = LabelStudioInfo(pid=pid, port=port, url=url, data_dir=str(folder), version=version,
-                               started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                               log_path=str(log_path), credentials_file=str(folder / CREDENTIALS_FILE),
-                               start_seconds=round(time.monotonic() - t0, 2))
+        info = LabelStudioInfo(
+            pid=pid,
+            port=port,
+            url=url,
+            data_dir=str(folder),
+            version=version,
+            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            log_path=str(log_path),
+            credentials_file=str(folder / CREDENTIALS_FILE),
+            start_seconds=round(time.monotonic() - t0, 2),
+        )
         _write_state(folder, info)
         log.info("Label Studio up at %s (pid %s) in %.1f s", url, pid, info.start_seconds)
         return info
@@ -452,17 +519,21 @@ def resolve_label_studio(data_dir: str | os.PathLike[str] | None = None, validat
     if url or key:
         if not (url and key):
             missing = ENV_URL if not url else ENV_API_KEY
-            raise UserError(f"{ENV_URL} and {ENV_API_KEY} go together, but {missing} is not set",
-                            fix="set both, or unset both to use the local server (`benchsmith annotate server start`)")
+            raise UserError(
+                f"{ENV_URL} and {ENV_API_KEY} go together, but {missing} is not set",
+                fix="set both, or unset both to use the local server (`benchsmith annotate server start`)",
+            )
         access = LabelStudioAccess(url.rstrip("/"), key, "env")
         if validate:
             check_access(access.url, key, ENV_API_KEY, ENV_URL)
         return access
     info = label_studio_status(data_dir)
     if info is None:
-        raise UserError(f"no Label Studio server: {ENV_URL} / {ENV_API_KEY} are not set and none is running on "
-                        f"{data_dir_path(data_dir)}",
-                        fix=f"run `benchsmith annotate server start`, or set {ENV_URL} and {ENV_API_KEY}")
+        raise UserError(
+            f"no Label Studio server: {ENV_URL} / {ENV_API_KEY} are not set and none is running on "
+            f"{data_dir_path(data_dir)}",
+            fix=f"run `benchsmith annotate server start`, or set {ENV_URL} and {ENV_API_KEY}",
+        )
     access = LabelStudioAccess(info.url, info.token(), "local")
     if validate:
         check_access(access.url, access.token, info.credentials_file, "the local server's state file")

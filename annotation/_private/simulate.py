@@ -11,9 +11,15 @@ from benchsmith.schemas import Sample
 REVIEWERS = ("auto-reviewer-1", "auto-reviewer-2")
 ADJUDICATOR = "auto-adjudicator"
 # the first failing check -> the review form's rejection reason
-REASON_OF_CHECK = {"query_clarity": "unclear_query", "gold_signature": "wrong_call", "gold_references": "wrong_call",
-                   "executability": "not_executable", "dialogue_consistency": "other", "tool_docs": "other",
-                   "model_vote": "other"}
+REASON_OF_CHECK = {
+    "query_clarity": "unclear_query",
+    "gold_signature": "wrong_call",
+    "gold_references": "wrong_call",
+    "executability": "not_executable",
+    "dialogue_consistency": "other",
+    "tool_docs": "other",
+    "model_vote": "other",
+}
 
 Policy = Callable[[str, int, dict[str, Any]], dict[str, Any]]
 
@@ -31,8 +37,11 @@ def checks_policy(context: Any) -> Policy:
         report = run_checks(sample, rules, context)
         if not report.accepted:
             first = report.rejected_by
-            return {"decision": "reject", "reasons": [REASON_OF_CHECK.get(first.name, "other")],
-                    "comment": f"automatic: {first.name}: {first.code}"}
+            return {
+                "decision": "reject",
+                "reasons": [REASON_OF_CHECK.get(first.name, "other")],
+                "comment": f"automatic: {first.name}: {first.code}",
+            }
         votes = [v.get("vote") for v in sample.metadata.get("votes") or [] if v.get("vote") in ("accept", "reject")]
         if stage == "review" and reviewer == 2 and votes and votes.count("reject") > len(votes) / 2:
             return {"decision": "reject", "reasons": ["other"], "comment": "automatic: the model votes reject"}
@@ -41,8 +50,9 @@ def checks_policy(context: Any) -> Policy:
     return policy
 
 
-def simulate(workspace: Any, ls: Any, policy: Policy, *, reviewers: tuple[str, ...] = REVIEWERS,
-             adjudicator: str = ADJUDICATOR) -> dict[str, int]:
+def simulate(
+    workspace: Any, ls: Any, policy: Policy, *, reviewers: tuple[str, ...] = REVIEWERS, adjudicator: str = ADJUDICATOR
+) -> dict[str, int]:
     """Post the missing annotations of every open task: two reviewers per review task, one
     adjudicator per adjudication task. Idempotent: a user who already annotated a task is skipped,
     and a user or an annotation whose creation reply was lost is found by ``ls`` before it is retried
@@ -55,8 +65,11 @@ def simulate(workspace: Any, ls: Any, policy: Policy, *, reviewers: tuple[str, .
     posted = {"review": 0, "adjudicate": 0}
     items = {it["sample_id"]: it for it in workspace.store.items() if it["status"] in ("review", "adjudicate")}
     for p in workspace.store.projects():
-        tasks = {sid: tid for sid, tid in workspace.store.task_ids(p["project_id"]).items()
-                 if sid in items and items[sid]["status"] == p["stage"] and items[sid]["round"] == p["round"]}
+        tasks = {
+            sid: tid
+            for sid, tid in workspace.store.task_ids(p["project_id"]).items()
+            if sid in items and items[sid]["status"] == p["stage"] and items[sid]["round"] == p["round"]
+        }
         if not tasks:
             continue
         done: dict[int, set[int]] = {}

@@ -83,51 +83,88 @@ class Store:
             new = 0
             for sample_id, kind, sample in rows:
                 text = json.dumps(sample, ensure_ascii=False, sort_keys=True)
-                cur = c.execute("INSERT OR IGNORE INTO items (sample_id, kind, status, round, sample, original, position) "
-                                "VALUES (?, ?, 'review', 1, ?, ?, ?)", (sample_id, kind, text, text, start + new + 1))
+                cur = c.execute(
+                    "INSERT OR IGNORE INTO items (sample_id, kind, status, round, sample, original, position) "
+                    "VALUES (?, ?, 'review', 1, ?, ?, ?)",
+                    (sample_id, kind, text, text, start + new + 1),
+                )
                 new += cur.rowcount
             return new
 
     def items(self, status: str | None = None) -> list[dict[str, Any]]:
         sql = "SELECT sample_id, kind, status, round, sample, original, history FROM items"
         rows = self.q(sql + (" WHERE status = ?" if status else "") + " ORDER BY position", (status,) if status else ())
-        return [{"sample_id": r[0], "kind": r[1], "status": r[2], "round": r[3], "sample": json.loads(r[4]),
-                 "original": json.loads(r[5]), "history": json.loads(r[6])} for r in rows]
+        return [
+            {
+                "sample_id": r[0],
+                "kind": r[1],
+                "status": r[2],
+                "round": r[3],
+                "sample": json.loads(r[4]),
+                "original": json.loads(r[5]),
+                "history": json.loads(r[6]),
+            }
+            for r in rows
+        ]
 
-    def update_item(self, sample_id: str, *, status: str, round: int, sample: dict[str, Any] | None = None,
-                    event: dict[str, Any] | None = None) -> None:
+    def update_item(
+        self,
+        sample_id: str,
+        *,
+        status: str,
+        round: int,
+        sample: dict[str, Any] | None = None,
+        event: dict[str, Any] | None = None,
+    ) -> None:
         with self.tx() as c:
             (history,) = c.execute("SELECT history FROM items WHERE sample_id = ?", (sample_id,)).fetchone()
             hist = json.loads(history) + ([event] if event else [])
             if sample is None:
-                c.execute("UPDATE items SET status = ?, round = ?, history = ? WHERE sample_id = ?",
-                          (status, round, json.dumps(hist, ensure_ascii=False), sample_id))
+                c.execute(
+                    "UPDATE items SET status = ?, round = ?, history = ? WHERE sample_id = ?",
+                    (status, round, json.dumps(hist, ensure_ascii=False), sample_id),
+                )
             else:
-                c.execute("UPDATE items SET status = ?, round = ?, sample = ?, history = ? WHERE sample_id = ?",
-                          (status, round, json.dumps(sample, ensure_ascii=False, sort_keys=True),
-                           json.dumps(hist, ensure_ascii=False), sample_id))
+                c.execute(
+                    "UPDATE items SET status = ?, round = ?, sample = ?, history = ? WHERE sample_id = ?",
+                    (
+                        status,
+                        round,
+                        json.dumps(sample, ensure_ascii=False, sort_keys=True),
+                        json.dumps(hist, ensure_ascii=False),
+                        sample_id,
+                    ),
+                )
 
     # -- projects and tasks ---------------------------------------------------------------------------
     def project(self, stage: str, round: int, kind: str) -> tuple[int, str] | None:
-        rows = self.q("SELECT project_id, config_hash FROM projects WHERE stage = ? AND round = ? AND kind = ?",
-                      (stage, round, kind))
+        rows = self.q(
+            "SELECT project_id, config_hash FROM projects WHERE stage = ? AND round = ? AND kind = ?",
+            (stage, round, kind),
+        )
         return (rows[0][0], rows[0][1]) if rows else None
 
     def projects(self) -> list[dict[str, Any]]:
-        return [{"stage": r[0], "round": r[1], "kind": r[2], "project_id": r[3]}
-                for r in self.q("SELECT stage, round, kind, project_id FROM projects ORDER BY round, stage, kind")]
+        return [
+            {"stage": r[0], "round": r[1], "kind": r[2], "project_id": r[3]}
+            for r in self.q("SELECT stage, round, kind, project_id FROM projects ORDER BY round, stage, kind")
+        ]
 
     def add_project(self, stage: str, round: int, kind: str, project_id: int, config_hash: str) -> None:
         with self.tx() as c:
-            c.execute("INSERT OR REPLACE INTO projects VALUES (?, ?, ?, ?, ?)", (stage, round, kind, project_id, config_hash))
+            c.execute(
+                "INSERT OR REPLACE INTO projects VALUES (?, ?, ?, ?, ?)", (stage, round, kind, project_id, config_hash)
+            )
 
     def task_ids(self, project_id: int) -> dict[str, int]:
         return dict(self.q("SELECT sample_id, task_id FROM tasks WHERE project_id = ?", (project_id,)))
 
     def add_tasks(self, stage: str, round: int, project_id: int, mapping: dict[str, int]) -> None:
         with self.tx() as c:
-            c.executemany("INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?)",
-                          [(sid, stage, round, project_id, tid) for sid, tid in mapping.items()])
+            c.executemany(
+                "INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?)",
+                [(sid, stage, round, project_id, tid) for sid, tid in mapping.items()],
+            )
 
     def task_sample(self, task_id: int) -> tuple[str, str, int] | None:
         rows = self.q("SELECT sample_id, stage, round FROM tasks WHERE task_id = ?", (task_id,))
@@ -139,11 +176,19 @@ class Store:
         new = changed = 0
         with self.tx() as c:
             for a in rows:
-                old = c.execute("SELECT updated_at, result, cancelled FROM annotations WHERE annotation_id = ?",
-                                (a["id"],)).fetchone()
+                old = c.execute(
+                    "SELECT updated_at, result, cancelled FROM annotations WHERE annotation_id = ?", (a["id"],)
+                ).fetchone()
                 result = json.dumps(a.get("result") or [], ensure_ascii=False, sort_keys=True)
-                vals = (a["id"], a["project"], a["task"], a.get("completed_by"), a.get("updated_at"), result,
-                        int(bool(a.get("was_cancelled"))))
+                vals = (
+                    a["id"],
+                    a["project"],
+                    a["task"],
+                    a.get("completed_by"),
+                    a.get("updated_at"),
+                    result,
+                    int(bool(a.get("was_cancelled"))),
+                )
                 if old is None:
                     new += 1
                 elif (old[0], old[1], old[2]) != (vals[4], vals[5], vals[6]):
@@ -154,10 +199,15 @@ class Store:
         return new, changed
 
     def annotations_for(self, task_id: int) -> list[dict[str, Any]]:
-        rows = self.q("SELECT annotation_id, user_id, updated_at, result, cancelled FROM annotations WHERE task_id = ? "
-                      "ORDER BY annotation_id", (task_id,))
-        return [{"id": r[0], "user": r[1], "updated_at": r[2], "result": json.loads(r[3]), "cancelled": bool(r[4])}
-                for r in rows]
+        rows = self.q(
+            "SELECT annotation_id, user_id, updated_at, result, cancelled FROM annotations WHERE task_id = ? "
+            "ORDER BY annotation_id",
+            (task_id,),
+        )
+        return [
+            {"id": r[0], "user": r[1], "updated_at": r[2], "result": json.loads(r[3]), "cancelled": bool(r[4])}
+            for r in rows
+        ]
 
     def forget_annotations(self, task_ids: list[int]) -> None:
         """Drop the pulled annotations of tasks deleted on the server (their copies live on the kept task)."""

@@ -133,13 +133,24 @@ class Workspace:
             if it["sample_id"] in votes:
                 sample = dict(it["sample"])
                 sample["metadata"] = {**(sample.get("metadata") or {}), "votes": votes[it["sample_id"]]}
-                self.store.update_item(it["sample_id"], status=it["status"], round=it["round"], sample=sample,
-                                       event={"stage": "prescreen", "round": it["round"], "outcome": "voted",
-                                              "votes": votes[it["sample_id"]]})
+                self.store.update_item(
+                    it["sample_id"],
+                    status=it["status"],
+                    round=it["round"],
+                    sample=sample,
+                    event={
+                        "stage": "prescreen",
+                        "round": it["round"],
+                        "outcome": "voted",
+                        "votes": votes[it["sample_id"]],
+                    },
+                )
         return {"voted": len(votes), "model_calls": summary.model_calls}
 
     # -- push ---------------------------------------------------------------------------------------
-    def push(self, ls: Any, stage: str, *, max_rounds: int = 3, progress: Callable[[int], None] | None = None) -> PushReport:
+    def push(
+        self, ls: Any, stage: str, *, max_rounds: int = 3, progress: Callable[[int], None] | None = None
+    ) -> PushReport:
         """Create the stage's projects (one per sample kind and round) and import the items that are
         waiting in ``stage`` and not yet there. Idempotent: tasks already in Label Studio (by their
         key: ``bs_id``, stage, ``bs_round``) are recorded, never imported twice; an import whose reply
@@ -163,9 +174,12 @@ class Workspace:
             if known is not None and not ls.project_exists(known[0]):
                 known = None  # deleted on the server: make it again
             if known is None:
-                pid = ls.create_project(self.project_title(stage, rnd, kind), config,
-                                        maximum_annotations=2 if stage == "review" else 1,
-                                        description=f"benchsmith {stage} round {rnd} ({kind})")
+                pid = ls.create_project(
+                    self.project_title(stage, rnd, kind),
+                    config,
+                    maximum_annotations=2 if stage == "review" else 1,
+                    description=f"benchsmith {stage} round {rnd} ({kind})",
+                )
                 self.store.add_project(stage, rnd, kind, pid, digest)
             else:
                 pid = known[0]
@@ -175,14 +189,17 @@ class Workspace:
             if not todo:
                 continue
             remote = ls.task_keys(pid, stage, rnd)  # a push interrupted after the import but before we recorded it
-            found = {it["sample_id"]: remote[key][0] for it in todo
-                     if (key := item_key(it["sample_id"], stage, rnd)) in remote}
+            found = {
+                it["sample_id"]: remote[key][0]
+                for it in todo
+                if (key := item_key(it["sample_id"], stage, rnd)) in remote
+            }
             if found:
                 self.store.add_tasks(stage, rnd, pid, found)
                 already += len(found)
             todo = [it for it in todo if it["sample_id"] not in found]
             for i in range(0, len(todo), BATCH):
-                batch = todo[i:i + BATCH]
+                batch = todo[i : i + BATCH]
                 payloads = [self._payload(it, stage, task_payload) for it in batch]
                 ids = ls.import_tasks(pid, payloads, stage=stage, round=rnd)
                 self.store.add_tasks(stage, rnd, pid, {it["sample_id"]: tid for it, tid in zip(batch, ids)})
@@ -201,15 +218,21 @@ class Workspace:
         from .lsclient import TITLE_MAX
 
         tail = f" {stage} r{rnd} {kind} ws-{self.store.meta_once('workspace_id', secrets.token_hex(4))}"
-        return self.store.get_meta("name", "benchsmith")[:max(0, TITLE_MAX - len(tail))] + tail
+        return self.store.get_meta("name", "benchsmith")[: max(0, TITLE_MAX - len(tail))] + tail
 
     def _payload(self, it: dict[str, Any], stage: str, task_payload: Callable[..., dict[str, Any]]) -> dict[str, Any]:
         from benchsmith.construction.checks import DEFAULT_CHECKS, run_checks
 
         sample = Sample.model_validate(it["sample"])
         report = run_checks(sample, [c for c in DEFAULT_CHECKS if c != "model_vote"], self.check_context(None))
-        payload = task_payload(sample, it["kind"], checks=report, prescreen=None, stage=stage,
-                               reviews=self._round_reviews(it) if stage == "adjudicate" else ())
+        payload = task_payload(
+            sample,
+            it["kind"],
+            checks=report,
+            prescreen=None,
+            stage=stage,
+            reviews=self._round_reviews(it) if stage == "adjudicate" else (),
+        )
         payload["data"]["bs_id"] = it["sample_id"]
         payload["data"]["bs_stage"] = stage  # with bs_id and bs_round: the task's key (payloads.task_key)
         payload["data"]["bs_round"] = it["round"]
@@ -247,9 +270,18 @@ class Workspace:
             reviews = []
             for a in anns:
                 r = parse_result(it["kind"], a["result"])
-                reviews.append({"user": a["user"], "decision": r.decision, "reasons": list(r.reasons),
-                                "correction": r.correction, "comment": r.comment, "annotation": a["id"],
-                                "step_verdicts": dict(r.step_verdicts), "corrections": dict(r.corrections)})
+                reviews.append(
+                    {
+                        "user": a["user"],
+                        "decision": r.decision,
+                        "reasons": list(r.reasons),
+                        "correction": r.correction,
+                        "comment": r.comment,
+                        "annotation": a["id"],
+                        "step_verdicts": dict(r.step_verdicts),
+                        "corrections": dict(r.corrections),
+                    }
+                )
             moved[self._advance(it, reviews, context)] += 1
         return {"new_annotations": new, "changed_annotations": changed, "moved": dict(moved)}
 
@@ -261,11 +293,17 @@ class Workspace:
             if d.outcome == "pending":
                 return "pending"
             event = {"stage": "review", "round": rnd, "outcome": d.outcome, "reasons": d.reasons, "reviews": reviews}
-            self.store.update_item(sid, status=d.outcome if d.outcome != "accepted" else "accepted", round=rnd, event=event)
+            self.store.update_item(
+                sid, status=d.outcome if d.outcome != "accepted" else "accepted", round=rnd, event=event
+            )
             return d.outcome
         final = dict(reviews[-1]) if reviews else None
-        if final and final.get("decision") == "fix" and not (final.get("correction") or "").strip() \
-                and final.get("corrections"):
+        if (
+            final
+            and final.get("decision") == "fix"
+            and not (final.get("correction") or "").strip()
+            and final.get("corrections")
+        ):
             final["correction"] = step_corrections(it["sample"], final["corrections"])
         d = decide_adjudication(final)
         if d.outcome == "pending":
@@ -321,8 +359,12 @@ class Workspace:
 
     def duplicates(self, ls: Any) -> list[Duplicates]:
         """The workspace's projects in which Label Studio holds more than one task for an item."""
-        return [Duplicates(f"{p['stage']}/r{p['round']}/{p['kind']}", p["project_id"], len(dups),
-                           sum(len(g) - 1 for g in dups)) for p, dups in self._duplicate_groups(ls)]
+        return [
+            Duplicates(
+                f"{p['stage']}/r{p['round']}/{p['kind']}", p["project_id"], len(dups), sum(len(g) - 1 for g in dups)
+            )
+            for p, dups in self._duplicate_groups(ls)
+        ]
 
     def repair(self, ls: Any) -> RepairReport:
         """Remove duplicate tasks, keeping every annotation. Per item the kept task is one with
@@ -368,9 +410,12 @@ class Workspace:
         the server (:meth:`duplicates`)."""
         items = self.store.items()
         by = Counter((it["status"], it["round"]) for it in items)
-        out = {"items": len(items), "by_status": dict(Counter(it["status"] for it in items)),
-               "by_status_round": {f"{s}/r{r}": n for (s, r), n in sorted(by.items())},
-               "projects": self.store.projects()}
+        out = {
+            "items": len(items),
+            "by_status": dict(Counter(it["status"] for it in items)),
+            "by_status_round": {f"{s}/r{r}": n for (s, r), n in sorted(by.items())},
+            "projects": self.store.projects(),
+        }
         if ls is not None:
             out["duplicates"] = [asdict(d) for d in self.duplicates(ls)]
         return out
@@ -380,5 +425,8 @@ def _same(annotation: dict[str, Any]) -> tuple[Any, ...]:
     """What makes two annotations the same answer: the user, the result and whether it was cancelled."""
     import json
 
-    return (annotation.get("completed_by"), json.dumps(annotation.get("result") or [], sort_keys=True),
-            bool(annotation.get("was_cancelled")))
+    return (
+        annotation.get("completed_by"),
+        json.dumps(annotation.get("result") or [], sort_keys=True),
+        bool(annotation.get("was_cancelled")),
+    )

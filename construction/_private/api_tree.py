@@ -40,22 +40,40 @@ from benchsmith.schemas import Tool, UserError, loads_json
 
 GENERAL = "general"
 
-VERBS = frozenset("""
+VERBS = frozenset(
+    """
 get set list search find fetch retrieve check create add make update edit modify delete remove send show read write
 save book reserve cancel convert compute calculate count lookup look query print aggregate forecast filter sort
 upload download post put patch start stop open close run execute generate translate schedule move copy rename
-""".split())
+""".split()
+)
 
-MODIFIERS = frozenset("""
+MODIFIERS = frozenset(
+    """
 by for with of to from in on at the a an and or all any info information detail details data status similar top rated
 popular now curr current daily daliy new latest recent empty free out one many my is
-""".split())
+""".split()
+)
 
 JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
 
-_TEVAL_TYPES = {"STRING": "string", "STR": "string", "TEXT": "string", "NUMBER": "number", "FLOAT": "number",
-                "DOUBLE": "number", "INT": "integer", "INTEGER": "integer", "BOOL": "boolean", "BOOLEAN": "boolean",
-                "ARRAY": "array", "LIST": "array", "OBJECT": "object", "DICT": "object", "JSON": "object"}
+_TEVAL_TYPES = {
+    "STRING": "string",
+    "STR": "string",
+    "TEXT": "string",
+    "NUMBER": "number",
+    "FLOAT": "number",
+    "DOUBLE": "number",
+    "INT": "integer",
+    "INTEGER": "integer",
+    "BOOL": "boolean",
+    "BOOLEAN": "boolean",
+    "ARRAY": "array",
+    "LIST": "array",
+    "OBJECT": "object",
+    "DICT": "object",
+    "JSON": "object",
+}
 
 
 # -- names ------------------------------------------------------------------------------------
@@ -120,8 +138,9 @@ def _teval_param(p: Any, where: str) -> tuple[str, dict[str, Any]]:
     if not isinstance(p, dict) or not p.get("name"):
         raise UserError(f"{where}: a parameter without a name", fix="give every parameter a name, type and description")
     raw_type = str(p.get("type") or "STRING").strip()
-    schema: dict[str, Any] = {"type": _TEVAL_TYPES.get(raw_type.upper(), raw_type.lower() if raw_type.lower() in
-                                                       JSON_TYPES else "string")}
+    schema: dict[str, Any] = {
+        "type": _TEVAL_TYPES.get(raw_type.upper(), raw_type.lower() if raw_type.lower() in JSON_TYPES else "string")
+    }
     if p.get("description"):
         schema["description"] = str(p["description"])
     return str(p["name"]), schema
@@ -142,12 +161,17 @@ def teval_tool(api: dict[str, Any], where: str = "api") -> dict[str, Any]:
             props.setdefault(name, schema)
             if is_required and name not in required:
                 required.append(name)
-    data: dict[str, Any] = {"name": api.get("name"), "description": api.get("description") or "",
-                            "parameters": {"type": "object", "properties": props, "required": required}}
+    data: dict[str, Any] = {
+        "name": api.get("name"),
+        "description": api.get("description") or "",
+        "parameters": {"type": "object", "properties": props, "required": required},
+    }
     returns = [r for r in api.get("return_data") or [] if isinstance(r, dict) and r.get("name")]
     if returns:
-        data["returns"] = {"type": "object", "properties": {str(r["name"]): {"description": str(r.get("description") or "")}
-                                                            for r in returns}}
+        data["returns"] = {
+            "type": "object",
+            "properties": {str(r["name"]): {"description": str(r.get("description") or "")} for r in returns},
+        }
     return _valid_tool(data, where)
 
 
@@ -224,8 +248,11 @@ class ContextTree:
     descriptions: dict[str, str] = field(default_factory=dict)
 
     def leaves(self) -> list[Leaf]:
-        return [Leaf(d, s, tuple(fns), self.descriptions.get(d, "")) for d, subs in self.domains.items()
-                for s, fns in subs.items()]
+        return [
+            Leaf(d, s, tuple(fns), self.descriptions.get(d, ""))
+            for d, subs in self.domains.items()
+            for s, fns in subs.items()
+        ]
 
     def leaf(self, domain: str, subdomain: str) -> Leaf:
         return Leaf(domain, subdomain, tuple(self.domains[domain][subdomain]), self.descriptions.get(domain, ""))
@@ -239,13 +266,18 @@ class ContextTree:
 
     def to_dict(self) -> dict[str, Any]:
         """``{domain: {"description", "subdomains": {sub: [function names]}}}``."""
-        return {d: {"description": self.descriptions.get(d, ""),
-                    "subdomains": {s: [f["name"] for f in fns] for s, fns in subs.items()}}
-                for d, subs in self.domains.items()}
+        return {
+            d: {
+                "description": self.descriptions.get(d, ""),
+                "subdomains": {s: [f["name"] for f in fns] for s, fns in subs.items()},
+            }
+            for d, subs in self.domains.items()
+        }
 
 
-def build_tree(functions: Sequence[SeedFunction], descriptions: dict[str, str] | None = None, *,
-               min_leaf: int = 2) -> ContextTree:
+def build_tree(
+    functions: Sequence[SeedFunction], descriptions: dict[str, str] | None = None, *, min_leaf: int = 2
+) -> ContextTree:
     """The context tree of ``functions`` (pure, deterministic). Within a domain, sub-domains with
     fewer than ``min_leaf`` functions are merged into the sub-domain ``general`` (1: never)."""
     grouped: dict[str, dict[str, list[tuple[int, dict[str, Any]]]]] = {}
@@ -337,7 +369,9 @@ def name_problems(name: Any, reserved: Sequence[str] = (), limits: Limits = Limi
     return []
 
 
-def spec_problems(spec: dict[str, Any], reserved: Sequence[str] = (), limits: Limits = Limits()) -> list[tuple[str, str]]:
+def spec_problems(
+    spec: dict[str, Any], reserved: Sequence[str] = (), limits: Limits = Limits()
+) -> list[tuple[str, str]]:
     """``[(code, reason)]`` of a synthesized spec ``{"name", "description", "parameters"}``; empty
     when it is a valid benchsmith Tool with documented, typed parameters. Codes: ``bad_name``,
     ``name_clash``, ``description_length``, ``bad_parameters``, ``too_many_parameters``,
@@ -358,8 +392,13 @@ def spec_problems(spec: dict[str, Any], reserved: Sequence[str] = (), limits: Li
     params = spec.get("parameters")
     props = params.get("properties") if isinstance(params, dict) else None
     required = params.get("required", []) if isinstance(params, dict) else None
-    if (not isinstance(params, dict) or params.get("type", "object") != "object" or not isinstance(props, dict)
-            or not isinstance(required, list) or not all(isinstance(r, str) for r in required)):
+    if (
+        not isinstance(params, dict)
+        or params.get("type", "object") != "object"
+        or not isinstance(props, dict)
+        or not isinstance(required, list)
+        or not all(isinstance(r, str) for r in required)
+    ):
         problems.append(("bad_parameters", BAD_PARAMETERS))
         return problems
     if len(props) > limits.max_parameters:
@@ -376,7 +415,9 @@ def spec_problems(spec: dict[str, Any], reserved: Sequence[str] = (), limits: Li
             problems.append(("untyped_parameter", f"the parameter {pname!r} has no type"))
         elif not all(isinstance(t, str) and t in JSON_TYPES for t in types):
             expected = ", ".join(JSON_TYPES)
-            problems.append(("bad_parameter_type", f"the parameter {pname!r} has the type {ptype!r} (one of {expected})"))
+            problems.append(
+                ("bad_parameter_type", f"the parameter {pname!r} has the type {ptype!r} (one of {expected})")
+            )
         pdesc = prop.get("description")
         if not isinstance(pdesc, str) or not pdesc.strip():
             problems.append(("undocumented_parameter", f"the parameter {pname!r} has no description"))
@@ -407,8 +448,13 @@ def api_text(tool: dict[str, Any]) -> str:
     return " ".join(str(tool.get("description") or "").split())
 
 
-def dedupe_apis(tools: Sequence[dict[str, Any]], threshold: float = 0.9, embedder: Any = None, *,
-                seeds: Sequence[dict[str, Any]] = ()) -> DedupeResult:
+def dedupe_apis(
+    tools: Sequence[dict[str, Any]],
+    threshold: float = 0.9,
+    embedder: Any = None,
+    *,
+    seeds: Sequence[dict[str, Any]] = (),
+) -> DedupeResult:
     """Drop a tool whose name (case-insensitive) is a seed's or an earlier kept tool's
     (``same_name``), or whose description has a cosine >= ``threshold`` with a seed's or an earlier
     kept tool's (``near_duplicate``; it points at the most similar one). The first occurrence wins.
@@ -442,15 +488,16 @@ def dedupe_apis(tools: Sequence[dict[str, Any]], threshold: float = 0.9, embedde
     vecs = vecs / np.where(norms == 0, 1.0, norms)
     names = {str(s.get("name", "")).casefold(): str(s.get("name")) for s in seeds}
     seed_names = set(names)
-    ref_rows = list(range(len(seeds)))           # rows of ``vecs`` compared against: seeds, then kept tools
+    ref_rows = list(range(len(seeds)))  # rows of ``vecs`` compared against: seeds, then kept tools
     refs = [(str(s.get("name")), True) for s in seeds]
     for i, t in enumerate(tools):
         name = str(t.get("name", ""))
         if name.casefold() in names:
             other = names[name.casefold()]
             i_seed = name.casefold() in seed_names
-            dropped.append({"name": name, "reason": "same_name", "duplicate_of": other, "of_seed": i_seed,
-                            "cosine": 1.0})
+            dropped.append(
+                {"name": name, "reason": "same_name", "duplicate_of": other, "of_seed": i_seed, "cosine": 1.0}
+            )
             continue
         v = vecs[len(seeds) + i]
         if ref_rows:
@@ -458,8 +505,15 @@ def dedupe_apis(tools: Sequence[dict[str, Any]], threshold: float = 0.9, embedde
             best = int(np.argmax(sims))
             if float(sims[best]) >= threshold:
                 other, of_seed = refs[best]
-                dropped.append({"name": name, "reason": "near_duplicate", "duplicate_of": other, "of_seed": of_seed,
-                                "cosine": round(float(sims[best]), 4)})
+                dropped.append(
+                    {
+                        "name": name,
+                        "reason": "near_duplicate",
+                        "duplicate_of": other,
+                        "of_seed": of_seed,
+                        "cosine": round(float(sims[best]), 4),
+                    }
+                )
                 continue
         kept.append(t)
         names[name.casefold()] = name

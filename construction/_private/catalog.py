@@ -63,16 +63,21 @@ def _from_samples(samples: list[Sample], *, group_by_setup: bool, split: Path | 
             env = {"kind": "nl2api", "style": style, "setup": setup}
         key = json.dumps(setup, sort_keys=True) if group_by_setup else s.id
         if key not in entries:
-            entries[key] = CatalogEntry(id=s.id if not group_by_setup else f"setup-{len(entries) + 1:03d}",
-                                        tools=[t.model_dump(mode="json", exclude_none=True) for t in s.tools],
-                                        setup=setup, environment=env,
-                                        group=(setup[0]["arguments"].get("source") if setup else None))
+            entries[key] = CatalogEntry(
+                id=s.id if not group_by_setup else f"setup-{len(entries) + 1:03d}",
+                tools=[t.model_dump(mode="json", exclude_none=True) for t in s.tools],
+                setup=setup,
+                environment=env,
+                group=(setup[0]["arguments"].get("source") if setup else None),
+            )
         if s.query and len(entries[key].examples) < 3:
             entries[key].examples.append(s.query)
     return list(entries.values())
 
 
-def tool_dict(raw: Any, where: str, fix: str = "each entry needs name, description and JSON-schema parameters") -> dict[str, Any]:
+def tool_dict(
+    raw: Any, where: str, fix: str = "each entry needs name, description and JSON-schema parameters"
+) -> dict[str, Any]:
     """A benchsmith ``Tool`` (or an OpenAI ``{"type": "function", "function": ...}`` entry) as a plain
     dict, validated; a UserError naming ``where`` otherwise."""
     if isinstance(raw, dict) and raw.get("type") == "function" and isinstance(raw.get("function"), dict):
@@ -81,7 +86,9 @@ def tool_dict(raw: Any, where: str, fix: str = "each entry needs name, descripti
         return Tool.model_validate(raw).model_dump(mode="json", exclude_none=True)
     except ValueError as exc:
         lines = str(exc).splitlines()
-        raise UserError(f"{where}: not a valid tool ({lines[1].strip() if len(lines) > 1 else lines[0]})", fix=fix) from None
+        raise UserError(
+            f"{where}: not a valid tool ({lines[1].strip() if len(lines) > 1 else lines[0]})", fix=fix
+        ) from None
 
 
 def load_catalog(path: str | Path) -> list[CatalogEntry]:
@@ -137,5 +144,9 @@ def draw_tools(catalog: list[CatalogEntry], k: int, rng: random.Random, strategy
             pick = rng.choice(pool)
         chosen.append(pick)
         pool.remove(pick)
-    return CatalogEntry(id="+".join(e.id for e in chosen), tools=[e.tools[0] for e in chosen],
-                        examples=[x for e in chosen for x in e.examples][:3], group=first.group)
+    return CatalogEntry(
+        id="+".join(e.id for e in chosen),
+        tools=[e.tools[0] for e in chosen],
+        examples=[x for e in chosen for x in e.examples][:3],
+        group=first.group,
+    )

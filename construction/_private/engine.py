@@ -13,9 +13,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable, ClassVar, TypedDict
 
+from benchsmith.construction._private.roles import role_file_sha256
 from benchsmith.models import ParseError, read_json_reply  # noqa: F401  (re-exported by the package)
 from benchsmith.schemas import Registry
-from benchsmith.construction._private.roles import role_file_sha256
 
 RUNNING, ACCEPTED, REJECTED, REVIEW = "running", "accepted", "rejected", "review"
 FINAL = (ACCEPTED, REJECTED, REVIEW)
@@ -88,8 +88,9 @@ class ModelStep:
         return get_prompt(self.prompt).version
 
 
-def call_model(step: ModelStep, state: dict[str, Any], ctx: BuildContext,
-               model: Any = None) -> tuple[str, dict[str, Any]]:
+def call_model(
+    step: ModelStep, state: dict[str, Any], ctx: BuildContext, model: Any = None
+) -> tuple[str, dict[str, Any]]:
     """Run the model call of ``step``: (reply text, call record). Transport errors propagate."""
     messages = step.messages(state)
     schema = step.schema(state) if step.schema else None
@@ -99,9 +100,15 @@ def call_model(step: ModelStep, state: dict[str, Any], ctx: BuildContext,
         schema = bounded_strings(closed_schema(schema))
     model = model or ctx.models.for_role(step.role)
     reply = model.complete(messages, json_schema=schema, max_tokens=step.max_tokens)
-    record = {"node": step.name, "role": step.role, "model": model.name, "prompt": step.prompt_version(),
-              "latency_s": round(getattr(reply, "latency_s", 0.0), 4), "tokens": dict(getattr(reply, "usage", {}) or {}),
-              "finish": getattr(reply, "finish_reason", None)}
+    record = {
+        "node": step.name,
+        "role": step.role,
+        "model": model.name,
+        "prompt": step.prompt_version(),
+        "latency_s": round(getattr(reply, "latency_s", 0.0), 4),
+        "tokens": dict(getattr(reply, "usage", {}) or {}),
+        "finish": getattr(reply, "finish_reason", None),
+    }
     sha = role_file_sha256(model)
     if sha:
         record["model_file_sha256"] = sha
@@ -115,8 +122,12 @@ def apply_step(step: ModelStep, state: dict[str, Any], ctx: BuildContext) -> dic
         update = step.parse(state, text)
     except ParseError as exc:
         record["parsed"] = False
-        return {"calls": [record], "status": REVIEW, "raw": {step.name: text},
-                "reasons": [reason(step.name, exc.code, exc.reason)]}
+        return {
+            "calls": [record],
+            "status": REVIEW,
+            "raw": {step.name: text},
+            "reasons": [reason(step.name, exc.code, exc.reason)],
+        }
     record["parsed"] = True
     update = dict(update)
     update["calls"] = [record, *update.get("calls", [])]
@@ -193,8 +204,16 @@ class ConstructionGraph:
         raise NotImplementedError
 
     def initial(self, item_id: str, item: dict[str, Any], seed: int) -> dict[str, Any]:
-        return {"item_id": item_id, "item": item, "seed": seed, "status": RUNNING, "reasons": [], "calls": [],
-                "raw": {}, "outputs": []}
+        return {
+            "item_id": item_id,
+            "item": item,
+            "seed": seed,
+            "status": RUNNING,
+            "reasons": [],
+            "calls": [],
+            "raw": {},
+            "outputs": [],
+        }
 
     def build(self) -> Any:
         raise NotImplementedError
@@ -207,9 +226,14 @@ class ConstructionGraph:
         return {}
 
 
-GRAPHS: Registry[type[ConstructionGraph]] = Registry("construction graph", tuple(
-    f"benchsmith.construction.graphs.{m}"
-    for m in ("apis", "backtranslate", "chains", "dialogues", "expand", "queries", "special", "vote")), set_name=True)
+GRAPHS: Registry[type[ConstructionGraph]] = Registry(
+    "construction graph",
+    tuple(
+        f"benchsmith.construction.graphs.{m}"
+        for m in ("apis", "backtranslate", "chains", "dialogues", "expand", "queries", "special", "vote")
+    ),
+    set_name=True,
+)
 
 
 def graph(name: str) -> Callable[[type[ConstructionGraph]], type[ConstructionGraph]]:

@@ -57,15 +57,20 @@ def _nl2api(descriptor: dict[str, Any], context: EnvContext) -> ToolEnvironment:
     if db_id is None:
         if not (split / "database.sqlite").is_file():
             if layout.has_databases():
-                raise UserError(f"split {split} has several databases ({', '.join(layout.db_ids())}) and no "
-                                "database.sqlite, and the NL2API environment names none of them",
-                                fix='add the sample\'s metadata.db_id to the descriptor as "db_id"')
-            raise UserError(f"NL2API tools need their split folder; {split} has no database.sqlite",
-                            fix="pass the split folder (--split DIR) the samples were built from")
+                raise UserError(
+                    f"split {split} has several databases ({', '.join(layout.db_ids())}) and no "
+                    "database.sqlite, and the NL2API environment names none of them",
+                    fix='add the sample\'s metadata.db_id to the descriptor as "db_id"',
+                )
+            raise UserError(
+                f"NL2API tools need their split folder; {split} has no database.sqlite",
+                fix="pass the split folder (--split DIR) the samples were built from",
+            )
         path = split / "database.sqlite"
     elif not isinstance(db_id, str):
-        raise UserError(f"the NL2API environment's db_id {db_id!r} is not a string",
-                        fix="name the sample's database by its db_id")
+        raise UserError(
+            f"the NL2API environment's db_id {db_id!r} is not a string", fix="name the sample's database by its db_id"
+        )
     else:
         path = layout.database_for(db_id)  # a missing database is a UserError naming the split and db_id
     cache = context.extra.setdefault("_dbs", {})

@@ -10,8 +10,17 @@ from typing import Any
 from benchsmith.schemas import write_json, write_jsonl
 
 
-def inspect_samples(samples: str | Path, out: str | Path, *, models: Any = None, names: list[str] | None = None,
-                    context: Any = None, dedupe: bool = True, concurrency: int = 4, embedder: Any = None) -> dict[str, Any]:
+def inspect_samples(
+    samples: str | Path,
+    out: str | Path,
+    *,
+    models: Any = None,
+    names: list[str] | None = None,
+    context: Any = None,
+    dedupe: bool = True,
+    concurrency: int = 4,
+    embedder: Any = None,
+) -> dict[str, Any]:
     """Check ``samples`` into ``out``: ``accepted.jsonl``, ``error_pool.jsonl``, ``check_summary.json``.
     With ``models`` (role models with voters), accepted samples are voted on and must pass ``model_vote``."""
     from benchsmith.construction.checks import DEFAULT_CHECKS, check_samples
@@ -39,9 +48,15 @@ def inspect_samples(samples: str | Path, out: str | Path, *, models: Any = None,
     by: dict[str, int] = {}
     for row in pool:
         by[row["rejected_by"]] = by.get(row["rejected_by"], 0) + 1
-    summary.update({"total": first.total, "accepted": len(accepted), "rejected": len(pool),
-                    "rejected_by_check": dict(sorted(by.items(), key=lambda kv: -kv[1])),
-                    "model_calls": summary.get("vote", {}).get("model_calls", 0)})
+    summary.update(
+        {
+            "total": first.total,
+            "accepted": len(accepted),
+            "rejected": len(pool),
+            "rejected_by_check": dict(sorted(by.items(), key=lambda kv: -kv[1])),
+            "model_calls": summary.get("vote", {}).get("model_calls", 0),
+        }
+    )
     write_json(out / "check_summary.json", summary)
     return summary
 

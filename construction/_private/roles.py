@@ -15,16 +15,26 @@ from typing import Any, Protocol
 
 from benchsmith.schemas import UserError
 
-ROLES: tuple[str, ...] = ("generator", "refiner", "planner", "executor", "reviewer", "tool_simulator", "user",
-                          "assistant", "voter")
+ROLES: tuple[str, ...] = (
+    "generator",
+    "refiner",
+    "planner",
+    "executor",
+    "reviewer",
+    "tool_simulator",
+    "user",
+    "assistant",
+    "voter",
+)
 """Every role a built-in graph uses."""
 
 
 class RoleModel(Protocol):
     name: str
 
-    def complete(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
-                 max_tokens: int | None = None) -> Any: ...
+    def complete(
+        self, messages: list[dict[str, Any]], *, json_schema: dict | None = None, max_tokens: int | None = None
+    ) -> Any: ...
 
 
 class ChatModelRole:
@@ -35,8 +45,9 @@ class ChatModelRole:
         self.name = name or type(chat).__name__
         self.file_sha256: str | None = None
 
-    def complete(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
-                 max_tokens: int | None = None) -> Any:
+    def complete(
+        self, messages: list[dict[str, Any]], *, json_schema: dict | None = None, max_tokens: int | None = None
+    ) -> Any:
         from benchsmith.models import reply_from_message, to_langchain
 
         t0 = time.monotonic()
@@ -52,8 +63,9 @@ class _ClientRole:
         self.name = client.config.name
         self.file_sha256: str | None = client.config.file_sha256
 
-    def complete(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
-                 max_tokens: int | None = None) -> Any:
+    def complete(
+        self, messages: list[dict[str, Any]], *, json_schema: dict | None = None, max_tokens: int | None = None
+    ) -> Any:
         return self.client.complete(messages, json_schema=json_schema, max_tokens=max_tokens)
 
 
@@ -123,13 +135,21 @@ def parse_role_spec(spec: str) -> tuple[str, str | None, str | None]:
     role, sep, rest = spec.partition("=")
     role = role.strip()
     if not sep or role not in (*ROLES, "voters"):
-        raise UserError(f"bad role model {spec!r}", fix=f"write ROLE=MODEL[@BASE_URL] with ROLE one of {', '.join(ROLES)}")
+        raise UserError(
+            f"bad role model {spec!r}", fix=f"write ROLE=MODEL[@BASE_URL] with ROLE one of {', '.join(ROLES)}"
+        )
     model, at, url = rest.strip().partition("@")
     return role, (model.strip() or None), (url.strip() or None) if at else None
 
 
-def role_models(model: str | None = None, base_url: str | None = None, *, roles: list[str] | None = None,
-                voters: list[str] | None = None, **overrides: Any) -> RoleModels:
+def role_models(
+    model: str | None = None,
+    base_url: str | None = None,
+    *,
+    roles: list[str] | None = None,
+    voters: list[str] | None = None,
+    **overrides: Any,
+) -> RoleModels:
     """Build role models from the CLI/environment: a default model and endpoint, ``roles`` as
     ``ROLE=MODEL[@URL]`` specs, ``voters`` as ``MODEL[@URL]`` specs; overrides (timeout,
     max_tokens, ...) apply to all. With nothing given every role uses the local default model."""

@@ -59,29 +59,42 @@ class ConstructSummary:
         """The run in two lines (what came out, what it cost), then its last five errors."""
         rejected = ", ".join(f"{k}={v}" for k, v in self.rejected_by.items()) or "none"
         per = f"{self.calls_per_accepted:.2f}" if self.calls_per_accepted is not None else "n/a (nothing accepted)"
-        return [f"{self.graph} {self.out}: {self.items} items, {self.samples} samples accepted, {self.rejected} rejected, "
-                f"{self.review} to review, {self.unfinished} unfinished; rejected by: {rejected}",
-                f"  model calls {self.model_calls} ({per} per accepted sample); "
-                f"resumed {self.resumed}, already done {self.skipped_done}; {self.seconds:.1f}s",
-                *(f"  {e}" for e in self.errors[-5:])]
+        return [
+            f"{self.graph} {self.out}: {self.items} items, {self.samples} samples accepted, {self.rejected} rejected, "
+            f"{self.review} to review, {self.unfinished} unfinished; rejected by: {rejected}",
+            f"  model calls {self.model_calls} ({per} per accepted sample); "
+            f"resumed {self.resumed}, already done {self.skipped_done}; {self.seconds:.1f}s",
+            *(f"  {e}" for e in self.errors[-5:]),
+        ]
 
 
 def _run_record(spec: ConstructionGraph, seed: int, models: Any, source: str) -> dict[str, Any]:
-    return {"graph": spec.name, "version": spec.version, "options": spec.options, "seed": seed, "source": source,
-            "models": models.describe()}
+    return {
+        "graph": spec.name,
+        "version": spec.version,
+        "options": spec.options,
+        "seed": seed,
+        "source": source,
+        "models": models.describe(),
+    }
 
 
 def _check_run_folder(out: Path, record: dict[str, Any]) -> None:
     path = out / RUN_FILE
     if not path.is_file():
         return
-    old = read_json(path, dict[str, Any], fix="this is not the run.json of a construction run: move it away or choose "
-                                             "a new --out folder")
+    old = read_json(
+        path,
+        dict[str, Any],
+        fix="this is not the run.json of a construction run: move it away or choose a new --out folder",
+    )
     keys = ("graph", "version", "options", "seed", "source")
     diff = [k for k in keys if old.get(k) != record.get(k)]
     if diff:
-        raise UserError(f"{out} holds a different construction run ({', '.join(diff)} differ)",
-                        fix="resume with the same options, or choose a new --out folder")
+        raise UserError(
+            f"{out} holds a different construction run ({', '.join(diff)} differ)",
+            fix="resume with the same options, or choose a new --out folder",
+        )
 
 
 def _version() -> str:
@@ -102,10 +115,20 @@ def _provenance(spec: ConstructionGraph, state: dict[str, Any], source: str) -> 
         if call.get("model_file_sha256"):
             versions[f"model_file.{call['node']}"] = call["model_file_sha256"]
         nodes.append(call["node"])
-    return {"source": source, "source_id": state.get("item_id"), "method": f"construct.{spec.name}",
-            "versions": versions, "seed": state.get("seed"), "created_at": datetime.now(timezone.utc).isoformat(),
-            "params": {"graph": spec.name, "nodes": nodes, "model_calls": len(state.get("calls") or []),
-                       "options": spec.options}}
+    return {
+        "source": source,
+        "source_id": state.get("item_id"),
+        "method": f"construct.{spec.name}",
+        "versions": versions,
+        "seed": state.get("seed"),
+        "created_at": datetime.now(timezone.utc).isoformat(),
+        "params": {
+            "graph": spec.name,
+            "nodes": nodes,
+            "model_calls": len(state.get("calls") or []),
+            "options": spec.options,
+        },
+    }
 
 
 def _finish_sample(spec: ConstructionGraph, state: dict[str, Any], raw: dict[str, Any], source: str) -> Sample:
@@ -114,20 +137,35 @@ def _finish_sample(spec: ConstructionGraph, state: dict[str, Any], raw: dict[str
     return Sample.model_validate(data)
 
 
-def run_graph(graph: str | ConstructionGraph, source: Any, out: str | Path, *, models: Any,
-              options: dict[str, Any] | None = None, seed: int = 0, concurrency: int = 4, limit: int | None = None,
-              env_context: Any = None, max_consecutive_errors: int = 5,
-              progress: Callable[[int, int], None] | None = None) -> ConstructSummary:
+def run_graph(
+    graph: str | ConstructionGraph,
+    source: Any,
+    out: str | Path,
+    *,
+    models: Any,
+    options: dict[str, Any] | None = None,
+    seed: int = 0,
+    concurrency: int = 4,
+    limit: int | None = None,
+    env_context: Any = None,
+    max_consecutive_errors: int = 5,
+    progress: Callable[[int, int], None] | None = None,
+) -> ConstructSummary:
     """Run ``graph`` over the items read from ``source`` into folder ``out``; resumes what is there."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from benchsmith.models import TransportError
 
-    for what, value, least in (("limit", limit, 1), ("concurrency", concurrency, 1),
-                               ("max_consecutive_errors", max_consecutive_errors, 1)):
+    for what, value, least in (
+        ("limit", limit, 1),
+        ("concurrency", concurrency, 1),
+        ("max_consecutive_errors", max_consecutive_errors, 1),
+    ):
         if value is not None and value < least:  # items[:-1] would quietly drop the last item
-            raise UserError(f"run_graph {what}={value} is out of range: it must be at least {least}",
-                            fix=f"pass {what}={least} or more")
+            raise UserError(
+                f"run_graph {what}={value} is out of range: it must be at least {least}",
+                fix=f"pass {what}={least} or more",
+            )
     spec = get_graph(graph)(options) if isinstance(graph, str) else graph
     out = Path(out)
     t0 = time.monotonic()
@@ -191,7 +229,9 @@ def run_graph(graph: str | ConstructionGraph, source: Any, out: str | Path, *, m
                         if consecutive >= max_consecutive_errors:
                             for f in futures:
                                 f.cancel()
-                            summary.errors.append(f"stopped after {consecutive} consecutive model errors; re-run to resume")
+                            summary.errors.append(
+                                f"stopped after {consecutive} consecutive model errors; re-run to resume"
+                            )
                             break
                     done += 1
                     if progress:
@@ -216,8 +256,15 @@ def _candidate(state: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in state.items() if k not in _BASE_KEYS}
 
 
-def _write_outputs(spec: ConstructionGraph, app: Any, items: list[tuple[str, dict[str, Any]]], out: Path,
-                   source: str, summary: ConstructSummary, config: Callable[[str], dict[str, Any]]) -> None:
+def _write_outputs(
+    spec: ConstructionGraph,
+    app: Any,
+    items: list[tuple[str, dict[str, Any]]],
+    out: Path,
+    source: str,
+    summary: ConstructSummary,
+    config: Callable[[str], dict[str, Any]],
+) -> None:
     samples, pool, review = [], [], []
     seen: dict[str, str] = {}
     rejected_by: Counter[str] = Counter()
@@ -248,19 +295,39 @@ def _write_outputs(spec: ConstructionGraph, app: Any, items: list[tuple[str, dic
                 continue
             status = REJECTED
             dup = any(b.startswith("duplicate of") for b in bad)
-            reasons.append({"where": "sample", "code": "duplicate" if dup else "invalid_sample",
-                            "reason": "; ".join(bad) or "the graph produced no sample"})
+            reasons.append(
+                {
+                    "where": "sample",
+                    "code": "duplicate" if dup else "invalid_sample",
+                    "reason": "; ".join(bad) or "the graph produced no sample",
+                }
+            )
         if status == REJECTED:
             summary.rejected += 1
             first = reasons[0] if reasons else {"where": "?", "code": "unknown", "reason": ""}
             rejected_by[f"{first['where']}:{first['code']}"] += 1
-            pool.append({"item_id": item_id, "item": item, "rejected_by": first, "reasons": reasons,
-                         "candidate": _candidate(state), "calls": len(state.get("calls") or [])})
+            pool.append(
+                {
+                    "item_id": item_id,
+                    "item": item,
+                    "rejected_by": first,
+                    "reasons": reasons,
+                    "candidate": _candidate(state),
+                    "calls": len(state.get("calls") or []),
+                }
+            )
         elif status == REVIEW:
             summary.review += 1
             rejected_by[f"review:{reasons[0]['code'] if reasons else 'unreadable'}"] += 1
-            review.append({"item_id": item_id, "item": item, "reasons": reasons, "raw": state.get("raw") or {},
-                           "candidate": _candidate(state)})
+            review.append(
+                {
+                    "item_id": item_id,
+                    "item": item,
+                    "reasons": reasons,
+                    "raw": state.get("raw") or {},
+                    "candidate": _candidate(state),
+                }
+            )
         elif status in (None, RUNNING):
             summary.unfinished += 1
     write_jsonl(out / "samples.jsonl", samples)

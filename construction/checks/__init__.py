@@ -7,14 +7,37 @@ See ``docs/construction/checks.md``.
 >>> DEFAULT_CHECKS
 ('tool_docs', 'query_clarity', 'gold_signature', 'gold_references', 'dialogue_consistency', 'executability', 'model_vote')
 """
+
 from benchsmith.construction._private.envs import EnvContext
 
 from ._engine import CHECKS, CheckContext, CheckReport, check, failed, passed, run_checks, skipped
 from .dedupe import Duplicate, near_duplicates
 from .pool import NEAR_DUPLICATE, CheckSummary, check_samples
 
-DEFAULT_CHECKS: tuple[str, ...] = ("tool_docs", "query_clarity", "gold_signature", "gold_references",
-                                   "dialogue_consistency", "executability", "model_vote")
+DEFAULT_CHECKS: tuple[str, ...] = (
+    "tool_docs",
+    "query_clarity",
+    "gold_signature",
+    "gold_references",
+    "dialogue_consistency",
+    "executability",
+    "model_vote",
+)
 
-__all__ = ["CHECKS", "DEFAULT_CHECKS", "NEAR_DUPLICATE", "CheckContext", "CheckReport", "CheckSummary", "Duplicate", "EnvContext",
-           "check", "check_samples", "failed", "near_duplicates", "passed", "run_checks", "skipped"]
+__all__ = [
+    "CHECKS",
+    "DEFAULT_CHECKS",
+    "NEAR_DUPLICATE",
+    "CheckContext",
+    "CheckReport",
+    "CheckSummary",
+    "Duplicate",
+    "EnvContext",
+    "check",
+    "check_samples",
+    "failed",
+    "near_duplicates",
+    "passed",
+    "run_checks",
+    "skipped",
+]

@@ -13,8 +13,13 @@ from benchsmith.construction._private.envs import EnvContext
 from benchsmith.schemas import CheckResult, Registry, Sample, UserError
 
 Check = Callable[..., CheckResult]
-CHECKS: Registry[Check] = Registry("check", tuple(f"benchsmith.construction.checks.{m}" for m in (
-    "clarity", "dialogue", "execution", "signature", "tool_docs", "vote")))
+CHECKS: Registry[Check] = Registry(
+    "check",
+    tuple(
+        f"benchsmith.construction.checks.{m}"
+        for m in ("clarity", "dialogue", "execution", "signature", "tool_docs", "vote")
+    ),
+)
 # name -> (the registered function, whether it takes a context); decided once at registration
 _TAKES_CONTEXT: dict[str, tuple[Check, bool]] = {}
 
@@ -28,12 +33,12 @@ class CheckContext:
     """
 
     env: EnvContext = field(default_factory=EnvContext)  # split folder etc. for ``executability``
-    vote_quorum: int = 1             # model_vote: fewer votes than this (but some) -> no_quorum
-    vote_ties_reject: bool = False   # model_vote: an even split rejects too
+    vote_quorum: int = 1  # model_vote: fewer votes than this (but some) -> no_quorum
+    vote_ties_reject: bool = False  # model_vote: an even split rejects too
     near_dup_threshold: float = 0.92  # check_samples: cosine at or above which a later sample is dropped
-    query_min_words: int = 3         # query_clarity length bounds (query or user turns joined)
+    query_min_words: int = 3  # query_clarity length bounds (query or user turns joined)
     query_max_chars: int = 4000
-    float_tolerance: float = 1e-6    # executability: relative tolerance of float observations
+    float_tolerance: float = 1e-6  # executability: relative tolerance of float observations
     require_environment: bool = False  # executability: fail (no_environment) instead of skipping
     options: Mapping[str, Any] = field(default_factory=dict)  # free-form, for checks registered elsewhere
 

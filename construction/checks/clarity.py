@@ -121,15 +121,23 @@ def query_clarity(sample: Sample, context: CheckContext | None = None) -> CheckR
     name = "query_clarity"
     text = task_text(sample)
     if not text.strip():
-        return failed(name, "empty_query", "the dialogue has no user message with text" if sample.dialogue is not None
-                      else "the query is blank")
+        return failed(
+            name,
+            "empty_query",
+            "the dialogue has no user message with text" if sample.dialogue is not None else "the query is blank",
+        )
     n_words = len(text.split())
     if n_words < ctx.query_min_words:
-        return failed(name, "too_short", f"the task text has {n_words} word(s), fewer than {ctx.query_min_words}: {text!r}")
+        return failed(
+            name, "too_short", f"the task text has {n_words} word(s), fewer than {ctx.query_min_words}: {text!r}"
+        )
     if len(text) > ctx.query_max_chars:
         return failed(name, "too_long", f"the task text has {len(text)} characters, more than {ctx.query_max_chars}")
-    turns = [sample.query] if sample.query is not None else [
-        m.content for m in sample.dialogue or [] if m.role == "user" and m.content.strip()]
+    turns = (
+        [sample.query]
+        if sample.query is not None
+        else [m.content for m in sample.dialogue or [] if m.role == "user" and m.content.strip()]
+    )
     for turn in turns[-1:] if sample.query is None else turns:  # earlier user turns may end on anything
         why = truncation(turn or "")
         if why:
@@ -137,8 +145,12 @@ def query_clarity(sample: Sample, context: CheckContext | None = None) -> CheckR
     for part in (text, sample.context or ""):
         found = leftover(part)
         if found:
-            return failed(name, "template_leftover", f"the {'task text' if part is text else 'context'} contains {found}")
+            return failed(
+                name, "template_leftover", f"the {'task text' if part is text else 'context'} contains {found}"
+            )
     tool = named_tool(text, [t.name for t in sample.tools])
     if tool:
-        return failed(name, "names_tool", f"the task text names the tool {tool!r}; a user states the need, not the tool")
+        return failed(
+            name, "names_tool", f"the task text names the tool {tool!r}; a user states the need, not the tool"
+        )
     return passed(name)

@@ -52,8 +52,8 @@ def near_duplicates(samples: Sequence[Sample | str], threshold: float = 0.92, em
 
     texts = [s if isinstance(s, str) else task_text(s) for s in samples]
     first_of: dict[str, int] = {}
-    exact: dict[int, int] = {}       # index -> index of the first sample with the same folded text
-    unique: list[int] = []           # indices whose folded text is new, in order
+    exact: dict[int, int] = {}  # index -> index of the first sample with the same folded text
+    unique: list[int] = []  # indices whose folded text is new, in order
     for i, t in enumerate(texts):
         key = _fold(t)
         if not key:
@@ -73,10 +73,10 @@ def near_duplicates(samples: Sequence[Sample | str], threshold: float = 0.92, em
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         vecs = vecs / np.where(norms == 0, 1.0, norms)
         kept = np.zeros_like(vecs)
-        kept_index: list[int] = []   # positions in ``unique`` of the kept rows of ``kept``
+        kept_index: list[int] = []  # positions in ``unique`` of the kept rows of ``kept``
         for start in range(0, len(unique), BLOCK):
-            block = vecs[start:start + BLOCK]
-            prev = block @ kept[:len(kept_index)].T if kept_index else np.zeros((len(block), 0), np.float32)
+            block = vecs[start : start + BLOCK]
+            prev = block @ kept[: len(kept_index)].T if kept_index else np.zeros((len(block), 0), np.float32)
             inner = block @ block.T
             kept_in_block: list[int] = []
             for r in range(len(block)):

@@ -35,8 +35,13 @@ def dialogue_consistency(sample: Sample) -> CheckResult:
         return passed(NAME, "not a dialogue sample", "not_applicable")
     first = next((m for m in dialogue if m.role != "system"), None)
     if first is None or first.role != "user":
-        return failed(NAME, "first_not_user", "the first non-system message is "
-                      + (f"from the {first.role}" if first else "missing") + ", not from the user")
+        return failed(
+            NAME,
+            "first_not_user",
+            "the first non-system message is "
+            + (f"from the {first.role}" if first else "missing")
+            + ", not from the user",
+        )
     tools = {t.name: t for t in sample.tools}
     open_calls: list[ToolCall] = []
     calls: list[ToolCall] = []
@@ -51,7 +56,9 @@ def dialogue_consistency(sample: Sample) -> CheckResult:
             for call in m.tool_calls:
                 tool = tools.get(call.name)
                 if tool is None:
-                    return failed(NAME, "unknown_tool", f"message {i} calls {call.name!r}, not one of the sample's tools")
+                    return failed(
+                        NAME, "unknown_tool", f"message {i} calls {call.name!r}, not one of the sample's tools"
+                    )
                 problem = argument_problem(tool, call.arguments, f"message {i} ({call.name})")
                 if problem:
                     return failed(NAME, *problem)
@@ -69,14 +76,22 @@ def dialogue_consistency(sample: Sample) -> CheckResult:
         return failed(NAME, "unanswered_call", f"the dialogue ends before the result of {names}")
     last = dialogue[-1]
     if last.role != "assistant" or last.tool_calls:
-        return failed(NAME, "no_final_answer", f"the dialogue ends with a {last.role} message"
-                      + (" that calls tools" if last.tool_calls else "") + ", not an assistant answer")
+        return failed(
+            NAME,
+            "no_final_answer",
+            f"the dialogue ends with a {last.role} message"
+            + (" that calls tools" if last.tool_calls else "")
+            + ", not an assistant answer",
+        )
     gold = [s.call for s in sample.gold if s.call is not None and not s.hidden]
     if gold:
         for k, (g, c) in enumerate(zip(gold, calls), 1):
             if g.name != c.name or g.arguments != c.arguments or (g.label and c.label and g.label != c.label):
-                return failed(NAME, "gold_mismatch", f"gold call {k} is {g.name}({g.arguments}) but the dialogue's "
-                                                     f"call {k} is {c.name}({c.arguments})")
+                return failed(
+                    NAME,
+                    "gold_mismatch",
+                    f"gold call {k} is {g.name}({g.arguments}) but the dialogue's call {k} is {c.name}({c.arguments})",
+                )
         if len(gold) != len(calls):
             return failed(NAME, "gold_mismatch", f"{len(gold)} gold call(s) but {len(calls)} in the dialogue")
     return passed(NAME)
@@ -87,4 +102,6 @@ def _answered(open_calls: list[ToolCall], name: str | None) -> ToolCall | None:
         return None
     if name is None:
         return open_calls[0]
-    return next((c for c in open_calls if c.label == name), None) or next((c for c in open_calls if c.name == name), None)
+    return next((c for c in open_calls if c.label == name), None) or next(
+        (c for c in open_calls if c.name == name), None
+    )

@@ -41,8 +41,13 @@ def environment_descriptor(sample: Sample, context: CheckContext) -> tuple[dict[
     tags = {tag for t in sample.tools for tag in t.tags}
     method = sample.provenance.method
     # SEL splits keep the SLOT tools next to their per-column getters and filters
-    style = "sel" if "sel" in tags or method == "nl2api.sel" else "slot" if "slot" in tags or method == "nl2api.slot" \
+    style = (
+        "sel"
+        if "sel" in tags or method == "nl2api.sel"
+        else "slot"
+        if "slot" in tags or method == "nl2api.slot"
         else None
+    )
     if style is None:
         if method == "nl2api.rest":
             return None, "NL2API REST samples record every result row, not a replayable observation"
@@ -150,8 +155,11 @@ def _replay(sample: Sample, descriptor: dict[str, Any], env: Any, ctx: CheckCont
                 return failed(NAME, "call_failed", f"{where} failed: {exc.code}: {exc}")
             expected = _recorded_error_code(step.observation)
             if expected is not None and expected != exc.code:
-                return failed(NAME, "error_mismatch", f"{where} was recorded failing with {expected!r}, now with "
-                                                      f"{exc.code!r}: {exc}")
+                return failed(
+                    NAME,
+                    "error_mismatch",
+                    f"{where} was recorded failing with {expected!r}, now with {exc.code!r}: {exc}",
+                )
             continue
         if step.verdict not in _SUCCESS:
             return failed(NAME, "unexpected_success", f"{where} was recorded as {step.verdict!r} but now succeeds")
@@ -159,5 +167,8 @@ def _replay(sample: Sample, descriptor: dict[str, Any], env: Any, ctx: CheckCont
             diff = first_difference(_plain(step.observation), _plain(now), ctx.float_tolerance)
             if diff:
                 return failed(NAME, "observation_mismatch", f"{where}: {diff}")
-    return passed(NAME, f"{len(sample.setup) if 'setup' not in descriptor else 0} set-up and {ran} gold call(s) "
-                        f"reproduced in {descriptor['kind']}")
+    return passed(
+        NAME,
+        f"{len(sample.setup) if 'setup' not in descriptor else 0} set-up and {ran} gold call(s) "
+        f"reproduced in {descriptor['kind']}",
+    )

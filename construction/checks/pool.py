@@ -38,10 +38,10 @@ class CheckSummary:
     accepted: int
     rejected: int
     checks: list[str]
-    rejected_by_check: dict[str, int] = field(default_factory=dict)   # first failing check (or near_duplicate)
-    rejected_by_code: dict[str, int] = field(default_factory=dict)    # its code
-    failed_by_check: dict[str, int] = field(default_factory=dict)     # every failing result counts
-    skipped_by_check: dict[str, int] = field(default_factory=dict)    # passing results with code "skipped"
+    rejected_by_check: dict[str, int] = field(default_factory=dict)  # first failing check (or near_duplicate)
+    rejected_by_code: dict[str, int] = field(default_factory=dict)  # its code
+    failed_by_check: dict[str, int] = field(default_factory=dict)  # every failing result counts
+    skipped_by_check: dict[str, int] = field(default_factory=dict)  # passing results with code "skipped"
     near_duplicates: int = 0
     near_dup_threshold: float | None = None
     out_dir: str = ""
@@ -62,8 +62,10 @@ def _load(samples: str | os.PathLike[str] | Iterable[Sample | dict[str, Any]]) -
             try:
                 out.append(Sample.model_validate(s))
             except ValueError as exc:
-                raise UserError(f"sample {k} of the given list is not a valid sample: {exc}"[:600],
-                                fix="pass benchsmith Sample objects or their JSON") from None
+                raise UserError(
+                    f"sample {k} of the given list is not a valid sample: {exc}"[:600],
+                    fix="pass benchsmith Sample objects or their JSON",
+                ) from None
         else:
             raise UserError(f"sample {k} of the given list is a {type(s).__name__}", fix="pass Samples or dicts")
     return out, None
@@ -83,9 +85,14 @@ def _reason(r: CheckResult) -> dict[str, Any]:
     return {"check": r.name, "code": r.code, "reason": r.reason}
 
 
-def check_samples(samples: str | os.PathLike[str] | Iterable[Sample | dict[str, Any]], out_dir: str | os.PathLike[str],
-                  names: Iterable[str] | None = None, context: CheckContext | None = None, dedupe: bool = True,
-                  embedder: Any = None) -> CheckSummary:
+def check_samples(
+    samples: str | os.PathLike[str] | Iterable[Sample | dict[str, Any]],
+    out_dir: str | os.PathLike[str],
+    names: Iterable[str] | None = None,
+    context: CheckContext | None = None,
+    dedupe: bool = True,
+    embedder: Any = None,
+) -> CheckSummary:
     """Check every sample (a JSONL path or a list), then drop near-duplicates among those that
     passed (``dedupe``; threshold ``context.near_dup_threshold``), and write ``accepted.jsonl``,
     ``error_pool.jsonl`` and ``check_summary.json`` into ``out_dir``.
@@ -97,8 +104,11 @@ def check_samples(samples: str | os.PathLike[str] | Iterable[Sample | dict[str, 
     order = resolve_names(names)
     items, path = _load(samples)
     ctx = context if context is not None else CheckContext()
-    if path is not None and ctx.env.split is None and ((path.parent / "database.sqlite").is_file()
-                                                        or (path.parent / "databases").is_dir()):
+    if (
+        path is not None
+        and ctx.env.split is None
+        and ((path.parent / "database.sqlite").is_file() or (path.parent / "databases").is_dir())
+    ):
         ctx = replace(ctx, env=EnvContext(split=path.parent, extra=ctx.env.extra))
     now = datetime.now(timezone.utc)
     passing: list[tuple[Sample, list[CheckResult]]] = []
@@ -121,8 +131,13 @@ def check_samples(samples: str | os.PathLike[str] | Iterable[Sample | dict[str, 
         assert first is not None
         rejected_by[first.name] += 1
         rejected_code[first.code or "?"] += 1
-        pool.append({"sample": sample.model_dump(mode="json"), "rejected_by": first.name,
-                     "reasons": [_reason(r) for r in report.failures]})
+        pool.append(
+            {
+                "sample": sample.model_dump(mode="json"),
+                "rejected_by": first.name,
+                "reasons": [_reason(r) for r in report.failures],
+            }
+        )
     dups = near_duplicates([s for s, _ in passing], ctx.near_dup_threshold, embedder) if dedupe else []
     dropped = {d.index: d for d in dups}
     accepted = []
@@ -134,23 +149,41 @@ def check_samples(samples: str | os.PathLike[str] | Iterable[Sample | dict[str, 
         kept = passing[d.duplicate_of][0]
         rejected_by[NEAR_DUPLICATE] += 1
         rejected_code[NEAR_DUPLICATE] += 1
-        pool.append({"sample": sample.model_dump(mode="json"), "rejected_by": NEAR_DUPLICATE, "duplicate_of": kept.id,
-                     "reasons": [{"check": NEAR_DUPLICATE, "code": NEAR_DUPLICATE,
-                                  "reason": f"cosine {d.cosine:.3f} with {kept.id} (kept), at or above "
-                                            f"{ctx.near_dup_threshold}"}]})
+        pool.append(
+            {
+                "sample": sample.model_dump(mode="json"),
+                "rejected_by": NEAR_DUPLICATE,
+                "duplicate_of": kept.id,
+                "reasons": [
+                    {
+                        "check": NEAR_DUPLICATE,
+                        "code": NEAR_DUPLICATE,
+                        "reason": f"cosine {d.cosine:.3f} with {kept.id} (kept), at or above {ctx.near_dup_threshold}",
+                    }
+                ],
+            }
+        )
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UserError(f"{out}: cannot create the output folder: {exc.strerror or exc}",
-                        fix="choose a writable --out folder") from None
+        raise UserError(
+            f"{out}: cannot create the output folder: {exc.strerror or exc}", fix="choose a writable --out folder"
+        ) from None
     write_jsonl(out / "accepted.jsonl", accepted)
     write_jsonl(out / "error_pool.jsonl", pool)
-    summary = CheckSummary(total=len(items), accepted=len(accepted), rejected=len(pool), checks=list(order),
-                           rejected_by_check=dict(rejected_by.most_common()),
-                           rejected_by_code=dict(rejected_code.most_common()),
-                           failed_by_check=dict(failed_by.most_common()), skipped_by_check=dict(skipped_by.most_common()),
-                           near_duplicates=len(dups), near_dup_threshold=ctx.near_dup_threshold if dedupe else None,
-                           out_dir=str(out))
+    summary = CheckSummary(
+        total=len(items),
+        accepted=len(accepted),
+        rejected=len(pool),
+        checks=list(order),
+        rejected_by_check=dict(rejected_by.most_common()),
+        rejected_by_code=dict(rejected_code.most_common()),
+        failed_by_check=dict(failed_by.most_common()),
+        skipped_by_check=dict(skipped_by.most_common()),
+        near_duplicates=len(dups),
+        near_dup_threshold=ctx.near_dup_threshold if dedupe else None,
+        out_dir=str(out),
+    )
     write_json(out / "check_summary.json", summary.to_json())
     return summary

@@ -10,8 +10,15 @@ from benchsmith.schemas import CheckResult, Sample, Tool, parse_reference
 
 from ._engine import check, failed, passed
 
-_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
-                                       "array": (list,), "object": (dict,), "null": (type(None),)}
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
 
 
 def _type_ok(value: Any, prop: dict[str, Any]) -> bool:
@@ -62,7 +69,9 @@ def gold_signature(sample: Sample) -> CheckResult:
             continue
         tool = tools.get(call.name)
         if tool is None:
-            return failed("gold_signature", "unknown_tool", f"gold step {i} calls {call.name!r}, not one of the sample's tools")
+            return failed(
+                "gold_signature", "unknown_tool", f"gold step {i} calls {call.name!r}, not one of the sample's tools"
+            )
         problem = argument_problem(tool, call.arguments, f"gold step {i} ({call.name})")
         if problem:
             return failed("gold_signature", *problem)
@@ -78,8 +87,11 @@ def gold_references(sample: Sample) -> CheckResult:
             continue
         for ref in call.references():
             if ref.label not in known:
-                return failed("gold_references", "dangling_reference",
-                              f"gold step {i} ({call.name}) refers to ${ref.label}$ before anything is stored under it")
+                return failed(
+                    "gold_references",
+                    "dangling_reference",
+                    f"gold step {i} ({call.name}) refers to ${ref.label}$ before anything is stored under it",
+                )
         if call.label:
             known.add(call.label)
     return passed("gold_references")

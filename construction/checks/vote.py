@@ -37,13 +37,16 @@ def model_vote(sample: Sample, context: CheckContext | None = None) -> CheckResu
         return failed(NAME, "bad_votes", f"metadata.votes is a {type(votes).__name__}, not a list")
     for k, v in enumerate(votes, 1):
         if not isinstance(v, dict) or v.get("vote") not in ("accept", "reject"):
-            return failed(NAME, "bad_votes", f"vote {k} is not {{'model', 'vote': 'accept'|'reject', 'reason'}}: {v!r}"[:300])
+            return failed(
+                NAME, "bad_votes", f"vote {k} is not {{'model', 'vote': 'accept'|'reject', 'reason'}}: {v!r}"[:300]
+            )
     if len(votes) < ctx.vote_quorum:
         return failed(NAME, "no_quorum", f"{len(votes)} vote(s) recorded, the quorum is {ctx.vote_quorum}")
     rejects = [v for v in votes if v["vote"] == "reject"]
     n = len(votes)
     if 2 * len(rejects) > n or (ctx.vote_ties_reject and 2 * len(rejects) == n):
-        why = "; ".join(f"{v.get('model', '?')}: {v['reason']}" if v.get("reason") else str(v.get("model", "?"))
-                        for v in rejects)
+        why = "; ".join(
+            f"{v.get('model', '?')}: {v['reason']}" if v.get("reason") else str(v.get("model", "?")) for v in rejects
+        )
         return failed(NAME, "majority_reject", f"{len(rejects)} of {n} votes reject: {why}")
     return passed(NAME, f"{n - len(rejects)} of {n} votes accept")

@@ -38,13 +38,15 @@ def names_tool(text: str, tools: list[dict[str, Any]]) -> str | None:
     return None
 
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 about above after again against also among another anything around back because been before being below between
 both could does doing done down during each either else ever every from further give have having here into just
 know like list look make many more most much must need only other over please same show should since some such
 tell than that their them then there these they thing this those through under until upon very want were what
 when where which while with within without would your yours will shall week weekend today tomorrow
-""".split())
+""".split()
+)
 
 
 def content_words(text: str) -> set[str]:
@@ -97,7 +99,7 @@ def query_values(query: str) -> list[str]:
     out: list[str] = []
     for m in re.finditer(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])|(?:[A-Z][\w'&/-]*)(?:\s+[A-Z][\w'&/-]*)*", query):
         text = m.group(0)
-        before = query[:m.start()].rstrip()
+        before = query[: m.start()].rstrip()
         if text[0].isupper() and (not before or before[-1] in ".?!:" or text in ("I", "I'm")):
             words = text.split()
             if len(words) == 1:
@@ -113,8 +115,11 @@ def query_sample_items(source: Any, fix: str) -> list[tuple[str, dict[str, Any]]
     from benchsmith.schemas import Sample, Split, read_jsonl
 
     path = Split.samples_file(source, fix=fix)
-    return [(s.id, s.model_dump(mode="json", exclude_none=True, exclude={"provenance", "verification"}))
-            for s in read_jsonl(path, Sample) if s.query is not None]
+    return [
+        (s.id, s.model_dump(mode="json", exclude_none=True, exclude={"provenance", "verification"}))
+        for s in read_jsonl(path, Sample)
+        if s.query is not None
+    ]
 
 
 def environment_of(sample: dict[str, Any], default: dict[str, Any] | None = None) -> dict[str, Any] | None:

@@ -48,23 +48,31 @@ from benchsmith.construction._private.engine import (
 from benchsmith.schemas import Sample, Tool, UserError
 
 CATEGORY = "synthesized_api"
-FOCUS = ("looks up one thing by its id or name", "lists or searches many things", "creates or adds something",
-         "changes or updates something", "removes or cancels something", "checks a status or a condition",
-         "computes, converts or summarises something")
+FOCUS = (
+    "looks up one thing by its id or name",
+    "lists or searches many things",
+    "creates or adds something",
+    "changes or updates something",
+    "removes or cancels something",
+    "checks a status or a condition",
+    "computes, converts or summarises something",
+)
 PARAM_TYPES = [t for t in JSON_TYPES if t != "null"]
 
 
 def _limits(options: dict[str, Any]) -> Limits:
     d = Limits()
-    return Limits(min_description=int(options.get("min_description", d.min_description)),
-                  max_description=int(options.get("max_description", d.max_description)),
-                  max_parameters=int(options.get("max_parameters", d.max_parameters)))
+    return Limits(
+        min_description=int(options.get("min_description", d.min_description)),
+        max_description=int(options.get("max_description", d.max_description)),
+        max_parameters=int(options.get("max_parameters", d.max_parameters)),
+    )
 
 
 def _first_sentence(text: str) -> str:
     text = " ".join(str(text).split())
     end = text.find(". ")
-    return text[:end + 1] if end > 0 else text
+    return text[: end + 1] if end > 0 else text
 
 
 # -- propose (generator) ---------------------------------------------------------------------------
@@ -72,9 +80,14 @@ def _propose_vars(state: dict[str, Any]) -> dict[str, Any]:
     item = state["item"]
     existing = list(item["existing"])
     item_rng(state, "existing").shuffle(existing)  # per_leaf items of one leaf see different prompts
-    return {"domain": item["domain"], "subdomain": item["subdomain"], "domain_description": item.get("description") or "",
-            "existing": existing[:int(item.get("k") or len(existing))], "others": item.get("others") or [],
-            "focus": item["focus"]}
+    return {
+        "domain": item["domain"],
+        "subdomain": item["subdomain"],
+        "domain_description": item.get("description") or "",
+        "existing": existing[: int(item.get("k") or len(existing))],
+        "others": item.get("others") or [],
+        "focus": item["focus"],
+    }
 
 
 def _parse_proposal(state: dict[str, Any], text: str) -> dict[str, Any]:
@@ -85,12 +98,22 @@ def _parse_proposal(state: dict[str, Any], text: str) -> dict[str, Any]:
     return {"proposal": {"name": name.strip(), "purpose": nonempty_text(value["purpose"], "purpose", min_len=5)}}
 
 
-PROPOSE = ModelStep("propose", "generator", "construction/api_propose", _propose_vars, _parse_proposal,
-                    schema=lambda s: {"type": "object",
-                                      "properties": {"name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{2,63}$"},
-                                                     "purpose": {"type": "string", "maxLength": 240}},
-                                      "required": ["name", "purpose"]},
-                    max_tokens=120)
+PROPOSE = ModelStep(
+    "propose",
+    "generator",
+    "construction/api_propose",
+    _propose_vars,
+    _parse_proposal,
+    schema=lambda s: {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{2,63}$"},
+            "purpose": {"type": "string", "maxLength": 240},
+        },
+        "required": ["name", "purpose"],
+    },
+    max_tokens=120,
+)
 
 
 def check_name(state: dict[str, Any]) -> dict[str, Any]:
@@ -102,8 +125,13 @@ def check_name(state: dict[str, Any]) -> dict[str, Any]:
 # -- specify (refiner) -----------------------------------------------------------------------------
 def _specify_vars(state: dict[str, Any]) -> dict[str, Any]:
     item = state["item"]
-    return {"domain": item["domain"], "subdomain": item["subdomain"], "examples": item.get("examples") or [],
-            "name": state["proposal"]["name"], "purpose": state["proposal"]["purpose"]}
+    return {
+        "domain": item["domain"],
+        "subdomain": item["subdomain"],
+        "examples": item.get("examples") or [],
+        "name": state["proposal"]["name"],
+        "purpose": state["proposal"]["purpose"],
+    }
 
 
 def spec_schema(state: dict[str, Any]) -> dict[str, Any]:
@@ -111,21 +139,36 @@ def spec_schema(state: dict[str, Any]) -> dict[str, Any]:
     object whose every property has a type and a description."""
     item = state.get("item") or {}
     limits = Limits(**{k: v for k, v in (item.get("limits") or {}).items() if k in Limits.__dataclass_fields__})
-    param = {"type": "object",
-             "properties": {"type": {"enum": PARAM_TYPES}, "description": {"type": "string", "maxLength": 200},
-                            "enum": {"type": "array", "items": {"type": "string"}},
-                            "items": {"type": "object", "properties": {"type": {"enum": PARAM_TYPES}}, "required": ["type"]}},
-             "required": ["type", "description"]}
-    return {"type": "object",
-            "properties": {"description": {"type": "string", "minLength": limits.min_description,
-                                           "maxLength": limits.max_description},
-                           "parameters": {"type": "object",
-                                          "properties": {"type": {"const": "object"},
-                                                         "properties": {"type": "object", "additionalProperties": param,
-                                                                        "maxProperties": limits.max_parameters},
-                                                         "required": {"type": "array", "items": {"type": "string"}}},
-                                          "required": ["type", "properties", "required"]}},
-            "required": ["description", "parameters"]}
+    param = {
+        "type": "object",
+        "properties": {
+            "type": {"enum": PARAM_TYPES},
+            "description": {"type": "string", "maxLength": 200},
+            "enum": {"type": "array", "items": {"type": "string"}},
+            "items": {"type": "object", "properties": {"type": {"enum": PARAM_TYPES}}, "required": ["type"]},
+        },
+        "required": ["type", "description"],
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "description": {"type": "string", "minLength": limits.min_description, "maxLength": limits.max_description},
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "type": {"const": "object"},
+                    "properties": {
+                        "type": "object",
+                        "additionalProperties": param,
+                        "maxProperties": limits.max_parameters,
+                    },
+                    "required": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["type", "properties", "required"],
+            },
+        },
+        "required": ["description", "parameters"],
+    }
 
 
 def _parse_spec(state: dict[str, Any], text: str) -> dict[str, Any]:
@@ -134,13 +177,17 @@ def _parse_spec(state: dict[str, Any], text: str) -> dict[str, Any]:
         raise ParseError("bad_field", "description must be text")
     if not isinstance(value["parameters"], dict):
         raise ParseError("bad_field", "parameters must be a JSON object")
-    spec = {"name": state["proposal"]["name"], "description": value["description"].strip(),
-            "parameters": value["parameters"]}
+    spec = {
+        "name": state["proposal"]["name"],
+        "description": value["description"].strip(),
+        "parameters": value["parameters"],
+    }
     return {"spec": spec}
 
 
-SPECIFY = ModelStep("specify", "refiner", "construction/api_specify", _specify_vars, _parse_spec, schema=spec_schema,
-                    max_tokens=512)
+SPECIFY = ModelStep(
+    "specify", "refiner", "construction/api_specify", _specify_vars, _parse_spec, schema=spec_schema, max_tokens=512
+)
 
 
 # -- validate (pure) ---------------------------------------------------------------------------------
@@ -158,14 +205,28 @@ def validate(state: dict[str, Any]) -> dict[str, Any]:
     params = dict(spec["parameters"])
     params.setdefault("type", "object")
     params.setdefault("required", [])
-    tool = Tool.model_validate({"name": spec["name"], "description": spec["description"], "parameters": params,
-                                "domain": item["domain"], "category": item["subdomain"]})
+    tool = Tool.model_validate(
+        {
+            "name": spec["name"],
+            "description": spec["description"],
+            "parameters": params,
+            "domain": item["domain"],
+            "category": item["subdomain"],
+        }
+    )
     api = tool.model_dump(mode="json", exclude_none=True)
-    sample = {"query": state["proposal"]["purpose"], "tools": [api],
-              "categories": [CATEGORY, item["domain"], item["subdomain"]],
-              "metadata": {"api": api, "domain_path": [item["domain"], item["subdomain"]],
-                           "proposal": state["proposal"], "focus": item["focus"],
-                           "branch": [f["name"] for f in item["existing"]]}}
+    sample = {
+        "query": state["proposal"]["purpose"],
+        "tools": [api],
+        "categories": [CATEGORY, item["domain"], item["subdomain"]],
+        "metadata": {
+            "api": api,
+            "domain_path": [item["domain"], item["subdomain"]],
+            "proposal": state["proposal"],
+            "focus": item["focus"],
+            "branch": [f["name"] for f in item["existing"]],
+        },
+    }
     return {"status": ACCEPTED, "outputs": [sample]}
 
 
@@ -176,10 +237,15 @@ class ApiState(BaseState, total=False):
 
 # -- items -----------------------------------------------------------------------------------------
 def _example(tool: dict[str, Any]) -> dict[str, str]:
-    spec = {"description": tool["description"], "parameters": tool.get("parameters") or {"type": "object", "properties": {},
-                                                                                          "required": []}}
-    return {"name": tool["name"], "purpose": _first_sentence(tool["description"]),
-            "spec": json.dumps(spec, ensure_ascii=False)}
+    spec = {
+        "description": tool["description"],
+        "parameters": tool.get("parameters") or {"type": "object", "properties": {}, "required": []},
+    }
+    return {
+        "name": tool["name"],
+        "purpose": _first_sentence(tool["description"]),
+        "spec": json.dumps(spec, ensure_ascii=False),
+    }
 
 
 def tree_items(tree: ContextTree, options: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
@@ -206,20 +272,35 @@ def tree_items(tree: ContextTree, options: dict[str, Any] | None = None) -> list
         existing = [{"name": f["name"], "description": _first_sentence(f["description"])} for f in leaf.functions]
         offset = zlib.crc32(f"{leaf.domain}/{leaf.subdomain}".encode())
         for i in range(per_leaf):
-            items.append((f"{leaf.domain}.{leaf.subdomain}.{i + 1}",
-                          {"domain": leaf.domain, "subdomain": leaf.subdomain, "description": leaf.description,
-                           "existing": existing, "others": others[:20], "k": k, "reserved": reserved,
-                           "examples": [_example(f) for f in leaf.functions[:n_examples]],
-                           "focus": FOCUS[(offset + i) % len(FOCUS)],
-                           "limits": {"min_description": limits.min_description,
-                                      "max_description": limits.max_description,
-                                      "max_parameters": limits.max_parameters}}))
+            items.append(
+                (
+                    f"{leaf.domain}.{leaf.subdomain}.{i + 1}",
+                    {
+                        "domain": leaf.domain,
+                        "subdomain": leaf.subdomain,
+                        "description": leaf.description,
+                        "existing": existing,
+                        "others": others[:20],
+                        "k": k,
+                        "reserved": reserved,
+                        "examples": [_example(f) for f in leaf.functions[:n_examples]],
+                        "focus": FOCUS[(offset + i) % len(FOCUS)],
+                        "limits": {
+                            "min_description": limits.min_description,
+                            "max_description": limits.max_description,
+                            "max_parameters": limits.max_parameters,
+                        },
+                    },
+                )
+            )
     return items
 
 
 @graph("apis")
 class ApisGraph(ConstructionGraph):
-    description = "seed catalog -> domain/sub-domain tree -> generator proposes a function -> refiner specifies it -> pure checks"
+    description = (
+        "seed catalog -> domain/sub-domain tree -> generator proposes a function -> refiner specifies it -> pure checks"
+    )
     roles = ("generator", "refiner")
     steps = (PROPOSE, SPECIFY)
 
@@ -228,12 +309,15 @@ class ApisGraph(ConstructionGraph):
         return tree_items(tree, self.options)
 
     def build(self) -> Any:
-        return pipeline(ApiState, [
-            ("propose", model_node(PROPOSE)),
-            ("check_name", check_name),
-            ("specify", model_node(SPECIFY)),
-            ("validate", validate),
-        ])
+        return pipeline(
+            ApiState,
+            [
+                ("propose", model_node(PROPOSE)),
+                ("check_name", check_name),
+                ("specify", model_node(SPECIFY)),
+                ("validate", validate),
+            ],
+        )
 
 
 # -- after the run -------------------------------------------------------------------------------------
@@ -252,8 +336,14 @@ def synthesized_tools(samples_path: str | Path) -> list[dict[str, Any]]:
     return tools
 
 
-def export_tools(samples_path: str | Path, out_path: str | Path, *, seeds: Any = None, threshold: float | None = None,
-                 embedder: Any = None) -> dict[str, Any]:
+def export_tools(
+    samples_path: str | Path,
+    out_path: str | Path,
+    *,
+    seeds: Any = None,
+    threshold: float | None = None,
+    embedder: Any = None,
+) -> dict[str, Any]:
     """Write the synthesized APIs of a run as a tools JSON list (benchsmith Tool objects) to
     ``out_path``. With ``threshold``, de-duplicate first (:func:`dedupe_apis`, against the tools of
     ``seeds`` — a seed file/folder or a list of seed documents — and among the new ones) and write
@@ -274,5 +364,13 @@ def export_tools(samples_path: str | Path, out_path: str | Path, *, seeds: Any =
     return {"out": str(out), "tools": len(tools), "dropped": dropped}
 
 
-__all__ = ["ApisGraph", "DedupeResult", "dedupe_apis", "export_tools", "load_context_tree", "spec_problems",
-           "synthesized_tools", "tree_items"]
+__all__ = [
+    "ApisGraph",
+    "DedupeResult",
+    "dedupe_apis",
+    "export_tools",
+    "load_context_tree",
+    "spec_problems",
+    "synthesized_tools",
+    "tree_items",
+]

@@ -48,7 +48,9 @@ QUESTION = {"type": "string", "minLength": 12, "maxLength": 300}
 MIN_LEN, MAX_LEN = 12, 400
 _COMPARISONS = ("EQ", "NEQ", "GT", "GTE", "LT", "LTE", "Like", "ILike", "In", "Between", "Glob")
 _KEYWORDS = re.compile(r"\b(SELECT|FROM|WHERE|GROUP BY|ORDER BY|HAVING|JOIN|LIMIT|DISTINCT|IS NOT NULL|IS NULL)\b")
-_KEYWORDS_ANY_CASE = re.compile(r"\b(?:group by|order by|select \*|(?:count|sum|avg|min|max)\s*\(\s*\*?)", re.IGNORECASE)
+_KEYWORDS_ANY_CASE = re.compile(
+    r"\b(?:group by|order by|select \*|(?:count|sum|avg|min|max)\s*\(\s*\*?)", re.IGNORECASE
+)
 
 
 # -- the SQL (pure) ------------------------------------------------------------------------------------
@@ -126,8 +128,11 @@ def mentions_literal(text: str, literal: dict[str, Any]) -> bool:
 
     if literal["string"]:
         form = literal["text"]
-        pat = (r"(?<!\w)" if re.match(r"\w", form) else "") + re.escape(form) \
+        pat = (
+            (r"(?<!\w)" if re.match(r"\w", form) else "")
+            + re.escape(form)
             + (r"(?:s|es)?(?!\w)" if re.search(r"\w$", form) else "")
+        )
         return re.search(pat, text, re.IGNORECASE) is not None
     return any(v.find_form(text, f) for f in _number_forms(literal["text"]))
 
@@ -144,7 +149,9 @@ def sql_leak(question: str, sql: str) -> str | None:
     for m in re.finditer(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b", question):
         if m.group(0).lower() not in strings:
             return f"the question contains the identifier {m.group(0)!r}"
-    names = {t.name.lower() for t in tree.find_all(exp.Table)} | {t.alias.lower() for t in tree.find_all(exp.Table) if t.alias}
+    names = {t.name.lower() for t in tree.find_all(exp.Table)} | {
+        t.alias.lower() for t in tree.find_all(exp.Table) if t.alias
+    }
     columns = {c.name.lower() for c in tree.find_all(exp.Column)}
     for m in re.finditer(r"\b([A-Za-z_]\w*)\.([A-Za-z_]\w*)\b", question):
         if m.group(1).lower() in names and (m.group(2).lower() in columns or "_" in m.group(2)):
@@ -152,7 +159,9 @@ def sql_leak(question: str, sql: str) -> str | None:
     return None
 
 
-def screen_question(question: str, sql: str, literals: list[dict[str, Any]], evidence: str | None) -> tuple[str, str] | None:
+def screen_question(
+    question: str, sql: str, literals: list[dict[str, Any]], evidence: str | None
+) -> tuple[str, str] | None:
     """(code, reason) when the question fails a pure check, else None.
 
     >>> lits = [{"text": "Brazil", "string": True}]
@@ -180,8 +189,13 @@ def _schema(db: Any, tables: list[str]) -> list[dict[str, Any]]:
         table = db.table(name)
         if table is None:
             continue
-        out.append({"name": table.name, "description": table.description,
-                    "columns": [f"{c.name} ({c.type or 'ANY'}): {c.description}" for c in table.columns]})
+        out.append(
+            {
+                "name": table.name,
+                "description": table.description,
+                "columns": [f"{c.name} ({c.type or 'ANY'}): {c.description}" for c in table.columns],
+            }
+        )
     return out
 
 
@@ -229,16 +243,24 @@ def _parse_question(state: dict[str, Any], text: str) -> dict[str, Any]:
     return {"question": nonempty_text(value["question"], "question", min_len=5)}
 
 
-QUESTION_STEP = ModelStep("question", "generator", "construction/backtranslate_question", _question_vars,
-                          _parse_question,
-                          schema=lambda s: {"type": "object", "properties": {"question": QUESTION},
-                                            "required": ["question"]},
-                          max_tokens=160)
+QUESTION_STEP = ModelStep(
+    "question",
+    "generator",
+    "construction/backtranslate_question",
+    _question_vars,
+    _parse_question,
+    schema=lambda s: {"type": "object", "properties": {"question": QUESTION}, "required": ["question"]},
+    max_tokens=160,
+)
 
 
 def _check_vars(state: dict[str, Any]) -> dict[str, Any]:
-    return {"schema": state["schema"], "sql": state["item"]["sql"], "evidence": state["item"].get("evidence"),
-            "question": state["question"]}
+    return {
+        "schema": state["schema"],
+        "sql": state["item"]["sql"],
+        "evidence": state["item"].get("evidence"),
+        "question": state["question"],
+    }
 
 
 def _parse_check(state: dict[str, Any], text: str) -> dict[str, Any]:
@@ -249,15 +271,25 @@ def _parse_check(state: dict[str, Any], text: str) -> dict[str, Any]:
     if not isinstance(problem, str):
         raise ParseError("bad_field", "problem must be text")
     if not value["faithful"]:
-        return reject("check", "unfaithful", problem.strip() or "the verifier judged the question unfaithful to the SQL")
+        return reject(
+            "check", "unfaithful", problem.strip() or "the verifier judged the question unfaithful to the SQL"
+        )
     return {"verifier_note": problem.strip()}
 
 
-CHECK_STEP = ModelStep("check", "refiner", "construction/backtranslate_check", _check_vars, _parse_check,
-                       schema=lambda s: {"type": "object", "properties": {
-                           "faithful": {"type": "boolean"}, "problem": {"type": "string", "maxLength": 200}},
-                           "required": ["faithful", "problem"]},
-                       max_tokens=96)
+CHECK_STEP = ModelStep(
+    "check",
+    "refiner",
+    "construction/backtranslate_check",
+    _check_vars,
+    _parse_check,
+    schema=lambda s: {
+        "type": "object",
+        "properties": {"faithful": {"type": "boolean"}, "problem": {"type": "string", "maxLength": 200}},
+        "required": ["faithful", "problem"],
+    },
+    max_tokens=96,
+)
 
 
 def screen(state: dict[str, Any]) -> dict[str, Any]:
@@ -271,16 +303,26 @@ def screen(state: dict[str, Any]) -> dict[str, Any]:
 
 def finalize(state: dict[str, Any]) -> dict[str, Any]:
     item = state["item"]
-    metadata = {"sql": item["sql"], "pair_id": state["item_id"], "tables": state["tables"],
-                "literals": [lit["text"] for lit in state["literals"]], "rows": state["row_count"],
-                "database": item.get("database")}
+    metadata = {
+        "sql": item["sql"],
+        "pair_id": state["item_id"],
+        "tables": state["tables"],
+        "literals": [lit["text"] for lit in state["literals"]],
+        "rows": state["row_count"],
+        "database": item.get("database"),
+    }
     for key in ("db_id", "question"):
         if item.get(key):
             metadata["original_question" if key == "question" else key] = item[key]
     if state.get("verifier_note"):
         metadata["verifier_note"] = state["verifier_note"]
-    out = {"query": state["question"], "context": item.get("evidence") or None, "categories": ["backtranslated"],
-           "difficulty": item.get("difficulty"), "metadata": metadata}
+    out = {
+        "query": state["question"],
+        "context": item.get("evidence") or None,
+        "categories": ["backtranslated"],
+        "difficulty": item.get("difficulty"),
+        "metadata": metadata,
+    }
     return {"status": ACCEPTED, "outputs": [out]}
 
 
@@ -314,7 +356,7 @@ class BacktranslateGraph(ConstructionGraph):
         items = []
         for n, row in raw_rows(path):
             if not isinstance(row, dict) or not isinstance(row.get("sql"), str) or not row["sql"].strip():
-                raise UserError(f"{path}:{n}: a row needs a non-empty \"sql\"", fix='write {"id": ..., "sql": ...} rows')
+                raise UserError(f'{path}:{n}: a row needs a non-empty "sql"', fix='write {"id": ..., "sql": ...} rows')
             if row.get("evidence") is not None and not isinstance(row["evidence"], str):
                 raise UserError(f"{path}:{n}: evidence must be text", fix="write evidence as a string or leave it out")
             item = {k: row[k] for k in ("sql", "evidence", "difficulty", "db_id", "question") if row.get(k) is not None}
@@ -328,13 +370,16 @@ class BacktranslateGraph(ConstructionGraph):
         return {"db": Database(self._database()), "lock": threading.Lock()}
 
     def build(self) -> Any:
-        return pipeline(BacktranslateState, [
-            ("prepare", prepare),
-            ("question", model_node(QUESTION_STEP)),
-            ("screen", screen),
-            ("check", model_node(CHECK_STEP)),
-            ("finalize", finalize),
-        ])
+        return pipeline(
+            BacktranslateState,
+            [
+                ("prepare", prepare),
+                ("question", model_node(QUESTION_STEP)),
+                ("screen", screen),
+                ("check", model_node(CHECK_STEP)),
+                ("finalize", finalize),
+            ],
+        )
 
 
 def to_pairs(samples_path: str | Path, out_path: str | Path) -> int:
@@ -350,8 +395,14 @@ def to_pairs(samples_path: str | Path, out_path: str | Path) -> int:
         sql = s.metadata.get("sql")
         if s.query is None or not isinstance(sql, str):
             continue
-        pair = Pair(id=s.metadata.get("pair_id") or s.id, question=s.query, sql=sql, evidence=s.context,
-                    difficulty=s.difficulty, db_id=s.metadata.get("db_id"))
+        pair = Pair(
+            id=s.metadata.get("pair_id") or s.id,
+            question=s.query,
+            sql=sql,
+            evidence=s.context,
+            difficulty=s.difficulty,
+            db_id=s.metadata.get("db_id"),
+        )
         row = {"id": pair.id, "question": pair.question, "sql": pair.sql, "evidence": pair.evidence}
         row.update({k: v for k, v in (("difficulty", pair.difficulty), ("db_id", pair.db_id)) if v is not None})
         rows.append(row)

@@ -64,17 +64,30 @@ def _result_text(step: dict[str, Any]) -> str:
 
 def _labels(state: dict[str, Any]) -> list[str]:
     setup = state["candidate"].get("setup") or []
-    return [f"${c['label']}$" for c in setup if c.get("label")] + [f"${s['call']['label']}$" for s in state.get("steps") or []]
+    return [f"${c['label']}$" for c in setup if c.get("label")] + [
+        f"${s['call']['label']}$" for s in state.get("steps") or []
+    ]
 
 
 # -- planner (what to do next, in words) and executor (the call that does it) -----------------------
 def _plan_vars(state: dict[str, Any]) -> dict[str, Any]:
     cand = state["candidate"]
     _, tools = tool_view(cand["tools"])
-    shown = [{"plan": json.dumps({"done": False, "thought": s.get("thought") or ""}, ensure_ascii=False),
-              "call": _call_text(s["call"]), "observation": _result_text(s)} for s in state.get("steps") or []]
-    return {"tools": tools, "query": cand["query"], "context": cand.get("context"),
-            "setup_note": setup_text(cand.get("setup") or []), "steps": shown}
+    shown = [
+        {
+            "plan": json.dumps({"done": False, "thought": s.get("thought") or ""}, ensure_ascii=False),
+            "call": _call_text(s["call"]),
+            "observation": _result_text(s),
+        }
+        for s in state.get("steps") or []
+    ]
+    return {
+        "tools": tools,
+        "query": cand["query"],
+        "context": cand.get("context"),
+        "setup_note": setup_text(cand.get("setup") or []),
+        "steps": shown,
+    }
 
 
 def _parse_plan(state: dict[str, Any], text: str) -> dict[str, Any]:
@@ -89,18 +102,32 @@ def _parse_plan(state: dict[str, Any], text: str) -> dict[str, Any]:
     return {"pending": {"thought": thought}}
 
 
-PLAN = ModelStep("plan", "planner", "construction/chain_plan", _plan_vars, _parse_plan,
-                 schema=lambda s: {"type": "object", "properties": {"done": {"type": "boolean"},
-                                                                   "thought": {"type": "string", "maxLength": 300}},
-                                   "required": ["done", "thought"]},
-                 max_tokens=160)
+PLAN = ModelStep(
+    "plan",
+    "planner",
+    "construction/chain_plan",
+    _plan_vars,
+    _parse_plan,
+    schema=lambda s: {
+        "type": "object",
+        "properties": {"done": {"type": "boolean"}, "thought": {"type": "string", "maxLength": 300}},
+        "required": ["done", "thought"],
+    },
+    max_tokens=160,
+)
 
 
 def _act_vars(state: dict[str, Any]) -> dict[str, Any]:
     cand = state["candidate"]
     columns, tools = tool_view(cand["tools"])
-    return {"tools": tools, "columns": columns, "query": cand["query"], "setup_note": setup_text(cand.get("setup") or []),
-            "labels": _labels(state), "thought": state["pending"]["thought"]}
+    return {
+        "tools": tools,
+        "columns": columns,
+        "query": cand["query"],
+        "setup_note": setup_text(cand.get("setup") or []),
+        "labels": _labels(state),
+        "thought": state["pending"]["thought"],
+    }
 
 
 def _act_schema(state: dict[str, Any]) -> dict[str, Any]:
@@ -148,11 +175,19 @@ def _parse_sim(state: dict[str, Any], text: str) -> dict[str, Any]:
     return {"pending": pending}
 
 
-SIMULATE = ModelStep("simulate", "tool_simulator", "construction/tool_simulate", _sim_vars, _parse_sim,
-                     schema=lambda s: {"type": "object", "properties": {"ok": {"type": "boolean"},
-                                                                       "observation": {"type": "string", "maxLength": 400}},
-                                       "required": ["ok", "observation"]},
-                     max_tokens=200)
+SIMULATE = ModelStep(
+    "simulate",
+    "tool_simulator",
+    "construction/tool_simulate",
+    _sim_vars,
+    _parse_sim,
+    schema=lambda s: {
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}, "observation": {"type": "string", "maxLength": 400}},
+        "required": ["ok", "observation"],
+    },
+    max_tokens=200,
+)
 
 
 def _environment(state: dict[str, Any], ctx: Any) -> Any:
@@ -195,9 +230,12 @@ def execute(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
 # -- reviewer ---------------------------------------------------------------------------------------
 def _review_vars(state: dict[str, Any]) -> dict[str, Any]:
     p = state["pending"]
-    return {"query": state["candidate"]["query"],
-            "previous": [f"{_call_text(s['call'])} -> {_text(s.get('observation'))}" for s in state.get("steps") or []],
-            "step": _call_text(p["call"]), "result": _result_text(p)}
+    return {
+        "query": state["candidate"]["query"],
+        "previous": [f"{_call_text(s['call'])} -> {_text(s.get('observation'))}" for s in state.get("steps") or []],
+        "step": _call_text(p["call"]),
+        "result": _result_text(p),
+    }
 
 
 def _parse_review(state: dict[str, Any], text: str) -> dict[str, Any]:
@@ -221,16 +259,30 @@ def _parse_review(state: dict[str, Any], text: str) -> dict[str, Any]:
         attempts.append(pending)
         if decision == "retry":
             retries -= 1
-    update: dict[str, Any] = {"steps": steps, "attempts": attempts, "retries_left": retries, "pending": {},
-                              "overrides": overrides, "decision": decision}
+    update: dict[str, Any] = {
+        "steps": steps,
+        "attempts": attempts,
+        "retries_left": retries,
+        "pending": {},
+        "overrides": overrides,
+        "decision": decision,
+    }
     return update
 
 
-REVIEW_STEP = ModelStep("review", "reviewer", "construction/chain_review", _review_vars, _parse_review,
-                        schema=lambda s: {"type": "object", "properties": {"verdict": {"enum": list(VERDICTS)},
-                                                                          "decision": {"enum": list(DECISIONS)}},
-                                          "required": ["verdict", "decision"]},
-                        max_tokens=48)
+REVIEW_STEP = ModelStep(
+    "review",
+    "reviewer",
+    "construction/chain_review",
+    _review_vars,
+    _parse_review,
+    schema=lambda s: {
+        "type": "object",
+        "properties": {"verdict": {"enum": list(VERDICTS)}, "decision": {"enum": list(DECISIONS)}},
+        "required": ["verdict", "decision"],
+    },
+    max_tokens=48,
+)
 
 
 class _ChainState(ChainState, total=False):
@@ -258,7 +310,11 @@ def after_review(state: dict[str, Any]) -> str:
 def give_up(state: dict[str, Any]) -> dict[str, Any]:
     if state["retries_left"] < 0:
         return reject("review", "retries_exhausted", "the reviewer asked for more retries than allowed")
-    return reject("budget", "step_budget", f"no finish within the step budget ({len(state.get('attempts') or []) + len(state.get('steps') or [])} steps)")
+    return reject(
+        "budget",
+        "step_budget",
+        f"no finish within the step budget ({len(state.get('attempts') or []) + len(state.get('steps') or [])} steps)",
+    )
 
 
 def finalize(state: dict[str, Any]) -> dict[str, Any]:
@@ -269,10 +325,20 @@ def finalize(state: dict[str, Any]) -> dict[str, Any]:
     used = json.dumps([s["call"]["arguments"] for s in steps] + [cand.get("setup") or []], ensure_ascii=False).lower()
     unused = [v for v in query_values(cand["query"]) if v.lower() not in used]
     if unused:
-        return reject("finalize", "query_value_unused",
-                      f"the request states {', '.join(repr(v) for v in unused)} but no call uses it")
-    gold = [{"thought": s.get("thought") or None, "call": s["call"], "observation": s.get("observation"),
-             "verdict": s["verdict"]} for s in steps]
+        return reject(
+            "finalize",
+            "query_value_unused",
+            f"the request states {', '.join(repr(v) for v in unused)} but no call uses it",
+        )
+    gold = [
+        {
+            "thought": s.get("thought") or None,
+            "call": s["call"],
+            "observation": s.get("observation"),
+            "verdict": s["verdict"],
+        }
+        for s in steps
+    ]
     last = steps[-1]
     final_thought = (state.get("pending") or {}).get("thought") or ""
     if "answer" in last:
@@ -282,13 +348,25 @@ def finalize(state: dict[str, Any]) -> dict[str, Any]:
     else:
         answer = {"kind": "none"}
     metadata = dict(cand.get("metadata") or {})
-    metadata.update({"attempts": state.get("attempts") or [], "final_thought": final_thought,
-                     "simulated_steps": sum(1 for s in steps if s.get("simulated")),
-                     "reviewer_overrides": state.get("overrides") or [], "query_sample_id": cand.get("id")})
-    sample = {"query": cand["query"], "context": cand.get("context"), "tools": cand["tools"],
-              "setup": cand.get("setup") or [], "gold": gold, "answer": answer,
-              "categories": sorted(set(cand.get("categories") or []) - {"generated_query"} | {"generated_chain"}),
-              "metadata": metadata}
+    metadata.update(
+        {
+            "attempts": state.get("attempts") or [],
+            "final_thought": final_thought,
+            "simulated_steps": sum(1 for s in steps if s.get("simulated")),
+            "reviewer_overrides": state.get("overrides") or [],
+            "query_sample_id": cand.get("id"),
+        }
+    )
+    sample = {
+        "query": cand["query"],
+        "context": cand.get("context"),
+        "tools": cand["tools"],
+        "setup": cand.get("setup") or [],
+        "gold": gold,
+        "answer": answer,
+        "categories": sorted(set(cand.get("categories") or []) - {"generated_query"} | {"generated_chain"}),
+        "metadata": metadata,
+    }
     return {"status": ACCEPTED, "outputs": [sample]}
 
 
@@ -307,9 +385,17 @@ class ChainsGraph(ConstructionGraph):
         env = environment_of(candidate, self.options.get("environment"))
         if env is not None:
             candidate["metadata"] = {**candidate.get("metadata", {}), "environment": env}
-        state.update({"candidate": candidate, "steps": [], "attempts": [], "pending": {},
-                      "budget": int(self.options.get("step_budget", 6)),
-                      "retries_left": int(self.options.get("max_retries", 2)), "overrides": []})
+        state.update(
+            {
+                "candidate": candidate,
+                "steps": [],
+                "attempts": [],
+                "pending": {},
+                "budget": int(self.options.get("step_budget", 6)),
+                "retries_left": int(self.options.get("max_retries", 2)),
+                "overrides": [],
+            }
+        )
         return state
 
     def build(self) -> Any:

@@ -98,8 +98,9 @@ def _runs(dialogue: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 def _reply_json(message: dict[str, Any]) -> str:
     """An assistant message as the JSON reply the assistant model wrote."""
     if message.get("tool_calls"):
-        return _dumps({"tool_calls": [{"name": c["name"], "arguments": c.get("arguments") or {}}
-                                      for c in message["tool_calls"]]})
+        return _dumps(
+            {"tool_calls": [{"name": c["name"], "arguments": c.get("arguments") or {}} for c in message["tool_calls"]]}
+        )
     return _dumps({"message": message.get("content", "")})
 
 
@@ -110,8 +111,9 @@ def _ok(record: dict[str, Any]) -> bool:
 def _labels(state: dict[str, Any]) -> list[str]:
     """Every output an argument may refer to: set-up outputs and successful calls so far."""
     setup = state["candidate"].get("setup") or []
-    return [f"${c['label']}$" for c in setup if c.get("label")] + \
-        [f"${e['call']['label']}$" for e in state.get("executed") or [] if _ok(e)]
+    return [f"${c['label']}$" for c in setup if c.get("label")] + [
+        f"${e['call']['label']}$" for e in state.get("executed") or [] if _ok(e)
+    ]
 
 
 def _visible_tools(state: dict[str, Any]) -> list[dict[str, Any]]:
@@ -126,8 +128,12 @@ def _user_vars(state: dict[str, Any]) -> dict[str, Any]:
     users = _user_messages(dialogue)
     replies = [m for m in dialogue if m["role"] == "assistant" and not m.get("tool_calls")]
     for i, said in enumerate(users):
-        turns.append({"said": _dumps({"message": said["content"], "goal_met": False}),
-                      "answer": replies[i]["content"] if i < len(replies) else None})
+        turns.append(
+            {
+                "said": _dumps({"message": said["content"], "goal_met": False}),
+                "answer": replies[i]["content"] if i < len(replies) else None,
+            }
+        )
     return {"goal": cand["goal"], "persona": cand.get("persona") or DEFAULT_PERSONA, "turns": turns}
 
 
@@ -149,11 +155,19 @@ def _parse_user(state: dict[str, Any], text: str) -> dict[str, Any]:
     return {"dialogue": dialogue, "goal_met": False}
 
 
-USER = ModelStep("user_turn", "user", "construction/dialogue_user", _user_vars, _parse_user,
-                 schema=lambda s: {"type": "object", "properties": {"message": {"type": "string", "maxLength": 400},
-                                                                   "goal_met": {"type": "boolean"}},
-                                   "required": ["message", "goal_met"]},
-                 max_tokens=160)
+USER = ModelStep(
+    "user_turn",
+    "user",
+    "construction/dialogue_user",
+    _user_vars,
+    _parse_user,
+    schema=lambda s: {
+        "type": "object",
+        "properties": {"message": {"type": "string", "maxLength": 400}, "goal_met": {"type": "boolean"}},
+        "required": ["message", "goal_met"],
+    },
+    max_tokens=160,
+)
 
 
 # -- assistant agent ------------------------------------------------------------------------------
@@ -178,25 +192,44 @@ def _assistant_vars(state: dict[str, Any]) -> dict[str, Any]:
             sections.append({"role": "assistant", "content": _reply_json(m)})
     if results:
         sections.append({"role": "user", "content": "Results:\n" + "\n".join(results)})
-    return {"tools": tools, "columns": columns, "setup_note": setup_text(cand.get("setup") or []),
-            "labels": _labels(state), "sections": sections}
+    return {
+        "tools": tools,
+        "columns": columns,
+        "setup_note": setup_text(cand.get("setup") or []),
+        "labels": _labels(state),
+        "sections": sections,
+    }
 
 
 def _assistant_schema(state: dict[str, Any]) -> dict[str, Any]:
     from benchsmith.models import reference_choices
 
     labels = _labels(state)
-    calls = [{"type": "object", "properties": {"name": {"const": t["name"]},
-                                               "arguments": reference_choices(t.get("parameters") or {"type": "object"},
-                                                                              labels)},
-              "required": ["name", "arguments"]} for t in _visible_tools(state)]
-    message = {"type": "object", "properties": {"message": {"type": "string", "maxLength": MAX_MESSAGE}},
-               "required": ["message"]}
+    calls = [
+        {
+            "type": "object",
+            "properties": {
+                "name": {"const": t["name"]},
+                "arguments": reference_choices(t.get("parameters") or {"type": "object"}, labels),
+            },
+            "required": ["name", "arguments"],
+        }
+        for t in _visible_tools(state)
+    ]
+    message = {
+        "type": "object",
+        "properties": {"message": {"type": "string", "maxLength": MAX_MESSAGE}},
+        "required": ["message"],
+    }
     if not calls:
         return message
-    act = {"type": "object", "properties": {"tool_calls": {"type": "array", "minItems": 1, "maxItems": MAX_CALLS_PER_REPLY,
-                                                           "items": {"anyOf": calls}}},
-           "required": ["tool_calls"]}
+    act = {
+        "type": "object",
+        "properties": {
+            "tool_calls": {"type": "array", "minItems": 1, "maxItems": MAX_CALLS_PER_REPLY, "items": {"anyOf": calls}}
+        },
+        "required": ["tool_calls"],
+    }
     return {"anyOf": [act, message]}
 
 
@@ -227,8 +260,11 @@ def _parse_assistant(state: dict[str, Any], text: str) -> dict[str, Any]:
         runs = _runs(dialogue)
         rounds = sum(1 for m in (runs[-1] if runs else []) if m["role"] == "assistant" and m.get("tool_calls")) + 1
         if rounds > state["max_steps"]:
-            return reject("budget", "step_budget",
-                          f"the assistant still calls tools after {state['max_steps']} tool round(s) in one turn")
+            return reject(
+                "budget",
+                "step_budget",
+                f"the assistant still calls tools after {state['max_steps']} tool round(s) in one turn",
+            )
         content = value["message"].strip() if isinstance(value.get("message"), str) else ""
         dialogue.append({"role": "assistant", "content": content, "tool_calls": calls})
         return {"dialogue": dialogue, "pending": calls}
@@ -239,8 +275,15 @@ def _parse_assistant(state: dict[str, Any], text: str) -> dict[str, Any]:
     return {"dialogue": dialogue, "pending": []}
 
 
-ASSISTANT = ModelStep("assistant_turn", "assistant", "construction/dialogue_assistant", _assistant_vars,
-                      _parse_assistant, schema=_assistant_schema, max_tokens=320)
+ASSISTANT = ModelStep(
+    "assistant_turn",
+    "assistant",
+    "construction/dialogue_assistant",
+    _assistant_vars,
+    _parse_assistant,
+    schema=_assistant_schema,
+    max_tokens=320,
+)
 
 
 # -- tool agent -----------------------------------------------------------------------------------
@@ -271,7 +314,9 @@ def tool_turn(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
     except ToolError as exc:
         return reject("tool_turn", "replay_failed", f"an earlier call failed when replayed: {exc}")
     if env is None:
-        steps = [{"call": e["call"], "observation": e.get("observation")} for e in state.get("executed") or [] if _ok(e)]
+        steps = [
+            {"call": e["call"], "observation": e.get("observation")} for e in state.get("executed") or [] if _ok(e)
+        ]
         sim = apply_step(SIMULATE, {"candidate": state["candidate"], "pending": {"call": call}, "steps": steps}, ctx)
         if sim.get("status") == REVIEW:
             return sim
@@ -290,11 +335,18 @@ def tool_turn(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
         snapshot = getattr(env, "state", None)
         if callable(snapshot):
             update["env_state"] = snapshot()
-    content = _dumps(record["observation"]) if _ok(record) else \
-        _dumps({"error": record["error"]["code"], "message": record["error"]["message"]})
-    update.update({"pending": pending[1:], "executed": [*(state.get("executed") or []), record],
-                   "dialogue": [*(state.get("dialogue") or []),
-                                {"role": "tool", "name": call["label"], "content": content}]})
+    content = (
+        _dumps(record["observation"])
+        if _ok(record)
+        else _dumps({"error": record["error"]["code"], "message": record["error"]["message"]})
+    )
+    update.update(
+        {
+            "pending": pending[1:],
+            "executed": [*(state.get("executed") or []), record],
+            "dialogue": [*(state.get("dialogue") or []), {"role": "tool", "name": call["label"], "content": content}],
+        }
+    )
     return update
 
 
@@ -329,20 +381,31 @@ def finalize(state: dict[str, Any]) -> dict[str, Any]:
         from benchsmith.construction.sandbox import state_mismatches
 
         if final_state is None:
-            return reject("finalize", "no_final_state", "the environment gave no state to compare with the expected one")
+            return reject(
+                "finalize", "no_final_state", "the environment gave no state to compare with the expected one"
+            )
         diff = state_mismatches(final_state, expected)
         if diff:
             keys = _differing_keys(diff)
-            return {**reject("finalize", "end_state_mismatch",
-                             f"differing keys: {', '.join(keys)} ({'; '.join(diff[:3])})"), "state_diff": diff}
+            return {
+                **reject(
+                    "finalize", "end_state_mismatch", f"differing keys: {', '.join(keys)} ({'; '.join(diff[:3])})"
+                ),
+                "state_diff": diff,
+            }
     gold = []
     for e in executed:
         if _ok(e):
             gold.append({"call": e["call"], "observation": e.get("observation"), "verdict": "success"})
         else:
             verdict = "internal_error" if e["error"]["code"] in INTERNAL_CODES else "input_error"
-            gold.append({"call": e["call"], "observation": {"error": e["error"]["code"], "message": e["error"]["message"]},
-                         "verdict": verdict})
+            gold.append(
+                {
+                    "call": e["call"],
+                    "observation": {"error": e["error"]["code"], "message": e["error"]["message"]},
+                    "verdict": verdict,
+                }
+            )
     messages = []
     for m in dialogue:
         msg = {"role": m["role"], "content": m.get("content", "")}
@@ -356,10 +419,14 @@ def finalize(state: dict[str, Any]) -> dict[str, Any]:
         categories.append("multi_turn")
     if any(sum(len(m.get("tool_calls") or []) for m in run) > 1 for run in _runs(dialogue)):
         categories.append("multi_step")
-    metadata: dict[str, Any] = {"goal": cand["goal"], "persona": cand.get("persona") or DEFAULT_PERSONA,
-                                "turns": len(_user_messages(dialogue)), "closing_message": state.get("closing") or "",
-                                "simulated_calls": sum(1 for e in executed if e.get("simulated")),
-                                "failed_calls": len(failed)}
+    metadata: dict[str, Any] = {
+        "goal": cand["goal"],
+        "persona": cand.get("persona") or DEFAULT_PERSONA,
+        "turns": len(_user_messages(dialogue)),
+        "closing_message": state.get("closing") or "",
+        "simulated_calls": sum(1 for e in executed if e.get("simulated")),
+        "failed_calls": len(failed),
+    }
     if cand.get("environment"):
         metadata["environment"] = cand["environment"]
     if final_state is not None:
@@ -369,8 +436,15 @@ def finalize(state: dict[str, Any]) -> dict[str, Any]:
     for key in ("scenario_id", "source_sample_id"):
         if cand.get(key):
             metadata[key] = cand[key]
-    sample = {"dialogue": messages, "tools": cand["tools"], "setup": cand.get("setup") or [], "gold": gold,
-              "answer": {"kind": "none"}, "categories": categories, "metadata": metadata}
+    sample = {
+        "dialogue": messages,
+        "tools": cand["tools"],
+        "setup": cand.get("setup") or [],
+        "gold": gold,
+        "answer": {"kind": "none"},
+        "categories": categories,
+        "metadata": metadata,
+    }
     return {"status": ACCEPTED, "outputs": [sample]}
 
 
@@ -428,8 +502,10 @@ class DialoguesGraph(ConstructionGraph):
         meta = item.get("metadata") or {}
         env = environment_of(item, self.options.get("environment"))
         candidate: dict[str, Any] = {
-            "goal": item["query"], "persona": meta.get("persona") or self.options.get("persona") or DEFAULT_PERSONA,
-            "tools": item.get("tools") or [], "setup": item.get("setup") or [],
+            "goal": item["query"],
+            "persona": meta.get("persona") or self.options.get("persona") or DEFAULT_PERSONA,
+            "tools": item.get("tools") or [],
+            "setup": item.get("setup") or [],
             "allow_failed_calls": bool(self.options.get("allow_failed_calls", True)),
         }
         if env:
@@ -440,9 +516,17 @@ class DialoguesGraph(ConstructionGraph):
             candidate["scenario_id"] = meta["scenario_id"]
         else:
             candidate["source_sample_id"] = item.get("id")
-        state.update({"candidate": candidate, "dialogue": [], "executed": [], "pending": [], "goal_met": False,
-                      "max_turns": int(self.options.get("max_turns", 8)),
-                      "max_steps": int(self.options.get("max_steps", 4))})
+        state.update(
+            {
+                "candidate": candidate,
+                "dialogue": [],
+                "executed": [],
+                "pending": [],
+                "goal_met": False,
+                "max_turns": int(self.options.get("max_turns", 8)),
+                "max_steps": int(self.options.get("max_steps", 4)),
+            }
+        )
         return state
 
     def build(self) -> Any:

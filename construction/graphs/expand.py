@@ -55,8 +55,11 @@ def slots_of(literals: list[tuple[str, Any]]) -> list[dict[str, Any]]:
 
 def chain_of(sample: Any) -> list[dict[str, Any]]:
     """The visible gold calls as ``[{"name", "keys"}]`` in order."""
-    return [{"name": st.call.name, "keys": list(st.call.arguments)} for st in sample.gold
-            if st.call is not None and not st.hidden]
+    return [
+        {"name": st.call.name, "keys": list(st.call.arguments)}
+        for st in sample.gold
+        if st.call is not None and not st.hidden
+    ]
 
 
 def _environment(raw: dict[str, Any]) -> dict[str, Any] | None:
@@ -73,8 +76,13 @@ def _rewrite_vars(state: dict[str, Any]) -> dict[str, Any]:
     _, tools = tool_view(raw["tools"])
     chain = [f"{c['name']}({', '.join(c['keys'])})" for c in state["chain"]]
     values = {s["slot"]: s["old"] for s in state["slots"]}
-    return {"tools": tools, "setup_note": setup_text(raw.get("setup") or []), "query": raw["query"],
-            "chain": chain, "values": json.dumps(values, ensure_ascii=False)}
+    return {
+        "tools": tools,
+        "setup_note": setup_text(raw.get("setup") or []),
+        "query": raw["query"],
+        "chain": chain,
+        "values": json.dumps(values, ensure_ascii=False),
+    }
 
 
 def _values_schema(state: dict[str, Any]) -> dict[str, Any]:
@@ -94,10 +102,19 @@ def _parse_rewrite(state: dict[str, Any], text: str) -> dict[str, Any]:
     return {"draft": query, "query": query, "values": values}
 
 
-REWRITE = ModelStep("rewrite", "generator", "construction/expand_rewrite", _rewrite_vars, _parse_rewrite,
-                    schema=lambda s: {"type": "object", "properties": {"query": QUERY, "values": _values_schema(s)},
-                                      "required": ["query", "values"]},
-                    max_tokens=220)
+REWRITE = ModelStep(
+    "rewrite",
+    "generator",
+    "construction/expand_rewrite",
+    _rewrite_vars,
+    _parse_rewrite,
+    schema=lambda s: {
+        "type": "object",
+        "properties": {"query": QUERY, "values": _values_schema(s)},
+        "required": ["query", "values"],
+    },
+    max_tokens=220,
+)
 
 
 # -- refine (refiner, the queries graph's prompt) --------------------------------------------------
@@ -115,10 +132,19 @@ def _parse_refined(state: dict[str, Any], text: str) -> dict[str, Any]:
     return {"query": nonempty_text(value["query"], "query", min_len=5), "solvable": solvable}
 
 
-REFINE = ModelStep("refine", "refiner", "construction/query_refine", _refine_vars, _parse_refined,
-                   schema=lambda s: {"type": "object", "properties": {"solvable": {"type": "boolean"}, "query": QUERY},
-                                     "required": ["solvable", "query"]},
-                   max_tokens=160)
+REFINE = ModelStep(
+    "refine",
+    "refiner",
+    "construction/query_refine",
+    _refine_vars,
+    _parse_refined,
+    schema=lambda s: {
+        "type": "object",
+        "properties": {"solvable": {"type": "boolean"}, "query": QUERY},
+        "required": ["solvable", "query"],
+    },
+    max_tokens=160,
+)
 
 
 # -- check (pure) -------------------------------------------------------------------------------------
@@ -137,8 +163,9 @@ def _same(a: Any, b: Any) -> bool:
     return str(a).strip().casefold() == str(b).strip().casefold()
 
 
-def check_expansion(query: str, exemplar: str, slots: list[dict[str, Any]], values: dict[str, Any],
-                    tools: list[dict[str, Any]]) -> tuple[str, str] | None:
+def check_expansion(
+    query: str, exemplar: str, slots: list[dict[str, Any]], values: dict[str, Any], tools: list[dict[str, Any]]
+) -> tuple[str, str] | None:
     """(code, reason) when the new ``query`` fails a check, else None.
 
     >>> slots = [{"slot": "value", "argument": "value", "old": "Brazil"}]
@@ -183,14 +210,23 @@ def check(state: dict[str, Any]) -> dict[str, Any]:
         failed = ("copied_fewshot", "the query copies a few-shot example of the prompt")
     if failed is not None:
         return reject("check", *failed)
-    metadata: dict[str, Any] = {"exemplar": raw["id"], "expected_tools": [c["name"] for c in state["chain"]],
-                                "values": state.get("values") or {}, "draft": state["draft"]}
+    metadata: dict[str, Any] = {
+        "exemplar": raw["id"],
+        "expected_tools": [c["name"] for c in state["chain"]],
+        "values": state.get("values") or {},
+        "draft": state["draft"],
+    }
     env = _environment(raw)
     if env:
         metadata["environment"] = env
     cats = [c for c in raw.get("categories") or [] if c in ("nl2api", "slot", "sel", "rest")]
-    out = {"query": query, "tools": raw["tools"], "setup": raw.get("setup") or [],
-           "categories": [*cats, "generated_query", "expanded"], "metadata": metadata}
+    out = {
+        "query": query,
+        "tools": raw["tools"],
+        "setup": raw.get("setup") or [],
+        "categories": [*cats, "generated_query", "expanded"],
+        "metadata": metadata,
+    }
     return {"status": ACCEPTED, "outputs": [out]}
 
 
@@ -221,13 +257,17 @@ def _refine_node(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
 
 @graph("expand")
 class ExpandGraph(ConstructionGraph):
-    description = "exemplar with a gold chain -> generator writes a new scenario for the same chain -> refiner -> pure checks"
+    description = (
+        "exemplar with a gold chain -> generator writes a new scenario for the same chain -> refiner -> pure checks"
+    )
     roles = ("generator", "refiner")
     steps = (REWRITE, REFINE)
 
     def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
-        return [(s.id, {"exemplar": s.model_dump(mode="json", exclude_none=True, exclude={"verification"})})
-                for s in read_samples(source, "exemplars with gold chains")]
+        return [
+            (s.id, {"exemplar": s.model_dump(mode="json", exclude_none=True, exclude={"verification"})})
+            for s in read_samples(source, "exemplars with gold chains")
+        ]
 
     def initial(self, item_id: str, item: dict[str, Any], seed: int) -> dict[str, Any]:
         from benchsmith.construction import variants as v

@@ -44,8 +44,12 @@ QUERY = {"type": "string", "minLength": 12, "maxLength": 300}
 def _gen_vars(state: dict[str, Any]) -> dict[str, Any]:
     item = state["item"]
     columns, tools = tool_view(item["tools"], item_rng(state, "shuffle"))
-    return {"tools": tools, "columns": columns, "setup_note": setup_text(item.get("setup") or []),
-            "examples": item.get("examples") or []}
+    return {
+        "tools": tools,
+        "columns": columns,
+        "setup_note": setup_text(item.get("setup") or []),
+        "examples": item.get("examples") or [],
+    }
 
 
 def _parse_draft(state: dict[str, Any], text: str) -> dict[str, Any]:
@@ -72,13 +76,28 @@ class QueryState(BaseState, total=False):
     solvable: bool
 
 
-GENERATE = ModelStep("generate", "generator", "construction/query_generate", _gen_vars, _parse_draft,
-                     schema=lambda s: {"type": "object", "properties": {"query": QUERY}, "required": ["query"]},
-                     max_tokens=160)
-REFINE = ModelStep("refine", "refiner", "construction/query_refine", _refine_vars, _parse_refined,
-                   schema=lambda s: {"type": "object", "properties": {"solvable": {"type": "boolean"}, "query": QUERY},
-                                     "required": ["solvable", "query"]},
-                   max_tokens=160)
+GENERATE = ModelStep(
+    "generate",
+    "generator",
+    "construction/query_generate",
+    _gen_vars,
+    _parse_draft,
+    schema=lambda s: {"type": "object", "properties": {"query": QUERY}, "required": ["query"]},
+    max_tokens=160,
+)
+REFINE = ModelStep(
+    "refine",
+    "refiner",
+    "construction/query_refine",
+    _refine_vars,
+    _parse_refined,
+    schema=lambda s: {
+        "type": "object",
+        "properties": {"solvable": {"type": "boolean"}, "query": QUERY},
+        "required": ["solvable", "query"],
+    },
+    max_tokens=160,
+)
 
 
 def finalize(state: dict[str, Any]) -> dict[str, Any]:
@@ -100,14 +119,25 @@ def finalize(state: dict[str, Any]) -> dict[str, Any]:
         return reject("finalize", "copied_fewshot", "the query copies a few-shot example of the prompt")
     vocabulary = tool_vocabulary(item["tools"], [*(item.get("examples") or []), setup_text(item.get("setup") or [])])
     if not content_words(query) & vocabulary:
-        return reject("finalize", "off_topic", "the query shares no content word with the tools, their columns or "
-                                               "the examples: it cannot be about them")
-    metadata = {"draft": state["draft"], "catalog_entry": item["entry"],
-                "tool_sample": [t["name"] for t in item["tools"]]}
+        return reject(
+            "finalize",
+            "off_topic",
+            "the query shares no content word with the tools, their columns or the examples: it cannot be about them",
+        )
+    metadata = {
+        "draft": state["draft"],
+        "catalog_entry": item["entry"],
+        "tool_sample": [t["name"] for t in item["tools"]],
+    }
     if item.get("environment"):
         metadata["environment"] = item["environment"]
-    sample = {"query": query, "tools": item["tools"], "setup": item.get("setup") or [], "categories": ["generated_query"],
-              "metadata": metadata}
+    sample = {
+        "query": query,
+        "tools": item["tools"],
+        "setup": item.get("setup") or [],
+        "categories": ["generated_query"],
+        "metadata": metadata,
+    }
     return {"status": ACCEPTED, "outputs": [sample]}
 
 
@@ -124,13 +154,26 @@ class QueriesGraph(ConstructionGraph):
         items = []
         for i in range(n):
             entry = draw_tools(catalog, k, rng, self.options.get("strategy", "random"))
-            items.append((f"q{i + 1:05d}", {"entry": entry.id, "tools": entry.tools, "setup": entry.setup,
-                                            "environment": entry.environment, "examples": entry.examples}))
+            items.append(
+                (
+                    f"q{i + 1:05d}",
+                    {
+                        "entry": entry.id,
+                        "tools": entry.tools,
+                        "setup": entry.setup,
+                        "environment": entry.environment,
+                        "examples": entry.examples,
+                    },
+                )
+            )
         return items
 
     def build(self) -> Any:
-        return pipeline(QueryState, [
-            ("generate", model_node(GENERATE)),
-            ("refine", model_node(REFINE)),
-            ("finalize", finalize),
-        ])
+        return pipeline(
+            QueryState,
+            [
+                ("generate", model_node(GENERATE)),
+                ("refine", model_node(REFINE)),
+                ("finalize", finalize),
+            ],
+        )

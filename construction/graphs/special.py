@@ -55,7 +55,9 @@ def parse_kinds(value: Any) -> tuple[str, ...]:
     names = [k.strip() for k in (value.split(",") if isinstance(value, str) else value) if str(k).strip()]
     unknown = [k for k in names if k not in KINDS]
     if unknown or not names:
-        raise UserError(f"unknown special kind(s): {', '.join(unknown) or '(none)'}", fix=f"choose from {', '.join(KINDS)}")
+        raise UserError(
+            f"unknown special kind(s): {', '.join(unknown) or '(none)'}", fix=f"choose from {', '.join(KINDS)}"
+        )
     return tuple(dict.fromkeys(names))
 
 
@@ -109,8 +111,15 @@ def pick(state: dict[str, Any]) -> dict[str, Any]:
         draft = v.replace_forms(query, forms, placeholder, eat_quotes=True)
         draft = re.sub(r"\b(?:the|a|an) (a certain )", r"\1", draft, flags=re.IGNORECASE)
         context = hint if hint and not any(v.find_form(hint, f) for f in forms) else None
-        change = {"api": call.name, "argument": arg, "value": value, "forms": forms, "placeholder": placeholder,
-                  "noun": noun, "required": bool(required)}
+        change = {
+            "api": call.name,
+            "argument": arg,
+            "value": value,
+            "forms": forms,
+            "placeholder": placeholder,
+            "noun": noun,
+            "required": bool(required),
+        }
         truth: Any = {call.name: [arg]}
     elif kind == "error_param":
         options = []
@@ -124,8 +133,15 @@ def pick(state: dict[str, Any]) -> dict[str, Any]:
         draft = v.replace_forms(query, [form], wrong, eat_quotes=False)
         context = v.replace_forms(hint, [form], wrong, eat_quotes=False) if hint else None
         tool = next((t for t in sample.tools if t.name == call.name), None)
-        change = {"api": call.name, "argument": arg, "value": value, "forms": v.value_forms(value), "wrong": wrong,
-                  "rule": rule, "noun": v.argument_noun(call, arg, tool)}
+        change = {
+            "api": call.name,
+            "argument": arg,
+            "value": value,
+            "forms": v.value_forms(value),
+            "wrong": wrong,
+            "rule": rule,
+            "noun": v.argument_noun(call, arg, tool),
+        }
         truth = {arg: [wrong]}
     elif kind == "irrelevant":
         fill = {k: rng.choice(v) for k, v in v.FILL_VALUES.items()}
@@ -152,11 +168,11 @@ def pick(state: dict[str, Any]) -> dict[str, Any]:
 # -- rewrite (generator) --------------------------------------------------------------------------------
 _TASKS = {
     "incomplete": "Leave out the {what}: the request must not state {value} (nor any other value for it), so the "
-                  "assistant has to ask for it.",
+    "assistant has to ask for it.",
     "error_param": "State the {what} as {wrong} exactly as written, an invalid value the assistant must flag.",
     "irrelevant": "Write a request on this topic that none of the tools can serve.",
     "no_tool": "Write a request about the same subject that needs no tool: chit-chat, a rewrite or an answer "
-               "already given.",
+    "already given.",
     "cannot_complete": "Write a request that needs an action or data the tools do not offer.",
 }
 
@@ -168,8 +184,14 @@ def _rewrite_vars(state: dict[str, Any]) -> dict[str, Any]:
     what = str(change.get("noun") or change.get("argument") or "value").replace("_", " ")
     value = change.get("value")
     task = _TASKS[item["kind"]].format(what=what, value=f'"{value}"', wrong=f'"{change.get("wrong", "")}"')
-    return {"kind": item["kind"], "tools": tools, "setup_note": setup_text(sample.get("setup") or []),
-            "original": sample["query"], "draft": state["draft"], "task": task}
+    return {
+        "kind": item["kind"],
+        "tools": tools,
+        "setup_note": setup_text(sample.get("setup") or []),
+        "original": sample["query"],
+        "draft": state["draft"],
+        "task": task,
+    }
 
 
 def _parse_rewrite(state: dict[str, Any], text: str) -> dict[str, Any]:
@@ -177,14 +199,21 @@ def _parse_rewrite(state: dict[str, Any], text: str) -> dict[str, Any]:
     return {"query": nonempty_text(value["query"], "query", min_len=5)}
 
 
-REWRITE = ModelStep("rewrite", "generator", "construction/special_rewrite", _rewrite_vars, _parse_rewrite,
-                    schema=lambda s: {"type": "object", "properties": {"query": QUERY}, "required": ["query"]},
-                    max_tokens=200)
+REWRITE = ModelStep(
+    "rewrite",
+    "generator",
+    "construction/special_rewrite",
+    _rewrite_vars,
+    _parse_rewrite,
+    schema=lambda s: {"type": "object", "properties": {"query": QUERY}, "required": ["query"]},
+    max_tokens=200,
+)
 
 
 # -- check (pure) -----------------------------------------------------------------------------------------
-def check_rewrite(kind: str, query: str, original: str, change: dict[str, Any],
-                  tools: list[dict[str, Any]]) -> tuple[str, str] | None:
+def check_rewrite(
+    kind: str, query: str, original: str, change: dict[str, Any], tools: list[dict[str, Any]]
+) -> tuple[str, str] | None:
     """(code, reason) when the rewritten ``query`` fails the checks of ``kind``, else None.
 
     >>> check_rewrite("incomplete", "List the customers based in a certain country.", "List the customers in Brazil.",
@@ -222,9 +251,18 @@ def _record(kind: str, sample: Sample, query: str, context: str | None, truth: A
 
     if kind in ACEBENCH_KINDS:
         note = v.sample_setup_note(sample) if kind != "irrelevant" else ""
-        return {"benchmark": "acebench", "category": f"special_{kind}",
-                "question": v.acebench_question(query, context, note), "ground_truth": truth}
-    return {"benchmark": "toolassess", "task": "awareness", "query": v.with_hint(query, context), "label": truth["label"]}
+        return {
+            "benchmark": "acebench",
+            "category": f"special_{kind}",
+            "question": v.acebench_question(query, context, note),
+            "ground_truth": truth,
+        }
+    return {
+        "benchmark": "toolassess",
+        "task": "awareness",
+        "query": v.with_hint(query, context),
+        "label": truth["label"],
+    }
 
 
 def check(state: dict[str, Any]) -> dict[str, Any]:
@@ -245,14 +283,29 @@ def check(state: dict[str, Any]) -> dict[str, Any]:
         answer: dict[str, Any] = {"kind": "reference", "references": [v.IRRELEVANT_GOLD]}
     else:
         answer = {"kind": "exact", "value": truth}
-    metadata = {"special": {"kind": kind, "source_sample": sample.id, "original_query": raw["query"],
-                            "draft": state["draft"], "change": change,
-                            "record": _record(kind, sample, query, context, truth)}}
+    metadata = {
+        "special": {
+            "kind": kind,
+            "source_sample": sample.id,
+            "original_query": raw["query"],
+            "draft": state["draft"],
+            "change": change,
+            "record": _record(kind, sample, query, context, truth),
+        }
+    }
     env = (raw.get("metadata") or {}).get("environment")
     if env:
         metadata["environment"] = env
-    out = {"query": query, "context": context, "tools": raw["tools"], "setup": raw.get("setup") or [], "gold": [],
-           "answer": answer, "categories": ["special", kind], "metadata": metadata}
+    out = {
+        "query": query,
+        "context": context,
+        "tools": raw["tools"],
+        "setup": raw.get("setup") or [],
+        "gold": [],
+        "answer": answer,
+        "categories": ["special", kind],
+        "metadata": metadata,
+    }
     return {"status": ACCEPTED, "outputs": [out]}
 
 
@@ -280,11 +333,14 @@ class SpecialGraph(ConstructionGraph):
         return items
 
     def build(self) -> Any:
-        return pipeline(SpecialState, [
-            ("pick", pick),
-            ("rewrite", model_node(REWRITE)),
-            ("check", check),
-        ])
+        return pipeline(
+            SpecialState,
+            [
+                ("pick", pick),
+                ("rewrite", model_node(REWRITE)),
+                ("check", check),
+            ],
+        )
 
 
 __all__ = ["KINDS", "SpecialGraph", "check_rewrite", "parse_kinds", "pick", "read_samples"]

@@ -36,12 +36,19 @@ def _short(value: Any) -> str:
 
 def _vars(state: dict[str, Any]) -> dict[str, Any]:
     s = state["sample"]
-    calls = [f"{g['call']['name']}({json.dumps(g['call'].get('arguments') or {}, ensure_ascii=False)}) -> "
-             f"{_short(g.get('observation'))}" for g in s.get("gold") or [] if g.get("call")]
+    calls = [
+        f"{g['call']['name']}({json.dumps(g['call'].get('arguments') or {}, ensure_ascii=False)}) -> "
+        f"{_short(g.get('observation'))}"
+        for g in s.get("gold") or []
+        if g.get("call")
+    ]
     dialogue = [f"{m['role']}: {_short(m.get('content') or '')}" for m in s.get("dialogue") or []]
     answer = s.get("answer") or {"kind": "none"}
-    shown = {"exact": lambda a: _short(a.get("value")), "reference": lambda a: _short(a.get("references", [""])[0]),
-             "whitelist": lambda a: _short(a.get("whitelist"))}.get(answer.get("kind"), lambda a: "(not judged)")(answer)
+    shown = {
+        "exact": lambda a: _short(a.get("value")),
+        "reference": lambda a: _short(a.get("references", [""])[0]),
+        "whitelist": lambda a: _short(a.get("whitelist")),
+    }.get(answer.get("kind"), lambda a: "(not judged)")(answer)
     return {"query": s.get("query"), "dialogue": dialogue, "calls": calls, "answer": shown}
 
 
@@ -52,11 +59,19 @@ def _parse(state: dict[str, Any], text: str) -> dict[str, Any]:
     return {"vote": value["vote"], "reason": str(value.get("reason") or "")[:300]}
 
 
-VOTE = ModelStep("vote", "voter", "construction/vote", _vars, _parse,
-                 schema=lambda s: {"type": "object", "properties": {"vote": {"enum": ["accept", "reject"]},
-                                                                   "reason": {"type": "string", "maxLength": 200}},
-                                   "required": ["vote", "reason"]},
-                 max_tokens=96)
+VOTE = ModelStep(
+    "vote",
+    "voter",
+    "construction/vote",
+    _vars,
+    _parse,
+    schema=lambda s: {
+        "type": "object",
+        "properties": {"vote": {"enum": ["accept", "reject"]}, "reason": {"type": "string", "maxLength": 200}},
+        "required": ["vote", "reason"],
+    },
+    max_tokens=96,
+)
 
 
 def vote_once(state: dict[str, Any], runtime: Any) -> dict[str, Any]:

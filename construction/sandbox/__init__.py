@@ -39,7 +39,12 @@ from ._private.engine import DOMAINS, CallRecord, Domain, Sandbox, domain
 from ._private.environment import open_sandbox
 from ._private.metrics import call_signature, end_state_accuracy, process_accuracy, state_mismatches
 from ._private.scenario import (
-    Scenario, ScenarioReport, is_scenarios_file, load_scenarios, scenario_to_sample, verify_scenario,
+    Scenario,
+    ScenarioReport,
+    is_scenarios_file,
+    load_scenarios,
+    scenario_to_sample,
+    verify_scenario,
 )
 from ._private.tooling import ToolSpec, tool
 

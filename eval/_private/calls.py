@@ -6,11 +6,18 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from benchsmith.eval._private.runner import FormatError, shallow_reply
-from benchsmith.schemas import loads_json
 from benchsmith.models import (  # noqa: F401  (the schema builders, re-exported for the tasks)
-    MAX_STRING, THOUGHT_SCHEMA, bounded_strings, call_schema, closed_schema, enum_or_string, json_schema_types, openai_tool,
+    MAX_STRING,
+    THOUGHT_SCHEMA,
+    bounded_strings,
+    call_schema,
+    closed_schema,
+    enum_or_string,
+    json_schema_types,
+    openai_tool,
     reference_choices,
 )
+from benchsmith.schemas import loads_json
 
 THOUGHT = THOUGHT_SCHEMA
 
@@ -35,7 +42,7 @@ def python_calls(calls: Iterable[dict[str, Any]]) -> str:
         args = c.get("arguments") or {}
         if not isinstance(args, dict):
             raise FormatError("bad_arguments", f"arguments of {c.get('name')!r} are not an object")
-        shallow_reply(args, f"the arguments of {c.get('name')!r}")   # repr recurses
+        shallow_reply(args, f"the arguments of {c.get('name')!r}")  # repr recurses
         parts.append(f"{c['name']}(" + ", ".join(f"{k}={python_value(v)}" for k, v in args.items()) + ")")
     return "[" + ", ".join(parts) + "]"
 
@@ -49,7 +56,7 @@ def native_tool_calls(tool_calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if isinstance(args, str):
             try:
                 args = loads_json(args) if args.strip() else {}
-            except ValueError:   # JSONDecodeError: also a 4,300+-digit number or nesting past the recursion limit
+            except ValueError:  # JSONDecodeError: also a 4,300+-digit number or nesting past the recursion limit
                 raise FormatError("bad_arguments", f"arguments of {tc.get('name')!r} are not JSON") from None
         if not isinstance(args, dict):
             raise FormatError("bad_arguments", f"arguments of {tc.get('name')!r} are not an object")

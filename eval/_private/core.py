@@ -48,9 +48,9 @@ class EvalCase(StrictModel):
     id: str
     benchmark: str
     category: str
-    input: dict[str, Any] = Field(default_factory=dict)   # what the model sees (question, functions, ...)
-    gold: Any = None                                      # what the scorer compares with
-    meta: dict[str, Any] = Field(default_factory=dict)    # source file, line, anything else
+    input: dict[str, Any] = Field(default_factory=dict)  # what the model sees (question, functions, ...)
+    gold: Any = None  # what the scorer compares with
+    meta: dict[str, Any] = Field(default_factory=dict)  # source file, line, anything else
 
 
 class RecordResult(StrictModel):
@@ -71,8 +71,15 @@ def passed(case: EvalCase, score: float = 1.0, **details: Any) -> RecordResult:
 
 
 def failed(case: EvalCase, error_type: str, reason: str = "", score: float = 0.0, **details: Any) -> RecordResult:
-    return RecordResult(id=case.id, category=case.category, ok=False, score=score, error_type=error_type,
-                        reason=reason[:500], details=details)
+    return RecordResult(
+        id=case.id,
+        category=case.category,
+        ok=False,
+        score=score,
+        error_type=error_type,
+        reason=reason[:500],
+        details=details,
+    )
 
 
 def too_deep(case: EvalCase, exc: TooDeep, **details: Any) -> RecordResult:
@@ -129,7 +136,9 @@ def never_raises(fn: Callable[..., RecordResult]) -> Callable[..., RecordResult]
 
 # ---- registries -------------------------------------------------------------------------------
 # the built-in benchmarks: each package registers its benchmark, scorers and task when imported
-BUILTIN_BENCHMARKS = tuple(f"benchsmith.eval.{b}" for b in ("acebench", "agent", "bfcl", "gta", "nl2api", "teval", "toolassess"))
+BUILTIN_BENCHMARKS = tuple(
+    f"benchsmith.eval.{b}" for b in ("acebench", "agent", "bfcl", "gta", "nl2api", "teval", "toolassess")
+)
 SCORERS: Registry[Callable[..., RecordResult]] = Registry("scorer", BUILTIN_BENCHMARKS)
 BENCHMARKS: Registry[type["Benchmark"]] = Registry("benchmark", BUILTIN_BENCHMARKS, set_name=True)
 
@@ -311,8 +320,10 @@ def get_benchmark(name: str, **options: str | None) -> Benchmark:
             takes = ", ".join(bench.option_values) or "none"
             raise UserError(f"benchmark {name!r} takes no {key!r} option", fix=f"drop it (options of {name}: {takes})")
         if value not in allowed:
-            raise UserError(f"{key} {value!r} is not one of {', '.join(allowed)} (benchmark {name})",
-                            fix=f"use one of {', '.join(allowed)}")
+            raise UserError(
+                f"{key} {value!r} is not one of {', '.join(allowed)} (benchmark {name})",
+                fix=f"use one of {', '.join(allowed)}",
+            )
     if given:
         bench.options = given
     return bench
@@ -331,8 +342,11 @@ def tool_call_parts(item: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """
     if not isinstance(item, dict):
         raise CallShapeError(f"a tool call is a {type(item).__name__}, not an object")
-    entry = {**item["function"], **{k: v for k, v in item.items() if k != "function"}} \
-        if isinstance(item.get("function"), dict) else item
+    entry = (
+        {**item["function"], **{k: v for k, v in item.items() if k != "function"}}
+        if isinstance(item.get("function"), dict)
+        else item
+    )
     name = entry.get("name")
     if not isinstance(name, str) or not name:
         raise CallShapeError("a tool call has no name")
@@ -373,8 +387,9 @@ def scan_json_lines(path: Path, *, fix: str) -> Iterator[tuple[int, int, dict[st
             try:
                 text = line.decode("utf-8").strip()
             except UnicodeDecodeError as exc:
-                raise UserError(f"{path}:{n}: not UTF-8 text (bad byte at column {exc.start + 1})",
-                                fix="re-save the file as UTF-8") from None
+                raise UserError(
+                    f"{path}:{n}: not UTF-8 text (bad byte at column {exc.start + 1})", fix="re-save the file as UTF-8"
+                ) from None
             if not text:
                 continue
             try:
@@ -468,14 +483,17 @@ def read_predictions(path: str | Path) -> Predictions:
             result = obj["result"]
             if rid in out.by_id:
                 out.duplicates.append(rid)
-            out.by_id[rid] = result if isinstance(result, str) else JSONValueText(json.dumps(result, ensure_ascii=False))
+            out.by_id[rid] = (
+                result if isinstance(result, str) else JSONValueText(json.dumps(result, ensure_ascii=False))
+            )
     return out
 
 
 def digest64(key: str) -> int:
     """An 8-byte BLAKE2b digest of ``key`` as a signed integer (what :class:`DigestSet` keeps)."""
-    return int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                          "little", signed=True)
+    return int.from_bytes(
+        hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little", signed=True
+    )
 
 
 class DigestSet:
@@ -494,8 +512,8 @@ class DigestSet:
     __slots__ = ("_slots", "_keys")
 
     def __init__(self) -> None:
-        self._slots = array("q", [-1]) * 16   # table slot -> position in _keys (-1: empty)
-        self._keys = array("q")               # digests in insertion order
+        self._slots = array("q", [-1]) * 16  # table slot -> position in _keys (-1: empty)
+        self._keys = array("q")  # digests in insertion order
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -526,7 +544,7 @@ class DigestSet:
         j = len(self._keys)
         self._keys.append(h)
         self._slots[i] = j
-        if 2 * len(self._keys) > len(self._slots):   # keep the table at most half full
+        if 2 * len(self._keys) > len(self._slots):  # keep the table at most half full
             self._grow()
         return j
 
@@ -546,7 +564,7 @@ class DigestSet:
             i = h & mask
             while slots[i] >= 0 and keys[slots[i]] != h:
                 i = (i + 1) & mask
-            if slots[i] < 0:   # the first key of a digest only (see add_unindexed)
+            if slots[i] < 0:  # the first key of a digest only (see add_unindexed)
                 slots[i] = j
 
 
@@ -563,7 +581,7 @@ class OffsetIndex:
         self.id_at = id_at
         self.keys = DigestSet()
         self.offsets = array("q")
-        self.other: dict[str, int] = {}   # ids whose digest another id had first -> position
+        self.other: dict[str, int] = {}  # ids whose digest another id had first -> position
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -582,7 +600,7 @@ class OffsetIndex:
         if j >= 0 and (key in self.other or self.id_at(self.offsets[j]) == key):
             self.offsets[j] = offset
             return j, True
-        if self.keys.position(key) >= 0:    # another id with the same digest
+        if self.keys.position(key) >= 0:  # another id with the same digest
             j = self.other[key] = self.keys.add_unindexed(key)
         else:
             j = self.keys.add(key)
@@ -607,7 +625,7 @@ class PredictionIndex:
         self.duplicates: list[str] = []
         self._fh: IO[bytes] = open(p, "rb")
         self._index = OffsetIndex(self._id_at)
-        self._asked = bytearray()   # by position: 1 once asked for
+        self._asked = bytearray()  # by position: 1 once asked for
         offset = 0
         for n, raw in enumerate(self._fh, 1):
             start, offset = offset, offset + len(raw)
@@ -659,7 +677,7 @@ class PredictionIndex:
         if j < 0:
             return None
         obj = self._read(self._index.offsets[j])
-        return (j, obj) if str(obj["id"]) == rid else None   # another id's digest: not there
+        return (j, obj) if str(obj["id"]) == rid else None  # another id's digest: not there
 
     def __contains__(self, rid: object) -> bool:
         return self._line(rid) is not None
@@ -699,20 +717,26 @@ class Budget:
     """What scoring one record may cost (docs/eval/runs.md). Model output past any limit is not
     scored: the record fails with error type ``over_budget`` and a reason naming the limit."""
 
-    seconds: float = 10.0            # wall time to score the record (loading an embedding model not counted)
+    seconds: float = 10.0  # wall time to score the record (loading an embedding model not counted)
     prediction_chars: int = 100_000  # length of the prediction text
-    calls: int = 1_000               # calls, plan steps, messages, turns or answers read from it
-    depth: int = MAX_DEPTH           # nesting depth of a JSON or Python value read from it (MAX_DEPTH holds above it)
-    string_chars: int = 100_000      # one string inside such a value
-    plan_steps: int = 50             # T-Eval plan steps (each is embedded)
-    embed_chars: int = 20_000        # T-Eval plan step names and arguments to embed
+    calls: int = 1_000  # calls, plan steps, messages, turns or answers read from it
+    depth: int = MAX_DEPTH  # nesting depth of a JSON or Python value read from it (MAX_DEPTH holds above it)
+    string_chars: int = 100_000  # one string inside such a value
+    plan_steps: int = 50  # T-Eval plan steps (each is embedded)
+    embed_chars: int = 20_000  # T-Eval plan step names and arguments to embed
 
 
 DEFAULT_BUDGET = Budget()
 
-_LIMITS = {"seconds": "seconds of scoring", "prediction_chars": "characters of prediction",
-           "calls": "calls, steps or messages", "depth": "levels of nesting", "string_chars": "characters in one string",
-           "plan_steps": "plan steps", "embed_chars": "characters of text to embed"}
+_LIMITS = {
+    "seconds": "seconds of scoring",
+    "prediction_chars": "characters of prediction",
+    "calls": "calls, steps or messages",
+    "depth": "levels of nesting",
+    "string_chars": "characters in one string",
+    "plan_steps": "plan steps",
+    "embed_chars": "characters of text to embed",
+}
 
 
 class OverBudget(BaseException):
@@ -775,7 +799,7 @@ def check_value(value: Any, text: str | None = None) -> None:
     if rec is not None and rec.scoring:
         _check_budget_value(rec.budget, value, text)
         if rec.budget.depth <= MAX_DEPTH:
-            return   # measured above, against a lower limit
+            return  # measured above, against a lower limit
     check_depth(value, MAX_DEPTH, "the prediction", text)
 
 
@@ -823,7 +847,7 @@ class FoldBudget:
     def __init__(self, max_value: int = 100_000, max_total: int = 1_000_000, max_int_bits: int = 14_000) -> None:
         self.max_value, self.max_total, self.max_int_bits = max_value, max_total, max_int_bits
         self.total = 0
-        self._weights: dict[int, tuple[Any, int]] = {}   # id -> (the value, kept alive; its weight)
+        self._weights: dict[int, tuple[Any, int]] = {}  # id -> (the value, kept alive; its weight)
 
     def weight(self, v: Any) -> int:
         if isinstance(v, (str, bytes)):
@@ -929,9 +953,13 @@ def _alarm_installed(rec: _Record) -> Iterator[bool]:
     """Install the SIGALRM handler for a scoring run (whose records ``rec`` holds in turn) when
     possible: on the main thread, with no other handler or timer in place (else only the
     cooperative checks and the final time check apply)."""
-    usable = (hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
-              and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
-              and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0) and _ALARM["record"] is None)
+    usable = (
+        hasattr(signal, "SIGALRM")
+        and threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
+        and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        and _ALARM["record"] is None
+    )
     if not usable:
         yield False
         return
@@ -947,8 +975,9 @@ def _alarm_installed(rec: _Record) -> Iterator[bool]:
 
 def over_budget(case: EvalCase, exc: OverBudget) -> RecordResult:
     """The failed record of a prediction that exceeds its budget."""
-    return failed(case, "over_budget", f"not scored: over budget ({exc})", budget=exc.limit,
-                  figure=exc.figure, limit=exc.allowed)
+    return failed(
+        case, "over_budget", f"not scored: over budget ({exc})", budget=exc.limit, figure=exc.figure, limit=exc.allowed
+    )
 
 
 def scorer_for(bench: Benchmark, case: EvalCase) -> Callable[[EvalCase, str, Mode], RecordResult]:
@@ -964,8 +993,9 @@ def scorer_for(bench: Benchmark, case: EvalCase) -> Callable[[EvalCase, str, Mod
     return SCORERS.get(f"{bench.name}:{case.category}") or bench.score
 
 
-def score_record(bench: Benchmark, case: EvalCase, prediction: str, mode: Mode,
-                 budget: Budget = DEFAULT_BUDGET) -> RecordResult:
+def score_record(
+    bench: Benchmark, case: EvalCase, prediction: str, mode: Mode, budget: Budget = DEFAULT_BUDGET
+) -> RecordResult:
     """Score one record within ``budget``; never raises. ``over_budget`` when the prediction is
     too long, a limit is hit while scoring, or scoring took longer than ``budget.seconds``; a
     scorer that raises gives ``scorer_error``. (Without SIGALRM: :func:`score_cases` installs it
@@ -978,8 +1008,9 @@ def score_record(bench: Benchmark, case: EvalCase, prediction: str, mode: Mode,
         _CURRENT.reset(token)
 
 
-def _score_within(rec: _Record, bench: Benchmark, case: EvalCase, prediction: str, mode: Mode,
-                  alarm: bool) -> RecordResult:
+def _score_within(
+    rec: _Record, bench: Benchmark, case: EvalCase, prediction: str, mode: Mode, alarm: bool
+) -> RecordResult:
     budget = rec.budget
     if isinstance(prediction, str) and len(prediction) > budget.prediction_chars:
         return over_budget(case, OverBudget("prediction_chars", len(prediction), budget.prediction_chars))
@@ -1014,8 +1045,13 @@ class ScoreRun:
     records: list[RecordResult]
 
 
-def iter_scored(bench: Benchmark, cases: Iterable[EvalCase], prediction_for: Callable[[EvalCase], str | None],
-                mode: Mode, budget: Budget = DEFAULT_BUDGET) -> Iterator[tuple[EvalCase, RecordResult]]:
+def iter_scored(
+    bench: Benchmark,
+    cases: Iterable[EvalCase],
+    prediction_for: Callable[[EvalCase], str | None],
+    mode: Mode,
+    budget: Budget = DEFAULT_BUDGET,
+) -> Iterator[tuple[EvalCase, RecordResult]]:
     """Score each case as ``cases`` yields it, within ``budget`` per record, and yield ``(case,
     record)`` before the next case is read: nothing is kept. A case whose ``prediction_for`` is
     None is a failed record (``missing_prediction``), not a crash. Consume it to the end (or close
@@ -1031,12 +1067,17 @@ def iter_scored(bench: Benchmark, cases: Iterable[EvalCase], prediction_for: Cal
                     continue
                 yield case, _score_within(rec, bench, case, pred, mode, alarm)
     finally:
-        with contextlib.suppress(ValueError):   # closed from another context: nothing to reset there
+        with contextlib.suppress(ValueError):  # closed from another context: nothing to reset there
             _CURRENT.reset(token)
 
 
-def score_cases(bench: Benchmark, cases: list[EvalCase], predictions: Mapping[str, str | None],
-                mode: Mode, budget: Budget = DEFAULT_BUDGET) -> ScoreRun:
+def score_cases(
+    bench: Benchmark,
+    cases: list[EvalCase],
+    predictions: Mapping[str, str | None],
+    mode: Mode,
+    budget: Budget = DEFAULT_BUDGET,
+) -> ScoreRun:
     """Score every case within ``budget`` per record (a missing prediction is a failed record,
     not a crash; see :func:`score_record`)."""
     records: list[RecordResult] = []
@@ -1054,7 +1095,7 @@ class ReliabilityTally:
 
     def __init__(self) -> None:
         self.trial_cases = False
-        self.tasks = DigestSet()                       # base ids, as digests
+        self.tasks = DigestSet()  # base ids, as digests
         self.trials, self.ok = array("q"), array("q")  # by task position: trials, successes
         self.excluded = 0
 
@@ -1092,8 +1133,14 @@ class ReliabilityTally:
             hat[str(k)] = sum(math.comb(c, k) / math.comb(n, k) for n, c in rows) / len(rows)
             at[str(k)] = sum(1 - math.comb(n - c, k) / math.comb(n, k) for n, c in rows) / len(rows)
             tasks[str(k)] = len(rows)
-        return {"trials": most, "tasks": len(tally), "pass^k": hat, "pass@k": at, "tasks_per_k": tasks,
-                "user_simulator_failures": self.excluded}
+        return {
+            "trials": most,
+            "tasks": len(tally),
+            "pass^k": hat,
+            "pass@k": at,
+            "tasks_per_k": tasks,
+            "user_simulator_failures": self.excluded,
+        }
 
 
 def mean(values: Iterable[float]) -> float:

@@ -58,7 +58,7 @@ def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
         inner: list[Any] = []
         seen: set[int] = set()
         for v in level:
-            for child in (_children_of_dict(v) if isinstance(v, dict) else v):
+            for child in _children_of_dict(v) if isinstance(v, dict) else v:
                 if isinstance(child, _CONTAINERS) and id(child) not in seen:
                     seen.add(id(child))
                     inner.append(child)

@@ -23,8 +23,8 @@ import random
 import tempfile
 from array import array
 from collections import Counter
-from pathlib import Path
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import IO, Any, Callable, Iterable
 
 from pydantic import BaseModel
@@ -34,12 +34,22 @@ from benchsmith.construction.variants import (
     visible_steps,
 )
 from benchsmith.schemas import (
-    JsonlError, RowError, Sample, Split, Tool, UserError, dumps_json, json_default, scan_jsonl, swap_folder, write_json,
+    JsonlError,
+    RowError,
+    Sample,
+    Split,
+    Tool,
+    UserError,
+    dumps_json,
+    json_default,
+    scan_jsonl,
+    swap_folder,
+    write_json,
     writer_alive,
 )
 
 REPORT = "derive_report.json"
-MAX_TOOLS = 12            # candidate tools per derived record: every gold-chain tool + seeded distractors
+MAX_TOOLS = 12  # candidate tools per derived record: every gold-chain tool + seeded distractors
 
 
 # ---- the split ---------------------------------------------------------------------------------
@@ -124,8 +134,9 @@ def candidate_tools(sample: Sample, seed: int, purpose: str, limit: int = MAX_TO
         return list(sample.tools)
     chain = set(_chain_tools(sample))
     others = [t.name for t in sample.tools if t.name not in chain]
-    keep = chain | set(_rng(seed, sample.id, purpose, "tools").sample(others, max(0, min(len(others),
-                                                                                           limit - len(chain)))))
+    keep = chain | set(
+        _rng(seed, sample.id, purpose, "tools").sample(others, max(0, min(len(others), limit - len(chain))))
+    )
     return [t for t in sample.tools if t.name in keep]
 
 
@@ -144,10 +155,25 @@ def _skip_summary(skipped: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return {c: dict(sorted(v.items())) for c, v in sorted(out.items())}
 
 
-def _report(benchmark: str, split: Path, samples: list[Sample] | int, seed: int | None, files: list[str],
-            counts: dict[str, Any], skipped: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    return {"benchmark": benchmark, "source": _source(split, samples, seed), "files": sorted(files),
-            "counts": counts, "skipped_by_reason": _skip_summary(skipped), "skipped": skipped, **extra}
+def _report(
+    benchmark: str,
+    split: Path,
+    samples: list[Sample] | int,
+    seed: int | None,
+    files: list[str],
+    counts: dict[str, Any],
+    skipped: list[dict[str, Any]],
+    **extra: Any,
+) -> dict[str, Any]:
+    return {
+        "benchmark": benchmark,
+        "source": _source(split, samples, seed),
+        "files": sorted(files),
+        "counts": counts,
+        "skipped_by_reason": _skip_summary(skipped),
+        "skipped": skipped,
+        **extra,
+    }
 
 
 # ---- writing files one record at a time --------------------------------------------------------
@@ -189,7 +215,7 @@ class _TmpFile:
         self.target = target
         target.parent.mkdir(parents=True, exist_ok=True)
         for old in target.parent.glob(f".{target.name}.*.tmp"):  # what a killed writer left
-            pid = old.name[len(target.name) + 2:-4]
+            pid = old.name[len(target.name) + 2 : -4]
             if pid.isdigit() and not writer_alive(int(pid)):
                 old.unlink(missing_ok=True)
         self.tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -246,8 +272,10 @@ class _ObjectFile(_TmpFile):
             super().close()
             if self.ascii:
                 escaped = self.tmp.with_name(self.tmp.name + ".ascii")
-                with self.tmp.open(encoding="utf-8", errors="surrogatepass", newline="") as src, \
-                        escaped.open("w", encoding="ascii", newline="") as dst:
+                with (
+                    self.tmp.open(encoding="utf-8", errors="surrogatepass", newline="") as src,
+                    escaped.open("w", encoding="ascii", newline="") as dst,
+                ):
                     for chunk in iter(lambda: src.read(1 << 16), ""):
                         dst.write(_ascii_escape(chunk))
                 os.replace(escaped, self.tmp)
@@ -396,8 +424,9 @@ DERIVERS: Mapping[str, Deriver] = _BenchmarkView(_derivers)
 DERIVED_BENCHMARK: Mapping[str, str] = _BenchmarkView(_derived_benchmark)
 
 
-def derive_all(split_dir: str | Path, out_dir: str | Path, benchmarks: Iterable[str] | None = None,
-               seed: int = 0) -> dict[str, Any]:
+def derive_all(
+    split_dir: str | Path, out_dir: str | Path, benchmarks: Iterable[str] | None = None, seed: int = 0
+) -> dict[str, Any]:
     """Run every deriver in :data:`DERIVERS` (or the named ones) into ``out_dir/<name>/`` and write
     ``out_dir/derive_report.json`` listing each deriver's folder, benchmark and record counts.
 
@@ -406,8 +435,9 @@ def derive_all(split_dir: str | Path, out_dir: str | Path, benchmarks: Iterable[
     names = list(DERIVERS) if benchmarks is None else list(dict.fromkeys(benchmarks))
     unknown = [n for n in names if n not in DERIVERS]
     if unknown or not names:
-        raise UserError(f"unknown deriver(s): {', '.join(unknown) or '(none given)'}",
-                        fix=f"choose from {', '.join(DERIVERS)}")
+        raise UserError(
+            f"unknown deriver(s): {', '.join(unknown) or '(none given)'}", fix=f"choose from {', '.join(DERIVERS)}"
+        )
     SplitSamples(split_dir).check()  # fail on a missing or useless split before any folder is made
     out = Path(out_dir)
     summary: dict[str, Any] = {"split": str(Path(split_dir)), "seed": seed, "derived": {}}
@@ -415,8 +445,11 @@ def derive_all(split_dir: str | Path, out_dir: str | Path, benchmarks: Iterable[
     def build(fresh: Path) -> None:
         for name in names:
             report = DERIVERS[name](split_dir, fresh / name, seed=seed)
-            summary["derived"][name] = {"folder": name, "benchmark": DERIVED_BENCHMARK[name],
-                                        "records": report.get("counts", report.get("records"))}
+            summary["derived"][name] = {
+                "folder": name,
+                "benchmark": DERIVED_BENCHMARK[name],
+                "records": report.get("counts", report.get("records")),
+            }
         write_json(fresh / REPORT, summary)
 
     swap_folder(out, build, owned=set(DERIVERS) | {REPORT}, what="`benchsmith eval derive`")

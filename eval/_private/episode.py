@@ -28,9 +28,9 @@ import copy
 import dataclasses
 import json
 import time
+from abc import abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from abc import abstractmethod
 from typing import Any, Callable, ClassVar, Iterable, Protocol
 
 from benchsmith.models import ParseError, call_schema, read_json_reply
@@ -48,9 +48,20 @@ MAX_OBSERVATION = 1500
 MAX_MESSAGE = 600
 OPENER = "Hello! What can I do for you today?"
 #: sandbox and ACEBench error codes that mean "the call was fine, the world was not ready for it"
-PRECONDITION_CODES = frozenset({
-    "offline", "not_logged_in", "device_locked", "pin_required", "storage_full", "insufficient_balance",
-    "restaurant_closed", "already_done", "no_messages", "time_in_past"})
+PRECONDITION_CODES = frozenset(
+    {
+        "offline",
+        "not_logged_in",
+        "device_locked",
+        "pin_required",
+        "storage_full",
+        "insufficient_balance",
+        "restaurant_closed",
+        "already_done",
+        "no_messages",
+        "time_in_past",
+    }
+)
 
 
 class EpisodeEnv(Protocol):
@@ -98,8 +109,13 @@ class Budgets:
 
     @classmethod
     def from_options(cls, options: Any) -> Budgets:
-        return cls(max_turns=options.max_turns, max_steps=options.max_steps, max_tool_calls=options.max_tool_calls,
-                   max_tokens=options.max_episode_tokens, wall_s=options.episode_wall_s)
+        return cls(
+            max_turns=options.max_turns,
+            max_steps=options.max_steps,
+            max_tool_calls=options.max_tool_calls,
+            max_tokens=options.max_episode_tokens,
+            wall_s=options.episode_wall_s,
+        )
 
 
 @dataclass
@@ -129,7 +145,7 @@ class Episode:
     events: list[dict[str, Any]]
     end: str
     final_state: Any
-    resumed_at: int = 0          # events read back from the journal when it started
+    resumed_at: int = 0  # events read back from the journal when it started
     model_turns: list[Any] = field(default_factory=list)
 
     @property
@@ -140,8 +156,14 @@ class Episode:
             if ev["who"] == "tool":
                 for ob in ev["observations"]:
                     if ob.get("status") != "not_run":
-                        out.append({"name": ob["name"], "arguments": ob["arguments"], "ok": ob["status"] == "ok",
-                                    "code": ob.get("code")})
+                        out.append(
+                            {
+                                "name": ob["name"],
+                                "arguments": ob["arguments"],
+                                "ok": ob["status"] == "ok",
+                                "code": ob.get("code"),
+                            }
+                        )
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -167,7 +189,7 @@ def next_speaker(events: list[dict[str, Any]], solo: bool) -> str:
         return "assistant"
     if who == "tool":
         return "assistant"
-    if last.get("error"):          # an unreadable reply: the assistant tries again (it costs a step)
+    if last.get("error"):  # an unreadable reply: the assistant tries again (it costs a step)
         return "assistant"
     if last.get("calls"):
         return "tool"
@@ -193,8 +215,9 @@ def summarize(events: list[dict[str, Any]], end: str) -> dict[str, Any]:
     for ev in events:
         wall += float(ev.get("elapsed_s") or 0.0)
         if ev["who"] == "assistant":
-            tokens += int((ev.get("usage") or {}).get("prompt_tokens") or 0) + \
-                int((ev.get("usage") or {}).get("completion_tokens") or 0)
+            tokens += int((ev.get("usage") or {}).get("prompt_tokens") or 0) + int(
+                (ev.get("usage") or {}).get("completion_tokens") or 0
+            )
             fmt += 1 if ev.get("error") else 0
         if ev["who"] == "tool":
             for ob in ev["observations"]:
@@ -204,10 +227,17 @@ def summarize(events: list[dict[str, Any]], end: str) -> dict[str, Any]:
                 if ob["status"] != "ok":
                     failed += 1
                     codes[ob.get("code") or "tool_error"] = codes.get(ob.get("code") or "tool_error", 0) + 1
-    return {"end": end, "user_turns": sum(1 for e in events if e["who"] == "user"),
-            "assistant_replies": sum(1 for e in events if e["who"] == "assistant"),
-            "tool_calls": calls, "failed_calls": failed, "error_codes": dict(sorted(codes.items())),
-            "format_errors": fmt, "assistant_tokens": tokens, "wall_s": round(wall, 3)}
+    return {
+        "end": end,
+        "user_turns": sum(1 for e in events if e["who"] == "user"),
+        "assistant_replies": sum(1 for e in events if e["who"] == "assistant"),
+        "tool_calls": calls,
+        "failed_calls": failed,
+        "error_codes": dict(sorted(codes.items())),
+        "format_errors": fmt,
+        "assistant_tokens": tokens,
+        "wall_s": round(wall, 3),
+    }
 
 
 def _dumps(value: Any) -> str:
@@ -240,7 +270,9 @@ def tool_lines(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
             kind = p.get("type") or "any"
             if p.get("enum"):
                 kind = f"{kind}, one of {', '.join(map(str, p['enum'][:12]))}"
-            lines.append(f"{name} ({kind}{', required' if name in required else ''}): {p.get('description') or ''}".strip())
+            lines.append(
+                f"{name} ({kind}{', required' if name in required else ''}): {p.get('description') or ''}".strip()
+            )
         out.append({"name": t.get("name", ""), "description": t.get("description") or "", "params": lines})
     return out
 
@@ -248,20 +280,30 @@ def tool_lines(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def assistant_schema(spec: EpisodeSpec) -> dict[str, Any]:
     """Prompt mode: one JSON object, either ``{"tool_calls": [...]}`` (each call under its tool's own
     parameter schema) or ``{"message": text}``."""
-    message = {"type": "object", "properties": {"message": {"type": "string", "maxLength": MAX_MESSAGE}},
-               "required": ["message"]}
+    message = {
+        "type": "object",
+        "properties": {"message": {"type": "string", "maxLength": MAX_MESSAGE}},
+        "required": ["message"],
+    }
     calls = call_schema(spec.tools) if spec.tools else None
     if not calls or not calls.get("anyOf"):
         return message
-    act = {"type": "object", "properties": {"tool_calls": {"type": "array", "minItems": 1,
-                                                           "maxItems": spec.max_calls_per_reply, "items": calls}},
-           "required": ["tool_calls"]}
+    act = {
+        "type": "object",
+        "properties": {
+            "tool_calls": {"type": "array", "minItems": 1, "maxItems": spec.max_calls_per_reply, "items": calls}
+        },
+        "required": ["tool_calls"],
+    }
     return {"anyOf": [act, message]}
 
 
 def _native_call(call: dict[str, Any]) -> dict[str, Any]:
-    return {"id": call["id"], "type": "function",
-            "function": {"name": call["name"], "arguments": _dumps(call["arguments"])}}
+    return {
+        "id": call["id"],
+        "type": "function",
+        "function": {"name": call["name"], "arguments": _dumps(call["arguments"])},
+    }
 
 
 def history(events: list[dict[str, Any]], native: bool) -> list[dict[str, Any]]:
@@ -274,26 +316,43 @@ def history(events: list[dict[str, Any]], native: bool) -> list[dict[str, Any]]:
         elif who == "assistant":
             if ev.get("error"):
                 out.append({"role": "assistant", "content": _cut(ev.get("raw") or "", 1000)})
-                out.append({"role": "user", "content": f"Error: your reply could not be used ({ev['error']['message']}). "
-                                                       + ("Call a tool or write a message."
-                                                          if native else "Reply with one JSON object as described.")})
+                out.append(
+                    {
+                        "role": "user",
+                        "content": f"Error: your reply could not be used ({ev['error']['message']}). "
+                        + ("Call a tool or write a message." if native else "Reply with one JSON object as described."),
+                    }
+                )
             elif native:
                 msg: dict[str, Any] = {"role": "assistant", "content": ev.get("text") or ""}
                 if ev.get("calls"):
                     msg["tool_calls"] = [_native_call(c) for c in ev["calls"]]
                 out.append(msg)
             elif ev.get("calls"):
-                out.append({"role": "assistant", "content": _dumps(
-                    {"tool_calls": [{"name": c["name"], "arguments": c["arguments"]} for c in ev["calls"]]})})
+                out.append(
+                    {
+                        "role": "assistant",
+                        "content": _dumps(
+                            {"tool_calls": [{"name": c["name"], "arguments": c["arguments"]} for c in ev["calls"]]}
+                        ),
+                    }
+                )
             else:
                 out.append({"role": "assistant", "content": _dumps({"message": ev.get("text") or ""})})
         elif who == "tool":
             if native:
-                out += [{"role": "tool", "tool_call_id": ob["id"], "content": observation_text(ob)}
-                        for ob in ev["observations"]]
+                out += [
+                    {"role": "tool", "tool_call_id": ob["id"], "content": observation_text(ob)}
+                    for ob in ev["observations"]
+                ]
             else:
-                out.append({"role": "user", "content": "Results:\n" + "\n".join(
-                    f"{ob['name']}: {observation_text(ob)}" for ob in ev["observations"])})
+                out.append(
+                    {
+                        "role": "user",
+                        "content": "Results:\n"
+                        + "\n".join(f"{ob['name']}: {observation_text(ob)}" for ob in ev["observations"]),
+                    }
+                )
     return out
 
 
@@ -305,21 +364,28 @@ def assistant_messages(spec: EpisodeSpec, events: list[dict[str, Any]], native: 
 
     # a split's column list once, after the tools: the tool text is then the same for every case
     columns, tools = ("", spec.tools) if native else hoist_columns(spec.tools)
-    head = get_prompt("agent/assistant").render(native_tools=native, tools=tool_lines(tools), columns=columns,
-                                                context=spec.context, solo=spec.solo)
+    head = get_prompt("agent/assistant").render(
+        native_tools=native, tools=tool_lines(tools), columns=columns, context=spec.context, solo=spec.solo
+    )
     return head + history(events, native)
 
 
-USER_SCHEMA = {"type": "object", "properties": {"message": {"type": "string", "maxLength": 300},
-                                                "done": {"type": "boolean"}}, "required": ["message", "done"]}
+USER_SCHEMA = {
+    "type": "object",
+    "properties": {"message": {"type": "string", "maxLength": 300}, "done": {"type": "boolean"}},
+    "required": ["message", "done"],
+}
 
 
 def seen_by_user(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """``(who, text)`` of the turns the user simulator sees: its own messages and the assistant's
     text replies (never calls, results or failed turns)."""
-    return [(ev["who"], ev["text"]) for ev in events
-            if ev["who"] == "user" or (ev["who"] == "assistant" and not ev.get("error") and not ev.get("calls")
-                                       and ev.get("text"))]
+    return [
+        (ev["who"], ev["text"])
+        for ev in events
+        if ev["who"] == "user"
+        or (ev["who"] == "assistant" and not ev.get("error") and not ev.get("calls") and ev.get("text"))
+    ]
 
 
 def user_messages(spec: EpisodeSpec, events: list[dict[str, Any]], json_mode: bool = False) -> list[dict[str, Any]]:
@@ -334,12 +400,18 @@ def user_messages(spec: EpisodeSpec, events: list[dict[str, Any]], json_mode: bo
     if json_mode:  # a small model handed the assistant's words as `user` messages answers them as
         # the assistant (docs/eval/episodes.md)
         lines = [{"who": "Assistant", "text": OPENER}]
-        lines += [{"who": "Customer", "text": _dumps({"message": text, "done": False})} if who == "user"
-                  else {"who": "Assistant", "text": " ".join(text.split())} for who, text in turns]
-        return get_prompt("agent/user_json").render(instruction=spec.instruction, persona=spec.persona,
-                                                    conversation=lines)
-    msgs = get_prompt("agent/user").render(instruction=spec.instruction, persona=spec.persona,
-                                           stop_phrase=spec.stop_phrase)
+        lines += [
+            {"who": "Customer", "text": _dumps({"message": text, "done": False})}
+            if who == "user"
+            else {"who": "Assistant", "text": " ".join(text.split())}
+            for who, text in turns
+        ]
+        return get_prompt("agent/user_json").render(
+            instruction=spec.instruction, persona=spec.persona, conversation=lines
+        )
+    msgs = get_prompt("agent/user").render(
+        instruction=spec.instruction, persona=spec.persona, stop_phrase=spec.stop_phrase
+    )
     msgs.append({"role": "user", "content": OPENER})
     msgs += [{"role": "assistant" if who == "user" else "user", "content": text} for who, text in turns]
     return msgs
@@ -352,10 +424,14 @@ def read_user_json(text: str, stop_phrase: str, tool_names: Iterable[str] = ()) 
     ('Thanks, bye.', True)
     """
     value = read_json_reply(text)
-    if not isinstance(value, dict) or not isinstance(value.get("message"), str) or not isinstance(value.get("done"), bool):
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("message"), str)
+        or not isinstance(value.get("done"), bool)
+    ):
         raise ParseError("user_bad_reply", "the user simulator's reply is not {message, done}")
     if value["done"]:
-        return " ".join(value["message"].split())[:MAX_MESSAGE * 2], True
+        return " ".join(value["message"].split())[: MAX_MESSAGE * 2], True
     return read_user(value["message"], stop_phrase, tool_names)
 
 
@@ -380,11 +456,12 @@ def read_user(text: str, stop_phrase: str, tool_names: Iterable[str] = ()) -> tu
     for name in tool_names:
         if name and f"{name}(".lower() in low:
             raise ParseError("user_broke_role", f"the user simulator wrote a call of {name}")
-    return message[:MAX_MESSAGE * 2], False
+    return message[: MAX_MESSAGE * 2], False
 
 
-def read_assistant(spec: EpisodeSpec, text: str, tool_calls: list[dict[str, Any]], native: bool,
-                   n_calls: int) -> tuple[str, list[dict[str, Any]]]:
+def read_assistant(
+    spec: EpisodeSpec, text: str, tool_calls: list[dict[str, Any]], native: bool, n_calls: int
+) -> tuple[str, list[dict[str, Any]]]:
     """``(text, calls)`` from one assistant reply (pure); raises ``ParseError`` for a reply that
     cannot be used. Calls get ids ``c<N>`` numbered over the episode (``n_calls`` so far)."""
     names = {t.get("name") for t in spec.tools}
@@ -414,7 +491,7 @@ def read_assistant(spec: EpisodeSpec, text: str, tool_calls: list[dict[str, Any]
         if not raw_calls and not said.strip():
             raise ParseError("empty_reply", "neither tool_calls nor a message")
     calls = []
-    for c in raw_calls[:spec.max_calls_per_reply]:
+    for c in raw_calls[: spec.max_calls_per_reply]:
         name = c.get("name")
         if not isinstance(name, str) or not name:
             raise ParseError("bad_shape", "a call needs a name")
@@ -423,9 +500,8 @@ def read_assistant(spec: EpisodeSpec, text: str, tool_calls: list[dict[str, Any]
             raise ParseError("bad_arguments", f"the arguments of {name!r} must be a JSON object")
         shallow_reply(args, f"the arguments of {name!r}")  # they run, are diffed and journaled: too_deep
         n_calls += 1
-        calls.append({"id": str(c.get("id") or f"c{n_calls}"), "name": name, "arguments": args,
-                      "known": name in names})
-    return said.strip()[:MAX_MESSAGE * 4], calls
+        calls.append({"id": str(c.get("id") or f"c{n_calls}"), "name": name, "arguments": args, "known": name in names})
+    return said.strip()[: MAX_MESSAGE * 4], calls
 
 
 def state_diff(before: Any, after: Any, path: str = "", limit: int = 40) -> list[str]:
@@ -477,7 +553,7 @@ def execute(env: EpisodeEnv, calls: list[dict[str, Any]], budget_left: int) -> t
             ob["status"] = "ok"
             label = getattr(env, "last_label", None)
             if isinstance(label, str) and label:
-                ob["label"] = label   # later calls may pass this output on as "$label$"
+                ob["label"] = label  # later calls may pass this output on as "$label$"
         except ToolError as exc:
             ob.update(status="error", code=getattr(exc, "code", None) or "tool_error", message=str(exc)[:500])
             stopped = True
@@ -512,11 +588,14 @@ class Journal:
                             rec = loads_json(line)
                         except ValueError:
                             continue
-                        if not isinstance(rec, dict) or not isinstance(rec.get("key"), str) or \
-                                not isinstance(rec.get("event"), dict):
+                        if (
+                            not isinstance(rec, dict)
+                            or not isinstance(rec.get("key"), str)
+                            or not isinstance(rec.get("event"), dict)
+                        ):
                             continue
                         seq = events.setdefault(rec["key"], [])
-                        if rec.get("n") == len(seq):       # an event already journaled is never added twice
+                        if rec.get("n") == len(seq):  # an event already journaled is never added twice
                             seq.append(rec["event"])
             self._events = events
         return self._events
@@ -531,9 +610,18 @@ class Journal:
 
 
 # ---- the loop -------------------------------------------------------------------------------------------
-async def run_episode(spec: EpisodeSpec, ctx: Any, *, native: bool, budgets: Budgets,
-                      temperature: float | None = None, seed: int | None = None,
-                      user_json: bool = False, max_tokens: int = 384, key: str | None = None) -> Episode:
+async def run_episode(
+    spec: EpisodeSpec,
+    ctx: Any,
+    *,
+    native: bool,
+    budgets: Budgets,
+    temperature: float | None = None,
+    seed: int | None = None,
+    user_json: bool = False,
+    max_tokens: int = 384,
+    key: str | None = None,
+) -> Episode:
     """Play one episode (or finish one a journal holds); see the module docstring. Model calls go
     through ``ctx.call(request, role)`` (a :class:`~benchsmith.eval.CallContext`); transport
     failures propagate (the journal keeps every finished turn, the next run resumes)."""
@@ -542,10 +630,17 @@ async def run_episode(spec: EpisodeSpec, ctx: Any, *, native: bool, budgets: Bud
     events = journal.load(key) if (journal is not None and key) else []
     resumed = len(events)
     env = spec.open_env()
-    for ev in events:                         # environments are deterministic: replay to the journaled state
+    for ev in events:  # environments are deterministic: replay to the journaled state
         if ev["who"] == "tool":
-            execute(env, [{"id": o["id"], "name": o["name"], "arguments": o["arguments"]}
-                          for o in ev["observations"] if o["status"] != "not_run"], 10**9)
+            execute(
+                env,
+                [
+                    {"id": o["id"], "name": o["name"], "arguments": o["arguments"]}
+                    for o in ev["observations"]
+                    if o["status"] != "not_run"
+                ],
+                10**9,
+            )
     state = _state(env)
     model_turns: list[Any] = []
     tool_names = [t.get("name", "") for t in spec.tools]
@@ -576,20 +671,42 @@ async def run_episode(spec: EpisodeSpec, ctx: Any, *, native: bool, budgets: Bud
                 continue
             if s["user_turns"] >= budgets.max_turns:
                 return finish("user_turn_budget")
-            req = Request(user_messages(spec, events, user_json), max_tokens=120 if user_json else 160,
-                          json_schema=USER_SCHEMA if user_json else None, temperature=temperature, seed=seed)
+            req = Request(
+                user_messages(spec, events, user_json),
+                max_tokens=120 if user_json else 160,
+                json_schema=USER_SCHEMA if user_json else None,
+                temperature=temperature,
+                seed=seed,
+            )
             _, turn = await ctx.call(req, "user", share=False)
             model_turns.append(turn)
             try:
                 read = read_user_json if user_json else read_user
                 text, stopped = read(turn.raw, spec.stop_phrase, tool_names)
             except ParseError as exc:
-                record({"who": "user", "text": "", "raw": turn.raw[:2000], "error": {"code": exc.code, "message": str(exc)},
-                        "elapsed_s": round(time.monotonic() - t0, 4)})
+                record(
+                    {
+                        "who": "user",
+                        "text": "",
+                        "raw": turn.raw[:2000],
+                        "error": {"code": exc.code, "message": str(exc)},
+                        "elapsed_s": round(time.monotonic() - t0, 4),
+                    }
+                )
                 return finish("user_failure")
-            if stopped and s["user_turns"] == 0:      # it never let the assistant speak
-                record({"who": "user", "text": text, "raw": turn.raw[:2000], "elapsed_s": round(time.monotonic() - t0, 4),
-                        "error": {"code": "user_stopped_at_once", "message": "the user simulator ended before asking anything"}})
+            if stopped and s["user_turns"] == 0:  # it never let the assistant speak
+                record(
+                    {
+                        "who": "user",
+                        "text": text,
+                        "raw": turn.raw[:2000],
+                        "elapsed_s": round(time.monotonic() - t0, 4),
+                        "error": {
+                            "code": "user_stopped_at_once",
+                            "message": "the user simulator ended before asking anything",
+                        },
+                    }
+                )
                 return finish("user_failure")
             record({"who": "user", "text": text, "stop": stopped, "elapsed_s": round(time.monotonic() - t0, 4)})
             if stopped:
@@ -603,22 +720,34 @@ async def run_episode(spec: EpisodeSpec, ctx: Any, *, native: bool, budgets: Bud
             if native:
                 from benchsmith.models import openai_tool
 
-                req = Request(msgs, tools=[openai_tool(t["name"], t.get("description", ""), t.get("parameters"))
-                                           for t in spec.tools] or None,
-                              max_tokens=max_tokens, temperature=temperature, seed=seed)
+                req = Request(
+                    msgs,
+                    tools=[openai_tool(t["name"], t.get("description", ""), t.get("parameters")) for t in spec.tools]
+                    or None,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    seed=seed,
+                )
             else:
-                req = Request(msgs, json_schema=assistant_schema(spec), max_tokens=max_tokens,
-                              temperature=temperature, seed=seed)
+                req = Request(
+                    msgs, json_schema=assistant_schema(spec), max_tokens=max_tokens, temperature=temperature, seed=seed
+                )
             _, turn = await ctx.call(req, "assistant", share=False)
             model_turns.append(turn)
             n_calls = sum(len(e.get("calls") or []) for e in events if e["who"] == "assistant")
-            event: dict[str, Any] = {"who": "assistant", "usage": dict(turn.usage), "latency_s": round(turn.latency_s, 4)}
+            event: dict[str, Any] = {
+                "who": "assistant",
+                "usage": dict(turn.usage),
+                "latency_s": round(turn.latency_s, 4),
+            }
             try:
                 text, calls = read_assistant(spec, turn.raw, turn.tool_calls, native, n_calls)
                 event.update(text=text, calls=calls)
                 turn.parsed = {"text": text, "calls": calls}
             except ParseError as exc:
-                event.update(text="", calls=[], raw=turn.raw[:2000], error={"code": exc.code, "message": str(exc)[:300]})
+                event.update(
+                    text="", calls=[], raw=turn.raw[:2000], error={"code": exc.code, "message": str(exc)[:300]}
+                )
                 turn.parsed = {"error": exc.code}
             event["elapsed_s"] = round(time.monotonic() - t0, 4)
             record(event)
@@ -630,8 +759,14 @@ async def run_episode(spec: EpisodeSpec, ctx: Any, *, native: bool, budgets: Bud
             before = state
             observations, ran = execute(env, calls, left)
             state = _state(env)
-            record({"who": "tool", "observations": observations, "state_diff": state_diff(before, state),
-                    "elapsed_s": round(time.monotonic() - t0, 4)})
+            record(
+                {
+                    "who": "tool",
+                    "observations": observations,
+                    "state_diff": state_diff(before, state),
+                    "elapsed_s": round(time.monotonic() - t0, 4),
+                }
+            )
             if ran < len(calls) and not any(o["status"] == "error" for o in observations):
                 return finish("call_budget")
 
@@ -655,9 +790,11 @@ class EpisodeTask(Task):
         from benchsmith.prompts import get_prompt
 
         o = self.options
-        return (f"{get_prompt('agent/assistant').version}+{get_prompt('agent/user').version}"
-                f"+{get_prompt('agent/user_json').version}-{o.mode}"
-                f"-t{o.max_turns}s{o.max_steps}c{o.max_tool_calls}")
+        return (
+            f"{get_prompt('agent/assistant').version}+{get_prompt('agent/user').version}"
+            f"+{get_prompt('agent/user_json').version}-{o.mode}"
+            f"-t{o.max_turns}s{o.max_steps}c{o.max_tool_calls}"
+        )
 
     @abstractmethod
     def episode_spec(self, case: EvalCase) -> EpisodeSpec: ...
@@ -679,16 +816,25 @@ class EpisodeTask(Task):
             temperature, seed = self.options.trial_temperature, int(trial)
         spec = self.episode_spec(case)
         budgets = Budgets.from_options(self.options)
-        if spec.solo:   # one request, no one to talk to: an end-to-end case's step budget (--step-budget)
+        if spec.solo:  # one request, no one to talk to: an end-to-end case's step budget (--step-budget)
             budgets = dataclasses.replace(budgets, max_steps=max(budgets.max_steps, self.options.step_budget))
-        episode = await run_episode(spec, ctx, native=self.options.mode == "tools", budgets=budgets,
-                                    temperature=temperature, seed=seed, user_json=bool(getattr(ctx, "user_local", False)),
-                                    max_tokens=self.options.max_tokens)
+        episode = await run_episode(
+            spec,
+            ctx,
+            native=self.options.mode == "tools",
+            budgets=budgets,
+            temperature=temperature,
+            seed=seed,
+            user_json=bool(getattr(ctx, "user_local", False)),
+            max_tokens=self.options.max_tokens,
+        )
         return Outcome("ok", self.prediction(case, episode), list(episode.model_turns))
 
 
 # ---- verdicts on an episode ----------------------------------------------------------------------------
-def error_type(summary: dict[str, Any], calls: list[dict[str, Any]], gold_calls: list[dict[str, Any]] | None = None) -> str:
+def error_type(
+    summary: dict[str, Any], calls: list[dict[str, Any]], gold_calls: list[dict[str, Any]] | None = None
+) -> str:
     """Why a failed episode failed, one of ``user_simulator_failure``, ``budget_exhausted``,
     ``wrong_call``, ``wrong_argument``, ``precondition_violated``, ``gave_up`` (pure).
 
@@ -746,15 +892,21 @@ def clean_summary(raw: Any) -> dict[str, Any]:
 def transcript(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The events without raw replies and usage: what a prediction keeps for the episode viewer."""
     keep = ("who", "text", "calls", "observations", "state_diff", "error", "reason", "stop")
-    return [{k: v for k, v in ev.items() if k in keep and v not in (None, [], "")} | {"who": ev["who"]}
-            for ev in events]
+    return [
+        {k: v for k, v in ev.items() if k in keep and v not in (None, [], "")} | {"who": ev["who"]} for ev in events
+    ]
 
 
 def episode_prediction(episode: Episode, **extra: Any) -> dict[str, Any]:
     """The JSON-able prediction of an episode: the executed calls, the end state, the summary and the
     transcript (tasks add their benchmark's own fields)."""
-    return {**extra, "calls": episode.calls, "final_state": episode.final_state, "episode": episode.summary(),
-            "transcript": transcript(episode.events)}
+    return {
+        **extra,
+        "calls": episode.calls,
+        "final_state": episode.final_state,
+        "episode": episode.summary(),
+        "transcript": transcript(episode.events),
+    }
 
 
 def reliability(cases: list[EvalCase], records: list[Any], ks: Iterable[int] | None = None) -> dict[str, Any] | None:
@@ -770,7 +922,7 @@ def reliability(cases: list[EvalCase], records: list[Any], ks: Iterable[int] | N
     >>> out["pass^k"], out["pass@k"]
     ({'1': 0.5, '2': 0.0}, {'1': 0.5, '2': 1.0})
     """
-    from .core import ReliabilityTally   # the same counts, one record at a time (streamed scoring)
+    from .core import ReliabilityTally  # the same counts, one record at a time (streamed scoring)
 
     trials = {c.id: c for c in cases if c.meta.get("trial") is not None}
     if not trials:

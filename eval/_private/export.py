@@ -34,8 +34,8 @@ from benchsmith.schemas import (
 
 REPORT_FILE = "export_report.json"
 ID_MAP_FILE = "id_map.json"
-MAX_ANSWER_CELLS = 100            # GTA: a longer exact answer is skipped (answer_too_long)
-CALL_LABEL = "call_{}"            # the K-th exported call's output is written $call_K$
+MAX_ANSWER_CELLS = 100  # GTA: a longer exact answer is skipped (answer_too_long)
+CALL_LABEL = "call_{}"  # the K-th exported call's output is written $call_K$
 
 # skip reasons (codes in the report)
 REASONS = {
@@ -78,13 +78,13 @@ class _Prepared:
 
     sample: Sample
     sid: str
-    messages: list[dict[str, str]]          # system/user messages, without the notes
-    available: list[tuple[str, ToolCall]]    # set-up and hidden calls the model may refer to, by label
-    calls: list[ToolCall]                    # visible gold calls, labels rewritten to call_K
+    messages: list[dict[str, str]]  # system/user messages, without the notes
+    available: list[tuple[str, ToolCall]]  # set-up and hidden calls the model may refer to, by label
+    calls: list[ToolCall]  # visible gold calls, labels rewritten to call_K
     observations: list[Any]
     thoughts: list[str | None]
     final_thought: str | None
-    chained: bool                            # some call refers to an earlier visible call's output
+    chained: bool  # some call refers to an earlier visible call's output
     tools: dict[str, Tool] = field(default_factory=dict)
 
 
@@ -147,8 +147,13 @@ def _prepare(sample: Sample, index: int) -> _Prepared:
                 raise _Skip("unresolved_reference", f"call {k} ({call.name}) refers to ${ref.label}$")
         if call.label:
             seen.add(call.label)
-        calls.append(ToolCall(name=call.name, arguments=_rewrite_refs(copy.deepcopy(call.arguments), mapping),
-                              label=mapping.get(call.label or "")))
+        calls.append(
+            ToolCall(
+                name=call.name,
+                arguments=_rewrite_refs(copy.deepcopy(call.arguments), mapping),
+                label=mapping.get(call.label or ""),
+            )
+        )
     thoughts: list[str | None] = []
     pending: list[str] = []
     final_thought = None
@@ -161,9 +166,18 @@ def _prepare(sample: Sample, index: int) -> _Prepared:
             thoughts.append(" ".join(pending) or None)
             pending = []
     final_thought = " ".join(pending) or None
-    return _Prepared(sample=sample, sid=sid, messages=messages, available=available, calls=calls,
-                     observations=[st.observation for st in visible], thoughts=thoughts,
-                     final_thought=final_thought, chained=chained, tools=tools)
+    return _Prepared(
+        sample=sample,
+        sid=sid,
+        messages=messages,
+        available=available,
+        calls=calls,
+        observations=[st.observation for st in visible],
+        thoughts=thoughts,
+        final_thought=final_thought,
+        chained=chained,
+        tools=tools,
+    )
 
 
 _dump = dump_text  # the exporters' name for it
@@ -176,9 +190,11 @@ def _notes(p: _Prepared, positional: bool) -> str:
         items = "; ".join(f"${label}$ = the output of {c.name}({_dump(c.arguments)})" for label, c in p.available)
         lines.append(f"Already available (pass them by label): {items}.")
     if positional:
-        lines.append("To pass the output of one of your calls to a later call, write $call_K$ (or "
-                     "$call_K.key$ for a part of it), where K is that call's position among your calls "
-                     "(1 for the first).")
+        lines.append(
+            "To pass the output of one of your calls to a later call, write $call_K$ (or "
+            "$call_K.key$ for a part of it), where K is that call's position among your calls "
+            "(1 for the first)."
+        )
     return "\n".join(lines)
 
 
@@ -287,8 +303,11 @@ def _jsonl_line(row: dict[str, Any]) -> str:
 def _check_stale(out: Path, patterns: list[str], keep: set[Path]) -> None:
     stale = sorted(str(p) for pat in patterns for p in out.glob(pat) if p not in keep)
     if stale:
-        raise UserError(f"{out} already holds {', '.join(stale)}, which this export would not overwrite "
-                        "(its loader would read them too)", fix="export into an empty folder or remove them")
+        raise UserError(
+            f"{out} already holds {', '.join(stale)}, which this export would not overwrite "
+            "(its loader would read them too)",
+            fix="export into an empty folder or remove them",
+        )
 
 
 class _Report:
@@ -303,9 +322,12 @@ class _Report:
 
     def report(self, written: list[str]) -> dict[str, Any]:
         return {
-            "format": self.fmt, "split": str(self.split), "samples": self.n_samples,
+            "format": self.fmt,
+            "split": str(self.split),
+            "samples": self.n_samples,
             "written": sorted([*written, ID_MAP_FILE, REPORT_FILE]),
-            "records": dict(sorted(self.records.items())), "total": sum(self.records.values()),
+            "records": dict(sorted(self.records.items())),
+            "total": sum(self.records.values()),
             "skipped": self.skipped,
             "skipped_by_reason": dict(sorted(Counter(s["reason"] for s in self.skipped).items())),
         }
@@ -343,8 +365,11 @@ class _WithAnswers:
         out = self.files.folder
         names = {f"{self.prefix}{cat}.json" for cat in self.counts}
         out.mkdir(parents=True, exist_ok=True)
-        _check_stale(out, [f"{self.prefix}*.json", f"possible_answer/{self.prefix}*.json"],
-                     {out / n for n in names} | {out / "possible_answer" / n for n in names})
+        _check_stale(
+            out,
+            [f"{self.prefix}*.json", f"possible_answer/{self.prefix}*.json"],
+            {out / n for n in names} | {out / "possible_answer" / n for n in names},
+        )
         written = []
         for cat in sorted(self.counts):
             name = f"{self.prefix}{cat}.json"
@@ -356,8 +381,13 @@ def _sid(sample: Sample, index: int) -> str:
     return sample.id or f"sample{index}"
 
 
-def export_with_answers(fmt: str, prefix: str, split_dir: str | Path, out_dir: str | Path,
-                        export_sample: Callable[[int, Sample, _WithAnswers, _Report], None]) -> dict[str, Any]:
+def export_with_answers(
+    fmt: str,
+    prefix: str,
+    split_dir: str | Path,
+    out_dir: str | Path,
+    export_sample: Callable[[int, Sample, _WithAnswers, _Report], None],
+) -> dict[str, Any]:
     """The streaming export of a format whose records and answers go to ``<prefix><category>.json``
     and ``possible_answer/`` (BFCL, ACEBench): ``export_sample(i, sample, by_category, report)`` for
     one sample at a time, then ``id_map.json`` and the report, all renamed in together; the report."""

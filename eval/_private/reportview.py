@@ -57,19 +57,27 @@ def reliability(block: Any) -> dict[str, Any] | None:
     >>> reliability({"trials": 2, "tasks": 3, "pass^k": {"2": 0.25, "1": 0.5}, "pass@k": {"1": 0.5}})
     {'trials': 2, 'tasks': 3, 'pass^k': {1: 0.5, 2: 0.25}, 'pass@k': {1: 0.5}, 'user_simulator_failures': None}
     """
+
     def curve(value: Any) -> dict[int, float]:
         out: dict[int, float] = {}
-        for k, v in (value.items() if isinstance(value, Mapping) else ()):
+        for k, v in value.items() if isinstance(value, Mapping) else ():
             if str(k).isdigit() and num(v) is not None:
                 out[int(k)] = float(v)
         return dict(sorted(out.items()))
 
     if not isinstance(block, Mapping) or not curve(block.get("pass^k")):
         return None
-    count = {k: int(v) if (v := num(block.get(k))) is not None else None
-             for k in ("trials", "tasks", "user_simulator_failures")}
-    return {"trials": count["trials"], "tasks": count["tasks"], "pass^k": curve(block.get("pass^k")),
-            "pass@k": curve(block.get("pass@k")), "user_simulator_failures": count["user_simulator_failures"]}
+    count = {
+        k: int(v) if (v := num(block.get(k))) is not None else None
+        for k in ("trials", "tasks", "user_simulator_failures")
+    }
+    return {
+        "trials": count["trials"],
+        "tasks": count["tasks"],
+        "pass^k": curve(block.get("pass^k")),
+        "pass@k": curve(block.get("pass@k")),
+        "user_simulator_failures": count["user_simulator_failures"],
+    }
 
 
 def counts(block: Any) -> dict[str, int]:
@@ -86,8 +94,12 @@ def record_categories(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[st
     for cat in sorted(groups):
         recs = groups[cat]
         ok = sum(1 for r in recs if r.get("ok") is True)
-        out[cat] = {"records": float(len(recs)), "passed": float(ok), "pass_rate": ok / len(recs),
-                    "mean_score": sum(num(r.get("score")) or 0.0 for r in recs) / len(recs)}
+        out[cat] = {
+            "records": float(len(recs)),
+            "passed": float(ok),
+            "pass_rate": ok / len(recs),
+            "mean_score": sum(num(r.get("score")) or 0.0 for r in recs) / len(recs),
+        }
     return out
 
 
@@ -114,7 +126,9 @@ class ReportView:
                 put(out, key, v)
         return out
 
-    def categories(self, scores: Mapping[str, Any], records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    def categories(
+        self, scores: Mapping[str, Any], records: Iterable[Mapping[str, Any]]
+    ) -> dict[str, dict[str, float]]:
         """Per-category figures ``{category: {metric: value}}``."""
         block = scores.get(self.category_block) if self.category_block else None
         if not isinstance(block, Mapping) or not block:

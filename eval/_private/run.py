@@ -29,7 +29,15 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from benchsmith.schemas import UserError, loads_json, swap_folder, write_json, write_jsonl
 
 from .core import (
-    MODES, Benchmark, EvalCase, Mode, PredictionIndex, RecordResult, ScoreRun, get_benchmark, iter_scored,
+    MODES,
+    Benchmark,
+    EvalCase,
+    Mode,
+    PredictionIndex,
+    RecordResult,
+    ScoreRun,
+    get_benchmark,
+    iter_scored,
 )
 
 
@@ -40,8 +48,14 @@ def _check_mode(mode: str) -> Mode:
 
 
 def _record_line(r: RecordResult) -> dict[str, Any]:
-    line = {"id": r.id, "category": r.category, "ok": r.ok, "score": r.score, "error_type": r.error_type,
-            "reason": r.reason}
+    line = {
+        "id": r.id,
+        "category": r.category,
+        "ok": r.ok,
+        "score": r.score,
+        "error_type": r.error_type,
+        "reason": r.reason,
+    }
     if r.details:
         line["details"] = r.details
     return line
@@ -70,7 +84,7 @@ def _swappable(out: Path) -> bool:
     if not out.exists():
         return not out.is_symlink()
     if not out.is_dir():
-        return True   # swap_folder reports a file in the way
+        return True  # swap_folder reports a file in the way
     if out.is_symlink() or out.resolve() == Path.cwd().resolve():
         return False
     return all(_owned(p.name) for p in out.iterdir())
@@ -93,10 +107,16 @@ def write_outputs(out: Path, build: Callable[[Path], None]) -> None:
     swap_folder(out, fill, owned=_owned, what="eval score")
 
 
-def stream_score(bench: Benchmark, cases: Iterable[EvalCase], prediction_for: Callable[[EvalCase], str | None],
-                 mode: Mode, out: Path, extra: Callable[[int], dict[str, Any]],
-                 on_record: Callable[[RecordResult], None] | None = None,
-                 before_scores: Callable[[Path], None] | None = None) -> dict[str, Any]:
+def stream_score(
+    bench: Benchmark,
+    cases: Iterable[EvalCase],
+    prediction_for: Callable[[EvalCase], str | None],
+    mode: Mode,
+    out: Path,
+    extra: Callable[[int], dict[str, Any]],
+    on_record: Callable[[RecordResult], None] | None = None,
+    before_scores: Callable[[Path], None] | None = None,
+) -> dict[str, Any]:
     """Score ``cases`` into ``out/records.jsonl`` one record at a time (a temporary file that
     replaces the old one once every record is written) and write ``out/scores.json`` last:
     ``extra(records)`` (the run's own fields, built when all are scored), then the aggregate.
@@ -117,7 +137,7 @@ def stream_score(bench: Benchmark, cases: Iterable[EvalCase], prediction_for: Ca
         # complete before the temporary records file replaces the old one
         scores.update({**extra(n), **acc.result()})
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(out / "scores.json")   # it described the old records
+            os.unlink(out / "scores.json")  # it described the old records
 
     write_jsonl(out / "records.jsonl", lines())
     if before_scores is not None:
@@ -134,8 +154,14 @@ def _first_then_rest(cases: Iterable[EvalCase]) -> Iterator[EvalCase]:
     return itertools.chain(head, it)
 
 
-def run_score(benchmark: str, data: str | Path, predictions: str | Path, out: str | Path,
-              mode: str = "strict", options: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+def run_score(
+    benchmark: str,
+    data: str | Path,
+    predictions: str | Path,
+    out: str | Path,
+    mode: str = "strict",
+    options: Mapping[str, str | None] | None = None,
+) -> dict[str, Any]:
     """Score a predictions file against a benchmark's data; writes scores.json and records.jsonl.
 
     ``options`` configure the benchmark (e.g. BFCL's ``{"format": "fc"}``; see :func:`get_benchmark`).
@@ -153,10 +179,15 @@ def run_score(benchmark: str, data: str | Path, predictions: str | Path, out: st
             return pred
 
         def extra(records: int) -> dict[str, Any]:
-            return {"benchmark": benchmark, "mode": m, "records": records, "missing_predictions": missing,
-                    "unknown_prediction_ids": preds.never_asked(100),
-                    "bad_prediction_lines": [{"line": n, "reason": why} for n, why in preds.bad_lines[:100]],
-                    "duplicate_prediction_ids": preds.duplicates[:100]}
+            return {
+                "benchmark": benchmark,
+                "mode": m,
+                "records": records,
+                "missing_predictions": missing,
+                "unknown_prediction_ids": preds.never_asked(100),
+                "bad_prediction_lines": [{"line": n, "reason": why} for n, why in preds.bad_lines[:100]],
+                "duplicate_prediction_ids": preds.duplicates[:100],
+            }
 
         scores: dict[str, Any] = {}
 
@@ -167,8 +198,13 @@ def run_score(benchmark: str, data: str | Path, predictions: str | Path, out: st
         return scores
 
 
-def run_selftest(benchmark: str, data: str | Path, out: str | Path, mode: str = "strict",
-                 options: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+def run_selftest(
+    benchmark: str,
+    data: str | Path,
+    out: str | Path,
+    mode: str = "strict",
+    options: Mapping[str, str | None] | None = None,
+) -> dict[str, Any]:
     """Score the gold answers as predictions; list every record whose gold cannot pass."""
     m = _check_mode(mode)
     bench = get_benchmark(benchmark, **(options or {}))
@@ -186,8 +222,18 @@ def run_selftest(benchmark: str, data: str | Path, out: str | Path, mode: str = 
     scores: dict[str, Any] = {}
 
     def build(folder: Path) -> None:
-        scores.update(stream_score(bench, bench.iter_cases(Path(data)), bench.gold_prediction, m, folder, extra, count,
-                                   lambda f: _write_selftest(f / "selftest.json", head, f / "records.jsonl")))
+        scores.update(
+            stream_score(
+                bench,
+                bench.iter_cases(Path(data)),
+                bench.gold_prediction,
+                m,
+                folder,
+                extra,
+                count,
+                lambda f: _write_selftest(f / "selftest.json", head, f / "records.jsonl"),
+            )
+        )
 
     write_outputs(Path(out), build)
     return scores
@@ -221,6 +267,7 @@ def _file_mode(target: Path) -> int:
 def _write_selftest(target: Path, head: dict[str, Any], records: Path) -> None:
     """``selftest.json``: ``head`` and the ``failing`` entries, streamed from the records file (two
     passes, no list), byte for byte as :func:`write_json` writes the whole object; atomically."""
+
     def dumps(obj: Any, ascii_only: bool) -> str:
         return json.dumps(obj, ensure_ascii=ascii_only, indent=2, allow_nan=False)
 

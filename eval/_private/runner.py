@@ -27,11 +27,19 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from benchsmith.schemas import (
-    Registry, RuntimeFault, Split, UserError, append_jsonl, loads_json, read_json, validate_shape, write_json, write_jsonl,
-)
-
 from benchsmith.models import ParseError, read_json_reply  # noqa: F401  (read_json_reply: re-exported)
+from benchsmith.schemas import (
+    Registry,
+    RuntimeFault,
+    Split,
+    UserError,
+    append_jsonl,
+    loads_json,
+    read_json,
+    validate_shape,
+    write_json,
+    write_jsonl,
+)
 
 from .core import BUILTIN_BENCHMARKS, Benchmark, EvalCase, get_benchmark
 from .depth import MAX_DEPTH, nesting_depth
@@ -49,9 +57,15 @@ STRATEGIES = ("react", "direct")
 class ChatClient(Protocol):
     """What the runner needs from a model client (``benchsmith.models.ModelClient``)."""
 
-    async def acomplete(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                        json_schema: dict[str, Any] | None = None, max_tokens: int | None = None,
-                        stop: list[str] | None = None) -> Any: ...
+    async def acomplete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        stop: list[str] | None = None,
+    ) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -63,7 +77,7 @@ class Request:
     tools: list[dict[str, Any]] | None = None
     max_tokens: int | None = None
     stop: list[str] | None = None
-    temperature: float | None = None   # overrides the model configuration's (independent trials)
+    temperature: float | None = None  # overrides the model configuration's (independent trials)
     seed: int | None = None
 
     def __post_init__(self) -> None:
@@ -73,9 +87,12 @@ class Request:
             object.__setattr__(self, "json_schema", bounded_strings(closed_schema(self.json_schema)))
 
     def key(self) -> str:
-        blob = json.dumps([self.messages, self.json_schema, self.tools, self.max_tokens, self.stop, self.temperature,
-                           self.seed],
-                          sort_keys=True, ensure_ascii=False, default=str)
+        blob = json.dumps(
+            [self.messages, self.json_schema, self.tools, self.max_tokens, self.stop, self.temperature, self.seed],
+            sort_keys=True,
+            ensure_ascii=False,
+            default=str,
+        )
         return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()  # model text may hold lone surrogates
 
 
@@ -92,8 +109,15 @@ class Turn:
     shared: bool = False  # the reply of an identical request made for another case
 
     def as_json(self) -> dict[str, Any]:
-        return {"messages": self.messages, "raw": self.raw, "tool_calls": self.tool_calls, "parsed": self.parsed,
-                "latency_s": round(self.latency_s, 4), "usage": self.usage, "shared": self.shared}
+        return {
+            "messages": self.messages,
+            "raw": self.raw,
+            "tool_calls": self.tool_calls,
+            "parsed": self.parsed,
+            "latency_s": round(self.latency_s, 4),
+            "usage": self.usage,
+            "shared": self.shared,
+        }
 
 
 @dataclass
@@ -135,12 +159,21 @@ class CallContext:
     the same prompt). Episodic tasks also get the user simulator's client (``role="user"``) and the
     run's episode journal (``journal``: every finished turn, for resuming after a kill)."""
 
-    def __init__(self, client: ChatClient, mode: str, memo: dict[str, asyncio.Future[Any]],
-                 counters: Counter[str], *, user_client: ChatClient | None = None, journal: Any = None,
-                 key: str | None = None, user_local: bool = False) -> None:
+    def __init__(
+        self,
+        client: ChatClient,
+        mode: str,
+        memo: dict[str, asyncio.Future[Any]],
+        counters: Counter[str],
+        *,
+        user_client: ChatClient | None = None,
+        journal: Any = None,
+        key: str | None = None,
+        user_local: bool = False,
+    ) -> None:
         self.client = client
         self.user_client = user_client
-        self.user_local = user_local   # the user simulator is the local base model: JSON replies after a worked example
+        self.user_local = user_local  # the user simulator is the local base model: JSON replies after a worked example
         self.mode = mode
         self.journal = journal
         self.key = key
@@ -154,8 +187,10 @@ class CallContext:
         prefix = ""
         if role == "user":
             if self.user_client is None:
-                raise UserError("this task needs a user simulator model and none was given",
-                                fix="pass --user-model (default: the local model)")
+                raise UserError(
+                    "this task needs a user simulator model and none was given",
+                    fix="pass --user-model (default: the local model)",
+                )
             client, prefix = self.user_client, "user_"
         memo: dict[str, asyncio.Future[Any]] = self._memo if share else {}
         key = f"{role}:{req.key()}"
@@ -169,8 +204,14 @@ class CallContext:
             if req.seed is not None:
                 extra["seed"] = req.seed
             try:
-                reply = await client.acomplete(req.messages, tools=req.tools, json_schema=req.json_schema,
-                                               max_tokens=req.max_tokens, stop=req.stop, **extra)
+                reply = await client.acomplete(
+                    req.messages,
+                    tools=req.tools,
+                    json_schema=req.json_schema,
+                    max_tokens=req.max_tokens,
+                    stop=req.stop,
+                    **extra,
+                )
             except Exception as exc:  # noqa: BLE001 - classified below; never cached
                 del memo[key]
                 fut.set_exception(exc)
@@ -186,10 +227,14 @@ class CallContext:
                 reply = await asyncio.shield(fut)
             except Exception as exc:  # noqa: BLE001
                 raise _transport(exc) from exc
-        turn = Turn(messages=req.messages, raw=getattr(reply, "text", "") or "",
-                    tool_calls=list(getattr(reply, "tool_calls", None) or []),
-                    latency_s=0.0 if shared else float(getattr(reply, "latency_s", 0.0) or 0.0),
-                    usage={} if shared else dict(getattr(reply, "usage", None) or {}), shared=shared)
+        turn = Turn(
+            messages=req.messages,
+            raw=getattr(reply, "text", "") or "",
+            tool_calls=list(getattr(reply, "tool_calls", None) or []),
+            latency_s=0.0 if shared else float(getattr(reply, "latency_s", 0.0) or 0.0),
+            usage={} if shared else dict(getattr(reply, "usage", None) or {}),
+            shared=shared,
+        )
         return reply, turn
 
 
@@ -213,11 +258,11 @@ class TaskOptions:
     """How a run's tasks ask and how long they may go on. Ranges are declared here, so a bad value is
     refused (a pydantic ``ValidationError`` naming the field) however the options are made."""
 
-    mode: str = "prompt"            # "prompt" (JSON-constrained text) or "tools" (native tool calling)
+    mode: str = "prompt"  # "prompt" (JSON-constrained text) or "tools" (native tool calling)
     max_tokens: int = Field(384, ge=1)
     step_budget: int = Field(12, ge=1)  # end-to-end tasks: model calls per case (Chinook gold chains: up to 10 calls)
-    variant: str = "standard"       # ACEBench prompt variant: standard | condensed | minimal
-    trials: int = Field(1, ge=1)    # episodic tasks: independent trials per case (pass^k, pass@k for k <= trials)
+    variant: str = "standard"  # ACEBench prompt variant: standard | condensed | minimal
+    trials: int = Field(1, ge=1)  # episodic tasks: independent trials per case (pass^k, pass@k for k <= trials)
     # sampling temperature of trials when trials > 1 (trial t uses seed t)
     trial_temperature: float = Field(0.7, ge=0, allow_inf_nan=False)
     max_turns: int = Field(12, ge=1)  # episodes: user messages
@@ -225,7 +270,7 @@ class TaskOptions:
     max_tool_calls: int = Field(40, ge=0)  # episodes: tool calls
     max_episode_tokens: int = Field(250_000, ge=1)  # episodes: prompt + completion tokens of the model under test
     episode_wall_s: float = Field(1800.0, gt=0, allow_inf_nan=False)  # episodes: seconds of model and tool time
-    strategy: str = "react"         # nl2api end to end: "react" (one call per step) or "direct" (the whole sequence at once)
+    strategy: str = "react"  # nl2api end to end: "react" (one call per step) or "direct" (the whole sequence at once)
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -281,7 +326,7 @@ class SingleCallTask(Task):
         _, turn = await ctx.call(req)
         try:
             result, parsed = self.parse(case, turn.raw, turn.tool_calls)
-            shallow_reply(parsed)           # turn.parsed is written to replies.jsonl
+            shallow_reply(parsed)  # turn.parsed is written to replies.jsonl
             if not isinstance(result, str):
                 shallow_reply(result)
         except FormatError as exc:
@@ -290,7 +335,9 @@ class SingleCallTask(Task):
         except (RecursionError, MemoryError) as exc:  # a parse that walked a reply too deep or too big
             turn.parsed = None
             code = "too_deep" if isinstance(exc, RecursionError) else "too_large"
-            return Outcome("format_error", turn.raw, [turn], {"type": code, "message": f"{type(exc).__name__} reading the reply"})
+            return Outcome(
+                "format_error", turn.raw, [turn], {"type": code, "message": f"{type(exc).__name__} reading the reply"}
+            )
         turn.parsed = parsed
         return Outcome("ok", result, [turn])
 
@@ -407,9 +454,13 @@ def read_run_json(path: Path) -> dict[str, Any]:
     """``run.json`` of a run folder as a dict; a document of the wrong shape is a ``UserError``
     naming the file and the place inside it."""
     data = read_json(path)
-    validate_shape(data, _RunShape, where=str(path),
-                   fix="this is not a run.json written by `benchsmith eval run`: move it away, or use another --out "
-                       "folder (re-running the same command resumes only from a valid run.json)")
+    validate_shape(
+        data,
+        _RunShape,
+        where=str(path),
+        fix="this is not a run.json written by `benchsmith eval run`: move it away, or use another --out "
+        "folder (re-running the same command resumes only from a valid run.json)",
+    )
     return data
 
 
@@ -425,8 +476,10 @@ def expand_trials(t: Task, cases: list[EvalCase]) -> list[EvalCase]:
         if n <= 1:
             out.append(c)
             continue
-        out += [c.model_copy(update={"id": f"{c.id}~t{i}", "meta": {**c.meta, "trial": i, "base_id": c.id}})
-                for i in range(n)]
+        out += [
+            c.model_copy(update={"id": f"{c.id}~t{i}", "meta": {**c.meta, "trial": i, "base_id": c.id}})
+            for i in range(n)
+        ]
     return out
 
 
@@ -440,14 +493,25 @@ class PlannedTask:
 def _derive_report(folder: Path) -> dict[str, Any]:
     """``derived`` of a folder's derive_report.json (deriver -> folder, benchmark, records), checked."""
     report = read_json(folder / "derive_report.json")
-    validate_shape(report, _DeriveReportShape, where=str(folder / "derive_report.json"),
-                   fix="derive the folder again with `benchsmith eval derive`")
+    validate_shape(
+        report,
+        _DeriveReportShape,
+        where=str(folder / "derive_report.json"),
+        fix="derive the folder again with `benchsmith eval derive`",
+    )
     return report.get("derived") or {}
 
 
-def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: TaskOptions,
-               limit: int | dict[str, int] | None, seed: int, categories: Iterable[str] | None = None,
-               task_data: dict[str, Path] | None = None) -> list[PlannedTask]:
+def plan_tasks(
+    split: Path,
+    out: Path,
+    names: Iterable[str] | None,
+    options: TaskOptions,
+    limit: int | dict[str, int] | None,
+    seed: int,
+    categories: Iterable[str] | None = None,
+    task_data: dict[str, Path] | None = None,
+) -> list[PlannedTask]:
     """Which tasks run on which data. A benchsmith split (``samples.jsonl``) runs ``nl2api`` on the
     split itself and the derived benchmarks on cases derived into ``RUN_DIR/data``; a folder written
     by ``benchsmith eval derive`` runs its derived benchmarks; any other folder needs ``--tasks``.
@@ -455,7 +519,9 @@ def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: Tas
     cases whose category starts with one of them."""
     split = Path(split)
     if not split.exists() and not ((names or task_data) and str(split) in PACKAGED_DATA):
-        raise UserError(f"{split} does not exist", fix="pass a split folder (benchsmith nl2api build) or a benchmark folder")
+        raise UserError(
+            f"{split} does not exist", fix="pass a split folder (benchsmith nl2api build) or a benchmark folder"
+        )
     sources: dict[str, Path] = {}
     if Split(split).has(Split.SAMPLES):
         from .derive import DERIVERS, derive_all
@@ -477,8 +543,10 @@ def plan_tasks(split: Path, out: Path, names: Iterable[str] | None, options: Tas
         sources[name] = Path(data)
     wanted = list(names) if names else list(sources)
     if not wanted:
-        raise UserError(f"{split}: cannot tell which benchmark this folder holds",
-                        fix=f"name the task with --tasks ({', '.join(sorted(TASKS))})")
+        raise UserError(
+            f"{split}: cannot tell which benchmark this folder holds",
+            fix=f"name the task with --tasks ({', '.join(sorted(TASKS))})",
+        )
     planned = []
     for name in wanted:
         cls = get_task(name)
@@ -502,26 +570,43 @@ class RunResult:
     status: str
 
 
-async def _run_async(planned: list[PlannedTask], client: ChatClient, model: dict[str, Any], out: Path,
-                     mode: str, concurrency: int, split: Path, progress: bool,
-                     max_consecutive_failures: int, user_client: ChatClient | None = None,
-                     user_model: dict[str, Any] | None = None) -> RunResult:
+async def _run_async(
+    planned: list[PlannedTask],
+    client: ChatClient,
+    model: dict[str, Any],
+    out: Path,
+    mode: str,
+    concurrency: int,
+    split: Path,
+    progress: bool,
+    max_consecutive_failures: int,
+    user_client: ChatClient | None = None,
+    user_model: dict[str, Any] | None = None,
+) -> RunResult:
     from .episode import Journal
 
     run_json = out / "run.json"
     previous = read_run_json(run_json) if run_json.is_file() else {}
     if previous and previous.get("model", {}).get("name") not in (None, model["name"]):
-        raise UserError(f"{out} holds a run of model {previous['model']['name']!r}, not {model['name']!r}",
-                        fix="use another --out folder for another model")
+        raise UserError(
+            f"{out} holds a run of model {previous['model']['name']!r}, not {model['name']!r}",
+            fix="use another --out folder for another model",
+        )
     meta: dict[str, Any] = {
         "format": RUN_FORMAT,
         "run_id": previous.get("run_id") or f"{_now().replace(':', '-')}-{model['name']}".replace("/", "_"),
-        "model": model, "mode": mode, "split": str(split.resolve()) if split.exists() else str(split), "concurrency": concurrency,
+        "model": model,
+        "mode": mode,
+        "split": str(split.resolve()) if split.exists() else str(split),
+        "concurrency": concurrency,
         "strategy": planned[0].task.options.strategy if planned else "react",
-        "created_at": previous.get("created_at") or _now(), "updated_at": _now(), "status": "running", "tasks": {},
+        "created_at": previous.get("created_at") or _now(),
+        "updated_at": _now(),
+        "status": "running",
+        "tasks": {},
     }
     if user_model is not None:
-        meta["user_model"] = user_model   # the model that played the user in episodic tasks
+        meta["user_model"] = user_model  # the model that played the user in episodic tasks
     counters: dict[str, Counter[str]] = {p.task.name: Counter() for p in planned}
     pending: list[tuple[PlannedTask, EvalCase, str]] = []
     done_before: dict[str, int] = {}
@@ -539,8 +624,12 @@ async def _run_async(planned: list[PlannedTask], client: ChatClient, model: dict
             else:
                 pending.append((p, c, key))
         done_before[p.task.name] = n_done
-        meta["tasks"][p.task.name] = {"benchmark": p.task.benchmark, "data": str(p.task.data.resolve()) if p.task.data.exists() else str(p.task.data),
-                                      "cases": len(p.cases), "prompt_version": version}
+        meta["tasks"][p.task.name] = {
+            "benchmark": p.task.benchmark,
+            "data": str(p.task.data.resolve()) if p.task.data.exists() else str(p.task.data),
+            "cases": len(p.cases),
+            "prompt_version": version,
+        }
     write_json(run_json, meta)
 
     journals = {p.task.name: Journal(p.folder / "episodes.jsonl") for p in planned}
@@ -558,9 +647,16 @@ async def _run_async(planned: list[PlannedTask], client: ChatClient, model: dict
             if abort["exc"] is not None:
                 return
             started = _now()
-            ctx = CallContext(client, mode, memo, counters[p.task.name], user_client=user_client,
-                              journal=journals[p.task.name], key=key,
-                              user_local=bool((user_model or {}).get("local")))
+            ctx = CallContext(
+                client,
+                mode,
+                memo,
+                counters[p.task.name],
+                user_client=user_client,
+                journal=journals[p.task.name],
+                key=key,
+                user_local=bool((user_model or {}).get("local")),
+            )
             try:
                 outcome = await p.task.solve(case, ctx)
             except TransportFailure as exc:
@@ -577,13 +673,25 @@ async def _run_async(planned: list[PlannedTask], client: ChatClient, model: dict
                     abort["exc"] = RuntimeFault(
                         f"the model endpoint failed {failures['consecutive']} cases in a row "
                         f"(last: {outcome.error['message'] if outcome.error else '?'}); everything finished so far is "
-                        f"kept in {out} — re-run the same command to resume")
+                        f"kept in {out} — re-run the same command to resume"
+                    )
             else:
                 failures["consecutive"] = 0
-            append_jsonl(p.folder / "replies.jsonl", {
-                "id": case.id, "key": key, "model": model["name"], "prompt_version": p.task.prompt_version(),
-                "status": outcome.status, "result": outcome.result, "error": outcome.error,
-                "turns": [t.as_json() for t in outcome.turns], "started_at": started, "finished_at": _now()})
+            append_jsonl(
+                p.folder / "replies.jsonl",
+                {
+                    "id": case.id,
+                    "key": key,
+                    "model": model["name"],
+                    "prompt_version": p.task.prompt_version(),
+                    "status": outcome.status,
+                    "result": outcome.result,
+                    "error": outcome.error,
+                    "turns": [t.as_json() for t in outcome.turns],
+                    "started_at": started,
+                    "finished_at": _now(),
+                },
+            )
             wall[p.task.name] = time.monotonic() - t_start
             bar.advance(p.task.name)
 
@@ -597,8 +705,14 @@ async def _run_async(planned: list[PlannedTask], client: ChatClient, model: dict
     return RunResult(out, summary["tasks"], summary["status"])
 
 
-def finish_run(out: Path, planned: list[PlannedTask], model_name: str, meta: dict[str, Any],
-               counters: dict[str, Counter[str]] | None = None, wall: dict[str, float] | None = None) -> dict[str, Any]:
+def finish_run(
+    out: Path,
+    planned: list[PlannedTask],
+    model_name: str,
+    meta: dict[str, Any],
+    counters: dict[str, Counter[str]] | None = None,
+    wall: dict[str, float] | None = None,
+) -> dict[str, Any]:
     """Rebuild each task's predictions.jsonl from its replies and update run.json."""
     previous = read_run_json(out / "run.json") if (out / "run.json").is_file() else {}
     any_transport = False
@@ -620,9 +734,17 @@ def finish_run(out: Path, planned: list[PlannedTask], model_name: str, meta: dic
         info["done"] = sum(statuses[s] for s in DONE)
         info["status_counts"] = {s: statuses[s] for s in (*STATUSES, "pending")}
         c = (counters or {}).get(p.task.name, Counter())
-        for k in ("model_calls", "prompt_tokens", "completion_tokens",
-                  "user_model_calls", "user_prompt_tokens", "user_completion_tokens"):
-            info[k] = int(old.get(k, 0)) + int(c.get(k, 0)) if old.get("prompt_version") == version else int(c.get(k, 0))
+        for k in (
+            "model_calls",
+            "prompt_tokens",
+            "completion_tokens",
+            "user_model_calls",
+            "user_prompt_tokens",
+            "user_completion_tokens",
+        ):
+            info[k] = (
+                int(old.get(k, 0)) + int(c.get(k, 0)) if old.get("prompt_version") == version else int(c.get(k, 0))
+            )
         info["wall_s"] = round(float(old.get("wall_s", 0.0)) + float((wall or {}).get(p.task.name, 0.0)), 2)
         any_transport |= bool(statuses["transport_error"] or statuses["pending"])
     meta["updated_at"] = _now()
@@ -643,14 +765,28 @@ class _Progress:
 
     def __enter__(self) -> _Progress:
         if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
-            self._progress = Progress(TextColumn("{task.description:>16}"), BarColumn(), MofNCompleteColumn(),
-                                      TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
+            self._progress = Progress(
+                TextColumn("{task.description:>16}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
+            )
             self._progress.__enter__()
             for p in self._planned:
-                self._ids[p.task.name] = self._progress.add_task(p.task.name, total=len(p.cases),
-                                                                 completed=self._done.get(p.task.name, 0))
+                self._ids[p.task.name] = self._progress.add_task(
+                    p.task.name, total=len(p.cases), completed=self._done.get(p.task.name, 0)
+                )
         return self
 
     def advance(self, name: str) -> None:
@@ -662,13 +798,25 @@ class _Progress:
             self._progress.__exit__(*exc)
 
 
-def run_eval(split: str | Path, client: ChatClient, model: dict[str, Any], out: str | Path, *,
-             tasks: Iterable[str] | None = None, mode: str = "prompt", concurrency: int = 4,
-             limit: int | dict[str, int] | None = None,
-             seed: int = 0, options: TaskOptions | None = None, progress: bool = True,
-             max_consecutive_failures: int | None = None, user_client: ChatClient | None = None,
-             user_model: dict[str, Any] | None = None, categories: Iterable[str] | None = None,
-             task_data: dict[str, Path] | None = None) -> RunResult:
+def run_eval(
+    split: str | Path,
+    client: ChatClient,
+    model: dict[str, Any],
+    out: str | Path,
+    *,
+    tasks: Iterable[str] | None = None,
+    mode: str = "prompt",
+    concurrency: int = 4,
+    limit: int | dict[str, int] | None = None,
+    seed: int = 0,
+    options: TaskOptions | None = None,
+    progress: bool = True,
+    max_consecutive_failures: int | None = None,
+    user_client: ChatClient | None = None,
+    user_model: dict[str, Any] | None = None,
+    categories: Iterable[str] | None = None,
+    task_data: dict[str, Path] | None = None,
+) -> RunResult:
     """Run the tasks of ``split`` with ``client``; see the module docstring. ``model`` is the JSON-able
     description written to run.json (``name`` is part of every reply key; never put a key in it).
     ``limit`` caps the cases per task: one number for all, or ``{task: n}`` (tasks not named: all).
@@ -688,8 +836,21 @@ def run_eval(split: str | Path, client: ChatClient, model: dict[str, Any], out: 
     limit_fail = max_consecutive_failures or max(8, 2 * concurrency + 2)
     if user_client is None:
         user_client, user_model = client, (user_model or model)
-    return asyncio.run(_run_async(planned, client, model, out, mode, concurrency, Path(split), progress, limit_fail,
-                                  user_client, user_model or model))
+    return asyncio.run(
+        _run_async(
+            planned,
+            client,
+            model,
+            out,
+            mode,
+            concurrency,
+            Path(split),
+            progress,
+            limit_fail,
+            user_client,
+            user_model or model,
+        )
+    )
 
 
 def _iter_run_cases(path: Path) -> Iterable[EvalCase]:
@@ -706,7 +867,7 @@ def _iter_run_cases(path: Path) -> Iterable[EvalCase]:
             try:
                 case = EvalCase.model_validate(loads_json(raw.decode("utf-8")))
             except ValueError:
-                read_jsonl(path, EvalCase)   # raises the full report of the file's bad rows
+                read_jsonl(path, EvalCase)  # raises the full report of the file's bad rows
                 raise
             yield case
 
@@ -736,40 +897,46 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
         if not (folder / "cases.jsonl").is_file():
             from benchsmith.schemas import read_jsonl
 
-            read_jsonl(folder / "cases.jsonl", EvalCase)   # its error for a missing file
+            read_jsonl(folder / "cases.jsonl", EvalCase)  # its error for a missing file
         bench = get_benchmark(info["benchmark"])
         has_preds = (folder / "predictions.jsonl").is_file()
         with contextlib.ExitStack() as stack:
             preds = stack.enter_context(PredictionIndex(folder / "predictions.jsonl")) if has_preds else None
-            missing = 0
+            tally: Counter[str] = Counter()  # missing predictions and the gold self-test, read by extra()
 
-            def prediction_for(case: EvalCase, preds: PredictionIndex | None = preds) -> str | None:
-                nonlocal missing
+            def prediction_for(
+                case: EvalCase, preds: PredictionIndex | None = preds, tally: Counter[str] = tally
+            ) -> str | None:
                 pred = preds.get(case.id) if preds is not None else None
-                missing += pred is None
+                tally["missing"] += pred is None
                 return pred
 
-            gold = Counter()
-
-            def with_gold(cases: Iterable[EvalCase], bench: Benchmark = bench) -> Iterator[EvalCase]:
+            def with_gold(
+                cases: Iterable[EvalCase], bench: Benchmark = bench, tally: Counter[str] = tally
+            ) -> Iterator[EvalCase]:
                 """The cases, each also scored with its gold answer as the prediction: the run's own
                 gold self-test, so a low figure is read beside proof that the gold passes."""
                 for case in cases:
-                    gold["records"] += 1
-                    gold["gold_failing"] += not bench.score(case, bench.gold_prediction(case), m).ok
+                    tally["records"] += 1
+                    tally["gold_failing"] += not bench.score(case, bench.gold_prediction(case), m).ok
                     yield case
 
-            def extra(records: int, info: dict[str, Any] = info) -> dict[str, Any]:
+            def extra(records: int, info: dict[str, Any] = info, tally: Counter[str] = tally) -> dict[str, Any]:
                 counts = info.get("status_counts") or {}
-                return {"benchmark": info["benchmark"], "mode": m, "records": records,
-                        "gold_selftest": {"records": gold["records"], "gold_failing": gold["gold_failing"]},
-                        "missing_predictions": missing,
-                        "format_errors": int(counts.get("format_error", 0)),
-                        "request_errors": int(counts.get("request_error", 0)),
-                        "transport_errors": int(counts.get("transport_error", 0)),
-                        "model": meta.get("model", {}).get("name"),
-                        "prompt_version": info.get("prompt_version")}
+                return {
+                    "benchmark": info["benchmark"],
+                    "mode": m,
+                    "records": records,
+                    "gold_selftest": {"records": tally["records"], "gold_failing": tally["gold_failing"]},
+                    "missing_predictions": tally["missing"],
+                    "format_errors": int(counts.get("format_error", 0)),
+                    "request_errors": int(counts.get("request_error", 0)),
+                    "transport_errors": int(counts.get("transport_error", 0)),
+                    "model": meta.get("model", {}).get("name"),
+                    "prompt_version": info.get("prompt_version"),
+                }
 
-            out[name] = stream_score(bench, with_gold(_iter_run_cases(folder / "cases.jsonl")), prediction_for, m, folder,
-                                     extra)
+            out[name] = stream_score(
+                bench, with_gold(_iter_run_cases(folder / "cases.jsonl")), prediction_for, m, folder, extra
+            )
     return out

@@ -6,13 +6,27 @@ JSONL plus ``possible_answer/``). Predictions ``{"id", "result"}``: normal = the
 outputs (one call-list string per turn; a plain string is read one turn per line), which is
 replayed in a sandbox to get the end state. See ``docs/eval/acebench.md``.
 """
+
 from ._decode import DecodeError, decode_official, decode_strict
-from ._plugin import CATEGORIES, FAMILIES, AceBench, load_folder
-from ._task import ACEBenchSpecialTask, ACEBenchTask
 from ._derive import derive_acebench_special
 from ._export import acebench_answer, acebench_function, acebench_order, acebench_schema, export_acebench
+from ._plugin import CATEGORIES, FAMILIES, AceBench, load_folder
+from ._task import ACEBenchSpecialTask, ACEBenchTask
 
 __all__ = [
-    "derive_acebench_special", "export_acebench", "acebench_answer", "acebench_function", "acebench_order", "acebench_schema",
+    "derive_acebench_special",
+    "export_acebench",
+    "acebench_answer",
+    "acebench_function",
+    "acebench_order",
+    "acebench_schema",
     "ACEBenchTask",
-    "ACEBenchSpecialTask", "CATEGORIES", "FAMILIES", "AceBench", "DecodeError", "decode_official", "decode_strict", "load_folder"]
+    "ACEBenchSpecialTask",
+    "CATEGORIES",
+    "FAMILIES",
+    "AceBench",
+    "DecodeError",
+    "decode_official",
+    "decode_strict",
+    "load_folder",
+]

@@ -33,7 +33,7 @@ def parse_turns(prediction: str) -> list[str]:
     """The agent prediction: a JSON list of turn strings, or one turn per non-empty line."""
     text = prediction if isinstance(prediction, str) else ""
     stripped = text.strip()
-    if stripped.startswith("[\"") or stripped.startswith("[ \"") or stripped == "[]" or stripped.startswith("[\n"):
+    if stripped.startswith('["') or stripped.startswith('[ "') or stripped == "[]" or stripped.startswith("[\n"):
         try:
             obj = json.loads(stripped)
         except (ValueError, RecursionError):
@@ -82,8 +82,9 @@ def decode_turn(turn: str, mode: str) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def replay(case_input: dict[str, Any], turns: list[str], mode: str,
-           calls: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+def replay(
+    case_input: dict[str, Any], turns: list[str], mode: str, calls: list[dict[str, Any]] | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Run every decodable turn in a fresh sandbox; returns (end state, notes on failed turns).
     ``calls``, when given, receives every call run: ``{name, arguments, ok, code}``."""
     involved = [c for c in case_input.get("involved_classes", []) if isinstance(c, str)]

@@ -38,10 +38,16 @@ class DecodeError(_ReplyError):
         super().__init__("decoder_failed", reason)
 
 
-Call = dict[str, dict[str, Any]]   # {name: {arg: value}}
+Call = dict[str, dict[str, Any]]  # {name: {arg: value}}
 
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
 
 
 def _dotted(node: ast.AST) -> str:
@@ -88,20 +94,30 @@ def _fold_within(budget: FoldBudget, op: ast.operator, left: Any, right: Any) ->
     if fn is None:
         raise DecodeError(f"unsupported operator {type(op).__name__}")
     nums = (int, float)
-    if isinstance(left, nums) and isinstance(right, nums) and not isinstance(left, bool) \
-            and not isinstance(right, bool):
+    if (
+        isinstance(left, nums)
+        and isinstance(right, nums)
+        and not isinstance(left, bool)
+        and not isinstance(right, bool)
+    ):
         if abs(left) > 1e15 or abs(right) > 1e15:
             raise DecodeError("number too large")
         try:
             return fn(left, right)
         except (ZeroDivisionError, OverflowError, ValueError) as exc:
             raise DecodeError(str(exc)) from None
-    if isinstance(op, ast.Add) and ((isinstance(left, str) and isinstance(right, str))
-                                    or (isinstance(left, list) and isinstance(right, list))):
+    if isinstance(op, ast.Add) and (
+        (isinstance(left, str) and isinstance(right, str)) or (isinstance(left, list) and isinstance(right, list))
+    ):
         budget.check(budget.weight(left) + budget.weight(right))
         return budget.keep(left + right)
-    if isinstance(op, ast.Mult) and isinstance(left, (str, list)) and isinstance(right, int) \
-            and not isinstance(right, bool) and 0 <= right * max(len(left), 1) <= 10_000:
+    if (
+        isinstance(op, ast.Mult)
+        and isinstance(left, (str, list))
+        and isinstance(right, int)
+        and not isinstance(right, bool)
+        and 0 <= right * max(len(left), 1) <= 10_000
+    ):
         budget.check(right * budget.weight(left))
         return budget.keep(left * right)
     raise DecodeError("unsupported arithmetic operands")
@@ -161,7 +177,7 @@ def _parse(text: str) -> ast.Expression:
         raise DecodeError("output too long")
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # e.g. SyntaxWarning for "1_a"
+            warnings.simplefilter("ignore")  # e.g. SyntaxWarning for "1_a"
             return ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
         raise DecodeError(f"not Python syntax: {type(exc).__name__}") from None
@@ -195,9 +211,13 @@ def _strict_value(node: ast.AST) -> Any:
         if node.value is Ellipsis or isinstance(node.value, (bytes, complex)):
             raise DecodeError(f"unsupported literal {node.value!r}"[:80])
         return _constant(node.value)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) \
-            and isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float)) \
-            and not isinstance(node.operand.value, bool):
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, (ast.USub, ast.UAdd))
+        and isinstance(node.operand, ast.Constant)
+        and isinstance(node.operand.value, (int, float))
+        and not isinstance(node.operand.value, bool)
+    ):
         return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_strict_value(v) for v in node.elts]

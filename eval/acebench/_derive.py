@@ -10,14 +10,31 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.construction.variants import (
-    FILL_VALUES, IRRELEVANT_GOLD, IRRELEVANT_QUESTIONS, acebench_question, argument_noun,
-    call_literals, corrupt_value, find_form, form_spans, is_number_like,
-    replace_forms, sample_query, sample_setup_note, value_forms,
+    FILL_VALUES,
+    IRRELEVANT_GOLD,
+    IRRELEVANT_QUESTIONS,
+    acebench_question,
+    argument_noun,
+    call_literals,
+    corrupt_value,
+    find_form,
+    form_spans,
+    is_number_like,
+    replace_forms,
+    sample_query,
+    sample_setup_note,
+    value_forms,
 )
 from benchsmith.eval._private.derive import (
-    REPORT, Outputs, SplitSamples, _report, _rng, _skip, _tool_entry, candidate_tools,
+    REPORT,
+    Outputs,
+    SplitSamples,
+    _report,
+    _rng,
+    _skip,
+    _tool_entry,
+    candidate_tools,
 )
-
 
 # ---- ACEBench special ------------------------------------------------------------------------
 
@@ -48,15 +65,33 @@ def derive_acebench_special(split_dir: str | Path, out_dir: str | Path, seed: in
         for n, sample in enumerate(samples):
             _special_records(n, sample, seed, order, files, counts, skipped, sources, rules)
         (out / "possible_answer").mkdir(parents=True, exist_ok=True)
-        report = _report("acebench", samples.root, samples.count or 0, seed, list(files.files), counts, skipped,
-                         error_param_rules=dict(sorted(rules.items())), sources=sources)
+        report = _report(
+            "acebench",
+            samples.root,
+            samples.count or 0,
+            seed,
+            list(files.files),
+            counts,
+            skipped,
+            error_param_rules=dict(sorted(rules.items())),
+            sources=sources,
+        )
         files.json(REPORT, report)
         files.commit()
     return report
 
 
-def _special_records(n: int, sample: Any, seed: int, order: list[int], files: Outputs, counts: dict[str, int],
-                     skipped: list[dict[str, Any]], sources: dict[str, dict[str, Any]], rules: Counter[str]) -> None:
+def _special_records(
+    n: int,
+    sample: Any,
+    seed: int,
+    order: list[int],
+    files: Outputs,
+    counts: dict[str, int],
+    skipped: list[dict[str, Any]],
+    sources: dict[str, dict[str, Any]],
+    rules: Counter[str],
+) -> None:
     """One sample's special records, appended to ``data_<category>.json`` and ``possible_answer/``."""
     sid = sample.id or f"sample{n}"
     functions = [_tool_entry(t) for t in candidate_tools(sample, seed, "acebench")]
@@ -71,16 +106,25 @@ def _special_records(n: int, sample: Any, seed: int, order: list[int], files: Ou
     else:
         call, arg, value, _form = lits[0]
         forms = value_forms(value)
-        placeholder = "N" if is_number_like(value) else \
-            f"a certain {argument_noun(call, arg, next((t for t in sample.tools if t.name == call.name), None))}"
+        placeholder = (
+            "N"
+            if is_number_like(value)
+            else f"a certain {argument_noun(call, arg, next((t for t in sample.tools if t.name == call.name), None))}"
+        )
         text = replace_forms(query, forms, placeholder, eat_quotes=True)
         text = re.sub(r"\b(?:the|a|an) (a certain )", r"\1", text, flags=re.IGNORECASE)
         keep_hint = hint if hint and not any(find_form(hint, f) for f in forms) else None
         if any(form_spans(text, f) for f in forms):
             _skip(skipped, sample, "special_incomplete", "literal_still_in_question")
         else:
-            made_here.append(("special_incomplete", acebench_question(text, keep_hint, note), {call.name: [arg]},
-                              {"api": call.name, "argument": arg}))
+            made_here.append(
+                (
+                    "special_incomplete",
+                    acebench_question(text, keep_hint, note),
+                    {call.name: [arg]},
+                    {"api": call.name, "argument": arg},
+                )
+            )
     # error_param
     made = False
     for call, arg, value, form in lits:
@@ -93,13 +137,18 @@ def _special_records(n: int, sample: Any, seed: int, order: list[int], files: Ou
         if not form_spans(text, token) or any(form_spans(text, f) for f in value_forms(value)):
             continue
         rules[rule] += 1
-        made_here.append(("special_error_param", acebench_question(text, new_hint, note), {arg: [token]},
-                          {"api": call.name, "argument": arg, "rule": rule}))
+        made_here.append(
+            (
+                "special_error_param",
+                acebench_question(text, new_hint, note),
+                {arg: [token]},
+                {"api": call.name, "argument": arg, "rule": rule},
+            )
+        )
         made = True
         break
     if not made:
-        _skip(skipped, sample, "special_error_param",
-              "no_literal_in_question" if not lits else "no_corruption_rule")
+        _skip(skipped, sample, "special_error_param", "no_literal_in_question" if not lits else "no_corruption_rule")
     # irrelevant
     template = IRRELEVANT_QUESTIONS[order[n % len(order)]]
     srng = _rng(seed, sid, "irrelevant")
@@ -112,5 +161,3 @@ def _special_records(n: int, sample: Any, seed: int, order: list[int], files: Ou
         files.lines(f"possible_answer/{name}").add({"id": rid, "ground_truth": gold})
         counts[category] += 1
         sources[rid] = {"source_sample": sid, **prov}
-
-

@@ -40,8 +40,13 @@ def episode_spec(case: EvalCase) -> EpisodeSpec:
     inp = case.input
     tools = [f for f in inp.get("function") or [] if isinstance(f, dict) and f.get("name")]
     context = f"The current time is {inp['time']}." if inp.get("time") else ""
-    return EpisodeSpec(instruction=str(inp.get("question") or ""), tools=tools, open_env=lambda: _Env(inp),
-                       context=context, solo=case.category == "agent_multi_step")
+    return EpisodeSpec(
+        instruction=str(inp.get("question") or ""),
+        tools=tools,
+        open_env=lambda: _Env(inp),
+        context=context,
+        solo=case.category == "agent_multi_step",
+    )
 
 
 def process_strings(episode: Episode) -> list[str]:
@@ -62,5 +67,8 @@ def prediction(case: EvalCase, episode: Episode) -> str:
     end state only when some call ran (no call: an empty list)."""
     ran = any(ev["who"] == "tool" for ev in episode.events)
     result = episode.final_state if ran and isinstance(episode.final_state, list) else []
-    return json.dumps({"result": result, "process": process_strings(episode),
-                       **episode_prediction(episode)}, ensure_ascii=False, default=str)
+    return json.dumps(
+        {"result": result, "process": process_strings(episode), **episode_prediction(episode)},
+        ensure_ascii=False,
+        default=str,
+    )

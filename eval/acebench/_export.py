@@ -8,18 +8,35 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchsmith.eval._private.export import (
-    _prepare, _python_syntax, _Report, _sid, _Skip, _with_notes, _WithAnswers, export_with_answers,
-    schema_dialect,
-)
 from benchsmith.construction.sandbox import Sandbox
 from benchsmith.eval._private.calls import python_calls
+from benchsmith.eval._private.export import (
+    _prepare,
+    _python_syntax,
+    _Report,
+    _sid,
+    _Skip,
+    _with_notes,
+    _WithAnswers,
+    export_with_answers,
+    schema_dialect,
+)
 from benchsmith.schemas import Sample, Tool, ToolCall, ToolError
 
 acebench_schema = schema_dialect(
-    {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean", "array": "array",
-     "object": "object", "null": "any"}, "any", "object",
-    "A JSON-Schema property in ACEBench's dialect (JSON Schema; unions become ``any``).")
+    {
+        "string": "string",
+        "integer": "integer",
+        "number": "number",
+        "boolean": "boolean",
+        "array": "array",
+        "object": "object",
+        "null": "any",
+    },
+    "any",
+    "object",
+    "A JSON-Schema property in ACEBench's dialect (JSON Schema; unions become ``any``).",
+)
 
 
 def acebench_function(tool: Tool) -> dict[str, Any]:
@@ -28,10 +45,15 @@ def acebench_function(tool: Tool) -> dict[str, Any]:
     params = tool.parameters
     if not params.properties:
         return {"name": tool.name, "description": tool.description, "parameters": {}}
-    return {"name": tool.name, "description": tool.description,
-            "parameters": {"type": "object",
-                           "properties": {k: acebench_schema(v) for k, v in params.properties.items()},
-                           "required": list(params.required)}}
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": {
+            "type": "object",
+            "properties": {k: acebench_schema(v) for k, v in params.properties.items()},
+            "required": list(params.required),
+        },
+    }
 
 
 def acebench_order(tools: list[Tool]) -> list[Tool]:
@@ -68,8 +90,11 @@ def acebench_answer(calls: list[ToolCall], tool_names: set[str]) -> dict[str, di
 def is_agent_sample(sample: Sample) -> bool:
     """A sandbox episode: a dialogue, a scenario or an expected end state on a sandbox environment."""
     env = sample.metadata.get("environment")
-    return isinstance(env, dict) and env.get("kind") == "sandbox" and bool(
-        sample.dialogue or "scenario_id" in sample.metadata or "expected_state" in sample.metadata)
+    return (
+        isinstance(env, dict)
+        and env.get("kind") == "sandbox"
+        and bool(sample.dialogue or "scenario_id" in sample.metadata or "expected_state" in sample.metadata)
+    )
 
 
 def agent_record(sample: Sample) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -91,8 +116,10 @@ def agent_record(sample: Sample) -> tuple[str, dict[str, Any], dict[str, Any]]:
         try:
             box.call(st.call.name, st.call.arguments, st.call.label)
         except ToolError as exc:
-            raise _Skip("unresolved_reference" if exc.code == "unresolved_reference" else "gold_call_off_schema",
-                        f"gold call {st.call.name} does not replay: {exc}") from None
+            raise _Skip(
+                "unresolved_reference" if exc.code == "unresolved_reference" else "gold_call_off_schema",
+                f"gold call {st.call.name} does not replay: {exc}",
+            ) from None
     resolved = [{"name": r.name, "arguments": r.arguments} for r in box.log]
     if sample.dialogue:
         groups: list[list[dict[str, Any]]] = []
@@ -110,8 +137,13 @@ def agent_record(sample: Sample) -> tuple[str, dict[str, Any], dict[str, Any]]:
         question = sample.query or ""
     _python_syntax([ToolCall(name=c["name"], arguments=c["arguments"]) for c in resolved])
     state = box.state()
-    record = {"question": question, "initial_config": config, "path": [],
-              "function": [acebench_function(t) for t in acebench_order(sample.tools)], "involved_classes": list(config)}
+    record = {
+        "question": question,
+        "initial_config": config,
+        "path": [],
+        "function": [acebench_function(t) for t in acebench_order(sample.tools)],
+        "involved_classes": list(config),
+    }
     answer = {"ground_truth": [{d: state[d]} for d in config], "mile_stone": [python_calls(g) for g in groups]}
     return category, record, answer
 
@@ -151,8 +183,11 @@ def _export_sample(i: int, sample: Sample, by_cat: _WithAnswers, rep: _Report) -
         if system:
             users[0] = f"{system}\n{users[0]}"
         question = "\n".join(f"user: {u}" for u in users)
-        record = {"id": rid, "question": question + "\n",
-                  "function": [acebench_function(t) for t in acebench_order(p.sample.tools)]}
+        record = {
+            "id": rid,
+            "question": question + "\n",
+            "function": [acebench_function(t) for t in acebench_order(p.sample.tools)],
+        }
         by_cat.add(cat, record, {"id": rid, "ground_truth": gold})
         rep.records[cat] += 1
         rep.id_map[rid] = p.sid

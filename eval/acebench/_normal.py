@@ -15,8 +15,15 @@ from collections import Counter
 from itertools import permutations
 from typing import Any
 
-ERROR_TYPES = ("wrong_output_format", "function_mismatch", "wrong functions number", "lack_args",
-               "addition_args", "type_error", "value_error")
+ERROR_TYPES = (
+    "wrong_output_format",
+    "function_mismatch",
+    "wrong functions number",
+    "lack_args",
+    "addition_args",
+    "type_error",
+    "value_error",
+)
 
 Verdict = tuple[bool, str | None, str, str | None]
 OK: Verdict = (True, None, "", None)
@@ -32,9 +39,22 @@ class OfficialCrash(Exception):
 # official
 # =============================================================================================
 _OFF_TYPES: dict[str, Any] = {
-    "string": str, "integer": int, "float": float, "boolean": bool, "array": list, "tuple": list,
-    "dict": dict, "any": str, "list": list, "object": dict, "objectArray": list, "list(string)": list,
-    "list(enum)": list, "int": int, "enum": enumerate, "number": int,
+    "string": str,
+    "integer": int,
+    "float": float,
+    "boolean": bool,
+    "array": list,
+    "tuple": list,
+    "dict": dict,
+    "any": str,
+    "list": list,
+    "object": dict,
+    "objectArray": list,
+    "list(string)": list,
+    "list(enum)": list,
+    "int": int,
+    "enum": enumerate,
+    "number": int,
 }
 _OFF_NESTED = ("array", "tuple", "list(string)", "list(enum)", "object", "objectArray")
 _STD = re.compile(r"[ ,./\-_*^]")
@@ -177,7 +197,11 @@ def _off_simple(desc: dict[str, Any] | None, out: dict[str, Any], gold: dict[str
     if margs == {} and params == {}:
         return {"valid": True}
     if margs == {} or params == {}:
-        return {"valid": False, "error_type": "wrong_param", "error": "call without arguments (or function without parameters)"}
+        return {
+            "valid": False,
+            "error_type": "wrong_param",
+            "error": "call without arguments (or function without parameters)",
+        }
     if not isinstance(params, dict) or "properties" not in params:
         raise OfficialCrash("parameters without 'properties'")
     if ans == params["properties"]:
@@ -227,15 +251,15 @@ def _off_simple(desc: dict[str, Any] | None, out: dict[str, Any], gold: dict[str
             return {"valid": False, "error_type": tc["error_type"], "error": f"{p}: {tc['error']}"}
         if tc["is_variable"]:
             continue
-        if expected == dict:
+        if expected is dict:
             r = _off_dict(value, ans[p])
-        elif expected == list and nested == dict:
+        elif expected is list and nested is dict:
             if tdesc == "objectArray":
                 raise OfficialCrash("objectArray branch calls dict_checker with a wrong signature")
             r = _off_list_dict(value, ans[p])
-        elif expected == str:
+        elif expected is str:
             r = _off_string(value, ans[p], agent)
-        elif expected == list:
+        elif expected is list:
             r = _off_list(value, ans[p])
         else:
             continue  # ints, floats, booleans: never value-checked
@@ -251,8 +275,9 @@ def _off_find_description(functions: list[dict[str, Any]], name: str) -> dict[st
     return None
 
 
-def _off_normal(functions: list[dict[str, Any]], output: list[dict[str, Any]], answer: dict[str, Any],
-                agent: bool) -> dict[str, Any]:
+def _off_normal(
+    functions: list[dict[str, Any]], output: list[dict[str, Any]], answer: dict[str, Any], agent: bool
+) -> dict[str, Any]:
     if len(output) != len(answer):
         return {"valid": False, "error_type": "wrong functions number", "error": "the number of calls differs"}
     names = list(answer.keys())
@@ -285,8 +310,9 @@ def _off_normal(functions: list[dict[str, Any]], output: list[dict[str, Any]], a
     return result
 
 
-def check_official(functions: list[dict[str, Any]], output: list[dict[str, Any]], answers: Any,
-                   category: str = "") -> Verdict:
+def check_official(
+    functions: list[dict[str, Any]], output: list[dict[str, Any]], answers: Any, category: str = ""
+) -> Verdict:
     """The official verdict for a decoded output against one record's possible answer(s)."""
     alts = answers if isinstance(answers, list) else [answers]
     first: dict[str, Any] | None = None
@@ -336,9 +362,19 @@ def values_equal(a: Any, b: Any) -> bool:
 
 
 _STRICT_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,), "str": (str,), "integer": (int,), "int": (int,), "number": (int, float), "float": (int, float),
-    "boolean": (bool,), "bool": (bool,), "array": (list, tuple), "list": (list, tuple), "tuple": (list, tuple),
-    "object": (dict,), "dict": (dict,),
+    "string": (str,),
+    "str": (str,),
+    "integer": (int,),
+    "int": (int,),
+    "number": (int, float),
+    "float": (int, float),
+    "boolean": (bool,),
+    "bool": (bool,),
+    "array": (list, tuple),
+    "list": (list, tuple),
+    "tuple": (list, tuple),
+    "object": (dict,),
+    "dict": (dict,),
 }
 
 

@@ -10,23 +10,51 @@ from types import MappingProxyType
 from typing import Any, Iterator
 
 from benchsmith.eval._private.core import (
-    Benchmark, DigestSet, EvalCase, Mode, OffsetIndex, RecordResult, ReliabilityTally, RunningSum, aggregate_lists, benchmark, check_limit,
-    check_value, failed, mean, passed, read_json_line_at, safe_ratio, scan_json_lines, scorer, sqrt_weights,
+    Benchmark,
+    DigestSet,
+    EvalCase,
+    Mode,
+    OffsetIndex,
+    RecordResult,
+    ReliabilityTally,
+    RunningSum,
+    aggregate_lists,
+    benchmark,
+    check_limit,
+    check_value,
+    failed,
+    mean,
+    passed,
+    read_json_line_at,
+    safe_ratio,
+    scan_json_lines,
+    scorer,
+    sqrt_weights,
     syntax_errors_first,
 )
 from benchsmith.eval._private.episode import clean_summary, error_type
 from benchsmith.schemas import UserError
 
-from ._report import AceBenchReport
-from ._derive import derive_acebench_special
-from ._export import export_acebench
 from . import _agent, _normal, _special
 from ._decode import DecodeError, decode, format_calls
+from ._derive import derive_acebench_special
+from ._export import export_acebench
+from ._report import AceBenchReport
 
-NORMAL = ("normal_single_turn_single_function", "normal_single_turn_parallel_function",
-          "normal_multi_turn_user_adjust", "normal_multi_turn_user_switch", "normal_similar_api", "normal_preference",
-          "normal_atom_bool", "normal_atom_enum", "normal_atom_number", "normal_atom_list",
-          "normal_atom_object_short", "normal_atom_object_deep")
+NORMAL = (
+    "normal_single_turn_single_function",
+    "normal_single_turn_parallel_function",
+    "normal_multi_turn_user_adjust",
+    "normal_multi_turn_user_switch",
+    "normal_similar_api",
+    "normal_preference",
+    "normal_atom_bool",
+    "normal_atom_enum",
+    "normal_atom_number",
+    "normal_atom_list",
+    "normal_atom_object_short",
+    "normal_atom_object_deep",
+)
 SPECIAL = ("special_incomplete", "special_error_param", "special_irrelevant")
 AGENT = ("agent_multi_turn", "agent_multi_step")
 CATEGORIES = NORMAL + SPECIAL + AGENT
@@ -78,10 +106,12 @@ def iter_folder(data: Path) -> Iterator[EvalCase]:
     if not files:
         raise UserError(f"{data} holds no data_<category>.json file", fix="pass an ACEBench data folder")
     for f in files:
-        category = f.stem[len("data_"):]
+        category = f.stem[len("data_") :]
         if category not in CATEGORIES:
-            raise UserError(f"{f}: unknown ACEBench category {category!r}",
-                            fix=f"rename or remove it; known: {', '.join(CATEGORIES)}")
+            raise UserError(
+                f"{f}: unknown ACEBench category {category!r}",
+                fix=f"rename or remove it; known: {', '.join(CATEGORIES)}",
+            )
         answer_file = data / "possible_answer" / f.name
         if not answer_file.is_file():
             raise UserError(f"{answer_file} is missing", fix="possible_answer/ needs a file per data file")
@@ -102,8 +132,9 @@ def iter_folder(data: Path) -> Iterator[EvalCase]:
         yield from _data_cases(f, category, answer_file, answers, lines)
 
 
-def _data_cases(f: Path, category: str, answer_file: Path, answers: OffsetIndex,
-                lines: array[int]) -> Iterator[EvalCase]:
+def _data_cases(
+    f: Path, category: str, answer_file: Path, answers: OffsetIndex, lines: array[int]
+) -> Iterator[EvalCase]:
     with syntax_errors_first(f, fix=FIX, then=_read_jsonl(f)):
         yield from _data_rows(f, category, answer_file, answers, lines)
 
@@ -113,9 +144,10 @@ def _seen_before(f: Path, rid: str, line: int) -> bool:
     return any(obj["id"] == rid for n, _, obj in _read_jsonl(f) if n < line)
 
 
-def _data_rows(f: Path, category: str, answer_file: Path, answers: OffsetIndex,
-               lines: array[int]) -> Iterator[EvalCase]:
-    seen = DigestSet()   # ids as 8-byte digests; a hit is checked against the file
+def _data_rows(
+    f: Path, category: str, answer_file: Path, answers: OffsetIndex, lines: array[int]
+) -> Iterator[EvalCase]:
+    seen = DigestSet()  # ids as 8-byte digests; a hit is checked against the file
     for n, _, obj in _read_jsonl(f):
         rid = obj["id"]
         if rid in seen and _seen_before(f, rid, n):
@@ -124,22 +156,30 @@ def _data_rows(f: Path, category: str, answer_file: Path, answers: OffsetIndex,
         j = answers.position(rid)
         ans = read_json_line_at(answer_file, answers.offsets[j]) if j >= 0 else None
         if ans is None or ans["id"] != rid:
-            raise UserError(f"{f} line {n}: id {rid} has no possible answer in {answer_file.name}",
-                            fix="add it to possible_answer/")
+            raise UserError(
+                f"{f} line {n}: id {rid} has no possible answer in {answer_file.name}", fix="add it to possible_answer/"
+            )
         if category.startswith("agent"):
             bad = [k for k in ("initial_config", "involved_classes") if k not in obj]
         else:
             bad = [k for k in ("question", "function") if k not in obj]
         if bad or ("function" in obj and not isinstance(obj["function"], list)):
-            raise UserError(f"{f} line {n}: missing or bad {', '.join(bad) or 'function'}",
-                            fix="records need question + function list (agent: initial_config, involved_classes)")
+            raise UserError(
+                f"{f} line {n}: missing or bad {', '.join(bad) or 'function'}",
+                fix="records need question + function list (agent: initial_config, involved_classes)",
+            )
         an = lines[j]
         gold: Any = ans["ground_truth"]
         if category.startswith("agent"):
             gold = {"state": ans["ground_truth"], "milestones": ans["mile_stone"]}
-        yield EvalCase(id=rid, benchmark="acebench", category=category,
-                       input={k: v for k, v in obj.items() if k != "id"}, gold=gold,
-                       meta={"file": f.name, "line": n, "answer_line": an})
+        yield EvalCase(
+            id=rid,
+            benchmark="acebench",
+            category=category,
+            input={k: v for k, v in obj.items() if k != "id"},
+            gold=gold,
+            meta={"file": f.name, "line": n, "answer_line": an},
+        )
 
 
 # ---- scoring ----------------------------------------------------------------------------------
@@ -151,7 +191,9 @@ def score_normal(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
     except DecodeError as exc:
         return failed(case, "wrong_output_format", f"cannot decode the output: {exc}")
     check_limit("calls", len(calls))
-    check_value(calls, prediction if isinstance(prediction, str) else None)  # folded strings are bounded by the decoder's FoldBudget
+    check_value(
+        calls, prediction if isinstance(prediction, str) else None
+    )  # folded strings are bounded by the decoder's FoldBudget
     if mode == "official":
         try:
             ok, etype, reason, raw = _normal.check_official(functions, calls, case.gold, case.category)
@@ -196,10 +238,13 @@ def score_agent(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
     details = {"process": process, "turns": len(turns), "end_state": source, "replay_notes": notes[:20]}
     summary = _agent.episode_summary(prediction)
     summary = clean_summary(summary) if summary is not None else None
-    if summary is not None:   # a benchsmith episode: its end reason and, when it failed, why
+    if summary is not None:  # a benchsmith episode: its end reason and, when it failed, why
         calls = replayed if source == "replayed" and mode == "strict" else _agent.replayed_calls(case.input, turns)
-        gold_calls = [{"name": n, "arguments": a} for t in _agent.milestone_list(gold.get("milestones"))
-                      for n, a in _agent.decode_or_skip(t)]
+        gold_calls = [
+            {"name": n, "arguments": a}
+            for t in _agent.milestone_list(gold.get("milestones"))
+            for n, a in _agent.decode_or_skip(t)
+        ]
         details["episode"] = {**summary, "error_type": None if end_ok else error_type(summary, calls, gold_calls)}
     if end_ok:
         return passed(case, **details)
@@ -268,7 +313,7 @@ class AceAggregate:
     def __init__(self, mode: Mode) -> None:
         self.mode = mode
         self.cats: dict[str, _Category] = {}
-        self.units: dict[str, DigestSet] = {}     # family -> its sample units (family_sizes), as digests
+        self.units: dict[str, DigestSet] = {}  # family -> its sample units (family_sizes), as digests
         self.n = self.ok = 0
         self.reliability = ReliabilityTally()
 
@@ -278,7 +323,8 @@ class AceAggregate:
         self.cats.setdefault(record.category, _Category()).add(record)
         if case is not None:
             self.units.setdefault(family_of(case.category), DigestSet()).add(
-                dialogue_of(case.id) if case.category in MULTI_TURN else case.id)
+                dialogue_of(case.id) if case.category in MULTI_TURN else case.id
+            )
         self.reliability.add(case, record)
 
     def result(self) -> dict[str, Any]:
@@ -297,21 +343,29 @@ class AceAggregate:
                 for turns, ok in zip(c.turns, c.turns_ok):
                     end.add(1.0 if ok == turns else 0.0)
                     proc.add(agg.r3(ok / turns))
-                entry.update(dialogues=len(c.dialogues), turn_accuracy=safe_ratio(correct, n),
-                             accuracy=agg.r3(end.mean()), end_accuracy=agg.r3(end.mean()),
-                             process_accuracy=agg.r3(proc.mean()))
+                entry.update(
+                    dialogues=len(c.dialogues),
+                    turn_accuracy=safe_ratio(correct, n),
+                    accuracy=agg.r3(end.mean()),
+                    end_accuracy=agg.r3(end.mean()),
+                    process_accuracy=agg.r3(proc.mean()),
+                )
             elif cat in AGENT:
                 process = c.process
-                if mode == "strict" and c.user_failed:   # never charged to the model (official mode has no such notion)
+                if mode == "strict" and c.user_failed:  # never charged to the model (official mode has no such notion)
                     n, correct, process, errs = c.counted_n, c.counted_correct, c.counted_process, c.counted_errors
                     entry.update(n=n, correct=correct)
                 acc = safe_ratio(correct, n)
-                entry.update(accuracy=agg.r3(acc), end_accuracy=agg.r3(acc), process_accuracy=agg.r3(process.mean()),
-                             user_simulator_failures=c.user_failed)
+                entry.update(
+                    accuracy=agg.r3(acc),
+                    end_accuracy=agg.r3(acc),
+                    process_accuracy=agg.r3(process.mean()),
+                    user_simulator_failures=c.user_failed,
+                )
                 if c.kinds:
                     entry["episode_error_types"] = dict(sorted(c.kinds.items()))
             elif cat in SPECIAL:
-                entry["accuracy"] = safe_ratio(correct, n)   # the official summary does not round these
+                entry["accuracy"] = safe_ratio(correct, n)  # the official summary does not round these
             else:
                 entry["accuracy"] = agg.r3(safe_ratio(correct, n))
             entry["error_types"] = dict(sorted(errs.items()))
@@ -321,14 +375,14 @@ class AceAggregate:
             present = [c for c in members if c in cats]
             if not present:
                 continue
-            if mode == "official":   # the official summary counts a missing sub-category as 0
+            if mode == "official":  # the official summary counts a missing sub-category as 0
                 families[fam] = agg.r3(sum(cats[c]["accuracy"] for c in present) / len(members))
             else:
                 families[fam] = mean(cats[c]["accuracy"] for c in present)
         out: dict[str, Any] = {"categories": cats, "families": families}
         if mode == "official":
             weights = sqrt_weights(FAMILY_SIZES)
-            w = {f: round(v, 4) for f, v in weights.items()}   # 0.578 / 0.2676 / 0.1545
+            w = {f: round(v, 4) for f, v in weights.items()}  # 0.578 / 0.2676 / 0.1545
             out["summary"] = round(sum(families.get(f, 0.0) * w[f] for f in w), 3)
             out["summary_weights"] = w
             out["summary_sizes"] = dict(FAMILY_SIZES)
@@ -353,10 +407,10 @@ class AceAggregate:
 @benchmark("acebench")
 class AceBench(Benchmark):
     """ACEBench (normal / special / agent), official and strict modes."""
+
     report = AceBenchReport()
     derivers = MappingProxyType({"acebench_special": derive_acebench_special})
     exporter = staticmethod(export_acebench)
-
 
     def load(self, data: Path) -> list[EvalCase]:
         return load_folder(Path(data))
@@ -394,6 +448,8 @@ class AceBench(Benchmark):
         gold = case.gold[0] if isinstance(case.gold, list) and case.gold else case.gold
         names = {f.get("name") for f in case.input.get("function") or [] if isinstance(f, dict)}
         names.discard(None)
-        calls = [(_normal.resolve_name(k, names), v if isinstance(v, dict) else {})
-                 for k, v in (gold.items() if isinstance(gold, dict) else [])]
+        calls = [
+            (_normal.resolve_name(k, names), v if isinstance(v, dict) else {})
+            for k, v in (gold.items() if isinstance(gold, dict) else [])
+        ]
         return format_calls(calls)

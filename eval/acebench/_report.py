@@ -68,6 +68,12 @@ class AceBenchReport(ReportView):
                 return sum(n * x for n, x in pairs) / total
             return sum(x for _, x in pairs) / len(pairs) if pairs else None
 
-        return {"end_state": mean(1), "process": mean(2), "per_category": per_category,
-                "reliability": reliability(scores.get("reliability")), "error_types": dict(sorted(kinds.items())),
-                "episodes": episodes, "user_simulator_failures": failures}
+        return {
+            "end_state": mean(1),
+            "process": mean(2),
+            "per_category": per_category,
+            "reliability": reliability(scores.get("reliability")),
+            "error_types": dict(sorted(kinds.items())),
+            "episodes": episodes,
+            "user_simulator_failures": failures,
+        }

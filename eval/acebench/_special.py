@@ -63,8 +63,11 @@ def _mentions(text: str, item: str) -> bool:
     item = strict_text(str(item))
     if not item:
         return True
-    pat = (r"(?<![\w])" if item[0].isalnum() or item[0] == "_" else "") + re.escape(item) \
+    pat = (
+        (r"(?<![\w])" if item[0].isalnum() or item[0] == "_" else "")
+        + re.escape(item)
         + (r"(?![\w])" if item[-1].isalnum() or item[-1] == "_" else "")
+    )
     return re.search(pat, strict_text(text)) is not None
 
 
@@ -112,5 +115,7 @@ def gold_message(category: str, gold: Any) -> str:
         if kind == "incomplete":
             parts.append(f"{INCOMPLETE_PHRASE} ({vals}) for the api ({str(name).strip()})")
         else:
-            parts.append(f"{ERROR_PHRASE} ({vals}) for the parameters ({str(name).strip()}) in the conversation history.")
+            parts.append(
+                f"{ERROR_PHRASE} ({vals}) for the parameters ({str(name).strip()}) in the conversation history."
+            )
     return json.dumps(parts, ensure_ascii=False)

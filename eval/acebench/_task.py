@@ -14,13 +14,19 @@ from typing import Any
 
 from benchsmith.construction.nl2api import hoist_columns
 from benchsmith.eval import EvalCase
+from benchsmith.eval._private.calls import call_schema, enum_or_string, native_tool_calls, openai_tool, python_calls
 from benchsmith.eval._private.episode import Episode, EpisodeSpec, EpisodeTask
 from benchsmith.eval._private.runner import (
-    CallContext, FormatError, Outcome, Request, SingleCallTask, read_json_reply, shallow_reply, task,
+    CallContext,
+    FormatError,
+    Outcome,
+    Request,
+    SingleCallTask,
+    read_json_reply,
+    shallow_reply,
+    task,
 )
 from benchsmith.prompts import get_prompt
-
-from benchsmith.eval._private.calls import call_schema, enum_or_string, native_tool_calls, openai_tool, python_calls
 
 from . import _episode
 
@@ -84,23 +90,39 @@ class ACEBenchTask(EpisodeTask, SingleCallTask):
         inp = case.input
         functions = inp.get("function") or []
         if self.options.mode == "tools":
-            msgs = self._template().render(functions=[], columns="", native_tools=True, time=inp.get("time"), profile=inp.get("profile"),
-                                           question=inp.get("question", ""))
+            msgs = self._template().render(
+                functions=[],
+                columns="",
+                native_tools=True,
+                time=inp.get("time"),
+                profile=inp.get("profile"),
+                question=inp.get("question", ""),
+            )
             tools = [openai_tool(f.get("name", ""), f.get("description", ""), f.get("parameters")) for f in functions]
             return Request(msgs, tools=tools, max_tokens=self.options.max_tokens)
         names = [str(f.get("name")) for f in functions if f.get("name")]
-        schema = {"type": "object", "properties": {
-            "decision": {"type": "string", "enum": DECISIONS},
-            "calls": {"type": "array", "maxItems": 6, "items": call_schema(functions)},
-            "api": enum_or_string([*names, ""]) if names else {"type": "string"},
-            "parameters": {"type": "array", "maxItems": 6, "items": {"type": "string", "maxLength": 64}},
-            "values": {"type": "array", "maxItems": 6, "items": {"type": "string", "maxLength": 120}}},
-            "required": ["decision", "calls", "api", "parameters", "values"]}
+        schema = {
+            "type": "object",
+            "properties": {
+                "decision": {"type": "string", "enum": DECISIONS},
+                "calls": {"type": "array", "maxItems": 6, "items": call_schema(functions)},
+                "api": enum_or_string([*names, ""]) if names else {"type": "string"},
+                "parameters": {"type": "array", "maxItems": 6, "items": {"type": "string", "maxLength": 64}},
+                "values": {"type": "array", "maxItems": 6, "items": {"type": "string", "maxLength": 120}},
+            },
+            "required": ["decision", "calls", "api", "parameters", "values"],
+        }
         # the column list said once after the functions: the functions' text is then the same for every
         # case of a split, a prefix the server reuses from one case to the next
         columns, shown = hoist_columns(functions)
-        msgs = self._template().render(functions=shown, columns=columns, native_tools=False, time=inp.get("time"),
-                                       profile=inp.get("profile"), question=inp.get("question", ""))
+        msgs = self._template().render(
+            functions=shown,
+            columns=columns,
+            native_tools=False,
+            time=inp.get("time"),
+            profile=inp.get("profile"),
+            question=inp.get("question", ""),
+        )
         return Request(msgs, json_schema=schema, max_tokens=self.options.max_tokens)
 
     def parse(self, case: EvalCase, text: str, tool_calls: list[dict[str, Any]]) -> tuple[Any, Any]:

@@ -10,6 +10,7 @@ expected one; NL2API dialogues: the last answer against the gold answer), proces
 >>> len(cases) >= 12 and {c.category for c in cases} == {"scenario"}
 True
 """
+
 from ._plugin import AgentBench, load_agent_cases
 from ._task import AgentTask
 

@@ -20,11 +20,27 @@ from typing import Any, Iterator
 
 from benchsmith.construction import EnvContext, open_environment
 from benchsmith.construction.sandbox import (
-    is_scenarios_file, load_scenarios, process_accuracy, scenario_to_sample, state_mismatches,
+    is_scenarios_file,
+    load_scenarios,
+    process_accuracy,
+    scenario_to_sample,
+    state_mismatches,
 )
 from benchsmith.eval._private.core import (
-    Benchmark, EvalCase, Mode, RecordResult, ReliabilityTally, RunningSum, aggregate_lists, benchmark, check_limit,
-    check_value, failed, passed, safe_ratio, scorer,
+    Benchmark,
+    EvalCase,
+    Mode,
+    RecordResult,
+    ReliabilityTally,
+    RunningSum,
+    aggregate_lists,
+    benchmark,
+    check_limit,
+    check_value,
+    failed,
+    passed,
+    safe_ratio,
+    scorer,
 )
 from benchsmith.eval._private.episode import clean_summary, error_type
 from benchsmith.schemas import RowError, Sample, Split, ToolError, UserError, check_jsonl, loads_json, scan_jsonl
@@ -42,16 +58,21 @@ def _case(sample: Sample, where: str) -> EvalCase | None:
         return None
     dialogue = sample.dialogue or []
     if not dialogue and "scenario_id" not in meta and "expected_state" not in meta:
-        return None          # a plain single-query sample: the nl2api task runs those
+        return None  # a plain single-query sample: the nl2api task runs those
     instruction = meta.get("goal") or sample.query
     if not instruction:
         users = [m.content for m in dialogue if m.role == "user"]
         instruction = " ".join(users)
     if not instruction:
-        raise UserError(f"{where}: sample {sample.id} has no goal or query to give the simulated user",
-                        fix="add metadata.goal (or query) to the sample")
-    gold_calls = [s.call.model_dump(mode="json", exclude_none=True) for s in sample.gold
-                  if s.call is not None and s.verdict in (None, "success")]
+        raise UserError(
+            f"{where}: sample {sample.id} has no goal or query to give the simulated user",
+            fix="add metadata.goal (or query) to the sample",
+        )
+    gold_calls = [
+        s.call.model_dump(mode="json", exclude_none=True)
+        for s in sample.gold
+        if s.call is not None and s.verdict in (None, "success")
+    ]
     milestones = meta.get("milestones") or ([gold_calls] if gold_calls else [])
     gold: dict[str, Any] = {"calls": gold_calls, "milestones": milestones}
     if meta.get("expected_state") is not None:
@@ -59,16 +80,28 @@ def _case(sample: Sample, where: str) -> EvalCase | None:
     elif meta.get("final_state") is not None:
         gold["state"], gold["state_source"] = meta["final_state"], "reviewed_final_state"
     elif env.get("kind") != "nl2api":
-        raise UserError(f"{where}: sample {sample.id} has no expected or final state to score against",
-                        fix="add metadata.expected_state, or build it with `benchsmith construct dialogues`")
+        raise UserError(
+            f"{where}: sample {sample.id} has no expected or final state to score against",
+            fix="add metadata.expected_state, or build it with `benchsmith construct dialogues`",
+        )
     tools = [t.model_dump(mode="json", exclude_none=True) for t in sample.tools]
     case_id = (meta.get("scenario_id") if not dialogue else None) or sample.id
     if not case_id:
         raise UserError(f"{where}: a sample without an id", fix="give every sample an id")
-    return EvalCase(id=str(case_id), benchmark="agent", category="dialogue" if dialogue else "scenario",
-                    input={"instruction": instruction, "persona": meta.get("persona"), "tools": tools,
-                           "environment": env, "setup": [c.model_dump(mode="json", exclude_none=True) for c in sample.setup]},
-                    gold=gold, meta={"file": where, "scenario_id": meta.get("scenario_id")})
+    return EvalCase(
+        id=str(case_id),
+        benchmark="agent",
+        category="dialogue" if dialogue else "scenario",
+        input={
+            "instruction": instruction,
+            "persona": meta.get("persona"),
+            "tools": tools,
+            "environment": env,
+            "setup": [c.model_dump(mode="json", exclude_none=True) for c in sample.setup],
+        },
+        gold=gold,
+        meta={"file": where, "scenario_id": meta.get("scenario_id")},
+    )
 
 
 def load_agent_cases(data: str | Path) -> list[EvalCase]:
@@ -84,7 +117,7 @@ def iter_agent_cases(data: str | Path) -> Iterator[EvalCase]:
     one at a time."""
     data = Path(data)
     samples: Iterator[tuple[Sample, str]]
-    rows_file: Path | None = None   # a samples file: its bad rows are reported before any other error
+    rows_file: Path | None = None  # a samples file: its bad rows are reported before any other error
     if str(data) == "sandbox" and not data.exists():
         samples = ((scenario_to_sample(s), "packaged scenarios") for s in load_scenarios())
     elif data.is_file() and is_scenarios_file(data):
@@ -99,8 +132,10 @@ def iter_agent_cases(data: str | Path) -> Iterator[EvalCase]:
         path = data / "scenarios.jsonl"
         samples = ((scenario_to_sample(s), str(path)) for s in load_scenarios(path))
     else:
-        raise UserError(f"{data}: no agent data here",
-                        fix="pass 'sandbox', a scenarios JSONL file, or a split / samples file with dialogue or scenario samples")
+        raise UserError(
+            f"{data}: no agent data here",
+            fix="pass 'sandbox', a scenarios JSONL file, or a split / samples file with dialogue or scenario samples",
+        )
     n_samples = n_cases = 0
     for s, where in samples:
         n_samples += 1
@@ -114,8 +149,11 @@ def iter_agent_cases(data: str | Path) -> Iterator[EvalCase]:
             n_cases += 1
             yield c
     if n_samples and not n_cases:
-        raise UserError(f"{data}: none of its {n_samples} samples is an episode (no environment with a dialogue, "
-                        "scenario or expected state)", fix="build dialogues with `benchsmith construct dialogues`")
+        raise UserError(
+            f"{data}: none of its {n_samples} samples is an episode (no environment with a dialogue, "
+            "scenario or expected state)",
+            fix="build dialogues with `benchsmith construct dialogues`",
+        )
 
 
 def _samples(path: Path) -> Iterator[tuple[Sample, str]]:
@@ -146,7 +184,7 @@ def replay(case: EvalCase, calls: list[dict[str, Any]]) -> tuple[Any, list[dict[
     last_label = None
     for n, c in enumerate(calls[:MAX_REPLAY]):
         name, args = c.get("name"), c.get("arguments")
-        label = c.get("label") or f"out_{n + 1}"   # the episode's own labels (eval/agent/_task.py)
+        label = c.get("label") or f"out_{n + 1}"  # the episode's own labels (eval/agent/_task.py)
         try:
             env.call(str(name), args if isinstance(args, dict) else {}, label)
             done.append({"name": name, "arguments": args, "ok": True})
@@ -154,7 +192,7 @@ def replay(case: EvalCase, calls: list[dict[str, Any]]) -> tuple[Any, list[dict[
         except ToolError as exc:
             done.append({"name": name, "arguments": args, "ok": False, "code": getattr(exc, "code", None)})
     log = getattr(env, "log", None)
-    if isinstance(log, list) and len(log) == len(done):   # the sandbox's own log: arguments with references resolved
+    if isinstance(log, list) and len(log) == len(done):  # the sandbox's own log: arguments with references resolved
         done = [{**d, "arguments": getattr(r, "arguments", d["arguments"])} for d, r in zip(done, log)]
     snap = getattr(env, "state", None)
     state = json.loads(json.dumps(snap(), default=str)) if callable(snap) else None
@@ -206,12 +244,17 @@ def score_episode(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
         _, _, gold_answer = replay(case, gold.get("calls") or [])
         ok = answer is not None and _rows(answer) == _rows(gold_answer)
         why = "" if ok else ("no successful call" if answer is None else "the last answer differs from the gold answer")
-    details = {"process": process, "end_state": ok, "calls": len(done),
-               "episode": {**summary, "error_type": None if ok else error_type(summary, done, gold.get("calls"))}}
+    details = {
+        "process": process,
+        "end_state": ok,
+        "calls": len(done),
+        "episode": {**summary, "error_type": None if ok else error_type(summary, done, gold.get("calls"))},
+    }
     if ok:
         return passed(case, **details)
-    return failed(case, details["episode"]["error_type"] or "end_state_mismatch", why or "the end state differs",
-                  **details)
+    return failed(
+        case, details["episode"]["error_type"] or "end_state_mismatch", why or "the end state differs", **details
+    )
 
 
 class _Counted:
@@ -260,14 +303,20 @@ class AgentAggregate:
             c = self.cats.get(cat)
             if c is None:
                 continue
-            cats[cat] = {"n": c.n, "correct": c.ok, "end_state_accuracy": safe_ratio(c.ok, c.n),
-                         "process_accuracy": c.process.mean()}
+            cats[cat] = {
+                "n": c.n,
+                "correct": c.ok,
+                "end_state_accuracy": safe_ratio(c.ok, c.n),
+                "process_accuracy": c.process.mean(),
+            }
         out: dict[str, Any] = {
             "end_state_accuracy": safe_ratio(self.all.ok, self.all.n),
             "process_accuracy": self.all.process.mean(),
-            "episodes": self.episodes, "counted_episodes": self.all.n,
+            "episodes": self.episodes,
+            "counted_episodes": self.all.n,
             "user_simulator_failures": self.episodes - self.all.n,
-            "error_types": dict(sorted(self.errors.items())), "categories": cats,
+            "error_types": dict(sorted(self.errors.items())),
+            "categories": cats,
             "end_reasons": dict(sorted(self.ends.items())),
             "user_never_stopped": self.never_stopped,
         }

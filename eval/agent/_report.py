@@ -28,14 +28,21 @@ class AgentReport(ReportView):
     def episodes(self, scores: Mapping[str, Any]) -> dict[str, Any] | None:
         """Every case is an episode: the top-level figures, ``categories`` and ``reliability``."""
         cats = scores.get("categories") if isinstance(scores.get("categories"), Mapping) else {}
-        per_category = {str(c): {"end_state": num(get(v, "end_state_accuracy")), "process": num(get(v, "process_accuracy"))}
-                        for c, v in sorted(cats.items())}
+        per_category = {
+            str(c): {"end_state": num(get(v, "end_state_accuracy")), "process": num(get(v, "process_accuracy"))}
+            for c, v in sorted(cats.items())
+        }
         end, process = num(scores.get("end_state_accuracy")), num(scores.get("process_accuracy"))
         rel = reliability(scores.get("reliability"))
         if end is None and process is None and rel is None and not per_category:
             return None
         n, failures = num(scores.get("episodes")), num(scores.get("user_simulator_failures"))
-        return {"end_state": end, "process": process, "per_category": per_category, "reliability": rel,
-                "error_types": counts(scores.get("error_types")),
-                "episodes": int(n) if n is not None else None,
-                "user_simulator_failures": int(failures) if failures is not None else None}
+        return {
+            "end_state": end,
+            "process": process,
+            "per_category": per_category,
+            "reliability": rel,
+            "error_types": counts(scores.get("error_types")),
+            "episodes": int(n) if n is not None else None,
+            "user_simulator_failures": int(failures) if failures is not None else None,
+        }

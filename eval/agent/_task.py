@@ -21,8 +21,12 @@ class AgentTask(EpisodeTask):
 
     def episode_spec(self, case: EvalCase) -> EpisodeSpec:
         inp = case.input
-        return EpisodeSpec(instruction=inp["instruction"], tools=inp.get("tools") or [], open_env=lambda: LabelledEnv(open_case_env(case)),
-                           persona=inp.get("persona"))
+        return EpisodeSpec(
+            instruction=inp["instruction"],
+            tools=inp.get("tools") or [],
+            open_env=lambda: LabelledEnv(open_case_env(case)),
+            persona=inp.get("persona"),
+        )
 
     def prediction(self, case: EvalCase, episode: Episode) -> str:
         return json.dumps(episode_prediction(episode), ensure_ascii=False, default=str)

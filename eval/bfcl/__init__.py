@@ -15,6 +15,7 @@ either format and fixes the documented bugs (``docs/eval/bfcl.md``).
 >>> strict_check("simple_python", fns, [{"math.factorial": {"number": [5]}}], calls).ok
 True
 """
+
 from ._checker import (
     Verdict,
     official_check,
@@ -24,6 +25,7 @@ from ._checker import (
     strict_relevant_call,
 )
 from ._decode import FC, FORMATS, PROMPT, Decoded, decode, fc_value, has_call, strip_fence, value_prediction
+from ._export import bfcl_answer, bfcl_function, bfcl_schema, export_bfcl
 from ._plugin import (
     AST_CATEGORIES,
     BFCL,
@@ -42,10 +44,12 @@ from ._plugin import (
     score_relevance,
 )
 from ._task import BFCLTask, fc_result
-from ._export import bfcl_answer, bfcl_function, bfcl_schema, export_bfcl
 
 __all__ = [
-    "export_bfcl", "bfcl_answer", "bfcl_function", "bfcl_schema",
+    "export_bfcl",
+    "bfcl_answer",
+    "bfcl_function",
+    "bfcl_schema",
     "fc_result",
     "BFCLTask",
     "AST_CATEGORIES",

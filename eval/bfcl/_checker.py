@@ -68,8 +68,16 @@ def language_of(category: str) -> str:
 # =============================================================================================
 # official rules
 # =============================================================================================
-_PY_TYPES: dict[str, type] = {"string": str, "integer": int, "float": float, "boolean": bool,
-                              "array": list, "tuple": list, "dict": dict, "any": str}
+_PY_TYPES: dict[str, type] = {
+    "string": str,
+    "integer": int,
+    "float": float,
+    "boolean": bool,
+    "array": list,
+    "tuple": list,
+    "dict": dict,
+    "any": str,
+}
 
 
 @dataclass
@@ -88,8 +96,9 @@ def _answer_type(allowed: list) -> type | None:
     return None
 
 
-def _off_type(param: str, value: Any, allowed: list, type_name: str, expected: type,
-              nested: type | None) -> _TypeResult:
+def _off_type(
+    param: str, value: Any, allowed: list, type_name: str, expected: type, nested: type | None
+) -> _TypeResult:
     answer_type = _answer_type(allowed)
     # a gold value whose type differs from the schema's marks a "variable" (e.g. "$x")
     is_variable = answer_type is not None and answer_type is not expected
@@ -109,11 +118,16 @@ def _off_type(param: str, value: Any, allowed: list, type_name: str, expected: t
         nested_failed = True
     if answer_type is not None and type(value) is answer_type:
         if nested_failed:
-            return _TypeResult(False, True, "type_error:nested",
-                               f"nested type check failed for {param!r}: inner type {nested}")
+            return _TypeResult(
+                False, True, "type_error:nested", f"nested type check failed for {param!r}: inner type {nested}"
+            )
         return _TypeResult(True, True)
-    return _TypeResult(False, False, "type_error:simple",
-                       f"wrong type for {param!r}: expected {type_name}, got {type(value).__name__} ({value!r})")
+    return _TypeResult(
+        False,
+        False,
+        "type_error:simple",
+        f"wrong type for {param!r}: expected {type_name}, got {type(value).__name__} ({value!r})",
+    )
 
 
 def _off_string(param: str, value: str, allowed: list) -> Verdict:
@@ -182,8 +196,10 @@ def _off_list_dict(param: str, value: list, allowed: list) -> Verdict:
 def _off_lang_value(param: str, value: Any, allowed: list, language: str) -> Verdict:
     """Java/JavaScript (approximation, see the docs): values are strings in the language's syntax."""
     if type(value) is not str:
-        return _fail(f"type_error:{'js' if language == 'javascript' else language}",
-                     f"{param!r} must be a string in {language} syntax, got {type(value).__name__}")
+        return _fail(
+            f"type_error:{'js' if language == 'javascript' else language}",
+            f"{param!r} must be a string in {language} syntax, got {type(value).__name__}",
+        )
     if standardize(value) not in [standardize(_as_text(a)) for a in allowed if a != ""]:
         return _fail("value_error:others", f"{param!r}={value!r} is none of {allowed!r}")
     return OK
@@ -246,8 +262,9 @@ def _off_simple(fdesc: dict, call: dict, answer: dict, language: str, underscore
             return _fail("value_error:others", f"{p!r}={value!r} is none of {allowed!r}")
     for p, allowed in allowed_by_param.items():
         if p not in params and "" not in allowed:
-            return _fail("simple_function_checker:missing_optional",
-                         f"parameter {p!r} omitted but not marked as optional")
+            return _fail(
+                "simple_function_checker:missing_optional", f"parameter {p!r} omitted but not marked as optional"
+            )
     return OK
 
 
@@ -268,8 +285,9 @@ def official_check(category: str, functions: list, gold: list, calls: list, fmt:
     underscore = fmt == "fc"
     if _is_parallel(category):
         if len(calls) != len(gold):
-            return _fail("parallel_function_checker_no_order:wrong_count",
-                         f"{len(calls)} call(s) for {len(gold)} expected")
+            return _fail(
+                "parallel_function_checker_no_order:wrong_count", f"{len(calls)} call(s) for {len(gold)} expected"
+            )
         matched: list[int] = []
         for i, answer in enumerate(gold):
             fdesc = _find(functions, next(iter(answer)))
@@ -282,9 +300,11 @@ def official_check(category: str, functions: list, gold: list, calls: list, fmt:
                     matched.append(idx)
                     break
             if not result.ok:
-                return _fail("parallel_function_checker_no_order:cannot_find_match",
-                             f"no unmatched call fits expected call #{i} ({next(iter(answer))}); "
-                             f"last mismatch: {result.error_type}: {result.message}")
+                return _fail(
+                    "parallel_function_checker_no_order:cannot_find_match",
+                    f"no unmatched call fits expected call #{i} ({next(iter(answer))}); "
+                    f"last mismatch: {result.error_type}: {result.message}",
+                )
         return OK
     if _is_multiple(category):
         if len(calls) != len(gold):
@@ -346,7 +366,7 @@ def _type_error(value: Any, schema: Any, depth: int = 0) -> str | None:
     """``None`` if ``value`` fits ``schema`` at every depth, else a description of the mismatch."""
     t = _schema_type(schema)
     ok = _TYPE_OK.get(t or "")
-    if ok is None:          # "any", a missing or an unknown type: anything goes
+    if ok is None:  # "any", a missing or an unknown type: anything goes
         return None
     if not ok(value):
         return f"expected {t}, got {type(value).__name__}" + (f" (at depth {depth})" if depth else "")
@@ -495,13 +515,17 @@ def _accepted_names(fdesc: dict, functions: list, fmt: str) -> set[str]:
 def _st_simple(fdesc: dict | None, functions: list, call: Any, answer: dict, fmt: str, language: str) -> Verdict:
     gold_name, allowed_by_param = next(iter(answer.items()))
     if fdesc is None:
-        return _fail("simple_function_checker:gold_function_missing",
-                     f"the expected function {gold_name!r} is not among the provided functions")
+        return _fail(
+            "simple_function_checker:gold_function_missing",
+            f"the expected function {gold_name!r} is not among the provided functions",
+        )
     if not isinstance(call, dict) or len(call) != 1:
         return _fail("ast_decoder:decoder_wrong_output_format", "a call is not {name: {arguments}}")
     name, params = next(iter(call.items()))
     if name not in _accepted_names(fdesc, functions, fmt):
-        return _fail("simple_function_checker:wrong_func_name", f"function {fdesc.get('name')!r} not found in the output")
+        return _fail(
+            "simple_function_checker:wrong_func_name", f"function {fdesc.get('name')!r} not found in the output"
+        )
     if not isinstance(params, dict):
         return _fail("ast_decoder:decoder_wrong_output_format", "arguments are not a dict")
     parameters = fdesc.get("parameters") if isinstance(fdesc.get("parameters"), dict) else {}
@@ -519,8 +543,9 @@ def _st_simple(fdesc: dict | None, functions: list, call: Any, answer: dict, fmt
             return verdict
     for p, allowed in allowed_by_param.items():
         if p not in params and not (isinstance(allowed, list) and "" in allowed):
-            return _fail("simple_function_checker:missing_optional",
-                         f"parameter {p!r} omitted but not marked as optional")
+            return _fail(
+                "simple_function_checker:missing_optional", f"parameter {p!r} omitted but not marked as optional"
+            )
     return OK
 
 
@@ -566,8 +591,10 @@ def _strict_check(category: str, functions: list, gold: list, calls: list, fmt: 
         for answer in gold:
             fdesc = _find_strict(functions, next(iter(answer)))
             if fdesc is None:
-                return _fail("simple_function_checker:gold_function_missing",
-                             f"the expected function {next(iter(answer))!r} is not among the provided functions")
+                return _fail(
+                    "simple_function_checker:gold_function_missing",
+                    f"the expected function {next(iter(answer))!r} is not among the provided functions",
+                )
             row = []
             for call in calls:
                 v = _st_simple(fdesc, functions, call, answer, fmt, language)
@@ -577,9 +604,11 @@ def _strict_check(category: str, functions: list, gold: list, calls: list, fmt: 
         if _perfect_matching(grid):
             return OK
         missing = [next(iter(a)) for a, row in zip(gold, grid) if not any(row)]
-        return _fail(f"{kind}:cannot_find_match",
-                     f"no one-to-one match of calls to expected calls (unmatched: {missing or 'conflict'}); "
-                     f"last mismatch: {last.error_type}: {last.message}")
+        return _fail(
+            f"{kind}:cannot_find_match",
+            f"no one-to-one match of calls to expected calls (unmatched: {missing or 'conflict'}); "
+            f"last mismatch: {last.error_type}: {last.message}",
+        )
     expected_count = 1 if not _is_multiple(category) else len(gold)
     if len(calls) != expected_count:
         kind = "multiple_function_checker" if _is_multiple(category) else "simple_function_checker"

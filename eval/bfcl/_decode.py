@@ -50,8 +50,8 @@ from typing import Any
 from benchsmith.eval._private.core import MODEL_OUTPUT, FoldBudget, JSONValueText
 from benchsmith.models import ParseError as _ReplyError
 
-PROMPT = "prompt"              # Python call syntax (prompt-mode models)
-FC = "fc"                      # native function calls (FC models)
+PROMPT = "prompt"  # Python call syntax (prompt-mode models)
+FC = "fc"  # native function calls (FC models)
 FORMATS = (PROMPT, FC)
 
 DECODER_FAILED = "ast_decoder:decoder_failed"
@@ -61,10 +61,10 @@ REPEATED = "ast_decoder:repeated_keyword"
 UNPACKING = "ast_decoder:kwargs_unpacking"
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)```", re.DOTALL)
-_MAX_REPEAT = 100_000          # heaviest value (string length, list elements at every level) folded
-_MAX_FOLDED = 1_000_000        # total weight of the values folded in one output
-_MAX_POW_BITS = 4_096          # largest integer power folded
-_MAX_INT_BITS = 14_000         # largest integer a fold may produce (about 4,200 digits)
+_MAX_REPEAT = 100_000  # heaviest value (string length, list elements at every level) folded
+_MAX_FOLDED = 1_000_000  # total weight of the values folded in one output
+_MAX_POW_BITS = 4_096  # largest integer power folded
+_MAX_INT_BITS = 14_000  # largest integer a fold may produce (about 4,200 digits)
 
 
 class DecodeError(_ReplyError):
@@ -85,8 +85,8 @@ class Decoded:
     """
 
     calls: list[Any] | None
-    fmt: str                                   # the format read: "prompt" | "fc"
-    error: str | None = None                   # an official-style error type
+    fmt: str  # the format read: "prompt" | "fc"
+    error: str | None = None  # an official-style error type
     message: str = ""
     problems: list[tuple[str, str]] = field(default_factory=list)
 
@@ -138,7 +138,7 @@ def _json_item(item: Any) -> Any:
     if not isinstance(item, dict):
         return item
     if set(item) <= {"type", "function", "id"} and isinstance(item.get("function"), dict):
-        item = item["function"]                       # OpenAI tool_call wrapper
+        item = item["function"]  # OpenAI tool_call wrapper
     name = item.get("name")
     if isinstance(name, str) and set(item) - {"name", "id", "type"} <= set(_ARG_KEYS):
         args: Any = {}
@@ -282,8 +282,14 @@ class _Folder:
         raise DecodeError(f"cannot fold {type(node).__name__}")
 
     def binop(self, op: ast.operator, a: Any, b: Any) -> Any:
-        if isinstance(op, ast.Pow) and isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 \
-                and b * int(abs(a)).bit_length() > _MAX_POW_BITS:
+        if (
+            isinstance(op, ast.Pow)
+            and isinstance(a, int)
+            and isinstance(b, int)
+            and b > 0
+            and abs(a) > 1
+            and b * int(abs(a)).bit_length() > _MAX_POW_BITS
+        ):
             raise DecodeError("power too large")
         if isinstance(op, ast.Pow) and isinstance(b, (int, float)) and abs(b) > 10_000:
             raise DecodeError("power too large")
@@ -295,13 +301,20 @@ class _Folder:
                     self.budget.check(max(n, 0) * weigh(seq))
         if isinstance(op, ast.Add) and isinstance(a, seqs) and isinstance(b, seqs):
             self.budget.check(weigh(a) + weigh(b))
-        if isinstance(op, ast.Mod) and isinstance(a, (str, bytes)) \
-                and _WIDE_FORMAT.search(a if isinstance(a, str) else a.decode("latin-1")):
+        if (
+            isinstance(op, ast.Mod)
+            and isinstance(a, (str, bytes))
+            and _WIDE_FORMAT.search(a if isinstance(a, str) else a.decode("latin-1"))
+        ):
             raise DecodeError("format width too large")
         if isinstance(op, (ast.LShift, ast.RShift)) and isinstance(b, int) and b > _MAX_POW_BITS:
             raise DecodeError("shift too large")
-        if isinstance(op, ast.Mult) and isinstance(a, int) and isinstance(b, int) \
-                and a.bit_length() + b.bit_length() > _MAX_INT_BITS:
+        if (
+            isinstance(op, ast.Mult)
+            and isinstance(a, int)
+            and isinstance(b, int)
+            and a.bit_length() + b.bit_length() > _MAX_INT_BITS
+        ):
             raise DecodeError("product too large")
         fn = _OPS.get(type(op))
         if fn is None:
@@ -317,10 +330,20 @@ class _Folder:
 _WIDE_FORMAT = re.compile(r"%[^a-zA-Z%]*(?:\*|\d{5})")
 
 
-_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-        ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
-        ast.Pow: lambda a, b: a ** b, ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b,
-        ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b}
+_OPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b,
+    ast.LShift: lambda a, b: a << b,
+    ast.RShift: lambda a, b: a >> b,
+    ast.BitAnd: lambda a, b: a & b,
+    ast.BitOr: lambda a, b: a | b,
+    ast.BitXor: lambda a, b: a ^ b,
+}
 
 
 class _PyReader:
@@ -370,7 +393,7 @@ class _PyReader:
             if not isinstance(operand, ast.Constant):
                 raise DecodeError("unary operator on a non-constant")
             try:
-                return -operand.value          # the official decoder negates whatever the operator
+                return -operand.value  # the official decoder negates whatever the operator
             except TypeError as exc:
                 raise DecodeError(str(exc)) from None
         if isinstance(node, ast.List):
@@ -385,7 +408,7 @@ class _PyReader:
                 key = self.value(k)
                 try:
                     out[key] = self.value(v)
-                except TypeError as exc:       # unhashable key
+                except TypeError as exc:  # unhashable key
                     raise DecodeError(str(exc)) from None
             return out
         if isinstance(node, ast.BinOp):
@@ -437,7 +460,7 @@ def decode(raw: Any, mode: str = "strict", fmt: str = PROMPT) -> Decoded:
         if official:
             if fmt == FC:
                 return _decode_fc_official(raw)
-            if isinstance(raw, JSONValueText):   # the prompt decoder strips text: a list or number raises
+            if isinstance(raw, JSONValueText):  # the prompt decoder strips text: a list or number raises
                 return Decoded(None, PROMPT, DECODER_FAILED, "a prompt-format result is text, not a JSON value")
             return _decode_python(raw, False)
         as_json = _try_json(raw)

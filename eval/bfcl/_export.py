@@ -13,23 +13,45 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.eval._private.export import (
-    _prepare, _python_syntax, _Report, _sid, _Skip, _with_notes, _WithAnswers, export_with_answers,
+    _prepare,
+    _python_syntax,
+    _Report,
+    _sid,
+    _Skip,
+    _with_notes,
+    _WithAnswers,
+    export_with_answers,
     schema_dialect,
 )
 from benchsmith.schemas import Sample, Tool, ToolCall
 
 bfcl_schema = schema_dialect(
-    {"string": "string", "integer": "integer", "number": "float", "boolean": "boolean", "array": "array",
-     "object": "dict", "null": "any"}, "any", "dict",
-    "A JSON-Schema property in BFCL's dialect (``dict``, ``float``, ``any``).")
+    {
+        "string": "string",
+        "integer": "integer",
+        "number": "float",
+        "boolean": "boolean",
+        "array": "array",
+        "object": "dict",
+        "null": "any",
+    },
+    "any",
+    "dict",
+    "A JSON-Schema property in BFCL's dialect (``dict``, ``float``, ``any``).",
+)
 
 
 def bfcl_function(tool: Tool) -> dict[str, Any]:
     params = tool.parameters
-    return {"name": tool.name, "description": tool.description,
-            "parameters": {"type": "dict",
-                           "properties": {k: bfcl_schema(v) for k, v in params.properties.items()},
-                           "required": list(params.required)}}
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": {
+            "type": "dict",
+            "properties": {k: bfcl_schema(v) for k, v in params.properties.items()},
+            "required": list(params.required),
+        },
+    }
 
 
 def _bfcl_allowed(value: Any, schema: dict[str, Any]) -> list[Any]:
@@ -39,8 +61,12 @@ def _bfcl_allowed(value: Any, schema: dict[str, Any]) -> list[Any]:
     if t == "dict" and isinstance(value, dict):
         return [_bfcl_dict(value, schema)]
     items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
-    if t in ("array", "tuple") and items.get("type") == "dict" and isinstance(value, list) \
-            and all(isinstance(v, dict) for v in value):
+    if (
+        t in ("array", "tuple")
+        and items.get("type") == "dict"
+        and isinstance(value, list)
+        and all(isinstance(v, dict) for v in value)
+    ):
         return [[_bfcl_dict(v, items) for v in value]]
     return [value]
 

@@ -8,30 +8,30 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from benchsmith.eval._private.core import (
-    aggregate_lists,
-    read_json_line_at,
-    scan_json_lines,
-    syntax_errors_first,
     Benchmark,
     EvalCase,
     Mode,
     RecordResult,
+    aggregate_lists,
     benchmark,
     check_limit,
     check_value,
     failed,
     mean,
     passed,
+    read_json_line_at,
     read_json_lines,
     safe_ratio,
+    scan_json_lines,
     scorer,
+    syntax_errors_first,
 )
 from benchsmith.schemas import UserError
 
-from ._report import BFCLReport
-from ._export import export_bfcl
 from ._checker import official_check, strict_check, strict_relevant_call
 from ._decode import FC, FORMATS, PROMPT, Decoded, decode, has_call, value_prediction
+from ._export import export_bfcl
+from ._report import BFCLReport
 
 PREFIX = "BFCL_v4_"
 NON_LIVE_AST = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple")
@@ -61,10 +61,16 @@ def _check_record(path: Path, n: int, row: dict[str, Any]) -> str:
         raise UserError(f"{where}: record {rid} has no 'function' list", fix="give the function documents")
     for f in funcs:
         params = f.get("parameters") if isinstance(f, dict) else None
-        if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not isinstance(params, dict) \
-                or not isinstance(params.get("properties", {}), dict):
-            raise UserError(f"{where}: record {rid} has a function without a name or a parameters object",
-                            fix="each function is {name, description, parameters: {type, properties, required}}")
+        if (
+            not isinstance(f, dict)
+            or not isinstance(f.get("name"), str)
+            or not isinstance(params, dict)
+            or not isinstance(params.get("properties", {}), dict)
+        ):
+            raise UserError(
+                f"{where}: record {rid} has a function without a name or a parameters object",
+                fix="each function is {name, description, parameters: {type, properties, required}}",
+            )
     if not isinstance(row.get("question"), list):
         raise UserError(f"{where}: record {rid} has no 'question' list", fix="question is a list of turns")
     return rid
@@ -77,13 +83,21 @@ def _check_answer(path: Path, n: int, row: dict[str, Any]) -> tuple[str, list]:
     if not isinstance(rid, str):
         raise UserError(f"{where}: possible answer without a string 'id'", fix="every answer has the record's id")
     if not isinstance(gt, list) or not gt:
-        raise UserError(f"{where}: answer {rid} has no non-empty 'ground_truth' list",
-                        fix="ground_truth is [{function: {param: [allowed values]}}]")
+        raise UserError(
+            f"{where}: answer {rid} has no non-empty 'ground_truth' list",
+            fix="ground_truth is [{function: {param: [allowed values]}}]",
+        )
     for call in gt:
-        if not isinstance(call, dict) or len(call) != 1 or not isinstance(next(iter(call.values())), dict) \
-                or not all(isinstance(v, list) for v in next(iter(call.values())).values()):
-            raise UserError(f"{where}: answer {rid} has a call that is not {{function: {{param: [allowed]}}}}",
-                            fix="ground_truth is [{function: {param: [allowed values]}}]")
+        if (
+            not isinstance(call, dict)
+            or len(call) != 1
+            or not isinstance(next(iter(call.values())), dict)
+            or not all(isinstance(v, list) for v in next(iter(call.values())).values())
+        ):
+            raise UserError(
+                f"{where}: answer {rid} has a call that is not {{function: {{param: [allowed]}}}}",
+                fix="ground_truth is [{function: {param: [allowed values]}}]",
+            )
     return rid, gt
 
 
@@ -100,15 +114,17 @@ def iter_folder(data: Path) -> Iterator[EvalCase]:
     data = Path(data)
     if not data.is_dir():
         raise UserError(f"BFCL data folder {data} does not exist", fix="pass the folder holding BFCL_v4_*.json")
-    files = {p.name[len(PREFIX):-len(".json")]: p for p in sorted(data.glob(f"{PREFIX}*.json"))}
+    files = {p.name[len(PREFIX) : -len(".json")]: p for p in sorted(data.glob(f"{PREFIX}*.json"))}
     present = [c for c in CATEGORIES if c in files]
     if not present:
-        raise UserError(f"{data} holds no BFCL_v4_<category>.json file of a supported category",
-                        fix=f"supported categories: {', '.join(CATEGORIES)}")
+        raise UserError(
+            f"{data} holds no BFCL_v4_<category>.json file of a supported category",
+            fix=f"supported categories: {', '.join(CATEGORIES)}",
+        )
     seen: dict[str, str] = {}
     for cat in present:
         path = files[cat]
-        answers: dict[str, int] = {}   # id -> offset of its answer line (the last one)
+        answers: dict[str, int] = {}  # id -> offset of its answer line (the last one)
         if is_ast(cat):
             apath = data / "possible_answer" / path.name
             if not apath.is_file():
@@ -126,12 +142,19 @@ def iter_folder(data: Path) -> Iterator[EvalCase]:
                 gold = None
                 if is_ast(cat):
                     if rid not in answers:
-                        raise UserError(f"{path}:{n}: record {rid} has no answer in possible_answer/{path.name}",
-                                        fix="add its ground_truth line or remove the record")
+                        raise UserError(
+                            f"{path}:{n}: record {rid} has no answer in possible_answer/{path.name}",
+                            fix="add its ground_truth line or remove the record",
+                        )
                     gold = read_json_line_at(apath, answers[rid])["ground_truth"]
-                yield EvalCase(id=rid, benchmark="bfcl", category=cat,
-                               input={"question": row["question"], "functions": row["function"]},
-                               gold=gold, meta={"file": path.name, "line": n})
+                yield EvalCase(
+                    id=rid,
+                    benchmark="bfcl",
+                    category=cat,
+                    input={"question": row["question"], "functions": row["function"]},
+                    gold=gold,
+                    meta={"file": path.name, "line": n},
+                )
 
 
 # ---- scoring ----------------------------------------------------------------------------------
@@ -155,9 +178,12 @@ def score_ast(case: EvalCase, prediction: str, mode: Mode, fmt: str = PROMPT) ->
         try:
             v = official_check(case.category, functions, case.gold, d.calls, d.fmt)
         except Exception as exc:  # noqa: BLE001 - the official checker raises here too
-            return failed(case, "official_checker_crash",
-                          f"the official checker raises {type(exc).__name__}: {exc} (its whole run stops)",
-                          format_read=d.fmt)
+            return failed(
+                case,
+                "official_checker_crash",
+                f"the official checker raises {type(exc).__name__}: {exc} (its whole run stops)",
+                format_read=d.fmt,
+            )
     else:
         if d.problems:
             code, msg = d.problems[0]
@@ -176,12 +202,20 @@ def score_relevance(case: EvalCase, prediction: str, mode: Mode, fmt: str = PROM
     contains = has_call(d)
     if case.category in IRRELEVANCE:
         if contains:
-            return failed(case, "irrelevance_error:decoder_success", "a function call was decoded where none is due",
-                          format_read=d.fmt)
+            return failed(
+                case,
+                "irrelevance_error:decoder_success",
+                "a function call was decoded where none is due",
+                format_read=d.fmt,
+            )
         return passed(case, format_read=d.fmt)
     if not contains:
-        return failed(case, "relevance_error:decoder_failed",
-                      f"no function call decoded{': ' + d.message if d.message else ''}", format_read=d.fmt)
+        return failed(
+            case,
+            "relevance_error:decoder_failed",
+            f"no function call decoded{': ' + d.message if d.message else ''}",
+            format_read=d.fmt,
+        )
     if mode == "strict":
         v = strict_relevant_call(case.input.get("functions", []), d.calls or [], d.fmt)
         if not v.ok:
@@ -211,10 +245,14 @@ def render_calls(calls: list[tuple[str, dict[str, Any]]], fmt: str = PROMPT) -> 
     if not calls:
         return ""
     if fmt == FC:
-        return json.dumps([{name.replace(".", "_"): json.dumps(args, ensure_ascii=False)} for name, args in calls],
-                          ensure_ascii=False)
-    return "[" + ", ".join(f"{name}({', '.join(f'{k}={_render(v)}' for k, v in args.items())})"
-                           for name, args in calls) + "]"
+        return json.dumps(
+            [{name.replace(".", "_"): json.dumps(args, ensure_ascii=False)} for name, args in calls], ensure_ascii=False
+        )
+    return (
+        "["
+        + ", ".join(f"{name}({', '.join(f'{k}={_render(v)}' for k, v in args.items())})" for name, args in calls)
+        + "]"
+    )
 
 
 def _first_of_answer_dict(d: Any) -> Any:
@@ -229,8 +267,12 @@ def _gold_value(allowed: list, schema: Any, language: str) -> Any:
     t = schema.get("type") if isinstance(schema, dict) else None
     if t == "dict":
         value = _first_of_answer_dict(value)
-    elif t in ("array", "tuple") and isinstance(schema.get("items"), dict) and schema["items"].get("type") == "dict" \
-            and isinstance(value, list):
+    elif (
+        t in ("array", "tuple")
+        and isinstance(schema.get("items"), dict)
+        and schema["items"].get("type") == "dict"
+        and isinstance(value, list)
+    ):
         value = [_first_of_answer_dict(x) for x in value]
     if language != "python" and not isinstance(value, str):
         value = json.dumps(value)
@@ -264,8 +306,11 @@ def gold_calls(functions: list, gold: list, language: str = "python") -> list[tu
         name, args = next(iter(call.items()))
         params = schema_of.get(name, {}) if isinstance(schema_of.get(name), dict) else {}
         props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
-        required = {p for p in params.get("required", []) if isinstance(p, str)} \
-            if isinstance(params.get("required"), list) else set()
+        required = (
+            {p for p in params.get("required", []) if isinstance(p, str)}
+            if isinstance(params.get("required"), list)
+            else set()
+        )
         chosen = {}
         for p, allowed in args.items():
             keep, value = _gold_choice(p, allowed, props, required)
@@ -297,7 +342,8 @@ def _plausible(schema: Any) -> Any:
     if "default" in schema and schema["default"] is not None:
         return schema["default"]
     return {"integer": 1, "float": 1.0, "boolean": True, "array": [], "tuple": [], "dict": {}}.get(
-        schema.get("type"), "example")
+        schema.get("type"), "example"
+    )
 
 
 def relevance_call(functions: list, question: Any) -> tuple[str, dict[str, Any]] | None:
@@ -316,7 +362,11 @@ def relevance_call(functions: list, question: Any) -> tuple[str, dict[str, Any]]
         return None
     params = best.get("parameters") if isinstance(best.get("parameters"), dict) else {}
     props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
-    required = [p for p in params.get("required", []) if isinstance(p, str)] if isinstance(params.get("required"), list) else []
+    required = (
+        [p for p in params.get("required", []) if isinstance(p, str)]
+        if isinstance(params.get("required"), list)
+        else []
+    )
     return best["name"], {p: _plausible(props.get(p)) for p in required}
 
 
@@ -373,11 +423,20 @@ class BFCLAggregate:
         ordered = {c: by_cat[c] for c in CATEGORIES if c in by_cat}
         ordered.update({c: v for c, v in by_cat.items() if c not in ordered})
         formats = sorted(self.formats) or [self.bench.options.get("format") or PROMPT]
-        return {"format": formats[0] if len(formats) == 1 else "mixed", "formats_read": self.read,
-                "categories": ordered,
-                "summary": {"non_live_ast": non_live, "simple_ast": simple, "live_ast": live,
-                            "irrelevance": irrelevance, "relevance": relevance, "overall": overall},
-                "error_types": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))}
+        return {
+            "format": formats[0] if len(formats) == 1 else "mixed",
+            "formats_read": self.read,
+            "categories": ordered,
+            "summary": {
+                "non_live_ast": non_live,
+                "simple_ast": simple,
+                "live_ast": live,
+                "irrelevance": irrelevance,
+                "relevance": relevance,
+                "overall": overall,
+            },
+            "error_types": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))),
+        }
 
 
 @benchmark("bfcl")
@@ -388,9 +447,9 @@ class BFCL(Benchmark):
     BFCL's decoders official mode uses. Not given: the format a run recorded in a case's
     ``meta["format"]`` (``eval run`` in tools mode writes ``fc``), else ``prompt``.
     """
+
     report = BFCLReport()
     exporter = staticmethod(export_bfcl)
-
 
     option_values = {"format": FORMATS}
 

@@ -14,10 +14,9 @@ import json
 from typing import Any
 
 from benchsmith.eval import EvalCase
+from benchsmith.eval._private.calls import call_schema, chat_messages, native_tool_calls, openai_tool, python_calls
 from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, shallow_reply, task
 from benchsmith.prompts import get_prompt
-
-from benchsmith.eval._private.calls import call_schema, chat_messages, native_tool_calls, openai_tool, python_calls
 
 
 def _conversation(case: EvalCase) -> list[dict[str, str]]:
@@ -36,8 +35,14 @@ def fc_result(text: str, tool_calls: list[dict[str, Any]]) -> Any:
     """
     if not tool_calls:
         return text
-    return [{str(tc.get("name") or ""): tc["arguments"] if isinstance(tc.get("arguments"), str)
-             else json.dumps(tc.get("arguments") or {}, ensure_ascii=False)} for tc in tool_calls]
+    return [
+        {
+            str(tc.get("name") or ""): tc["arguments"]
+            if isinstance(tc.get("arguments"), str)
+            else json.dumps(tc.get("arguments") or {}, ensure_ascii=False)
+        }
+        for tc in tool_calls
+    ]
 
 
 @task("bfcl")
@@ -62,11 +67,16 @@ class BFCLTask(SingleCallTask):
         conv = _conversation(case)
         if self.options.mode == "tools":
             msgs = get_prompt("bfcl/function_call").render(functions=[], native_tools=True, conversation=conv)
-            tools = [openai_tool(f.get("name", "").replace(".", "_"), f.get("description", ""), f.get("parameters"))
-                     for f in functions]
+            tools = [
+                openai_tool(f.get("name", "").replace(".", "_"), f.get("description", ""), f.get("parameters"))
+                for f in functions
+            ]
             return Request(msgs, tools=tools, max_tokens=self.options.max_tokens)
-        schema = {"type": "object", "properties": {"calls": {"type": "array", "maxItems": 6, "items": call_schema(functions)}},
-                  "required": ["calls"]}
+        schema = {
+            "type": "object",
+            "properties": {"calls": {"type": "array", "maxItems": 6, "items": call_schema(functions)}},
+            "required": ["calls"],
+        }
         msgs = get_prompt("bfcl/function_call").render(functions=functions, native_tools=False, conversation=conv)
         return Request(msgs, json_schema=schema, max_tokens=self.options.max_tokens)
 
@@ -81,7 +91,7 @@ class BFCLTask(SingleCallTask):
         value = shallow_reply(read_json_reply(text))  # rendered as Python calls below: MAX_DEPTH
         calls = value.get("calls") if isinstance(value, dict) else None
         if not isinstance(calls, list):
-            raise FormatError("bad_shape", "expected {\"calls\": [...]}")
+            raise FormatError("bad_shape", 'expected {"calls": [...]}')
         for c in calls:
             if not isinstance(c, dict) or not isinstance(c.get("name"), str):
                 raise FormatError("bad_shape", "a call needs a name and arguments")

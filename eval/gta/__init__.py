@@ -9,22 +9,73 @@ the way GTA's executor runs it (InstAcc). See ``docs/eval/gta.md``.
 >>> whitelist_pass("It costs $24.", [["$24"]], None, "strict"), whitelist_pass("It costs $24.", [["$24"]], None, "official")
 (True, False)
 """
+
+from ._derive import derive_gta
+from ._export import export_gta, gta_aliases, gta_answer, gta_tool
 from ._layout import gta_input_type, toolmeta_entry, write_gta_dataset
 from ._plugin import GTA, default_similarity
 from ._scorers import (
-    ARGUMENT_ERRORS, CATEGORIES, FILE_TYPES, GTA_TYPES, IMAGE_GEN_TOOLS, TOOL_CATEGORIES, TurnError, answer_kind,
-    answer_score, category_counts, check_call, executed_arguments, f1_from_counts, gta_category, image_gen_score,
-    norm_call, official_kind, parse_final, parse_turn, read_call, score_tool_step, suggest_category, tool_specs,
+    ARGUMENT_ERRORS,
+    CATEGORIES,
+    FILE_TYPES,
+    GTA_TYPES,
+    IMAGE_GEN_TOOLS,
+    TOOL_CATEGORIES,
+    TurnError,
+    answer_kind,
+    answer_score,
+    category_counts,
+    check_call,
+    executed_arguments,
+    f1_from_counts,
+    gta_category,
+    image_gen_score,
+    norm_call,
+    official_kind,
+    parse_final,
+    parse_turn,
+    read_call,
+    score_tool_step,
+    suggest_category,
+    tool_specs,
     whitelist_pass,
 )
 from ._task import GTATask
-from ._derive import derive_gta
-from ._export import export_gta, gta_aliases, gta_answer, gta_tool
 
 __all__ = [
-    "derive_gta", "export_gta", "gta_aliases", "gta_answer", "gta_tool",
-    "GTATask", "ARGUMENT_ERRORS", "CATEGORIES", "FILE_TYPES", "GTA", "GTA_TYPES", "IMAGE_GEN_TOOLS", "TOOL_CATEGORIES",
-           "TurnError", "answer_kind", "answer_score", "category_counts", "check_call", "default_similarity",
-           "executed_arguments", "f1_from_counts", "gta_category", "gta_input_type", "image_gen_score", "norm_call",
-           "official_kind", "parse_final", "parse_turn", "read_call", "score_tool_step", "suggest_category",
-           "tool_specs", "toolmeta_entry", "whitelist_pass", "write_gta_dataset"]
+    "derive_gta",
+    "export_gta",
+    "gta_aliases",
+    "gta_answer",
+    "gta_tool",
+    "GTATask",
+    "ARGUMENT_ERRORS",
+    "CATEGORIES",
+    "FILE_TYPES",
+    "GTA",
+    "GTA_TYPES",
+    "IMAGE_GEN_TOOLS",
+    "TOOL_CATEGORIES",
+    "TurnError",
+    "answer_kind",
+    "answer_score",
+    "category_counts",
+    "check_call",
+    "default_similarity",
+    "executed_arguments",
+    "f1_from_counts",
+    "gta_category",
+    "gta_input_type",
+    "image_gen_score",
+    "norm_call",
+    "official_kind",
+    "parse_final",
+    "parse_turn",
+    "read_call",
+    "score_tool_step",
+    "suggest_category",
+    "tool_specs",
+    "toolmeta_entry",
+    "whitelist_pass",
+    "write_gta_dataset",
+]

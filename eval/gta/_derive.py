@@ -13,16 +13,32 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.construction.variants import (
-    answer_text, dump_text, flatten, number_text, sample_query, sample_setup_note, visible_steps, with_hint,
+    answer_text,
+    dump_text,
+    flatten,
+    number_text,
+    sample_query,
+    sample_setup_note,
+    visible_steps,
+    with_hint,
 )
 from benchsmith.eval._private.derive import (
-    REPORT, Outputs, SplitSamples, _report, _skip, candidate_tools,
+    REPORT,
+    Outputs,
+    SplitSamples,
+    _report,
+    _skip,
+    candidate_tools,
 )
 from benchsmith.schemas import (
-    ExactAnswer, ReferenceAnswer, Sample, Tool, WhitelistAnswer,
+    ExactAnswer,
+    ReferenceAnswer,
+    Sample,
+    Tool,
+    WhitelistAnswer,
 )
 
-MAX_ANSWER_VALUES = 30    # answers with more distinct values are skipped (answer_too_long)
+MAX_ANSWER_VALUES = 30  # answers with more distinct values are skipped (answer_too_long)
 
 
 # ---- answers -----------------------------------------------------------------------------------
@@ -99,14 +115,35 @@ def _gta_tool(tool: Tool) -> dict[str, Any]:
     from benchsmith.eval.gta import gta_input_type, suggest_category
 
     props, required = tool.parameters.properties, set(tool.parameters.required)
-    inputs = [{"type": gta_input_type(p), "name": n, "description": p.get("description"), "optional": n not in required,
-               "default": p.get("default"), "filetype": None, **({"enum": p["enum"]} if "enum" in p else {})}
-              for n, p in props.items()]
-    return {"name": tool.name, "description": tool.description, "category": suggest_category(tool.name),
-            "inputs": inputs,
-            "outputs": [{"type": "text", "name": None, "description": "the result (JSON), kept under the call's label",
-                         "optional": False, "default": None, "filetype": None}],
-            "parameters": tool.parameters.model_dump(mode="json", exclude_none=True)}
+    inputs = [
+        {
+            "type": gta_input_type(p),
+            "name": n,
+            "description": p.get("description"),
+            "optional": n not in required,
+            "default": p.get("default"),
+            "filetype": None,
+            **({"enum": p["enum"]} if "enum" in p else {}),
+        }
+        for n, p in props.items()
+    ]
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "category": suggest_category(tool.name),
+        "inputs": inputs,
+        "outputs": [
+            {
+                "type": "text",
+                "name": None,
+                "description": "the result (JSON), kept under the call's label",
+                "optional": False,
+                "default": None,
+                "filetype": None,
+            }
+        ],
+        "parameters": tool.parameters.model_dump(mode="json", exclude_none=True),
+    }
 
 
 def _gta_answer(sample: Sample) -> tuple[Any, str] | str:
@@ -120,8 +157,10 @@ def _gta_answer(sample: Sample) -> tuple[Any, str] | str:
             return "answer_too_long"
         return {"whitelist": wl, "blacklist": None}, f"The answer is: {answer_text(ans.value)}."
     if isinstance(ans, WhitelistAnswer):
-        return ({"whitelist": ans.whitelist, "blacklist": ans.blacklist or None},
-                "The answer is: " + "; ".join(g[0] for g in ans.whitelist) + ".")
+        return (
+            {"whitelist": ans.whitelist, "blacklist": ans.blacklist or None},
+            "The answer is: " + "; ".join(g[0] for g in ans.whitelist) + ".",
+        )
     if isinstance(ans, ReferenceAnswer):
         return list(ans.references), ans.references[0]
     return "no_answer"
@@ -147,15 +186,25 @@ def derive_gta(split_dir: str | Path, out_dir: str | Path, seed: int = 0) -> dic
         written = dataset.finish()
         n = len(dataset)
         counts = {"samples": n, "step:tool": totals["steps"], "step:answer": n, "e2e": n}
-        report = _report("gta", samples.root, samples.count or 0, seed, written["files"], counts, skipped,
-                         official_whitelist_pass=totals["official_ok"], id_map=written["id_map"])
+        report = _report(
+            "gta",
+            samples.root,
+            samples.count or 0,
+            seed,
+            written["files"],
+            counts,
+            skipped,
+            official_whitelist_pass=totals["official_ok"],
+            id_map=written["id_map"],
+        )
         files.json(REPORT, report)
         files.commit()
     return report
 
 
-def _gta_sample(sample: Sample, seed: int, dataset: GtaDataset, skipped: list[dict[str, Any]],
-                totals: dict[str, int]) -> None:
+def _gta_sample(
+    sample: Sample, seed: int, dataset: GtaDataset, skipped: list[dict[str, Any]], totals: dict[str, int]
+) -> None:
     """One sample's ``dataset.json`` entry (or its skip)."""
     from benchsmith.eval.gta import whitelist_pass
     from benchsmith.eval.teval import step_thought
@@ -177,18 +226,30 @@ def _gta_sample(sample: Sample, seed: int, dataset: GtaDataset, skipped: list[di
     for i, st in enumerate(visible_steps(sample)):
         call = st.call
         assert call is not None
-        dialogs.append({"role": "assistant", "thought": st.thought or step_thought(call, tools.get(call.name), i),
-                        "tool_calls": [{"type": "function",
-                                        "function": {"name": call.name, "arguments": call.arguments}}]})
-        ret: dict[str, Any] = {"role": "tool", "name": call.name,
-                               "content": {"type": "text", "content": dump_text(st.observation)}}
+        dialogs.append(
+            {
+                "role": "assistant",
+                "thought": st.thought or step_thought(call, tools.get(call.name), i),
+                "tool_calls": [{"type": "function", "function": {"name": call.name, "arguments": call.arguments}}],
+            }
+        )
+        ret: dict[str, Any] = {
+            "role": "tool",
+            "name": call.name,
+            "content": {"type": "text", "content": dump_text(st.observation)},
+        }
         if call.label:
             ret["label"] = call.label
         dialogs.append(ret)
         totals["steps"] += 1
     dialogs.append({"role": "assistant", "thought": "I have the result and can answer now.", "content": content})
     assert sample.id is not None
-    dataset.add(sample.id, {"tools": [_gta_tool(t) for t in candidate_tools(sample, seed, "gta")], "files": [],
-                            "dialogs": dialogs, "gt_answer": gt})
-
-
+    dataset.add(
+        sample.id,
+        {
+            "tools": [_gta_tool(t) for t in candidate_tools(sample, seed, "gta")],
+            "files": [],
+            "dialogs": dialogs,
+            "gt_answer": gt,
+        },
+    )

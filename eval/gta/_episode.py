@@ -51,22 +51,34 @@ def _style(sample: Sample) -> str:
 
 
 def _open_env(split: Path, sample: Sample) -> LabelledEnv:
-    env = sample.metadata.get("environment")   # a dialogue on the sandbox keeps its own environment
-    descriptor = env if isinstance(env, dict) and env.get("kind") else \
-        {"kind": "nl2api", "style": _style(sample), "split": str(split),
-         "setup": [c.model_dump(mode="json", exclude_none=True) for c in sample.setup],
-         **({"db_id": sample.metadata["db_id"]} if sample.metadata.get("db_id") else {})}
+    env = sample.metadata.get("environment")  # a dialogue on the sandbox keeps its own environment
+    descriptor = (
+        env
+        if isinstance(env, dict) and env.get("kind")
+        else {
+            "kind": "nl2api",
+            "style": _style(sample),
+            "split": str(split),
+            "setup": [c.model_dump(mode="json", exclude_none=True) for c in sample.setup],
+            **({"db_id": sample.metadata["db_id"]} if sample.metadata.get("db_id") else {}),
+        }
+    )
     return LabelledEnv(open_environment(descriptor, EnvContext(split=split)))
 
 
 def episode_spec(case: EvalCase, parameters: Any) -> EpisodeSpec:
     split = source_split(str(case.meta.get("root")))
     if split is None:
-        raise UserError(f"GTA case {case.id}: its source split is gone", fix="derive the GTA cases again from the split")
+        raise UserError(
+            f"GTA case {case.id}: its source split is gone", fix="derive the GTA cases again from the split"
+        )
     sample = _samples(split)[str(case.meta["source_id"])]
     first = next((m.get("content") for m in case.input.get("dialogs") or [] if m.get("role") == "user"), "") or ""
-    tools = [{"name": t.get("name"), "description": t.get("description") or "", "parameters": parameters(t)}
-             for t in case.input.get("tools") or [] if isinstance(t, dict) and t.get("name")]
+    tools = [
+        {"name": t.get("name"), "description": t.get("description") or "", "parameters": parameters(t)}
+        for t in case.input.get("tools") or []
+        if isinstance(t, dict) and t.get("name")
+    ]
     return EpisodeSpec(instruction=str(first), tools=tools, open_env=lambda: _open_env(split, sample), solo=True)
 
 
@@ -76,5 +88,6 @@ def prediction(case: EvalCase, episode: Episode) -> str:
         if ev["who"] == "assistant" and not ev.get("error") and not ev.get("calls"):
             answer = ev.get("text") or ""
     calls = [{"name": c["name"], "arguments": c["arguments"]} for c in episode.calls]
-    return json.dumps({"answer": answer, "tool_calls": calls, "episode": episode.summary()}, ensure_ascii=False,
-                      default=str)
+    return json.dumps(
+        {"answer": answer, "tool_calls": calls, "episode": episode.summary()}, ensure_ascii=False, default=str
+    )

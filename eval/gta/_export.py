@@ -16,13 +16,25 @@ from typing import Any
 
 from benchsmith.eval._private.derive import Outputs
 from benchsmith.eval._private.export import (
-    ID_MAP_FILE, MAX_ANSWER_CELLS, REPORT_FILE, _dump, _prepare,
-    _Report, _sid, _Skip, _split_samples, _with_notes,
+    ID_MAP_FILE,
+    MAX_ANSWER_CELLS,
+    REPORT_FILE,
+    _dump,
+    _prepare,
+    _Report,
+    _sid,
+    _Skip,
+    _split_samples,
+    _with_notes,
 )
 from benchsmith.schemas import (
-    ExactAnswer, NoAnswer, ReferenceAnswer, Sample, Tool, WhitelistAnswer,
+    ExactAnswer,
+    NoAnswer,
+    ReferenceAnswer,
+    Sample,
+    Tool,
+    WhitelistAnswer,
 )
-
 
 _GTA_TYPES = {"string": "text", "integer": "int", "number": "float", "boolean": "bool"}
 
@@ -34,22 +46,38 @@ def gta_tool(tool: Tool) -> dict[str, Any]:
     inputs = []
     for name, prop in params.properties.items():
         t = prop.get("type")
-        entry: dict[str, Any] = {"type": _GTA_TYPES.get(t, "text") if isinstance(t, str) else "text",
-                                 "name": name, "description": prop.get("description"),
-                                 "optional": name not in params.required, "default": prop.get("default"),
-                                 "filetype": None}
+        entry: dict[str, Any] = {
+            "type": _GTA_TYPES.get(t, "text") if isinstance(t, str) else "text",
+            "name": name,
+            "description": prop.get("description"),
+            "optional": name not in params.required,
+            "default": prop.get("default"),
+            "filetype": None,
+        }
         if "enum" in prop:
             entry["enum"] = copy.deepcopy(prop["enum"])
         entry["schema"] = copy.deepcopy(prop)
         inputs.append(entry)
     returns = tool.returns or {}
-    outputs = [{"type": "text", "name": None,
-                "description": returns.get("description") if isinstance(returns, dict) else None,
-                "optional": False, "default": None, "filetype": None}]
+    outputs = [
+        {
+            "type": "text",
+            "name": None,
+            "description": returns.get("description") if isinstance(returns, dict) else None,
+            "optional": False,
+            "default": None,
+            "filetype": None,
+        }
+    ]
     from ._scorers import suggest_category
 
-    return {"name": tool.name, "description": tool.description, "category": suggest_category(tool.name),
-            "inputs": inputs, "outputs": outputs}
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "category": suggest_category(tool.name),
+        "inputs": inputs,
+        "outputs": outputs,
+    }
 
 
 def gta_aliases(value: Any) -> list[str]:
@@ -82,7 +110,7 @@ def gta_aliases(value: Any) -> list[str]:
     out = [text]
     bare = text.strip(string.punctuation + " ")
     if bare != text and re.search(r"\w", bare):
-        out.append(bare)   # "Google Inc." -> also "Google Inc" (a \b-bounded match needs it)
+        out.append(bare)  # "Google Inc." -> also "Google Inc" (a \b-bounded match needs it)
     return out
 
 
@@ -99,8 +127,10 @@ def gta_answer(answer: Any) -> tuple[Any, str]:
     if isinstance(answer, NoAnswer):
         raise _Skip("no_answer")
     if isinstance(answer, WhitelistAnswer):
-        gt = {"whitelist": [list(g) for g in answer.whitelist],
-              "blacklist": [list(g) for g in answer.blacklist] or None}
+        gt = {
+            "whitelist": [list(g) for g in answer.whitelist],
+            "blacklist": [list(g) for g in answer.blacklist] or None,
+        }
         return gt, "; ".join(g[0] for g in answer.whitelist)
     if isinstance(answer, ReferenceAnswer):
         return list(answer.references), answer.references[0]
@@ -137,7 +167,7 @@ def export_gta(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
         written = dataset.finish()
         rep.id_map = written["id_map"]
         report = rep.report([f for f in written["files"] if f != ID_MAP_FILE])
-        report["id_map"] = rep.id_map   # GTA id -> sample id, also in id_map.json
+        report["id_map"] = rep.id_map  # GTA id -> sample id, also in id_map.json
         files.json(REPORT_FILE, report)
         files.commit()
     return report
@@ -151,18 +181,27 @@ def _export_sample(i: int, sample: Sample, dataset: Any, rep: _Report) -> None:
         for k, (call, obs, thought) in enumerate(zip(p.calls, p.observations, p.thoughts), 1):
             tool = p.tools[call.name]
             what = tool.description.split(". ")[0].rstrip(".")
-            dialogs.append({"role": "assistant",
-                            "thought": thought or f"Step {k}: {call.name} ({what[:1].lower() + what[1:]}).",
-                            "tool_calls": [{"type": "function",
-                                            "function": {"name": call.name, "arguments": call.arguments}}]})
-            dialogs.append({"role": "tool", "name": call.name,
-                            "content": {"type": "text", "content": obs if isinstance(obs, str) else _dump(obs)}})
+            dialogs.append(
+                {
+                    "role": "assistant",
+                    "thought": thought or f"Step {k}: {call.name} ({what[:1].lower() + what[1:]}).",
+                    "tool_calls": [{"type": "function", "function": {"name": call.name, "arguments": call.arguments}}],
+                }
+            )
+            dialogs.append(
+                {
+                    "role": "tool",
+                    "name": call.name,
+                    "content": {"type": "text", "content": obs if isinstance(obs, str) else _dump(obs)},
+                }
+            )
         final: dict[str, Any] = {"role": "assistant", "content": text}
         if p.final_thought:
             final = {"role": "assistant", "thought": p.final_thought, "content": text}
         dialogs.append(final)
-        dataset.add(p.sid, {"tools": [gta_tool(t) for t in p.sample.tools], "files": [], "dialogs": dialogs,
-                            "gt_answer": gt})
+        dataset.add(
+            p.sid, {"tools": [gta_tool(t) for t in p.sample.tools], "files": [], "dialogs": dialogs, "gt_answer": gt}
+        )
         rep.records["gta"] += 1
     except _Skip as exc:
         rep.skip(_sid(sample, i), exc)

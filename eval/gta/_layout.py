@@ -45,9 +45,12 @@ def toolmeta_entry(tool: dict[str, Any]) -> dict[str, Any]:
         out["type"] = out["type"] if out["type"] in GTA_TYPES else "text"
         return out
 
-    return {"name": tool["name"], "description": tool.get("description"),
-            "inputs": [param(p) for p in tool.get("inputs") or []],
-            "outputs": [param(p) for p in tool.get("outputs") or []]}
+    return {
+        "name": tool["name"],
+        "description": tool.get("description"),
+        "inputs": [param(p) for p in tool.get("inputs") or []],
+        "outputs": [param(p) for p in tool.get("outputs") or []],
+    }
 
 
 def write_gta_dataset(out: Path, samples: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:

@@ -17,21 +17,43 @@ from typing import Any, Iterator
 
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed, safe_ratio
 from benchsmith.eval._private.core import (
-    DigestSet, ReliabilityTally, RunningSum, aggregate_lists, budget_paused, embedding_text,
+    DigestSet,
+    ReliabilityTally,
+    RunningSum,
+    aggregate_lists,
+    budget_paused,
+    embedding_text,
 )
 from benchsmith.schemas import UserError, read_json
 
-from ._report import GTAReport
 from ._derive import derive_gta
 from ._export import export_gta
+from ._report import GTAReport
 from ._scorers import (
-    CATEGORIES, TOOL_CATEGORIES, Similarity, TurnError, answer_kind, answer_score, answered, category_counts,
-    check_call, f1_from_counts, gta_category, image_gen_score, norm_call, official_kind, parse_final, parse_turn,
-    references, score_tool_step, tool_specs, whitelist_pass,
+    CATEGORIES,
+    TOOL_CATEGORIES,
+    Similarity,
+    TurnError,
+    answer_kind,
+    answer_score,
+    answered,
+    category_counts,
+    check_call,
+    f1_from_counts,
+    gta_category,
+    image_gen_score,
+    norm_call,
+    official_kind,
+    parse_final,
+    parse_turn,
+    references,
+    score_tool_step,
+    tool_specs,
+    whitelist_pass,
 )
 
-TOOLMETA = "toolmeta.json"   # GTA's tool metadata next to dataset.json (its executor reads the inputs from it)
-ID_MAP = "id_map.json"       # written by benchsmith's derive/export: GTA id -> source sample id
+TOOLMETA = "toolmeta.json"  # GTA's tool metadata next to dataset.json (its executor reads the inputs from it)
+ID_MAP = "id_map.json"  # written by benchsmith's derive/export: GTA id -> source sample id
 
 
 def default_similarity() -> Similarity | None:
@@ -46,6 +68,7 @@ def default_similarity() -> Similarity | None:
         with budget_paused() if not emb.loaded else contextlib.nullcontext():
             vecs = emb.encode(texts)
         return float(cosine(vecs[0], vecs[1]))
+
     return sim
 
 
@@ -89,14 +112,18 @@ def _check_sample(where: str, s: Any) -> None:
         _gold_calls(where, i, s["dialogs"][i])
 
 
-def _sample_cases(where: str, sid: str, s: dict[str, Any], toolmeta: dict[str, Any], id_map: dict[str, Any],
-                  root: str) -> Iterator[EvalCase]:
+def _sample_cases(
+    where: str, sid: str, s: dict[str, Any], toolmeta: dict[str, Any], id_map: dict[str, Any], root: str
+) -> Iterator[EvalCase]:
     """One step case per gold assistant turn, then the end-to-end case."""
     dialogs, gt = s["dialogs"], s.get("gt_answer")
     tools, files = s.get("tools", []), s.get("files", [])
     specs = tool_specs(tools, toolmeta)
-    cats = {t["name"]: c for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
-            and (c := gta_category(t["name"], t.get("category")))}
+    cats = {
+        t["name"]: c
+        for t in tools
+        if isinstance(t, dict) and isinstance(t.get("name"), str) and (c := gta_category(t["name"], t.get("category")))
+    }
     meta = {"sample": str(sid), "answer_kind": answer_kind(gt), "root": root}
     if str(sid) in id_map:
         meta["source_id"] = id_map[str(sid)]
@@ -110,20 +137,38 @@ def _sample_cases(where: str, sid: str, s: dict[str, Any], toolmeta: dict[str, A
         first_calls.extend(calls[:1])
         final = i == turns[-1]
         yield EvalCase(
-            id=f"{sid}#{i}", benchmark="gta", category="step:tool" if calls else "step:answer",
+            id=f"{sid}#{i}",
+            benchmark="gta",
+            category="step:tool" if calls else "step:answer",
             input={"dialogs": dialogs[:i], "tools": tools, "files": files, "final": final},
-            gold={"tool_calls": calls, "thought": msg.get("thought"), "content": msg.get("content"),
-                  "gt_answer": gt if not calls else None, "sample_gt": gt, "final": final, "specs": specs},
-            meta={**meta, "turn": i})
-    first_user = [m for m in dialogs[:turns[0]] if isinstance(m, dict) and m.get("role") == "user"]
+            gold={
+                "tool_calls": calls,
+                "thought": msg.get("thought"),
+                "content": msg.get("content"),
+                "gt_answer": gt if not calls else None,
+                "sample_gt": gt,
+                "final": final,
+                "specs": specs,
+            },
+            meta={**meta, "turn": i},
+        )
+    first_user = [m for m in dialogs[: turns[0]] if isinstance(m, dict) and m.get("role") == "user"]
     last = dialogs[turns[-1]]
     yield EvalCase(
-        id=str(sid), benchmark="gta", category="e2e",
+        id=str(sid),
+        benchmark="gta",
+        category="e2e",
         input={"dialogs": first_user, "tools": tools, "files": files},
-        gold={"tool_calls": gold_calls, "first_calls": first_calls, "gt_answer": gt,
-              "content": last.get("content") if not last.get("tool_calls") else None,
-              "specs": specs, "categories": cats},
-        meta=meta)
+        gold={
+            "tool_calls": gold_calls,
+            "first_calls": first_calls,
+            "gt_answer": gt,
+            "content": last.get("content") if not last.get("tool_calls") else None,
+            "specs": specs,
+            "categories": cats,
+        },
+        meta=meta,
+    )
 
 
 class _Steps:
@@ -134,7 +179,7 @@ class _Steps:
         self.ran = False
         self.n = self.tool = self.ans = self.inst = self.tool_hits = self.arg_hits = self.called = self.call_errors = 0
         self.summ = RunningSum()
-        self.answered = DigestSet()   # samples with an answered gold
+        self.answered = DigestSet()  # samples with an answered gold
 
     def add(self, case: EvalCase, r: RecordResult) -> None:
         d = r.details
@@ -162,7 +207,10 @@ class _Steps:
         # official: answer turns of image-generation samples are counted as hits but not in the total
         total = self.tool + (n_answered if self.mode == "official" else self.ans)
         out: dict[str, Any] = {
-            "steps": self.n, "tool_steps": self.tool, "answer_steps": self.ans, "answered_samples": n_answered,
+            "steps": self.n,
+            "tool_steps": self.tool,
+            "answer_steps": self.ans,
+            "answered_samples": n_answered,
             "inst_acc": safe_ratio(self.inst, total),
             "tool_acc": safe_ratio(self.tool_hits, self.tool),
             "arg_acc": safe_ratio(self.arg_hits, self.tool),
@@ -212,18 +260,23 @@ class _EndToEnd:
         mode = self.mode
         ans = self.ans.value
         out: dict[str, Any] = {
-            "samples": self.n, "answered_samples": self.answered,
+            "samples": self.n,
+            "answered_samples": self.answered,
             "ans_acc": safe_ratio(ans, self.answered),
-            "tool_f1": {c: {**f1_from_counts(t["tp"], t["pred"], t["gold"], mode), **t} for c, t in self.totals.items()},
+            "tool_f1": {
+                c: {**f1_from_counts(t["tp"], t["pred"], t["gold"], mode), **t} for c, t in self.totals.items()
+            },
             "tool_calls": self.calls,
             "tool_call_errors": self.call_errors,
         }
         if mode == "official":
             out["ans_acc_w_imggen"] = safe_ratio(ans + self.img.value, self.n)
             if self.crashes:
-                out["official_crash"] = (f"GTA's evaluator raises KeyError 'none' on {self.crashes} sample(s) whose "
-                                         "gold calls use tools outside its 14; figures count them under the "
-                                         "declared categories")
+                out["official_crash"] = (
+                    f"GTA's evaluator raises KeyError 'none' on {self.crashes} sample(s) whose "
+                    "gold calls use tools outside its 14; figures count them under the "
+                    "declared categories"
+                )
         return out
 
 
@@ -239,19 +292,21 @@ class GTAAggregate:
 
     def add(self, case: EvalCase | None, r: RecordResult) -> None:
         if r.category.startswith("step:"):
-            self.steps.add(case, r)   # type: ignore[arg-type]
+            self.steps.add(case, r)  # type: ignore[arg-type]
         elif r.category == "e2e":
-            self.e2e.add(case, r)     # type: ignore[arg-type]
+            self.e2e.add(case, r)  # type: ignore[arg-type]
         if r.error_type:
             self.errors[r.error_type] = self.errors.get(r.error_type, 0) + 1
         self.trials.add(case, r)
 
     def result(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"metric_mode": self.mode,
-                               "step_by_step": self.steps.figures(),
-                               "end_to_end": self.e2e.figures()}
+        out: dict[str, Any] = {
+            "metric_mode": self.mode,
+            "step_by_step": self.steps.figures(),
+            "end_to_end": self.e2e.figures(),
+        }
         out["error_types"] = dict(Counter(self.errors).most_common())
-        rel = self.trials.result()   # end-to-end episodes run as trials (--trials)
+        rel = self.trials.result()  # end-to-end episodes run as trials (--trials)
         if rel is not None:
             out["reliability"] = rel
         return out
@@ -262,10 +317,10 @@ class GTA(Benchmark):
     """GTA: InstAcc, ToolAcc, ArgAcc, SummAcc (step by step); AnsAcc and per-category tool F1
     (end to end). ``similarity(a, b)`` scores subjective answers; by default the embeddings
     module of the evaluator, when installed."""
+
     report = GTAReport()
     derivers = MappingProxyType({"gta": derive_gta})
     exporter = staticmethod(export_gta)
-
 
     def __init__(self, similarity: Similarity | None = _UNSET) -> None:
         self._similarity = similarity
@@ -315,23 +370,34 @@ class GTA(Benchmark):
         try:
             turn = parse_turn(prediction, mode)
         except TurnError as exc:
-            return failed(case, exc.code, str(exc), inst=False, summ=0.0, called=official,
-                          call_error="unreadable" if official else None)
+            return failed(
+                case,
+                exc.code,
+                str(exc),
+                inst=False,
+                summ=0.0,
+                called=official,
+                call_error="unreadable" if official else None,
+            )
         inst = turn["kind"] == "answer"
         gt = case.gold["gt_answer"]
         # official scores every gold answer turn against the sample's answer; strict only the final one
         scored = answered(gt, mode) and (official or case.gold.get("final", True))
         called = not inst
-        call_error = check_call(turn["tool_calls"][0], case.gold.get("specs") or {}, case.meta.get("root", "")) \
-            if called else None
+        call_error = (
+            check_call(turn["tool_calls"][0], case.gold.get("specs") or {}, case.meta.get("root", ""))
+            if called
+            else None
+        )
         extra = {"called": called, "call_error": call_error}
         if not scored:  # a non-final answer turn or an image-generation sample: only the type counts
             if inst:
                 return passed(case, 1.0, inst=True, summ=None, **extra)
             return failed(case, "type_mismatch", "expected an answer, got tool calls", inst=False, summ=None, **extra)
         if not inst:
-            return failed(case, "type_mismatch", "expected the final answer, got tool calls", inst=False, summ=0.0,
-                          **extra)
+            return failed(
+                case, "type_mismatch", "expected the final answer, got tool calls", inst=False, summ=0.0, **extra
+            )
         summ, err = answer_score(turn["content"] or "", gt, mode, self.similarity, "step")
         kind = official_kind(gt) if official else answer_kind(gt)
         return self._answer_verdict(case, kind, summ, err, inst=True, summ=summ, **extra)
@@ -346,7 +412,8 @@ class GTA(Benchmark):
             if unknown:
                 base["official_crash"] = (
                     f"GTA's evaluator (every mode) raises KeyError 'none': gold tool(s) {', '.join(unknown)} are "
-                    "not among its 14 tools; counted under the category the data declares for them, else left out")
+                    "not among its 14 tools; counted under the category the data declares for them, else left out"
+                )
         try:
             answer, calls = parse_final(prediction, mode)
         except TurnError as exc:
@@ -361,23 +428,29 @@ class GTA(Benchmark):
         gt = g["gt_answer"]
         if not answered(gt, mode):  # image generation
             if official:
-                score, err = image_gen_score(calls, errors, g.get("first_calls", g["tool_calls"]), self.similarity,
-                                             root)
+                score, err = image_gen_score(
+                    calls, errors, g.get("first_calls", g["tool_calls"]), self.similarity, root
+                )
                 details.update(summ=None, imggen=score)
                 if err:
-                    return failed(case, err, "no embedding model to compare the image-generation arguments",
-                                  **details)
+                    return failed(case, err, "no embedding model to compare the image-generation arguments", **details)
                 if score >= 0.5:
                     return passed(case, min(1.0, score), **details)
-                return failed(case, "wrong_tools", "the image-generating calls differ from the gold ones",
-                              score=min(1.0, score), **details)
+                return failed(
+                    case,
+                    "wrong_tools",
+                    "the image-generating calls differ from the gold ones",
+                    score=min(1.0, score),
+                    **details,
+                )
             tp = sum((Counter(names) & Counter(gold_names)).values())
             f = f1_from_counts(tp, len(names), len(gold_names))["f1"]
             f = 1.0 if f is None else f
             if f == 1.0:
                 return passed(case, 1.0, summ=None, **details)
-            return failed(case, "wrong_tools", "the tools used differ from the gold ones", score=f, summ=None,
-                          **details)
+            return failed(
+                case, "wrong_tools", "the tools used differ from the gold ones", score=f, summ=None, **details
+            )
         summ, err = answer_score(answer, gt, mode, self.similarity, "e2e")
         kind = official_kind(gt) if official else answer_kind(gt)
         return self._answer_verdict(case, kind, summ, err, summ=summ, **details)
@@ -412,8 +485,9 @@ class GTA(Benchmark):
         kind = answer_kind(gt)
         if kind == "subjective":
             return references(gt)[0]
-        if kind == "objective" and not all(whitelist_pass(content, gt["whitelist"], gt.get("blacklist"), m)
-                                           for m in ("official", "strict")):
+        if kind == "objective" and not all(
+            whitelist_pass(content, gt["whitelist"], gt.get("blacklist"), m) for m in ("official", "strict")
+        ):
             return "; ".join(g[0] for g in gt["whitelist"] if isinstance(g, list) and g)
         return content
 

@@ -27,11 +27,20 @@ from benchsmith.eval import CallShapeError, EvalCase, Mode, RecordResult, failed
 from benchsmith.eval._private.core import check_limit, check_value
 
 TOOL_CATEGORIES: dict[str, str] = {
-    "OCR": "perception", "ImageDescription": "perception", "RegionAttributeDescription": "perception",
+    "OCR": "perception",
+    "ImageDescription": "perception",
+    "RegionAttributeDescription": "perception",
     "TextToBbox": "perception",
-    "DrawBox": "operation", "AddText": "operation", "GoogleSearch": "operation",
-    "Calculator": "logic", "Solver": "logic", "Plot": "logic", "MathOCR": "logic", "CountGivenObject": "logic",
-    "TextToImage": "creativity", "ImageStylization": "creativity",
+    "DrawBox": "operation",
+    "AddText": "operation",
+    "GoogleSearch": "operation",
+    "Calculator": "logic",
+    "Solver": "logic",
+    "Plot": "logic",
+    "MathOCR": "logic",
+    "CountGivenObject": "logic",
+    "TextToImage": "creativity",
+    "ImageStylization": "creativity",
 }
 CATEGORIES = ("perception", "operation", "logic", "creativity")
 # AgentLego's input types (the keys GTA's tool metadata may use); the file-like ones must name an existing path
@@ -179,8 +188,11 @@ def read_call(item: Any) -> dict[str, Any]:
     still chosen). Raises :class:`TurnError` on an entry without a name."""
     if not isinstance(item, dict):
         raise TurnError("malformed_call", f"a tool call is a {type(item).__name__}, not an object")
-    entry = {**item["function"], **{k: v for k, v in item.items() if k != "function"}} \
-        if isinstance(item.get("function"), dict) else item
+    entry = (
+        {**item["function"], **{k: v for k, v in item.items() if k != "function"}}
+        if isinstance(item.get("function"), dict)
+        else item
+    )
     name = entry.get("name")
     if not isinstance(name, str) or not name.strip():
         raise TurnError("malformed_call", "a tool call has no name")
@@ -222,8 +234,12 @@ def parse_turn(prediction: str, mode: Mode = "strict") -> dict[str, Any]:
         inner = _read_prediction(obj)
         obj = inner if isinstance(inner, dict) else obj
     if not isinstance(obj, dict):
-        return {"kind": "answer", "tool_calls": [], "content": prediction if isinstance(prediction, str) else "",
-                "thought": None}
+        return {
+            "kind": "answer",
+            "tool_calls": [],
+            "content": prediction if isinstance(prediction, str) else "",
+            "thought": None,
+        }
     calls = obj.get("tool_calls")
     if calls not in (None, []):
         if not isinstance(calls, list):
@@ -305,8 +321,9 @@ def _pattern(aliases: Sequence[str], mode: Mode) -> re.Pattern[str]:
 _COMPILED: dict[tuple[int, int, str], tuple[Any, Any, list[re.Pattern[str]] | None, re.Pattern[str] | None]] = {}
 
 
-def _compiled(whitelist: Any, blacklist: Any,
-              mode: Mode) -> tuple[list[re.Pattern[str]] | None, re.Pattern[str] | None]:
+def _compiled(
+    whitelist: Any, blacklist: Any, mode: Mode
+) -> tuple[list[re.Pattern[str]] | None, re.Pattern[str] | None]:
     """The whitelist patterns (None: no group) and the blacklist pattern, compiled once per
     answer object (the cases of a sample share it)."""
     key = (id(whitelist), id(blacklist), mode)
@@ -364,8 +381,9 @@ def references(gt: Any) -> list[str]:
     return [r for r in refs if isinstance(r, str) and r.strip()]
 
 
-def answer_score(text: str, gt: Any, mode: Mode, similarity: Similarity | None,
-                 setting: str = "step") -> tuple[float, str | None]:
+def answer_score(
+    text: str, gt: Any, mode: Mode, similarity: Similarity | None, setting: str = "step"
+) -> tuple[float, str | None]:
     """(score, error type or None). Subjective: best cosine over the references, negative cosines
     count 0; an exact copy of a reference scores 1 without an embedder. Strict scores a blank
     answer 0; official embeds any step answer (even an empty one) and, end to end, skips only
@@ -391,8 +409,13 @@ def answer_score(text: str, gt: Any, mode: Mode, similarity: Similarity | None,
     return (0.0 if math.isnan(best) else min(1.0, max(0.0, best))), None
 
 
-def image_gen_score(calls: list[dict[str, Any]], errors: list[str | None], gold_calls: list[dict[str, Any]],
-                    similarity: Similarity | None, root: str = "") -> tuple[float, str | None]:
+def image_gen_score(
+    calls: list[dict[str, Any]],
+    errors: list[str | None],
+    gold_calls: list[dict[str, Any]],
+    similarity: Similarity | None,
+    root: str = "",
+) -> tuple[float, str | None]:
     """GTA's end-to-end score of an image-generation sample (its ``answer_acc_w_imggen``): the
     product, over the gold calls to an image-generating tool, of the cosine between the gold
     arguments and the arguments of the model's last successful call to that tool (JSON text,
@@ -423,13 +446,16 @@ def image_gen_score(calls: list[dict[str, Any]], errors: list[str | None], gold_
 def _absolute(args: Any, root: str) -> Any:
     if not root or not isinstance(args, dict):
         return args
-    return {k: (os.path.join(root, v) if isinstance(v, str) and v and os.path.isfile(os.path.join(root, v)) else v)
-            for k, v in args.items()}
+    return {
+        k: (os.path.join(root, v) if isinstance(v, str) and v and os.path.isfile(os.path.join(root, v)) else v)
+        for k, v in args.items()
+    }
 
 
 # ---- tool categories ----------------------------------------------------------------------------
-def category_counts(pred: Iterable[str], gold: Iterable[str], mode: Mode,
-                    categories: Mapping[str, str] | None = None) -> dict[str, dict[str, int]]:
+def category_counts(
+    pred: Iterable[str], gold: Iterable[str], mode: Mode, categories: Mapping[str, str] | None = None
+) -> dict[str, dict[str, int]]:
     """Per category: predicted calls, gold calls, and true positives. A name's category is GTA's
     for its 14 tools, else ``categories[name]`` (the case's declared ones), else it is not
     counted. Strict: matched pairs (the multiset intersection of tool names). Official: gold
@@ -484,13 +510,29 @@ def score_tool_step(case: EvalCase, prediction: str, mode: Mode) -> RecordResult
     try:
         turn = parse_turn(prediction, mode)
     except TurnError as exc:  # official: a reply GTA's ReAct parser cannot read is a failed call (NoAction)
-        return failed(case, exc.code, str(exc), inst=False, tool=False, arg=False,
-                      called=mode == "official", call_error="unreadable" if mode == "official" else None)
+        return failed(
+            case,
+            exc.code,
+            str(exc),
+            inst=False,
+            tool=False,
+            arg=False,
+            called=mode == "official",
+            call_error="unreadable" if mode == "official" else None,
+        )
     gold = case.gold["tool_calls"]
     specs, root = case.gold.get("specs") or {}, case.meta.get("root", "")
     if turn["kind"] != "tool":
-        return failed(case, "type_mismatch", f"expected a call to {[c['name'] for c in gold]}, got an answer",
-                      inst=False, tool=False, arg=False, called=False, call_error=None)
+        return failed(
+            case,
+            "type_mismatch",
+            f"expected a call to {[c['name'] for c in gold]}, got an answer",
+            inst=False,
+            tool=False,
+            arg=False,
+            called=False,
+            call_error=None,
+        )
     calls = turn["tool_calls"]
     errors = [check_call(c, specs, root) for c in calls]
     if mode == "official":
@@ -508,6 +550,7 @@ def score_tool_step(case: EvalCase, prediction: str, mode: Mode) -> RecordResult
     if not tool:
         return failed(case, "wrong_tool", f"expected {[c['name'] for c in gold]}", **details)
     if not arg:
-        return failed(case, "wrong_arguments", f"expected {[c['name'] for c in gold]} with the gold arguments",
-                      **details)
+        return failed(
+            case, "wrong_arguments", f"expected {[c['name'] for c in gold]} with the gold arguments", **details
+        )
     return failed(case, "invalid_call", f"GTA's executor rejects the call ({error})", **details)

@@ -9,13 +9,19 @@ from typing import Any
 
 from benchsmith.construction.nl2api import hoist_columns
 from benchsmith.eval import EvalCase
+from benchsmith.eval._private.calls import THOUGHT, call_schema
 from benchsmith.eval._private.episode import Episode, EpisodeSpec, EpisodeTask
 from benchsmith.eval._private.runner import (
-    CallContext, FormatError, Outcome, Request, SingleCallTask, read_json_reply, shallow_reply, task,
+    CallContext,
+    FormatError,
+    Outcome,
+    Request,
+    SingleCallTask,
+    read_json_reply,
+    shallow_reply,
+    task,
 )
 from benchsmith.prompts import get_prompt
-
-from benchsmith.eval._private.calls import THOUGHT, call_schema
 
 from . import _episode
 
@@ -30,8 +36,14 @@ def plain_dialogs(dialogs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for tc in m.get("tool_calls") or []:
                 fn = tc.get("function", tc) if isinstance(tc, dict) else {}
                 calls.append({"name": fn.get("name"), "arguments": fn.get("arguments")})
-            out.append({"role": "assistant", "thought": m.get("thought") or "", "tool_calls_plain": calls,
-                        "content": m.get("content") or ""})
+            out.append(
+                {
+                    "role": "assistant",
+                    "thought": m.get("thought") or "",
+                    "tool_calls_plain": calls,
+                    "content": m.get("content") or "",
+                }
+            )
         elif role == "tool":
             content = m.get("content")
             if isinstance(content, dict):
@@ -50,8 +62,17 @@ def gta_parameters(tool: dict[str, Any]) -> dict[str, Any]:
     paths, strings)."""
     if isinstance(tool.get("parameters"), dict) and tool["parameters"].get("properties") is not None:
         return {"type": "object", **tool["parameters"]}
-    types = {"text": "string", "number": "number", "float": "number", "int": "integer", "bool": "boolean",
-             "image": "string", "audio": "string", "video": "string", "file": "string"}
+    types = {
+        "text": "string",
+        "number": "number",
+        "float": "number",
+        "int": "integer",
+        "bool": "boolean",
+        "image": "string",
+        "audio": "string",
+        "video": "string",
+        "file": "string",
+    }
     props, required = {}, []
     for i in tool.get("inputs") or []:
         name = i.get("name")
@@ -92,15 +113,23 @@ class GTATask(EpisodeTask, SingleCallTask):
 
     def request(self, case: EvalCase) -> Request:
         tools = case.input.get("tools") or []
-        schema = {"type": "object", "properties": {
-            "tool_calls": {"type": "array", "maxItems": 1, "items": call_schema(
-                [{"name": t.get("name"), "parameters": gta_parameters(t)} for t in tools])},
-            "content": {"type": "string", "maxLength": 600},
-            "thought": THOUGHT},
-            "required": ["tool_calls", "content", "thought"]}
+        schema = {
+            "type": "object",
+            "properties": {
+                "tool_calls": {
+                    "type": "array",
+                    "maxItems": 1,
+                    "items": call_schema([{"name": t.get("name"), "parameters": gta_parameters(t)} for t in tools]),
+                },
+                "content": {"type": "string", "maxLength": 600},
+                "thought": THOUGHT,
+            },
+            "required": ["tool_calls", "content", "thought"],
+        }
         columns, shown = hoist_columns(tools)  # the column list once, after the tools (a prefix cases share)
-        msgs = get_prompt("gta/step").render(tools=shown, columns=columns,
-                                             dialogs=plain_dialogs(case.input.get("dialogs") or []))
+        msgs = get_prompt("gta/step").render(
+            tools=shown, columns=columns, dialogs=plain_dialogs(case.input.get("dialogs") or [])
+        )
         return Request(msgs, json_schema=schema, max_tokens=self.options.max_tokens)
 
     def parse(self, case: EvalCase, text: str, tool_calls: list[dict[str, Any]]) -> tuple[Any, Any]:

@@ -8,13 +8,37 @@ as JSON, ``[{"name", "arguments", "label"?}, ...]``. See ``docs/eval/nl2api.md``
 >>> intent_prf(["filter_data", "aggregate_data"], ["filter_data", "aggregate_data"])
 (1.0, 1.0, 1.0)
 """
+
 from ._plugin import NL2API
 from ._scorers import (
-    PredictionError, align_labels, answers_match, call_metrics, decimals, intent_prf, parse_calls, prf, score_calls,
-    sequence_match, slot_prf, slot_string,
+    PredictionError,
+    align_labels,
+    answers_match,
+    call_metrics,
+    decimals,
+    intent_prf,
+    parse_calls,
+    prf,
+    score_calls,
+    sequence_match,
+    slot_prf,
+    slot_string,
 )
 from ._task import NL2APITask
 
 __all__ = [
-    "NL2APITask", "NL2API", "PredictionError", "align_labels", "answers_match", "call_metrics", "decimals", "intent_prf",
-           "parse_calls", "prf", "score_calls", "sequence_match", "slot_prf", "slot_string"]
+    "NL2APITask",
+    "NL2API",
+    "PredictionError",
+    "align_labels",
+    "answers_match",
+    "call_metrics",
+    "decimals",
+    "intent_prf",
+    "parse_calls",
+    "prf",
+    "score_calls",
+    "sequence_match",
+    "slot_prf",
+    "slot_string",
+]

@@ -22,13 +22,27 @@ from typing import Any
 from pydantic import ValidationError
 
 from benchsmith.construction.nl2api import (
-    QueryTimeout, Rejection, Runtime, SplitTools, ToolError, read_manifest, result_rows,
-    run_and_check, run_endpoint,
+    QueryTimeout,
+    Rejection,
+    Runtime,
+    SplitTools,
+    ToolError,
+    read_manifest,
+    result_rows,
+    run_and_check,
+    run_endpoint,
 )
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed
 from benchsmith.eval._private.core import RunningSum, aggregate_lists
 from benchsmith.schemas import (
-    ExactAnswer, Sample, Split, ToolCall, UnresolvedReference, UserError, loads_json, read_text,
+    ExactAnswer,
+    Sample,
+    Split,
+    ToolCall,
+    UnresolvedReference,
+    UserError,
+    loads_json,
+    read_text,
     resolve_references,
 )
 
@@ -80,7 +94,9 @@ def _nestful_records(path: Path) -> list[Any]:
                 try:
                     rows.append(loads_json(line))
                 except json.JSONDecodeError as exc:
-                    raise UserError(f"{path}:{n} is not JSON ({exc.msg})", fix="write one NESTful record per line") from None
+                    raise UserError(
+                        f"{path}:{n} is not JSON ({exc.msg})", fix="write one NESTful record per line"
+                    ) from None
         return rows
 
 
@@ -145,8 +161,8 @@ class NL2APIAggregate:
 @benchmark("nl2api")
 class NL2API(Benchmark):
     """NL2API scoring: intent and slot P/R/F1, full-sequence match, completion by execution."""
-    report = NL2APIReport()
 
+    report = NL2APIReport()
 
     def __init__(self) -> None:
         self._splits: dict[str, _Split] = {}
@@ -164,8 +180,10 @@ class NL2API(Benchmark):
                 if recs and all(_is_nestful_record(r) for r in recs):
                     cases.extend(self._load_nestful(f, recs))
             if not cases:
-                raise UserError(f"{data} holds neither a benchsmith split (samples.jsonl) nor NESTful records",
-                                fix="pass a split directory built by benchsmith nl2api build, or a NESTful .json/.jsonl")
+                raise UserError(
+                    f"{data} holds neither a benchsmith split (samples.jsonl) nor NESTful records",
+                    fix="pass a split directory built by benchsmith nl2api build, or a NESTful .json/.jsonl",
+                )
             return cases
         if data.is_file():
             recs = _nestful_records(data)
@@ -181,29 +199,47 @@ class NL2API(Benchmark):
         if style == "rest" and not split.has(Split.ENDPOINTS):
             raise UserError(f"REST split {root} has no endpoints.json", fix="rebuild the split with --style rest")
         if style == "sel" and not split.has(Split.TOOLSET):
-            raise UserError(f"SEL split {root} has no toolset.json", fix="rebuild the split with this benchsmith version")
+            raise UserError(
+                f"SEL split {root} has no toolset.json", fix="rebuild the split with this benchsmith version"
+            )
         key = str(root.resolve())
         tools = self._splits[key] = _Split(root, style)
         cases = []
         for line, s in enumerate(samples, 1):
             env = s.metadata.get("environment")
             if s.dialogue is not None or (isinstance(env, dict) and env.get("kind") not in (None, "nl2api")):
-                continue   # dialogues and sandbox scenarios are episodes: the agent benchmark plays them
+                continue  # dialogues and sandbox scenarios are episodes: the agent benchmark plays them
             answer = s.answer if isinstance(s.answer, ExactAnswer) else None
-            cases.append(EvalCase(
-                # a dataset's own difficulty (BIRD) splits the report: slot/simple, slot/moderate, ...
-                id=s.id or f"line-{line}", benchmark="nl2api", category=style + next(
-                    (f"/{c.split(':', 1)[1]}" for c in s.categories if c.startswith("difficulty:")), ""),
-                input={"query": s.query, "context": s.context,
-                       "tools": [t.model_dump(mode="json", exclude_none=True) for t in s.tools]},
-                gold={"calls": [c.call.model_dump(mode="json") for c in s.gold if c.call is not None],
-                      "answer": answer.value if answer else None,
-                      "ordered": answer.ordered if answer else False,
-                      "float_tolerance": answer.float_tolerance if answer else 1e-6},
-                meta={"source": "split", "split": key, "style": style, "line": line,
-                      "source_id": s.provenance.source_id,
-                      "setup": [c.model_dump(mode="json") for c in s.setup], "sql": s.metadata.get("sql"),
-                      "difficulty": s.difficulty}))
+            cases.append(
+                EvalCase(
+                    # a dataset's own difficulty (BIRD) splits the report: slot/simple, slot/moderate, ...
+                    id=s.id or f"line-{line}",
+                    benchmark="nl2api",
+                    category=style
+                    + next((f"/{c.split(':', 1)[1]}" for c in s.categories if c.startswith("difficulty:")), ""),
+                    input={
+                        "query": s.query,
+                        "context": s.context,
+                        "tools": [t.model_dump(mode="json", exclude_none=True) for t in s.tools],
+                    },
+                    gold={
+                        "calls": [c.call.model_dump(mode="json") for c in s.gold if c.call is not None],
+                        "answer": answer.value if answer else None,
+                        "ordered": answer.ordered if answer else False,
+                        "float_tolerance": answer.float_tolerance if answer else 1e-6,
+                    },
+                    meta={
+                        "source": "split",
+                        "split": key,
+                        "style": style,
+                        "line": line,
+                        "source_id": s.provenance.source_id,
+                        "setup": [c.model_dump(mode="json") for c in s.setup],
+                        "sql": s.metadata.get("sql"),
+                        "difficulty": s.difficulty,
+                    },
+                )
+            )
             db_id = s.metadata.get("db_id")
             if db_id is not None:
                 cases[-1].meta["db_id"] = db_id
@@ -217,23 +253,29 @@ class NL2API(Benchmark):
         for case in cases:
             db_id = case.meta.get("db_id")
             if db_id is not None and not isinstance(db_id, str):
-                raise UserError(f"{split.root / Split.SAMPLES} line {case.meta['line']}: metadata.db_id "
-                                f"{db_id!r} is not a string", fix="name the sample's database by its db_id")
+                raise UserError(
+                    f"{split.root / Split.SAMPLES} line {case.meta['line']}: metadata.db_id {db_id!r} is not a string",
+                    fix="name the sample's database by its db_id",
+                )
             try:
                 split.db_for(db_id)
             except UserError as exc:
                 if db_id is None:
-                    raise UserError(f"{split.root / Split.SAMPLES} line {case.meta['line']} has no metadata.db_id, "
-                                    f"and split {split.root} has several databases but no {Split.DATABASE}",
-                                    fix="give every sample of a merged split its metadata.db_id") from exc
+                    raise UserError(
+                        f"{split.root / Split.SAMPLES} line {case.meta['line']} has no metadata.db_id, "
+                        f"and split {split.root} has several databases but no {Split.DATABASE}",
+                        fix="give every sample of a merged split its metadata.db_id",
+                    ) from exc
                 raise
         for name, endpoint in split.endpoints.items():
             if endpoint.get("db_id") is not None:
                 try:
                     split.db_for(endpoint["db_id"])
                 except UserError as exc:
-                    raise UserError(f"{split.root / Split.ENDPOINTS}: endpoint {name!r}: {exc}",
-                                    fix="rebuild the split with --style rest") from None
+                    raise UserError(
+                        f"{split.root / Split.ENDPOINTS}: endpoint {name!r}: {exc}",
+                        fix="rebuild the split with --style rest",
+                    ) from None
 
     def _load_nestful(self, path: Path, recs: list[Any]) -> list[EvalCase]:
         cases = []
@@ -259,11 +301,16 @@ class NL2API(Benchmark):
                     tools = loads_json(tools)
                 except json.JSONDecodeError:
                     tools = None
-            cases.append(EvalCase(
-                id=str(rec.get("sample_id") or rec.get("id") or f"{path.stem}-{i + 1}"), benchmark="nl2api",
-                category="nestful", input={"query": rec.get("input", rec.get("query")), "tools": tools},
-                gold={"calls": calls, "answer": rec.get("gold_answer")},
-                meta={"source": "nestful", "file": str(path), "index": i}))
+            cases.append(
+                EvalCase(
+                    id=str(rec.get("sample_id") or rec.get("id") or f"{path.stem}-{i + 1}"),
+                    benchmark="nl2api",
+                    category="nestful",
+                    input={"query": rec.get("input", rec.get("query")), "tools": tools},
+                    gold={"calls": calls, "answer": rec.get("gold_answer")},
+                    meta={"source": "nestful", "file": str(path), "index": i},
+                )
+            )
         return cases
 
     # ---- score ---------------------------------------------------------------------------------
@@ -293,16 +340,27 @@ class NL2API(Benchmark):
             return failed(case, "no_gold_answer", "the sample has no exact answer to compare with", **m)
         expected = [list(r) for r in gold["answer"]]
         ok = answers_match(expected, rows, ordered=gold["ordered"], mode=mode, tolerance=gold["float_tolerance"])
-        if not ok and gold["ordered"] and mode == "strict" and split.style != "rest" and case.meta.get("sql") \
-                and answers_match(expected, rows, ordered=False, mode=mode, tolerance=gold["float_tolerance"]):
+        if (
+            not ok
+            and gold["ordered"]
+            and mode == "strict"
+            and split.style != "rest"
+            and case.meta.get("sql")
+            and answers_match(expected, rows, ordered=False, mode=mode, tolerance=gold["float_tolerance"])
+        ):
             ok = self._tie_aware(split, case, pred, expected)
         m["completion"] = ok
         if ok:
             return passed(case, 1.0, **m)
-        same_rows = gold["ordered"] and answers_match(expected, rows, ordered=False, mode=mode,
-                                                      tolerance=gold["float_tolerance"])
-        return failed(case, "order_mismatch" if same_rows else "wrong_answer",
-                      f"expected {len(expected)} rows {expected[:3]!r}, got {len(rows)} rows {rows[:3]!r}", **m)
+        same_rows = gold["ordered"] and answers_match(
+            expected, rows, ordered=False, mode=mode, tolerance=gold["float_tolerance"]
+        )
+        return failed(
+            case,
+            "order_mismatch" if same_rows else "wrong_answer",
+            f"expected {len(expected)} rows {expected[:3]!r}, got {len(rows)} rows {rows[:3]!r}",
+            **m,
+        )
 
     def _split_for(self, case: EvalCase) -> _Split:
         key = case.meta["split"]
@@ -365,9 +423,15 @@ class NL2API(Benchmark):
     def _tie_aware(split: _Split, case: EvalCase, pred: list[dict[str, Any]], expected: list[list[Any]]) -> bool:
         """Rows right, order differs: accept swaps among rows tied on the SQL's ORDER BY keys."""
         try:
-            run_and_check(split.db_for(case.meta.get("db_id")), [ToolCall.model_validate(c) for c in case.meta.get("setup", [])],
-                          [ToolCall.model_validate(c) for c in pred], [tuple(r) for r in expected], True,
-                          bindings=split.bindings, sql=case.meta["sql"])
+            run_and_check(
+                split.db_for(case.meta.get("db_id")),
+                [ToolCall.model_validate(c) for c in case.meta.get("setup", [])],
+                [ToolCall.model_validate(c) for c in pred],
+                [tuple(r) for r in expected],
+                True,
+                bindings=split.bindings,
+                sql=case.meta["sql"],
+            )
             return True
         except (Rejection, ValidationError):
             return False
@@ -382,8 +446,10 @@ class NL2API(Benchmark):
         return aggregate_lists(NL2APIAggregate(mode), cases, records)
 
     def gold_prediction(self, case: EvalCase) -> str:
-        return json.dumps([{k: v for k, v in c.items() if not (k == "label" and v is None)} for c in case.gold["calls"]],
-                          ensure_ascii=False)
+        return json.dumps(
+            [{k: v for k, v in c.items() if not (k == "label" and v is None)} for c in case.gold["calls"]],
+            ensure_ascii=False,
+        )
 
     def close(self) -> None:
         for s in self._splits.values():

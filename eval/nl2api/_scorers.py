@@ -20,12 +20,21 @@ import re
 from collections import Counter
 from typing import Any, Sequence
 
+from benchsmith.construction.nl2api import multiset_equal, ordered_equal
 from benchsmith.eval import (
-    CallShapeError, EvalCase, Mode, RecordResult, TooDeep, check_limit, check_value, failed, passed, scorer, tool_call_parts,
+    CallShapeError,
+    EvalCase,
+    Mode,
+    RecordResult,
+    TooDeep,
+    check_limit,
+    check_value,
+    failed,
+    passed,
+    scorer,
+    tool_call_parts,
 )
 from benchsmith.schemas import loads_json, parse_reference
-
-from benchsmith.construction.nl2api import multiset_equal, ordered_equal
 
 Call = dict[str, Any]
 
@@ -159,8 +168,14 @@ def align_labels(pred: list[Call], gold: list[Call]) -> list[Call]:
     {'d': '$var1.k$'}
     """
     mapping = {p["label"]: g["label"] for p, g in zip(pred, gold) if p["label"] and g["label"]}
-    return [{**c, "label": mapping.get(c["label"], c["label"]) if c["label"] else None,
-             "arguments": _rename_refs(c["arguments"], mapping)} for c in pred]
+    return [
+        {
+            **c,
+            "label": mapping.get(c["label"], c["label"]) if c["label"] else None,
+            "arguments": _rename_refs(c["arguments"], mapping),
+        }
+        for c in pred
+    ]
 
 
 def slot_prf(pred: list[Call], gold: list[Call], mode: Mode) -> tuple[float, float, float]:
@@ -196,7 +211,9 @@ def sequence_match(pred: list[Call], gold: list[Call], mode: Mode) -> bool:
         if mode == "strict":
             if _canon(p["arguments"]) != _canon(g["arguments"]):
                 return False
-        elif json.dumps(p["arguments"], sort_keys=True, default=str) != json.dumps(g["arguments"], sort_keys=True, default=str):
+        elif json.dumps(p["arguments"], sort_keys=True, default=str) != json.dumps(
+            g["arguments"], sort_keys=True, default=str
+        ):
             return False
     return True
 
@@ -207,8 +224,15 @@ def call_metrics(pred: list[Call], gold: list[Call], mode: Mode) -> dict[str, An
         pred = align_labels(pred, gold)
     ip, ir, i_f = intent_prf([c["name"] for c in pred], [c["name"] for c in gold])
     sp, sr, s_f = slot_prf(pred, gold, mode)
-    return {"intent_p": ip, "intent_r": ir, "intent_f1": i_f, "slot_p": sp, "slot_r": sr, "slot_f1": s_f,
-            "sequence_match": sequence_match(pred, gold, mode)}
+    return {
+        "intent_p": ip,
+        "intent_r": ir,
+        "intent_f1": i_f,
+        "slot_p": sp,
+        "slot_r": sr,
+        "slot_f1": s_f,
+        "sequence_match": sequence_match(pred, gold, mode),
+    }
 
 
 # ---- answers ------------------------------------------------------------------------------------
@@ -236,8 +260,9 @@ def _official_cell(value: Any, digits: int) -> Any:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def answers_match(expected: list[Sequence[Any]], got: list[Sequence[Any]], *, ordered: bool, mode: Mode,
-                  tolerance: float = 1e-6) -> bool:
+def answers_match(
+    expected: list[Sequence[Any]], got: list[Sequence[Any]], *, ordered: bool, mode: Mode, tolerance: float = 1e-6
+) -> bool:
     """Compare answer rows. Official: every number rounded to the decimals the gold column is
     written with, then exact equality (multiset unless ``ordered``). Strict: the split's answer
     spec, numbers within ``tolerance`` (relative and absolute), order only where ``ordered``.
@@ -277,5 +302,4 @@ def score_calls(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
     m = call_metrics(pred, gold, mode)
     if m["sequence_match"]:
         return passed(case, 1.0, **m)
-    return failed(case, "sequence_mismatch", "the predicted sequence differs from the gold one",
-                  **m)
+    return failed(case, "sequence_mismatch", "the predicted sequence differs from the gold one", **m)

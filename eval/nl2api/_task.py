@@ -23,13 +23,20 @@ from typing import Any
 
 from benchsmith.construction.nl2api import Database, ToolEnv, ToolError, compact_tools, setup_note, step_schema
 from benchsmith.eval import EvalCase
+from benchsmith.eval._private.calls import native_tool_calls
 from benchsmith.eval._private.runner import (
-    CallContext, FormatError, Outcome, Request, Task, Turn, read_json_reply, shallow_reply, task,
+    CallContext,
+    FormatError,
+    Outcome,
+    Request,
+    Task,
+    Turn,
+    read_json_reply,
+    shallow_reply,
+    task,
 )
 from benchsmith.prompts import get_prompt
 from benchsmith.schemas import Split, ToolCall
-
-from benchsmith.eval._private.calls import native_tool_calls
 
 MAX_OBSERVATION = 1500
 #: direct strategy: the preview of each call's output kept in the trace
@@ -44,7 +51,7 @@ def parse_step(text: str, names: set[str]) -> dict[str, Any]:
     >>> parse_step('{"thought": "t", "action": "finish", "arguments": {}}', {"f"})["action"]
     'finish'
     """
-    value = shallow_reply(read_json_reply(text))   # the arguments run, and the reply is journaled
+    value = shallow_reply(read_json_reply(text))  # the arguments run, and the reply is journaled
     if not isinstance(value, dict):
         raise FormatError("bad_shape", "expected a JSON object with thought, action and arguments")
     action = value.get("action")
@@ -66,7 +73,7 @@ def parse_direct(text: str) -> list[dict[str, Any]]:
     >>> parse_direct('{"calls": [{"name": "f", "arguments": {"x": 1}}, {"name": "g"}]}')
     [{'name': 'f', 'arguments': {'x': 1}}, {'name': 'g', 'arguments': {}}]
     """
-    value = shallow_reply(read_json_reply(text))   # the calls run, and the reply is journaled
+    value = shallow_reply(read_json_reply(text))  # the calls run, and the reply is journaled
     calls = value.get("calls") if isinstance(value, dict) else value
     if not isinstance(calls, list):
         raise FormatError("bad_shape", 'expected a JSON object {"calls": [{"name", "arguments"}, ...]}')
@@ -95,10 +102,20 @@ def direct_schema(tools: list[dict[str, Any]], labels: list[str], max_calls: int
         props = branch["properties"]
         if props["action"].get("const") == "finish":
             continue
-        items.append({"type": "object", "properties": {"name": props["action"], "arguments": props["arguments"]},
-                      "required": ["name", "arguments"]})
-    return {"type": "object", "required": ["calls"], "properties": {"calls": {
-        "type": "array", "items": {"anyOf": items}, "minItems": 1, "maxItems": max(1, max_calls)}}}
+        items.append(
+            {
+                "type": "object",
+                "properties": {"name": props["action"], "arguments": props["arguments"]},
+                "required": ["name", "arguments"],
+            }
+        )
+    return {
+        "type": "object",
+        "required": ["calls"],
+        "properties": {
+            "calls": {"type": "array", "items": {"anyOf": items}, "minItems": 1, "maxItems": max(1, max_calls)}
+        },
+    }
 
 
 def _observation_text(label: str, value: Any) -> str:
@@ -160,23 +177,44 @@ class NL2APITask(Task):
         db = self._db(split, case.meta.get("db_id"))
         style = case.meta.get("style", "slot")
         if style == "rest" and Split(split).has_databases():
-            return _RestEnv(split, db, style, case.meta.get("setup") or [], setup_phase=False,
-                            db_for=lambda db_id: self._db(split, db_id))
+            return _RestEnv(
+                split,
+                db,
+                style,
+                case.meta.get("setup") or [],
+                setup_phase=False,
+                db_for=lambda db_id: self._db(split, db_id),
+            )
         return ToolEnv(split, db, style, case.meta.get("setup") or [], setup_phase=False)
 
-    def _base(self, case: EvalCase, steps: list[dict[str, str]], native: bool,
-              prompt: str = "nl2api/react") -> list[dict[str, Any]]:
+    def _base(
+        self, case: EvalCase, steps: list[dict[str, str]], native: bool, prompt: str = "nl2api/react"
+    ) -> list[dict[str, Any]]:
         setup = [ToolCall.model_validate(c) for c in case.meta.get("setup") or []]
         columns, tools = compact_tools([] if native else case.input["tools"])
         return get_prompt(prompt).render(
-            native_tools=native, tools=tools, columns=columns, query=case.input.get("query") or "",
-            context=case.input.get("context"), setup_note=setup_note(setup), steps=steps)
+            native_tools=native,
+            tools=tools,
+            columns=columns,
+            query=case.input.get("query") or "",
+            context=case.input.get("context"),
+            setup_note=setup_note(setup),
+            steps=steps,
+        )
 
     @staticmethod
     def _oa_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
-                                                  "parameters": t.get("parameters") or {"type": "object"}}}
-                for t in tools]
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": t["name"],
+                    "description": t.get("description", ""),
+                    "parameters": t.get("parameters") or {"type": "object"},
+                },
+            }
+            for t in tools
+        ]
 
     async def solve(self, case: EvalCase, ctx: CallContext) -> Outcome:
         if self._direct:
@@ -187,8 +225,8 @@ class NL2APITask(Task):
         native = self.options.mode == "tools"
         labels = [f"${c['label']}$" for c in case.meta.get("setup") or [] if c.get("label")]
         oa_tools = self._oa_tools(tools) if native else None
-        steps: list[dict[str, str]] = []           # prompt mode: rendered (reply, observation) pairs
-        history: list[dict[str, Any]] = []         # tools mode: assistant + tool messages
+        steps: list[dict[str, str]] = []  # prompt mode: rendered (reply, observation) pairs
+        history: list[dict[str, Any]] = []  # tools mode: assistant + tool messages
         calls: list[dict[str, Any]] = []
         turns: list[Turn] = []
         unreadable = 0
@@ -198,8 +236,11 @@ class NL2APITask(Task):
                 msgs = self._native_messages(case) + history
                 req = Request(msgs, tools=oa_tools, max_tokens=self.options.max_tokens)
             else:
-                req = Request(self._base(case, steps, False), json_schema=step_schema(tools, labels),
-                              max_tokens=self.options.max_tokens)
+                req = Request(
+                    self._base(case, steps, False),
+                    json_schema=step_schema(tools, labels),
+                    max_tokens=self.options.max_tokens,
+                )
             _, turn = await ctx.call(req)
             turns.append(turn)
             try:
@@ -227,18 +268,41 @@ class NL2APITask(Task):
             step["observation"] = obs
             if native:
                 call_id = (turn.tool_calls[0].get("id") if turn.tool_calls else None) or f"call_{len(turns)}"
-                history += [{"role": "assistant", "content": turn.raw or "", "tool_calls": [
-                    {"id": call_id, "type": "function",
-                     "function": {"name": step["action"], "arguments": json.dumps(step["arguments"], ensure_ascii=False)}}]},
-                    {"role": "tool", "tool_call_id": call_id, "content": obs}]
+                history += [
+                    {
+                        "role": "assistant",
+                        "content": turn.raw or "",
+                        "tool_calls": [
+                            {
+                                "id": call_id,
+                                "type": "function",
+                                "function": {
+                                    "name": step["action"],
+                                    "arguments": json.dumps(step["arguments"], ensure_ascii=False),
+                                },
+                            }
+                        ],
+                    },
+                    {"role": "tool", "tool_call_id": call_id, "content": obs},
+                ]
             else:
-                steps.append({"reply": json.dumps({"action": step["action"], "arguments": step["arguments"],
-                                                   "thought": step["thought"]}, ensure_ascii=False),
-                              "observation": obs})
+                steps.append(
+                    {
+                        "reply": json.dumps(
+                            {"action": step["action"], "arguments": step["arguments"], "thought": step["thought"]},
+                            ensure_ascii=False,
+                        ),
+                        "observation": obs,
+                    }
+                )
         result = json.dumps(calls, ensure_ascii=False)
         if not calls and unreadable == len(turns):
-            return Outcome("format_error", result, turns,
-                           {"type": "no_readable_step", "message": f"none of {len(turns)} replies could be read"})
+            return Outcome(
+                "format_error",
+                result,
+                turns,
+                {"type": "no_readable_step", "message": f"none of {len(turns)} replies could be read"},
+            )
         if turns and isinstance(turns[-1].parsed, dict):
             turns[-1].parsed = {**turns[-1].parsed, "stopped": stopped, "unreadable_replies": unreadable}
         return Outcome("ok", result, turns)
@@ -286,7 +350,9 @@ class NL2APITask(Task):
                 entry.update(ok=False, error=exc.code, message=str(exc)[:500])
             else:
                 text = json.dumps(value, ensure_ascii=False, default=str)
-                entry.update(ok=True, output=text if len(text) <= MAX_TRACE_OUTPUT else text[:MAX_TRACE_OUTPUT] + " …(cut)")
+                entry.update(
+                    ok=True, output=text if len(text) <= MAX_TRACE_OUTPUT else text[:MAX_TRACE_OUTPUT] + " …(cut)"
+                )
             out.append(entry)
         return out
 

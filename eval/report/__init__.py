@@ -9,9 +9,25 @@ compares run folders in ``report.html``, ``report.md``, ``leaderboard.csv`` and
 >>> primary("teval", {"overall": 61.5})
 ('overall', 0.615)
 """
+
 from ._private.load import FEW_CASES, ModelInfo, Producer, ReplyInfo, Run, SplitInfo, Task, load_run
 from ._private.metrics import CHART_METRIC, PRIMARY, categories, episodes, headline, primary
 from ._private.write import write_report
 
-__all__ = ["CHART_METRIC", "FEW_CASES", "PRIMARY", "ModelInfo", "Producer", "ReplyInfo", "Run", "SplitInfo", "Task",
-           "categories", "episodes", "headline", "load_run", "primary", "write_report"]
+__all__ = [
+    "CHART_METRIC",
+    "FEW_CASES",
+    "PRIMARY",
+    "ModelInfo",
+    "Producer",
+    "ReplyInfo",
+    "Run",
+    "SplitInfo",
+    "Task",
+    "categories",
+    "episodes",
+    "headline",
+    "load_run",
+    "primary",
+    "write_report",
+]

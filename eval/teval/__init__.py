@@ -4,14 +4,28 @@
 per file mapping id -> record) or a folder written by ``benchsmith eval derive`` from an NL2API
 split. Scorers are registered as ``teval.<ability>.<format>``; see docs/eval/teval.md.
 """
-from ._derive import derive_teval, step_thought
+
+from ._derive import derive_teval, derive_teval_seeded, step_thought
+from ._export import export_teval
 from ._plugin import TEval, aggregate_teval, file_kind, load_teval, render_gold
 from ._scorers import ABILITIES, FORMATS, longest_increasing, max_weight_assignment, plan_f1, same_value
 from ._task import TEvalTask
-from ._derive import derive_teval_seeded
-from ._export import export_teval
 
 __all__ = [
-    "export_teval", "derive_teval_seeded",
-    "TEvalTask", "ABILITIES", "FORMATS", "TEval", "aggregate_teval", "derive_teval", "file_kind", "load_teval",
-           "longest_increasing", "max_weight_assignment", "plan_f1", "render_gold", "same_value", "step_thought"]
+    "export_teval",
+    "derive_teval_seeded",
+    "TEvalTask",
+    "ABILITIES",
+    "FORMATS",
+    "TEval",
+    "aggregate_teval",
+    "derive_teval",
+    "file_kind",
+    "load_teval",
+    "longest_increasing",
+    "max_weight_assignment",
+    "plan_f1",
+    "render_gold",
+    "same_value",
+    "step_thought",
+]

@@ -68,8 +68,10 @@ def _cached(emb: Any, parts: Any, compute: Callable[[], Any], dtype: str) -> Any
             value = np.ascontiguousarray(compute(), dtype=dtype)
             if db is not None:
                 try:
-                    db.execute("INSERT OR REPLACE INTO batch (k, n, dim, v) VALUES (?, ?, ?, ?)",
-                               (key, int(value.shape[0]), int(value.shape[1]), value.tobytes()))
+                    db.execute(
+                        "INSERT OR REPLACE INTO batch (k, n, dim, v) VALUES (?, ?, ?, ?)",
+                        (key, int(value.shape[0]), int(value.shape[1]), value.tobytes()),
+                    )
                     db.commit()
                 except sqlite3.Error:
                     pass

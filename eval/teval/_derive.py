@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.construction.variants import dump_text, visible_steps
-from benchsmith.eval._private.derive import Outputs, Spool, SplitSamples
+from benchsmith.eval._private.derive import Outputs, SplitSamples, Spool
 from benchsmith.schemas import Sample, Split, Tool, ToolCall, UserError
 
 FINISH = "FinishAction"
@@ -35,12 +35,30 @@ JSON_TEMPLATES = [
     {"thought": "Thought", "action": "Action", "args": "ActionInput"},
 ]
 STRING_TEMPLATES = [
-    {"thought_start": "Thought: ", "thought_end": "\n", "action_start": "Action: ", "action_end": "\n",
-     "args_start": "Action Input: ", "args_end": "\n"},
-    {"thought_start": "<thought>", "thought_end": "</thought>\n", "action_start": "<name>",
-     "action_end": "</name>\n", "args_start": "<args>", "args_end": "</args>"},
-    {"thought_start": "THINK: ", "thought_end": "\n", "action_start": "CALL: ", "action_end": "\n",
-     "args_start": "INPUT: ", "args_end": "\nEND"},
+    {
+        "thought_start": "Thought: ",
+        "thought_end": "\n",
+        "action_start": "Action: ",
+        "action_end": "\n",
+        "args_start": "Action Input: ",
+        "args_end": "\n",
+    },
+    {
+        "thought_start": "<thought>",
+        "thought_end": "</thought>\n",
+        "action_start": "<name>",
+        "action_end": "</name>\n",
+        "args_start": "<args>",
+        "args_end": "</args>",
+    },
+    {
+        "thought_start": "THINK: ",
+        "thought_end": "\n",
+        "action_start": "CALL: ",
+        "action_end": "\n",
+        "args_start": "INPUT: ",
+        "args_end": "\nEND",
+    },
 ]
 
 REVIEW_SYSTEM = (
@@ -56,8 +74,9 @@ REVIEW_SYSTEM = (
     "Answer in this format:\n```\nAnswer: [one letter, A to E]\n```\n"
 )
 REVIEW_CLASSES = {"success": "A", "internal_error": "B", "input_error": "C", "irrelevant": "D", "unable": "E"}
-_REVIEW_JSON_NOTE = ('Answer with a JSON object {"answer": "<one letter, A to E>", '
-                     '"is_finished": <true when the answer is A>}.\n')
+_REVIEW_JSON_NOTE = (
+    'Answer with a JSON object {"answer": "<one letter, A to E>", "is_finished": <true when the answer is A>}.\n'
+)
 
 
 # ---- rendering helpers -------------------------------------------------------------------------
@@ -82,10 +101,13 @@ def api_description(tool: Tool) -> dict[str, Any]:
             out["enum"] = p["enum"]
         return out
 
-    return {"name": tool.name, "description": tool.description,
-            "required_parameters": [param(n) for n in props if n in required],
-            "optional_parameters": [param(n) for n in props if n not in required],
-            "return_data": [{"name": "result", "description": "the output, kept under the call's label"}]}
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "required_parameters": [param(n) for n in props if n in required],
+        "optional_parameters": [param(n) for n in props if n not in required],
+        "return_data": [{"name": "result", "description": "the output, kept under the call's label"}],
+    }
 
 
 def _first_sentence(text: str) -> str:
@@ -145,7 +167,9 @@ def _history(calls: list[tuple[str, ToolCall, Any]], as_json: bool) -> list[dict
 
 
 def _deps(call: ToolCall, label_index: dict[str, int]) -> list[int]:
-    found = sorted({label_index[m.group(1)] for m in _REF.finditer(dump_text(call.arguments)) if m.group(1) in label_index})
+    found = sorted(
+        {label_index[m.group(1)] for m in _REF.finditer(dump_text(call.arguments)) if m.group(1) in label_index}
+    )
     return found
 
 
@@ -180,13 +204,24 @@ def _review_reason(tag: str, detail: str = "") -> str:
         "internal_error": f"The call is right, but the tool failed on its own side ({detail}); the input is not to blame.",
         "input_error": f"The tool rejected the call because {detail}.",
         "irrelevant": "The response comes from a different request: it does not match this call's arguments or goal.",
-        "unable": ("The call fits the goal and ran, but no row of the data meets it: the response is empty, so the "
-                   "goal cannot be reached with this data."),
+        "unable": (
+            "The call fits the goal and ran, but no row of the data meets it: the response is empty, so the "
+            "goal cannot be reached with this data."
+        ),
     }[tag]
 
 
-FILES = ("instruct_v2", "plan_json_v2", "plan_str_v2", "reason_str_v2", "retrieve_str_v2", "understand_str_v2",
-         "reason_retrieve_understand_json_v2", "review_str_v2", "review_json_v2")
+FILES = (
+    "instruct_v2",
+    "plan_json_v2",
+    "plan_str_v2",
+    "reason_str_v2",
+    "retrieve_str_v2",
+    "understand_str_v2",
+    "reason_retrieve_understand_json_v2",
+    "review_str_v2",
+    "review_json_v2",
+)
 
 
 class _Observations:
@@ -213,7 +248,7 @@ class _Observations:
 
     def differs(self, n: int, text: str, digest: bytes) -> bool:
         """Whether observation ``n`` is not ``text`` (read back only when the digests agree)."""
-        return self.digests[16 * n:16 * n + 16] != digest or self.text(n) != text
+        return self.digests[16 * n : 16 * n + 16] != digest or self.text(n) != text
 
     def text(self, n: int) -> str:
         return str(self.spool.get(n))
@@ -233,8 +268,11 @@ def derive_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
         seen: set[Any] = set()
         for sample in samples:
             if sample.id in seen:
-                raise UserError(f"{samples.path}: sample id {sample.id} appears more than once (T-Eval records "
-                                "are keyed by sample id)", fix="give every sample its own id")
+                raise UserError(
+                    f"{samples.path}: sample id {sample.id} appears more than once (T-Eval records "
+                    "are keyed by sample id)",
+                    fix="give every sample its own id",
+                )
             seen.add(sample.id)
             for st in visible_steps(sample):
                 observations.add(sample.id, dump_text(st.observation))
@@ -256,8 +294,18 @@ def _derive_files(samples: SplitSamples, split: Path, files: Outputs, observatio
     here = 0
     try:
         for sn, sample in enumerate(samples):
-            here = _derive_sample(sn, sample, _Tally(writers, tally), bindings, endpoints, runner, observations,
-                                  here, missed, carry_db_id=merged)
+            here = _derive_sample(
+                sn,
+                sample,
+                _Tally(writers, tally),
+                bindings,
+                endpoints,
+                runner,
+                observations,
+                here,
+                missed,
+                carry_db_id=merged,
+            )
     finally:
         if runner is not None:
             runner.close()
@@ -269,19 +317,29 @@ def _derive_files(samples: SplitSamples, split: Path, files: Outputs, observatio
         "instruct": {"json": instruct.get("json", 0), "string": instruct.get("string", 0)},
         "plan": {"json": len(writers["plan_json_v2"]), "str": len(writers["plan_str_v2"])},
         "reason": {"json": len(writers["reason_retrieve_understand_json_v2"]), "str": len(writers["reason_str_v2"])},
-        "retrieve": {"json": len(writers["reason_retrieve_understand_json_v2"]), "str": len(writers["retrieve_str_v2"])},
-        "understand": {"json": len(writers["reason_retrieve_understand_json_v2"]),
-                       "str": len(writers["understand_str_v2"])},
+        "retrieve": {
+            "json": len(writers["reason_retrieve_understand_json_v2"]),
+            "str": len(writers["retrieve_str_v2"]),
+        },
+        "understand": {
+            "json": len(writers["reason_retrieve_understand_json_v2"]),
+            "str": len(writers["understand_str_v2"]),
+        },
         "review": {"json": len(writers["review_json_v2"]), "str": len(writers["review_str_v2"])},
     }
     labels, classes = tally["labels"], tally["classes"]
     source: dict[str, Any] = {"split": str(split), "samples": samples.count or 0}
     if samples.manifest is not None:  # read (and checked) with the split
         source.update(name=samples.manifest.name, content_hash=samples.manifest.content_hash)
-    report = {"source": source, "records": counts, "review_labels": dict(sorted(labels.items())),
-              "review_classes": {tag: classes.get(tag, 0) for tag in REVIEW_CLASSES},
-              "review_not_made": dict(sorted(missed.items())),
-              "executed": no_runner is None, "files": sorted(f"{n}.json" for n in FILES)}
+    report = {
+        "source": source,
+        "records": counts,
+        "review_labels": dict(sorted(labels.items())),
+        "review_classes": {tag: classes.get(tag, 0) for tag in REVIEW_CLASSES},
+        "review_not_made": dict(sorted(missed.items())),
+        "executed": no_runner is None,
+        "files": sorted(f"{n}.json" for n in FILES),
+    }
     if no_runner is not None:
         report["not_executed"] = no_runner
     return report
@@ -313,9 +371,19 @@ class _Tally:
             self.owner.writers[self.name][key] = record
 
 
-def _derive_sample(sn: int, sample: Sample, files: Any, bindings: dict[str, Any],
-                   endpoints: dict[str, Any], runner: Any, observations: _Observations, here: int,
-                   missed: dict[str, int], *, carry_db_id: bool = False) -> int:
+def _derive_sample(
+    sn: int,
+    sample: Sample,
+    files: Any,
+    bindings: dict[str, Any],
+    endpoints: dict[str, Any],
+    runner: Any,
+    observations: _Observations,
+    here: int,
+    missed: dict[str, int],
+    *,
+    carry_db_id: bool = False,
+) -> int:
     """Write one sample's records (``files[name][key] = record``); ``here`` is the position of its
     first step among the split's observations. Returns the position after its last step."""
     from ._intent import Describer
@@ -343,23 +411,37 @@ def _derive_sample(sn: int, sample: Sample, files: Any, bindings: dict[str, Any]
 
     # plan: the gold call sequence + FinishAction
     label_index = {st.call.label: i for i, st in enumerate(steps) if st.call and st.call.label}
-    plan = [{"id": i, "prev": _deps(st.call, label_index) if st.call else [], "name": st.call.name,
-             "args": st.call.arguments} for i, st in enumerate(steps) if st.call]
+    plan = [
+        {
+            "id": i,
+            "prev": _deps(st.call, label_index) if st.call else [],
+            "name": st.call.name,
+            "args": st.call.arguments,
+        }
+        for i, st in enumerate(steps)
+        if st.call
+    ]
     plan.append({"id": len(plan), "prev": [len(plan) - 1], "name": FINISH, "args": {}})
-    plan_json_sys = (api_block + note +
-                     "Write the WHOLE plan that answers the query with these APIs, and nothing else. Answer "
-                     'with a JSON list of steps {"id": <int>, "name": <api name>, "args": <arguments object>} '
-                     f'in execution order; earlier outputs are written as $label$; finish with {FINISH}.\n')
-    plan_str_sys = (api_block + note +
-                    "Write the WHOLE plan that answers the query with these APIs, and nothing else. One step "
-                    "per line, in execution order: Use [api name] with [arguments].\n")
+    plan_json_sys = (
+        api_block + note + "Write the WHOLE plan that answers the query with these APIs, and nothing else. Answer "
+        'with a JSON list of steps {"id": <int>, "name": <api name>, "args": <arguments object>} '
+        f"in execution order; earlier outputs are written as $label$; finish with {FINISH}.\n"
+    )
+    plan_str_sys = (
+        api_block + note + "Write the WHOLE plan that answers the query with these APIs, and nothing else. One step "
+        "per line, in execution order: Use [api name] with [arguments].\n"
+    )
     meta_base = {"API_list": api_names, **src}
     files["plan_json_v2"][sid] = {
         "origin_prompt": [{"role": "system", "content": plan_json_sys}, {"role": "user", "content": query}],
-        "ground_truth": plan, "meta": {"prompt_type": "json", **meta_base}}
+        "ground_truth": plan,
+        "meta": {"prompt_type": "json", **meta_base},
+    }
     files["plan_str_v2"][sid] = {
         "origin_prompt": [{"role": "system", "content": plan_str_sys}, {"role": "user", "content": query}],
-        "ground_truth": plan, "meta": {"prompt_type": "str", **meta_base}}
+        "ground_truth": plan,
+        "meta": {"prompt_type": "str", **meta_base},
+    }
 
     outputs: dict[str, Any] = {}
     if runner is not None:
@@ -380,21 +462,34 @@ def _derive_sample(sn: int, sample: Sample, files: Any, bindings: dict[str, Any]
         ask = f"Call {call.name} with these arguments: {dump_text(call.arguments)}"
         files["instruct_v2"][f"{key}_json"] = {
             "origin_prompt": [
-                {"role": "system", "content": api_block + note + "Answer with one JSON object with the "
-                 f"keys {tj['thought']!r} (your thought), {tj['action']!r} (the API name) and {tj['args']!r} "
-                 "(the arguments object), and nothing else.\n"},
-                {"role": "user", "content": ask}],
-            "template": tj, "ground_truth": {"action": call.name, "args": call.arguments},
-            "meta_data": {"response_format": "json", **src, "step": i}}
-        layout = (f"{ts['thought_start']}<your thought>{ts['thought_end']}{ts['action_start']}<the API name>"
-                  f"{ts['action_end']}{ts['args_start']}<the arguments as a Python dict>{ts['args_end']}")
+                {
+                    "role": "system",
+                    "content": api_block + note + "Answer with one JSON object with the "
+                    f"keys {tj['thought']!r} (your thought), {tj['action']!r} (the API name) and {tj['args']!r} "
+                    "(the arguments object), and nothing else.\n",
+                },
+                {"role": "user", "content": ask},
+            ],
+            "template": tj,
+            "ground_truth": {"action": call.name, "args": call.arguments},
+            "meta_data": {"response_format": "json", **src, "step": i},
+        }
+        layout = (
+            f"{ts['thought_start']}<your thought>{ts['thought_end']}{ts['action_start']}<the API name>"
+            f"{ts['action_end']}{ts['args_start']}<the arguments as a Python dict>{ts['args_end']}"
+        )
         files["instruct_v2"][f"{key}_string"] = {
             "origin_prompt": [
-                {"role": "system", "content": api_block + note +
-                 f"Answer exactly in this layout, and nothing else:\n{layout}\n"},
-                {"role": "user", "content": ask}],
-            "template": ts, "ground_truth": {"action": call.name, "args": call.arguments},
-            "meta_data": {"response_format": "string", **src, "step": i}}
+                {
+                    "role": "system",
+                    "content": api_block + note + f"Answer exactly in this layout, and nothing else:\n{layout}\n",
+                },
+                {"role": "user", "content": ask},
+            ],
+            "template": ts,
+            "ground_truth": {"action": call.name, "args": call.arguments},
+            "meta_data": {"response_format": "string", **src, "step": i},
+        }
 
         # reason / retrieve / understand: the history so far, then the next step
         hist_json, hist_str = _history(done, True), _history(done, False)
@@ -406,15 +501,28 @@ def _derive_sample(sn: int, sample: Sample, files: Any, bindings: dict[str, Any]
         }
         for fname, instruction in asks.items():
             files[fname][key] = {
-                "origin_prompt": [{"role": "system", "content": base_sys + instruction + "\n"},
-                                  {"role": "user", "content": query}, *hist_str],
-                "ground_truth": gold, "meta_data": {"response_format": "str", **src, "step": i}}
+                "origin_prompt": [
+                    {"role": "system", "content": base_sys + instruction + "\n"},
+                    {"role": "user", "content": query},
+                    *hist_str,
+                ],
+                "ground_truth": gold,
+                "meta_data": {"response_format": "str", **src, "step": i},
+            }
         files["reason_retrieve_understand_json_v2"][key] = {
-            "origin_prompt": [{"role": "system", "content": base_sys +
-                               'Answer with one JSON object {"thought": <your thought>, "name": <the API to call '
-                               'next>, "args": <its arguments object>}, and nothing else.\n'},
-                              {"role": "user", "content": query}, *hist_json],
-            "ground_truth": gold, "meta_data": {"response_format": "json", **src, "step": i}}
+            "origin_prompt": [
+                {
+                    "role": "system",
+                    "content": base_sys
+                    + 'Answer with one JSON object {"thought": <your thought>, "name": <the API to call '
+                    'next>, "args": <its arguments object>}, and nothing else.\n',
+                },
+                {"role": "user", "content": query},
+                *hist_json,
+            ],
+            "ground_truth": gold,
+            "meta_data": {"response_format": "json", **src, "step": i},
+        }
 
         # review: five outcomes of this step, each a real execution
         reviews: list[tuple[str, str, ToolCall, Any, str]] = []
@@ -432,15 +540,17 @@ def _derive_sample(sn: int, sample: Sample, files: Any, bindings: dict[str, Any]
             if broken is not None:
                 err = str(broken.response.get("error", ""))
                 detail = err.split("inside the service: ", 1)[-1]
-                reviews.append(("internal_error", goals[i], call, broken.response,
-                                _review_reason("internal_error", detail)))
+                reviews.append(
+                    ("internal_error", goals[i], call, broken.response, _review_reason("internal_error", detail))
+                )
             else:
                 missed["internal_error:no_failure"] = missed.get("internal_error:no_failure", 0) + 1
             wrong = runner.input_error(outputs, call, key)
             if wrong is not None:
                 why, wrong_call, rejected = wrong
-                reviews.append(("input_error", goals[i], wrong_call, rejected.response,
-                                _review_reason("input_error", why)))
+                reviews.append(
+                    ("input_error", goals[i], wrong_call, rejected.response, _review_reason("input_error", why))
+                )
             else:
                 missed["input_error:no_rejected_mistake"] = missed.get("input_error:no_rejected_mistake", 0) + 1
         own = dump_text(st.observation)
@@ -449,8 +559,15 @@ def _derive_sample(sn: int, sample: Sample, files: Any, bindings: dict[str, Any]
             for shift in range(1, n_obs):
                 other = (at + shift * 7919) % n_obs
                 if observations.sids[other] != sid and observations.differs(other, own, own_digest):
-                    reviews.append(("irrelevant", goals[i], call, json.loads(observations.text(other)),
-                                    _review_reason("irrelevant")))
+                    reviews.append(
+                        (
+                            "irrelevant",
+                            goals[i],
+                            call,
+                            json.loads(observations.text(other)),
+                            _review_reason("irrelevant"),
+                        )
+                    )
                     break
         if executable:
             asked = runner.unable(outputs, call, key)
@@ -463,14 +580,19 @@ def _derive_sample(sn: int, sample: Sample, files: Any, bindings: dict[str, Any]
             else:
                 missed["unable:no_filter_value"] = missed.get("unable:no_filter_value", 0) + 1
         for tag, goal, shown, response, why in reviews:
-            user = f"Goal: {goal}\nName: {shown.name}\nArgs: {dump_text(shown.arguments)}\nResponse: {dump_text(response)}"
-            for fmt, fname, system in (("str", "review_str_v2", REVIEW_SYSTEM),
-                                       ("json", "review_json_v2", REVIEW_SYSTEM + _REVIEW_JSON_NOTE)):
+            user = (
+                f"Goal: {goal}\nName: {shown.name}\nArgs: {dump_text(shown.arguments)}\nResponse: {dump_text(response)}"
+            )
+            for fmt, fname, system in (
+                ("str", "review_str_v2", REVIEW_SYSTEM),
+                ("json", "review_json_v2", REVIEW_SYSTEM + _REVIEW_JSON_NOTE),
+            ):
                 files[fname][f"{key}_{tag}"] = {
-                    "template": "", "origin_prompt": [{"role": "system", "content": system},
-                                                      {"role": "user", "content": user}],
+                    "template": "",
+                    "origin_prompt": [{"role": "system", "content": system}, {"role": "user", "content": user}],
                     "ground_truth": {"answer": REVIEW_CLASSES[tag], "thought": why},
-                    "meta_data": {"response_format": fmt, **src, "step": i, "review": tag}}
+                    "meta_data": {"response_format": fmt, **src, "step": i, "review": tag},
+                }
         if executable:
             runner.advance(outputs, call)
         done.append((thoughts[i], call, st.observation))

@@ -20,24 +20,73 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.construction.nl2api import (
-    Database, QueryTimeout, Runtime, SplitTools, ToolError, json_value, observation, read_manifest, run_endpoint,
+    Database,
+    QueryTimeout,
+    Runtime,
+    SplitTools,
+    ToolError,
+    json_value,
+    observation,
+    read_manifest,
+    run_endpoint,
 )
 from benchsmith.schemas import Sample, Split, ToolCall, UnresolvedReference, UserError, resolve_references
 
 FICTIONAL = ("Atlantis", "Zembla", "Ruritania", "Genovia", "Freedonia", "Latveria")
 # plausible wrong spellings of argument values, as a model writes them
-WRONG_WORDS = {"equal_to": "equals", "not_equal_to": "not_equals", "greater_than": "gt", "less_than": "lt",
-               "greater_than_or_equal_to": "gte", "less_than_or_equal_to": "lte", "in": "one_of",
-               "contains": "includes", "avg": "average", "sum": "total", "count": "count_rows",
-               "count_distinct": "distinct_count", "max": "maximum", "min": "minimum", "strftime": "year",
-               "substr": "substring", "round": "round_to", "divide": "div", "multiply": "times",
-               "subtract": "minus", "add": "plus", "cast": "convert", "length": "len"}
-COLUMN_SYNONYMS = {"milliseconds": "duration", "name": "title", "title": "name", "total": "amount",
-                   "country": "nation", "unit_price": "price", "invoice_date": "date", "first_name": "firstname",
-                   "last_name": "surname", "composer": "author", "city": "town", "hire_date": "start_date",
-                   "birth_date": "birthday", "billing_country": "country", "bytes": "size", "quantity": "count"}
-_VALUE_OPS = ("equal_to", "in", "contains", "starts_with", "ends_with", "greater_than", "greater_than_or_equal_to",
-              "between")
+WRONG_WORDS = {
+    "equal_to": "equals",
+    "not_equal_to": "not_equals",
+    "greater_than": "gt",
+    "less_than": "lt",
+    "greater_than_or_equal_to": "gte",
+    "less_than_or_equal_to": "lte",
+    "in": "one_of",
+    "contains": "includes",
+    "avg": "average",
+    "sum": "total",
+    "count": "count_rows",
+    "count_distinct": "distinct_count",
+    "max": "maximum",
+    "min": "minimum",
+    "strftime": "year",
+    "substr": "substring",
+    "round": "round_to",
+    "divide": "div",
+    "multiply": "times",
+    "subtract": "minus",
+    "add": "plus",
+    "cast": "convert",
+    "length": "len",
+}
+COLUMN_SYNONYMS = {
+    "milliseconds": "duration",
+    "name": "title",
+    "title": "name",
+    "total": "amount",
+    "country": "nation",
+    "unit_price": "price",
+    "invoice_date": "date",
+    "first_name": "firstname",
+    "last_name": "surname",
+    "composer": "author",
+    "city": "town",
+    "hire_date": "start_date",
+    "birth_date": "birthday",
+    "billing_country": "country",
+    "bytes": "size",
+    "quantity": "count",
+}
+_VALUE_OPS = (
+    "equal_to",
+    "in",
+    "contains",
+    "starts_with",
+    "ends_with",
+    "greater_than",
+    "greater_than_or_equal_to",
+    "between",
+)
 
 
 class Outcome:
@@ -69,8 +118,10 @@ def _database_path(split: Path) -> Path | None:
         db = read_manifest(manifest).provenance.params.get("db")
         if isinstance(db, str) and Path(db).is_file():
             return Path(db)
-    raise UserError(f"{split} has no database.sqlite and its manifest names no database that exists",
-                    fix="build the split with its database (benchsmith nl2api build copies it by default)")
+    raise UserError(
+        f"{split} has no database.sqlite and its manifest names no database that exists",
+        fix="build the split with its database (benchsmith nl2api build copies it by default)",
+    )
 
 
 class SplitRunner:
@@ -141,8 +192,9 @@ class SplitRunner:
         except (ToolError, UnresolvedReference, ValueError, TypeError) as exc:
             return Outcome("input_error", {"error": f"{call.name}: {exc}"})
         except (sqlite3.Error, QueryTimeout, UserError) as exc:  # UserError: the endpoint's database is missing
-            return Outcome("internal_error", {"error": f"{call.name} failed inside the service: "
-                                                       f"{type(exc).__name__}: {exc}"})
+            return Outcome(
+                "internal_error", {"error": f"{call.name} failed inside the service: {type(exc).__name__}: {exc}"}
+            )
 
     def internal_error(self, outputs: Mapping[str, Any], call: ToolCall) -> Outcome | None:
         out = self.run(outputs, call, broken=True)
@@ -161,8 +213,12 @@ class SplitRunner:
             slot = self._slot_name(call.name, key)
             if slot in ("key_name", "value_key_name") and isinstance(value, str) and "." in value:
                 table, _, col = value.rpartition(".")
-                found.append((f"{key} names a column the data does not have",
-                              {**args, key: f"{table}.{COLUMN_SYNONYMS.get(col, col + '_value')}"}))
+                found.append(
+                    (
+                        f"{key} names a column the data does not have",
+                        {**args, key: f"{table}.{COLUMN_SYNONYMS.get(col, col + '_value')}"},
+                    )
+                )
             elif slot == "key_names" and isinstance(value, list) and value and isinstance(value[0], str):
                 table, _, col = value[0].rpartition(".")
                 wrong = f"{table}.{COLUMN_SYNONYMS.get(col, col + '_value')}" if table else f"{col}_value"
@@ -176,13 +232,22 @@ class SplitRunner:
             drop = required[0]
             found.append((f"the required argument {drop} is missing", {k: v for k, v in args.items() if k != drop}))
         for key, value in args.items():
-            if self._slot_name(call.name, key) == "data_source" and isinstance(value, str) and \
-                    re.fullmatch(r"\$[A-Za-z]+_\d+\$", value):
-                found.append((f"{key} refers to an output no earlier step produced",
-                              {**args, key: re.sub(r"_\d+\$$", "$", value)}))
+            if (
+                self._slot_name(call.name, key) == "data_source"
+                and isinstance(value, str)
+                and re.fullmatch(r"\$[A-Za-z]+_\d+\$", value)
+            ):
+                found.append(
+                    (
+                        f"{key} refers to an output no earlier step produced",
+                        {**args, key: re.sub(r"_\d+\$$", "$", value)},
+                    )
+                )
         return found
 
-    def input_error(self, outputs: Mapping[str, Any], call: ToolCall, salt: Any) -> tuple[str, ToolCall, Outcome] | None:
+    def input_error(
+        self, outputs: Mapping[str, Any], call: ToolCall, salt: Any
+    ) -> tuple[str, ToolCall, Outcome] | None:
         """A realistic wrong input that the tool really rejects (the choice rotates with ``salt``)."""
         options = self.mistakes(call)
         if not options:
@@ -204,8 +269,12 @@ class SplitRunner:
             for inner in endpoint.get("calls") or []:
                 a = inner.get("arguments") or {}
                 v = a.get("value")
-                if inner.get("name") == "filter_data" and isinstance(v, dict) and set(v) == {"__param__"} \
-                        and a.get("operator") in ("equal_to", "in", "contains", "starts_with", "ends_with"):
+                if (
+                    inner.get("name") == "filter_data"
+                    and isinstance(v, dict)
+                    and set(v) == {"__param__"}
+                    and a.get("operator") in ("equal_to", "in", "contains", "starts_with", "ends_with")
+                ):
                     return str(v["__param__"]), str(a["operator"]), None
             return None
         binding = (self.bindings or {}).get(call.name)
@@ -213,8 +282,9 @@ class SplitRunner:
         if tool != "filter_data":
             return None
         slot = {self._slot_name(call.name, k): k for k in call.arguments}
-        operator = (binding.fixed.get("operator") if binding is not None else None) or \
-            call.arguments.get(slot.get("operator", "operator"))
+        operator = (binding.fixed.get("operator") if binding is not None else None) or call.arguments.get(
+            slot.get("operator", "operator")
+        )
         if "value" not in slot or operator not in _VALUE_OPS:
             return None
         value = call.arguments[slot["value"]]
@@ -228,8 +298,11 @@ class SplitRunner:
         rt = Runtime(self.db)
         rt.outputs = dict(outputs)
         try:
-            return rt.call(ToolCall(name="aggregate_data",
-                                    arguments={"data_source": data, "aggregation": "max", "key_name": column}))
+            return rt.call(
+                ToolCall(
+                    name="aggregate_data", arguments={"data_source": data, "aggregation": "max", "key_name": column}
+                )
+            )
         except (ToolError, sqlite3.Error, QueryTimeout, TypeError, ValueError):
             return None
 
@@ -242,9 +315,15 @@ class SplitRunner:
         key, operator, source = found
         value = call.arguments.get(key)
         candidates: list[Any] = []
-        numeric = isinstance(value, (int, float)) and not isinstance(value, bool) or (
-            isinstance(value, list) and value and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                      for v in value))
+        numeric = (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            or (
+                isinstance(value, list)
+                and value
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+            )
+        )
         if numeric:
             if source is None:
                 return None
@@ -256,16 +335,21 @@ class SplitRunner:
                 candidates = [[above, above * 2] if operator == "between" else [above, above + 1]]
             else:
                 candidates = [above]
-        elif operator == "between" and isinstance(value, list) and len(value) == 2 and \
-                all(isinstance(v, str) and re.match(r"\d{4}-", v) for v in value):
+        elif (
+            operator == "between"
+            and isinstance(value, list)
+            and len(value) == 2
+            and all(isinstance(v, str) and re.match(r"\d{4}-", v) for v in value)
+        ):
             candidates = [[re.sub(r"^\d{4}", "2099", v) for v in value]]  # a period the data does not reach
         elif isinstance(value, str) or (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
             start = _digest("unable", salt) % len(FICTIONAL)
             names = [FICTIONAL[(start + k) % len(FICTIONAL)] for k in range(len(FICTIONAL))]
             candidates = [[n] if isinstance(value, list) else n for n in names]
         for candidate in candidates:
-            asked = ToolCall(name=call.name, arguments={**copy.deepcopy(call.arguments), key: candidate},
-                             label=call.label)
+            asked = ToolCall(
+                name=call.name, arguments={**copy.deepcopy(call.arguments), key: candidate}, label=call.label
+            )
             out = self.run(outputs, asked)
             if out.kind == "ok" and out.empty:
                 return asked, out

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.eval._private.export import (
-    _sid, _Skip, _split_samples,
+    _sid,
+    _Skip,
+    _split_samples,
 )
 
 from ._derive import derive_teval
@@ -30,7 +32,14 @@ def export_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
         skipped.append({"sample": _sid(s, i), "reason": exc.reason, "message": exc.message})
     derived = derive_teval(split, out_dir)
     records = {f"{ability}/{fmt}": n for ability, by_fmt in derived["records"].items() for fmt, n in by_fmt.items()}
-    return {"format": "teval", "split": str(split), "samples": samples.count or 0,
-            "written": sorted([*derived["files"], "derive_report.json"]), "records": records,
-            "total": sum(records.values()), "skipped": skipped,
-            "skipped_by_reason": dict(sorted(Counter(s["reason"] for s in skipped).items())), "derive": derived}
+    return {
+        "format": "teval",
+        "split": str(split),
+        "samples": samples.count or 0,
+        "written": sorted([*derived["files"], "derive_report.json"]),
+        "records": records,
+        "total": sum(records.values()),
+        "skipped": skipped,
+        "skipped_by_reason": dict(sorted(Counter(s["reason"] for s in skipped).items())),
+        "derive": derived,
+    }

@@ -24,20 +24,43 @@ from typing import Any
 _REF = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)(?:\.([^$]*))?\$$")
 
 _OPS = {
-    "equal_to": "is {v}", "not_equal_to": "is not {v}", "greater_than": "is greater than {v}",
-    "greater_than_or_equal_to": "is at least {v}", "less_than": "is less than {v}",
-    "less_than_or_equal_to": "is at most {v}", "contains": "contains {v}", "not_contains": "does not contain {v}",
-    "starts_with": "starts with {v}", "not_starts_with": "does not start with {v}", "ends_with": "ends with {v}",
-    "not_ends_with": "does not end with {v}", "like": "matches the pattern {v}",
-    "not_like": "does not match the pattern {v}", "in": "is one of {v}", "not_in": "is none of {v}",
-    "between": "is between {v}", "not_between": "is not between {v}", "is_null": "is empty",
+    "equal_to": "is {v}",
+    "not_equal_to": "is not {v}",
+    "greater_than": "is greater than {v}",
+    "greater_than_or_equal_to": "is at least {v}",
+    "less_than": "is less than {v}",
+    "less_than_or_equal_to": "is at most {v}",
+    "contains": "contains {v}",
+    "not_contains": "does not contain {v}",
+    "starts_with": "starts with {v}",
+    "not_starts_with": "does not start with {v}",
+    "ends_with": "ends with {v}",
+    "not_ends_with": "does not end with {v}",
+    "like": "matches the pattern {v}",
+    "not_like": "does not match the pattern {v}",
+    "in": "is one of {v}",
+    "not_in": "is none of {v}",
+    "between": "is between {v}",
+    "not_between": "is not between {v}",
+    "is_null": "is empty",
     "is_not_null": "is not empty",
 }
-_AGG_VALUE = {"count": "number of {n}", "count_distinct": "number of distinct {c}", "sum": "total {c}",
-              "avg": "average {c}", "min": "smallest {c}", "max": "largest {c}"}
-_ARITH = {"add": ("the sum of {l} and {r}", "plus"), "subtract": ("{l} minus {r}", "minus"),
-          "multiply": ("{l} times {r}", "times"), "divide": ("{l} divided by {r}", "divided by"),
-          "modulo": ("the remainder of {l} divided by {r}", "modulo"), "concat": ("{l} followed by {r}", "followed by")}
+_AGG_VALUE = {
+    "count": "number of {n}",
+    "count_distinct": "number of distinct {c}",
+    "sum": "total {c}",
+    "avg": "average {c}",
+    "min": "smallest {c}",
+    "max": "largest {c}",
+}
+_ARITH = {
+    "add": ("the sum of {l} and {r}", "plus"),
+    "subtract": ("{l} minus {r}", "minus"),
+    "multiply": ("{l} times {r}", "times"),
+    "divide": ("{l} divided by {r}", "divided by"),
+    "modulo": ("the remainder of {l} divided by {r}", "modulo"),
+    "concat": ("{l} followed by {r}", "followed by"),
+}
 
 
 def _words(name: str) -> str:
@@ -56,12 +79,12 @@ def singular(noun: str) -> str:
 class Data:
     """What a label holds: rows of ``noun`` (a phrase such as "the remaining tracks") or a value."""
 
-    kind: str            # "rows" | "value"
-    noun: str            # plural noun of a row ("tracks", "groups") or what the value is ("number of tracks")
-    phrase: str          # how a later step names it ("the remaining tracks", "the number of tracks")
-    table: str = ""      # the main table of the rows, to name columns of other tables
+    kind: str  # "rows" | "value"
+    noun: str  # plural noun of a row ("tracks", "groups") or what the value is ("number of tracks")
+    phrase: str  # how a later step names it ("the remaining tracks", "the number of tracks")
+    table: str = ""  # the main table of the rows, to name columns of other tables
     step: int | None = None  # 1-based visible step that produced it (None: the data loaded up front)
-    ref: str = ""        # how a later step names it as a value (rows whose values are used, e.g. in a filter)
+    ref: str = ""  # how a later step names it as a value (rows whose values are used, e.g. in a filter)
 
 
 class Describer:
@@ -74,14 +97,16 @@ class Describer:
         self.labels: dict[str, Data] = {}
         self.last: str | None = None
         self.current = 0  # the 1-based visible step being described
-        self.what = ""    # the last step's action alone, as a sentence (a review's goal)
+        self.what = ""  # the last step's action alone, as a sentence (a review's goal)
 
     # ---- reading calls ------------------------------------------------------------------
-    def expand(self, name: str, arguments: Mapping[str, Any]) -> tuple[list[tuple[str, dict[str, Any], str | None]],
-                                                                       list[tuple[str, dict[str, Any], str | None]]]:
+    def expand(
+        self, name: str, arguments: Mapping[str, Any]
+    ) -> tuple[list[tuple[str, dict[str, Any], str | None]], list[tuple[str, dict[str, Any], str | None]]]:
         """(set-up calls, calls) of the NL2API tools behind one visible call."""
         endpoint = self.endpoints.get(name)
         if isinstance(endpoint, Mapping):
+
             def subst(value: Any) -> Any:
                 if isinstance(value, dict) and set(value) == {"__param__"}:
                     return arguments.get(value["__param__"])
@@ -92,7 +117,9 @@ class Describer:
                 return value
 
             setup = [(c["name"], dict(c.get("arguments") or {}), c.get("label")) for c in endpoint.get("setup", [])]
-            calls = [(c["name"], subst(dict(c.get("arguments") or {})), c.get("label")) for c in endpoint.get("calls", [])]
+            calls = [
+                (c["name"], subst(dict(c.get("arguments") or {})), c.get("label")) for c in endpoint.get("calls", [])
+            ]
             return setup, calls
         binding = self.bindings.get(name)
         if binding is not None:
@@ -202,8 +229,10 @@ class Describer:
         elif name == "sort_data":
             keys = args.get("key_names") or []
             asc = args.get("ascending") or []
-            parts = [f"{self.column(k, table)} ({'smallest' if (asc[i] if i < len(asc) else True) else 'largest'} first)"
-                     for i, k in enumerate(keys)]
+            parts = [
+                f"{self.column(k, table)} ({'smallest' if (asc[i] if i < len(asc) else True) else 'largest'} first)"
+                for i, k in enumerate(keys)
+            ]
             text = f"sort {on} by " + (", then by ".join(parts) or "their values")
             out.phrase = f"the sorted {noun}"
         elif name == "limit_data":
@@ -232,9 +261,13 @@ class Describer:
                 text = f"count the {col} values of {on} that are not empty"
                 what = f"number of {col} values"
             else:
-                verb = {"count_distinct": "count the distinct {c} values of {o}", "sum": "add up the {c} of {o}",
-                        "avg": "take the average {c} of {o}", "min": "find the smallest {c} of {o}",
-                        "max": "find the largest {c} of {o}"}.get(agg, agg + " the {c} of {o}")
+                verb = {
+                    "count_distinct": "count the distinct {c} values of {o}",
+                    "sum": "add up the {c} of {o}",
+                    "avg": "take the average {c} of {o}",
+                    "min": "find the smallest {c} of {o}",
+                    "max": "find the largest {c} of {o}",
+                }.get(agg, agg + " the {c} of {o}")
                 text = verb.format(c=col, o=on)
                 what = _AGG_VALUE.get(agg, agg + " {c}").format(c=col, n=noun)
             out = Data("value", what, f"the {what}", table, step)
@@ -246,9 +279,13 @@ class Describer:
                     continue
                 agg, key = str(a.get("aggregation", "count")), a.get("key_name")
                 col = self.column(key, table) if key else ""
-                what = (f"number of {noun}" if agg == "count" and not key
-                        else f"number of {col} values" if agg == "count"
-                        else _AGG_VALUE.get(agg, agg + " {c}").format(c=col, n=noun))
+                what = (
+                    f"number of {noun}"
+                    if agg == "count" and not key
+                    else f"number of {col} values"
+                    if agg == "count"
+                    else _AGG_VALUE.get(agg, agg + " {c}").format(c=col, n=noun)
+                )
                 aggs.append(f"the {what} as {a.get('output_name')}")
             listing = ", ".join(aggs[:-1]) + (" and " if len(aggs) > 1 else "") + (aggs[-1] if aggs else "")
             if keys:
@@ -264,7 +301,7 @@ class Describer:
             shown = {k: self.value(v, table) for k, v in fa.items()}
             how = {
                 "substr": f"the part of the {col} that starts at character {shown.get('start', '1')}"
-                          + (f" and is {shown['length']} characters long" if "length" in shown else ""),
+                + (f" and is {shown['length']} characters long" if "length" in shown else ""),
                 "instr": f"the position of {shown.get('substring', 'the text')} in the {col}",
                 "strftime": f"the {shown.get('format', 'date part')} part of the {col}",
                 "cast": f"the {col} read as {fa.get('type', 'another type')}",
@@ -283,7 +320,9 @@ class Describer:
             for c in args.get("cases") or []:
                 if not isinstance(c, Mapping):
                     continue
-                conds = " and ".join(self.condition(x, table) for x in c.get("conditions") or [] if isinstance(x, Mapping))
+                conds = " and ".join(
+                    self.condition(x, table) for x in c.get("conditions") or [] if isinstance(x, Mapping)
+                )
                 cases.append(f"{self.value(c.get('result'), table)} when the {conds}")
             default = f", else {self.value(args.get('default'), table)}" if args.get("default") is not None else ""
             text = f"add to {on} a column {args.get('output_name')} that is " + "; ".join(cases) + default
@@ -299,8 +338,9 @@ class Describer:
             self.labels[label] = out
         return text, out
 
-    def step(self, name: str, arguments: Mapping[str, Any], label: str | None, index: int, total: int,
-             query: str) -> str:
+    def step(
+        self, name: str, arguments: Mapping[str, Any], label: str | None, index: int, total: int, query: str
+    ) -> str:
         """The thought of visible step ``index`` (0-based) of ``total``; records its output under ``label``."""
         setup, calls = self.expand(name, arguments)
         self.current = index + 1

@@ -33,11 +33,11 @@ def load_response(raw: Any, start: str = "", end: str = "") -> Any:
         return raw
     text = raw
     if "```json" in text:
-        text = text[text.find("```json") + len("```json"):].strip("`")
+        text = text[text.find("```json") + len("```json") :].strip("`")
     if start:
-        text = text[text.find(start):]  # as the original: a missing start keeps the last character
+        text = text[text.find(start) :]  # as the original: a missing start keeps the last character
     if end:
-        text = text[:text.rfind(end) + len(end)]
+        text = text[: text.rfind(end) + len(end)]
     value = _read_value(text)
     check_value(value, text)  # within the record's budget (nesting depth, string length) and MAX_DEPTH (else TooDeep)
     if len(text) > _MIN_HUGE_INT_CHARS:
@@ -45,8 +45,8 @@ def load_response(raw: Any, start: str = "", end: str = "") -> Any:
     return value
 
 
-_MAX_INT_BITS = 14_000         # about 4,200 digits: str() of a larger int raises ValueError
-_MIN_HUGE_INT_CHARS = 3_000    # a shorter text holds no such literal (hexadecimal: 3,500 digits)
+_MAX_INT_BITS = 14_000  # about 4,200 digits: str() of a larger int raises ValueError
+_MIN_HUGE_INT_CHARS = 3_000  # a shorter text holds no such literal (hexadecimal: 3,500 digits)
 
 
 def _refuse_huge_ints(value: Any) -> None:
@@ -94,7 +94,7 @@ def literal_args(text: str, strict: bool) -> dict[str, Any]:
             if len(text) > _MIN_HUGE_INT_CHARS:
                 _refuse_huge_ints(value)
     except TooDeep:
-        raise   # not a reading that failed: a value no scorer walks (a too_deep record)
+        raise  # not a reading that failed: a value no scorer walks (a too_deep record)
     except Exception:  # noqa: BLE001
         return {}
     return value if isinstance(value, dict) else {}
@@ -135,8 +135,9 @@ def parse_template(template: str, text: str, strict: bool) -> dict[str, Any] | N
     except ValueError as exc:
         if strict:
             return None
-        raise TemplateError(f"the official evaluator crashes on this template (string.Formatter: {exc}); "
-                            "scored 0") from None
+        raise TemplateError(
+            f"the official evaluator crashes on this template (string.Formatter: {exc}); scored 0"
+        ) from None
     if strict:  # the literals, escaped, with a group after each of the first len(keys) of them
         parts = [""]
         for i, literal in enumerate(literals):
@@ -175,7 +176,7 @@ def first_match(parts: list[str], text: str) -> list[tuple[str, ...]]:
     k = len(parts) - 1
     if k == 0:
         return [()]
-    latest = [0] * (k + 1)   # latest[j]: the last start of parts[j] with the later parts still after it
+    latest = [0] * (k + 1)  # latest[j]: the last start of parts[j] with the later parts still after it
     end = len(text)
     for j in range(k, 1, -1):
         end = text.rfind(parts[j], 0, end)
@@ -186,9 +187,9 @@ def first_match(parts: list[str], text: str) -> list[tuple[str, ...]]:
     if first < 0:
         return []
     latest[1] = first
-    groups = [text[start + len(parts[0]):first]]
+    groups = [text[start + len(parts[0]) : first]]
     for j in range(2, k + 1):
-        groups.append(text[latest[j - 1] + len(parts[j - 1]):latest[j]])
+        groups.append(text[latest[j - 1] + len(parts[j - 1]) : latest[j]])
     return [tuple(groups)]
 
 
@@ -255,7 +256,7 @@ def plan_from_text(raw: str, api_list: Iterable[str], strict: bool) -> list[dict
         if best:
             args = fragment
             if strict:  # only what follows the API name: the name itself is not an argument
-                args = _LEAD.sub("", fragment[(best_at or 0) + len(best):]).strip()
+                args = _LEAD.sub("", fragment[(best_at or 0) + len(best) :]).strip()
             steps.append({"id": len(steps), "name": best, "args": args})
     if not steps:
         raise ResponseError("no step names an API of the list")
@@ -300,7 +301,7 @@ def review_letter(raw: str, strict: bool) -> str:
         cut = min(positions) if positions else -1
     else:
         cut = raw.find(":")
-    rest = raw[cut + 1:].strip()
+    rest = raw[cut + 1 :].strip()
     if rest and rest[0] in REVIEW_LETTERS:
         return rest[0]
     raise ResponseError("no option letter A-E after the colon")

@@ -11,23 +11,23 @@ from types import MappingProxyType
 from typing import Any
 
 from benchsmith.eval._private.core import (
-    RunningSum,
     SCORERS,
     Benchmark,
     EvalCase,
     Mode,
     RecordResult,
+    RunningSum,
     benchmark,
     failed,
     mean,
 )
 from benchsmith.schemas import UserError, read_json
 
-from ._report import TEvalReport
+from . import _scorers
 from ._derive import derive_teval_seeded
 from ._export import export_teval
-from . import _scorers
 from ._parse import ResponseError, load_response, plan_from_json
+from ._report import TEvalReport
 from ._scorers import ABILITIES, scorer_name
 
 # file stem (lower case, version suffix allowed) -> (abilities, default format)
@@ -44,8 +44,14 @@ _FILE_KINDS: list[tuple[re.Pattern[str], tuple[str, ...], str | None]] = [
 ]
 
 # the formats the official aggregator reads for each ability (Review: review_str only)
-_OFFICIAL_FORMATS = {"instruct": ("json", "string"), "plan": ("str", "json"), "reason": ("str", "json"),
-                     "retrieve": ("str", "json"), "understand": ("str", "json"), "review": ("str",)}
+_OFFICIAL_FORMATS = {
+    "instruct": ("json", "string"),
+    "plan": ("str", "json"),
+    "reason": ("str", "json"),
+    "retrieve": ("str", "json"),
+    "understand": ("str", "json"),
+    "review": ("str",),
+}
 
 
 def file_kind(path: Path) -> tuple[tuple[str, ...], str | None] | None:
@@ -80,12 +86,16 @@ def load_teval(data: Path) -> list[EvalCase]:
             raise UserError(f"{path}: expected one JSON object mapping id -> record", fix="use T-Eval's layout")
         for key, record in content.items():
             if not isinstance(record, dict) or "ground_truth" not in record:
-                raise UserError(f"{path}: record {key!r} has no ground_truth",
-                                fix="each record needs origin_prompt, ground_truth and meta_data (plan: meta)")
+                raise UserError(
+                    f"{path}: record {key!r} has no ground_truth",
+                    fix="each record needs origin_prompt, ground_truth and meta_data (plan: meta)",
+                )
             fmt = _record_format(record, default_fmt)
             if fmt is None:
-                raise UserError(f"{path}: record {key!r} has no meta_data.response_format",
-                                fix="set response_format to json or string (instruct), json or str (others)")
+                raise UserError(
+                    f"{path}: record {key!r} has no meta_data.response_format",
+                    fix="set response_format to json or string (instruct), json or str (others)",
+                )
             meta_block = record.get("meta") if isinstance(record.get("meta"), dict) else {}
             inputs = {"origin_prompt": record.get("origin_prompt", [])}
             if "template" in record:
@@ -96,16 +106,26 @@ def load_teval(data: Path) -> list[EvalCase]:
                 scored_as = "string" if ability == "instruct" and fmt == "str" else fmt
                 name = scorer_name(ability, scored_as)
                 if name not in SCORERS:
-                    raise UserError(f"{path}: record {key!r} has unknown format {fmt!r} for {ability}",
-                                    fix="instruct: json | string; the others: json | str")
-                cases.append(EvalCase(
-                    id=f"{path.stem}/{key}", benchmark="teval", category=f"{ability}/{fmt}", input=inputs,
-                    gold=record["ground_truth"],
-                    meta={"file": path.name, "key": str(key), "ability": ability, "format": fmt, "scorer": name}))
+                    raise UserError(
+                        f"{path}: record {key!r} has unknown format {fmt!r} for {ability}",
+                        fix="instruct: json | string; the others: json | str",
+                    )
+                cases.append(
+                    EvalCase(
+                        id=f"{path.stem}/{key}",
+                        benchmark="teval",
+                        category=f"{ability}/{fmt}",
+                        input=inputs,
+                        gold=record["ground_truth"],
+                        meta={"file": path.name, "key": str(key), "ability": ability, "format": fmt, "scorer": name},
+                    )
+                )
     if not cases:
-        raise UserError(f"no T-Eval records under {data}",
-                        fix="pass a folder with T-Eval files (instruct_v2.json, plan_json_v2.json, ...) "
-                            "or the output of `benchsmith eval derive`")
+        raise UserError(
+            f"no T-Eval records under {data}",
+            fix="pass a folder with T-Eval files (instruct_v2.json, plan_json_v2.json, ...) "
+            "or the output of `benchsmith eval derive`",
+        )
     return cases
 
 
@@ -117,12 +137,19 @@ def render_gold(case: EvalCase) -> str:
         g = gold if isinstance(gold, dict) else {}
         thought = g.get("thought", "") or ""
         if fmt == "json":
-            return json.dumps({template.get("thought", "thought"): thought,
-                               template.get("action", "action"): g.get("action"),
-                               template.get("args", "args"): g.get("args", {})}, ensure_ascii=False)
-        return (f"{template.get('thought_start', '')}{thought}{template.get('thought_end', '')}"
-                f"{template.get('action_start', '')}{g.get('action', '')}{template.get('action_end', '')}"
-                f"{template.get('args_start', '')}{g.get('args', {})!r}{template.get('args_end', '')}")
+            return json.dumps(
+                {
+                    template.get("thought", "thought"): thought,
+                    template.get("action", "action"): g.get("action"),
+                    template.get("args", "args"): g.get("args", {}),
+                },
+                ensure_ascii=False,
+            )
+        return (
+            f"{template.get('thought_start', '')}{thought}{template.get('thought_end', '')}"
+            f"{template.get('action_start', '')}{g.get('action', '')}{template.get('action_end', '')}"
+            f"{template.get('args_start', '')}{g.get('args', {})!r}{template.get('args_end', '')}"
+        )
     if ability == "plan":
         try:
             steps = plan_from_json(gold)
@@ -211,8 +238,12 @@ class TEvalAggregate:
         by_cat = self.by_cat
         categories: dict[str, Any] = {}
         for cat, c in sorted(by_cat.items()):
-            entry: dict[str, Any] = {"records": c.records, "score": c.score.mean(), "ok": c.ok,
-                                     "parse_rate": c.parsed.mean()}
+            entry: dict[str, Any] = {
+                "records": c.records,
+                "score": c.score.mean(),
+                "ok": c.ok,
+                "parse_rate": c.parsed.mean(),
+            }
             if cat.startswith("instruct/"):
                 fm, em = c.format.mean(), c.args_em.mean()
                 if official:
@@ -281,10 +312,10 @@ def _pooled_mean(cats: list[_Cat]) -> float:
 @benchmark("teval")
 class TEval(Benchmark):
     """T-Eval (six abilities x json/str). Data: T-Eval's JSON files or a derived folder."""
+
     report = TEvalReport()
     derivers = MappingProxyType({"teval": derive_teval_seeded})
     exporter = staticmethod(export_teval)
-
 
     def load(self, data: Path) -> list[EvalCase]:
         return load_teval(Path(data))

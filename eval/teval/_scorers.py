@@ -14,7 +14,15 @@ from collections.abc import Callable
 from typing import Any
 
 from benchsmith.eval._private.core import (
-    EvalCase, Mode, RecordResult, budget_paused, check_limit, embedding_text, failed, passed, scorer,
+    EvalCase,
+    Mode,
+    RecordResult,
+    budget_paused,
+    check_limit,
+    embedding_text,
+    failed,
+    passed,
+    scorer,
 )
 
 from ._parse import (
@@ -58,8 +66,9 @@ def _clamp(x: float) -> float:
     return float(min(1.0, max(0.0, x)))
 
 
-def _result(case: EvalCase, score: float, ok: bool, error_type: str | None, reason: str = "",
-            **details: Any) -> RecordResult:
+def _result(
+    case: EvalCase, score: float, ok: bool, error_type: str | None, reason: str = "", **details: Any
+) -> RecordResult:
     score = _clamp(score)
     if ok:
         return passed(case, score, **details)
@@ -126,8 +135,9 @@ def _instruct(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordRe
             except TemplateError as exc:
                 return failed(case, "official_crash", str(exc), score=0.0, format=0.0, args_em=0.0)
         if fields is None:
-            return _parse_failed(case, ResponseError("the response does not follow the string template"),
-                                 format=0.0, args_em=0.0)
+            return _parse_failed(
+                case, ResponseError("the response does not follow the string template"), format=0.0, args_em=0.0
+            )
         action = fields.get("action", "")
         action = action.strip() if isinstance(action, str) else action
         raw_args = fields.get("args", "")
@@ -136,9 +146,15 @@ def _instruct(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordRe
     eq: Callable[[Any, Any], bool] = same_value if strict else (lambda x, y: x == y)
     action_ok = eq(gold.get("action"), action)
     ok = em >= 1.0
-    return _result(case, (1.0 + em) / 2, ok, "wrong_args" if action_ok else "wrong_action",
-                   "wrong arguments" if action_ok else f"expected action {gold.get('action')!r}",
-                   format=1.0, args_em=em)
+    return _result(
+        case,
+        (1.0 + em) / 2,
+        ok,
+        "wrong_args" if action_ok else "wrong_action",
+        "wrong arguments" if action_ok else f"expected action {gold.get('action')!r}",
+        format=1.0,
+        args_em=em,
+    )
 
 
 @scorer("teval.instruct.json")
@@ -330,8 +346,9 @@ def _groups(texts: list[tuple[str, str]]) -> list[list[int]]:
     return list(seen.values())
 
 
-def _same_run_length(sims: list[list[float]], pairs: list[tuple[int, int]], pred: list[dict[str, Any]],
-                     gold: list[dict[str, Any]]) -> bool:
+def _same_run_length(
+    sims: list[list[float]], pairs: list[tuple[int, int]], pred: list[dict[str, Any]], gold: list[dict[str, Any]]
+) -> bool:
     """True when every maximum-weight matching (up to float noise) gives the same increasing run
     as ``pairs``, although several weigh the same because steps repeat: each group of identical
     steps has at most one matched member and lies in consecutive positions (so moving the match
@@ -385,17 +402,22 @@ def plan_f1(pred: list[dict[str, Any]], gold: list[dict[str, Any]], strict: bool
     if not pred or not gold:
         if strict:
             both = not pred and not gold
-            return {"precision": float(both), "recall": float(both), "f1": float(both), "correct": 0,
-                    "matched": []}
+            return {"precision": float(both), "recall": float(both), "f1": float(both), "correct": 0, "matched": []}
         # the official evaluator embeds an empty list of step names and crashes in cos_sim (torch.mm
         # of a 1x0 and a dxN matrix), which stops the whole evaluation; the record counts as 0
-        raise ResponseError("the official evaluator crashes on this plan (nothing is left to compare once the "
-                         "final FinishAction is dropped): RuntimeError in sentence-transformers' cos_sim; scored 0")
+        raise ResponseError(
+            "the official evaluator crashes on this plan (nothing is left to compare once the "
+            "final FinishAction is dropped): RuntimeError in sentence-transformers' cos_sim; scored 0"
+        )
     n, m = len(pred), len(gold)
-    vecs = _encode([s["name"] for s in pred] + [s["name"] for s in gold] +
-                   [str(s["args"]) for s in pred] + [str(s["args"]) for s in gold])
-    names = (vecs[:n] @ vecs[n:n + m].T).astype(np.float64)
-    args = (vecs[n + m:2 * n + m] @ vecs[2 * n + m:].T).astype(np.float64)
+    vecs = _encode(
+        [s["name"] for s in pred]
+        + [s["name"] for s in gold]
+        + [str(s["args"]) for s in pred]
+        + [str(s["args"]) for s in gold]
+    )
+    names = (vecs[:n] @ vecs[n : n + m].T).astype(np.float64)
+    args = (vecs[n + m : 2 * n + m] @ vecs[2 * n + m :].T).astype(np.float64)
     sims = NAME_WEIGHT * np.maximum(names, 0.0) + ARGS_WEIGHT * np.maximum(args, 0.0)
     pairs = max_weight_assignment(np.where(sims > MATCH_THRESHOLD, sims, 0.0))
     if not strict:
@@ -436,9 +458,17 @@ def _plan(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordResult
     except ResponseError as exc:
         return failed(case, "official_crash", str(exc), precision=0.0, recall=0.0)
     ok = res["f1"] >= FULL
-    return _result(case, res["f1"], ok, "plan_mismatch",
-                   f"{res['correct']} of {len(drop_finish(gold))} gold steps in order", precision=res["precision"],
-                   recall=res["recall"], correct=res["correct"], predicted_steps=len(drop_finish(pred)))
+    return _result(
+        case,
+        res["f1"],
+        ok,
+        "plan_mismatch",
+        f"{res['correct']} of {len(drop_finish(gold))} gold steps in order",
+        precision=res["precision"],
+        recall=res["recall"],
+        correct=res["correct"],
+        predicted_steps=len(drop_finish(pred)),
+    )
 
 
 @scorer("teval.plan.json")
@@ -543,8 +573,7 @@ def understand_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> R
         return pred
     score, hits = _understand_args(pred["args"], gold["args"], _strict(mode))
     ok = hits == len(gold["args"]) and (bool(gold["args"]) or not pred["args"])
-    return _result(case, score, ok, "wrong_args", f"{hits} of {len(gold['args'])} arguments right",
-                   matched_args=hits)
+    return _result(case, score, ok, "wrong_args", f"{hits} of {len(gold['args'])} arguments right", matched_args=hits)
 
 
 def _gold_args_text(gold: Any) -> tuple[str, Any]:
@@ -603,12 +632,20 @@ def review_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> Recor
             data = load_response(prediction)
         except ResponseError as exc:
             return _parse_failed(case, exc)
-        if not isinstance(data, dict) or data.get("is_finished", None) not in (True, False) or \
-                "is_finished" not in data:
+        if (
+            not isinstance(data, dict)
+            or data.get("is_finished", None) not in (True, False)
+            or "is_finished" not in data
+        ):
             return _parse_failed(case, ResponseError("no boolean 'is_finished'"))
         ok = {"review": data["is_finished"]} == gold
-        return _result(case, float(ok), ok, "official_unreachable",
-                       "the official json review compares a dict with the gold letter and never matches")
+        return _result(
+            case,
+            float(ok),
+            ok,
+            "official_unreachable",
+            "the official json review compares a dict with the gold letter and never matches",
+        )
     try:
         data = load_response(prediction, "{", "}")
         if not isinstance(data, dict) or not isinstance(data.get("answer"), str):
@@ -621,13 +658,32 @@ def review_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> Recor
 
 
 ABILITIES = ("instruct", "plan", "reason", "retrieve", "understand", "review")
-FORMATS = {"instruct": ("json", "string"), "plan": ("json", "str"), "reason": ("json", "str"),
-           "retrieve": ("json", "str"), "understand": ("json", "str"), "review": ("json", "str")}
+FORMATS = {
+    "instruct": ("json", "string"),
+    "plan": ("json", "str"),
+    "reason": ("json", "str"),
+    "retrieve": ("json", "str"),
+    "understand": ("json", "str"),
+    "review": ("json", "str"),
+}
 
 
 def scorer_name(ability: str, fmt: str) -> str:
     return f"teval.{ability}.{fmt}"
 
 
-__all__ = ["ABILITIES", "FINISH", "FORMATS", "gold_letter", "gold_plan", "gold_step", "longest_increasing",
-           "max_weight_assignment", "official_matching", "official_weights", "plan_f1", "same_value", "scorer_name"]
+__all__ = [
+    "ABILITIES",
+    "FINISH",
+    "FORMATS",
+    "gold_letter",
+    "gold_plan",
+    "gold_step",
+    "longest_increasing",
+    "max_weight_assignment",
+    "official_matching",
+    "official_weights",
+    "plan_f1",
+    "same_value",
+    "scorer_name",
+]

@@ -10,21 +10,37 @@ from __future__ import annotations
 from typing import Any
 
 from benchsmith.eval import EvalCase
+from benchsmith.eval._private.calls import THOUGHT, chat_messages
 from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, shallow_reply, task
 
-from benchsmith.eval._private.calls import THOUGHT, chat_messages
-
-_STEP = {"type": "object", "properties": {"name": {"type": "string"}, "args": {"type": "object"}, "thought": THOUGHT},
-         "required": ["name", "args", "thought"]}
+_STEP = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "args": {"type": "object"}, "thought": THOUGHT},
+    "required": ["name", "args", "thought"],
+}
 SCHEMAS: dict[str, dict[str, Any]] = {
-    "instruct": _STEP, "reason": _STEP, "retrieve": _STEP, "understand": _STEP,
-    "plan": {"type": "array", "minItems": 1, "maxItems": 8,
-             "items": {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"},
-                                                        "args": {"type": "object"}},
-                       "required": ["id", "name", "args"]}},
-    "review": {"type": "object", "properties": {"answer": {"type": "string", "enum": ["A", "B", "C", "D", "E"]},
-                                                "is_finished": {"type": "boolean"}},
-               "required": ["answer", "is_finished"]},
+    "instruct": _STEP,
+    "reason": _STEP,
+    "retrieve": _STEP,
+    "understand": _STEP,
+    "plan": {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": 8,
+        "items": {
+            "type": "object",
+            "properties": {"id": {"type": "integer"}, "name": {"type": "string"}, "args": {"type": "object"}},
+            "required": ["id", "name", "args"],
+        },
+    },
+    "review": {
+        "type": "object",
+        "properties": {
+            "answer": {"type": "string", "enum": ["A", "B", "C", "D", "E"]},
+            "is_finished": {"type": "boolean"},
+        },
+        "required": ["answer", "is_finished"],
+    },
 }
 VERSION = "teval/origin@v2"
 

@@ -10,10 +10,23 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.construction.variants import (
-    cannot_variant, no_tool_variant, sample_query, tools_text, visible_steps, with_hint,
+    cannot_variant,
+    no_tool_variant,
+    sample_query,
+    tools_text,
+    visible_steps,
+    with_hint,
 )
 from benchsmith.eval._private.derive import (
-    REPORT, Outputs, SplitSamples, _chain_tools, _report, _rng, _skip, _tool_entry, candidate_tools,
+    REPORT,
+    Outputs,
+    SplitSamples,
+    _chain_tools,
+    _report,
+    _rng,
+    _skip,
+    _tool_entry,
+    candidate_tools,
 )
 from benchsmith.schemas import UserError
 
@@ -63,8 +76,8 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
     variants: Counter[str] = Counter()
     aware_labels: Counter[str] = Counter()
     selection_labels: Counter[str] = Counter()
-    per_sample_aware: dict[str, list[int]] = {}   # sample id -> its awareness records (positions in the spool)
-    selection_sources: list[Any] = []             # the source sample of each selection record
+    per_sample_aware: dict[str, list[int]] = {}  # sample id -> its awareness records (positions in the spool)
+    selection_sources: list[Any] = []  # the source sample of each selection record
 
     def strip(rec: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in rec.items() if k not in ("id", "meta", "task")}
@@ -82,11 +95,16 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
             tools = [_tool_entry(t) for t in candidate_tools(sample, seed, "toolassess")]
             tool_text = tools_text(sample)
             items = [("requires_tool", "original", with_hint(sample_query(sample), sample.context))]
-            for label, kinds in (("no_tool", (no_kinds[n], "rephrase", "general")),
-                                 ("cannot_complete", (cannot_kinds[n], "missing_column", "write_action"))):
+            for label, kinds in (
+                ("no_tool", (no_kinds[n], "rephrase", "general")),
+                ("cannot_complete", (cannot_kinds[n], "missing_column", "write_action")),
+            ):
                 for kind in dict.fromkeys(kinds):  # the assigned variant first, then fallbacks that always apply
-                    text = (no_tool_variant(sample, kind, srng) if label == "no_tool"
-                            else cannot_variant(sample, kind, srng, tool_text))
+                    text = (
+                        no_tool_variant(sample, kind, srng)
+                        if label == "no_tool"
+                        else cannot_variant(sample, kind, srng, tool_text)
+                    )
                     if text:
                         items.append((label, kind, text))
                         break
@@ -96,8 +114,17 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
             for label, kind, text in items:
                 variants[f"{label}:{kind}"] += 1
                 aware_labels[label] += 1
-                recs.append(awareness.put({"task": "awareness", "query": text, "tools": tools, "label": label,
-                                           "meta": {"source_sample": sample.id, "variant": kind}}))
+                recs.append(
+                    awareness.put(
+                        {
+                            "task": "awareness",
+                            "query": text,
+                            "tools": tools,
+                            "label": label,
+                            "meta": {"source_sample": sample.id, "variant": kind},
+                        }
+                    )
+                )
             per_sample_aware[sample.id or ""] = recs
 
             first = visible_steps(sample)[0].call
@@ -113,26 +140,40 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
             picks = srng.sample(others, min(SELECTION_DISTRACTORS, len(others)))
             cands = [next(t for t in sample.tools if t.name == first.name), *picks]
             srng.shuffle(cands)
-            question = ("Which of the candidate tools should be called first to answer this request (none, if no "
-                        "candidate can serve it)? " + with_hint(sample_query(sample), sample.context))
-            made = [{"task": "selection", "query": question,
-                     "tools": [_tool_entry(t) for t in cands], "answer_tools": [first.name],
-                     "meta": {"source_sample": sample.id, "label": "true_tool"}}]
+            question = (
+                "Which of the candidate tools should be called first to answer this request (none, if no "
+                "candidate can serve it)? " + with_hint(sample_query(sample), sample.context)
+            )
+            made = [
+                {
+                    "task": "selection",
+                    "query": question,
+                    "tools": [_tool_entry(t) for t in cands],
+                    "answer_tools": [first.name],
+                    "meta": {"source_sample": sample.id, "label": "true_tool"},
+                }
+            ]
             # the false-tool situation: the same request among candidates that are all tools its chain never uses
             if len(others) < 2:
                 _skip(skipped, sample, "selection:false_tool", "too_few_distractors")
             else:
                 false_cands = srng.sample(others, min(SELECTION_DISTRACTORS + 1, len(others)))
-                made.append({"task": "selection", "query": question,
-                             "tools": [_tool_entry(t) for t in false_cands], "answer_tools": [],
-                             "meta": {"source_sample": sample.id, "label": "false_tool"}})
+                made.append(
+                    {
+                        "task": "selection",
+                        "query": question,
+                        "tools": [_tool_entry(t) for t in false_cands],
+                        "answer_tools": [],
+                        "meta": {"source_sample": sample.id, "label": "false_tool"},
+                    }
+                )
             for rec in made:
                 selection_sources.append(rec["meta"]["source_sample"])
                 selection_labels[rec["meta"]["label"]] += 1
                 selection_file.add(ordered(rec, f"selection-{len(selection_sources):04d}"))
                 selected.put(strip(rec))
 
-        shuffled = list(range(len(awareness)))   # the awareness records in a seeded order
+        shuffled = list(range(len(awareness)))  # the awareness records in a seeded order
         rng.shuffle(shuffled)
         for i, k in enumerate(shuffled, 1):
             awareness_file.add(ordered(awareness.get(k), f"awareness-{i:04d}"))
@@ -143,8 +184,16 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
         def scenario(kind: str, text: str, subs: list[dict[str, Any]], sources: list[Any]) -> None:
             multi[kind] += 1
             sizes[len(subs)] += 1
-            multi_file.add({"id": f"multi-{kind}-{sum(multi.values()):04d}", "task": "multi", "kind": kind,
-                            "scenario": text, "subtasks": subs, "meta": {"source_samples": sources}})
+            multi_file.add(
+                {
+                    "id": f"multi-{kind}-{sum(multi.values()):04d}",
+                    "task": "multi",
+                    "kind": kind,
+                    "scenario": text,
+                    "subtasks": subs,
+                    "meta": {"source_samples": sources},
+                }
+            )
 
         # awareness scenarios: 2-3 samples each, one of each sample's variants (labels balanced)
         order = list(per_sample_aware)
@@ -152,24 +201,33 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
         picks = _balanced((0, 1, 2), len(order), rng)  # type: ignore[arg-type]
         pos = 0
         for size in _group_sizes(len(order)):
-            group = order[pos:pos + size]
+            group = order[pos : pos + size]
             pos += size
             subs = []
-            for sid, k in zip(group, picks[pos - size:pos], strict=True):
+            for sid, k in zip(group, picks[pos - size : pos], strict=True):
                 recs = per_sample_aware[sid]
                 subs.append(strip(awareness.get(recs[int(k) % len(recs)])))
-            scenario("awareness", "A user asks the data assistant several things in a row. For each sub-task, in "
-                                  "order, say whether it requires a tool, needs no tool, or cannot be completed "
-                                  "with the tools given.", subs, group)
+            scenario(
+                "awareness",
+                "A user asks the data assistant several things in a row. For each sub-task, in "
+                "order, say whether it requires a tool, needs no tool, or cannot be completed "
+                "with the tools given.",
+                subs,
+                group,
+            )
         sel_order = list(range(len(selected)))
         rng.shuffle(sel_order)
         pos = 0
         for size in _group_sizes(len(sel_order)):
-            group_ids = sel_order[pos:pos + size]
+            group_ids = sel_order[pos : pos + size]
             pos += size
-            scenario("selection", "A user asks the data assistant several things in a row. For each sub-task, in "
-                                  "order, choose the candidate tool to call first.",
-                     [selected.get(i) for i in group_ids], [selection_sources[i] for i in group_ids])
+            scenario(
+                "selection",
+                "A user asks the data assistant several things in a row. For each sub-task, in "
+                "order, choose the candidate tool to call first.",
+                [selected.get(i) for i in group_ids],
+                [selection_sources[i] for i in group_ids],
+            )
 
         counts = {
             "awareness": dict(sorted(aware_labels.items())),

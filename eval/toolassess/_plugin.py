@@ -14,10 +14,15 @@ from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, 
 from benchsmith.eval._private.core import DigestSet, RunningSum, aggregate_lists, check_limit, check_value
 from benchsmith.schemas import UserError, loads_json
 
-from ._report import ToolAssessReport
 from ._derive import derive_toolassess
+from ._report import ToolAssessReport
 from ._scorers import (
-    AWARENESS_CLASSES, SELECTION_CLASSES, classification_counts, norm_label, score_awareness, score_selection,
+    AWARENESS_CLASSES,
+    SELECTION_CLASSES,
+    classification_counts,
+    norm_label,
+    score_awareness,
+    score_selection,
     selection_labels,
 )
 
@@ -38,17 +43,20 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             try:
                 chunk = fh.readline()
             except OSError as exc:
-                raise UserError(f"{path}: cannot be read ({exc.strerror})",
-                                fix="check the path and its permissions") from None
+                raise UserError(
+                    f"{path}: cannot be read ({exc.strerror})", fix="check the path and its permissions"
+                ) from None
             if not chunk:
                 break
-            for line in chunk.splitlines():   # a lone \r ends a line too, as in bytes.splitlines
+            for line in chunk.splitlines():  # a lone \r ends a line too, as in bytes.splitlines
                 n += 1
                 try:
                     yield n, line.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise UserError(f"{path}:{n}: not UTF-8 text (bad byte at column {exc.start + 1})",
-                                    fix="re-save the file as UTF-8") from None
+                    raise UserError(
+                        f"{path}:{n}: not UTF-8 text (bad byte at column {exc.start + 1})",
+                        fix="re-save the file as UTF-8",
+                    ) from None
 
 
 def _first_unreadable(path: Path) -> None:
@@ -73,7 +81,9 @@ def _seen_before(rid: str, files: list[Path], f: Path, line: int) -> bool:
 
 def _tool_names(tools: Any, where: str) -> list[str]:
     if not isinstance(tools, list):
-        raise UserError(f"{where}: 'tools' must be a list", fix="list the candidate tools (names or objects with a name)")
+        raise UserError(
+            f"{where}: 'tools' must be a list", fix="list the candidate tools (names or objects with a name)"
+        )
     names = []
     for t in tools:
         name = t.get("name") if isinstance(t, dict) else t
@@ -87,8 +97,9 @@ def _sub_gold(task: str, rec: dict[str, Any], where: str) -> dict[str, Any]:
     if task == "awareness":
         label = norm_label(rec.get("label"))
         if label is None:
-            raise UserError(f"{where}: label {rec.get('label')!r} is not a class",
-                            fix=f"use one of {', '.join(AWARENESS_CLASSES)}")
+            raise UserError(
+                f"{where}: label {rec.get('label')!r} is not a class", fix=f"use one of {', '.join(AWARENESS_CLASSES)}"
+            )
         return {"label": label}
     if task == "selection":
         names = _tool_names(rec.get("tools"), where)
@@ -97,8 +108,10 @@ def _sub_gold(task: str, rec: dict[str, Any], where: str) -> dict[str, Any]:
             raise UserError(f"{where}: 'answer_tools' must be a list of tool names", fix="write [] when no tool fits")
         unknown = sorted(set(answer) - set(names))
         if unknown:
-            raise UserError(f"{where}: answer tool {unknown[0]!r} is not among the candidate tools",
-                            fix="answer_tools must name candidates from 'tools'")
+            raise UserError(
+                f"{where}: answer tool {unknown[0]!r} is not among the candidate tools",
+                fix="answer_tools must name candidates from 'tools'",
+            )
         return {"candidates": names, "answer_tools": sorted(set(answer))}
     raise UserError(f"{where}: unknown task {task!r}", fix=f"use one of {', '.join(TASKS)}")
 
@@ -138,19 +151,22 @@ class ToolAssessAggregate:
         gold = case.gold if case is not None else None
         if r.category == "awareness":
             self.aw_records += 1
-            self.awareness[(gold["label"], _hashable(r.details.get("pred")))] += 1   # type: ignore[index]
+            self.awareness[(gold["label"], _hashable(r.details.get("pred")))] += 1  # type: ignore[index]
         elif r.category == "selection":
             ds = r.details.get("decisions")
             if ds is None:  # a missing prediction: nothing selected, the record is wrong
-                ds = [(n in gold["answer_tools"], False) for n in gold["candidates"]]   # type: ignore[index]
-            label = selection_labels(set(gold["answer_tools"]), None) if "pred_label" not in r.details \
-                else (r.details["gold_label"], r.details["pred_label"])   # type: ignore[index]
+                ds = [(n in gold["answer_tools"], False) for n in gold["candidates"]]  # type: ignore[index]
+            label = (
+                selection_labels(set(gold["answer_tools"]), None)
+                if "pred_label" not in r.details
+                else (r.details["gold_label"], r.details["pred_label"])
+            )  # type: ignore[index]
             self.labels[tuple(_hashable(x) for x in label)] += 1
             for g, p in ds:
                 self.decisions[("true_tool" if g else "false_tool", "true_tool" if p else "false_tool")] += 1
             self.se_ok.add(1.0 if r.ok else 0.0)
         elif r.category.startswith("multi:"):
-            right = r.details.get("right") or [False] * len(gold["subtasks"])   # type: ignore[index]
+            right = r.details.get("right") or [False] * len(gold["subtasks"])  # type: ignore[index]
             share = sum(right) / len(right) if right else 0.0
             self.multi.add(share)
             kind = r.category.split(":", 1)[1]
@@ -163,14 +179,20 @@ class ToolAssessAggregate:
         out["awareness"] = classification_counts(self.awareness, AWARENESS_CLASSES) if self.aw_records else None
         if self.se_ok.n:
             # ToolAssess's definition: one binary true-tool / false-tool decision per record
-            out["selection"] = {**classification_counts(self.labels, SELECTION_CLASSES),
-                                "record_accuracy": self.se_ok.mean(), "records": self.se_ok.n}
+            out["selection"] = {
+                **classification_counts(self.labels, SELECTION_CLASSES),
+                "record_accuracy": self.se_ok.mean(),
+                "records": self.se_ok.n,
+            }
             # extra figure (not ToolAssess's): every candidate tool of every record as a decision
             out["selection_per_candidate"] = classification_counts(self.decisions, SELECTION_CLASSES)
         else:
             out["selection"] = out["selection_per_candidate"] = None
-        out["multi"] = None if not self.multi.n else {
-            **self.multi.figures(), "by_kind": {k: self.by_kind[k].figures() for k in sorted(self.by_kind)}}
+        out["multi"] = (
+            None
+            if not self.multi.n
+            else {**self.multi.figures(), "by_kind": {k: self.by_kind[k].figures() for k in sorted(self.by_kind)}}
+        )
         tas_inputs: dict[str, float] = {}
         for sit in ("awareness", "selection"):
             if out[sit]:
@@ -198,9 +220,9 @@ def _hashable(v: Any) -> Any:
 class ToolAssess(Benchmark):
     """ToolAssess: awareness (3 classes), selection (binary true/false tool), multi-task ASA/PSA,
     and the inputs of TAS (see :func:`benchsmith.eval.toolassess.tas`)."""
+
     report = ToolAssessReport()
     derivers = MappingProxyType({"toolassess": derive_toolassess})
-
 
     def load(self, data: Path) -> list[EvalCase]:
         return list(self.iter_cases(data))
@@ -212,7 +234,7 @@ class ToolAssess(Benchmark):
         files = sorted(data.glob("*.jsonl")) if data.is_dir() else [data]
         if not files or not all(f.is_file() for f in files):
             raise UserError(f"{data} has no ToolAssess JSONL", fix="pass a .jsonl file or a folder of them")
-        seen = DigestSet()   # the ids so far, as 8-byte digests (a hit is checked against the files)
+        seen = DigestSet()  # the ids so far, as 8-byte digests (a hit is checked against the files)
         for k, f in enumerate(files):
             try:
                 yield from self._file_cases(f, seen, files[:k])
@@ -250,16 +272,25 @@ class ToolAssess(Benchmark):
                 kinds = {g["task"] for g in gold_subs}
                 kind = rec.get("kind") or (kinds.pop() if len(kinds) == 1 else "mixed")
                 yield EvalCase(
-                    id=rid, benchmark="toolassess", category=f"multi:{kind}",
-                    input={"scenario": rec.get("scenario") or rec.get("query"),
-                           "subtasks": [{k: v for k, v in s.items() if k not in ("label", "answer_tools")}
-                                        for s in subs]},
-                    gold={"subtasks": gold_subs}, meta=meta)
+                    id=rid,
+                    benchmark="toolassess",
+                    category=f"multi:{kind}",
+                    input={
+                        "scenario": rec.get("scenario") or rec.get("query"),
+                        "subtasks": [{k: v for k, v in s.items() if k not in ("label", "answer_tools")} for s in subs],
+                    },
+                    gold={"subtasks": gold_subs},
+                    meta=meta,
+                )
             else:
                 yield EvalCase(
-                    id=rid, benchmark="toolassess", category=task,
+                    id=rid,
+                    benchmark="toolassess",
+                    category=task,
                     input={"query": rec.get("query"), "tools": rec.get("tools", [])},
-                    gold=_sub_gold(task, rec, where), meta=meta)
+                    gold=_sub_gold(task, rec, where),
+                    meta=meta,
+                )
 
     # ---- score ---------------------------------------------------------------------------------
     def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
@@ -279,8 +310,9 @@ class ToolAssess(Benchmark):
         if isinstance(value, dict) and isinstance(value.get("subtasks"), list):
             value = value["subtasks"]
         if not isinstance(value, list):
-            return failed(case, "parse_error", "expected a JSON list with one answer per sub-task",
-                          right=[False] * len(subs))
+            return failed(
+                case, "parse_error", "expected a JSON list with one answer per sub-task", right=[False] * len(subs)
+            )
         check_limit("calls", len(value))
         right: list[bool] = []
         for i, gold in enumerate(subs):
@@ -308,6 +340,7 @@ class ToolAssess(Benchmark):
     def gold_prediction(self, case: EvalCase) -> str:
         def one(g: dict[str, Any]) -> Any:
             return g["label"] if "label" in g else g["answer_tools"]
+
         if case.category.startswith("multi:"):
             return json.dumps([one(g) for g in case.gold["subtasks"]], ensure_ascii=False)
         return json.dumps(one(case.gold), ensure_ascii=False)

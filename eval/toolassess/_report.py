@@ -42,5 +42,12 @@ class ToolAssessReport(ReportView):
         except (UserError, KeyError, TypeError, ValueError):
             return []
         values = [result.get(str(i)) for i in range(len(runs))]
-        return [{"metric": "TAS (across these runs)", "cells": [pct(v) for v in values], "values": values,
-                 "note": "ToolAssess's variance-weighted score, computed over the runs of this report", "detail": ""}]
+        return [
+            {
+                "metric": "TAS (across these runs)",
+                "cells": [pct(v) for v in values],
+                "values": values,
+                "note": "ToolAssess's variance-weighted score, computed over the runs of this report",
+                "detail": "",
+            }
+        ]

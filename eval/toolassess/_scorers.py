@@ -26,12 +26,23 @@ AWARENESS_CLASSES = ("requires_tool", "no_tool", "cannot_complete")
 SELECTION_CLASSES = ("true_tool", "false_tool")
 
 _ALIASES = {
-    "requires_tool": "requires_tool", "require_tool": "requires_tool", "requires_a_tool": "requires_tool",
-    "needs_tool": "requires_tool", "need_tool": "requires_tool", "tool_required": "requires_tool",
+    "requires_tool": "requires_tool",
+    "require_tool": "requires_tool",
+    "requires_a_tool": "requires_tool",
+    "needs_tool": "requires_tool",
+    "need_tool": "requires_tool",
+    "tool_required": "requires_tool",
     "use_tool": "requires_tool",
-    "no_tool": "no_tool", "no_tool_needed": "no_tool", "no_tool_required": "no_tool", "not_required": "no_tool",
-    "cannot_complete": "cannot_complete", "cannot_be_completed": "cannot_complete", "can_not_be_completed": "cannot_complete",
-    "cannot_be_complete": "cannot_complete", "impossible": "cannot_complete", "unable_to_complete": "cannot_complete",
+    "no_tool": "no_tool",
+    "no_tool_needed": "no_tool",
+    "no_tool_required": "no_tool",
+    "not_required": "no_tool",
+    "cannot_complete": "cannot_complete",
+    "cannot_be_completed": "cannot_complete",
+    "can_not_be_completed": "cannot_complete",
+    "cannot_be_complete": "cannot_complete",
+    "impossible": "cannot_complete",
+    "unable_to_complete": "cannot_complete",
 }
 
 
@@ -84,7 +95,7 @@ def parse_selection(prediction: Any) -> set[str]:
         else:
             raise AnswerError("malformed_selection", "an object needs 'tools' or 'name'")
     if value is None or (isinstance(value, str) and not value.strip()):
-        raise AnswerError("empty_answer", "no answer (an empty reply or null); write \"none\" or [] when no tool fits")
+        raise AnswerError("empty_answer", 'no answer (an empty reply or null); write "none" or [] when no tool fits')
     if isinstance(value, str):
         text = value.strip()
         return set() if text.lower() in ("none", "no_tool") else {text}
@@ -150,8 +161,7 @@ def classification_counts(confusion: Mapping[tuple[Any, Any], int], classes: Seq
             continue
         pr = tp / n_pred if n_pred else 0.0
         rc = tp / n_gold if n_gold else 0.0
-        per[c] = {"precision": pr, "recall": rc, "f1": 2 * pr * rc / (pr + rc) if pr + rc else 0.0,
-                  "support": n_gold}
+        per[c] = {"precision": pr, "recall": rc, "f1": 2 * pr * rc / (pr + rc) if pr + rc else 0.0, "support": n_gold}
     n = len(per)
     total = sum(confusion.values())
     return {
@@ -187,9 +197,11 @@ def variance_weights(vectors: Mapping[str, Mapping[str, float]]) -> dict[str, fl
 def _common_metrics(vectors: Mapping[str, Mapping[str, float]]) -> list[str]:
     keysets = [{k for k, v in d.items() if v is not None} for d in vectors.values()]
     if any(ks != keysets[0] for ks in keysets):
-        raise UserError("the models were scored on different metrics: " + "; ".join(
-            f"{m}: {sorted(ks)}" for m, ks in zip(vectors, keysets)),
-            fix="score every model on the same ToolAssess data before combining them")
+        raise UserError(
+            "the models were scored on different metrics: "
+            + "; ".join(f"{m}: {sorted(ks)}" for m, ks in zip(vectors, keysets)),
+            fix="score every model on the same ToolAssess data before combining them",
+        )
     return sorted(keysets[0])
 
 
@@ -225,8 +237,12 @@ def tas(model_scores: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
         for m, s in weighted(sub, w).items():
             sit_scores[m][sit] = s
     sw = variance_weights(sit_scores)
-    return {"metric_weights": metric_weights, "situation_scores": sit_scores, "situation_weights": sw,
-            "tas": weighted(sit_scores, sw)}
+    return {
+        "metric_weights": metric_weights,
+        "situation_scores": sit_scores,
+        "situation_weights": sw,
+        "tas": weighted(sit_scores, sw),
+    }
 
 
 # ---- registered leaf checks -----------------------------------------------------------------------
@@ -255,15 +271,22 @@ def score_selection(case: EvalCase, prediction: str, mode: Mode) -> RecordResult
         selected = parse_selection(prediction)
     except AnswerError as exc:
         decisions = [(c in gold, False) for c in candidates]
-        return failed(case, exc.code, str(exc), **_labels(gold, None), decisions=decisions,
-                      candidate_share=_share(decisions))
+        return failed(
+            case, exc.code, str(exc), **_labels(gold, None), decisions=decisions, candidate_share=_share(decisions)
+        )
     decisions = selection_decisions(candidates, gold, selected)
     labels = _labels(gold, selected)
     if selected == gold:
         return passed(case, 1.0, **labels, decisions=decisions, candidate_share=1.0)
     err = "unknown_tool" if selected - set(candidates) else "wrong_selection"
-    return failed(case, err, f"expected {sorted(gold) or 'no tool'}, got {sorted(selected) or 'no tool'}",
-                  **labels, decisions=decisions, candidate_share=_share(decisions))
+    return failed(
+        case,
+        err,
+        f"expected {sorted(gold) or 'no tool'}, got {sorted(selected) or 'no tool'}",
+        **labels,
+        decisions=decisions,
+        candidate_share=_share(decisions),
+    )
 
 
 def _labels(gold: set[str], selected: set[str] | None) -> dict[str, str]:

@@ -9,9 +9,9 @@ from typing import Any
 
 from benchsmith.eval import EvalCase
 from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, shallow_reply, task
-from ._scorers import AWARENESS_CLASSES
 from benchsmith.prompts import get_prompt
 
+from ._scorers import AWARENESS_CLASSES
 
 NONE = "none"  # the selection answer when no candidate tool fits
 
@@ -30,7 +30,9 @@ class ToolAssessTask(SingleCallTask):
     description = "ToolAssess awareness and selection, single and multi-task"
 
     def prompt_version(self) -> str:
-        return "+".join(get_prompt(p).version for p in ("toolassess/awareness", "toolassess/selection", "toolassess/multi"))
+        return "+".join(
+            get_prompt(p).version for p in ("toolassess/awareness", "toolassess/selection", "toolassess/multi")
+        )
 
     @staticmethod
     def _kind(case: EvalCase) -> tuple[bool, str]:
@@ -48,14 +50,19 @@ class ToolAssessTask(SingleCallTask):
             else:
                 names = sorted({nm for s in subs for nm in _names(s.get("tools") or [])} | {NONE})
                 item = {"type": "string", "enum": names}
-            schema = {"type": "object", "properties": {"answers": {"type": "array", "items": item,
-                                                                   "minItems": n, "maxItems": n}},
-                      "required": ["answers"]}
+            schema = {
+                "type": "object",
+                "properties": {"answers": {"type": "array", "items": item, "minItems": n, "maxItems": n}},
+                "required": ["answers"],
+            }
             msgs = get_prompt("toolassess/multi").render(scenario=inp.get("scenario", ""), kind=kind, subtasks=subs)
             return Request(msgs, json_schema=schema, max_tokens=32 + 24 * n)
         if kind == "awareness":
-            schema = {"type": "object", "properties": {"decision": {"type": "string", "enum": list(AWARENESS_CLASSES)}},
-                      "required": ["decision"]}
+            schema = {
+                "type": "object",
+                "properties": {"decision": {"type": "string", "enum": list(AWARENESS_CLASSES)}},
+                "required": ["decision"],
+            }
             msgs = get_prompt("toolassess/awareness").render(query=inp.get("query", ""), tools=inp.get("tools") or [])
             return Request(msgs, json_schema=schema, max_tokens=32)
         names = [*_names(inp.get("tools") or []), NONE]

@@ -45,8 +45,10 @@ class Reply:
 def _usage(meta: dict[str, Any] | None) -> dict[str, int]:
     meta = meta or {}
     out = {}
-    for ours, theirs in (("prompt_tokens", ("prompt_tokens", "input_tokens")),
-                         ("completion_tokens", ("completion_tokens", "output_tokens"))):
+    for ours, theirs in (
+        ("prompt_tokens", ("prompt_tokens", "input_tokens")),
+        ("completion_tokens", ("completion_tokens", "output_tokens")),
+    ):
         for key in theirs:
             if isinstance(meta.get(key), int):
                 out[ours] = meta[key]
@@ -66,8 +68,15 @@ def reply_from_message(message: Any, latency: float, attempts: int = 1) -> Reply
     raw = msgs.ai_to_openai(message)
     meta = getattr(message, "response_metadata", None) or {}
     usage = _usage(meta.get("token_usage")) or _usage(getattr(message, "usage_metadata", None))
-    return Reply(text=raw["content"], tool_calls=msgs.reply_calls(raw), finish_reason=meta.get("finish_reason"),
-                 usage=usage, latency_s=latency, attempts=attempts, raw=raw)
+    return Reply(
+        text=raw["content"],
+        tool_calls=msgs.reply_calls(raw),
+        finish_reason=meta.get("finish_reason"),
+        usage=usage,
+        latency_s=latency,
+        attempts=attempts,
+        raw=raw,
+    )
 
 
 def local_json_grammar(schema: dict[str, Any]) -> str:
@@ -109,8 +118,9 @@ class ModelClient:
             from langchain_core.rate_limiters import InMemoryRateLimiter
 
             rps = config.requests_per_second
-            self._limiter = InMemoryRateLimiter(requests_per_second=rps, check_every_n_seconds=min(0.1, 0.25 / rps),
-                                                max_bucket_size=max(1.0, rps))
+            self._limiter = InMemoryRateLimiter(
+                requests_per_second=rps, check_every_n_seconds=min(0.1, 0.25 / rps), max_bucket_size=max(1.0, rps)
+            )
 
     def __repr__(self) -> str:
         return f"ModelClient({self.config!r})"
@@ -132,14 +142,24 @@ class ModelClient:
                 key = cfg.api_key()
                 if key is None:
                     if base_url is None:
-                        raise UserError(f"${cfg.api_key_env} is not set, so the OpenAI API cannot be called",
-                                        fix=f"export {cfg.api_key_env}=... (or pass a base URL for another endpoint, "
-                                            "or leave both out to use the local model)")
+                        raise UserError(
+                            f"${cfg.api_key_env} is not set, so the OpenAI API cannot be called",
+                            fix=f"export {cfg.api_key_env}=... (or pass a base URL for another endpoint, "
+                            "or leave both out to use the local model)",
+                        )
                     key = "not-needed"  # self-hosted endpoints often need no key
                 self._key = key
-                self._kwargs = dict(model=cfg.name, base_url=base_url, api_key=key, timeout=cfg.timeout, max_retries=0,
-                                    temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed,
-                                    use_responses_api=False)
+                self._kwargs = dict(
+                    model=cfg.name,
+                    base_url=base_url,
+                    api_key=key,
+                    timeout=cfg.timeout,
+                    max_retries=0,
+                    temperature=cfg.temperature,
+                    max_tokens=cfg.max_tokens,
+                    seed=cfg.seed,
+                    use_responses_api=False,
+                )
             return self._kwargs
 
     def _model(self, loop: asyncio.AbstractEventLoop | None = None) -> Any:
@@ -171,8 +191,13 @@ class ModelClient:
                     self._loop_chats[loop] = chat
         return chat
 
-    def _runnable(self, tools: list[dict] | None, json_schema: dict | None, tool_choice: Any,
-                  loop: asyncio.AbstractEventLoop | None = None) -> Any:
+    def _runnable(
+        self,
+        tools: list[dict] | None,
+        json_schema: dict | None,
+        tool_choice: Any,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> Any:
         model = self._model(loop)
         runnable = model
         if tools:
@@ -193,8 +218,9 @@ class ModelClient:
         return runnable
 
     @staticmethod
-    def _call_kwargs(max_tokens: int | None, stop: list[str] | str | None, temperature: float | None = None,
-                     seed: int | None = None) -> dict[str, Any]:
+    def _call_kwargs(
+        max_tokens: int | None, stop: list[str] | str | None, temperature: float | None = None, seed: int | None = None
+    ) -> dict[str, Any]:
         kw: dict[str, Any] = {}
         if max_tokens is not None:
             kw["max_tokens"] = max_tokens
@@ -226,24 +252,39 @@ class ModelClient:
         env = self.config.api_key_env
         if status in (401, 403):
             verb = "rejected the API key" if status == 401 else "refused access with this API key"
-            return UserError(f"{self._where()} {verb} (HTTP {status}) for model {self.config.name!r}",
-                             fix=f"check the key in ${env} and that it may use this model")
+            return UserError(
+                f"{self._where()} {verb} (HTTP {status}) for model {self.config.name!r}",
+                fix=f"check the key in ${env} and that it may use this model",
+            )
         if status == 404:
-            return UserError(f"{self._where()} answered 404 Not Found for model {self.config.name!r}",
-                             fix="check the model name (BENCHSMITH_MODEL / --model) and that the base URL "
-                                 "ends with /v1")
+            return UserError(
+                f"{self._where()} answered 404 Not Found for model {self.config.name!r}",
+                fix="check the model name (BENCHSMITH_MODEL / --model) and that the base URL ends with /v1",
+            )
         detail = self._scrub(str(getattr(exc, "message", "") or exc))[:500]
-        return TransportError(f"{self._where()} rejected the request (HTTP {status}): {detail}",
-                              kind="request", status=status, attempts=attempts)
+        return TransportError(
+            f"{self._where()} rejected the request (HTTP {status}): {detail}",
+            kind="request",
+            status=status,
+            attempts=attempts,
+        )
 
     def _give_up(self, exc: BaseException, kind: str, attempts: int) -> TransportError:
         status = retry.status_of(exc)
         detail = self._scrub(str(getattr(exc, "message", "") or exc) or type(exc).__name__)[:300]
-        what = {"connection": "could not connect to", "timeout": "timed out talking to",
-                "rate_limit": "was rate-limited by", "server": "got server errors from"}[kind]
+        what = {
+            "connection": "could not connect to",
+            "timeout": "timed out talking to",
+            "rate_limit": "was rate-limited by",
+            "server": "got server errors from",
+        }[kind]
         status_txt = f" (HTTP {status})" if status else ""
-        return TransportError(f"{self.config.name}: {what} {self._where()}{status_txt} after {attempts} attempt(s): "
-                              f"{detail}", kind=kind, status=status, attempts=attempts)
+        return TransportError(
+            f"{self.config.name}: {what} {self._where()}{status_txt} after {attempts} attempt(s): {detail}",
+            kind=kind,
+            status=status,
+            attempts=attempts,
+        )
 
     def _next_delay(self, exc: BaseException, kind: str, attempt: int) -> float | None:
         """Seconds to wait before the next attempt, or None to give up."""
@@ -255,15 +296,24 @@ class ModelClient:
         else:
             delay = retry.backoff_delay(attempt, self.config.backoff_base, self.config.backoff_max, self._rng)
         status = retry.status_of(exc)
-        log.warning("%s: %s%s from %s; retry %d/%d in %.2f s", self.config.name, kind,
-                    f" (HTTP {status})" if status else "", self._where(), attempt, self.config.max_retries, delay)
+        log.warning(
+            "%s: %s%s from %s; retry %d/%d in %.2f s",
+            self.config.name,
+            kind,
+            f" (HTTP {status})" if status else "",
+            self._where(),
+            attempt,
+            self.config.max_retries,
+            delay,
+        )
         return delay
 
     def _malformed(self, exc: BaseException, latency: float, attempts: int) -> Reply:
         detail = f"{type(exc).__name__}: {self._scrub(str(exc))[:500]}"
         log.warning("malformed model reply treated as empty: %s", detail[:200])
-        return Reply(text="", latency_s=latency, attempts=attempts,
-                     raw={"role": "assistant", "content": "", "error": detail})
+        return Reply(
+            text="", latency_s=latency, attempts=attempts, raw={"role": "assistant", "content": "", "error": detail}
+        )
 
     def _on_failure(self, exc: BaseException, attempt: int, t0: float) -> Reply | float:
         """What a failed attempt leads to: a Reply (malformed answer), a delay before retrying, or an
@@ -290,10 +340,18 @@ class ModelClient:
         return delay
 
     # -- calls -----------------------------------------------------------------------------------
-    async def acomplete(self, messages: list[dict[str, Any]], *, tools: list[dict] | None = None,
-                        json_schema: dict | None = None, max_tokens: int | None = None,
-                        stop: list[str] | str | None = None, tool_choice: Any = None,
-                        temperature: float | None = None, seed: int | None = None) -> Reply:
+    async def acomplete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict] | None = None,
+        json_schema: dict | None = None,
+        max_tokens: int | None = None,
+        stop: list[str] | str | None = None,
+        tool_choice: Any = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> Reply:
         """One chat completion (async). ``tools`` are OpenAI function schemas (``tool_choice``
         optional); ``json_schema`` constrains the reply (``response_format`` json_schema, strict);
         ``temperature`` and ``seed`` override the configuration's for this call (independent trials)."""
@@ -320,10 +378,18 @@ class ModelClient:
                 return outcome
             await asyncio.sleep(outcome)
 
-    def complete(self, messages: list[dict[str, Any]], *, tools: list[dict] | None = None,
-                 json_schema: dict | None = None, max_tokens: int | None = None,
-                 stop: list[str] | str | None = None, tool_choice: Any = None,
-                 temperature: float | None = None, seed: int | None = None) -> Reply:
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict] | None = None,
+        json_schema: dict | None = None,
+        max_tokens: int | None = None,
+        stop: list[str] | str | None = None,
+        tool_choice: Any = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> Reply:
         """One chat completion (blocking); see ``acomplete``."""
         import openai
 
@@ -367,7 +433,7 @@ def _chat_class() -> Any:
             def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
                 payload = super()._get_request_payload(input_, stop=stop, **kwargs)
                 for message in payload.get("messages") or []:  # langchain sends null beside tool calls;
-                    if message.get("content") is None:            # some servers crash on null content
+                    if message.get("content") is None:  # some servers crash on null content
                         message["content"] = ""
                 return payload
 

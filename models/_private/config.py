@@ -45,8 +45,9 @@ file_sha256=None)
     max_tokens: int = Field(512, ge=1)
     seed: int | None = 0
     local: bool = Field(False, description="the local default model (no API key needed)")
-    file_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$",
-                                    description="sha256 of a local model's weights file (None: a remote model)")
+    file_sha256: str | None = Field(
+        None, pattern=r"^[0-9a-f]{64}$", description="sha256 of a local model's weights file (None: a remote model)"
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -62,15 +63,23 @@ file_sha256=None)
     @classmethod
     def _env_name(cls, v: str) -> str:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
-            raise ValueError("api_key_env is the NAME of an environment variable (e.g. OPENAI_API_KEY), "
-                             "not the key itself")
+            raise ValueError(
+                "api_key_env is the NAME of an environment variable (e.g. OPENAI_API_KEY), not the key itself"
+            )
         return v
 
     def describe(self) -> dict[str, Any]:
         """What a run records of this configuration: no key, and a URL's credentials masked."""
-        return {"name": self.name, "base_url": mask_url(self.base_url), "local": self.local,
-                "temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed,
-                "timeout": self.timeout, **({"file_sha256": self.file_sha256} if self.file_sha256 else {})}
+        return {
+            "name": self.name,
+            "base_url": mask_url(self.base_url),
+            "local": self.local,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "timeout": self.timeout,
+            **({"file_sha256": self.file_sha256} if self.file_sha256 else {}),
+        }
 
     def __repr_args__(self):
         for k, v in super().__repr_args__():
@@ -88,8 +97,10 @@ def _config(**fields: Any) -> ModelConfig:
         return ModelConfig(**fields)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors())
-        raise UserError(f"invalid model configuration: {problems}",
-                        fix="check the model options (see `benchsmith --help` of the command)") from None
+        raise UserError(
+            f"invalid model configuration: {problems}",
+            fix="check the model options (see `benchsmith --help` of the command)",
+        ) from None
 
 
 def _served_model(base_url: str, api_key: str | None, timeout: float) -> str:
@@ -100,24 +111,31 @@ def _served_model(base_url: str, api_key: str | None, timeout: float) -> str:
     try:
         resp = httpx.get(f"{base_url}/models", headers=headers, timeout=min(timeout, 10.0))
     except httpx.HTTPError as exc:
-        raise UserError(f"cannot reach the model endpoint {mask_url(base_url)} ({type(exc).__name__})",
-                        fix="check the base URL (BENCHSMITH_BASE_URL / --base-url) and that the server runs") from None
+        raise UserError(
+            f"cannot reach the model endpoint {mask_url(base_url)} ({type(exc).__name__})",
+            fix="check the base URL (BENCHSMITH_BASE_URL / --base-url) and that the server runs",
+        ) from None
     if resp.status_code != 200:
-        raise UserError(f"{mask_url(base_url)}/models answered HTTP {resp.status_code}; no model name was given",
-                        fix="pass the model name (BENCHSMITH_MODEL / --model)")
+        raise UserError(
+            f"{mask_url(base_url)}/models answered HTTP {resp.status_code}; no model name was given",
+            fix="pass the model name (BENCHSMITH_MODEL / --model)",
+        )
     try:
         ids = [m["id"] for m in resp.json().get("data", [])]
     except (ValueError, KeyError, TypeError, AttributeError):
         ids = []
     if len(ids) != 1:
         listed = ", ".join(ids[:10]) or "none"
-        raise UserError(f"{mask_url(base_url)} serves {len(ids)} models ({listed}) and no model name was given",
-                        fix="pass the model name (BENCHSMITH_MODEL / --model)")
+        raise UserError(
+            f"{mask_url(base_url)} serves {len(ids)} models ({listed}) and no model name was given",
+            fix="pass the model name (BENCHSMITH_MODEL / --model)",
+        )
     return ids[0]
 
 
-def resolve_model(model: str | None = None, base_url: str | None = None, *, start_local: bool = True,
-                  **overrides: Any) -> ModelConfig:
+def resolve_model(
+    model: str | None = None, base_url: str | None = None, *, start_local: bool = True, **overrides: Any
+) -> ModelConfig:
     """The ``ModelConfig`` for a model name and/or endpoint; ``overrides`` set other fields (timeout, ...).
 
     * ``base_url`` given: that endpoint; without ``model``, the one model it lists at ``/models``.
@@ -132,13 +150,17 @@ def resolve_model(model: str | None = None, base_url: str | None = None, *, star
     """
     for key in ("name", "base_url", "local", "file_sha256"):
         if key in overrides:
-            raise UserError(f"resolve_model() takes {key!r} from its arguments, not as an override",
-                            fix="pass model=... / base_url=...")
+            raise UserError(
+                f"resolve_model() takes {key!r} from its arguments, not as an override",
+                fix="pass model=... / base_url=...",
+            )
     key_env = overrides.get("api_key_env", OPENAI_KEY_ENV)
     if base_url and model and model.strip().startswith(PREFIX):
-        raise UserError(f"model {model!r} is a local model, but a base URL is given ({mask_url(base_url)})",
-                        fix="leave the base URL out (BENCHSMITH_BASE_URL / --base-url) to run it locally, "
-                            "or name the endpoint's model")
+        raise UserError(
+            f"model {model!r} is a local model, but a base URL is given ({mask_url(base_url)})",
+            fix="leave the base URL out (BENCHSMITH_BASE_URL / --base-url) to run it locally, "
+            "or name the endpoint's model",
+        )
     if base_url:
         if not model:
             probe = _config(name="probe", base_url=base_url, **overrides)
@@ -147,13 +169,17 @@ def resolve_model(model: str | None = None, base_url: str | None = None, *, star
     named = local_model(model)
     if os.environ.get(key_env) and named is None:
         if not model:
-            raise UserError("no model name given for the OpenAI API",
-                            fix="pass the model name (BENCHSMITH_MODEL / --model), e.g. gpt-4o-mini")
+            raise UserError(
+                "no model name given for the OpenAI API",
+                fix="pass the model name (BENCHSMITH_MODEL / --model), e.g. gpt-4o-mini",
+            )
         return _config(name=model, **overrides)
     if model and named is None:
-        raise UserError(f"model {model!r} needs an endpoint: no base URL is given and ${key_env} is not set",
-                        fix=f"set {key_env}, or pass a base URL (BENCHSMITH_BASE_URL / --base-url), "
-                            f"or leave the model out (or write local:NAME) to use a local model")
+        raise UserError(
+            f"model {model!r} needs an endpoint: no base URL is given and ${key_env} is not set",
+            fix=f"set {key_env}, or pass a base URL (BENCHSMITH_BASE_URL / --base-url), "
+            f"or leave the model out (or write local:NAME) to use a local model",
+        )
     _config(name="check", **overrides)  # bad settings are refused before a download or a server start
     chosen = resolve_local_model(named)
     if start_local:

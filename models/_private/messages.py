@@ -97,8 +97,11 @@ def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(p if isinstance(p, str) else str(p.get("text") or "") for p in content
-                       if isinstance(p, str) or (isinstance(p, dict) and p.get("type") in (None, "text")))
+        return "".join(
+            p if isinstance(p, str) else str(p.get("text") or "")
+            for p in content
+            if isinstance(p, str) or (isinstance(p, dict) and p.get("type") in (None, "text"))
+        )
     return str(content)
 
 
@@ -107,14 +110,28 @@ def ai_to_openai(msg: Any) -> dict[str, Any]:
     raw: dict[str, Any] = {"role": "assistant", "content": content_text(msg.content)}
     calls = []
     for tc in getattr(msg, "tool_calls", None) or []:
-        calls.append({"id": tc.get("id") or "", "type": "function",
-                      "function": {"name": tc.get("name") or "",
-                                   "arguments": json.dumps(tc.get("args") or {}, ensure_ascii=False)}})
+        calls.append(
+            {
+                "id": tc.get("id") or "",
+                "type": "function",
+                "function": {
+                    "name": tc.get("name") or "",
+                    "arguments": json.dumps(tc.get("args") or {}, ensure_ascii=False),
+                },
+            }
+        )
     for tc in getattr(msg, "invalid_tool_calls", None) or []:
         args = tc.get("args")
-        calls.append({"id": tc.get("id") or "", "type": "function",
-                      "function": {"name": tc.get("name") or "",
-                                   "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}})
+        calls.append(
+            {
+                "id": tc.get("id") or "",
+                "type": "function",
+                "function": {
+                    "name": tc.get("name") or "",
+                    "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                },
+            }
+        )
     if calls:
         raw["tool_calls"] = calls
     return raw
@@ -122,5 +139,7 @@ def ai_to_openai(msg: Any) -> dict[str, Any]:
 
 def reply_calls(raw: dict[str, Any]) -> list[dict[str, Any]]:
     """``[{id, name, arguments}]`` from a plain assistant message dict."""
-    return [{"id": c["id"], "name": c["function"]["name"], "arguments": parse_arguments(c["function"]["arguments"])}
-            for c in raw.get("tool_calls") or []]
+    return [
+        {"id": c["id"], "name": c["function"]["name"], "arguments": parse_arguments(c["function"]["arguments"])}
+        for c in raw.get("tool_calls") or []
+    ]

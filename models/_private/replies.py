@@ -58,8 +58,10 @@ def read_json_reply(text: str | None, *, want: type | tuple[type, ...] | None = 
     i = _next_start(s, 0)
     while i >= 0:
         if tried == MAX_JSON_STARTS:
-            raise ParseError("not_json", f"the reply holds no JSON value where one of its first {MAX_JSON_STARTS:,} "
-                                         "'{' or '[' starts")
+            raise ParseError(
+                "not_json",
+                f"the reply holds no JSON value where one of its first {MAX_JSON_STARTS:,} '{{' or '[' starts",
+            )
         tried += 1
         try:
             value, end = dec.raw_decode(s, i)

@@ -73,8 +73,10 @@ def classify(exc: BaseException) -> str | None:
 #: what llama.cpp's server says (HTTP 500) when the model's own output cannot be read as the tool-call
 #: format its chat template promised: the reply failed, not the server, and at temperature 0 a retry
 #: writes the same output again
-MODEL_OUTPUT_REJECTED = ("The model produced output that does not match the expected",
-                         "Failed to parse tool call arguments as JSON")
+MODEL_OUTPUT_REJECTED = (
+    "The model produced output that does not match the expected",
+    "Failed to parse tool call arguments as JSON",
+)
 
 
 def model_output_rejected(exc: BaseException) -> bool:

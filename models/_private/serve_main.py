@@ -32,8 +32,17 @@ CHECKPOINT_MIN_STEP = 256
 STATE_FILE = "server.json"
 
 
-def build_params(model_path: str | Path, *, host: str, port: int, parallel: int, ctx_per_slot: int,
-                 threads: int, model_name: str = "gemma3-270m", chat_template: str = "gemma") -> Any:
+def build_params(
+    model_path: str | Path,
+    *,
+    host: str,
+    port: int,
+    parallel: int,
+    ctx_per_slot: int,
+    threads: int,
+    model_name: str = "gemma3-270m",
+    chat_template: str = "gemma",
+) -> Any:
     """xllamacpp ``CommonParams`` for a local model answering to ``model_name``: ``parallel`` slots of
     ``ctx_per_slot`` tokens each (llama.cpp splits ``n_ctx`` evenly between slots), the chat template
     (``gemma``: benchsmith's Gemma template, for a file that carries none; ``gguf``: the file's
@@ -72,10 +81,21 @@ def build_params(model_path: str | Path, *, host: str, port: int, parallel: int,
     return p
 
 
-def run(*, model_path: str, host: str, port: int, parallel: int, ctx_per_slot: int, threads: int,
-        state_dir: str | Path, instance: str, log_path: str | None = None,
-        on_ready: Callable[[], None] | None = None, model_name: str = "gemma3-270m",
-        chat_template: str = "gemma") -> int:
+def run(
+    *,
+    model_path: str,
+    host: str,
+    port: int,
+    parallel: int,
+    ctx_per_slot: int,
+    threads: int,
+    state_dir: str | Path,
+    instance: str,
+    log_path: str | None = None,
+    on_ready: Callable[[], None] | None = None,
+    model_name: str = "gemma3-270m",
+    chat_template: str = "gemma",
+) -> int:
     """Serve until SIGTERM/SIGINT; write the state file once listening (then call ``on_ready``),
     remove it on the way out. Returns 0, or 3 when llama.cpp could not start."""
     import signal
@@ -88,24 +108,57 @@ def run(*, model_path: str, host: str, port: int, parallel: int, ctx_per_slot: i
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     try:
-        return _serve(model_path, model_name, chat_template, host, port, parallel, ctx_per_slot, threads, state_dir,
-                      instance, log_path, on_ready, stop)
+        return _serve(
+            model_path,
+            model_name,
+            chat_template,
+            host,
+            port,
+            parallel,
+            ctx_per_slot,
+            threads,
+            state_dir,
+            instance,
+            log_path,
+            on_ready,
+            stop,
+        )
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
-def _serve(model_path: str, model_name: str, chat_template: str, host: str, port: int, parallel: int,
-           ctx_per_slot: int, threads: int, state_dir: str | Path, instance: str, log_path: str | None,
-           on_ready: Callable[[], None] | None, stop: Any) -> int:
+def _serve(
+    model_path: str,
+    model_name: str,
+    chat_template: str,
+    host: str,
+    port: int,
+    parallel: int,
+    ctx_per_slot: int,
+    threads: int,
+    state_dir: str | Path,
+    instance: str,
+    log_path: str | None,
+    on_ready: Callable[[], None] | None,
+    stop: Any,
+) -> int:
     from datetime import datetime, timezone
 
     import xllamacpp
 
     from benchsmith.schemas import write_json
 
-    params = build_params(model_path, host=host, port=port, parallel=parallel, ctx_per_slot=ctx_per_slot,
-                          threads=threads, model_name=model_name, chat_template=chat_template)
+    params = build_params(
+        model_path,
+        host=host,
+        port=port,
+        parallel=parallel,
+        ctx_per_slot=ctx_per_slot,
+        threads=threads,
+        model_name=model_name,
+        chat_template=chat_template,
+    )
     try:
         server = xllamacpp.Server(params)
     except RuntimeError as exc:
@@ -113,14 +166,28 @@ def _serve(model_path: str, model_name: str, chat_template: str, host: str, port
         return 3
     state_path = Path(state_dir) / STATE_FILE
     url_host = "127.0.0.1" if host in ("0.0.0.0", "") else (f"[{host}]" if ":" in host else host)
-    write_json(state_path, {
-        "pid": os.getpid(), "instance": instance, "host": host, "port": port,
-        "url": f"http://{url_host}:{port}", "model": model_name, "model_path": str(model_path),
-        "parallel": parallel, "ctx_per_slot": ctx_per_slot, "threads": threads,
-        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "log_path": log_path,
-    })
-    print(f"benchsmith: local model server ({model_name}) listening on http://{url_host}:{port} (pid {os.getpid()})",
-          file=sys.stderr, flush=True)
+    write_json(
+        state_path,
+        {
+            "pid": os.getpid(),
+            "instance": instance,
+            "host": host,
+            "port": port,
+            "url": f"http://{url_host}:{port}",
+            "model": model_name,
+            "model_path": str(model_path),
+            "parallel": parallel,
+            "ctx_per_slot": ctx_per_slot,
+            "threads": threads,
+            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "log_path": log_path,
+        },
+    )
+    print(
+        f"benchsmith: local model server ({model_name}) listening on http://{url_host}:{port} (pid {os.getpid()})",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         if on_ready is not None:
             on_ready()
@@ -179,9 +246,19 @@ def main(argv: list[str] | None = None) -> int:
         if not args.log:
             ap.error("--detach needs --log")
         _detach(args.log)
-    return run(model_path=args.model_path, model_name=args.model_name, chat_template=args.chat_template, host=args.host, port=args.port, parallel=args.parallel,
-               ctx_per_slot=args.ctx_per_slot, threads=args.threads, state_dir=args.state_dir,
-               instance=args.instance, log_path=args.log)
+    return run(
+        model_path=args.model_path,
+        model_name=args.model_name,
+        chat_template=args.chat_template,
+        host=args.host,
+        port=args.port,
+        parallel=args.parallel,
+        ctx_per_slot=args.ctx_per_slot,
+        threads=args.threads,
+        state_dir=args.state_dir,
+        instance=args.instance,
+        log_path=args.log,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

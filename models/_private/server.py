@@ -135,24 +135,32 @@ def _stop(folder: Path, grace: float) -> ServerInfo | None:
         return stopped
 
 
-def _sized(parallel: int | None, ctx_per_slot: int | None, threads: int | None,
-           longest_prompt: int | None = None) -> tuple[int, int, int]:
+def _sized(
+    parallel: int | None, ctx_per_slot: int | None, threads: int | None, longest_prompt: int | None = None
+) -> tuple[int, int, int]:
     """Slots, context per slot and threads: what is given, the rest planned for this machine (and
     for ``longest_prompt`` tokens, default the longest measured)."""
     threads = threads or procs.default_threads()
     plan = plan_local_server(threads, longest_prompt)
-    return (plan.parallel if parallel is None else parallel, plan.ctx_per_slot if ctx_per_slot is None else ctx_per_slot,
-            threads)
+    return (
+        plan.parallel if parallel is None else parallel,
+        plan.ctx_per_slot if ctx_per_slot is None else ctx_per_slot,
+        threads,
+    )
 
 
-def _check_settings(port: int | None, host: str, parallel: int | None, ctx_per_slot: int | None,
-                    threads: int | None) -> None:
+def _check_settings(
+    port: int | None, host: str, parallel: int | None, ctx_per_slot: int | None, threads: int | None
+) -> None:
     if port is not None and not 0 < port < 65536:
         raise UserError(f"port {port} is out of range", fix="use 1-65535 or leave the port out (a free one is picked)")
     if parallel is not None and parallel < 1:
         raise UserError(f"parallel={parallel}: the server needs at least one slot", fix="use --parallel 1 or more")
     if ctx_per_slot is not None and ctx_per_slot < 256:
-        raise UserError(f"ctx_per_slot={ctx_per_slot} is too small", fix="use at least 256 tokens per slot (or leave it out: sized from the measured prompts)")
+        raise UserError(
+            f"ctx_per_slot={ctx_per_slot} is too small",
+            fix="use at least 256 tokens per slot (or leave it out: sized from the measured prompts)",
+        )
     if threads is not None and threads < 1:
         raise UserError(f"threads={threads} must be at least 1", fix="leave it out to use every CPU")
     if not host:
@@ -161,18 +169,29 @@ def _check_settings(port: int | None, host: str, parallel: int | None, ctx_per_s
 
 def _reuse(info: ServerInfo, port: int | None, model_path: str | None) -> ServerInfo:
     if model_path is not None and info.model_path != model_path:
-        raise UserError(f"the local model server for {info.model} at {info.url} (pid {info.pid}) runs {info.model_path}, "
-                        f"not {model_path}",
-                        fix=f"stop it first with `benchsmith model stop --model local:{info.model}`")
+        raise UserError(
+            f"the local model server for {info.model} at {info.url} (pid {info.pid}) runs {info.model_path}, "
+            f"not {model_path}",
+            fix=f"stop it first with `benchsmith model stop --model local:{info.model}`",
+        )
     if port is not None and port != info.port:
-        raise UserError(f"a local model server is already running at {info.url} (pid {info.pid}), not on port {port}",
-                        fix="stop it first with `benchsmith model stop`, or leave the port out to reuse it")
+        raise UserError(
+            f"a local model server is already running at {info.url} (pid {info.pid}), not on port {port}",
+            fix="stop it first with `benchsmith model stop`, or leave the port out to reuse it",
+        )
     return info
 
 
-def start_local_server(port: int | None = None, parallel: int | None = None, ctx_per_slot: int | None = None,
-                       threads: int | None = None, wait: float = 60.0, host: str = "127.0.0.1",
-                       model: str | LocalModel | None = None, longest_prompt: int | None = None) -> ServerInfo:
+def start_local_server(
+    port: int | None = None,
+    parallel: int | None = None,
+    ctx_per_slot: int | None = None,
+    threads: int | None = None,
+    wait: float = 60.0,
+    host: str = "127.0.0.1",
+    model: str | LocalModel | None = None,
+    longest_prompt: int | None = None,
+) -> ServerInfo:
     """Start the server of ``model`` (default: the default local model; one whose weights cannot
     be had falls back to Gemma, see :func:`resolve_local_model`) in the background, or reuse the
     healthy one already running for it.
@@ -202,8 +221,16 @@ def start_local_server(port: int | None = None, parallel: int | None = None, ctx
         return _launch(chosen, folder, port, parallel, ctx_per_slot, threads, wait, host)
 
 
-def _launch(model: LocalModel, folder: Path, port: int | None, parallel: int, ctx_per_slot: int, threads: int,
-            wait: float, host: str) -> ServerInfo:
+def _launch(
+    model: LocalModel,
+    folder: Path,
+    port: int | None,
+    parallel: int,
+    ctx_per_slot: int,
+    threads: int,
+    wait: float,
+    host: str,
+) -> ServerInfo:
     if port is not None and not procs.port_is_free(host, port):
         raise UserError(f"port {port} on {host} is already in use", fix="choose another port or leave it out")
     model_path = Path(ensure_local_model(model)).absolute()
@@ -211,11 +238,34 @@ def _launch(model: LocalModel, folder: Path, port: int | None, parallel: int, ct
     instance = secrets.token_hex(8)
     log_path = folder / LOG_FILE
     log_path.write_text("")
-    cmd = [sys.executable, "-m", "benchsmith.models._private.serve_main", "--detach", "--log", str(log_path),
-           "--model-path", str(model_path), "--model-name", model.name, "--chat-template", model.chat_template,
-           "--host", host, "--port", str(port), "--parallel", str(parallel),
-           "--ctx-per-slot", str(ctx_per_slot), "--threads", str(threads), "--state-dir", str(folder),
-           "--instance", instance]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchsmith.models._private.serve_main",
+        "--detach",
+        "--log",
+        str(log_path),
+        "--model-path",
+        str(model_path),
+        "--model-name",
+        model.name,
+        "--chat-template",
+        model.chat_template,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--parallel",
+        str(parallel),
+        "--ctx-per-slot",
+        str(ctx_per_slot),
+        "--threads",
+        str(threads),
+        "--state-dir",
+        str(folder),
+        "--instance",
+        instance,
+    ]
     t0 = time.monotonic()
     try:
         launcher = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
@@ -234,8 +284,15 @@ def _launch(model: LocalModel, folder: Path, port: int | None, parallel: int, ct
             return True
         return False
 
-    procs.wait_until_up(pid, ready, what="the local model server", wait=wait, log_path=log_path, t0=t0,
-                        cleanup=lambda: _state_path(folder).unlink(missing_ok=True))
+    procs.wait_until_up(
+        pid,
+        ready,
+        what="the local model server",
+        wait=wait,
+        log_path=log_path,
+        t0=t0,
+        cleanup=lambda: _state_path(folder).unlink(missing_ok=True),
+    )
     log.info("local model server up at %s (pid %s) in %.1f s", url, pid, time.monotonic() - t0)
     return up[-1]
 
@@ -250,9 +307,15 @@ def ensure_local_server(model: str | LocalModel | None = None) -> str:
     return start_local_server(model=chosen).base_url
 
 
-def run_local_server(port: int | None = None, parallel: int | None = None, ctx_per_slot: int | None = None,
-                     threads: int | None = None, host: str = "127.0.0.1",
-                     on_ready: Any = None, model: str | LocalModel | None = None) -> int:
+def run_local_server(
+    port: int | None = None,
+    parallel: int | None = None,
+    ctx_per_slot: int | None = None,
+    threads: int | None = None,
+    host: str = "127.0.0.1",
+    on_ready: Any = None,
+    model: str | LocalModel | None = None,
+) -> int:
     """Run ``model``'s server (default: the default local model's) in this process until SIGINT/SIGTERM
     (``benchsmith model serve --foreground``).
 
@@ -282,15 +345,26 @@ def run_local_server(port: int | None = None, parallel: int | None = None, ctx_p
     try:
         running = _status(folder)
         if running is not None:
-            raise UserError(f"a local model server is already running at {running.url} (pid {running.pid})",
-                            fix="use it, or stop it first with `benchsmith model stop`")
+            raise UserError(
+                f"a local model server is already running at {running.url} (pid {running.pid})",
+                fix="use it, or stop it first with `benchsmith model stop`",
+            )
         if port is not None and not procs.port_is_free(host, port):
             raise UserError(f"port {port} on {host} is already in use", fix="choose another port or leave it out")
         model_path = ensure_local_model(chosen)
-        rc = serve_main.run(model_path=str(model_path), model_name=chosen.name, chat_template=chosen.chat_template,
-                            host=host, port=port or procs.free_port(host),
-                            parallel=parallel, ctx_per_slot=ctx_per_slot, threads=threads,
-                            state_dir=folder, instance=secrets.token_hex(8), on_ready=ready)
+        rc = serve_main.run(
+            model_path=str(model_path),
+            model_name=chosen.name,
+            chat_template=chosen.chat_template,
+            host=host,
+            port=port or procs.free_port(host),
+            parallel=parallel,
+            ctx_per_slot=ctx_per_slot,
+            threads=threads,
+            state_dir=folder,
+            instance=secrets.token_hex(8),
+            on_ready=ready,
+        )
     finally:
         if not released:
             lock.__exit__(None, None, None)

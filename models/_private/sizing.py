@@ -67,8 +67,12 @@ def plan_local_server(cores: int, longest_prompt: int | None = None, reply_token
     need = int(longest * MARGIN) + reply_tokens
     ctx = max(BLOCK, -(-need // BLOCK) * BLOCK)
     source = "longest measured prompt" if longest_prompt is None else "longest prompt"
-    return ServerPlan(slots, ctx, f"{cores} cores -> {slots} slots; {source} {longest} x {MARGIN:g} + {reply_tokens} reply tokens "
-                                  f"-> {ctx} per slot")
+    return ServerPlan(
+        slots,
+        ctx,
+        f"{cores} cores -> {slots} slots; {source} {longest} x {MARGIN:g} + {reply_tokens} reply tokens "
+        f"-> {ctx} per slot",
+    )
 
 
 def concurrency_for(config: object, default: int = 4) -> int:

@@ -31,9 +31,24 @@ from typing import Any, Callable
 
 from benchsmith.eval import EvalCase, get_benchmark
 
-NORMAL_KINDS = ("gold", "string_changed", "string_superset", "number_changed", "number_as_string", "drop_arg",
-                "extra_arg", "renamed", "drop_call", "duplicate_call", "reversed", "upper_case", "json_calls",
-                "prose", "fenced", "empty")
+NORMAL_KINDS = (
+    "gold",
+    "string_changed",
+    "string_superset",
+    "number_changed",
+    "number_as_string",
+    "drop_arg",
+    "extra_arg",
+    "renamed",
+    "drop_call",
+    "duplicate_call",
+    "reversed",
+    "upper_case",
+    "json_calls",
+    "prose",
+    "fenced",
+    "empty",
+)
 SPECIAL_KINDS = ("gold", "drop_name", "lower_phrase", "call_instead", "extra_words", "first_half", "empty")
 AGENT_KINDS = ("gold", "state_changed", "drop_process", "reorder_process", "empty_state", "extra_process")
 
@@ -74,8 +89,11 @@ def _mutate_normal(gold: str, kind: str, rng: random.Random) -> str | None:
         if not strings:
             return None
         s = rng.choice(strings)
-        s.value = {"string_changed": s.value + "x", "string_superset": s.value + " and more",
-                   "upper_case": s.value.upper()}[kind]
+        s.value = {
+            "string_changed": s.value + "x",
+            "string_superset": s.value + " and more",
+            "upper_case": s.value.upper(),
+        }[kind]
         return _render(calls) if kind != "upper_case" or s.value != s.value.lower() else None
     if kind in ("number_changed", "number_as_string"):
         nums = _constants(calls, int) + _constants(calls, float)
@@ -129,8 +147,11 @@ def _mutate_special(gold: str, case: EvalCase, kind: str, rng: random.Random) ->
     if kind == "first_half":
         return gold[: len(gold) // 2]
     if kind == "lower_phrase":
-        lowered = gold.replace("Missing necessary parameters", "missing necessary parameters").replace(
-            "There is incorrect value", "there is incorrect value").replace("the limitations", "The limitations")
+        lowered = (
+            gold.replace("Missing necessary parameters", "missing necessary parameters")
+            .replace("There is incorrect value", "there is incorrect value")
+            .replace("the limitations", "The limitations")
+        )
         return lowered if lowered != gold else None
     if kind == "call_instead":
         names = [f.get("name") for f in case.input.get("function") or [] if isinstance(f, dict) and f.get("name")]
@@ -158,8 +179,15 @@ def _mutate_agent(gold: str, kind: str, rng: random.Random) -> str | None:
     if kind == "empty_state":
         value["result"] = []
     elif kind == "state_changed":
-        leaves = [(d, k) for cls in state if isinstance(cls, dict) for v in cls.values() if isinstance(v, dict)
-                  for d, k in ((v, k) for k in v) if isinstance(v[k], (str, int, bool))]
+        leaves = [
+            (d, k)
+            for cls in state
+            if isinstance(cls, dict)
+            for v in cls.values()
+            if isinstance(v, dict)
+            for d, k in ((v, k) for k in v)
+            if isinstance(v[k], (str, int, bool))
+        ]
         if not leaves:
             return None
         d, k = rng.choice(leaves)
@@ -179,8 +207,7 @@ def _mutate_agent(gold: str, kind: str, rng: random.Random) -> str | None:
     return json.dumps(value, ensure_ascii=False)
 
 
-def predictions(cases: list[EvalCase], gold_of: Callable[[EvalCase], str], seed: int, rnd: int
-                ) -> list[dict[str, Any]]:
+def predictions(cases: list[EvalCase], gold_of: Callable[[EvalCase], str], seed: int, rnd: int) -> list[dict[str, Any]]:
     out = []
     for case in cases:
         rng = random.Random(f"{seed}/{rnd}/{case.id}")

@@ -82,7 +82,9 @@ def fc_name(name: str) -> str:
 
 
 def fc_calls(calls: list[Call], keep_dots: bool = False) -> list[dict[str, str]]:
-    return [{(name if keep_dots else fc_name(name)): json.dumps(to_json(args), ensure_ascii=False)} for name, args in calls]
+    return [
+        {(name if keep_dots else fc_name(name)): json.dumps(to_json(args), ensure_ascii=False)} for name, args in calls
+    ]
 
 
 # ---- value-level mistakes ----------------------------------------------------------------------------
@@ -99,8 +101,9 @@ def _pick_arg(rng: random.Random, calls: list[Call], pred: Callable[[Any], bool]
     return rng.choice(spots) if spots else None
 
 
-def _change_arg(rng: random.Random, calls: list[Call], pred: Callable[[Any], bool],
-                change: Callable[[Any], Any]) -> list[Call] | None:
+def _change_arg(
+    rng: random.Random, calls: list[Call], pred: Callable[[Any], bool], change: Callable[[Any], Any]
+) -> list[Call] | None:
     """``calls`` with one argument that passes ``pred`` (picked by ``rng``) replaced by ``change(value)``."""
     spot = _pick_arg(rng, calls, pred)
     if spot is None:
@@ -133,7 +136,7 @@ def mutate(kind: str, rng: random.Random, calls: list[Call], functions: list, qu
         others = [n for n in names if n != name]
         calls[i] = (rng.choice(others) if others else name + "_v2", args)
         return calls
-    if kind == "dot_underscore_name":   # prompt: "_" for "."; fc: keeps "." (handled at rendering)
+    if kind == "dot_underscore_name":  # prompt: "_" for "."; fc: keeps "." (handled at rendering)
         return calls if any("." in n for n, _ in calls) else None
     if kind == "missing_required":
         req = [p for p in _schema(functions, name).get("required", []) if p in args]
@@ -179,14 +182,23 @@ def mutate(kind: str, rng: random.Random, calls: list[Call], functions: list, qu
             calls[j][1][k] = "none"
         return calls
     if kind == "wrong_string_value":
-        return _change_arg(rng, calls, lambda v: isinstance(v, str) and v,
-                           lambda v: rng.choice([v + " City", v[: max(1, len(v) // 2)], "Unknown", v + "s"]))
-    if kind == "string_variant":       # case, spaces, punctuation: equal after BFCL's normalisation
-        return _change_arg(rng, calls, lambda v: isinstance(v, str) and v, lambda v: rng.choice(
-            [v.upper(), v.lower(), v.replace(" ", "-"), v.replace(" ", "_"), v + ".", " " + v]))
+        return _change_arg(
+            rng,
+            calls,
+            lambda v: isinstance(v, str) and v,
+            lambda v: rng.choice([v + " City", v[: max(1, len(v) // 2)], "Unknown", v + "s"]),
+        )
+    if kind == "string_variant":  # case, spaces, punctuation: equal after BFCL's normalisation
+        return _change_arg(
+            rng,
+            calls,
+            lambda v: isinstance(v, str) and v,
+            lambda v: rng.choice([v.upper(), v.lower(), v.replace(" ", "-"), v.replace(" ", "_"), v + ".", " " + v]),
+        )
     if kind == "wrong_number":
         return _change_arg(rng, calls, _is_num, lambda v: rng.choice([v + 1, v * 2, -v if v else 7]))
     if kind == "int_for_float":
+
         def intish(v: Any) -> Any:
             if isinstance(v, float) and v.is_integer():
                 return int(v)
@@ -195,13 +207,20 @@ def mutate(kind: str, rng: random.Random, calls: list[Call], functions: list, qu
             if isinstance(v, dict):
                 return {a: intish(b) for a, b in v.items()}
             return v
+
         new = [(n, intish(a)) for n, a in calls]
         return new if new != calls or any(isinstance(x, float) for _, a in calls for x in a.values()) else None
     if kind == "bool_as_number":
         return _change_arg(rng, calls, lambda v: isinstance(v, bool), int)
     if kind == "list_value_changed":
-        return _change_arg(rng, calls, lambda v: isinstance(v, list) and v, lambda v: rng.choice(
-            [v[::-1], v[:-1], v + v[:1], [str(x) if not isinstance(x, str) else x.upper() for x in v]]))
+        return _change_arg(
+            rng,
+            calls,
+            lambda v: isinstance(v, list) and v,
+            lambda v: rng.choice(
+                [v[::-1], v[:-1], v + v[:1], [str(x) if not isinstance(x, str) else x.upper() for x in v]]
+            ),
+        )
     if kind == "dict_value_changed":
         spot = _pick_arg(rng, calls, lambda v: isinstance(v, dict) and v)
         if spot is None:
@@ -222,8 +241,12 @@ def mutate(kind: str, rng: random.Random, calls: list[Call], functions: list, qu
         if spot is None:
             return None
         j, k = spot
-        calls[j][1][k] = rng.choice([Raw("get_current_date()", "get_current_date()"),
-                                     Raw(f"lookup(value={py(calls[j][1][k])})", {"lookup": {"value": to_json(calls[j][1][k])}})])
+        calls[j][1][k] = rng.choice(
+            [
+                Raw("get_current_date()", "get_current_date()"),
+                Raw(f"lookup(value={py(calls[j][1][k])})", {"lookup": {"value": to_json(calls[j][1][k])}}),
+            ]
+        )
         return calls
     if kind == "swapped_order":
         if len(calls) < 2:
@@ -240,7 +263,7 @@ def mutate(kind: str, rng: random.Random, calls: list[Call], functions: list, qu
     if kind == "extra_call":
         c = relevance_call(functions, question)
         return calls + [c] if c else None
-    if kind == "merged_parallel":      # one call with list values instead of several calls
+    if kind == "merged_parallel":  # one call with list values instead of several calls
         if len(calls) < 2 or len({n for n, _ in calls}) != 1:
             return None
         keys = list(calls[0][1])
@@ -249,19 +272,69 @@ def mutate(kind: str, rng: random.Random, calls: list[Call], functions: list, qu
     raise ValueError(kind)
 
 
-VALUE_KINDS = ["wrong_func_name", "dot_underscore_name", "missing_required", "optional_omitted", "extra_param",
-               "optional_default_added", "wrong_type", "wrong_string_value", "string_variant", "wrong_number",
-               "int_for_float", "bool_as_number", "list_value_changed", "dict_value_changed", "nested_call",
-               "swapped_order", "dropped_call", "duplicated_call", "extra_call", "merged_parallel"]
+VALUE_KINDS = [
+    "wrong_func_name",
+    "dot_underscore_name",
+    "missing_required",
+    "optional_omitted",
+    "extra_param",
+    "optional_default_added",
+    "wrong_type",
+    "wrong_string_value",
+    "string_variant",
+    "wrong_number",
+    "int_for_float",
+    "bool_as_number",
+    "list_value_changed",
+    "dict_value_changed",
+    "nested_call",
+    "swapped_order",
+    "dropped_call",
+    "duplicated_call",
+    "extra_call",
+    "merged_parallel",
+]
 
 # ---- ways of writing the output -----------------------------------------------------------------------
-PROMPT_STYLES = ["json_name_arguments", "json_name_dict", "fenced_python", "fenced_json", "fenced_plain",
-                 "positional_args", "prose", "prose_then_call", "empty", "empty_list", "no_brackets",
-                 "unary_sign", "repeated_keyword", "kwargs_unpacking", "lowercase_true", "quoted",
-                 "tool_call_tags", "newline_separated", "tuple_for_list", "trailing_text"]
-FC_STYLES = ["args_object", "name_arguments", "name_arguments_object", "openai_wrapper", "text_reply",
-             "empty_list", "empty_text", "truncated_args", "args_not_object", "single_object", "python_text",
-             "two_keys_in_one_item", "empty_item", "args_empty_string", "args_json_text"]
+PROMPT_STYLES = [
+    "json_name_arguments",
+    "json_name_dict",
+    "fenced_python",
+    "fenced_json",
+    "fenced_plain",
+    "positional_args",
+    "prose",
+    "prose_then_call",
+    "empty",
+    "empty_list",
+    "no_brackets",
+    "unary_sign",
+    "repeated_keyword",
+    "kwargs_unpacking",
+    "lowercase_true",
+    "quoted",
+    "tool_call_tags",
+    "newline_separated",
+    "tuple_for_list",
+    "trailing_text",
+]
+FC_STYLES = [
+    "args_object",
+    "name_arguments",
+    "name_arguments_object",
+    "openai_wrapper",
+    "text_reply",
+    "empty_list",
+    "empty_text",
+    "truncated_args",
+    "args_not_object",
+    "single_object",
+    "python_text",
+    "two_keys_in_one_item",
+    "empty_item",
+    "args_empty_string",
+    "args_json_text",
+]
 
 
 def render_prompt(style: str | None, rng: random.Random, calls: list[Call]) -> str | None:
@@ -283,9 +356,13 @@ def render_prompt(style: str | None, rng: random.Random, calls: list[Call]) -> s
             return None
         return "[" + ", ".join(py_call(n, a, positional=1 if k == 0 else 0) for k, (n, a) in enumerate(calls)) + "]"
     if style == "prose":
-        return rng.choice(["I'm sorry, but I can't help with that request.",
-                           "None of the available functions can answer this question.",
-                           "The result is 42."])
+        return rng.choice(
+            [
+                "I'm sorry, but I can't help with that request.",
+                "None of the available functions can answer this question.",
+                "The result is 42.",
+            ]
+        )
     if style == "prose_then_call":
         return f"Sure! Here is the call you need: {body}"
     if style == "empty":
@@ -301,7 +378,7 @@ def render_prompt(style: str | None, rng: random.Random, calls: list[Call]) -> s
         j, k = rng.choice(spots)
         v = calls[j][1][k]
         calls = copy.deepcopy(calls)
-        calls[j][1][k] = Raw(f"-{abs(v)!r}" if v < 0 else f"+{v!r}")   # a needless "+" on a positive number
+        calls[j][1][k] = Raw(f"-{abs(v)!r}" if v < 0 else f"+{v!r}")  # a needless "+" on a positive number
         return py_calls(calls)
     if style == "repeated_keyword":
         if not calls or not calls[0][1]:
@@ -351,11 +428,22 @@ def render_fc(style: str | None, rng: random.Random, calls: list[Call], keep_dot
     if style == "name_arguments_object":
         return [{"name": fc_name(n), "arguments": to_json(a)} for n, a in calls] if calls else None
     if style == "openai_wrapper":
-        return [{"type": "function", "function": {"name": fc_name(n), "arguments": json.dumps(to_json(a))}}
-                for n, a in calls] if calls else None
+        return (
+            [
+                {"type": "function", "function": {"name": fc_name(n), "arguments": json.dumps(to_json(a))}}
+                for n, a in calls
+            ]
+            if calls
+            else None
+        )
     if style == "text_reply":
-        return rng.choice(["I'm sorry, but none of the tools can do that.", "Could you tell me which city you mean?",
-                           "The answer is 42."])
+        return rng.choice(
+            [
+                "I'm sorry, but none of the tools can do that.",
+                "Could you tell me which city you mean?",
+                "The answer is 42.",
+            ]
+        )
     if style == "empty_list":
         return []
     if style == "empty_text":
@@ -388,7 +476,7 @@ def render_fc(style: str | None, rng: random.Random, calls: list[Call], keep_dot
         if not calls:
             return None
         return [{fc_name(n): "" if not a else json.dumps(to_json(a))} for n, a in calls]
-    if style == "args_json_text":       # the whole list given as a JSON string
+    if style == "args_json_text":  # the whole list given as a JSON string
         return json.dumps(fc_calls(calls)) if calls else None
     raise ValueError(style)
 

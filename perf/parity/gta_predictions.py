@@ -37,18 +37,62 @@ from typing import Any
 from benchsmith.eval import EvalCase
 from benchsmith.eval.gta import GTA, IMAGE_GEN_TOOLS, TOOL_CATEGORIES, answer_kind
 
-TOOL_KINDS = ("gold", "gold", "tool_not_offered", "prefixed_name", "unknown_argument", "misspelled_argument",
-              "missing_argument", "unconvertible_value", "unconvertible_value", "convertible_value", "wrong_tool",
-              "wrong_value",
-              "two_calls_gold_first", "two_calls_gold_second", "answer_instead", "arguments_as_json_text",
-              "arguments_not_json", "spaced_name", "unreadable", "empty_object")
-ANSWER_KINDS = ("gold", "gold", "call_instead", "call_not_offered", "whitelist_miss", "partial_values",
-                "blacklist_hit", "alias_in_word", "alias_punctuated", "paraphrase", "unrelated", "empty_answer",
-                "plain_text", "unreadable")
-E2E_KINDS = ("gold", "gold", "wrong_answer", "empty_answer", "drop_call", "extra_call", "call_not_offered",
-             "rejected_call", "trajectory", "trajectory_multi_call", "trajectory_extra_steps",
-             "trajectory_ends_on_tool", "trajectory_early_answer", "answer_only", "changed_image_args",
-             "unreadable")
+TOOL_KINDS = (
+    "gold",
+    "gold",
+    "tool_not_offered",
+    "prefixed_name",
+    "unknown_argument",
+    "misspelled_argument",
+    "missing_argument",
+    "unconvertible_value",
+    "unconvertible_value",
+    "convertible_value",
+    "wrong_tool",
+    "wrong_value",
+    "two_calls_gold_first",
+    "two_calls_gold_second",
+    "answer_instead",
+    "arguments_as_json_text",
+    "arguments_not_json",
+    "spaced_name",
+    "unreadable",
+    "empty_object",
+)
+ANSWER_KINDS = (
+    "gold",
+    "gold",
+    "call_instead",
+    "call_not_offered",
+    "whitelist_miss",
+    "partial_values",
+    "blacklist_hit",
+    "alias_in_word",
+    "alias_punctuated",
+    "paraphrase",
+    "unrelated",
+    "empty_answer",
+    "plain_text",
+    "unreadable",
+)
+E2E_KINDS = (
+    "gold",
+    "gold",
+    "wrong_answer",
+    "empty_answer",
+    "drop_call",
+    "extra_call",
+    "call_not_offered",
+    "rejected_call",
+    "trajectory",
+    "trajectory_multi_call",
+    "trajectory_extra_steps",
+    "trajectory_ends_on_tool",
+    "trajectory_early_answer",
+    "answer_only",
+    "changed_image_args",
+    "unreadable",
+)
 
 
 def _call(name: str, args: Any) -> dict[str, Any]:
@@ -120,8 +164,12 @@ def tool_turn(case: EvalCase, kind: str, rng: random.Random, universe: list[str]
         k = rng.choice(typed)
         t = inputs[k][0]
         if kind == "unconvertible_value":
-            bad = {"int": rng.choice(["five", "n/a", None, [1, 2]]), "float": rng.choice(["about 3", None, {}]),
-                   "image": "image/does_not_exist.jpg", "file": "files/missing.csv"}[t]
+            bad = {
+                "int": rng.choice(["five", "n/a", None, [1, 2]]),
+                "float": rng.choice(["about 3", None, {}]),
+                "image": "image/does_not_exist.jpg",
+                "file": "files/missing.csv",
+            }[t]
             return _turn([_call(name, {**args, k: bad})])
         if t not in ("int", "float"):
             return None
@@ -153,8 +201,13 @@ def tool_turn(case: EvalCase, kind: str, rng: random.Random, universe: list[str]
     if kind == "spaced_name":
         return _turn([_call(f" {name} ", args)])
     if kind == "unreadable":
-        return rng.choice([json.dumps({"tool_calls": name}), json.dumps({"tool_calls": [name]}),
-                           json.dumps({"tool_calls": [{"arguments": args}]})])
+        return rng.choice(
+            [
+                json.dumps({"tool_calls": name}),
+                json.dumps({"tool_calls": [name]}),
+                json.dumps({"tool_calls": [{"arguments": args}]}),
+            ]
+        )
     if kind == "empty_object":
         return "{}"
     raise ValueError(kind)
@@ -229,13 +282,15 @@ def e2e_prediction(case: EvalCase, kind: str, rng: random.Random, universe: list
         if not calls:
             return None
         i = rng.randrange(len(calls))
-        return json.dumps({"answer": answer, "tool_calls": calls[:i] + calls[i + 1:]}, ensure_ascii=False)
+        return json.dumps({"answer": answer, "tool_calls": calls[:i] + calls[i + 1 :]}, ensure_ascii=False)
     if kind == "extra_call":
         extra = copy.deepcopy(rng.choice(calls)) if calls and rng.random() < 0.5 else _call(rng.choice(tools), {})
         return json.dumps({"answer": answer, "tool_calls": calls + [extra]}, ensure_ascii=False)
     if kind == "call_not_offered":
-        return json.dumps({"answer": answer, "tool_calls": [_call(_foreign_tool(case, universe, rng), {})] + calls},
-                          ensure_ascii=False)
+        return json.dumps(
+            {"answer": answer, "tool_calls": [_call(_foreign_tool(case, universe, rng), {})] + calls},
+            ensure_ascii=False,
+        )
     if kind == "rejected_call":
         if not calls:
             return None
@@ -246,8 +301,10 @@ def e2e_prediction(case: EvalCase, kind: str, rng: random.Random, universe: list
     if kind.startswith("trajectory"):
         msgs: list[dict[str, Any]] = [{"role": "user", "content": "question"}]
         if kind == "trajectory_multi_call" and len(calls) >= 2:
-            msgs += [_assistant(calls[:2], "Both at once."), {"role": "tool", "name": calls[0]["function"]["name"],
-                                                              "content": "r"}]
+            msgs += [
+                _assistant(calls[:2], "Both at once."),
+                {"role": "tool", "name": calls[0]["function"]["name"], "content": "r"},
+            ]
             rest = calls[2:]
         elif kind == "trajectory_multi_call":
             return None
@@ -279,14 +336,20 @@ def e2e_prediction(case: EvalCase, kind: str, rng: random.Random, universe: list
             args[k] = _other_value(args[k])
         return json.dumps({"answer": answer, "tool_calls": bad}, ensure_ascii=False)
     if kind == "unreadable":
-        return rng.choice([json.dumps({"answer": answer, "tool_calls": "all"}), json.dumps([1, 2]),
-                           json.dumps({"answer": answer, "tool_calls": [{"arguments": {}}]})])
+        return rng.choice(
+            [
+                json.dumps({"answer": answer, "tool_calls": "all"}),
+                json.dumps([1, 2]),
+                json.dumps({"answer": answer, "tool_calls": [{"arguments": {}}]}),
+            ]
+        )
     raise ValueError(kind)
 
 
 # ---- driver ----------------------------------------------------------------------------------------
-def predictions(cases: list[EvalCase], bench: GTA, seed: int, rnd: int,
-                gold_only: bool = False) -> list[dict[str, Any]]:
+def predictions(
+    cases: list[EvalCase], bench: GTA, seed: int, rnd: int, gold_only: bool = False
+) -> list[dict[str, Any]]:
     universe = sorted(set(TOOL_CATEGORIES) | {t["name"] for c in cases for t in c.input.get("tools") or []})
     rows = []
     for case in cases:
@@ -329,8 +392,7 @@ def main() -> None:
         counts[name] = dict(sorted(Counter(r["kind"] for r in rows).items()))
     (args.out / "kinds.json").write_text(json.dumps(counts, indent=1) + "\n", encoding="utf-8")
     total = sum(sum(c.values()) for c in counts.values())
-    print(json.dumps({"out": str(args.out), "records": total,
-                      "kinds": len({k for c in counts.values() for k in c})}))
+    print(json.dumps({"out": str(args.out), "records": total, "kinds": len({k for c in counts.values() for k in c})}))
 
 
 if __name__ == "__main__":

@@ -147,7 +147,7 @@ def plan_variants(gold: list[dict[str, Any]], api: list[str], rng: random.Random
 
     def duplicate() -> Any:
         i = rng.randrange(n)
-        return _renumber(steps[:i + 1] + [copy.deepcopy(steps[i])] + steps[i + 1:], True)
+        return _renumber(steps[: i + 1] + [copy.deepcopy(steps[i])] + steps[i + 1 :], True)
 
     def twice() -> Any:
         return _renumber(steps + copy.deepcopy(steps), True)
@@ -173,7 +173,7 @@ def plan_variants(gold: list[dict[str, Any]], api: list[str], rng: random.Random
         if n < 2:
             return [{"id": 0, "name": FINISH, "args": {}}]
         i = rng.randrange(n)
-        return _renumber(steps[:i] + steps[i + 1:], True)
+        return _renumber(steps[:i] + steps[i + 1 :], True)
 
     def extra() -> Any:
         i = rng.randrange(n + 1)
@@ -205,10 +205,20 @@ def plan_variants(gold: list[dict[str, Any]], api: list[str], rng: random.Random
         rng.shuffle(full)
         return full
 
-    return {"duplicate_step": duplicate, "plan_twice": twice, "interchangeable_swapped": interchange,
-            "swapped_steps": swap, "missing_step": missing, "extra_step": extra, "wrong_api_name": wrong_name,
-            "wrong_args": wrong_args, "one_api_name": all_one_name, "no_finish": no_finish,
-            "out_of_id_order": out_of_order, "finish_only": lambda: [{"id": 0, "name": FINISH, "args": {}}]}
+    return {
+        "duplicate_step": duplicate,
+        "plan_twice": twice,
+        "interchangeable_swapped": interchange,
+        "swapped_steps": swap,
+        "missing_step": missing,
+        "extra_step": extra,
+        "wrong_api_name": wrong_name,
+        "wrong_args": wrong_args,
+        "one_api_name": all_one_name,
+        "no_finish": no_finish,
+        "out_of_id_order": out_of_order,
+        "finish_only": lambda: [{"id": 0, "name": FINISH, "args": {}}],
+    }
 
 
 def plan_json_answer(gold: list[dict[str, Any]], api: list[str], rng: random.Random) -> tuple[str, str]:
@@ -298,7 +308,11 @@ def instruct_answer(rec: dict[str, Any], rng: random.Random) -> tuple[str, str]:
     if fmt == "json":
         keys = (template.get("thought", "thought"), template.get("action", "action"), template.get("args", "args"))
         if kind == "default_keys":
-            keys = ("thought", "action", "args") if keys != ("thought", "action", "args") else ("Thought", "Action", "Input")
+            keys = (
+                ("thought", "action", "args")
+                if keys != ("thought", "action", "args")
+                else ("Thought", "Action", "Input")
+            )
         obj: dict[str, Any] = {keys[0]: thought, keys[1]: action, keys[2]: args}
         if kind == "args_as_string":
             obj[keys[2]] = _dumps(args)
@@ -306,16 +320,30 @@ def instruct_answer(rec: dict[str, Any], rng: random.Random) -> tuple[str, str]:
         return kind, _wrap(text, kind)
     t = dict(template)
     if kind == "default_markers":
-        t = {"thought_start": "Thought: ", "thought_end": "\n", "action_start": "Action: ", "action_end": "\n",
-             "args_start": "Action Input: ", "args_end": "\n"}
+        t = {
+            "thought_start": "Thought: ",
+            "thought_end": "\n",
+            "action_start": "Action: ",
+            "action_end": "\n",
+            "args_start": "Action Input: ",
+            "args_end": "\n",
+        }
         if t == template:
-            t = {"thought_start": "<thought>", "thought_end": "</thought>\n", "action_start": "<name>",
-                 "action_end": "</name>\n", "args_start": "<args>", "args_end": "</args>"}
+            t = {
+                "thought_start": "<thought>",
+                "thought_end": "</thought>\n",
+                "action_start": "<name>",
+                "action_end": "</name>\n",
+                "args_start": "<args>",
+                "args_end": "</args>",
+            }
     args_text = _dumps(args) if kind == "json_args" else repr(args)
     sp = " " if kind == "extra_spaces" else ""
-    text = (f"{t.get('thought_start', '')}{thought}{t.get('thought_end', '')}"
-            f"{t.get('action_start', '')}{sp}{action}{sp}{t.get('action_end', '')}"
-            f"{t.get('args_start', '')}{sp}{args_text}{sp}")
+    text = (
+        f"{t.get('thought_start', '')}{thought}{t.get('thought_end', '')}"
+        f"{t.get('action_start', '')}{sp}{action}{sp}{t.get('action_end', '')}"
+        f"{t.get('args_start', '')}{sp}{args_text}{sp}"
+    )
     if kind != "missing_end_marker":
         text += t.get("args_end", "")
     return kind, text
@@ -324,8 +352,20 @@ def instruct_answer(rec: dict[str, Any], rng: random.Random) -> tuple[str, str]:
 # ---- reason / retrieve / understand ----------------------------------------------------------
 def rru_json_answer(gold: dict[str, Any], other: dict[str, Any], api: list[str], rng: random.Random) -> tuple[str, str]:
     thought, name, args = gold.get("thought", ""), gold.get("name", ""), dict(gold.get("args") or {})
-    kinds = ["other_thought", "restated_call", "empty_thought", "wrong_name", "wrong_args", "missing_arg",
-             "string_numbers", "no_args_key", "prose", "fenced", "python_literal", "truncated"]
+    kinds = [
+        "other_thought",
+        "restated_call",
+        "empty_thought",
+        "wrong_name",
+        "wrong_args",
+        "missing_arg",
+        "string_numbers",
+        "no_args_key",
+        "prose",
+        "fenced",
+        "python_literal",
+        "truncated",
+    ]
     kind = "gold" if rng.random() < GOLD_SHARE else rng.choice(kinds)
     obj: dict[str, Any] = {"thought": thought, "name": name, "args": args}
     if kind == "other_thought":
@@ -351,8 +391,11 @@ def rru_json_answer(gold: dict[str, Any], other: dict[str, Any], api: list[str],
 
 
 def reason_str_answer(gold: dict[str, Any], other: dict[str, Any], rng: random.Random) -> tuple[str, str]:
-    kind = "gold" if rng.random() < GOLD_SHARE else rng.choice(
-        ["other_thought", "restated_call", "empty", "prefixed", "first_half"])
+    kind = (
+        "gold"
+        if rng.random() < GOLD_SHARE
+        else rng.choice(["other_thought", "restated_call", "empty", "prefixed", "first_half"])
+    )
     thought = gold.get("thought", "")
     if kind == "other_thought":
         return kind, other.get("thought", "")
@@ -370,8 +413,11 @@ def reason_str_answer(gold: dict[str, Any], other: dict[str, Any], rng: random.R
 
 def retrieve_str_answer(gold: dict[str, Any], api: list[str], rng: random.Random) -> tuple[str, str]:
     name = gold.get("name", "")
-    kind = "gold" if rng.random() < GOLD_SHARE else rng.choice(
-        ["wrong_name", "sentence", "with_dotted_column", "with_finish", "two_names", "quoted"])
+    kind = (
+        "gold"
+        if rng.random() < GOLD_SHARE
+        else rng.choice(["wrong_name", "sentence", "with_dotted_column", "with_finish", "two_names", "quoted"])
+    )
     if kind == "wrong_name":
         return kind, rng.choice([a for a in api if a != name] or ["lookup"])
     if kind == "sentence":
@@ -390,8 +436,11 @@ def retrieve_str_answer(gold: dict[str, Any], api: list[str], rng: random.Random
 
 def understand_str_answer(gold: dict[str, Any], rng: random.Random) -> tuple[str, str]:
     args = dict(gold.get("args") or {})
-    kind = "gold" if rng.random() < GOLD_SHARE else rng.choice(
-        ["json_quoting", "quoted", "padded", "wrong_args", "missing_arg", "string_numbers", "prose"])
+    kind = (
+        "gold"
+        if rng.random() < GOLD_SHARE
+        else rng.choice(["json_quoting", "quoted", "padded", "wrong_args", "missing_arg", "string_numbers", "prose"])
+    )
     if kind == "json_quoting":
         return kind, _dumps(args)
     if kind == "quoted":
@@ -414,8 +463,11 @@ def review_answer(gold: dict[str, Any], fmt: str, rng: random.Random) -> tuple[s
     letter = str(gold.get("answer", "A"))[:1]
     wrong = rng.choice([x for x in "ABCDE" if x != letter])
     if fmt == "json":
-        kind = "gold" if rng.random() < GOLD_SHARE else rng.choice(
-            ["wrong_letter", "is_finished_string", "no_is_finished", "fenced", "prose"])
+        kind = (
+            "gold"
+            if rng.random() < GOLD_SHARE
+            else rng.choice(["wrong_letter", "is_finished_string", "no_is_finished", "fenced", "prose"])
+        )
         obj: dict[str, Any] = {"answer": letter, "is_finished": letter == "A"}
         if kind == "wrong_letter":
             obj = {"answer": wrong, "is_finished": wrong == "A"}
@@ -424,8 +476,21 @@ def review_answer(gold: dict[str, Any], fmt: str, rng: random.Random) -> tuple[s
         elif kind == "no_is_finished":
             obj.pop("is_finished")
         return kind, _wrap(_dumps(obj), kind)
-    kind = "gold" if rng.random() < GOLD_SHARE else rng.choice(
-        ["wrong_letter", "full_width_colon", "no_colon", "lower_case", "bracketed", "prose_before", "letter_and_label"])
+    kind = (
+        "gold"
+        if rng.random() < GOLD_SHARE
+        else rng.choice(
+            [
+                "wrong_letter",
+                "full_width_colon",
+                "no_colon",
+                "lower_case",
+                "bracketed",
+                "prose_before",
+                "letter_and_label",
+            ]
+        )
+    )
     if kind == "wrong_letter":
         return kind, f"Answer: {wrong}"
     if kind == "full_width_colon":

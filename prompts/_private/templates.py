@@ -64,13 +64,15 @@ def split_messages(text: str, where: str = "<template>") -> list[dict[str, str]]
     [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'Hi'}]
     """
     marks = list(_ROLE.finditer(text))
-    if not marks or text[:marks[0].start()].strip():
-        raise UserError(f"{where}: a prompt template must start with a '### system|user|assistant' line",
-                        fix="put '### user' (or another role) on the first line")
+    if not marks or text[: marks[0].start()].strip():
+        raise UserError(
+            f"{where}: a prompt template must start with a '### system|user|assistant' line",
+            fix="put '### user' (or another role) on the first line",
+        )
     out = []
     for i, m in enumerate(marks):
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
-        out.append({"role": m.group(1), "content": text[m.end():end].strip("\n").strip()})
+        out.append({"role": m.group(1), "content": text[m.end() : end].strip("\n").strip()})
     return out
 
 
@@ -78,8 +80,13 @@ def split_messages(text: str, where: str = "<template>") -> list[dict[str, str]]
 def _environment() -> Any:
     import jinja2
 
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True,
-                             trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["tojson_compact"] = _tojson_compact
     return env
 
@@ -126,6 +133,8 @@ def get_prompt(prompt_id: str, number: int | None = None) -> PromptTemplate:
     if number is None:
         return versions[max(versions)]
     if number not in versions:
-        raise UserError(f"prompt template {prompt_id!r} has no version {number}",
-                        fix=f"versions: {', '.join(map(str, sorted(versions)))}")
+        raise UserError(
+            f"prompt template {prompt_id!r} has no version {number}",
+            fix=f"versions: {', '.join(map(str, sorted(versions)))}",
+        )
     return versions[number]

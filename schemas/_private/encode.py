@@ -104,8 +104,10 @@ class SampleEncoder:
             texts = [self._texts(t) for t in tools]
             lines = [t for t, _ in texts]
             canonicals = [c for _, c in texts]
-            got = (b"[" + b", ".join(lines) + b"]" if None not in lines else None,  # type: ignore[arg-type]
-                   b"[" + b",".join(canonicals) + b"]" if all(isinstance(c, bytes) for c in canonicals) else None)
+            got = (
+                b"[" + b", ".join(lines) + b"]" if None not in lines else None,  # type: ignore[arg-type]
+                b"[" + b",".join(canonicals) + b"]" if all(isinstance(c, bytes) for c in canonicals) else None,
+            )
             if len(self._lists) >= 64:
                 self._lists.clear()
             self._lists[key] = got

@@ -33,20 +33,25 @@ def check_out_dir(out: str | os.PathLike[str], flag: str | None = None) -> Path:
     first = out
     try:
         if os.path.lexists(out) and not out.is_dir():
-            raise UserError(f"{name} is an existing file, not a folder",
-                            fix=f"{give} a folder path (new or existing), or move the file away")
+            raise UserError(
+                f"{name} is an existing file, not a folder",
+                fix=f"{give} a folder path (new or existing), or move the file away",
+            )
         while not os.path.lexists(first) and first.parent != first:
             first = first.parent
         if not first.is_dir():
-            raise UserError(f"{name}: {first} is a file, so no folder can be made under it",
-                            fix=f"{give} a path whose parents are folders")
+            raise UserError(
+                f"{name}: {first} is a file, so no folder can be made under it",
+                fix=f"{give} a path whose parents are folders",
+            )
         if not os.access(first, os.W_OK | os.X_OK):
             raise UserError(f"{name}: {first} is not writable", fix=f"{give} a folder you can write to")
         if first != out:  # the folder will be made in ``first``: make sure one can be
             os.rmdir(tempfile.mkdtemp(prefix=".benchsmith-probe-", dir=first))
     except OSError as exc:
-        raise UserError(f"{name}: cannot write in {first} ({exc.strerror or exc})",
-                        fix=f"{give} a folder you can write to") from None
+        raise UserError(
+            f"{name}: cannot write in {first} ({exc.strerror or exc})", fix=f"{give} a folder you can write to"
+        ) from None
     return out
 
 
@@ -60,8 +65,8 @@ def _siblings(out: Path, kind: str) -> list[tuple[Path, int]]:
     found = []
     if out.parent.is_dir():
         for p in out.parent.iterdir():
-            if p.name.startswith(prefix) and p.name[len(prefix):].isdigit():
-                found.append((p, int(p.name[len(prefix):])))
+            if p.name.startswith(prefix) and p.name[len(prefix) :].isdigit():
+                found.append((p, int(p.name[len(prefix) :])))
     return found
 
 
@@ -94,8 +99,14 @@ def _clean_stale(out: Path) -> None:
             shutil.rmtree(new, ignore_errors=True)
 
 
-def swap_folder(out: str | Path, build: Callable[[Path], None], *, owned: Iterable[str] | Callable[[str], bool],
-                what: str, keep: Iterable[str] = ()) -> None:
+def swap_folder(
+    out: str | Path,
+    build: Callable[[Path], None],
+    *,
+    owned: Iterable[str] | Callable[[str], bool],
+    what: str,
+    keep: Iterable[str] = (),
+) -> None:
     """Write the whole folder ``out``: ``build(fresh)`` fills a fresh folder beside it, which then
     replaces ``out`` by two renames, so a kill (even ``kill -9``) leaves the old folder or the new
     one, never a mix; what a killed swap left is cleaned up first. ``out`` may only hold entries
@@ -123,11 +134,16 @@ def swap_folder(out: str | Path, build: Callable[[Path], None], *, owned: Iterab
     check_out_dir(out)
     _clean_stale(out)
     if out.is_dir():
-        foreign = sorted(p.name for p in out.iterdir()
-                         if not owns(p.name) and not (p.name.startswith(".") and p.name.endswith(".tmp")))
+        foreign = sorted(
+            p.name
+            for p in out.iterdir()
+            if not owns(p.name) and not (p.name.startswith(".") and p.name.endswith(".tmp"))
+        )
         if foreign:
-            raise UserError(f"{out} holds {', '.join(foreign[:5])}, which {what} did not write; it replaces the whole "
-                            "folder", fix="write into a new or empty folder (or one it wrote before), or move those away")
+            raise UserError(
+                f"{out} holds {', '.join(foreign[:5])}, which {what} did not write; it replaces the whole folder",
+                fix="write into a new or empty folder (or one it wrote before), or move those away",
+            )
     fresh = _sibling(out, "new", os.getpid())
     old = _sibling(out, "old", os.getpid())
     try:
@@ -149,7 +165,8 @@ def swap_folder(out: str | Path, build: Callable[[Path], None], *, owned: Iterab
         if old.exists() and not out.exists():
             os.rename(old, out)
         if isinstance(exc, OSError):
-            raise UserError(f"{out}: cannot write: {exc.strerror or exc}",
-                            fix="check the folder, its parent and their permissions") from None
+            raise UserError(
+                f"{out}: cannot write: {exc.strerror or exc}", fix="check the folder, its parent and their permissions"
+            ) from None
         raise
     shutil.rmtree(old, ignore_errors=True)

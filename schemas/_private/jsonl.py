@@ -47,8 +47,7 @@ class JsonlError(UserError):
         header = f"{path}: {len(errors)} bad row(s) out of {rows}:"
         super().__init__(
             "\n".join([header, *lines]),
-            fix="correct or delete the listed lines "
-            "(line numbers count from 1, blank lines included)",
+            fix="correct or delete the listed lines (line numbers count from 1, blank lines included)",
         )
 
 
@@ -114,13 +113,9 @@ def _open_for_reading(path: PathLike) -> IO[bytes]:
     except FileNotFoundError:
         raise UserError(f"{path}: no such file", fix="check the path") from None
     except IsADirectoryError:
-        raise UserError(
-            f"{path}: is a directory, not a file", fix="give the path of a file"
-        ) from None
+        raise UserError(f"{path}: is a directory, not a file", fix="give the path of a file") from None
     except OSError as exc:
-        raise UserError(
-            f"{path}: cannot read: {exc.strerror or exc}", fix="check the file's permissions"
-        ) from None
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}", fix="check the file's permissions") from None
 
 
 def _decode(path: PathLike, raw: bytes, line: int) -> str:
@@ -226,9 +221,7 @@ def check_jsonl(path: PathLike, model: type[M]) -> int:
     return rows
 
 
-def iter_jsonl_lenient(
-    path: PathLike, model: type[M]
-) -> tuple[list[tuple[int, M]], list[RowError]]:
+def iter_jsonl_lenient(path: PathLike, model: type[M]) -> tuple[list[tuple[int, M]], list[RowError]]:
     """Read a JSONL file keeping good rows: ``([(line, item), ...], [RowError, ...])``.
 
     Blank lines are skipped. Missing, unreadable or non-UTF-8 files raise ``UserError``.
@@ -430,7 +423,7 @@ def _remove_stale_temps(target: Path) -> None:
             name = entry.name
             if not (name.startswith(prefix) and name.endswith(".tmp")):
                 continue
-            pid_text = name[len(prefix):].split(".", 1)[0]
+            pid_text = name[len(prefix) :].split(".", 1)[0]
             if pid_text.isdigit() and _pid_alive(int(pid_text)):
                 continue
             with contextlib.suppress(OSError):
@@ -444,8 +437,7 @@ def _atomic_write(path: PathLike, write: Callable[[IO[str]], None]) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _new_file_mode()
         _remove_stale_temps(target)
-        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.{os.getpid()}.",
-                                        suffix=".tmp")
+        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp")
     except OSError as exc:
         raise UserError(
             f"{path}: cannot write: {exc.strerror or exc}",
@@ -524,9 +516,7 @@ def append_jsonl(path: PathLike, item: BaseModel | Mapping[str, Any], fsync: boo
         if fsync:
             os.fsync(fd)
     except OSError as exc:
-        raise UserError(
-            f"{path}: cannot append: {exc.strerror or exc}", fix="check the disk and permissions"
-        ) from None
+        raise UserError(f"{path}: cannot append: {exc.strerror or exc}", fix="check the disk and permissions") from None
     finally:
         os.close(fd)
 

@@ -16,9 +16,7 @@ from typing import Any, NamedTuple
 from benchsmith.schemas._private.errors import UserError
 
 _SEGMENT = r"[A-Za-z0-9_\-]+"
-_REFERENCE_RE = re.compile(
-    rf"^\$(?P<label>[A-Za-z_][A-Za-z0-9_]*)(?:\.(?P<key>{_SEGMENT}(?:\.{_SEGMENT})*))?\$$"
-)
+_REFERENCE_RE = re.compile(rf"^\$(?P<label>[A-Za-z_][A-Za-z0-9_]*)(?:\.(?P<key>{_SEGMENT}(?:\.{_SEGMENT})*))?\$$")
 
 
 class Reference(NamedTuple):
@@ -97,9 +95,7 @@ def find_references(value: Any) -> list[Reference]:
 def _lookup(reference: Reference, outputs: Mapping[str, Any]) -> Any:
     if reference.label not in outputs:
         known = ", ".join(sorted(map(str, outputs))) or "none"
-        raise UnresolvedReference(
-            reference, f"no output labelled {reference.label!r} (known labels: {known})"
-        )
+        raise UnresolvedReference(reference, f"no output labelled {reference.label!r} (known labels: {known})")
     current = outputs[reference.label]
     if reference.key is None:
         return current
@@ -113,9 +109,7 @@ def _lookup(reference: Reference, outputs: Mapping[str, Any]) -> Any:
             current = current[segment]
         elif isinstance(current, (list, tuple)):
             if not segment.isdigit():
-                raise UnresolvedReference(
-                    reference, f"{segment!r} is not a list index {where}"
-                )
+                raise UnresolvedReference(reference, f"{segment!r} is not a list index {where}")
             index = int(segment)
             if index >= len(current):
                 raise UnresolvedReference(
@@ -124,9 +118,7 @@ def _lookup(reference: Reference, outputs: Mapping[str, Any]) -> Any:
                 )
             current = current[index]
         else:
-            raise UnresolvedReference(
-                reference, f"cannot look up {segment!r} in a {type(current).__name__} {where}"
-            )
+            raise UnresolvedReference(reference, f"cannot look up {segment!r} in a {type(current).__name__} {where}")
     return current
 
 

@@ -74,8 +74,10 @@ def _import_plugin(entry: str, where: str) -> str:
         if path.is_dir():
             init = path / "__init__.py"
             if not init.is_file():
-                raise UserError(f"{where}: {path} has no __init__.py",
-                                fix="point at a folder holding a Python package, or name a module")
+                raise UserError(
+                    f"{where}: {path} has no __init__.py",
+                    fix="point at a folder holding a Python package, or name a module",
+                )
             name = path.resolve().name
             if name in sys.modules:
                 return name
@@ -94,8 +96,10 @@ def _import_plugin(entry: str, where: str) -> str:
     except UserError:
         raise
     except ImportError as exc:
-        raise UserError(f"{where} cannot be imported: {exc}",
-                        fix=f"install it, or fix ${ENV_PLUGINS} (modules or folders, comma-separated)") from None
+        raise UserError(
+            f"{where} cannot be imported: {exc}",
+            fix=f"install it, or fix ${ENV_PLUGINS} (modules or folders, comma-separated)",
+        ) from None
 
 
 class Registry(MutableMapping[str, T], Generic[T]):
@@ -106,8 +110,14 @@ class Registry(MutableMapping[str, T], Generic[T]):
     attribute to its name. A name registered twice is a ``ValueError`` (a programming error).
     """
 
-    def __init__(self, kind: str, builtins: Sequence[str] = (), *, set_name: bool = False,
-                 check: Callable[[str, Any], Any] | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        builtins: Sequence[str] = (),
+        *,
+        set_name: bool = False,
+        check: Callable[[str, Any], Any] | None = None,
+    ) -> None:
         self.kind = kind
         self.builtins = tuple(builtins)
         self.set_name = set_name

@@ -23,9 +23,9 @@ class Step(StrictModel):
     thought: str | None = None
     call: ToolCall | None = None
     observation: Any = None
-    verdict: Literal[
-        "success", "internal_error", "input_error", "irrelevant_response", "unable_to_accomplish"
-    ] | None = None
+    verdict: (
+        Literal["success", "internal_error", "input_error", "irrelevant_response", "unable_to_accomplish"] | None
+    ) = None
     hidden: bool = False
 
 
@@ -160,9 +160,7 @@ class Sample(StrictModel):
         calls = [*self.setup, *(step.call for step in self.gold if step.call is not None)]
         duplicated_labels = _duplicates(call.label for call in calls if call.label is not None)
         if duplicated_labels:
-            raise ValueError(
-                f"call labels must be unique across setup and gold, repeated: {duplicated_labels}"
-            )
+            raise ValueError(f"call labels must be unique across setup and gold, repeated: {duplicated_labels}")
         if self.id is None:
             self.id = content_id(self)
         return self

@@ -39,10 +39,7 @@ class SplitManifest(StrictModel):
         for name in value:
             path = PurePosixPath(name)
             if not name or "\\" in name or path.is_absolute() or ".." in path.parts:
-                raise ValueError(
-                    f"file name {name!r} must be a relative path (with '/') "
-                    "inside the split directory"
-                )
+                raise ValueError(f"file name {name!r} must be a relative path (with '/') inside the split directory")
         return value
 
 
@@ -68,9 +65,7 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     except IsADirectoryError:
         raise UserError(f"{p}: is a directory, not a file", fix="give the path of a file") from None
     except OSError as exc:
-        raise UserError(
-            f"{p}: cannot read: {exc.strerror or exc}", fix="check the file's permissions"
-        ) from None
+        raise UserError(f"{p}: cannot read: {exc.strerror or exc}", fix="check the file's permissions") from None
     return "sha256:" + digest.hexdigest()
 
 
@@ -124,8 +119,9 @@ class Split:
         self.root = Path(root)
 
     @classmethod
-    def open(cls, root: str | os.PathLike[str],
-             fix: str = "pass a split folder written by `benchsmith nl2api build`") -> Split:
+    def open(
+        cls, root: str | os.PathLike[str], fix: str = "pass a split folder written by `benchsmith nl2api build`"
+    ) -> Split:
         """The split in folder ``root``; a folder without ``samples.jsonl`` is a :class:`UserError`."""
         split = cls(root)
         if not split.samples_path.is_file():
@@ -133,7 +129,9 @@ class Split:
         return split
 
     @classmethod
-    def samples_file(cls, source: str | os.PathLike[str], fix: str = "pass a samples JSONL file or a split folder") -> Path:
+    def samples_file(
+        cls, source: str | os.PathLike[str], fix: str = "pass a samples JSONL file or a split folder"
+    ) -> Path:
         """The samples file ``source`` names: a JSONL file, or a folder's ``samples.jsonl`` (a split,
         a construction run); one that does not exist is a :class:`UserError`."""
         path = Path(source)
@@ -187,9 +185,14 @@ class Split:
         folder = self.databases_path
         if not folder.is_dir():
             return []
-        return sorted(p.name[: -len(self.DATABASE_SUFFIX)] for p in folder.iterdir()
-                      if p.name.endswith(self.DATABASE_SUFFIX) and len(p.name) > len(self.DATABASE_SUFFIX)
-                      and not p.name.startswith(".") and p.is_file())
+        return sorted(
+            p.name[: -len(self.DATABASE_SUFFIX)]
+            for p in folder.iterdir()
+            if p.name.endswith(self.DATABASE_SUFFIX)
+            and len(p.name) > len(self.DATABASE_SUFFIX)
+            and not p.name.startswith(".")
+            and p.is_file()
+        )
 
     def has_databases(self) -> bool:
         """Whether this is a merged split: ``databases/`` holds at least one ``<db_id>.sqlite``."""
@@ -199,11 +202,18 @@ class Split:
     def check_db_id(db_id: Any, where: str = "") -> str:
         """``db_id`` if it can name a file of ``databases/`` (a non-empty string without path
         separators, not starting with "."), else a :class:`UserError`."""
-        ok = isinstance(db_id, str) and db_id.strip() == db_id and bool(db_id) and not db_id.startswith(".") \
+        ok = (
+            isinstance(db_id, str)
+            and db_id.strip() == db_id
+            and bool(db_id)
+            and not db_id.startswith(".")
             and not any(c in db_id for c in ("/", "\\", "\0", os.sep))
+        )
         if not ok:
-            raise UserError(f"{where + ': ' if where else ''}db_id {db_id!r} cannot name a database file",
-                            fix="use the database's name: no path separators, not starting with '.'")
+            raise UserError(
+                f"{where + ': ' if where else ''}db_id {db_id!r} cannot name a database file",
+                fix="use the database's name: no path separators, not starting with '.'",
+            )
         return db_id
 
     def database_for(self, db_id: str | None) -> Path:
@@ -223,14 +233,16 @@ class Split:
         if not held and self.database_path.is_file():
             return self.database_path
         if held:
-            raise UserError(f"split {self.root} has no database for db_id {db_id!r}: {path} does not exist "
-                            f"(its {self.DATABASES}/ holds {', '.join(held)})",
-                            fix=f"copy the database to {self.DATABASES}/{db_id}{self.DATABASE_SUFFIX} "
-                                "or rebuild the split")
-        raise UserError(f"split {self.root} has no database for db_id {db_id!r}: neither {path} "
-                        f"nor {self.database_path} exists",
-                        fix=f"copy the database to {self.DATABASES}/{db_id}{self.DATABASE_SUFFIX} "
-                            "or rebuild the split (its databases are copied in)")
+            raise UserError(
+                f"split {self.root} has no database for db_id {db_id!r}: {path} does not exist "
+                f"(its {self.DATABASES}/ holds {', '.join(held)})",
+                fix=f"copy the database to {self.DATABASES}/{db_id}{self.DATABASE_SUFFIX} or rebuild the split",
+            )
+        raise UserError(
+            f"split {self.root} has no database for db_id {db_id!r}: neither {path} nor {self.database_path} exists",
+            fix=f"copy the database to {self.DATABASES}/{db_id}{self.DATABASE_SUFFIX} "
+            "or rebuild the split (its databases are copied in)",
+        )
 
     def samples(self) -> list[Any]:
         """Every sample of ``samples.jsonl`` (a bad row is a :class:`UserError` naming it)."""

@@ -41,9 +41,7 @@ class ToolParameters(StrictModel):
     @field_validator("properties")
     @classmethod
     def _each_property_is_typed(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        untyped = [
-            name for name, prop in value.items() if not any(k in prop for k in _PROPERTY_TYPE_KEYS)
-        ]
+        untyped = [name for name, prop in value.items() if not any(k in prop for k in _PROPERTY_TYPE_KEYS)]
         if untyped:
             keys = "/".join(_PROPERTY_TYPE_KEYS)
             raise ValueError(f"properties {untyped} need at least one of {keys}")
@@ -130,9 +128,7 @@ class Tool(StrictModel):
         else:
             fn = d
         # The flat Responses-API form carries "type": "function" next to the name.
-        data = {
-            k: v for k, v in fn.items() if k != "strict" and not (k == "type" and v == "function")
-        }
+        data = {k: v for k, v in fn.items() if k != "strict" and not (k == "type" and v == "function")}
         return cls.model_validate(data)
 
 

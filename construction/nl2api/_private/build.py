@@ -10,8 +10,8 @@ import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from importlib import metadata
-from pathlib import Path
 from itertools import chain, islice
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import orjson
@@ -20,9 +20,26 @@ from pydantic import ConfigDict, Field, field_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from benchsmith.schemas import (
-    CheckResult, ExactAnswer, Provenance, RowError, Sample, SampleEncoder, SplitManifest, Step, StrictModel, Tool,
-    ToolCall, UserError, Verification, check_out_dir, file_sha256, read_json, samples_content_hash, scan_jsonl,
-    swap_folder, write_json,
+    CheckResult,
+    ExactAnswer,
+    Provenance,
+    RowError,
+    Sample,
+    SampleEncoder,
+    SplitManifest,
+    Step,
+    StrictModel,
+    Tool,
+    ToolCall,
+    UserError,
+    Verification,
+    check_out_dir,
+    file_sha256,
+    read_json,
+    samples_content_hash,
+    scan_jsonl,
+    swap_folder,
+    write_json,
 )
 
 from .converter import Conversion
@@ -32,7 +49,13 @@ from .reasons import REASONS, Rejection
 from .rest import rename_endpoint_params
 from .runtime import Binding, slot_bindings
 from .styles import (
-    obfuscate_bindings, obfuscate_call, obfuscate_tool, obfuscation_map, reduce_universe, sel_toolset, slot_tools,
+    obfuscate_bindings,
+    obfuscate_call,
+    obfuscate_tool,
+    obfuscation_map,
+    reduce_universe,
+    sel_toolset,
+    slot_tools,
 )
 from .verify import run_and_check
 
@@ -86,9 +109,21 @@ class BuildOptions:
 
 
 #: what a build writes into its output folder (anything else there is someone else's: refused)
-OWNED = frozenset({"samples.jsonl", "tools.json", "toolset.json", "endpoints.json", "obfuscation.json",
-                   "database.sqlite", "database.sqlite.descriptions.json", "report.json", "manifest.json",
-                   JOURNAL, PENDING})
+OWNED = frozenset(
+    {
+        "samples.jsonl",
+        "tools.json",
+        "toolset.json",
+        "endpoints.json",
+        "obfuscation.json",
+        "database.sqlite",
+        "database.sqlite.descriptions.json",
+        "report.json",
+        "manifest.json",
+        JOURNAL,
+        PENDING,
+    }
+)
 
 
 @dataclass
@@ -109,8 +144,12 @@ def _versions() -> dict[str, str]:
             return metadata.version(name)
         except metadata.PackageNotFoundError:
             return "unknown"
-    return {"benchsmith": v("benchsmith"), "sqlglot": sqlglot.__version__ if hasattr(sqlglot, "__version__") else v("sqlglot"),
-            "sqlite": sqlite3.sqlite_version}
+
+    return {
+        "benchsmith": v("benchsmith"),
+        "sqlglot": sqlglot.__version__ if hasattr(sqlglot, "__version__") else v("sqlglot"),
+        "sqlite": sqlite3.sqlite_version,
+    }
 
 
 def _difficulty(features: set[str], n_calls: int) -> str:
@@ -132,8 +171,10 @@ def universe_size(spec: int | float, n_tools: int) -> int:
             raise UserError(f"tool universe fraction {spec} is not in (0, 1]", fix="e.g. --tool-universe 0.25")
         return max(1, round(spec * n_tools))
     if isinstance(spec, float) and not spec.is_integer():
-        raise UserError(f"tool universe {spec} is neither a count nor a fraction in (0, 1]",
-                        fix="e.g. --tool-universe 12 or --tool-universe 0.25")
+        raise UserError(
+            f"tool universe {spec} is neither a count nor a fraction in (0, 1]",
+            fix="e.g. --tool-universe 12 or --tool-universe 0.25",
+        )
     if int(spec) < 1:
         raise UserError(f"tool universe {spec} is not a positive count", fix="e.g. --tool-universe 12 or 0.25")
     return int(spec)
@@ -147,8 +188,10 @@ def parse_universe(text: str) -> int | float:
         try:
             value = float(text)
         except ValueError:
-            raise UserError(f"tool universe {text!r} is neither a count nor a fraction",
-                            fix="e.g. --tool-universe 12 or --tool-universe 0.25") from None
+            raise UserError(
+                f"tool universe {text!r} is neither a count nor a fraction",
+                fix="e.g. --tool-universe 12 or --tool-universe 0.25",
+            ) from None
     universe_size(value, 1)  # validates
     return value
 
@@ -170,8 +213,9 @@ def _pairs(pairs_path: Path) -> Iterator[tuple[int, Pair | RowError]]:
     return scan_jsonl(pairs_path, Pair)
 
 
-def _collect(db: Database, db_path: Path, pairs_path: Path, out: Path, opts: BuildOptions,
-             rejections: list[dict[str, Any]]) -> tuple[Journal, int, int]:
+def _collect(
+    db: Database, db_path: Path, pairs_path: Path, out: Path, opts: BuildOptions, rejections: list[dict[str, Any]]
+) -> tuple[Journal, int, int]:
     """Every pair's result in the journal: from the journal of an earlier (killed) build of the
     same inputs, the rest converted and verified now (serially, in a process pool or on Ray),
     reading the pairs file as the work goes. Returns the journal, the rows and the pairs resumed."""
@@ -188,9 +232,16 @@ def _collect(db: Database, db_path: Path, pairs_path: Path, out: Path, opts: Bui
                 continue
             pid = pair.id or f"line-{line}"
             if pid in seen:
-                duplicates.append({"id": pid, "line": line, "code": "duplicate_id",
-                                   "message": f"duplicate_id: id {pid} appears more than once",
-                                   "question": pair.question, "sql": pair.sql})
+                duplicates.append(
+                    {
+                        "id": pid,
+                        "line": line,
+                        "code": "duplicate_id",
+                        "message": f"duplicate_id: id {pid} appears more than once",
+                        "question": pair.question,
+                        "sql": pair.sql,
+                    }
+                )
                 continue
             seen.add(pid)
             if line in journal.done:
@@ -203,20 +254,28 @@ def _collect(db: Database, db_path: Path, pairs_path: Path, out: Path, opts: Bui
     head = list(islice(todo, BATCH + 1))  # a few pairs are not worth starting workers for
     todo = chain(head, todo)
     if opts.ray:
-        runner = lambda todo_items: run_ray(opts.ray, str(db_path), opts.timeout_s, desc_json, opts.style,  # noqa: E731
-                                            todo_items, max(1, opts.workers))
+
+        def runner(todo_items):
+            return run_ray(
+                opts.ray, str(db_path), opts.timeout_s, desc_json, opts.style, todo_items, max(1, opts.workers)
+            )
     elif opts.workers > 1 and len(head) > BATCH:
-        runner = lambda todo_items: run_pool(str(db_path), opts.timeout_s, desc_json, opts.style,  # noqa: E731
-                                             todo_items, opts.workers)
+
+        def runner(todo_items):
+            return run_pool(str(db_path), opts.timeout_s, desc_json, opts.style, todo_items, opts.workers)
     else:
-        runner = lambda todo_items: run_serial(db, opts.style, todo_items)  # noqa: E731
+
+        def runner(todo_items):
+            return run_serial(db, opts.style, todo_items)
+
     run_pairs(journal, todo, runner, opts.progress)
     rejections.extend(duplicates)
     return journal, counts["total"], counts["resumed"]
 
 
-def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path,
-                options: BuildOptions | None = None) -> dict[str, Any]:
+def build_split(
+    db_path: str | Path, pairs_path: str | Path, out_dir: str | Path, options: BuildOptions | None = None
+) -> dict[str, Any]:
     """Convert and verify every pair; write ``samples.jsonl``, ``tools.json``, ``report.json``,
     ``manifest.json`` (and ``endpoints.json`` for REST) to ``out_dir``. Returns the report.
 
@@ -229,8 +288,13 @@ def build_split(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path
     return build_universes(db_path, pairs_path, out_dir, opts, None)[0]
 
 
-def build_universes(db_path: str | Path, pairs_path: str | Path, out_dir: str | Path, options: BuildOptions,
-                    sizes: Sequence[int | float] | None) -> list[dict[str, Any]]:
+def build_universes(
+    db_path: str | Path,
+    pairs_path: str | Path,
+    out_dir: str | Path,
+    options: BuildOptions,
+    sizes: Sequence[int | float] | None,
+) -> list[dict[str, Any]]:
     """Convert and verify once; write one split per tool-universe size in ``sizes`` (each in
     ``out_dir/universe-<size>``), or one split with ``options.tool_universe`` when ``sizes`` is None."""
     opts = options  # a BuildOptions checks its own values
@@ -251,23 +315,38 @@ def build_universes(db_path: str | Path, pairs_path: str | Path, out_dir: str | 
                 codes[r["code"]] = codes.get(r["code"], 0) + 1
             why = ", ".join(f"{k}={v}" for k, v in sorted(codes.items())) or "the pairs file has no rows"
             journal.discard()
-            raise UserError(f"nothing verified: 0 of {total} pairs in {pairs_path} verified "
-                            f"(rejected: {why}); {out} was left untouched",
-                            fix="check --pairs (JSONL of {question, sql}) and --db")
+            raise UserError(
+                f"nothing verified: 0 of {total} pairs in {pairs_path} verified "
+                f"(rejected: {why}); {out} was left untouched",
+                fix="check --pairs (JSONL of {question, sql}) and --db",
+            )
         rejections.extend(_rejected(journal, Path(pairs_path)))
         tools = _ToolSets(opts, journal.extended)
         if opts.style == "rest" or opts.obfuscate:  # the split-wide tool universe comes first
             for a in _accepted(journal, Path(pairs_path)):
                 tools.assign(a)
         reports = []
-        for size in (sizes if sizes else [opts.tool_universe]):
+        for size in sizes if sizes else [opts.tool_universe]:
             target = out / universe_label(size) if sizes else out
             o = replace(opts, tool_universe=size)
             written: list[dict[str, Any]] = []
 
             def fill(fresh: Path, o: BuildOptions = o, written: list = written) -> None:
-                written.append(_write_split(db, Path(db_path), Path(pairs_path), fresh, o, journal, tools,
-                                            list(rejections), total, started, resumed))
+                written.append(
+                    _write_split(
+                        db,
+                        Path(db_path),
+                        Path(pairs_path),
+                        fresh,
+                        o,
+                        journal,
+                        tools,
+                        list(rejections),
+                        total,
+                        started,
+                        resumed,
+                    )
+                )
                 if not sizes:
                     journal.link_into(fresh)
 
@@ -302,13 +381,19 @@ def _first_missing(out: Path) -> Path | None:
 def _check_owned(out: Path, sizes: Sequence[int | float] | None) -> None:
     """Refuse, before any work, an output folder holding files a build did not write."""
     if out.is_dir():
-        foreign = sorted(p.name for p in out.iterdir() if p.name not in OWNED
-                         and not (sizes and p.name.startswith("universe-"))
-                         and not (p.name.startswith(".") and p.name.endswith(".tmp")))
+        foreign = sorted(
+            p.name
+            for p in out.iterdir()
+            if p.name not in OWNED
+            and not (sizes and p.name.startswith("universe-"))
+            and not (p.name.startswith(".") and p.name.endswith(".tmp"))
+        )
         if foreign:
-            raise UserError(f"{out} holds {', '.join(foreign[:5])}, which nl2api build did not write; a build "
-                            "replaces the whole folder", fix="build into a new or empty folder (or a split built "
-                            "before), or move those files away")
+            raise UserError(
+                f"{out} holds {', '.join(foreign[:5])}, which nl2api build did not write; a build "
+                "replaces the whole folder",
+                fix="build into a new or empty folder (or a split built before), or move those files away",
+            )
 
 
 def _rejected(journal: Journal, pairs_path: Path) -> Iterator[dict[str, Any]]:
@@ -318,8 +403,14 @@ def _rejected(journal: Journal, pairs_path: Path) -> Iterator[dict[str, Any]]:
     for line, pair in _pairs(pairs_path):
         if line in journal.rejected and not isinstance(pair, RowError):
             res = journal.get(line)
-            yield {"id": pair.id or f"line-{line}", "line": line, "code": res["code"], "message": res["message"],
-                   "question": pair.question, "sql": pair.sql}
+            yield {
+                "id": pair.id or f"line-{line}",
+                "line": line,
+                "code": res["code"],
+                "message": res["message"],
+                "question": pair.question,
+                "sql": pair.sql,
+            }
 
 
 def _accepted(journal: Journal, pairs_path: Path) -> Iterator[_Accepted]:
@@ -331,8 +422,13 @@ def _accepted(journal: Journal, pairs_path: Path) -> Iterator[_Accepted]:
         if res["status"] != "accepted":
             continue
         c = res["conv"]
-        conv = Conversion([ToolCall.model_validate(x) for x in c["setup"]], [ToolCall.model_validate(x) for x in c["calls"]],
-                          "", c["ordered"], set(c["features"]))
+        conv = Conversion(
+            [ToolCall.model_validate(x) for x in c["setup"]],
+            [ToolCall.model_validate(x) for x in c["calls"]],
+            "",
+            c["ordered"],
+            set(c["features"]),
+        )
         # a SLOT pair's gold calls are the conversion's own (SEL and REST ones differ)
         calls = list(conv.calls) if res["calls"] == c["calls"] else [ToolCall.model_validate(x) for x in res["calls"]]
         yield _Accepted(line, pair, res, conv, [tuple(r) for r in res["rows"]], calls)
@@ -369,7 +465,9 @@ class _ToolSets:
                 while name in self.names:  # endpoint names are unique within the split, first come first named
                     name, k = f"{base}_{k}", k + 1
                 if name != tool.name:
-                    tool = tool.model_copy(update={"name": name, "rest": tool.rest.model_copy(update={"path": f"/v1/{name}"})})
+                    tool = tool.model_copy(
+                        update={"name": name, "rest": tool.rest.model_copy(update={"path": f"/v1/{name}"})}
+                    )
                 self.rest_names[a.line] = name
                 self.names.add(name)
                 self.universe.append(tool)
@@ -380,8 +478,10 @@ class _ToolSets:
         k = _memo_key(a.result["columns"], a.result["descriptions"])
         if k not in self.memo:
             if self.style == "slot":
-                self.memo[k] = (slot_tools(a.result["columns"], a.result["descriptions"], extended=self.extended),
-                                self.bindings)
+                self.memo[k] = (
+                    slot_tools(a.result["columns"], a.result["descriptions"], extended=self.extended),
+                    self.bindings,
+                )
             else:
                 self.memo[k] = sel_toolset(a.result["columns"], a.result["descriptions"], extended=self.extended)
         a.tools, a.bindings = self.memo[k]
@@ -393,9 +493,19 @@ class _ToolSets:
             yield from tools
 
 
-def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts: BuildOptions, journal: Journal,
-                 toolsets: _ToolSets, rejections: list[dict[str, Any]], total: int, started: float,
-                 resumed: int) -> dict[str, Any]:
+def _write_split(
+    db: Database,
+    db_path: Path,
+    pairs_path: Path,
+    out: Path,
+    opts: BuildOptions,
+    journal: Journal,
+    toolsets: _ToolSets,
+    rejections: list[dict[str, Any]],
+    total: int,
+    started: float,
+    resumed: int,
+) -> dict[str, Any]:
     """Write the split into ``out`` (a fresh folder), one sample at a time."""
     mapping = obfuscation_map(list(toolsets.all_tools())) if opts.obfuscate else None
     obfuscated: dict[int, Tool] = {}  # id(tool) -> its obfuscated copy (made once per tool)
@@ -415,15 +525,31 @@ def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts:
             calls, tools = a.calls, a.tools
             if mapping is not None:
                 calls = [obfuscate_call(c, mapping) for c in calls]
-                tools = [obfuscated.get(id(t)) or obfuscated.setdefault(id(t), obfuscate_tool(t, mapping)) for t in tools]
+                tools = [
+                    obfuscated.get(id(t)) or obfuscated.setdefault(id(t), obfuscate_tool(t, mapping)) for t in tools
+                ]
                 if opts.style != "rest":  # prove the obfuscated sequence still runs and matches
                     try:
-                        run_and_check(db, a.conv.setup, calls, a.rows, a.conv.ordered,
-                                      bindings=obfuscate_bindings(a.bindings, mapping), sql=a.pair.sql)
+                        run_and_check(
+                            db,
+                            a.conv.setup,
+                            calls,
+                            a.rows,
+                            a.conv.ordered,
+                            bindings=obfuscate_bindings(a.bindings, mapping),
+                            sql=a.pair.sql,
+                        )
                     except Rejection as rej:
-                        rejections.append({"id": a.pair.id or f"line-{a.line}", "line": a.line, "code": rej.code,
-                                           "message": f"obfuscated: {rej}", "question": a.pair.question,
-                                           "sql": a.pair.sql})
+                        rejections.append(
+                            {
+                                "id": a.pair.id or f"line-{a.line}",
+                                "line": a.line,
+                                "code": rej.code,
+                                "message": f"obfuscated: {rej}",
+                                "question": a.pair.question,
+                                "sql": a.pair.sql,
+                            }
+                        )
                         continue
             if opts.tool_universe:
                 size = universe_size(opts.tool_universe, len(tools))
@@ -434,31 +560,55 @@ def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts:
                 bindings.update(obfuscate_bindings(a.bindings, mapping) if mapping is not None else a.bindings)
             for t in tools:
                 universe.setdefault(t.name, t)
-            observations = a.result["observations"] if opts.style != "rest" else [
-                {"columns": None, "rows": [list(r) for r in a.rows]}]
+            observations = (
+                a.result["observations"]
+                if opts.style != "rest"
+                else [{"columns": None, "rows": [list(r) for r in a.rows]}]
+            )
             gold = [Step(call=c, observation=o) for c, o in zip(calls, observations)]
             metadata_: dict[str, Any] = {"sql": a.pair.sql, "pair_line": a.line}
             if opts.db_id or a.pair.db_id:
                 metadata_["db_id"] = opts.db_id or a.pair.db_id
             bare = Sample(
-                id="", query=a.pair.question, context=a.pair.evidence,
+                id="",
+                query=a.pair.question,
+                context=a.pair.evidence,
                 setup=a.conv.setup if opts.style != "rest" else [],
                 gold=gold,
                 answer=ExactAnswer(value=[list(r) for r in a.rows], ordered=a.conv.ordered),
                 # an imported dataset's own difficulty (BIRD: simple / moderate / challenging) stays a category
-                categories=["nl2api", opts.style, *sorted(a.conv.features),
-                            *([f"difficulty:{a.pair.difficulty}"] if a.pair.difficulty and opts.db_id else [])],
+                categories=[
+                    "nl2api",
+                    opts.style,
+                    *sorted(a.conv.features),
+                    *([f"difficulty:{a.pair.difficulty}"] if a.pair.difficulty and opts.db_id else []),
+                ],
                 difficulty=a.pair.difficulty or _difficulty(a.conv.features, len(a.conv.calls)),
-                provenance=Provenance(source=f"{db_path.name}+{pairs_path.name}", source_id=a.pair.id or f"line-{a.line}",
-                                      method=f"nl2api.{opts.style}", versions=versions, seed=opts.seed, created_at=created,
-                                      params=provenance_params),
-                verification=Verification(status="verified", method="execution-match", verified_at=created, checks=[
-                    CheckResult(name="sql_executes", ok=True, reason=f"{len(a.rows)} rows"),
-                    CheckResult(name="chain_executes", ok=True, reason=f"{len(calls)} calls"),
-                    CheckResult(name="result_matches", ok=True,
-                                reason="ordered match" if a.conv.ordered else "multiset match"),
-                    *checks_done],
-                    details={"ordered": a.conv.ordered}),
+                provenance=Provenance(
+                    source=f"{db_path.name}+{pairs_path.name}",
+                    source_id=a.pair.id or f"line-{a.line}",
+                    method=f"nl2api.{opts.style}",
+                    versions=versions,
+                    seed=opts.seed,
+                    created_at=created,
+                    params=provenance_params,
+                ),
+                verification=Verification(
+                    status="verified",
+                    method="execution-match",
+                    verified_at=created,
+                    checks=[
+                        CheckResult(name="sql_executes", ok=True, reason=f"{len(a.rows)} rows"),
+                        CheckResult(name="chain_executes", ok=True, reason=f"{len(calls)} calls"),
+                        CheckResult(
+                            name="result_matches",
+                            ok=True,
+                            reason="ordered match" if a.conv.ordered else "multiset match",
+                        ),
+                        *checks_done,
+                    ],
+                    details={"ordered": a.conv.ordered},
+                ),
                 metadata=metadata_,
             )
             line, sid = encoder.encode_bytes(bare, tools)
@@ -470,12 +620,21 @@ def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts:
     files = ["samples.jsonl", "tools.json"]
     if opts.style != "rest":
         # how each visible tool runs on the SLOT implementations: what an evaluator needs to execute predictions
-        write_json(out / "toolset.json", {name: {"tool": b.tool, "fixed": dict(b.fixed), "rename": dict(b.rename)}
-                                          for name, b in sorted(bindings.items())})
+        write_json(
+            out / "toolset.json",
+            {
+                name: {"tool": b.tool, "fixed": dict(b.fixed), "rename": dict(b.rename)}
+                for name, b in sorted(bindings.items())
+            },
+        )
         files.append("toolset.json")
     if opts.style == "rest":
-        write_json(out / "endpoints.json", endpoints if mapping is None else {
-            mapping["tools"][k]: rename_endpoint_params(v, mapping["arguments"]) for k, v in endpoints.items()})
+        write_json(
+            out / "endpoints.json",
+            endpoints
+            if mapping is None
+            else {mapping["tools"][k]: rename_endpoint_params(v, mapping["arguments"]) for k, v in endpoints.items()},
+        )
         files.append("endpoints.json")
     if mapping is not None:
         write_json(out / "obfuscation.json", mapping)
@@ -490,11 +649,19 @@ def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts:
     for r in rejections:
         counts[r["code"]] = counts.get(r["code"], 0) + 1
     report = {
-        "total": total, "verified": len(ids), "rejected": dict(sorted(counts.items())),
+        "total": total,
+        "verified": len(ids),
+        "rejected": dict(sorted(counts.items())),
         "verified_rate": round(len(ids) / total, 4) if total else 0.0,
-        "style": opts.style, "obfuscated": opts.obfuscate, "tool_universe": opts.tool_universe,
-        "db": str(db_path), "pairs": str(pairs_path), "seconds": round(time.perf_counter() - started, 3),
-        "workers": opts.workers, "ray": opts.ray, "resumed_pairs": resumed,
+        "style": opts.style,
+        "obfuscated": opts.obfuscate,
+        "tool_universe": opts.tool_universe,
+        "db": str(db_path),
+        "pairs": str(pairs_path),
+        "seconds": round(time.perf_counter() - started, 3),
+        "workers": opts.workers,
+        "ray": opts.ray,
+        "resumed_pairs": resumed,
         "reasons": {code: REASONS[code] for code in counts},
         "rejections": sorted(rejections, key=lambda r: r["line"]),
         # views of the database that cannot be read (e.g. over a dropped table): not part of the schema
@@ -508,13 +675,22 @@ def _write_split(db: Database, db_path: Path, pairs_path: Path, out: Path, opts:
     if opts.db_id:
         extra["db_id"] = opts.db_id
     manifest = SplitManifest(
-        name=opts.name or f"{db_path.stem}-{opts.style}", version=opts.version, created_at=created,
+        name=opts.name or f"{db_path.stem}-{opts.style}",
+        version=opts.version,
+        created_at=created,
         description=f"NL2API {opts.style.upper()} split built from {pairs_path.name} over {db_path.name}; "
-                    "every gold sequence verified by execution against the SQL",
-        sample_count=len(ids), files={f: file_sha256(out / f) for f in files},
+        "every gold sequence verified by execution against the SQL",
+        sample_count=len(ids),
+        files={f: file_sha256(out / f) for f in files},
         content_hash=samples_content_hash(ids),
-        provenance=Provenance(source=str(pairs_path), method=f"nl2api.{opts.style}", versions=versions,
-                              seed=opts.seed, created_at=created, params={"db": str(db_path)}),
+        provenance=Provenance(
+            source=str(pairs_path),
+            method=f"nl2api.{opts.style}",
+            versions=versions,
+            seed=opts.seed,
+            created_at=created,
+            params={"db": str(db_path)},
+        ),
         extra=extra,
     )
     write_json(out / "manifest.json", manifest.model_dump(mode="json"))

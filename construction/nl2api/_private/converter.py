@@ -9,8 +9,8 @@ faithfully raises :class:`Rejection` with a reason code from :data:`REASONS`.
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import sqlglot
@@ -58,7 +58,9 @@ class _Scope:
                 out += [f"{prefix}.{n}" for n in names]
             else:
                 prefix, table = self.aliases[alias]
-                out += [f"{prefix}.{c.name}" for c in db.table(table).columns if f"{prefix}.{c.name}" not in self.merged]
+                out += [
+                    f"{prefix}.{c.name}" for c in db.table(table).columns if f"{prefix}.{c.name}" not in self.merged
+                ]
         return out
 
 
@@ -66,28 +68,69 @@ class _Scope:
 Operand = tuple[str, Any]
 
 _CAST_TYPES = {
-    "INT": "integer", "INTEGER": "integer", "BIGINT": "integer", "SMALLINT": "integer", "TINYINT": "integer",
-    "DOUBLE": "real", "FLOAT": "real", "REAL": "real", "DECIMAL": "numeric",
-    "TEXT": "text", "VARCHAR": "text", "CHAR": "text", "NVARCHAR": "text", "NCHAR": "text",
+    "INT": "integer",
+    "INTEGER": "integer",
+    "BIGINT": "integer",
+    "SMALLINT": "integer",
+    "TINYINT": "integer",
+    "DOUBLE": "real",
+    "FLOAT": "real",
+    "REAL": "real",
+    "DECIMAL": "numeric",
+    "TEXT": "text",
+    "VARCHAR": "text",
+    "CHAR": "text",
+    "NVARCHAR": "text",
+    "NCHAR": "text",
 }
 _AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
-_COMPARE = {exp.EQ: "equal_to", exp.NEQ: "not_equal_to", exp.GT: "greater_than",
-            exp.GTE: "greater_than_or_equal_to", exp.LT: "less_than", exp.LTE: "less_than_or_equal_to"}
-_FLIP = {"equal_to": "equal_to", "not_equal_to": "not_equal_to", "greater_than": "less_than",
-         "less_than": "greater_than", "greater_than_or_equal_to": "less_than_or_equal_to",
-         "less_than_or_equal_to": "greater_than_or_equal_to"}
-_NEGATE = {"equal_to": "not_equal_to", "not_equal_to": "equal_to", "greater_than": "less_than_or_equal_to",
-           "less_than_or_equal_to": "greater_than", "less_than": "greater_than_or_equal_to",
-           "greater_than_or_equal_to": "less_than", "contains": "not_contains", "not_contains": "contains",
-           "like": "not_like", "not_like": "like",
-           "starts_with": "not_starts_with", "not_starts_with": "starts_with",
-           "ends_with": "not_ends_with", "not_ends_with": "ends_with", "in": "not_in", "not_in": "in",
-           "between": "not_between", "not_between": "between", "is_null": "is_not_null",
-           "is_not_null": "is_null"}
-_ARITH = {exp.Add: "add", exp.Sub: "subtract", exp.Mul: "multiply", exp.Div: "divide", exp.Mod: "modulo",
-          exp.DPipe: "concat"}
-_SIMPLE_TRANSFORMS = {exp.Upper: "upper", exp.Lower: "lower", exp.Length: "length", exp.Abs: "abs",
-                      exp.Trim: "trim"}
+_COMPARE = {
+    exp.EQ: "equal_to",
+    exp.NEQ: "not_equal_to",
+    exp.GT: "greater_than",
+    exp.GTE: "greater_than_or_equal_to",
+    exp.LT: "less_than",
+    exp.LTE: "less_than_or_equal_to",
+}
+_FLIP = {
+    "equal_to": "equal_to",
+    "not_equal_to": "not_equal_to",
+    "greater_than": "less_than",
+    "less_than": "greater_than",
+    "greater_than_or_equal_to": "less_than_or_equal_to",
+    "less_than_or_equal_to": "greater_than_or_equal_to",
+}
+_NEGATE = {
+    "equal_to": "not_equal_to",
+    "not_equal_to": "equal_to",
+    "greater_than": "less_than_or_equal_to",
+    "less_than_or_equal_to": "greater_than",
+    "less_than": "greater_than_or_equal_to",
+    "greater_than_or_equal_to": "less_than",
+    "contains": "not_contains",
+    "not_contains": "contains",
+    "like": "not_like",
+    "not_like": "like",
+    "starts_with": "not_starts_with",
+    "not_starts_with": "starts_with",
+    "ends_with": "not_ends_with",
+    "not_ends_with": "ends_with",
+    "in": "not_in",
+    "not_in": "in",
+    "between": "not_between",
+    "not_between": "between",
+    "is_null": "is_not_null",
+    "is_not_null": "is_null",
+}
+_ARITH = {
+    exp.Add: "add",
+    exp.Sub: "subtract",
+    exp.Mul: "multiply",
+    exp.Div: "divide",
+    exp.Mod: "modulo",
+    exp.DPipe: "concat",
+}
+_SIMPLE_TRANSFORMS = {exp.Upper: "upper", exp.Lower: "lower", exp.Length: "length", exp.Abs: "abs", exp.Trim: "trim"}
 
 
 def parse_select(sql: str) -> exp.Select:
@@ -120,8 +163,12 @@ def _check_global(tree: exp.Expression) -> None:
     for node in tree.walk():
         if type(node).__name__ == "Rand" or (isinstance(node, exp.Anonymous) and str(node.this).lower() == "random"):
             raise Rejection("nondeterministic", "random()")
-        if isinstance(node, exp.Literal) and node.is_string and node.this.lower() == "now" \
-                and isinstance(node.parent, exp.Func):
+        if (
+            isinstance(node, exp.Literal)
+            and node.is_string
+            and node.this.lower() == "now"
+            and isinstance(node.parent, exp.Func)
+        ):
             raise Rejection("nondeterministic", "'now'")
         if isinstance(node, (exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentTime)):
             raise Rejection("nondeterministic", "current date/time")
@@ -192,7 +239,9 @@ class Converter:
             raise Rejection("set_operation", f"{op.upper()} of {len(cols)} and {len(self.visible[right])} columns")
         if len({c.lower() for c in cols}) != len(cols):
             raise Rejection("set_operation", "the first SELECT of a compound lists a column twice")
-        label = self.emit("combine_data", {"data_source": f"${left}$", "other": f"${right}$", "operation": op}, "combined")
+        label = self.emit(
+            "combine_data", {"data_source": f"${left}$", "other": f"${right}$", "operation": op}, "combined"
+        )
         names = [n.lower() for n in output_names(node) or []]
         order = node.args.get("order")
         if order is not None:
@@ -200,12 +249,19 @@ class Converter:
             keys, asc, nulls = [], [], []
             for o in order.expressions:
                 t = o.this
-                if isinstance(t, exp.Literal) and not t.is_string and str(t.this).isdigit() and 1 <= int(t.this) <= len(cols):
+                if (
+                    isinstance(t, exp.Literal)
+                    and not t.is_string
+                    and str(t.this).isdigit()
+                    and 1 <= int(t.this) <= len(cols)
+                ):
                     pos = int(t.this) - 1
                 elif isinstance(t, exp.Column) and t.name.lower() in names:
                     pos = names.index(t.name.lower())
                 else:
-                    raise Rejection("set_operation", f"ORDER BY {t.sql(dialect='sqlite')[:40]} is no result column of the compound")
+                    raise Rejection(
+                        "set_operation", f"ORDER BY {t.sql(dialect='sqlite')[:40]} is no result column of the compound"
+                    )
                 desc = bool(o.args.get("desc"))
                 keys.append(cols[pos])
                 asc.append(not desc)
@@ -245,15 +301,27 @@ class Converter:
         group = sel.args.get("group")
         having = sel.args.get("having")
         order = sel.args.get("order")
-        has_agg = any(_has_agg(i) for i in items) or (having is not None) or \
-            (order is not None and any(_has_agg(_resolve_alias(o.this, aliases)) for o in order.expressions))
+        has_agg = (
+            any(_has_agg(i) for i in items)
+            or (having is not None)
+            or (order is not None and any(_has_agg(_resolve_alias(o.this, aliases)) for o in order.expressions))
+        )
         distinct = bool(sel.args.get("distinct"))
         if distinct and sel.args["distinct"].args.get("on"):
             raise Rejection("unsupported_expression", "DISTINCT ON")
 
-        if not as_data and group is None and has_agg and having is None and order is None and not distinct \
-                and len(items) == 1 and _plain_agg(items[0].unalias()) is not None \
-                and not sel.args.get("limit") and not sel.args.get("offset"):
+        if (
+            not as_data
+            and group is None
+            and has_agg
+            and having is None
+            and order is None
+            and not distinct
+            and len(items) == 1
+            and _plain_agg(items[0].unalias()) is not None
+            and not sel.args.get("limit")
+            and not sel.args.get("offset")
+        ):
             agg, arg = _plain_agg(items[0].unalias())
             self.features.add("aggregate")
             args: dict[str, Any] = {"data_source": f"${state.data}$", "aggregation": agg}
@@ -293,13 +361,19 @@ class Converter:
             if any(k not in proj for k, _, _ in keys):
                 raise Rejection("distinct_order", "ORDER BY a column that is not selected with DISTINCT")
             if len(proj) == 1:
-                state.data = self.emit("get_unique_values", {"data_source": f"${state.data}$", "key_name": proj[0]}, "unique")
+                state.data = self.emit(
+                    "get_unique_values", {"data_source": f"${state.data}$", "key_name": proj[0]}, "unique"
+                )
             else:
-                state.data = self.emit("retrieve_data", {"data_source": f"${state.data}$", "key_names": proj,
-                                                         "distinct": True}, "distinct")
+                state.data = self.emit(
+                    "retrieve_data", {"data_source": f"${state.data}$", "key_names": proj, "distinct": True}, "distinct"
+                )
         if keys:
-            state.data = self.emit("sort_data", _sort_args(state.data, [k for k, _, _ in keys], [a for _, a, _ in keys],
-                                                           [n for _, _, n in keys]), "sorted")
+            state.data = self.emit(
+                "sort_data",
+                _sort_args(state.data, [k for k, _, _ in keys], [a for _, a, _ in keys], [n for _, _, n in keys]),
+                "sorted",
+            )
         state.data = self._limit(sel, state.data)
         if not distinct:
             state.data = self.emit("retrieve_data", {"data_source": f"${state.data}$", "key_names": proj}, "result")
@@ -325,8 +399,11 @@ class Converter:
         if type(node) in _ARITH and type(node) is not exp.DPipe:
             left = self._scalar_expr(node.this, outer)
             right = self._scalar_expr(node.expression, outer)
-            return "$" + self.emit("calculate", {"operator": _ARITH[type(node)], "left": left, "right": right},
-                                   "calculated") + "$"
+            return (
+                "$"
+                + self.emit("calculate", {"operator": _ARITH[type(node)], "left": left, "right": right}, "calculated")
+                + "$"
+            )
         raise Rejection("unsupported_scalar_select", node.sql(dialect="sqlite")[:80])
 
     def subquery(self, node: exp.Expression, outer: _Scope | None, *, first_row: bool = False) -> str:
@@ -429,7 +506,7 @@ class Converter:
             else:
                 other, prefix = self._derived(node, scope)
             pairs = []
-            for cond in (conjuncts(join.args["on"]) if join.args.get("on") is not None else []):
+            for cond in conjuncts(join.args["on"]) if join.args.get("on") is not None else []:
                 pair = self._equi_pair(cond, scope)
                 if pair is not None:
                     mine = [p.rsplit(".", 1)[0] == prefix for p in pair]
@@ -439,8 +516,11 @@ class Converter:
                 if side == "LEFT":
                     raise Rejection("unsupported_join_condition", cond.sql(dialect="sqlite")[:80])
                 extra_conditions.append(cond)
-            call: dict[str, Any] = {"data_source": f"${label}$", "other": f"${other}$",
-                                    "type": "left" if side == "LEFT" else ("inner" if pairs else "cross")}
+            call: dict[str, Any] = {
+                "data_source": f"${label}$",
+                "other": f"${other}$",
+                "type": "left" if side == "LEFT" else ("inner" if pairs else "cross"),
+            }
             if pairs:
                 call["on"] = pairs
             label = self.emit("join_data", call, "joined")
@@ -450,8 +530,14 @@ class Converter:
             cond = extra_conditions[0]
             for c in extra_conditions[1:]:
                 cond = exp.And(this=cond, expression=c)
-            sel.set("where", exp.Where(this=cond if sel.args.get("where") is None
-                                       else exp.And(this=exp.Paren(this=cond), expression=exp.Paren(this=sel.args["where"].this))))
+            sel.set(
+                "where",
+                exp.Where(
+                    this=cond
+                    if sel.args.get("where") is None
+                    else exp.And(this=exp.Paren(this=cond), expression=exp.Paren(this=sel.args["where"].this))
+                ),
+            )
         return scope, label
 
     def _derived(self, node: exp.Expression, scope: _Scope) -> tuple[str, str]:
@@ -520,18 +606,27 @@ class Converter:
                 raise Rejection("unknown_table", col.table)
             prefix, table = hit
             return f"{prefix}.{self._col_name(table, name)}"
-        hits = [f"{p}.{self.db.table(t).column(name).name}" for p, t in scope.aliases.values()
-                if self.db.table(t).column(name) is not None
-                and f"{p}.{self.db.table(t).column(name).name}" not in scope.merged]
-        hits += [f"{p}.{n}" for a, (p, names) in scope.derived.items() if a not in scope.qualified_only
-                 for n in names if n.lower() == name.lower()]
+        hits = [
+            f"{p}.{self.db.table(t).column(name).name}"
+            for p, t in scope.aliases.values()
+            if self.db.table(t).column(name) is not None
+            and f"{p}.{self.db.table(t).column(name).name}" not in scope.merged
+        ]
+        hits += [
+            f"{p}.{n}"
+            for a, (p, names) in scope.derived.items()
+            if a not in scope.qualified_only
+            for n in names
+            if n.lower() == name.lower()
+        ]
         if len(hits) > 1:
             raise Rejection("ambiguous_column", name)
         if not hits:
             s = scope.outer
             while s is not None:
                 if any(self.db.table(t).column(name) is not None for _, t in s.aliases.values()) or any(
-                        n.lower() == name.lower() for _, names in s.derived.values() for n in names):
+                    n.lower() == name.lower() for _, names in s.derived.values() for n in names
+                ):
                     raise Rejection("correlated_subquery", name)
                 s = s.outer
             raise Rejection("unknown_column", name)
@@ -550,7 +645,7 @@ def _has_agg(node: exp.Expression) -> bool:
 
 
 def _nulls_place(o: exp.Ordered, desc: bool) -> str:
-    """"first" / "last" when an ORDER BY term places NULLs other than SQLite's default, else "default"."""
+    """ "first" / "last" when an ORDER BY term places NULLs other than SQLite's default, else "default"."""
     nulls_first = o.args.get("nulls_first")
     if nulls_first is None or bool(nulls_first) == (not desc):
         return "default"
@@ -696,7 +791,9 @@ class _State:
         if isinstance(node, exp.StrPosition):
             if node.args.get("position") is not None:
                 raise Rejection("unsupported_expression", node.sql(dialect="sqlite")[:60])
-            return self._remember(key, self._transform(node.this, "instr", {"substring": self._const(node.args["substr"])}, alias))
+            return self._remember(
+                key, self._transform(node.this, "instr", {"substring": self._const(node.args["substr"])}, alias)
+            )
         if isinstance(node, exp.TimeToStr):
             inner = node.this.this if isinstance(node.this, exp.TsOrDsToTimestamp) else node.this
             fmt = node.args.get("format")
@@ -707,8 +804,14 @@ class _State:
             args = {"digits": self._const(node.args["decimals"])} if node.args.get("decimals") is not None else {}
             return self._remember(key, self._transform(node.this, "round", args, alias))
         if isinstance(node, exp.Coalesce) and len(node.expressions) == 1:
-            return self._remember(key, self._transform(node.this, "coalesce", {"default": self._const(node.expressions[0])}, alias))
-        if isinstance(node, exp.Anonymous) and str(node.this).lower() in ("julianday", "date") and len(node.expressions) == 1:
+            return self._remember(
+                key, self._transform(node.this, "coalesce", {"default": self._const(node.expressions[0])}, alias)
+            )
+        if (
+            isinstance(node, exp.Anonymous)
+            and str(node.this).lower() in ("julianday", "date")
+            and len(node.expressions) == 1
+        ):
             return self._remember(key, self._transform(node.expressions[0], str(node.this).lower(), {}, alias))
         if isinstance(node, exp.Date) and not node.expressions and node.args.get("zone") is None:
             return self._remember(key, self._transform(node.this, "date", {}, alias))
@@ -737,8 +840,10 @@ class _State:
 
     def _compute(self, operator: str, left: Operand, right: Operand, alias: str | None) -> Operand:
         out = self.conv.fresh_name(alias or f"{operator}_result")
-        spec = {"left": {"key_name" if left[0] == "col" else "value": left[1]},
-                "right": {"key_name" if right[0] == "col" else "value": right[1]}}
+        spec = {
+            "left": {"key_name" if left[0] == "col" else "value": left[1]},
+            "right": {"key_name" if right[0] == "col" else "value": right[1]},
+        }
         self.emit_on_data("compute_column", {"operator": operator, **spec, "output_name": out}, "computed")
         return ("col", out)
 
@@ -757,8 +862,10 @@ class _State:
     def _window(self, node: exp.Window, alias: str | None) -> Operand:
         function = _RANKINGS.get(type(node.this))
         if function is None:
-            raise Rejection("window_function", f"{node.this.sql(dialect='sqlite')[:40]} OVER (...): only row_number, "
-                                               "rank and dense_rank have a tool")
+            raise Rejection(
+                "window_function",
+                f"{node.this.sql(dialect='sqlite')[:40]} OVER (...): only row_number, rank and dense_rank have a tool",
+            )
         if node.args.get("spec") is not None:
             raise Rejection("window_function", "a window frame (ROWS / RANGE)")
         order = node.args.get("order")
@@ -788,8 +895,10 @@ class _State:
             branches = [(node.this, node.args.get("true"))]
             default = node.args.get("false")
         else:
-            branches = [(w.this if node.this is None else exp.EQ(this=node.this.copy(), expression=w.this),
-                         w.args.get("true")) for w in node.args.get("ifs") or []]
+            branches = [
+                (w.this if node.this is None else exp.EQ(this=node.this.copy(), expression=w.this), w.args.get("true"))
+                for w in node.args.get("ifs") or []
+            ]
             default = node.args.get("default")
         for cond, result in branches:
             res = self.operand(result)
@@ -879,8 +988,15 @@ class _State:
             groups = _dnf(tree)
             self.conv.features.add("or")
             out = self.conv.fresh_name("condition_holds")
-            self.emit_on_data("case_column", {"cases": [{"conditions": g, "result": {"value": 1}} for g in groups],
-                                              "default": {"value": 0}, "output_name": out}, "cased")
+            self.emit_on_data(
+                "case_column",
+                {
+                    "cases": [{"conditions": g, "result": {"value": 1}} for g in groups],
+                    "default": {"value": 0},
+                    "output_name": out,
+                },
+                "cased",
+            )
             self.emit_on_data("filter_data", {"key_name": out, "operator": "equal_to", "value": 1}, "filtered")
             return
         for clause in clauses:
@@ -916,7 +1032,7 @@ class _State:
         self.conv.features.add("group" if group is not None else "aggregate")
         keys: list[str] = []
         key_exprs: dict[str, str] = {}
-        for g in (group.expressions if group is not None else []):
+        for g in group.expressions if group is not None else []:
             if isinstance(g, exp.Literal) and not g.is_string:
                 if not str(g.this).isdigit() or not 1 <= int(g.this) <= len(items):
                     raise Rejection("sql_error", f"GROUP BY position {g.this} out of range")
@@ -929,8 +1045,11 @@ class _State:
             key_exprs[g] = col
         # columns of a table whose primary key is grouped are determined by it: group by them too
         grouped_pks = {k.rsplit(".", 1)[0] for k in keys if self._is_single_pk(k)}
-        for e in [i.unalias() for i in items] + ([having.this] if having is not None else []) + \
-                [_resolve_alias(o.this, aliases) for o in (order.expressions if order is not None else [])]:
+        for e in (
+            [i.unalias() for i in items]
+            + ([having.this] if having is not None else [])
+            + [_resolve_alias(o.this, aliases) for o in (order.expressions if order is not None else [])]
+        ):
             for node in _plain_columns(e):
                 try:
                     name = self.conv.resolve_column(node, self.scope)
@@ -942,7 +1061,7 @@ class _State:
         exprs = [i.unalias() for i in items]
         if having is not None:
             exprs.append(having.this)
-        for o in (order.expressions if order is not None else []):
+        for o in order.expressions if order is not None else []:
             exprs.append(_resolve_alias(o.this, aliases))
         aggs: dict[str, dict[str, Any]] = {}
         names: dict[str, str] = {}
@@ -958,7 +1077,9 @@ class _State:
                 spec: dict[str, Any] = {"aggregation": name}
                 if arg is not None:
                     spec["key_name"] = self.column_of(arg)
-                base = item_alias.get(key) or (f"{name}_{spec['key_name'].rsplit('.', 1)[-1]}" if arg is not None else "count_rows")
+                base = item_alias.get(key) or (
+                    f"{name}_{spec['key_name'].rsplit('.', 1)[-1]}" if arg is not None else "count_rows"
+                )
                 spec["output_name"] = names[key] = self.conv.fresh_name(base)
                 aggs[key] = spec
         self.emit_on_data("group_data_by", {"key_names": keys, "aggregations": list(aggs.values())}, "grouped")
@@ -970,9 +1091,18 @@ class _State:
         self.star_columns = keys
         if having is not None:
             # SQLite lets HAVING name an output alias when no column has that name
-            self.apply_condition(having.this.transform(
-                lambda n: aliases[n.name.lower()].copy() if isinstance(n, exp.Column) and not n.table
-                and n.name.lower() in aliases and not self._is_column(n) else n))
+            self.apply_condition(
+                having.this.transform(
+                    lambda n: (
+                        aliases[n.name.lower()].copy()
+                        if isinstance(n, exp.Column)
+                        and not n.table
+                        and n.name.lower() in aliases
+                        and not self._is_column(n)
+                        else n
+                    )
+                )
+            )
 
 
 def _plain_columns(node: exp.Expression) -> list[exp.Column]:
@@ -1015,7 +1145,7 @@ def _like_operator(pattern: str) -> tuple[str, str]:
     if "_" in body.replace("%", ""):
         return "like", pattern
     starts, ends = body.startswith("%"), body.endswith("%") and len(body) > 1
-    core = body[1 if starts else 0: len(body) - (1 if ends else 0)]
+    core = body[1 if starts else 0 : len(body) - (1 if ends else 0)]
     if "%" in core or not core:
         return "like", pattern
     if starts and ends:
@@ -1057,7 +1187,9 @@ def _dnf(tree: tuple) -> list[list[dict[str, Any]]]:
             if len(result) > MAX_CNF_CLAUSES:
                 break
     if len(result) > MAX_CNF_CLAUSES:
-        raise Rejection("condition_too_complex", f"more than {MAX_CNF_CLAUSES} clauses, as AND-ed ORs and as OR-ed ANDs")
+        raise Rejection(
+            "condition_too_complex", f"more than {MAX_CNF_CLAUSES} clauses, as AND-ed ORs and as OR-ed ANDs"
+        )
     return result
 
 

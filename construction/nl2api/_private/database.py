@@ -23,15 +23,43 @@ MAX_ROWS = 100_000
 DESCRIPTIONS_SHAPE = dict[str, dict[str, str]]
 DESCRIPTIONS_FIX = 'write {"table": {"column": "description", "__table__": "table description"}}'
 
-_READ_PRAGMAS = frozenset({"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo",
-                           "foreign_key_list"})
+_READ_PRAGMAS = frozenset({"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"})
 _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
-_ACTIONS = {getattr(sqlite3, f"SQLITE_{n}"): n.replace("_", " ") for n in (
-    "ATTACH", "DETACH", "PRAGMA", "TRANSACTION", "SAVEPOINT", "INSERT", "UPDATE", "DELETE", "ALTER_TABLE",
-    "REINDEX", "ANALYZE", "CREATE_INDEX", "CREATE_TABLE", "CREATE_TEMP_INDEX", "CREATE_TEMP_TABLE",
-    "CREATE_TEMP_TRIGGER", "CREATE_TEMP_VIEW", "CREATE_TRIGGER", "CREATE_VIEW", "CREATE_VTABLE", "DROP_INDEX",
-    "DROP_TABLE", "DROP_TEMP_INDEX", "DROP_TEMP_TABLE", "DROP_TEMP_TRIGGER", "DROP_TEMP_VIEW", "DROP_TRIGGER",
-    "DROP_VIEW", "DROP_VTABLE", "FUNCTION")}
+_ACTIONS = {
+    getattr(sqlite3, f"SQLITE_{n}"): n.replace("_", " ")
+    for n in (
+        "ATTACH",
+        "DETACH",
+        "PRAGMA",
+        "TRANSACTION",
+        "SAVEPOINT",
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "ALTER_TABLE",
+        "REINDEX",
+        "ANALYZE",
+        "CREATE_INDEX",
+        "CREATE_TABLE",
+        "CREATE_TEMP_INDEX",
+        "CREATE_TEMP_TABLE",
+        "CREATE_TEMP_TRIGGER",
+        "CREATE_TEMP_VIEW",
+        "CREATE_TRIGGER",
+        "CREATE_VIEW",
+        "CREATE_VTABLE",
+        "DROP_INDEX",
+        "DROP_TABLE",
+        "DROP_TEMP_INDEX",
+        "DROP_TEMP_TABLE",
+        "DROP_TEMP_TRIGGER",
+        "DROP_TEMP_VIEW",
+        "DROP_TRIGGER",
+        "DROP_VIEW",
+        "DROP_VTABLE",
+        "FUNCTION",
+    )
+}
 
 
 class QueryTimeout(RuntimeFault):
@@ -90,8 +118,15 @@ class Database:
     and waits for the mutex to read a row.)
     """
 
-    def __init__(self, path: str | Path, *, descriptions: dict[str, dict[str, str]] | None = None,
-                 timeout_s: float = 10.0, check: bool = False, max_rows: int = MAX_ROWS) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        descriptions: dict[str, dict[str, str]] | None = None,
+        timeout_s: float = 10.0,
+        check: bool = False,
+        max_rows: int = MAX_ROWS,
+    ) -> None:
         self.path = Path(path)
         if not self.path.exists():
             raise UserError(f"database {self.path} does not exist", fix="pass the path of a SQLite file with --db")
@@ -104,8 +139,7 @@ class Database:
         self._lock = threading.RLock()  # one statement at a time; also keeps _deadline and _denied its own
         self.skipped: dict[str, str] = {}
         try:
-            self.con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
-                                       check_same_thread=False)
+            self.con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
         except sqlite3.Error as exc:
             raise self._unreadable(exc) from None
         # the longest LIKE pattern this SQLite takes (bytes); a longer one fails mid-query
@@ -122,18 +156,22 @@ class Database:
         try:
             self.con.execute("PRAGMA query_only = ON")
             for fn in ("json_each", "json_tree"):  # load the JSON table functions before the guard:
-                try:                               # their one-time set-up asks to update the schema
+                try:  # their one-time set-up asks to update the schema
                     self.con.execute(f"SELECT 1 FROM {fn}('[]')").fetchall()
                 except sqlite3.OperationalError:  # a SQLite without JSON functions
                     pass
             if check:
                 self._quick_check()
             self.con.set_authorizer(self._authorize)
-            found = self._run("SELECT name, type FROM sqlite_master WHERE type IN ('table','view') "
-                              "AND name NOT LIKE 'sqlite_%' ORDER BY name")
+            found = self._run(
+                "SELECT name, type FROM sqlite_master WHERE type IN ('table','view') "
+                "AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
         except QueryTimeout:
-            raise UserError(f"database {self.path}: reading its schema took longer than {self.timeout_s:.1f}s",
-                            fix="check the file, or raise the time limit (--timeout)") from None
+            raise UserError(
+                f"database {self.path}: reading its schema took longer than {self.timeout_s:.1f}s",
+                fix="check the file, or raise the time limit (--timeout)",
+            ) from None
         except sqlite3.DatabaseError as exc:
             raise self._unreadable(exc) from None
         if descriptions is None:
@@ -154,11 +192,23 @@ class Database:
             except sqlite3.DatabaseError as exc:
                 raise self._unreadable(exc) from None
             docs = descriptions.get(name, {})
-            cols = [Column(table=name, name=r[1], type=(r[2] or "").upper(),
-                           description=docs.get(r[1]) or f"{r[1]} of {name}",
-                           notnull=bool(r[3]), primary_key=bool(r[5])) for r in info]
-            table = Table(name=name, columns=cols, description=docs.get("__table__", ""),
-                          row_count=self._count(name, counting_until) if kind == "table" else None)
+            cols = [
+                Column(
+                    table=name,
+                    name=r[1],
+                    type=(r[2] or "").upper(),
+                    description=docs.get(r[1]) or f"{r[1]} of {name}",
+                    notnull=bool(r[3]),
+                    primary_key=bool(r[5]),
+                )
+                for r in info
+            ]
+            table = Table(
+                name=name,
+                columns=cols,
+                description=docs.get("__table__", ""),
+                row_count=self._count(name, counting_until) if kind == "table" else None,
+            )
             self.tables[name] = table
             self._tables_lower[name.lower()] = table
         if not self.tables:
@@ -169,8 +219,7 @@ class Database:
     def _over_time(self) -> int:
         return 1 if time.monotonic() > self._deadline else 0
 
-    def _authorize(self, action: int, arg1: str | None, arg2: str | None, _db: str | None,
-                   _trigger: str | None) -> int:
+    def _authorize(self, action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
         if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE):
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() not in _DENIED_FUNCTIONS:
@@ -188,8 +237,9 @@ class Database:
             self._denied.append(what)
         return sqlite3.SQLITE_DENY
 
-    def _run(self, sql: str, params: Sequence[Any] = (), limit: float | None = None,
-             max_rows: int | None = None) -> list[tuple]:
+    def _run(
+        self, sql: str, params: Sequence[Any] = (), limit: float | None = None, max_rows: int | None = None
+    ) -> list[tuple]:
         limit = self.timeout_s if limit is None else limit
         with self._lock:
             self._deadline = time.monotonic() + limit
@@ -202,8 +252,9 @@ class Database:
             except sqlite3.DatabaseError as exc:
                 if self._denied or "authoriz" in str(exc):
                     what = ", ".join(self._denied[:3]) or (sql.split() or ["the statement"])[0].upper()
-                    raise ReadOnlyViolation(f"{self.path.name} is open read-only: refused {what} "
-                                            "(only statements that read run here)") from None
+                    raise ReadOnlyViolation(
+                        f"{self.path.name} is open read-only: refused {what} (only statements that read run here)"
+                    ) from None
                 if isinstance(exc, sqlite3.OperationalError) and "interrupted" in str(exc):
                     raise QueryTimeout(f"query interrupted after {limit:.1f}s") from exc
                 raise
@@ -226,19 +277,23 @@ class Database:
             return  # too large to check within the time limit: its queries will tell
         if problems:
             text = " ".join("; ".join(map(str, problems)).split())  # one line
-            raise UserError(f"database {self.path} is damaged: {text[:300]}",
-                            fix="copy the database again or rebuild the split")
+            raise UserError(
+                f"database {self.path} is damaged: {text[:300]}", fix="copy the database again or rebuild the split"
+            )
 
     def _unreadable(self, exc: BaseException) -> UserError:
-        return UserError(f"database {self.path} cannot be read as SQLite: {exc}",
-                         fix="check that the file is a SQLite database and not damaged (rebuild or copy it again)")
+        return UserError(
+            f"database {self.path} cannot be read as SQLite: {exc}",
+            fix="check that the file is a SQLite database and not damaged (rebuild or copy it again)",
+        )
 
     # ---- queries ---------------------------------------------------------------------------------
     def table(self, name: str) -> Table | None:
         return self._tables_lower.get(name.lower())
 
-    def execute(self, sql: str, params: Sequence[Any] = (), *, timeout_s: float | None = None,
-                max_rows: int | None = None) -> list[tuple]:
+    def execute(
+        self, sql: str, params: Sequence[Any] = (), *, timeout_s: float | None = None, max_rows: int | None = None
+    ) -> list[tuple]:
         """Run one read-only statement; interrupt it after ``timeout_s`` seconds; fetch at most
         ``max_rows`` rows when given.
 

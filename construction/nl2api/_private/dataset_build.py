@@ -21,26 +21,46 @@ from typing import Any, Iterator
 from pydantic import BaseModel
 
 from benchsmith.schemas import (
-    Provenance, RowError, Sample, SplitManifest, UserError, check_out_dir, file_sha256, read_json, samples_content_hash,
-    scan_jsonl, swap_folder, write_json, write_jsonl,
+    Provenance,
+    RowError,
+    Sample,
+    SplitManifest,
+    UserError,
+    check_out_dir,
+    file_sha256,
+    read_json,
+    samples_content_hash,
+    scan_jsonl,
+    swap_folder,
+    write_json,
+    write_jsonl,
 )
 
-from .build import BuildOptions, build_split, _versions
+from .build import BuildOptions, _versions, build_split
 from .datasets import Dataset, read_dataset, write_pairs
 
 MERGED = "merged"
 
 
-def build_dataset(root: str | Path, kind: str, out_dir: str | Path, options: BuildOptions | None = None, *,
-                  split_file: str | None = None, merged: bool = True) -> dict[str, Any]:
+def build_dataset(
+    root: str | Path,
+    kind: str,
+    out_dir: str | Path,
+    options: BuildOptions | None = None,
+    *,
+    split_file: str | None = None,
+    merged: bool = True,
+) -> dict[str, Any]:
     """Read the dataset at ``root`` (``kind``: bird, spider or sqlite-dir) and build it into
     ``out_dir``; returns the dataset report (also written to ``out_dir/report.json``)."""
     opts = options or BuildOptions()
     check_out_dir(out_dir)
     ds = read_dataset(root, kind, split_file=split_file)
     if not ds.databases:
-        raise UserError(f"{ds.question_file}: no entry names a database that exists "
-                        f"({len(ds.rejections)} entries rejected)", fix="check the dataset's database folder")
+        raise UserError(
+            f"{ds.question_file}: no entry names a database that exists ({len(ds.rejections)} entries rejected)",
+            fix="check the dataset's database folder",
+        )
     out = Path(out_dir)
     if out.name == MERGED or (out / "samples.jsonl").exists():
         raise UserError(f"{out} holds a split already", fix="give --out a folder for the whole dataset")
@@ -54,8 +74,7 @@ def build_dataset(root: str | Path, kind: str, out_dir: str | Path, options: Bui
         if d.descriptions:
             desc_path = inputs / f"{db_id}.descriptions.json"
             write_json(desc_path, d.descriptions)
-        o = replace(opts, db_id=db_id, descriptions=desc_path,
-                    name=f"{opts.name or kind}-{db_id}-{opts.style}")
+        o = replace(opts, db_id=db_id, descriptions=desc_path, name=f"{opts.name or kind}-{db_id}-{opts.style}")
         try:
             report = build_split(d.path, pairs_path, out / db_id, o)
         except UserError as exc:
@@ -68,8 +87,16 @@ def build_dataset(root: str | Path, kind: str, out_dir: str | Path, options: Bui
         for r in report["rejections"]:  # named by the dataset's own file and entry, not the per-database input
             line = r.get("line") or 0
             entry = d.indexes[line - 1] if 0 < line <= len(d.indexes) else None
-            rejections.append({"db_id": db_id, "id": r.get("id"), "entry": entry, "file": str(ds.question_file),
-                               "code": r["code"], "message": r["message"]})
+            rejections.append(
+                {
+                    "db_id": db_id,
+                    "id": r.get("id"),
+                    "entry": entry,
+                    "file": str(ds.question_file),
+                    "code": r["code"],
+                    "message": r["message"],
+                }
+            )
     merged_info: dict[str, Any] | None = None
     if merged and built:
         try:
@@ -79,10 +106,17 @@ def build_dataset(root: str | Path, kind: str, out_dir: str | Path, options: Bui
     total = ds.total
     verified = sum(r["verified"] for r in per_db.values())
     report = {
-        "kind": kind, "root": str(Path(root)), "question_file": str(ds.question_file), "style": opts.style,
-        "total": total, "verified": verified, "verified_rate": round(verified / total, 4) if total else 0.0,
-        "databases": per_db, "merged": merged_info,
-        "dataset_rejections": ds.rejections, "warnings": ds.warnings,
+        "kind": kind,
+        "root": str(Path(root)),
+        "question_file": str(ds.question_file),
+        "style": opts.style,
+        "total": total,
+        "verified": verified,
+        "verified_rate": round(verified / total, 4) if total else 0.0,
+        "databases": per_db,
+        "merged": merged_info,
+        "dataset_rejections": ds.rejections,
+        "warnings": ds.warnings,
         "rejections": sorted(rejections, key=lambda r: (r["entry"] is None, r["entry"] or 0)),
     }
     out.mkdir(parents=True, exist_ok=True)
@@ -103,16 +137,27 @@ def _order_key(ds: Dataset, sample: Any) -> int:
 
 
 #: what a merge writes into the merged folder
-MERGED_OWNED = frozenset({"samples.jsonl", "tools.json", "toolset.json", "endpoints.json", "report.json",
-                          "manifest.json", "databases", "tools"})
+MERGED_OWNED = frozenset(
+    {
+        "samples.jsonl",
+        "tools.json",
+        "toolset.json",
+        "endpoints.json",
+        "report.json",
+        "manifest.json",
+        "databases",
+        "tools",
+    }
+)
 
 
 def _part_samples(ds: Dataset, part: Path, renames: dict[str, str]) -> Iterator[tuple[int, Sample]]:
     """A part's samples with their dataset order keys, one at a time."""
     for _, sample in scan_jsonl(part / "samples.jsonl", Sample):
         if isinstance(sample, RowError):
-            raise UserError(f"{part / 'samples.jsonl'}:{sample.line}: {sample.message}",
-                            fix="rebuild that database's split")
+            raise UserError(
+                f"{part / 'samples.jsonl'}:{sample.line}: {sample.message}", fix="rebuild that database's split"
+            )
         if renames:
             sample = _rename_rest(sample, renames)
         yield _order_key(ds, sample), sample
@@ -121,7 +166,7 @@ def _part_samples(ds: Dataset, part: Path, renames: dict[str, str]) -> Iterator[
 def _in_dataset_order(ds: Dataset, parts: list[tuple[Path, dict[str, str]]]) -> Iterator[Sample]:
     """Every part's samples in the dataset's order: a merge of the parts (each in its pairs' order,
     which is the dataset's), read one sample at a time; a part out of order is sorted in memory."""
-    for part, renames in parts:
+    for part, _renames in parts:
         keys = [k for k, _ in _part_keys(ds, part)]
         if keys != sorted(keys):  # not expected from build_split; kept correct all the same
             everything = [x for p, r in parts for x in _part_samples(ds, p, r)]
@@ -163,15 +208,23 @@ def merge_splits(parts: dict[str, Path], out: Path, ds: Dataset, opts: BuildOpti
             if (part / "toolset.json").is_file():
                 for name, binding in read_json(part / "toolset.json").items():
                     new = name
-                    if name in toolset and toolset[name] != binding:  # e.g. a SEL getter of a column both databases name alike
+                    if (
+                        name in toolset and toolset[name] != binding
+                    ):  # e.g. a SEL getter of a column both databases name alike
                         new = renames[name] = f"{name}_{db_id}"
                     toolset[new] = binding
             ordered.append((part, renames))
             tools = read_json(part / "tools.json")
             if renames:
-                tools = [{**t, "name": renames.get(t["name"], t["name"])} | (
-                    {"rest": {**t["rest"], "path": f"/v1/{renames[t['name']]}"}} if t.get("rest") and t["name"] in renames else {})
-                    for t in tools]
+                tools = [
+                    {**t, "name": renames.get(t["name"], t["name"])}
+                    | (
+                        {"rest": {**t["rest"], "path": f"/v1/{renames[t['name']]}"}}
+                        if t.get("rest") and t["name"] in renames
+                        else {}
+                    )
+                    for t in tools
+                ]
             write_json(tmp / "tools" / f"{db_id}.json", tools)
             files.append(f"tools/{db_id}.json")
             for t in tools:
@@ -179,8 +232,9 @@ def merge_splits(parts: dict[str, Path], out: Path, ds: Dataset, opts: BuildOpti
             shutil.copyfile(part / "database.sqlite", tmp / "databases" / f"{db_id}.sqlite")
             files.append(f"databases/{db_id}.sqlite")
             if (part / "database.sqlite.descriptions.json").is_file():
-                shutil.copyfile(part / "database.sqlite.descriptions.json",
-                                tmp / "databases" / f"{db_id}.sqlite.descriptions.json")
+                shutil.copyfile(
+                    part / "database.sqlite.descriptions.json", tmp / "databases" / f"{db_id}.sqlite.descriptions.json"
+                )
                 files.append(f"databases/{db_id}.sqlite.descriptions.json")
         ids: list[str] = []
 
@@ -199,22 +253,41 @@ def merge_splits(parts: dict[str, Path], out: Path, ds: Dataset, opts: BuildOpti
             write_json(tmp / "endpoints.json", endpoints)
             files.append("endpoints.json")
         per_db = {db_id: read_json(part / "report.json") for db_id, part in parts.items()}
-        report = {"total": sum(r["total"] for r in per_db.values()), "verified": len(ids),
-                  "style": opts.style, "databases": {k: {"total": r["total"], "verified": r["verified"],
-                                                         "rejected": r["rejected"]} for k, r in per_db.items()}}
+        report = {
+            "total": sum(r["total"] for r in per_db.values()),
+            "verified": len(ids),
+            "style": opts.style,
+            "databases": {
+                k: {"total": r["total"], "verified": r["verified"], "rejected": r["rejected"]}
+                for k, r in per_db.items()
+            },
+        }
         write_json(tmp / "report.json", report)
         files.append("report.json")
         created = datetime.now(timezone.utc)
         manifest = SplitManifest(
-            name=f"{opts.name or ds.kind}-{MERGED}-{opts.style}", version=opts.version, created_at=created,
+            name=f"{opts.name or ds.kind}-{MERGED}-{opts.style}",
+            version=opts.version,
+            created_at=created,
             description=f"NL2API {opts.style.upper()} split over {len(parts)} databases of {ds.question_file.name}; "
-                        "every gold sequence verified by execution against the SQL on its own database",
-            sample_count=len(ids), files={f: file_sha256(tmp / f) for f in files},
+            "every gold sequence verified by execution against the SQL on its own database",
+            sample_count=len(ids),
+            files={f: file_sha256(tmp / f) for f in files},
             content_hash=samples_content_hash(ids),
-            provenance=Provenance(source=str(ds.question_file), method=f"nl2api.{opts.style}", versions=_versions(),
-                                  seed=opts.seed, created_at=created, params={"kind": ds.kind}),
-            extra={"style": opts.style, "obfuscated": opts.obfuscate, "tool_universe": opts.tool_universe,
-                   "databases": list(parts)},
+            provenance=Provenance(
+                source=str(ds.question_file),
+                method=f"nl2api.{opts.style}",
+                versions=_versions(),
+                seed=opts.seed,
+                created_at=created,
+                params={"kind": ds.kind},
+            ),
+            extra={
+                "style": opts.style,
+                "obfuscated": opts.obfuscate,
+                "tool_universe": opts.tool_universe,
+                "databases": list(parts),
+            },
         )
         write_json(tmp / "manifest.json", manifest.model_dump(mode="json"))
         result.update({"path": str(out), "samples": len(ids), "databases": list(parts)})
@@ -233,6 +306,10 @@ def _rename_tool(tool: Any, new: str) -> Any:
 def _rename_rest(sample: Sample, renames: dict[str, str]) -> Sample:
     """The sample with tools (and its gold calls) renamed where two databases used one name."""
     tools = [_rename_tool(t, renames[t.name]) if renames.get(t.name, t.name) != t.name else t for t in sample.tools]
-    gold = [g.model_copy(update={"call": g.call.model_copy(update={"name": renames.get(g.call.name, g.call.name)})})
-            if g.call is not None else g for g in sample.gold]
+    gold = [
+        g.model_copy(update={"call": g.call.model_copy(update={"name": renames.get(g.call.name, g.call.name)})})
+        if g.call is not None
+        else g
+        for g in sample.gold
+    ]
     return sample.model_copy(update={"tools": tools, "gold": gold})

@@ -47,8 +47,11 @@ PAIR_FIELDS = ("id", "question", "sql", "evidence", "difficulty", "db_id")
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "data" / "examples"
 
 # question files looked for, in order, when no split_file is given
-_QUESTION_FILES = {"bird": ("dev.json", "train.json"), "spider": ("dev.json", "train_spider.json"),
-                   "sqlite-dir": ("pairs.jsonl",)}
+_QUESTION_FILES = {
+    "bird": ("dev.json", "train.json"),
+    "spider": ("dev.json", "train_spider.json"),
+    "sqlite-dir": ("pairs.jsonl",),
+}
 # value descriptions BIRD uses to say there is nothing to say
 _USELESS = frozenset({"", "not useful", "useless", "none", "nan", "null", "-", "n/a", "na"})
 _WS = re.compile(r"[ \t\n\r]*")
@@ -102,6 +105,7 @@ class _Bad(Exception):
 
 # ------------------------------------------------------------------------------- entry point ----
 
+
 def read_dataset(root: str | Path, kind: str, *, split_file: str | None = None) -> Dataset:
     """Read the NL2SQL dataset at ``root`` laid out as ``kind`` ("bird", "spider", "sqlite-dir").
 
@@ -122,8 +126,10 @@ def read_dataset(root: str | Path, kind: str, *, split_file: str | None = None) 
         raise UserError(f"unknown dataset kind {kind!r}", fix=f"use one of {', '.join(KINDS)}")
     base = Path(root)
     if not base.is_dir():
-        raise UserError(f"dataset folder {base} does not exist or is not a folder",
-                        fix=f"pass the folder that holds the {kind} question file")
+        raise UserError(
+            f"dataset folder {base} does not exist or is not a folder",
+            fix=f"pass the folder that holds the {kind} question file",
+        )
     qfile = _question_file(base, kind, split_file)
     ds = Dataset(kind=kind, root=base, question_file=qfile)
     if kind == "sqlite-dir":
@@ -148,8 +154,7 @@ def _question_file(root: Path, kind: str, split_file: str | None) -> Path:
 
 
 def _reject(ds: Dataset, pid: str | None, line: int, code: str, message: str) -> None:
-    ds.rejections.append({"id": pid, "line": line, "code": code, "message": message,
-                          "file": str(ds.question_file)})
+    ds.rejections.append({"id": pid, "line": line, "code": code, "message": message, "file": str(ds.question_file)})
 
 
 def _unique_id(pid: str, seen: set[str]) -> str:
@@ -164,17 +169,22 @@ def _unique_id(pid: str, seen: set[str]) -> str:
 
 # ------------------------------------------------------------------------ BIRD and Spider ----
 
+
 def _read_json_array(path: Path) -> list[tuple[int, Any]]:
     """``[(line, entry), ...]`` of a JSON array file; the line is where the entry starts."""
     text = read_text(path)
     try:
         data = loads_json(text)
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}",
-                        fix="correct the JSON at that position (the file must be one JSON array)") from None
+        raise UserError(
+            f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}",
+            fix="correct the JSON at that position (the file must be one JSON array)",
+        ) from None
     if not isinstance(data, list):
-        raise UserError(f"{path}: expected a JSON array of question entries, found a {type(data).__name__}",
-                        fix="pass the question file itself (a list of objects)")
+        raise UserError(
+            f"{path}: expected a JSON array of question entries, found a {type(data).__name__}",
+            fix="pass the question file itself (a list of objects)",
+        )
     return list(zip(_entry_lines(text, len(data)), data))
 
 
@@ -225,8 +235,10 @@ def _db_folders(ds: Dataset) -> list[Path]:
         names = ["database", "test_database"]
     found = [ds.root / n for n in names if (ds.root / n).is_dir()]
     if not found:
-        raise UserError(f"{ds.root}: no database folder: looked for {', '.join(n + '/' for n in names)}",
-                        fix=f"unpack the {ds.kind} databases into {ds.root / names[0]}")
+        raise UserError(
+            f"{ds.root}: no database folder: looked for {', '.join(n + '/' for n in names)}",
+            fix=f"unpack the {ds.kind} databases into {ds.root / names[0]}",
+        )
     return found
 
 
@@ -266,8 +278,11 @@ def _read_json_layout(ds: Dataset) -> None:
             continue
         db = ds.databases.get(db_id)
         if db is None:
-            descriptions = (_bird_descriptions(found, ds.warnings) if ds.kind == "bird"
-                            else _spider_descriptions(db_id, found, tables_json, ds.warnings))
+            descriptions = (
+                _bird_descriptions(found, ds.warnings)
+                if ds.kind == "bird"
+                else _spider_descriptions(db_id, found, tables_json, ds.warnings)
+            )
             db = ds.databases[db_id] = DatasetDB(db_id=db_id, path=found, descriptions=descriptions)
         _add(db, index, pid, question, sql, evidence, difficulty)
 
@@ -279,11 +294,19 @@ def _given_id(value: Any) -> str | None:
     return None
 
 
-def _add(db: DatasetDB, index: int, pid: str, question: str, sql: str, evidence: str | None,
-         difficulty: str | None) -> None:
-    db.pairs.append({"id": pid, "question": question, "sql": sql,
-                     "evidence": evidence if evidence and evidence.strip() else None,
-                     "difficulty": difficulty if difficulty and difficulty.strip() else None, "db_id": db.db_id})
+def _add(
+    db: DatasetDB, index: int, pid: str, question: str, sql: str, evidence: str | None, difficulty: str | None
+) -> None:
+    db.pairs.append(
+        {
+            "id": pid,
+            "question": question,
+            "sql": sql,
+            "evidence": evidence if evidence and evidence.strip() else None,
+            "difficulty": difficulty if difficulty and difficulty.strip() else None,
+            "db_id": db.db_id,
+        }
+    )
     db.indexes.append(index)
 
 
@@ -322,12 +345,16 @@ def _schema(path: Path) -> dict[str, list[str]]:
     """``{table or view: [column, ...]}`` read from the database (read-only)."""
     con = _connect_ro(path)
     try:
-        names = [r[0] for r in con.execute(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        names = [
+            r[0]
+            for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
         out: dict[str, list[str]] = {}
         for name in names:
             try:
-                out[name] = [r[1] for r in con.execute("PRAGMA table_info(\"" + name.replace('"', '""') + "\")")]
+                out[name] = [r[1] for r in con.execute('PRAGMA table_info("' + name.replace('"', '""') + '")')]
             except sqlite3.OperationalError:  # a view over something dropped
                 continue
         return out
@@ -340,6 +367,7 @@ def _norm(name: str) -> str:
 
 
 # -------------------------------------------------------------------------- BIRD descriptions ----
+
 
 def _decode_csv(raw: bytes) -> tuple[str | None, str | None]:
     """The text of a description CSV and None, or None and what is wrong with it."""
@@ -393,8 +421,9 @@ def _parse_csv(text: str) -> tuple[dict[str, str], str | None]:
         original = cell(row, "original_column_name")
         if not original:
             continue
-        text = _column_text(cell(row, "column_description"), cell(row, "column_name"), original,
-                            cell(row, "value_description"))
+        text = _column_text(
+            cell(row, "column_description"), cell(row, "column_name"), original, cell(row, "value_description")
+        )
         if text:
             out.setdefault(original, text)
     return out, None
@@ -437,14 +466,16 @@ def _bird_descriptions(path: Path, warnings: list[str]) -> Descriptions | None:
             else:
                 docs.setdefault(column, text)
         if unmatched:
-            warnings.append(f"{csv_path}: {len(unmatched)} row(s) name no column of table {table!r}: "
-                            f"{', '.join(unmatched)}")
+            warnings.append(
+                f"{csv_path}: {len(unmatched)} row(s) name no column of table {table!r}: {', '.join(unmatched)}"
+            )
         if docs:
             out[table] = docs
     return out or None
 
 
 # ------------------------------------------------------------------------ Spider descriptions ----
+
 
 def _spider_tables(ds: Dataset) -> dict[str, Any] | None:
     path = ds.root / "tables.json"
@@ -453,13 +484,16 @@ def _spider_tables(ds: Dataset) -> dict[str, Any] | None:
         return None
     data = read_json(path)
     if not isinstance(data, list):
-        raise UserError(f"{path}: expected a JSON array of database schemas, found a {type(data).__name__}",
-                        fix="pass Spider's tables.json (a list with one object per db_id)")
+        raise UserError(
+            f"{path}: expected a JSON array of database schemas, found a {type(data).__name__}",
+            fix="pass Spider's tables.json (a list with one object per db_id)",
+        )
     return {e["db_id"]: e for e in data if isinstance(e, dict) and isinstance(e.get("db_id"), str)}
 
 
-def _spider_descriptions(db_id: str, path: Path, tables_json: dict[str, Any] | None,
-                         warnings: list[str]) -> Descriptions | None:
+def _spider_descriptions(
+    db_id: str, path: Path, tables_json: dict[str, Any] | None, warnings: list[str]
+) -> Descriptions | None:
     if tables_json is None:
         return None
     entry = tables_json.get(db_id)
@@ -501,11 +535,14 @@ def _spider_descriptions(db_id: str, path: Path, tables_json: dict[str, Any] | N
 
 # ---------------------------------------------------------------------------------- sqlite-dir ----
 
+
 def _read_sqlite_dir(ds: Dataset) -> None:
     files = {p.stem: p for p in sorted(ds.root.glob("*.sqlite")) if p.is_file()}
     if not files:
-        raise UserError(f"{ds.root}: no *.sqlite database next to {ds.question_file.name}",
-                        fix="put the SQLite databases (<db_id>.sqlite) in the dataset folder")
+        raise UserError(
+            f"{ds.root}: no *.sqlite database next to {ds.question_file.name}",
+            fix="put the SQLite databases (<db_id>.sqlite) in the dataset folder",
+        )
     text = read_text(ds.question_file)
     fname = ds.question_file.name
     probed: dict[str, Path | str] = {}  # db_id -> .sqlite path, or why it cannot be used
@@ -531,8 +568,10 @@ def _read_sqlite_dir(ds: Dataset) -> None:
                 raise _Bad("invalid_row", f"{where}: field 'id' must be a string, not {type(entry['id']).__name__}")
             extra = sorted(set(entry) - set(PAIR_FIELDS))
             if extra:
-                raise _Bad("invalid_row", f"{where}: unknown field(s) {', '.join(map(repr, extra))} "
-                                          f"(a pair has {', '.join(PAIR_FIELDS)})")
+                raise _Bad(
+                    "invalid_row",
+                    f"{where}: unknown field(s) {', '.join(map(repr, extra))} (a pair has {', '.join(PAIR_FIELDS)})",
+                )
             question = _field(entry, "question", where, required=True)
             sql = _field(entry, "sql", where, required=True)
             evidence = _field(entry, "evidence", where, required=False)
@@ -540,8 +579,10 @@ def _read_sqlite_dir(ds: Dataset) -> None:
             db_id = _field(entry, "db_id", where, required=False)
             if db_id is None:
                 if len(files) != 1:
-                    raise _Bad("invalid_row", f"{where} lacks the field 'db_id' (needed: {ds.root} holds "
-                                              f"{len(files)} databases)")
+                    raise _Bad(
+                        "invalid_row",
+                        f"{where} lacks the field 'db_id' (needed: {ds.root} holds {len(files)} databases)",
+                    )
                 db_id = next(iter(files))
             db_id = _plain_db_id(db_id, where)
             pid = _unique_id(pid, seen)
@@ -573,6 +614,7 @@ def _sidecar(path: Path) -> Descriptions | None:
 
 # ---------------------------------------------------------------------------------- writing ----
 
+
 def write_pairs(db: DatasetDB, path: str | Path) -> Path:
     """Write ``db``'s pairs as JSONL (the ``Pair`` fields only), atomically; returns the path.
 
@@ -590,6 +632,7 @@ def write_pairs(db: DatasetDB, path: str | Path) -> Path:
 
 
 # ---------------------------------------------------------------------------------- examples ----
+
 
 def example_names() -> list[str]:
     """The packaged example datasets, each named by its layout.
@@ -633,8 +676,9 @@ def materialize_example(kind: str, dest: str | Path) -> Path:
             else:
                 _copy_file(path, target)
     except OSError as exc:
-        raise UserError(f"cannot write the {kind} example into {out}: {exc.strerror or exc}",
-                        fix="pass a writable folder") from None
+        raise UserError(
+            f"cannot write the {kind} example into {out}: {exc.strerror or exc}", fix="pass a writable folder"
+        ) from None
     return out
 
 

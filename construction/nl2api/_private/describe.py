@@ -16,20 +16,49 @@ from typing import Any, Callable, Mapping
 
 PARAM = "__param__"
 
-OPERATOR_WORDS = {"equal_to": "equals", "not_equal_to": "differs from", "greater_than": "is greater than",
-                  "greater_than_or_equal_to": "is at least", "less_than": "is less than",
-                  "less_than_or_equal_to": "is at most", "contains": "contains", "not_contains": "does not contain",
-                  "starts_with": "starts with", "not_starts_with": "does not start with", "ends_with": "ends with",
-                  "not_ends_with": "does not end with", "like": "matches the pattern",
-                  "not_like": "does not match the pattern", "in": "is one of", "not_in": "is none of",
-                  "between": "is between", "not_between": "is not between"}
-_AGGREGATES = {"count": "the count of", "count_distinct": "the count of distinct", "sum": "the sum of",
-               "avg": "the average of", "min": "the minimum of", "max": "the maximum of"}
-_ARITHMETIC = {"add": "plus", "subtract": "minus", "multiply": "times", "divide": "divided by",
-               "modulo": "modulo", "concat": "followed by"}
+OPERATOR_WORDS = {
+    "equal_to": "equals",
+    "not_equal_to": "differs from",
+    "greater_than": "is greater than",
+    "greater_than_or_equal_to": "is at least",
+    "less_than": "is less than",
+    "less_than_or_equal_to": "is at most",
+    "contains": "contains",
+    "not_contains": "does not contain",
+    "starts_with": "starts with",
+    "not_starts_with": "does not start with",
+    "ends_with": "ends with",
+    "not_ends_with": "does not end with",
+    "like": "matches the pattern",
+    "not_like": "does not match the pattern",
+    "in": "is one of",
+    "not_in": "is none of",
+    "between": "is between",
+    "not_between": "is not between",
+}
+_AGGREGATES = {
+    "count": "the count of",
+    "count_distinct": "the count of distinct",
+    "sum": "the sum of",
+    "avg": "the average of",
+    "min": "the minimum of",
+    "max": "the maximum of",
+}
+_ARITHMETIC = {
+    "add": "plus",
+    "subtract": "minus",
+    "multiply": "times",
+    "divide": "divided by",
+    "modulo": "modulo",
+    "concat": "followed by",
+}
 _JOINS = {"inner": "joined with", "left": "left-joined with", "cross": "cross-joined with"}
-_COMBINE = {"union": "combined (union, without duplicates) with", "union_all": "combined (union all) with",
-            "intersect": "keeping only the rows also in", "except": "without the rows in"}
+_COMBINE = {
+    "union": "combined (union, without duplicates) with",
+    "union_all": "combined (union all) with",
+    "intersect": "keeping only the rows also in",
+    "except": "without the rows in",
+}
 
 
 @dataclass(frozen=True)
@@ -38,11 +67,12 @@ class Data:
 
     source: str
     clauses: tuple[tuple[str, str], ...] = ()  # (kind, text): kind "where" clauses read as one
-    columns: tuple[str, ...] | None = None     # None: every column of the source
+    columns: tuple[str, ...] | None = None  # None: every column of the source
 
     def then(self, kind: str, text: str, columns: tuple[str, ...] | None | bool = False) -> "Data":
-        return replace(self, clauses=self.clauses + ((kind, text),),
-                       columns=self.columns if columns is False else columns)
+        return replace(
+            self, clauses=self.clauses + ((kind, text),), columns=self.columns if columns is False else columns
+        )
 
     def text(self) -> str:
         out, last = self.source, None
@@ -181,8 +211,9 @@ def _limit(d: Describer, _name: str, args: Mapping[str, Any]) -> Data:
     n, offset = args.get("n"), args.get("offset") or 0
     rows = "the first row" if n == 1 else f"the first {d.value(n)} rows"
     if offset:
-        rows = ("1 row" if n == 1 else f"{d.value(n)} rows") + \
-            f" after skipping {d.value(offset)} row{'' if offset == 1 else 's'}"
+        rows = (
+            "1 row" if n == 1 else f"{d.value(n)} rows"
+        ) + f" after skipping {d.value(offset)} row{'' if offset == 1 else 's'}"
     return d.data(args.get("data_source")).then("limit", "keeping " + rows)
 
 
@@ -212,8 +243,7 @@ def _group(d: Describer, _name: str, args: Mapping[str, Any]) -> Data:
     keys = [str(k) for k in args.get("key_names") or []]
     aggs = args.get("aggregations") or []
     computed = ", ".join(f"{a.get('output_name')} = {_aggregation(a)}" for a in aggs)
-    text = (f"grouped by {', '.join(keys)} with {computed} per group" if keys
-            else f"with {computed} over all rows")
+    text = f"grouped by {', '.join(keys)} with {computed} per group" if keys else f"with {computed} over all rows"
     columns = tuple(keys) + tuple(str(a.get("output_name")) for a in aggs)
     return d.data(args.get("data_source")).then("group", text, columns)
 
@@ -227,8 +257,11 @@ def _transform(d: Describer, _name: str, args: Mapping[str, Any]) -> Data:
     extra = args.get("arguments") or {}
     text = f"with {args.get('output_name')} = {args.get('function')} of {args.get('key_name')}"
     if extra:
-        text += " (" + ", ".join(f"{k} {d.operand(v) if isinstance(v, dict) else d.value(v)}"
-                                 for k, v in extra.items()) + ")"
+        text += (
+            " ("
+            + ", ".join(f"{k} {d.operand(v) if isinstance(v, dict) else d.value(v)}" for k, v in extra.items())
+            + ")"
+        )
     return data.then("column", text, _added(data, args.get("output_name")))
 
 
@@ -241,8 +274,10 @@ def _compute(d: Describer, _name: str, args: Mapping[str, Any]) -> Data:
 
 def _case(d: Describer, _name: str, args: Mapping[str, Any]) -> Data:
     data = d.data(args.get("data_source"))
-    cases = [f"{d.operand(c.get('result'))} when {' and '.join(d.condition(x) for x in c.get('conditions') or [])}"
-             for c in args.get("cases") or []]
+    cases = [
+        f"{d.operand(c.get('result'))} when {' and '.join(d.condition(x) for x in c.get('conditions') or [])}"
+        for c in args.get("cases") or []
+    ]
     default = args.get("default")
     text = f"with {args.get('output_name')} = " + "; ".join(cases)
     text += f"; else {d.operand(default)}" if default is not None else "; else empty"
@@ -258,8 +293,13 @@ def _alias(d: Describer, _name: str, args: Mapping[str, Any]) -> Data:
     data = d.data(args.get("data_source"))
     alias = str(args.get("alias"))
     names = args.get("column_names")
-    columns = (tuple(f"{alias}.{n}" for n in names) if isinstance(names, list)
-               else tuple(f"{alias}.{c.rsplit('.', 1)[-1]}" for c in data.columns) if data.columns else None)
+    columns = (
+        tuple(f"{alias}.{n}" for n in names)
+        if isinstance(names, list)
+        else tuple(f"{alias}.{c.rsplit('.', 1)[-1]}" for c in data.columns)
+        if data.columns
+        else None
+    )
     return data.then("alias", f"named {alias}", columns)
 
 
@@ -292,10 +332,21 @@ def _unknown(d: Describer, name: str, args: Mapping[str, Any]) -> Data:
 
 
 PHRASES: dict[str, Builder] = {
-    "filter_data": _filter, "filter_data_any": _filter_any, "sort_data": _sort, "limit_data": _limit,
-    "retrieve_data": _retrieve, "get_unique_values": _unique, "aggregate_data": _aggregate,
-    "group_data_by": _group, "transform_data": _transform, "compute_column": _compute, "case_column": _case,
-    "calculate": _calculate, "alias_data": _alias, "join_data": _join, "combine_data": _combine,
+    "filter_data": _filter,
+    "filter_data_any": _filter_any,
+    "sort_data": _sort,
+    "limit_data": _limit,
+    "retrieve_data": _retrieve,
+    "get_unique_values": _unique,
+    "aggregate_data": _aggregate,
+    "group_data_by": _group,
+    "transform_data": _transform,
+    "compute_column": _compute,
+    "case_column": _case,
+    "calculate": _calculate,
+    "alias_data": _alias,
+    "join_data": _join,
+    "combine_data": _combine,
     "rank_rows": _rank,
 }
 

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 TAGS = ("$bytes", "$float", "$int")
-_INT64 = (-(2 ** 63), 2 ** 64 - 1)  # what orjson writes and reads back as an int
+_INT64 = (-(2**63), 2**64 - 1)  # what orjson writes and reads back as an int
 _PLAIN = frozenset({str, int, bool, type(None)})
 
 
@@ -49,7 +49,7 @@ def from_json_value(value: Any) -> Any:
     """The values :func:`json_value` tagged, back (``exact`` output reads back to what was encoded)."""
     if isinstance(value, dict):
         if len(value) == 1:
-            (tag, text), = value.items()
+            ((tag, text),) = value.items()
             if tag == "$bytes":
                 return base64.b64decode(text)
             if tag == "$float":

@@ -76,18 +76,24 @@ def _check_json(rows: list[Any], observations: list[Any]) -> None:
             continue
         path, bad = found
         if isinstance(bad, bytes):
-            raise Rejection("binary_value", f"{what} holds binary data that is not UTF-8 text{_where(path)}: "
-                                            f"{len(bad)} bytes starting {bad[:8].hex()}; samples carry JSON")
-        raise Rejection("non_finite_value", f"{what} holds the number {bad!r}{_where(path)}, which JSON cannot "
-                                            "carry; samples carry JSON")
+            raise Rejection(
+                "binary_value",
+                f"{what} holds binary data that is not UTF-8 text{_where(path)}: "
+                f"{len(bad)} bytes starting {bad[:8].hex()}; samples carry JSON",
+            )
+        raise Rejection(
+            "non_finite_value",
+            f"{what} holds the number {bad!r}{_where(path)}, which JSON cannot carry; samples carry JSON",
+        )
 
 
 def _dump_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
     return [c.model_dump(mode="json") for c in calls]
 
 
-def process_pair(db: Database, style: str, line: int, pair: dict[str, Any], *,
-                 converted: Conversion | Rejection | None = None) -> dict[str, Any]:
+def process_pair(
+    db: Database, style: str, line: int, pair: dict[str, Any], *, converted: Conversion | Rejection | None = None
+) -> dict[str, Any]:
     """Convert and verify one pair (``Pair`` fields as a dict) in ``style``. Returns plain data:
     ``{"line", "status": "accepted", ...}`` with everything the split needs, or ``{"line",
     "status": "rejected", "code", "message"}``. ``converted`` is the pair's conversion (or the
@@ -102,18 +108,30 @@ def process_pair(db: Database, style: str, line: int, pair: dict[str, Any], *,
         run = run_and_check(db, conv.setup, conv.calls, expected, conv.ordered, observe=True, sql=pair["sql"])
         dumped = _dump_calls(conv.calls)
         out: dict[str, Any] = {
-            "line": line, "status": "accepted",
-            "conv": {"setup": _dump_calls(conv.setup), "calls": dumped, "ordered": conv.ordered,
-                     "features": sorted(conv.features)},
-            "rows": [list(r) for r in run.rows], "observations": run.observations, "columns": run.columns,
-            "descriptions": run.descriptions, "extended": uses_extended(conv.calls), "calls": dumped,
+            "line": line,
+            "status": "accepted",
+            "conv": {
+                "setup": _dump_calls(conv.setup),
+                "calls": dumped,
+                "ordered": conv.ordered,
+                "features": sorted(conv.features),
+            },
+            "rows": [list(r) for r in run.rows],
+            "observations": run.observations,
+            "columns": run.columns,
+            "descriptions": run.descriptions,
+            "extended": uses_extended(conv.calls),
+            "calls": dumped,
         }
         if style == "sel":
             _, bindings = sel_toolset(run.columns, run.descriptions, extended=True)
             calls = [to_sel_call(c) for c in conv.calls]
-            sel_run = run_and_check(db, conv.setup, calls, expected, conv.ordered, bindings=bindings, observe=True,
-                                    sql=pair["sql"])
-            out.update(calls=_dump_calls(calls), observations=sel_run.observations, rows=[list(r) for r in sel_run.rows])
+            sel_run = run_and_check(
+                db, conv.setup, calls, expected, conv.ordered, bindings=bindings, observe=True, sql=pair["sql"]
+            )
+            out.update(
+                calls=_dump_calls(calls), observations=sel_run.observations, rows=[list(r) for r in sel_run.rows]
+            )
         # a REST sample's only observation is its answer
         _check_json(out["rows"], [] if style == "rest" else out["observations"])
         if style == "rest":
@@ -127,8 +145,9 @@ def process_pair(db: Database, style: str, line: int, pair: dict[str, Any], *,
             same = ordered_equal(expected, rest_rows) if conv.ordered else multiset_equal(expected, rest_rows)
             if not same:
                 raise Rejection("result_mismatch", "REST endpoint result differs from the SQL")
-            out.update(rest={"tool": tool.model_dump(mode="json", exclude_none=True), "endpoint": endpoint,
-                             "args": gold_args})
+            out.update(
+                rest={"tool": tool.model_dump(mode="json", exclude_none=True), "endpoint": endpoint, "args": gold_args}
+            )
         return out
     except Rejection as rej:
         return {"line": line, "status": "rejected", "code": rej.code, "message": str(rej)}
@@ -142,13 +161,15 @@ def worker_db(path: str, timeout_s: float, descriptions_json: str | None) -> Dat
     """The database of a worker process (opened read-only once per process and kept)."""
     key = (path, timeout_s, descriptions_json or "")
     if key not in _OPEN:
-        _OPEN[key] = Database(path, timeout_s=timeout_s,
-                              descriptions=json.loads(descriptions_json) if descriptions_json else None)
+        _OPEN[key] = Database(
+            path, timeout_s=timeout_s, descriptions=json.loads(descriptions_json) if descriptions_json else None
+        )
     return _OPEN[key]
 
 
-def process_batch(path: str, timeout_s: float, descriptions_json: str | None, style: str,
-                  items: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+def process_batch(
+    path: str, timeout_s: float, descriptions_json: str | None, style: str, items: list[tuple[int, dict[str, Any]]]
+) -> list[dict[str, Any]]:
     """A batch of pairs in a worker: results in the batch's order, as plain (journal) data."""
     return list(_phased(worker_db(path, timeout_s, descriptions_json), style, items))
 
@@ -193,8 +214,14 @@ def _in_order(submit: Callable[[list], Any], wait: Callable[[Any], list], items:
         yield from wait(pending.popleft())
 
 
-def run_pool(path: str, timeout_s: float, descriptions_json: str | None, style: str,
-             items: Iterable[tuple[int, dict[str, Any]]], workers: int) -> Iterator[dict[str, Any]]:
+def run_pool(
+    path: str,
+    timeout_s: float,
+    descriptions_json: str | None,
+    style: str,
+    items: Iterable[tuple[int, dict[str, Any]]],
+    workers: int,
+) -> Iterator[dict[str, Any]]:
     """The pairs in ``workers`` spawned processes; results come back in input order."""
     import multiprocessing as mp
     from functools import partial
@@ -204,8 +231,15 @@ def run_pool(path: str, timeout_s: float, descriptions_json: str | None, style: 
         yield from _in_order(lambda batch: pool.apply_async(fn, (batch,)), lambda r: r.get(), items, 2 * workers)
 
 
-def run_ray(address: str, path: str, timeout_s: float, descriptions_json: str | None, style: str,
-            items: Iterable[tuple[int, dict[str, Any]]], workers: int) -> Iterator[dict[str, Any]]:
+def run_ray(
+    address: str,
+    path: str,
+    timeout_s: float,
+    descriptions_json: str | None,
+    style: str,
+    items: Iterable[tuple[int, dict[str, Any]]],
+    workers: int,
+) -> Iterator[dict[str, Any]]:
     """The pairs as Ray tasks (``address``: ``local`` starts a local Ray instance with ``workers``
     CPUs, ``auto`` joins the running cluster, else a cluster address). Each task opens the database
     read-only on the node it runs on, so ``path`` must exist there (a shared file system). Results
@@ -226,8 +260,9 @@ def run_ray(address: str, path: str, timeout_s: float, descriptions_json: str | 
     try:
         remote = ray.remote(num_cpus=1)(process_batch)
         cpus = max(1, int(ray.cluster_resources().get("CPU", workers)))
-        yield from _in_order(lambda batch: remote.remote(path, timeout_s, descriptions_json, style, batch), ray.get,
-                             items, 4 * cpus)
+        yield from _in_order(
+            lambda batch: remote.remote(path, timeout_s, descriptions_json, style, batch), ray.get, items, 4 * cpus
+        )
     finally:
         if started:
             ray.shutdown()
@@ -241,12 +276,18 @@ def fingerprint(db_path: Path, pairs_path: Path, style: str, timeout_s: float, d
         version = metadata.version("benchsmith")
     except metadata.PackageNotFoundError:
         version = "unknown"
-    return {"journal": JOURNAL_VERSION, "style": style, "timeout_s": timeout_s,
-            "db": {"path": str(db_path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns},
-            "pairs": pairs_sha256(pairs_path),
-            "descriptions": hashlib.sha256(json.dumps(descriptions, sort_keys=True).encode()).hexdigest()
-            if descriptions else None,
-            "benchsmith": version, "sqlglot": getattr(sqlglot, "__version__", "unknown")}
+    return {
+        "journal": JOURNAL_VERSION,
+        "style": style,
+        "timeout_s": timeout_s,
+        "db": {"path": str(db_path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns},
+        "pairs": pairs_sha256(pairs_path),
+        "descriptions": hashlib.sha256(json.dumps(descriptions, sort_keys=True).encode()).hexdigest()
+        if descriptions
+        else None,
+        "benchsmith": version,
+        "sqlglot": getattr(sqlglot, "__version__", "unknown"),
+    }
 
 
 def pairs_sha256(path: Path) -> str:
@@ -261,11 +302,14 @@ def pairs_sha256(path: Path) -> str:
                 try:
                     raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise UserError(f"{path}:{line}: not UTF-8 text (bad byte at column {exc.start + 1})",
-                                    fix="re-save the pairs file as UTF-8") from None
+                    raise UserError(
+                        f"{path}:{line}: not UTF-8 text (bad byte at column {exc.start + 1})",
+                        fix="re-save the pairs file as UTF-8",
+                    ) from None
     except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror or exc}",
-                        fix="check the pairs file's path and permissions") from None
+        raise UserError(
+            f"{path}: cannot read: {exc.strerror or exc}", fix="check the pairs file's path and permissions"
+        ) from None
     return "sha256:" + digest.hexdigest()
 
 
@@ -409,8 +453,12 @@ class Journal:
             self.path.unlink(missing_ok=True)
 
 
-def run_pairs(journal: Journal, items: Iterable[tuple[int, dict[str, Any]]], run: Callable[[Iterable], Iterable[dict]],
-              progress: Callable[[int], None] | None = None) -> None:
+def run_pairs(
+    journal: Journal,
+    items: Iterable[tuple[int, dict[str, Any]]],
+    run: Callable[[Iterable], Iterable[dict]],
+    progress: Callable[[int], None] | None = None,
+) -> None:
     """Run the pairs the journal has not finished with ``run`` and journal each result."""
     for rec in run((line, pair) for line, pair in items if line not in journal.done):
         journal.add(rec)

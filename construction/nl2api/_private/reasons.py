@@ -41,7 +41,7 @@ REASONS: dict[str, str] = {
     "order_mismatch": "the tool sequence returns the right rows in an order the SQL does not allow",
     "binary_value": "the answer (or step N's observation) holds binary data that is not text: samples carry JSON",
     "non_finite_value": "the answer (or step N's observation) holds an infinite or NaN number, which JSON cannot "
-                        "carry: samples carry JSON",
+    "carry: samples carry JSON",
 }
 
 

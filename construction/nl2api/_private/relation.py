@@ -30,15 +30,18 @@ from typing import Any, Sequence
 
 from benchsmith.schemas import ToolError
 
-from .database import Database, ReadOnlyViolation, quote_ident as q
+from .database import Database, ReadOnlyViolation
+from .database import quote_ident as q
 
 MAX_SQL_CHARS = 1_000_000  # backstop: no relation's SQL text is longer than this
 
 # what SQLite says when a query is too big for it -> the reason a caller reads
 _REFUSALS = (
     ("pattern too complex", "a text to match is too long or too complex for the database's LIKE; use a shorter text"),
-    ("too many sql variables",
-     "too many values for one query (the database's limit on SQL variables); use fewer values"),
+    (
+        "too many sql variables",
+        "too many values for one query (the database's limit on SQL variables); use fewer values",
+    ),
     ("too many terms", "the query has too many terms for the database; use fewer values or steps"),
     ("expression tree is too large", "the query has too many terms for the database; use fewer values or steps"),
     ("too many columns", "the query has too many columns for the database; use fewer columns"),
@@ -98,18 +101,25 @@ class Relation:
     @cached_property
     def ref(self) -> str:
         """The name a step built on this relation reads it by (a digest of its SELECT and parameters)."""
-        digest = hashlib.blake2b(f"{self.body}\x00{self.body_params!r}".encode("utf-8", "surrogatepass"),
-                                 digest_size=8).hexdigest()
+        digest = hashlib.blake2b(
+            f"{self.body}\x00{self.body_params!r}".encode("utf-8", "surrogatepass"), digest_size=8
+        ).hexdigest()
         return q(f"__bs_{digest}")
 
     def then(self, body: str, params: tuple[Any, ...], **changes: Any) -> "Relation":
         """A new step: ``body`` is a SELECT that reads this relation as :attr:`ref`."""
         changes.setdefault("limited_from", None)
-        return replace(self, body=body, body_params=params,
-                       steps=self.steps + ((self.ref, self.body, self.body_params),), **changes)
+        return replace(
+            self,
+            body=body,
+            body_params=params,
+            steps=self.steps + ((self.ref, self.body, self.body_params),),
+            **changes,
+        )
 
-    def with_inputs(self, others: "tuple[Relation, ...]", body: str, params: tuple[Any, ...],
-                    **changes: Any) -> "Relation":
+    def with_inputs(
+        self, others: "tuple[Relation, ...]", body: str, params: tuple[Any, ...], **changes: Any
+    ) -> "Relation":
         """A new step reading this relation and ``others`` (each by its :attr:`ref`): the steps of
         all of them are merged in order, a step they share appearing once."""
         steps: dict[str, tuple[str, str, tuple[Any, ...]]] = {}
@@ -128,8 +138,10 @@ class Relation:
         lowered = {c.lower(): c for c in self.columns}
         if name.lower() in lowered:
             return lowered[name.lower()]
-        raise ToolError(f"{arg}={name!r} is not a column of the data; columns: {', '.join(self.visible or self.columns)}",
-                        code="unknown_column")
+        raise ToolError(
+            f"{arg}={name!r} is not a column of the data; columns: {', '.join(self.visible or self.columns)}",
+            code="unknown_column",
+        )
 
     def new_column_name(self, name: Any) -> str:
         if not isinstance(name, str) or not name.strip():
@@ -143,7 +155,8 @@ class Relation:
             return ""
         return " ORDER BY " + ", ".join(
             f"{q(o[0])} {'ASC' if o[1] else 'DESC'}" + (f" NULLS {o[2].upper()}" if len(o) > 2 and o[2] else "")
-            for o in self.order)
+            for o in self.order
+        )
 
     def same_rows(self, **changes: Any) -> "Relation":
         """This relation's rows with other metadata (order, visible columns)."""
@@ -159,8 +172,10 @@ class Relation:
             return run_query(db, *self.query(body + " LIMIT ?", (limit,)))
         rows = run_query(db, *self.query(body), max_rows=db.max_rows + 1)
         if len(rows) > db.max_rows:
-            raise ToolError(f"the data has more than {db.max_rows:,} rows (the limit); filter, group or "
-                            "limit it first", code="relation_too_large")
+            raise ToolError(
+                f"the data has more than {db.max_rows:,} rows (the limit); filter, group or limit it first",
+                code="relation_too_large",
+            )
         return rows
 
     def count(self, db: Database) -> int:
@@ -175,13 +190,15 @@ class Relation:
 
     def single_visible_column(self) -> str:
         if len(self.visible) != 1:
-            raise ToolError(f"expected data with exactly one column, got columns {list(self.visible)}; "
-                            "retrieve one column first")
+            raise ToolError(
+                f"expected data with exactly one column, got columns {list(self.visible)}; retrieve one column first"
+            )
         return self.visible[0]
 
 
-def _statement(steps: tuple[tuple[str, str, tuple[Any, ...]], ...], body: str,
-               params: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+def _statement(
+    steps: tuple[tuple[str, str, tuple[Any, ...]], ...], body: str, params: tuple[Any, ...]
+) -> tuple[str, tuple[Any, ...]]:
     """(SQL, params) of ``body`` reading ``steps`` as common table expressions."""
     if not steps:
         return body, params
@@ -192,8 +209,11 @@ def _statement(steps: tuple[tuple[str, str, tuple[Any, ...]], ...], body: str,
 def _check_size(body: str, steps: tuple[tuple[str, str, tuple[Any, ...]], ...]) -> None:
     size = len(body) + sum(len(name) + len(step) + 6 for name, step, _ in steps)
     if size > MAX_SQL_CHARS:
-        raise ToolError(f"the query behind this data would be {size:,} characters long "
-                        f"(limit {MAX_SQL_CHARS:,}); use fewer or shorter steps", code="query_too_large")
+        raise ToolError(
+            f"the query behind this data would be {size:,} characters long "
+            f"(limit {MAX_SQL_CHARS:,}); use fewer or shorter steps",
+            code="query_too_large",
+        )
 
 
 def base_relation(sql: str, params: tuple[Any, ...], columns: list[str], descriptions: dict[str, str]) -> Relation:

@@ -21,15 +21,43 @@ from .runtime import Runtime
 from .splitfiles import read_endpoints, read_manifest
 from .tools import INT64, MAX_LIST_ITEMS, MAX_TEXT_CHARS, check_list, check_text
 
-_SUFFIX = {"equal_to": "", "not_equal_to": "_not", "greater_than": "_above", "greater_than_or_equal_to": "_min",
-           "less_than": "_below", "less_than_or_equal_to": "_max", "contains": "_contains",
-           "not_contains": "_excludes", "starts_with": "_prefix", "not_starts_with": "_not_prefix",
-           "ends_with": "_suffix", "not_ends_with": "_not_suffix", "like": "_pattern", "not_like": "_not_pattern",
-           "in": "_in", "not_in": "_not_in"}
+_SUFFIX = {
+    "equal_to": "",
+    "not_equal_to": "_not",
+    "greater_than": "_above",
+    "greater_than_or_equal_to": "_min",
+    "less_than": "_below",
+    "less_than_or_equal_to": "_max",
+    "contains": "_contains",
+    "not_contains": "_excludes",
+    "starts_with": "_prefix",
+    "not_starts_with": "_not_prefix",
+    "ends_with": "_suffix",
+    "not_ends_with": "_not_suffix",
+    "like": "_pattern",
+    "not_like": "_not_pattern",
+    "in": "_in",
+    "not_in": "_not_in",
+}
 BASE_PATH = "/v1"  # every endpoint is GET /v1/<name>
-PATTERN_LIKE = ("contains", "not_contains", "starts_with", "not_starts_with", "ends_with", "not_ends_with",
-                "like", "not_like")
-_VERBS = {"count": "count", "count_distinct": "count_distinct", "sum": "total", "avg": "average", "min": "min", "max": "max"}
+PATTERN_LIKE = (
+    "contains",
+    "not_contains",
+    "starts_with",
+    "not_starts_with",
+    "ends_with",
+    "not_ends_with",
+    "like",
+    "not_like",
+)
+_VERBS = {
+    "count": "count",
+    "count_distinct": "count_distinct",
+    "sum": "total",
+    "avg": "average",
+    "min": "min",
+    "max": "max",
+}
 
 
 def _json_type(value: Any) -> str:
@@ -62,8 +90,10 @@ def column_json_types(db: Database, setup: list[ToolCall]) -> dict[str, str]:
     """``alias.column -> JSON type`` for the base columns loaded by the set-up calls."""
     out: dict[str, str] = {}
     for call in setup:
-        entries = [{"table": call.arguments["source"], "alias": call.arguments.get("alias")},
-                   *call.arguments.get("joins", [])]
+        entries = [
+            {"table": call.arguments["source"], "alias": call.arguments.get("alias")},
+            *call.arguments.get("joins", []),
+        ]
         for entry in entries:
             table = db.table(entry["table"])
             for col in table.columns if table else []:
@@ -86,8 +116,9 @@ def _param_type(column_type: str | None, values: list[Any]) -> str:
     return "string" if kinds == {"string"} else next(iter(sorted(kinds)))
 
 
-def make_endpoint(conv: Conversion, taken: set[str],
-                  column_types: Mapping[str, str] | None = None) -> tuple[Tool, dict[str, Any], dict[str, Any]]:
+def make_endpoint(
+    conv: Conversion, taken: set[str], column_types: Mapping[str, str] | None = None
+) -> tuple[Tool, dict[str, Any], dict[str, Any]]:
     """(tool spec, endpoint definition with a parameterised call template, gold arguments).
 
     Parameter types follow the filtered column's declared type where the gold values fit it
@@ -111,16 +142,33 @@ def make_endpoint(conv: Conversion, taken: set[str],
         base = re.sub(r"[^0-9a-z]+", "_", col.rsplit(".", 1)[-1].lower())
         ctype = column_types.get(col)
         if op in ("between", "not_between") and isinstance(value, list) and all(_is_literal(v) for v in value):
-            cond["value"] = [new_param(f"{base}_from", value[0], {"type": _param_type(ctype, [value[0]])}, f"Lower bound (inclusive) for {col}"),
-                             new_param(f"{base}_to", value[1], {"type": _param_type(ctype, [value[1]])}, f"Upper bound (inclusive) for {col}")]
+            cond["value"] = [
+                new_param(
+                    f"{base}_from",
+                    value[0],
+                    {"type": _param_type(ctype, [value[0]])},
+                    f"Lower bound (inclusive) for {col}",
+                ),
+                new_param(
+                    f"{base}_to",
+                    value[1],
+                    {"type": _param_type(ctype, [value[1]])},
+                    f"Upper bound (inclusive) for {col}",
+                ),
+            ]
         elif op in ("in", "not_in") and isinstance(value, list) and value and all(_is_literal(v) for v in value):
             items = {"type": _param_type(ctype, value)}
-            cond["value"] = new_param(base + _SUFFIX[op], value, {"type": "array", "items": items},
-                                      f"Values of {col} to {'exclude' if op == 'not_in' else 'keep'}")
+            cond["value"] = new_param(
+                base + _SUFFIX[op],
+                value,
+                {"type": "array", "items": items},
+                f"Values of {col} to {'exclude' if op == 'not_in' else 'keep'}",
+            )
         elif op in _SUFFIX and op not in ("in", "not_in") and _is_literal(value) and not isinstance(value, list):
             kind = _param_type(ctype, [value]) if op not in PATTERN_LIKE else "string"
-            cond["value"] = new_param(base + _SUFFIX[op], value, {"type": kind},
-                                      f"Value that {col} {OPERATOR_WORDS[op]}")
+            cond["value"] = new_param(
+                base + _SUFFIX[op], value, {"type": kind}, f"Value that {col} {OPERATOR_WORDS[op]}"
+            )
 
     for call in calls:
         if call["name"] == "filter_data":
@@ -146,9 +194,14 @@ def make_endpoint(conv: Conversion, taken: set[str],
     setup = [c.model_dump(mode="json") for c in conv.setup]
     # every step in words (filters, sorts, limits, groups, aggregates, ...): what makes the answer right
     description = describe_endpoint(setup, calls) + " The response has 'columns' and 'rows'."
-    tool = Tool(name=name, description=description,
-                parameters={"type": "object", "properties": params, "required": list(params)},
-                rest=RestBinding(method="GET", path=f"{BASE_PATH}/{name}"), category="rest", tags=["rest", entity])
+    tool = Tool(
+        name=name,
+        description=description,
+        parameters={"type": "object", "properties": params, "required": list(params)},
+        rest=RestBinding(method="GET", path=f"{BASE_PATH}/{name}"),
+        category="rest",
+        tags=["rest", entity],
+    )
     endpoint = {"setup": setup, "calls": calls, "parameters": params}
     return tool, endpoint, gold
 
@@ -165,6 +218,7 @@ def _substitute(value: Any, args: Mapping[str, Any]) -> Any:
 
 def rename_endpoint_params(endpoint: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
     """The endpoint with its parameters renamed (obfuscated splits)."""
+
     def walk(value: Any) -> Any:
         if isinstance(value, dict):
             if set(value) == {PARAM}:
@@ -173,8 +227,12 @@ def rename_endpoint_params(endpoint: Mapping[str, Any], names: Mapping[str, str]
         if isinstance(value, list):
             return [walk(v) for v in value]
         return value
-    renamed = {"setup": endpoint["setup"], "calls": walk(endpoint["calls"]),
-               "parameters": {names[k]: v for k, v in endpoint["parameters"].items()}}
+
+    renamed = {
+        "setup": endpoint["setup"],
+        "calls": walk(endpoint["calls"]),
+        "parameters": {names[k]: v for k, v in endpoint["parameters"].items()},
+    }
     if endpoint.get("db_id") is not None:  # a merged split's endpoint keeps its database
         renamed["db_id"] = endpoint["db_id"]
     return renamed
@@ -247,8 +305,10 @@ def _bad_query_string(raw: bytes) -> str | None:
                 unquote_to_bytes(piece.replace(b"+", b" ")).decode("utf-8")
             except UnicodeDecodeError as exc:
                 name = part.split(b"=", 1)[0][:100].decode("latin-1")
-                return (f"query parameter {name!r} is not valid UTF-8 after percent-decoding "
-                        f"({exc.reason} at byte {exc.start}); percent-encode the UTF-8 bytes of the text")
+                return (
+                    f"query parameter {name!r} is not valid UTF-8 after percent-decoding "
+                    f"({exc.reason} at byte {exc.start}); percent-encode the UTF-8 bytes of the text"
+                )
     return None
 
 
@@ -296,23 +356,29 @@ def create_app(split_dir: str) -> Any:
     root = Path(split_dir)
     manifest = read_manifest(root / "manifest.json")
     if manifest.style != "rest":
-        raise UserError(f"{root} is not a REST split (style {manifest.style!r})",
-                        fix="build one with benchsmith nl2api build --style rest")
+        raise UserError(
+            f"{root} is not a REST split (style {manifest.style!r})",
+            fix="build one with benchsmith nl2api build --style rest",
+        )
     endpoints = read_endpoints(root / "endpoints.json")
     tools = {t.name: t for t in read_json(root / "tools.json", list[Tool], fix="rebuild the split")}
     without = sorted(n for n in endpoints if n not in tools or tools[n].rest is None)
     if without:
-        raise UserError(f"{root / 'tools.json'} has no REST tool {without[0]!r} for its endpoint in endpoints.json",
-                        fix="rebuild the split with benchsmith nl2api build --style rest")
+        raise UserError(
+            f"{root / 'tools.json'} has no REST tool {without[0]!r} for its endpoint in endpoints.json",
+            fix="rebuild the split with benchsmith nl2api build --style rest",
+        )
     split = Split(root)
     opened: dict[Path, Database] = {}
 
     def database(name: str, endpoint: Mapping[str, Any]) -> Database:
         db_id = endpoint.get("db_id")
         if db_id is None and not split.has(Split.DATABASE) and split.has_databases():
-            raise UserError(f"{root / 'endpoints.json'}: endpoint {name!r} names no db_id, and this split has "
-                            f"several databases ({', '.join(split.db_ids())}) but no database.sqlite",
-                            fix="rebuild the split with benchsmith nl2api build --style rest")
+            raise UserError(
+                f"{root / 'endpoints.json'}: endpoint {name!r} names no db_id, and this split has "
+                f"several databases ({', '.join(split.db_ids())}) but no database.sqlite",
+                fix="rebuild the split with benchsmith nl2api build --style rest",
+            )
         path = split.database_for(db_id)
         if path not in opened:
             opened[path] = Database(path, check=True)
@@ -322,8 +388,11 @@ def create_app(split_dir: str) -> Any:
         database("", {})  # the split's own database, opened and checked first (a missing one is a UserError)
     dbs = {name: database(name, endpoint) for name, endpoint in endpoints.items()}
     # the docs pages' scripts and styles come from fastapi-offline's copies, served by this app
-    app = FastAPIOffline(title=f"benchsmith REST split {manifest.name}", version=manifest.version,
-                         swagger_ui_parameters={"validatorUrl": None})  # no badge fetched from the validator
+    app = FastAPIOffline(
+        title=f"benchsmith REST split {manifest.name}",
+        version=manifest.version,
+        swagger_ui_parameters={"validatorUrl": None},
+    )  # no badge fetched from the validator
     app.add_middleware(_Utf8Query)
 
     @app.exception_handler(RequestValidationError)
@@ -338,9 +407,12 @@ def create_app(split_dir: str) -> Any:
 
     text = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
     # integers SQLite can hold and finite numbers: anything else is the caller's mistake (422)
-    pytypes: dict[str, Any] = {"integer": Annotated[int, Field(ge=INT64[0], le=INT64[1])],
-                               "number": Annotated[float, Field(allow_inf_nan=False)],
-                               "string": text, "boolean": bool}
+    pytypes: dict[str, Any] = {
+        "integer": Annotated[int, Field(ge=INT64[0], le=INT64[1])],
+        "number": Annotated[float, Field(allow_inf_nan=False)],
+        "string": text,
+        "boolean": bool,
+    }
 
     def answer(db: Database, ep: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
         try:
@@ -367,23 +439,38 @@ def create_app(split_dir: str) -> Any:
 
         def handler_factory(db: Database, ep: Mapping[str, Any], model: Any) -> Any:
             if model is None:
+
                 def handler() -> dict[str, Any]:
                     return answer(db, ep, {})
+
                 return handler
 
             def handler(params):  # type: ignore[no-untyped-def]
                 return answer(db, ep, params.model_dump())
+
             # real objects, not strings: the model is local to this function
             handler.__annotations__ = {"params": Annotated[model, Query()], "return": dict}
             return handler
 
         path = tools[name].rest.path
         paths.append(path)
-        app.add_api_route(path, handler_factory(dbs[name], endpoint, model), methods=["GET"],
-                          name=name, summary=tools[name].description, operation_id=name)
+        app.add_api_route(
+            path,
+            handler_factory(dbs[name], endpoint, model),
+            methods=["GET"],
+            name=name,
+            summary=tools[name].description,
+            operation_id=name,
+        )
 
-    index = {"title": app.title, "base": BASE_PATH + "/", "endpoints": paths, "docs": app.docs_url or "/docs",
-             "redoc": "/redoc", "openapi": app.openapi_url}
+    index = {
+        "title": app.title,
+        "base": BASE_PATH + "/",
+        "endpoints": paths,
+        "docs": app.docs_url or "/docs",
+        "redoc": "/redoc",
+        "openapi": app.openapi_url,
+    }
 
     @app.get("/", include_in_schema=False)
     def home() -> dict[str, Any]:
@@ -411,8 +498,9 @@ def _example(root: Path, paths: list[str]) -> str:
     return paths[0] if paths else BASE_PATH + "/"
 
 
-def serve_split(split_dir: str | Path, *, host: str = "127.0.0.1", port: int = 8765,
-          echo: Callable[[str], Any] = print) -> None:
+def serve_split(
+    split_dir: str | Path, *, host: str = "127.0.0.1", port: int = 8765, echo: Callable[[str], Any] = print
+) -> None:
     """Serve a REST split with uvicorn until stopped; first ``echo`` where: the endpoints' base URL
     and number, an example request, the index and the docs."""
     import uvicorn

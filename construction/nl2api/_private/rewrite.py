@@ -27,8 +27,17 @@ from .reasons import Rejection
 
 _SET_OPS = (exp.Union, exp.Intersect, exp.Except)
 _FOLDABLE = (exp.Func, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.DPipe, exp.Paren, exp.Neg, exp.Cast)
-_NOT_CONSTANT = (exp.Column, exp.Subquery, exp.Select, exp.Star, exp.AggFunc, exp.Window, exp.Placeholder,
-                 exp.Parameter, exp.Identifier)
+_NOT_CONSTANT = (
+    exp.Column,
+    exp.Subquery,
+    exp.Select,
+    exp.Star,
+    exp.AggFunc,
+    exp.Window,
+    exp.Placeholder,
+    exp.Parameter,
+    exp.Identifier,
+)
 _local = threading.local()
 DECORRELATED = "benchsmith_decorrelated"
 
@@ -80,9 +89,14 @@ def push_left_join_filters(tree: exp.Expression, tables: "TableLookup") -> exp.E
             keep, push = [], []
             for cond in conjuncts(on):
                 refs = [c for c in cond.find_all(exp.Column) if not isinstance(c.this, exp.Star)]
-                mine = [c for c in refs if (c.table.lower() == alias) if c.table] + \
-                       [c for c in refs if not c.table and c.name.lower() in cols and not _belongs(c, others)]
-                if refs and len(mine) == len(refs) and not any(isinstance(n, (exp.Subquery, exp.Select)) for n in cond.walk()):
+                mine = [c for c in refs if (c.table.lower() == alias) if c.table] + [
+                    c for c in refs if not c.table and c.name.lower() in cols and not _belongs(c, others)
+                ]
+                if (
+                    refs
+                    and len(mine) == len(refs)
+                    and not any(isinstance(n, (exp.Subquery, exp.Select)) for n in cond.walk())
+                ):
                     push.append(cond)
                 else:
                     keep.append(cond)
@@ -98,7 +112,10 @@ def push_left_join_filters(tree: exp.Expression, tables: "TableLookup") -> exp.E
             on_new = keep[0].copy()
             for c in keep[1:]:
                 on_new = exp.and_(on_new, c.copy())
-            join.set("this", exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(right.alias or right.name))))
+            join.set(
+                "this",
+                exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(right.alias or right.name))),
+            )
             join.set("on", on_new)
     return tree
 
@@ -123,10 +140,15 @@ def inline_ctes(tree: exp.Expression) -> exp.Expression:
                 first = body
                 while isinstance(first, _SET_OPS):
                     first = first.this
-                if not isinstance(first, exp.Select) or len(first.expressions) != len(columns) or any(
-                        isinstance(i, exp.Star) for i in first.expressions):
+                if (
+                    not isinstance(first, exp.Select)
+                    or len(first.expressions) != len(columns)
+                    or any(isinstance(i, exp.Star) for i in first.expressions)
+                ):
                     raise Rejection("cte", f"the column list of {cte.alias} does not match its SELECT")
-                first.set("expressions", [exp.alias_(i.unalias().copy(), c.name) for i, c in zip(first.expressions, columns)])
+                first.set(
+                    "expressions", [exp.alias_(i.unalias().copy(), c.name) for i, c in zip(first.expressions, columns)]
+                )
             for name, query in ctes:  # a CTE may read the ones before it
                 body = _replace_tables(body, name, query)
             ctes.append((cte.alias.lower(), body))
@@ -143,6 +165,7 @@ def _replace_tables(node: exp.Expression, name: str, query: exp.Expression) -> e
         if isinstance(n, exp.Table) and not n.args.get("db") and n.name.lower() == name:
             return exp.Subquery(this=query.copy(), alias=exp.TableAlias(this=exp.to_identifier(n.alias or n.name)))
         return n
+
     return node.transform(swap, copy=False)
 
 
@@ -157,6 +180,7 @@ def _evaluator() -> sqlite3.Connection:
         def budget() -> int:  # constant expressions are small: stop anything that runs long
             ops[0] += 1
             return 1 if ops[0] > 1000 else 0
+
         conn.set_progress_handler(budget, 1000)
         _local.conn, _local.ops = conn, ops
     _local.ops[0] = 0
@@ -197,8 +221,11 @@ def fold_constants(tree: exp.Expression) -> exp.Expression:
         return ok
 
     def fold(node: exp.Expression) -> None:
-        if constant.get(id(node)) and isinstance(node, _FOLDABLE) and not (
-                isinstance(node, exp.Paren) and isinstance(node.this, (exp.Literal, exp.Null))):
+        if (
+            constant.get(id(node))
+            and isinstance(node, _FOLDABLE)
+            and not (isinstance(node, exp.Paren) and isinstance(node.this, (exp.Literal, exp.Null)))
+        ):
             lit = _value_of(node)
             if lit is not None:
                 if node is tree:
@@ -296,8 +323,12 @@ def _belongs(col: exp.Column, scope: dict[str, set[str] | None]) -> bool:
     return any(cols is None or col.name.lower() in cols for cols in scope.values())
 
 
-def _outer_refs(node: exp.Expression, inner: dict[str, set[str] | None], outer: dict[str, set[str] | None],
-                tables: "TableLookup | None" = None) -> list[exp.Column]:
+def _outer_refs(
+    node: exp.Expression,
+    inner: dict[str, set[str] | None],
+    outer: dict[str, set[str] | None],
+    tables: "TableLookup | None" = None,
+) -> list[exp.Column]:
     """Columns of ``node`` that resolve to the outer scope: not to the inner one, nor to the scope
     of a SELECT nested inside ``node`` that encloses them."""
     out = []
@@ -367,8 +398,9 @@ def _decorrelate_select(sel: exp.Select, tables: TableLookup, counter: list[int]
         return
     outer = _scope_columns(sel, tables)
     for node in _candidates(sel):
-        query = node.this if isinstance(node, exp.Exists) else (
-            node.args["query"] if isinstance(node, exp.In) else node)
+        query = (
+            node.this if isinstance(node, exp.Exists) else (node.args["query"] if isinstance(node, exp.In) else node)
+        )
         inner_sel = query.this if isinstance(query, exp.Subquery) else query
         if not isinstance(inner_sel, exp.Select) or inner_sel.args.get("from_") is None:
             continue
@@ -382,8 +414,9 @@ def _decorrelate_select(sel: exp.Select, tables: TableLookup, counter: list[int]
         _rewrite(sel, node, inner_sel, inner, outer, counter[0], tables)
 
 
-def _split_correlation(inner_sel: exp.Select, inner: dict, outer: dict,
-                       tables: TableLookup) -> tuple[list[tuple[exp.Expression, exp.Column]], list[exp.Expression]]:
+def _split_correlation(
+    inner_sel: exp.Select, inner: dict, outer: dict, tables: TableLookup
+) -> tuple[list[tuple[exp.Expression, exp.Column]], list[exp.Expression]]:
     where = inner_sel.args.get("where")
     pairs: list[tuple[exp.Expression, exp.Column]] = []
     rest: list[exp.Expression] = []
@@ -399,16 +432,21 @@ def _split_correlation(inner_sel: exp.Select, inner: dict, outer: dict,
             if l_out != r_out:
                 outer_col, inner_expr = (left, right) if l_out else (right, left)
                 if not _outer_refs(inner_expr, inner, outer, tables) and not any(
-                        isinstance(n, (exp.Subquery, exp.Select)) for n in inner_expr.walk()):
+                    isinstance(n, (exp.Subquery, exp.Select)) for n in inner_expr.walk()
+                ):
                     pairs.append((inner_expr, outer_col))
                     continue
-        raise Rejection("correlated_subquery",
-                        f"a correlation that is not an equality of an inner and an outer column: {cond.sql(dialect='sqlite')[:80]}")
+        raise Rejection(
+            "correlated_subquery",
+            f"a correlation that is not an equality of an inner and an outer column: {cond.sql(dialect='sqlite')[:80]}",
+        )
     for part in ("joins", "group", "having", "order", "limit"):
         value = inner_sel.args.get(part)
-        for v in (value if isinstance(value, list) else [value] if value is not None else []):
+        for v in value if isinstance(value, list) else [value] if value is not None else []:
             if _outer_refs(v, inner, outer, tables):
-                raise Rejection("correlated_subquery", f"the outer query is referred to in the subquery's {part.upper()}")
+                raise Rejection(
+                    "correlated_subquery", f"the outer query is referred to in the subquery's {part.upper()}"
+                )
     for item in inner_sel.expressions:
         if _outer_refs(item, inner, outer, tables):
             raise Rejection("correlated_subquery", "the outer query is referred to in the subquery's SELECT list")
@@ -431,8 +469,9 @@ def conjuncts(node: exp.Expression) -> list[exp.Expression]:
     return [node]
 
 
-def _rewrite(sel: exp.Select, node: exp.Expression, inner_sel: exp.Select, inner: dict, outer: dict, n: int,
-             tables: TableLookup) -> None:
+def _rewrite(
+    sel: exp.Select, node: exp.Expression, inner_sel: exp.Select, inner: dict, outer: dict, n: int, tables: TableLookup
+) -> None:
     pairs, rest = _split_correlation(inner_sel, inner, outer, tables)
     if not pairs:
         raise Rejection("correlated_subquery", "the subquery refers to the outer query outside its WHERE")
@@ -476,7 +515,9 @@ def _rewrite(sel: exp.Select, node: exp.Expression, inner_sel: exp.Select, inner
         derived.set("expressions", keys)
         derived.set("distinct", exp.Distinct())
         alias = _fresh(f"{base}_{suffix}", taken)
-        replacement: exp.Expression = exp.Not(this=exp.Is(this=exp.column(keys[0].alias, table=alias), expression=exp.Null()))
+        replacement: exp.Expression = exp.Not(
+            this=exp.Is(this=exp.column(keys[0].alias, table=alias), expression=exp.Null())
+        )
     else:  # a scalar subquery
         if grouped:
             raise Rejection("correlated_subquery", "a correlated scalar subquery with its own GROUP BY / HAVING")
@@ -484,8 +525,13 @@ def _rewrite(sel: exp.Select, node: exp.Expression, inner_sel: exp.Select, inner
             raise Rejection("correlated_subquery", "a scalar subquery with more than one column")
         value = inner_sel.expressions[0].unalias()
         aggs = [x for x in value.walk() if isinstance(x, exp.AggFunc)]
-        agg_name = (f"{type(aggs[0]).__name__.lower()}_{aggs[0].this.name}" if len(aggs) == 1 and isinstance(aggs[0].this, exp.Column)
-                    else "count_rows" if len(aggs) == 1 and isinstance(aggs[0], exp.Count) else "value")
+        agg_name = (
+            f"{type(aggs[0]).__name__.lower()}_{aggs[0].this.name}"
+            if len(aggs) == 1 and isinstance(aggs[0].this, exp.Column)
+            else "count_rows"
+            if len(aggs) == 1 and isinstance(aggs[0], exp.Count)
+            else "value"
+        )
         value_name = name_of(exp.Column(), inner_sel.expressions[0].alias or agg_name)
         derived.set("distinct", None)
         derived.set("expressions", keys + [exp.alias_(value.copy(), value_name)])
@@ -496,8 +542,10 @@ def _rewrite(sel: exp.Select, node: exp.Expression, inner_sel: exp.Select, inner
             if isinstance(value, exp.Count):
                 replacement = exp.Coalesce(this=replacement, expressions=[exp.Literal.number(0)])
             elif any(isinstance(x, (exp.Count, exp.Coalesce, exp.Case, exp.If)) for x in value.walk()):
-                raise Rejection("correlated_subquery",
-                                "a correlated aggregate whose value over no rows is not empty (COUNT/COALESCE inside an expression)")
+                raise Rejection(
+                    "correlated_subquery",
+                    "a correlated aggregate whose value over no rows is not empty (COUNT/COALESCE inside an expression)",
+                )
     condition = None
     for key, outer_col in on:
         eq = exp.EQ(this=exp.column(key, table=alias), expression=outer_col.copy())

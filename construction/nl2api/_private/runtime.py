@@ -67,8 +67,10 @@ def load_bindings(data: Any, *, where: str = "toolset.json") -> dict[str, Bindin
     specs = validate_shape(data, dict[str, BindingSpec], where=where, fix=fix)
     unknown = sorted(name for name, b in specs.items() if b.tool not in SLOT_TOOLS)
     if unknown:
-        raise UserError(f"{where}: {unknown[0]} is bound to {specs[unknown[0]].tool!r}, which is no SLOT tool",
-                        fix=f"bind it to one of {', '.join(sorted(SLOT_TOOLS))}")
+        raise UserError(
+            f"{where}: {unknown[0]} is bound to {specs[unknown[0]].tool!r}, which is no SLOT tool",
+            fix=f"bind it to one of {', '.join(sorted(SLOT_TOOLS))}",
+        )
     return {name: Binding(b.tool, b.fixed, b.rename) for name, b in specs.items()}
 
 
@@ -116,8 +118,9 @@ class Runtime:
         resolved, so the values it puts in are taken literally (REST parameters)."""
         return self._call(call, hidden=False, fill=fill)
 
-    def _call(self, call: ToolCall, *, hidden: bool,
-              fill: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Any:
+    def _call(
+        self, call: ToolCall, *, hidden: bool, fill: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    ) -> Any:
         binding = self.bindings.get(call.name)
         if binding is None and hidden and call.name in SLOT_TOOLS and SLOT_TOOLS[call.name].hidden:
             binding = Binding(call.name)
@@ -174,7 +177,7 @@ def _head_is_fixed(value: Relation, rows: list[tuple], n: int) -> bool:
         keys = [value.visible.index(o[0]) for o in value.order]
     except ValueError:
         return False
-    head = rows[:n + 1]
+    head = rows[: n + 1]
     return all(not all(_may_tie(x[k], y[k]) for k in keys) for x, y in zip(head, head[1:]))
 
 
@@ -184,8 +187,11 @@ def preview_of_rows(value: Any, rows: list[tuple], db: Database, *, preview_rows
     a sorted one's when no ties near the head leave the LIMIT a choice; otherwise the relation is
     read again with the LIMIT, as tied rows may come out in another order."""
     if isinstance(value, Relation) and (not value.order or _head_is_fixed(value, rows, preview_rows + 1)):
-        return {"columns": list(value.visible), "rows": [list(r) for r in rows[:preview_rows]],
-                "truncated": len(rows) > preview_rows}
+        return {
+            "columns": list(value.visible),
+            "rows": [list(r) for r in rows[:preview_rows]],
+            "truncated": len(rows) > preview_rows,
+        }
     return preview(value, db, preview_rows=preview_rows)
 
 
@@ -195,8 +201,7 @@ def preview(value: Any, db: Database, *, preview_rows: int = 5) -> Any:
     if isinstance(value, Relation):
         rows = value.rows(db, limit=preview_rows + 1)
         more = len(rows) > preview_rows
-        return {"columns": list(value.visible), "rows": [list(r) for r in rows[:preview_rows]],
-                "truncated": more}
+        return {"columns": list(value.visible), "rows": [list(r) for r in rows[:preview_rows]], "truncated": more}
     return value
 
 

@@ -115,10 +115,12 @@ class SplitTools:
             if self._merged_only:
                 from benchsmith.schemas import UserError
 
-                raise UserError(f"this split has several databases ({self.root}/{self.split.DATABASES}/: "
-                                f"{', '.join(self.split.db_ids())}) and no {self.split.DATABASE}; "
-                                "there is no single database to run on",
-                                fix="run each sample on its own database: db_for(sample.metadata['db_id'])")
+                raise UserError(
+                    f"this split has several databases ({self.root}/{self.split.DATABASES}/: "
+                    f"{', '.join(self.split.db_ids())}) and no {self.split.DATABASE}; "
+                    "there is no single database to run on",
+                    fix="run each sample on its own database: db_for(sample.metadata['db_id'])",
+                )
             self._db = Database(self.database_path, check=self._check)
         return self._db
 

@@ -24,7 +24,11 @@ def _set_enum(schema: dict[str, Any], path: tuple[str, ...], columns: list[str],
         if key not in node:
             return
         if i == len(path) - 1:
-            node[key] = {**node[key], "enum": columns, "description": f"{node[key].get('description', '')}. {doc}".strip(". ")}
+            node[key] = {
+                **node[key],
+                "enum": columns,
+                "description": f"{node[key].get('description', '')}. {doc}".strip(". "),
+            }
         else:
             node = node[key]
             node = node.get("properties", node) if node.get("type") == "object" else node
@@ -34,23 +38,29 @@ def column_doc(columns: list[str], descriptions: Mapping[str, str]) -> str:
     return "Columns: " + "; ".join(f"{c}: {descriptions.get(c, c)}" for c in columns)
 
 
-def slot_tool_spec(tool: ToolDef, columns: list[str] | None = None,
-                   descriptions: Mapping[str, str] | None = None) -> Tool:
+def slot_tool_spec(
+    tool: ToolDef, columns: list[str] | None = None, descriptions: Mapping[str, str] | None = None
+) -> Tool:
     """The model-facing spec of a SLOT tool; column parameters become enums of ``columns``."""
     params = copy.deepcopy(tool.parameters)
     if columns:
         doc = column_doc(columns, descriptions or {})
         for path in tool.column_params:
             _set_enum(params, path, columns, doc)
-    return Tool(name=tool.name, description=tool.description, parameters=params,
-                category="data", tags=["slot", tool.output])
+    return Tool(
+        name=tool.name, description=tool.description, parameters=params, category="data", tags=["slot", tool.output]
+    )
 
 
-def slot_tools(columns: list[str] | None = None, descriptions: Mapping[str, str] | None = None, *,
-               extended: bool = False) -> list[Tool]:
+def slot_tools(
+    columns: list[str] | None = None, descriptions: Mapping[str, str] | None = None, *, extended: bool = False
+) -> list[Tool]:
     """The visible SLOT tools (the extended tier too with ``extended``)."""
-    return [slot_tool_spec(t, columns, descriptions) for t in SLOT_TOOLS.values()
-            if not t.hidden and (extended or t.tier == "core")]
+    return [
+        slot_tool_spec(t, columns, descriptions)
+        for t in SLOT_TOOLS.values()
+        if not t.hidden and (extended or t.tier == "core")
+    ]
 
 
 def uses_extended(calls: Iterable[ToolCall]) -> bool:
@@ -63,8 +73,9 @@ def _slug(text: str) -> str:
     return re.sub(r"[^0-9A-Za-z]+", "_", text).strip("_").lower()
 
 
-def sel_toolset(columns: list[str], descriptions: Mapping[str, str], *,
-                extended: bool = False) -> tuple[list[Tool], dict[str, Binding]]:
+def sel_toolset(
+    columns: list[str], descriptions: Mapping[str, str], *, extended: bool = False
+) -> tuple[list[Tool], dict[str, Binding]]:
     """SEL tools for one sample: a getter and a unique-values tool per column, a filter per
     operator, and the remaining generic SLOT tools."""
     tools: list[Tool] = []
@@ -73,14 +84,26 @@ def sel_toolset(columns: list[str], descriptions: Mapping[str, str], *,
     for col in columns:
         desc = descriptions.get(col, col)
         name = f"get_{_slug(col)}"
-        tools.append(Tool(name=name, description=f"Keep only the column {col} ({desc}) of the data.",
-                          parameters={"type": "object", "properties": {"data_source": data}, "required": ["data_source"]},
-                          category="data", tags=["sel", "getter"]))
+        tools.append(
+            Tool(
+                name=name,
+                description=f"Keep only the column {col} ({desc}) of the data.",
+                parameters={"type": "object", "properties": {"data_source": data}, "required": ["data_source"]},
+                category="data",
+                tags=["sel", "getter"],
+            )
+        )
         bindings[name] = Binding("retrieve_data", fixed={"key_names": [col]})
         name = f"get_unique_{_slug(col)}"
-        tools.append(Tool(name=name, description=f"The distinct values of {col} ({desc}) in the data.",
-                          parameters={"type": "object", "properties": {"data_source": data}, "required": ["data_source"]},
-                          category="data", tags=["sel", "unique"]))
+        tools.append(
+            Tool(
+                name=name,
+                description=f"The distinct values of {col} ({desc}) in the data.",
+                parameters={"type": "object", "properties": {"data_source": data}, "required": ["data_source"]},
+                category="data",
+                tags=["sel", "unique"],
+            )
+        )
         bindings[name] = Binding("get_unique_values", fixed={"key_name": col})
     base = SLOT_TOOLS["filter_data"]
     doc = column_doc(columns, descriptions)
@@ -95,8 +118,15 @@ def sel_toolset(columns: list[str], descriptions: Mapping[str, str], *,
         for path in base.column_params:
             _set_enum(params, path, columns, doc)
         name = f"filter_data_{op}"
-        tools.append(Tool(name=name, description=f"Keep the rows of the data where the column is {op.replace('_', ' ')} the value.",
-                          parameters=params, category="data", tags=["sel", "filter"]))
+        tools.append(
+            Tool(
+                name=name,
+                description=f"Keep the rows of the data where the column is {op.replace('_', ' ')} the value.",
+                parameters=params,
+                category="data",
+                tags=["sel", "filter"],
+            )
+        )
         bindings[name] = Binding("filter_data", fixed={"operator": op})
     for tool in SLOT_TOOLS.values():
         if tool.hidden or tool.name in ("filter_data", "get_unique_values") or (tool.tier != "core" and not extended):
@@ -113,11 +143,15 @@ def to_sel_call(call: ToolCall) -> ToolCall:
         op = args.pop("operator")
         return ToolCall(name=f"filter_data_{op}", arguments=args, label=call.label)
     if call.name == "retrieve_data" and len(args.get("key_names", [])) == 1 and not args.get("distinct"):
-        return ToolCall(name=f"get_{_slug(args['key_names'][0])}", arguments={"data_source": args["data_source"]},
-                        label=call.label)
+        return ToolCall(
+            name=f"get_{_slug(args['key_names'][0])}", arguments={"data_source": args["data_source"]}, label=call.label
+        )
     if call.name == "get_unique_values":
-        return ToolCall(name=f"get_unique_{_slug(args['key_name'])}", arguments={"data_source": args["data_source"]},
-                        label=call.label)
+        return ToolCall(
+            name=f"get_unique_{_slug(args['key_name'])}",
+            arguments={"data_source": args["data_source"]},
+            label=call.label,
+        )
     return call
 
 
@@ -126,8 +160,10 @@ def obfuscation_map(tools: Iterable[Tool]) -> dict[str, Any]:
     """Deterministic FUNC_n / ARG_n names for every tool and top-level argument name."""
     names = sorted({t.name for t in tools})
     args = sorted({a for t in tools for a in t.parameters.properties})
-    return {"tools": {n: f"FUNC_{i}" for i, n in enumerate(names, 1)},
-            "arguments": {a: f"ARG_{i}" for i, a in enumerate(args, 1)}}
+    return {
+        "tools": {n: f"FUNC_{i}" for i, n in enumerate(names, 1)},
+        "arguments": {a: f"ARG_{i}" for i, a in enumerate(args, 1)},
+    }
 
 
 def obfuscate_tool(tool: Tool, mapping: Mapping[str, Any]) -> Tool:
@@ -135,20 +171,25 @@ def obfuscate_tool(tool: Tool, mapping: Mapping[str, Any]) -> Tool:
     params = tool.parameters.model_dump(exclude_none=True)
     params["properties"] = {amap[k]: v for k, v in params["properties"].items()}
     params["required"] = [amap[k] for k in params["required"]]
-    return tool.model_copy(update={"name": mapping["tools"][tool.name],
-                                   "parameters": type(tool.parameters).model_validate(params)})
+    return tool.model_copy(
+        update={"name": mapping["tools"][tool.name], "parameters": type(tool.parameters).model_validate(params)}
+    )
 
 
 def obfuscate_call(call: ToolCall, mapping: Mapping[str, Any]) -> ToolCall:
     amap = mapping["arguments"]
-    return ToolCall(name=mapping["tools"][call.name], arguments={amap[k]: v for k, v in call.arguments.items()},
-                    label=call.label)
+    return ToolCall(
+        name=mapping["tools"][call.name], arguments={amap[k]: v for k, v in call.arguments.items()}, label=call.label
+    )
 
 
 def obfuscate_bindings(bindings: Mapping[str, Binding], mapping: Mapping[str, Any]) -> dict[str, Binding]:
     back = {obf: real for real, obf in mapping["arguments"].items()}  # ARG_n -> argument name
-    return {mapping["tools"][name]: Binding(b.tool, b.fixed, back)
-            for name, b in bindings.items() if name in mapping["tools"]}
+    return {
+        mapping["tools"][name]: Binding(b.tool, b.fixed, back)
+        for name, b in bindings.items()
+        if name in mapping["tools"]
+    }
 
 
 def reduce_universe(tools: list[Tool], gold: set[str], size: int, seed: str) -> list[Tool]:

@@ -34,7 +34,9 @@ def _type_text(schema: Any, columns: set[str]) -> str:
         return f"list of {_type_text(schema.get('items'), columns)}"
     if t == "object" and isinstance(schema.get("properties"), dict):
         req = set(schema.get("required") or [])
-        inner = ", ".join(f"{k}{'' if k in req else '?'}: {_type_text(v, columns)}" for k, v in schema["properties"].items())
+        inner = ", ".join(
+            f"{k}{'' if k in req else '?'}: {_type_text(v, columns)}" for k, v in schema["properties"].items()
+        )
         return "{" + inner + "}"
     if isinstance(t, list):
         return "|".join(map(str, t))
@@ -64,13 +66,15 @@ def compact_tools(tools: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]
                     names |= set(map(str, prop["enum"]))
     out = []
     for t in tools:
-        params = (t.get("parameters") or {})
+        params = t.get("parameters") or {}
         req = set(params.get("required") or [])
         lines = []
         for name, prop in (params.get("properties") or {}).items():
             desc = str(prop.get("description", "")) if isinstance(prop, dict) else ""
             desc = desc.split(" Columns: ", 1)[0]
-            lines.append(f"{name} ({_type_text(prop, names)}{', required' if name in req else ''}): {desc}".rstrip(": "))
+            lines.append(
+                f"{name} ({_type_text(prop, names)}{', required' if name in req else ''}): {desc}".rstrip(": ")
+            )
         out.append({"name": t["name"], "description": t.get("description", ""), "params": lines})
     return columns_text, out
 
@@ -83,13 +87,24 @@ def step_schema(tools: list[dict[str, Any]], labels: list[str] | None = None) ->
     branches = []
     for t in tools:
         params = reference_choices(t.get("parameters") or {"type": "object"}, labels or [])
-        branches.append({"type": "object", "properties": {"action": {"const": t["name"]}, "arguments": params,
-                                                          "thought": THOUGHT_SCHEMA},
-                         "required": ["action", "arguments", "thought"]})
-    branches.append({"type": "object", "properties": {"action": {"const": "finish"},
-                                                      "arguments": {"type": "object", "maxProperties": 0},
-                                                      "thought": THOUGHT_SCHEMA},
-                     "required": ["action", "arguments", "thought"]})
+        branches.append(
+            {
+                "type": "object",
+                "properties": {"action": {"const": t["name"]}, "arguments": params, "thought": THOUGHT_SCHEMA},
+                "required": ["action", "arguments", "thought"],
+            }
+        )
+    branches.append(
+        {
+            "type": "object",
+            "properties": {
+                "action": {"const": "finish"},
+                "arguments": {"type": "object", "maxProperties": 0},
+                "thought": THOUGHT_SCHEMA,
+            },
+            "required": ["action", "arguments", "thought"],
+        }
+    )
     return {"anyOf": branches}
 
 
@@ -107,8 +122,10 @@ def setup_note(setup: Iterable[ToolCall]) -> str:
         parts.append(f"${call.label}$ = {what}")
     if not parts:
         return ""
-    return ("Data already loaded for you: " + "; ".join(parts) + " (pass it as data_source). Every tool output "
-            "is kept under a label; later calls refer to it as $label$.")
+    return (
+        "Data already loaded for you: " + "; ".join(parts) + " (pass it as data_source). Every tool output "
+        "is kept under a label; later calls refer to it as $label$."
+    )
 
 
 class ToolEnv:
@@ -119,8 +136,9 @@ class ToolEnv:
     until the first other call (a sample replayed call by call); ``setup_phase=False`` closes
     that door, as the ReAct task does: the model's calls never reach a hidden tool."""
 
-    def __init__(self, split: Path, db: Database, style: str, setup: list[dict[str, Any]], *,
-                 setup_phase: bool | None = None) -> None:
+    def __init__(
+        self, split: Path, db: Database, style: str, setup: list[dict[str, Any]], *, setup_phase: bool | None = None
+    ) -> None:
         self.style = style
         self.db = db
         self._setup_phase = not setup if setup_phase is None else setup_phase
@@ -146,8 +164,13 @@ class ToolEnv:
                     raise ToolError(f"{name} has no parameter {extra[0]!r}", code="unknown_argument")
                 result = run_endpoint(self.db, endpoint, args)
                 self.outputs[label] = result
-                return json_value({"columns": result.get("columns"), "rows": (result.get("rows") or [])[:5],
-                                   "truncated": len(result.get("rows") or []) > 5})
+                return json_value(
+                    {
+                        "columns": result.get("columns"),
+                        "rows": (result.get("rows") or [])[:5],
+                        "truncated": len(result.get("rows") or []) > 5,
+                    }
+                )
             call = ToolCall(name=name, arguments=arguments, label=label)
             if self._setup_phase and name in SLOT_TOOLS and SLOT_TOOLS[name].hidden:
                 value = self.runtime.setup([call])

@@ -15,16 +15,29 @@ from typing import Any, Callable
 
 from benchsmith.schemas import Registry
 
-from .database import Database, quote_ident as q
+from .database import Database
+from .database import quote_ident as q
 from .relation import Relation, ToolError, base_relation, run_query
 
 AGGREGATIONS = ("count", "count_distinct", "sum", "avg", "min", "max")
 COMPARISONS = {
-    "equal_to": "=", "not_equal_to": "!=", "greater_than": ">",
-    "greater_than_or_equal_to": ">=", "less_than": "<", "less_than_or_equal_to": "<=",
+    "equal_to": "=",
+    "not_equal_to": "!=",
+    "greater_than": ">",
+    "greater_than_or_equal_to": ">=",
+    "less_than": "<",
+    "less_than_or_equal_to": "<=",
 }
-PATTERN_OPS = ("contains", "not_contains", "starts_with", "not_starts_with", "ends_with", "not_ends_with",
-               "like", "not_like")
+PATTERN_OPS = (
+    "contains",
+    "not_contains",
+    "starts_with",
+    "not_starts_with",
+    "ends_with",
+    "not_ends_with",
+    "like",
+    "not_like",
+)
 SET_OPS = ("in", "not_in")
 RANGE_OPS = ("between", "not_between")
 NULL_OPS = ("is_null", "is_not_null")
@@ -43,8 +56,13 @@ TRANSFORMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "round": (("digits",), ()),
     "replace": (("old", "new"), ("old", "new")),
     "coalesce": (("default",), ("default",)),
-    "upper": ((), ()), "lower": ((), ()), "length": ((), ()), "abs": ((), ()),
-    "trim": ((), ()), "date": ((), ()), "julianday": ((), ()),
+    "upper": ((), ()),
+    "lower": ((), ()),
+    "length": ((), ()),
+    "abs": ((), ()),
+    "trim": ((), ()),
+    "date": ((), ()),
+    "julianday": ((), ()),
 }
 
 
@@ -67,8 +85,16 @@ class ToolDef:
 SLOT_TOOLS: Registry[ToolDef] = Registry("SLOT tool")
 
 
-def slot_tool(name: str, description: str, parameters: dict[str, Any], *, hidden: bool = False,
-              column_params: tuple[tuple[str, ...], ...] = (), output: str = "data", tier: str = "core") -> Callable:
+def slot_tool(
+    name: str,
+    description: str,
+    parameters: dict[str, Any],
+    *,
+    hidden: bool = False,
+    column_params: tuple[tuple[str, ...], ...] = (),
+    output: str = "data",
+    tier: str = "core",
+) -> Callable:
     """Register a SLOT tool implementation under ``name``."""
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -81,21 +107,30 @@ def slot_tool(name: str, description: str, parameters: dict[str, Any], *, hidden
 # ---- JSON-Schema pieces -----------------------------------------------------------------
 DATA = {"type": "string", "description": "The data to operate on: a label of an earlier output, written as $label$"}
 COLUMN = {"type": "string", "description": "Name of a column of the data"}
-SCALAR = {"description": "A value (string, number, boolean or null) or an earlier output as $label$",
-          "type": ["string", "number", "integer", "boolean", "null"]}
+SCALAR = {
+    "description": "A value (string, number, boolean or null) or an earlier output as $label$",
+    "type": ["string", "number", "integer", "boolean", "null"],
+}
 CONDITION_VALUE = {
-    "description": ("Value to compare with: a single value; a list of values for in/not_in; "
-                    "[low, high] for between/not_between (inclusive); omit for is_null/is_not_null. "
-                    "May be an earlier output as $label$."),
+    "description": (
+        "Value to compare with: a single value; a list of values for in/not_in; "
+        "[low, high] for between/not_between (inclusive); omit for is_null/is_not_null. "
+        "May be an earlier output as $label$."
+    ),
     "type": ["string", "number", "integer", "boolean", "null", "array"],
 }
 CONDITION = {
     "type": "object",
     "properties": {
         "key_name": COLUMN,
-        "operator": {"type": "string", "enum": list(OPERATORS),
-                     "description": ("Comparison to apply. contains/starts_with/ends_with/like are "
-                                     "case-insensitive for ASCII letters; like takes a pattern with % and _")},
+        "operator": {
+            "type": "string",
+            "enum": list(OPERATORS),
+            "description": (
+                "Comparison to apply. contains/starts_with/ends_with/like are "
+                "case-insensitive for ASCII letters; like takes a pattern with % and _"
+            ),
+        },
         "value": CONDITION_VALUE,
         "value_key_name": {"type": "string", "description": "Compare with this other column instead of a value"},
     },
@@ -104,7 +139,7 @@ CONDITION = {
 }
 OPERAND = {
     "type": "object",
-    "description": "Either {\"key_name\": column} or {\"value\": value}",
+    "description": 'Either {"key_name": column} or {"value": value}',
     "properties": {"key_name": COLUMN, "value": SCALAR},
     "additionalProperties": False,
 }
@@ -115,13 +150,13 @@ def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 
 # ---- value binding ------------------------------------------------------------------------
-INT64 = (-(2 ** 63), 2 ** 63 - 1)
+INT64 = (-(2**63), 2**63 - 1)
 # Caps on argument sizes, checked before any SQL runs: by the tools (a ToolError naming the
 # argument) and by the REST server (a 422 for the query parameter). A value over a cap would
 # otherwise fail inside SQLite mid-query ("LIKE or GLOB pattern too complex" past 50,000 bytes,
 # "too many SQL variables") or only cost time.
 MAX_TEXT_CHARS = 10_000  # the text of a pattern (contains, starts_with, like, ...); every REST string
-MAX_LIST_ITEMS = 1_000   # the values of one in / not_in list (each is one bound SQL variable)
+MAX_LIST_ITEMS = 1_000  # the values of one in / not_in list (each is one bound SQL variable)
 
 
 def check_int(value: Any, what: str = "value") -> None:
@@ -168,8 +203,16 @@ def bind_values(rel: Relation, db: Database) -> tuple[str, tuple[Any, ...]]:
     if any(isinstance(v, bytes) for v in values):
         raise ToolError(f"column {col} holds binary values, which cannot be used as values to compare with")
     if any(isinstance(v, float) and math.isinf(v) for v in values):
-        text = "[" + ",".join(("9e999" if v > 0 else "-9e999") if isinstance(v, float) and math.isinf(v)
-                              else json.dumps(v, ensure_ascii=False) for v in values) + "]"
+        text = (
+            "["
+            + ",".join(
+                ("9e999" if v > 0 else "-9e999")
+                if isinstance(v, float) and math.isinf(v)
+                else json.dumps(v, ensure_ascii=False)
+                for v in values
+            )
+            + "]"
+        )
     else:
         text = json.dumps(values, ensure_ascii=False)
     return "SELECT value FROM json_each(?)", (text,)
@@ -191,8 +234,9 @@ def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def condition_sql(db: Database, rel: Relation, cond: dict[str, Any],
-                  inputs: list[Relation] | None = None) -> tuple[str, tuple[Any, ...]]:
+def condition_sql(
+    db: Database, rel: Relation, cond: dict[str, Any], inputs: list[Relation] | None = None
+) -> tuple[str, tuple[Any, ...]]:
     """SQL + params of one condition. With ``inputs``, data given as the values of in / not_in is
     read by a subquery over its own steps (appended to ``inputs``, which the caller's relation must
     merge); without, the data is read now and bound as one JSON array."""
@@ -225,11 +269,17 @@ def condition_sql(db: Database, rel: Relation, cond: dict[str, Any],
         text = str(value)
         check_text(text, f"the value of {op}")
         base = op.removeprefix("not_")
-        pattern = {"contains": f"%{_escape_like(text)}%", "starts_with": f"{_escape_like(text)}%",
-                   "ends_with": f"%{_escape_like(text)}", "like": text}[base]
+        pattern = {
+            "contains": f"%{_escape_like(text)}%",
+            "starts_with": f"{_escape_like(text)}%",
+            "ends_with": f"%{_escape_like(text)}",
+            "like": text,
+        }[base]
         if len(pattern.encode("utf-8", "surrogatepass")) > db.like_pattern_bytes:  # SQLite's own limit
-            raise ToolError(f"the value of {op} makes a pattern longer than the database's limit of "
-                            f"{db.like_pattern_bytes:,} bytes; use a shorter text")
+            raise ToolError(
+                f"the value of {op} makes a pattern longer than the database's limit of "
+                f"{db.like_pattern_bytes:,} bytes; use a shorter text"
+            )
         neg = "NOT " if op.startswith("not_") else ""
         esc = " ESCAPE '\\'" if op not in ("like", "not_like") else ""
         return f"{col} {neg}LIKE ?{esc}", (pattern,)
@@ -270,15 +320,21 @@ def operand_sql(db: Database, rel: Relation, operand: Any) -> tuple[str, tuple[A
 
 def _need_relation(value: Any, arg: str = "data_source") -> Relation:
     if not isinstance(value, Relation):
-        raise ToolError(f"{arg} must be data (an earlier output holding rows), got {type(value).__name__}",
-                        code="wrong_data_source")
+        raise ToolError(
+            f"{arg} must be data (an earlier output holding rows), got {type(value).__name__}", code="wrong_data_source"
+        )
     return value
 
 
 def _add_column(rel: Relation, name: str, expr: str, params: tuple[Any, ...], description: str) -> Relation:
     out = rel.new_column_name(name)
-    return rel.then(f"SELECT *, {expr} AS {q(out)} FROM {rel.ref}", params, columns=rel.columns + (out,),
-                    visible=rel.visible + (out,), descriptions={**rel.descriptions, out: description})
+    return rel.then(
+        f"SELECT *, {expr} AS {q(out)} FROM {rel.ref}",
+        params,
+        columns=rel.columns + (out,),
+        visible=rel.visible + (out,),
+        descriptions={**rel.descriptions, out: description},
+    )
 
 
 # ---- tools --------------------------------------------------------------------------------
@@ -286,24 +342,39 @@ def _add_column(rel: Relation, name: str, expr: str, params: tuple[Any, ...], de
     "initialize_active_data",
     "Load the data the question is about: one table, optionally joined with others. Run before "
     "the model starts; its output is the first data source.",
-    _obj({
-        "source": {"type": "string", "description": "Table to load"},
-        "alias": {"type": "string", "description": "Name used to prefix the table's columns (default: the table name)"},
-        "joins": {"type": "array", "items": {
-            "type": "object",
-            "properties": {
-                "table": {"type": "string"}, "alias": {"type": "string"},
-                "type": {"type": "string", "enum": ["inner", "left", "cross"]},
-                "on": {"type": "array", "items": {"type": "array", "items": {"type": "string"},
-                                                   "minItems": 2, "maxItems": 2},
-                       "description": "Pairs of equal columns [left, right], written alias.column"},
+    _obj(
+        {
+            "source": {"type": "string", "description": "Table to load"},
+            "alias": {
+                "type": "string",
+                "description": "Name used to prefix the table's columns (default: the table name)",
             },
-            "required": ["table", "type"], "additionalProperties": False}},
-    }, ["source"]),
+            "joins": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "table": {"type": "string"},
+                        "alias": {"type": "string"},
+                        "type": {"type": "string", "enum": ["inner", "left", "cross"]},
+                        "on": {
+                            "type": "array",
+                            "items": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
+                            "description": "Pairs of equal columns [left, right], written alias.column",
+                        },
+                    },
+                    "required": ["table", "type"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+        ["source"],
+    ),
     hidden=True,
 )
-def initialize_active_data(rt: Any, source: str, alias: str | None = None,
-                           joins: list[dict[str, Any]] | None = None) -> Relation:
+def initialize_active_data(
+    rt: Any, source: str, alias: str | None = None, joins: list[dict[str, Any]] | None = None
+) -> Relation:
     db: Database = rt.db
     entries = [{"table": source, "alias": alias, "type": None, "on": []}] + list(joins or [])
     aliases: dict[str, tuple[str, Any]] = {}  # alias -> (sql alias, table)
@@ -345,11 +416,14 @@ def initialize_active_data(rt: Any, source: str, alias: str | None = None,
             for ref in pair:
                 a, _, c = str(ref).rpartition(".")
                 if a not in aliases or aliases[a][1].column(c) is None:
-                    raise ToolError(f"join column {ref!r} is not alias.column of a table loaded so far",
-                                    code="unknown_column")
+                    raise ToolError(
+                        f"join column {ref!r} is not alias.column of a table loaded so far", code="unknown_column"
+                    )
                 sides.append(f"{aliases[a][0]}.{q(aliases[a][1].column(c).name)}")
             conds.append(f"{sides[0]} = {sides[1]}")
-        from_sql += f" {'LEFT JOIN' if kind == 'left' else 'JOIN'} {q(table.name)} AS {sql_alias} ON {' AND '.join(conds)}"
+        from_sql += (
+            f" {'LEFT JOIN' if kind == 'left' else 'JOIN'} {q(table.name)} AS {sql_alias} ON {' AND '.join(conds)}"
+        )
     sql = f"SELECT {', '.join(select)} FROM {from_sql}"
     return base_relation(sql, (), names, descriptions)
 
@@ -375,9 +449,18 @@ def _filtered(rel: Relation, where: str, params: tuple[Any, ...], inputs: list[R
 @slot_tool(
     "filter_data_any",
     "Keep the rows of the data that satisfy at least one of several conditions (OR).",
-    _obj({"data_source": DATA, "conditions": {"type": "array", "items": CONDITION, "minItems": 1,
-                                              "description": "Conditions; a row is kept when any of them holds"}},
-         ["data_source", "conditions"]),
+    _obj(
+        {
+            "data_source": DATA,
+            "conditions": {
+                "type": "array",
+                "items": CONDITION,
+                "minItems": 1,
+                "description": "Conditions; a row is kept when any of them holds",
+            },
+        },
+        ["data_source", "conditions"],
+    ),
     column_params=(("conditions", "*", "key_name"), ("conditions", "*", "value_key_name")),
 )
 def filter_data_any(rt: Any, data_source: Any, conditions: list[dict[str, Any]]) -> Relation:
@@ -397,17 +480,33 @@ def filter_data_any(rt: Any, data_source: Any, conditions: list[dict[str, Any]])
     "sort_data",
     "Sort the rows of the data by one or more columns (empty values come first when ascending, last "
     "when descending, unless nulls says otherwise).",
-    _obj({"data_source": DATA,
-          "key_names": {"type": "array", "items": COLUMN, "minItems": 1, "description": "Columns to sort by, most important first"},
-          "ascending": {"type": "array", "items": {"type": "boolean"},
-                        "description": "For each column in key_names: true for ascending, false for descending"},
-          "nulls": {"type": "array", "items": {"type": "string", "enum": list(NULLS_PLACES)},
-                    "description": "For each column in key_names: where empty values go (first, last or default)"}},
-         ["data_source", "key_names", "ascending"]),
+    _obj(
+        {
+            "data_source": DATA,
+            "key_names": {
+                "type": "array",
+                "items": COLUMN,
+                "minItems": 1,
+                "description": "Columns to sort by, most important first",
+            },
+            "ascending": {
+                "type": "array",
+                "items": {"type": "boolean"},
+                "description": "For each column in key_names: true for ascending, false for descending",
+            },
+            "nulls": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(NULLS_PLACES)},
+                "description": "For each column in key_names: where empty values go (first, last or default)",
+            },
+        },
+        ["data_source", "key_names", "ascending"],
+    ),
     column_params=(("key_names", "*"),),
 )
-def sort_data(rt: Any, data_source: Any, key_names: list[str], ascending: list[bool],
-              nulls: list[str] | None = None) -> Relation:
+def sort_data(
+    rt: Any, data_source: Any, key_names: list[str], ascending: list[bool], nulls: list[str] | None = None
+) -> Relation:
     rel = _need_relation(data_source)
     return rel.same_rows(order=_order(rel, key_names, ascending, nulls))
 
@@ -415,22 +514,32 @@ def sort_data(rt: Any, data_source: Any, key_names: list[str], ascending: list[b
 def _order(rel: Relation, key_names: Any, ascending: Any, nulls: Any) -> tuple[tuple[Any, ...], ...]:
     if not isinstance(key_names, list) or not key_names:
         raise ToolError("key_names must be a non-empty list of columns")
-    if not isinstance(ascending, list) or len(ascending) != len(key_names) or not all(isinstance(a, bool) for a in ascending):
+    if (
+        not isinstance(ascending, list)
+        or len(ascending) != len(key_names)
+        or not all(isinstance(a, bool) for a in ascending)
+    ):
         raise ToolError("ascending must be a list of booleans, one per column in key_names")
     if nulls is None:
         return tuple((rel.check_column(k), a) for k, a in zip(key_names, ascending))
     if not isinstance(nulls, list) or len(nulls) != len(key_names) or any(n not in NULLS_PLACES for n in nulls):
         raise ToolError(f"nulls must be a list with one of {', '.join(NULLS_PLACES)} per column in key_names")
-    return tuple((rel.check_column(k), a) + ((n,) if n != "default" else ())
-                 for k, a, n in zip(key_names, ascending, nulls))
+    return tuple(
+        (rel.check_column(k), a) + ((n,) if n != "default" else ()) for k, a, n in zip(key_names, ascending, nulls)
+    )
 
 
 @slot_tool(
     "limit_data",
     "Keep only the first n rows of the data (after skipping offset rows), in its current order.",
-    _obj({"data_source": DATA, "n": {"type": "integer", "minimum": 0, "description": "Number of rows to keep"},
-          "offset": {"type": "integer", "minimum": 0, "description": "Rows to skip first (default 0)"}},
-         ["data_source", "n"]),
+    _obj(
+        {
+            "data_source": DATA,
+            "n": {"type": "integer", "minimum": 0, "description": "Number of rows to keep"},
+            "offset": {"type": "integer", "minimum": 0, "description": "Rows to skip first (default 0)"},
+        },
+        ["data_source", "n"],
+    ),
 )
 def limit_data(rt: Any, data_source: Any, n: int, offset: int = 0) -> Relation:
     rel = _need_relation(data_source)
@@ -438,17 +547,27 @@ def limit_data(rt: Any, data_source: Any, n: int, offset: int = 0) -> Relation:
         raise ToolError("n and offset must be non-negative integers")
     check_int(n, "n")
     check_int(offset, "offset")
-    return rel.then(f"SELECT * FROM {rel.ref}{rel.order_sql()} LIMIT ? OFFSET ?", (n, offset),
-                    limited_from=(rel, n, offset))
+    return rel.then(
+        f"SELECT * FROM {rel.ref}{rel.order_sql()} LIMIT ? OFFSET ?", (n, offset), limited_from=(rel, n, offset)
+    )
 
 
 @slot_tool(
     "retrieve_data",
     "Keep only the given columns of the data (optionally without duplicate rows).",
-    _obj({"data_source": DATA, "key_names": {"type": "array", "items": COLUMN, "minItems": 1,
-                                             "description": "Columns to keep, in this order"},
-          "distinct": {"type": "boolean", "description": "Drop duplicate rows (default false)"}},
-         ["data_source", "key_names"]),
+    _obj(
+        {
+            "data_source": DATA,
+            "key_names": {
+                "type": "array",
+                "items": COLUMN,
+                "minItems": 1,
+                "description": "Columns to keep, in this order",
+            },
+            "distinct": {"type": "boolean", "description": "Drop duplicate rows (default false)"},
+        },
+        ["data_source", "key_names"],
+    ),
     column_params=(("key_names", "*"),),
 )
 def retrieve_data(rt: Any, data_source: Any, key_names: list[str], distinct: bool = False) -> Relation:
@@ -495,9 +614,14 @@ def _aggregate_sql(rel: Relation, aggregation: Any, key_name: Any) -> str:
     "aggregate_data",
     "Compute one aggregate over the data: count (of rows, or of non-empty values of key_name), "
     "count_distinct, sum, avg, min or max of a column. Empty values are skipped.",
-    _obj({"data_source": DATA, "aggregation": {"type": "string", "enum": list(AGGREGATIONS)},
-          "key_name": {**COLUMN, "description": "Column to aggregate; omit with count to count rows"}},
-         ["data_source", "aggregation"]),
+    _obj(
+        {
+            "data_source": DATA,
+            "aggregation": {"type": "string", "enum": list(AGGREGATIONS)},
+            "key_name": {**COLUMN, "description": "Column to aggregate; omit with count to count rows"},
+        },
+        ["data_source", "aggregation"],
+    ),
     column_params=(("key_name",),),
     output="value",
 )
@@ -512,15 +636,28 @@ def aggregate_data(rt: Any, data_source: Any, aggregation: str, key_name: str | 
     "Group the rows of the data by the given columns and compute aggregates per group. With no "
     "key_names the whole data is one group. The result has the key columns and one column per "
     "aggregation, named by its output_name.",
-    _obj({"data_source": DATA,
-          "key_names": {"type": "array", "items": COLUMN, "description": "Columns to group by (may be empty)"},
-          "aggregations": {"type": "array", "minItems": 1, "description": "Aggregates to compute per group", "items": {
-              "type": "object",
-              "properties": {"aggregation": {"type": "string", "enum": list(AGGREGATIONS)},
-                             "key_name": {**COLUMN, "description": "Column to aggregate; omit with count to count rows"},
-                             "output_name": {"type": "string", "description": "Name of the new column"}},
-              "required": ["aggregation", "output_name"], "additionalProperties": False}}},
-         ["data_source", "key_names", "aggregations"]),
+    _obj(
+        {
+            "data_source": DATA,
+            "key_names": {"type": "array", "items": COLUMN, "description": "Columns to group by (may be empty)"},
+            "aggregations": {
+                "type": "array",
+                "minItems": 1,
+                "description": "Aggregates to compute per group",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "aggregation": {"type": "string", "enum": list(AGGREGATIONS)},
+                        "key_name": {**COLUMN, "description": "Column to aggregate; omit with count to count rows"},
+                        "output_name": {"type": "string", "description": "Name of the new column"},
+                    },
+                    "required": ["aggregation", "output_name"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+        ["data_source", "key_names", "aggregations"],
+    ),
     column_params=(("key_names", "*"), ("aggregations", "*", "key_name")),
 )
 def group_data_by(rt: Any, data_source: Any, key_names: list[str], aggregations: list[dict[str, Any]]) -> Relation:
@@ -553,16 +690,27 @@ def group_data_by(rt: Any, data_source: Any, key_names: list[str], aggregations:
     "Add a column computed from one column with a function: substr(start, length), instr(substring), "
     "strftime(format, e.g. %Y), cast(type: integer|real|text|numeric), round(digits), replace(old, new), "
     "coalesce(default), upper, lower, length, abs, trim, date, julianday.",
-    _obj({"data_source": DATA, "key_name": COLUMN,
-          "function": {"type": "string", "enum": list(TRANSFORMS)},
-          "arguments": {"type": "object", "description": ("The function's extra arguments by name, e.g. {\"format\": \"%Y\"}; "
-                                                        "an argument may be {\"key_name\": column} to take it from a column")},
-          "output_name": {"type": "string", "description": "Name of the new column"}},
-         ["data_source", "key_name", "function", "output_name"]),
+    _obj(
+        {
+            "data_source": DATA,
+            "key_name": COLUMN,
+            "function": {"type": "string", "enum": list(TRANSFORMS)},
+            "arguments": {
+                "type": "object",
+                "description": (
+                    'The function\'s extra arguments by name, e.g. {"format": "%Y"}; '
+                    'an argument may be {"key_name": column} to take it from a column'
+                ),
+            },
+            "output_name": {"type": "string", "description": "Name of the new column"},
+        },
+        ["data_source", "key_name", "function", "output_name"],
+    ),
     column_params=(("key_name",),),
 )
-def transform_data(rt: Any, data_source: Any, key_name: str, function: str, output_name: str,
-                   arguments: dict[str, Any] | None = None) -> Relation:
+def transform_data(
+    rt: Any, data_source: Any, key_name: str, function: str, output_name: str, arguments: dict[str, Any] | None = None
+) -> Relation:
     rel = _need_relation(data_source)
     col = q(rel.check_column(key_name))
     if function not in TRANSFORMS:
@@ -570,7 +718,9 @@ def transform_data(rt: Any, data_source: Any, key_name: str, function: str, outp
     args = dict(arguments or {})
     allowed, required = TRANSFORMS[function]
     if set(args) - set(allowed) or set(required) - set(args):
-        raise ToolError(f"function {function} takes arguments {list(allowed)} (required {list(required)}), got {sorted(args)}")
+        raise ToolError(
+            f"function {function} takes arguments {list(allowed)} (required {list(required)}), got {sorted(args)}"
+        )
     params: tuple[Any, ...] = ()
 
     def bind(name: str) -> str:
@@ -607,17 +757,24 @@ def transform_data(rt: Any, data_source: Any, key_name: str, function: str, outp
     "compute_column",
     "Add a column computed by arithmetic (add, subtract, multiply, divide, modulo) or concatenation "
     "of two operands, each a column or a value. Dividing two integers gives an integer.",
-    _obj({"data_source": DATA,
-          "operator": {"type": "string", "enum": [*ARITHMETIC, "concat"]},
-          "left": OPERAND, "right": OPERAND,
-          "output_name": {"type": "string", "description": "Name of the new column"}},
-         ["data_source", "operator", "left", "right", "output_name"]),
+    _obj(
+        {
+            "data_source": DATA,
+            "operator": {"type": "string", "enum": [*ARITHMETIC, "concat"]},
+            "left": OPERAND,
+            "right": OPERAND,
+            "output_name": {"type": "string", "description": "Name of the new column"},
+        },
+        ["data_source", "operator", "left", "right", "output_name"],
+    ),
     column_params=(("left", "key_name"), ("right", "key_name")),
 )
 def compute_column(rt: Any, data_source: Any, operator: str, left: Any, right: Any, output_name: str) -> Relation:
     rel = _need_relation(data_source)
     if operator not in ARITHMETIC and operator != "concat":
-        raise ToolError(f"operator={operator!r} is not one of {', '.join([*ARITHMETIC, 'concat'])}", code="unknown_operator")
+        raise ToolError(
+            f"operator={operator!r} is not one of {', '.join([*ARITHMETIC, 'concat'])}", code="unknown_operator"
+        )
     ls, lp = operand_sql(rt.db, rel, left)
     rs, rp = operand_sql(rt.db, rel, right)
     sym = "||" if operator == "concat" else ARITHMETIC[operator]
@@ -628,21 +785,38 @@ def compute_column(rt: Any, data_source: Any, operator: str, left: Any, right: A
     "case_column",
     "Add a column whose value is the result of the first case whose conditions all hold, "
     "or the default when none holds.",
-    _obj({"data_source": DATA,
-          "cases": {"type": "array", "minItems": 1, "description": "Cases tried in order; the first that holds gives the value",
-                    "items": {
-              "type": "object",
-              "properties": {"conditions": {"type": "array", "items": CONDITION, "minItems": 1},
-                             "result": OPERAND},
-              "required": ["conditions", "result"], "additionalProperties": False}},
-          "default": {**OPERAND, "description": "Result when no case holds (omit for empty)"},
-          "output_name": {"type": "string", "description": "Name of the new column"}},
-         ["data_source", "cases", "output_name"]),
-    column_params=(("cases", "*", "conditions", "*", "key_name"), ("cases", "*", "conditions", "*", "value_key_name"),
-                   ("cases", "*", "result", "key_name"), ("default", "key_name")),
+    _obj(
+        {
+            "data_source": DATA,
+            "cases": {
+                "type": "array",
+                "minItems": 1,
+                "description": "Cases tried in order; the first that holds gives the value",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "conditions": {"type": "array", "items": CONDITION, "minItems": 1},
+                        "result": OPERAND,
+                    },
+                    "required": ["conditions", "result"],
+                    "additionalProperties": False,
+                },
+            },
+            "default": {**OPERAND, "description": "Result when no case holds (omit for empty)"},
+            "output_name": {"type": "string", "description": "Name of the new column"},
+        },
+        ["data_source", "cases", "output_name"],
+    ),
+    column_params=(
+        ("cases", "*", "conditions", "*", "key_name"),
+        ("cases", "*", "conditions", "*", "value_key_name"),
+        ("cases", "*", "result", "key_name"),
+        ("default", "key_name"),
+    ),
 )
-def case_column(rt: Any, data_source: Any, cases: list[dict[str, Any]], output_name: str,
-                default: Any = None) -> Relation:
+def case_column(
+    rt: Any, data_source: Any, cases: list[dict[str, Any]], output_name: str, default: Any = None
+) -> Relation:
     rel = _need_relation(data_source)
     if not isinstance(cases, list) or not cases:
         raise ToolError("cases must be a non-empty list")
@@ -673,8 +847,10 @@ def case_column(rt: Any, data_source: Any, cases: list[dict[str, Any]], output_n
     "calculate",
     "Arithmetic on two values (numbers or earlier outputs): add, subtract, multiply, divide, modulo. "
     "Dividing two integers gives an integer.",
-    _obj({"operator": {"type": "string", "enum": list(ARITHMETIC)}, "left": SCALAR, "right": SCALAR},
-         ["operator", "left", "right"]),
+    _obj(
+        {"operator": {"type": "string", "enum": list(ARITHMETIC)}, "left": SCALAR, "right": SCALAR},
+        ["operator", "left", "right"],
+    ),
     output="value",
 )
 def calculate(rt: Any, operator: str, left: Any, right: Any) -> Any:
@@ -690,10 +866,18 @@ def calculate(rt: Any, operator: str, left: Any, right: Any) -> Any:
     "alias_data",
     "Use the data like a table named alias: its columns are renamed alias.<name> (by default the part "
     "of each column's name after the last dot), so it can be joined with other data.",
-    _obj({"data_source": DATA, "alias": {"type": "string", "description": "The name to prefix the columns with"},
-          "column_names": {"type": "array", "items": {"type": "string"},
-                           "description": "New names for the data's columns, in order (optional)"}},
-         ["data_source", "alias"]),
+    _obj(
+        {
+            "data_source": DATA,
+            "alias": {"type": "string", "description": "The name to prefix the columns with"},
+            "column_names": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "New names for the data's columns, in order (optional)",
+            },
+        },
+        ["data_source", "alias"],
+    ),
     tier="extended",
 )
 def alias_data(rt: Any, data_source: Any, alias: str, column_names: list[str] | None = None) -> Relation:
@@ -701,15 +885,20 @@ def alias_data(rt: Any, data_source: Any, alias: str, column_names: list[str] | 
     if not isinstance(alias, str) or not alias.strip() or "." in alias:
         raise ToolError("alias must be a non-empty name without dots")
     names = column_names if column_names is not None else [c.rsplit(".", 1)[-1] for c in rel.visible]
-    if not isinstance(names, list) or len(names) != len(rel.visible) or not all(isinstance(n, str) and n for n in names):
+    if (
+        not isinstance(names, list)
+        or len(names) != len(rel.visible)
+        or not all(isinstance(n, str) and n for n in names)
+    ):
         raise ToolError(f"column_names must list {len(rel.visible)} names, one per column: {', '.join(rel.visible)}")
     new = tuple(f"{alias}.{n}" for n in names)
     if len(set(c.lower() for c in new)) != len(new):
         raise ToolError(f"the new column names are not unique: {', '.join(new)}; pass column_names")
     select = ", ".join(f"{q(c)} AS {q(n)}" for c, n in zip(rel.visible, new))
     descriptions = {n: rel.descriptions.get(c, c) for c, n in zip(rel.visible, new)}
-    return rel.then(f"SELECT {select} FROM {rel.ref}", (), columns=new, visible=new, order=(),
-                    descriptions=descriptions)
+    return rel.then(
+        f"SELECT {select} FROM {rel.ref}", (), columns=new, visible=new, order=(), descriptions=descriptions
+    )
 
 
 @slot_tool(
@@ -717,18 +906,28 @@ def alias_data(rt: Any, data_source: Any, alias: str, column_names: list[str] | 
     "Join two data: every row of data_source with the matching rows of other (inner: only rows with a "
     "match; left: also rows of data_source without one, with empty values; cross: all pairs). "
     "Their column names must differ (use alias_data first).",
-    _obj({"data_source": DATA, "other": {**DATA, "description": "The data to join with, as $label$"},
-          "type": {"type": "string", "enum": ["inner", "left", "cross"]},
-          "on": {"type": "array", "items": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
-                 "description": "Pairs of equal columns [column of data_source, column of other]"}},
-         ["data_source", "other", "type"]),
+    _obj(
+        {
+            "data_source": DATA,
+            "other": {**DATA, "description": "The data to join with, as $label$"},
+            "type": {"type": "string", "enum": ["inner", "left", "cross"]},
+            "on": {
+                "type": "array",
+                "items": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
+                "description": "Pairs of equal columns [column of data_source, column of other]",
+            },
+        },
+        ["data_source", "other", "type"],
+    ),
     tier="extended",
 )
 def join_data(rt: Any, data_source: Any, other: Any, type: str, on: list[list[str]] | None = None) -> Relation:
     left, right = _need_relation(data_source), _need_relation(other, "other")
     clash = {c.lower() for c in left.columns} & {c.lower() for c in right.columns}
     if clash:
-        raise ToolError(f"both data have the column(s) {', '.join(sorted(clash))}; rename one side with alias_data first")
+        raise ToolError(
+            f"both data have the column(s) {', '.join(sorted(clash))}; rename one side with alias_data first"
+        )
     if type not in ("inner", "left", "cross"):
         raise ToolError(f"type {type!r} is not inner, left or cross")
     pairs = on or []
@@ -741,19 +940,32 @@ def join_data(rt: Any, data_source: Any, other: Any, type: str, on: list[list[st
         conds.append(f"l.{q(left.check_column(pair[0], arg='on'))} = r.{q(right.check_column(pair[1], arg='on'))}")
     select = ", ".join([f"l.{q(c)} AS {q(c)}" for c in left.columns] + [f"r.{q(c)} AS {q(c)}" for c in right.columns])
     how = {"inner": "JOIN", "left": "LEFT JOIN", "cross": "CROSS JOIN"}[type]
-    body = f"SELECT {select} FROM {left.ref} AS l {how} {right.ref} AS r" + (f" ON {' AND '.join(conds)}" if conds else "")
-    return left.with_inputs((right,), body, (), columns=left.columns + right.columns,
-                            visible=left.columns + right.columns, order=(),
-                            descriptions={**left.descriptions, **right.descriptions})
+    body = f"SELECT {select} FROM {left.ref} AS l {how} {right.ref} AS r" + (
+        f" ON {' AND '.join(conds)}" if conds else ""
+    )
+    return left.with_inputs(
+        (right,),
+        body,
+        (),
+        columns=left.columns + right.columns,
+        visible=left.columns + right.columns,
+        order=(),
+        descriptions={**left.descriptions, **right.descriptions},
+    )
 
 
 @slot_tool(
     "combine_data",
     "Combine the rows of two data with the same number of columns: union (without duplicates), union_all, "
     "intersect (rows in both) or except (rows of data_source not in other). Columns keep data_source's names.",
-    _obj({"data_source": DATA, "other": {**DATA, "description": "The second data, as $label$"},
-          "operation": {"type": "string", "enum": list(SET_OPERATIONS)}},
-         ["data_source", "other", "operation"]),
+    _obj(
+        {
+            "data_source": DATA,
+            "other": {**DATA, "description": "The second data, as $label$"},
+            "operation": {"type": "string", "enum": list(SET_OPERATIONS)},
+        },
+        ["data_source", "other", "operation"],
+    ),
     tier="extended",
 )
 def combine_data(rt: Any, data_source: Any, other: Any, operation: str) -> Relation:
@@ -761,35 +973,64 @@ def combine_data(rt: Any, data_source: Any, other: Any, operation: str) -> Relat
     if operation not in SET_OPERATIONS:
         raise ToolError(f"operation={operation!r} is not one of {', '.join(SET_OPERATIONS)}", code="unknown_operator")
     if len(left.visible) != len(right.visible):
-        raise ToolError(f"data_source has {len(left.visible)} columns and other {len(right.visible)}; "
-                        "retrieve the same number of columns from both first")
+        raise ToolError(
+            f"data_source has {len(left.visible)} columns and other {len(right.visible)}; "
+            "retrieve the same number of columns from both first"
+        )
     names = left.visible
     if len({n.lower() for n in names}) != len(names):
         raise ToolError(f"data_source lists a column twice ({', '.join(names)}); retrieve each column once")
     lsel = ", ".join(q(c) for c in names)
     rsel = ", ".join(f"{q(c)} AS {q(n)}" for c, n in zip(right.visible, names))
     body = f"SELECT {lsel} FROM {left.ref} {SET_OPERATIONS[operation]} SELECT {rsel} FROM {right.ref}"
-    return left.with_inputs((right,), body, (), columns=names, visible=names, order=(),
-                            descriptions={n: left.descriptions.get(n, n) for n in names})
+    return left.with_inputs(
+        (right,),
+        body,
+        (),
+        columns=names,
+        visible=names,
+        order=(),
+        descriptions={n: left.descriptions.get(n, n) for n in names},
+    )
 
 
 @slot_tool(
     "rank_rows",
     "Add a column numbering or ranking the rows by some columns, separately within each group of partition_by "
     "columns: row_number (1, 2, 3, ...), rank (ties share a rank, gaps follow) or dense_rank (no gaps).",
-    _obj({"data_source": DATA, "function": {"type": "string", "enum": list(RANKINGS)},
-          "key_names": {"type": "array", "items": COLUMN, "minItems": 1, "description": "Columns to order by"},
-          "ascending": {"type": "array", "items": {"type": "boolean"}, "description": "One per column in key_names"},
-          "nulls": {"type": "array", "items": {"type": "string", "enum": list(NULLS_PLACES)},
-                    "description": "For each column in key_names: where empty values go (optional)"},
-          "partition_by": {"type": "array", "items": COLUMN, "description": "Rank within groups of these columns (optional)"},
-          "output_name": {"type": "string", "description": "Name of the new column"}},
-         ["data_source", "function", "key_names", "ascending", "output_name"]),
+    _obj(
+        {
+            "data_source": DATA,
+            "function": {"type": "string", "enum": list(RANKINGS)},
+            "key_names": {"type": "array", "items": COLUMN, "minItems": 1, "description": "Columns to order by"},
+            "ascending": {"type": "array", "items": {"type": "boolean"}, "description": "One per column in key_names"},
+            "nulls": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(NULLS_PLACES)},
+                "description": "For each column in key_names: where empty values go (optional)",
+            },
+            "partition_by": {
+                "type": "array",
+                "items": COLUMN,
+                "description": "Rank within groups of these columns (optional)",
+            },
+            "output_name": {"type": "string", "description": "Name of the new column"},
+        },
+        ["data_source", "function", "key_names", "ascending", "output_name"],
+    ),
     column_params=(("key_names", "*"), ("partition_by", "*")),
     tier="extended",
 )
-def rank_rows(rt: Any, data_source: Any, function: str, key_names: list[str], ascending: list[bool], output_name: str,
-              partition_by: list[str] | None = None, nulls: list[str] | None = None) -> Relation:
+def rank_rows(
+    rt: Any,
+    data_source: Any,
+    function: str,
+    key_names: list[str],
+    ascending: list[bool],
+    output_name: str,
+    partition_by: list[str] | None = None,
+    nulls: list[str] | None = None,
+) -> Relation:
     rel = _need_relation(data_source)
     if function not in RANKINGS:
         raise ToolError(f"function={function!r} is not one of {', '.join(RANKINGS)}", code="unknown_operator")
@@ -798,5 +1039,6 @@ def rank_rows(rt: Any, data_source: Any, function: str, key_names: list[str], as
         raise ToolError("partition_by must be a list of columns")
     part = [q(rel.check_column(c, arg="partition_by")) for c in partition_by or []]
     window = (f"PARTITION BY {', '.join(part)} " if part else "") + rel.same_rows(order=order).order_sql().strip()
-    return _add_column(rel, output_name, f"{RANKINGS[function]}() OVER ({window})", (),
-                       f"{function} by {', '.join(key_names)}")
+    return _add_column(
+        rel, output_name, f"{RANKINGS[function]}() OVER ({window})", (), f"{function} by {', '.join(key_names)}"
+    )

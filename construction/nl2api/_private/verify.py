@@ -6,11 +6,11 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from sqlglot import exp
+
 from benchsmith.schemas import ToolCall
 
 from .compare import multiset_equal, ordered_equal, rows_equal, tie_aware_equal
-from sqlglot import exp
-
 from .converter import Rejection, parse_select
 from .database import Database, QueryTimeout
 from .relation import Relation, ToolError
@@ -65,9 +65,17 @@ def _check_limits(db: Database, value: Any) -> None:
             raise Rejection("ambiguous_limit_ties", f"rows {edge} and {edge + 1} tie on {', '.join(keys)}")
 
 
-def run_and_check(db: Database, setup: Sequence[ToolCall], calls: Sequence[ToolCall], expected: list[tuple],
-                  ordered: bool, *, bindings: Mapping[str, Binding] | None = None,
-                  observe: bool = False, sql: str | None = None) -> ChainRun:
+def run_and_check(
+    db: Database,
+    setup: Sequence[ToolCall],
+    calls: Sequence[ToolCall],
+    expected: list[tuple],
+    ordered: bool,
+    *,
+    bindings: Mapping[str, Binding] | None = None,
+    observe: bool = False,
+    sql: str | None = None,
+) -> ChainRun:
     """Execute ``setup`` + ``calls`` and compare the final output with ``expected``.
 
     With ``ordered`` the rows must come in the SQL's order; rows that tie on the SQL's own

@@ -35,9 +35,13 @@ from benchsmith.schemas import ToolError
 from .acebench_apps import AceBenchDomain
 from .engine import Sandbox
 
-ACEBENCH_CLASSES: dict[str, str] = {"BaseApi": "acebench_phone", "MessageApi": "acebench_message",
-                                    "ReminderApi": "acebench_reminder", "FoodPlatform": "acebench_food",
-                                    "Travel": "acebench_travel"}
+ACEBENCH_CLASSES: dict[str, str] = {
+    "BaseApi": "acebench_phone",
+    "MessageApi": "acebench_message",
+    "ReminderApi": "acebench_reminder",
+    "FoodPlatform": "acebench_food",
+    "Travel": "acebench_travel",
+}
 _PHONE_CLASSES = ("BaseApi", "MessageApi", "ReminderApi", "FoodPlatform")
 
 
@@ -69,13 +73,13 @@ class AceBenchSandbox:
         base = initial_config.get("BaseApi", {})
         config: dict[str, dict[str, Any]] = {}
         for name in self.classes:
-            if name not in ACEBENCH_CLASSES:     # a sandbox domain by its own name (benchsmith's exported agent data)
+            if name not in ACEBENCH_CLASSES:  # a sandbox domain by its own name (benchsmith's exported agent data)
                 own = initial_config.get(name, {})
                 config[name] = own if isinstance(own, dict) else {}
                 continue
             own = initial_config.get(name, {})
             if name in _PHONE_CLASSES:
-                _phone_config(own)          # ACEBench reads the class's own config first (then overrides it)
+                _phone_config(own)  # ACEBench reads the class's own config first (then overrides it)
                 config["acebench_phone"] = _phone_config(base)
             if name == "FoodPlatform":
                 _food_config(own)

@@ -105,13 +105,28 @@ class AceBenchPhone(AceBenchDomain):
 # ---- messages (MessageApi) -------------------------------------------------------------------
 def _default_inbox() -> dict[int, dict[str, Any]]:
     rows = [
-        ("USR100", "USR101", "Hey Frank, don't forget about our meeting on 2024-06-11 at 4 PM in Conference Room 1.",
-         "2024-06-09"),
-        ("USR101", "USR102", 'Can you help me order a "Margherita Pizza" delivery? The merchant is Domino\'s.',
-         "2024-03-09"),
-        ("USR102", "USR103", ("Please check the milk tea delivery options available from Heytea and purchase a "
-                              "cheaper milk tea for me. After making the purchase, remember to reply to me with "
-                              "\"Already bought.\""), "2023-12-05"),
+        (
+            "USR100",
+            "USR101",
+            "Hey Frank, don't forget about our meeting on 2024-06-11 at 4 PM in Conference Room 1.",
+            "2024-06-09",
+        ),
+        (
+            "USR101",
+            "USR102",
+            'Can you help me order a "Margherita Pizza" delivery? The merchant is Domino\'s.',
+            "2024-03-09",
+        ),
+        (
+            "USR102",
+            "USR103",
+            (
+                "Please check the milk tea delivery options available from Heytea and purchase a "
+                "cheaper milk tea for me. After making the purchase, remember to reply to me with "
+                '"Already bought."'
+            ),
+            "2023-12-05",
+        ),
         ("USR103", "USR102", "No problem Helen, I can assist you.", "2024-09-09"),
         ("USR104", "USR105", "Isaac, are you available for a call?", "2024-06-06"),
         ("USR105", "USR104", "Yes Jack, let's do it in 30 minutes.", "2024-01-15"),
@@ -158,8 +173,11 @@ class AceBenchMessage(AceBenchDomain):
         if sender_name not in st.user_ids or receiver_name not in st.user_ids:
             return {"status": False, "message": "unknown sender or receiver"}
         st.counter += 1
-        st.inbox[st.counter] = {"sender_id": st.user_ids[sender_name], "receiver_id": st.user_ids[receiver_name],
-                                "message": message}
+        st.inbox[st.counter] = {
+            "sender_id": st.user_ids[sender_name],
+            "receiver_id": st.user_ids[receiver_name],
+            "message": message,
+        }
         return {"status": True, "message": f"sent to {receiver_name}"}
 
     @tool
@@ -190,8 +208,11 @@ class AceBenchMessage(AceBenchDomain):
         if sender_name not in st.user_ids or receiver_name not in st.user_ids:
             return {"status": False, "message": "unknown user"}
         s, r = st.user_ids[sender_name], st.user_ids[receiver_name]
-        found = [{"id": i, "sender": sender_name, "receiver": receiver_name, "message": m["message"]}
-                 for i, m in st.inbox.items() if m["sender_id"] == s and m["receiver_id"] == r]
+        found = [
+            {"id": i, "sender": sender_name, "receiver": receiver_name, "message": m["message"]}
+            for i, m in st.inbox.items()
+            if m["sender_id"] == s and m["receiver_id"] == r
+        ]
         return {"status": True, "messages": found} if found else {"status": False, "message": "no messages"}
 
     @tool
@@ -206,8 +227,11 @@ class AceBenchMessage(AceBenchDomain):
         if user_name not in st.user_ids:
             return {"status": False, "message": "unknown user"}
         uid = st.user_ids[user_name]
-        found = [{"id": i, **m} for i, m in st.inbox.items()
-                 if uid in (m["sender_id"], m["receiver_id"]) and str(keyword).lower() in m["message"].lower()]
+        found = [
+            {"id": i, **m}
+            for i, m in st.inbox.items()
+            if uid in (m["sender_id"], m["receiver_id"]) and str(keyword).lower() in m["message"].lower()
+        ]
         return {"status": True, "messages": found} if found else {"status": False, "message": "nothing found"}
 
     @tool
@@ -245,15 +269,29 @@ class AceBenchMessage(AceBenchDomain):
 # ---- reminders (ReminderApi) -----------------------------------------------------------------
 def _default_reminders() -> dict[int, dict[str, Any]]:
     return {
-        1: {"reminder_id": 1001, "title": "Doctor's Appointment", "description": "Visit Dr. Smith for a checkup.",
-            "time": "2024-07-15 09:30", "notified": False},
-        2: {"reminder_id": 1002, "title": "Team Meeting", "description": "Monthly project review with the team.",
-            "time": "2024-07-17 11:00", "notified": False},
-        3: {"reminder_id": 1003, "title": "To-do list",
+        1: {
+            "reminder_id": 1001,
+            "title": "Doctor's Appointment",
+            "description": "Visit Dr. Smith for a checkup.",
+            "time": "2024-07-15 09:30",
+            "notified": False,
+        },
+        2: {
+            "reminder_id": 1002,
+            "title": "Team Meeting",
+            "description": "Monthly project review with the team.",
+            "time": "2024-07-17 11:00",
+            "notified": False,
+        },
+        3: {
+            "reminder_id": 1003,
+            "title": "To-do list",
             "description": 'First, help Frank place a food delivery order at "Hema Fresh," ordering two "Fresh Gift '
-                           'Packs." Then, send a message to Frank saying, "The price of the purchased goods is () '
-                           'yuan." Replace the parentheses with the actual amount, keeping one decimal place.',
-            "time": "2024-07-16 11:00", "notified": False},
+            'Packs." Then, send a message to Frank saying, "The price of the purchased goods is () '
+            'yuan." Replace the parentheses with the actual amount, keeping one decimal place.',
+            "time": "2024-07-16 11:00",
+            "notified": False,
+        },
     }
 
 
@@ -305,8 +343,13 @@ class AceBenchReminder(AceBenchDomain):
         if len(st.reminder_list) >= st.capacity:
             return {"status": False, "message": "reminder list full"}
         st.counter += 1
-        st.reminder_list[st.counter] = {"reminder_id": st.counter, "title": title, "description": description,
-                                        "time": time, "notified": False}
+        st.reminder_list[st.counter] = {
+            "reminder_id": st.counter,
+            "title": title,
+            "description": description,
+            "time": time,
+            "notified": False,
+        }
         return {"status": True, "message": f"reminder {title!r} added"}
 
     @tool
@@ -328,8 +371,13 @@ class AceBenchReminder(AceBenchDomain):
         """List every reminder's title, description, time and whether it was notified."""
         if not self.state.reminder_list:
             return {"status": False, "message": "no reminders"}
-        return {"status": True, "reminders": [
-            {k: r[k] for k in ("title", "description", "time", "notified")} for r in self.state.reminder_list.values()]}
+        return {
+            "status": True,
+            "reminders": [
+                {k: r[k] for k in ("title", "description", "time", "notified")}
+                for r in self.state.reminder_list.values()
+            ],
+        }
 
     @tool
     def search_reminders(self, keyword: str) -> dict[str, Any]:
@@ -339,8 +387,9 @@ class AceBenchReminder(AceBenchDomain):
             keyword: The word or phrase to look for.
         """
         kw = str(keyword).lower()
-        found = [r for r in self.state.reminder_list.values()
-                 if kw in r["title"].lower() or kw in r["description"].lower()]
+        found = [
+            r for r in self.state.reminder_list.values() if kw in r["title"].lower() or kw in r["description"].lower()
+        ]
         return {"status": True, "reminders": found} if found else {"status": False, "message": "nothing found"}
 
 
@@ -348,8 +397,9 @@ class AceBenchReminder(AceBenchDomain):
 def _default_food_users() -> dict[str, dict[str, Any]]:
     balances = (500.0, 300.0, 150.0, 800.0, 400.0, 120.0)
     passwords = ("password123", "password456", "password789", "password321", "password654", "password654")
-    return {n: {"user_id": f"U{100 + i}", "password": passwords[i], "balance": balances[i]}
-            for i, n in enumerate(_PEOPLE)}
+    return {
+        n: {"user_id": f"U{100 + i}", "password": passwords[i], "balance": balances[i]} for i, n in enumerate(_PEOPLE)
+    }
 
 
 def _default_merchants() -> dict[str, dict[str, float]]:
@@ -478,6 +528,9 @@ class AceBenchFood(AceBenchDomain):
             keyword: The word or phrase to look for.
         """
         kw = str(keyword).lower()
-        found = [o for o in self.state.orders if kw in o["merchant_name"].lower()
-                 or any(kw in i["product"].lower() for i in o["items"])]
+        found = [
+            o
+            for o in self.state.orders
+            if kw in o["merchant_name"].lower() or any(kw in i["product"].lower() for i in o["items"])
+        ]
         return {"status": True, "orders": found} if found else {"status": False, "message": "nothing found"}

@@ -31,46 +31,87 @@ from .engine import domain
 from .tooling import tool
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
-FREE_BAGS = {"regular": {"Economy Class": 1, "Business Class": 2}, "silver": {"Economy Class": 2, "Business Class": 3},
-             "gold": {"Economy Class": 3, "Business Class": 3}}
+FREE_BAGS = {
+    "regular": {"Economy Class": 1, "Business Class": 2},
+    "silver": {"Economy Class": 2, "Business Class": 3},
+    "gold": {"Economy Class": 3, "Business Class": 3},
+}
 BAG_FEE = 50
 
 
 def _default_users() -> dict[str, dict[str, Any]]:
     return {
-        "user1": {"user_name": "Eve", "password": "password123", "cash_balance": 2000.0, "bank_balance": 50000.0,
-                  "membership_level": "regular"},
-        "user2": {"user_name": "Frank", "password": "password456", "cash_balance": 8000.0, "bank_balance": 8000.0,
-                  "membership_level": "silver"},
-        "user3": {"user_name": "Grace", "password": "password789", "cash_balance": 1000.0, "bank_balance": 5000.0,
-                  "membership_level": "gold"},
+        "user1": {
+            "user_name": "Eve",
+            "password": "password123",
+            "cash_balance": 2000.0,
+            "bank_balance": 50000.0,
+            "membership_level": "regular",
+        },
+        "user2": {
+            "user_name": "Frank",
+            "password": "password456",
+            "cash_balance": 8000.0,
+            "bank_balance": 8000.0,
+            "membership_level": "silver",
+        },
+        "user3": {
+            "user_name": "Grace",
+            "password": "password789",
+            "cash_balance": 1000.0,
+            "bank_balance": 5000.0,
+            "membership_level": "gold",
+        },
     }
 
 
 def _default_flights() -> list[dict[str, Any]]:
-    rows = [("CA1234", "Beijing", "Shanghai", "2024-07-15 08:00:00", "2024-07-15 10:30:00", 5, 1200, 3000),
-            ("MU5678", "Shanghai", "Beijing", "2024-07-16 09:00:00", "2024-07-16 11:30:00", 3, 1900, 3000),
-            ("CZ4321", "Shanghai", "Beijing", "2024-07-16 20:00:00", "2024-07-16 22:00:00", 8, 2500, 4000),
-            ("CZ4352", "Shanghai", "Beijing", "2024-07-17 20:00:00", "2024-07-17 22:00:00", 8, 1600, 2500),
-            ("MU3561", "Beijing", "Nanjing", "2024-07-18 08:00:00", "2024-07-18 10:00:00", 8, 1500, 4000),
-            ("MU1566", "Beijing", "Nanjing", "2024-07-18 20:00:00", "2024-07-18 22:00:00", 8, 1500, 4000),
-            ("CZ1765", "Nanjing", "Shenzhen", "2024-07-17 20:30:00", "2024-07-17 22:00:00", 8, 1500, 2500),
-            ("CZ1765", "Nanjing", "Shenzhen", "2024-07-18 12:30:00", "2024-07-18 15:00:00", 8, 1500, 2500),
-            ("MH1765", "Xiamen", "Chengdu", "2024-07-17 12:30:00", "2024-07-17 15:00:00", 8, 1500, 2500),
-            ("MH2616", "Chengdu", "Xiamen", "2024-07-18 18:30:00", "2024-07-18 21:00:00", 8, 1500, 2500),
-            ("MH2616", "Chengdu", "Fuzhou", "2024-07-16 18:30:00", "2024-07-16 21:00:00", 8, 1500, 2500)]
-    keys = ("flight_no", "origin", "destination", "depart_time", "arrival_time", "seats_available",
-            "economy_price", "business_price")
+    rows = [
+        ("CA1234", "Beijing", "Shanghai", "2024-07-15 08:00:00", "2024-07-15 10:30:00", 5, 1200, 3000),
+        ("MU5678", "Shanghai", "Beijing", "2024-07-16 09:00:00", "2024-07-16 11:30:00", 3, 1900, 3000),
+        ("CZ4321", "Shanghai", "Beijing", "2024-07-16 20:00:00", "2024-07-16 22:00:00", 8, 2500, 4000),
+        ("CZ4352", "Shanghai", "Beijing", "2024-07-17 20:00:00", "2024-07-17 22:00:00", 8, 1600, 2500),
+        ("MU3561", "Beijing", "Nanjing", "2024-07-18 08:00:00", "2024-07-18 10:00:00", 8, 1500, 4000),
+        ("MU1566", "Beijing", "Nanjing", "2024-07-18 20:00:00", "2024-07-18 22:00:00", 8, 1500, 4000),
+        ("CZ1765", "Nanjing", "Shenzhen", "2024-07-17 20:30:00", "2024-07-17 22:00:00", 8, 1500, 2500),
+        ("CZ1765", "Nanjing", "Shenzhen", "2024-07-18 12:30:00", "2024-07-18 15:00:00", 8, 1500, 2500),
+        ("MH1765", "Xiamen", "Chengdu", "2024-07-17 12:30:00", "2024-07-17 15:00:00", 8, 1500, 2500),
+        ("MH2616", "Chengdu", "Xiamen", "2024-07-18 18:30:00", "2024-07-18 21:00:00", 8, 1500, 2500),
+        ("MH2616", "Chengdu", "Fuzhou", "2024-07-16 18:30:00", "2024-07-16 21:00:00", 8, 1500, 2500),
+    ]
+    keys = (
+        "flight_no",
+        "origin",
+        "destination",
+        "depart_time",
+        "arrival_time",
+        "seats_available",
+        "economy_price",
+        "business_price",
+    )
     return [dict(zip(keys, r), status="available") for r in rows]
 
 
 def _default_reservations() -> list[dict[str, Any]]:
-    rows = [("res_1", "user1", "CA1234", "Economy Class", "Beijing", "Shanghai"),
-            ("res_2", "user1", "MU5678", "Business Class", "Shanghai", "Beijing"),
-            ("res_3", "user2", "MH1765", "Business Class", "Xiamen", "Chengdu"),
-            ("res_4", "user2", "MU2616", "Business Class", "Chengdu", "Xiamen")]
-    return [{"reservation_id": r, "user_id": u, "flight_no": f, "payment_method": "bank", "cabin": c,
-             "baggage": 1, "origin": o, "destination": d} for r, u, f, c, o, d in rows]
+    rows = [
+        ("res_1", "user1", "CA1234", "Economy Class", "Beijing", "Shanghai"),
+        ("res_2", "user1", "MU5678", "Business Class", "Shanghai", "Beijing"),
+        ("res_3", "user2", "MH1765", "Business Class", "Xiamen", "Chengdu"),
+        ("res_4", "user2", "MU2616", "Business Class", "Chengdu", "Xiamen"),
+    ]
+    return [
+        {
+            "reservation_id": r,
+            "user_id": u,
+            "flight_no": f,
+            "payment_method": "bank",
+            "cabin": c,
+            "baggage": 1,
+            "origin": o,
+            "destination": d,
+        }
+        for r, u, f, c, o, d in rows
+    ]
 
 
 class TravelState(StrictModel):
@@ -99,8 +140,11 @@ class AceBenchTravel(AceBenchDomain):
             origin: The departure city; any if omitted.
             destination: The arrival city; any if omitted.
         """
-        found = [f for f in self.state.flights if (not origin or f["origin"] == origin)
-                 and (not destination or f["destination"] == destination)]
+        found = [
+            f
+            for f in self.state.flights
+            if (not origin or f["origin"] == origin) and (not destination or f["destination"] == destination)
+        ]
         return [dict(f) for f in found] if found else "no direct flights"
 
     @tool
@@ -131,8 +175,9 @@ class AceBenchTravel(AceBenchDomain):
             found = [r for r in st.reservations if r["user_id"] == user_id]
         else:
             return {"status": "error", "message": "give a reservation id or a user id"}
-        return [{**r, "flight_info": next((f for f in st.flights if f["flight_no"] == r["flight_no"]), None)}
-                for r in found]
+        return [
+            {**r, "flight_info": next((f for f in st.flights if f["flight_no"] == r["flight_no"]), None)} for r in found
+        ]
 
     @tool
     def find_transfer_flights(self, origin_city: str, transfer_city: str, destination_city: str) -> Any:
@@ -144,12 +189,22 @@ class AceBenchTravel(AceBenchDomain):
             destination_city: The final arrival city.
         """
         flights = self.state.flights
-        first = [f for f in flights if f["origin"] == origin_city and f["destination"] == transfer_city
-                 and f["status"] == "available"]
-        second = [f for f in flights if f["origin"] == transfer_city and f["destination"] == destination_city
-                  and f["status"] == "available"]
-        pairs = [{"first_leg": a, "second_leg": b} for a in first for b in second
-                 if datetime.strptime(a["arrival_time"], TIME_FORMAT) < datetime.strptime(b["depart_time"], TIME_FORMAT)]
+        first = [
+            f
+            for f in flights
+            if f["origin"] == origin_city and f["destination"] == transfer_city and f["status"] == "available"
+        ]
+        second = [
+            f
+            for f in flights
+            if f["origin"] == transfer_city and f["destination"] == destination_city and f["status"] == "available"
+        ]
+        pairs = [
+            {"first_leg": a, "second_leg": b}
+            for a in first
+            for b in second
+            if datetime.strptime(a["arrival_time"], TIME_FORMAT) < datetime.strptime(b["depart_time"], TIME_FORMAT)
+        ]
         return pairs or "no connecting flights"
 
     @staticmethod
@@ -163,8 +218,9 @@ class AceBenchTravel(AceBenchDomain):
         return True
 
     @tool
-    def reserve_flight(self, user_id: str, password: str, flight_no: str, cabin: str, payment_method: str,
-                       baggage_count: int) -> str:
+    def reserve_flight(
+        self, user_id: str, password: str, flight_no: str, cabin: str, payment_method: str, baggage_count: int
+    ) -> str:
         """Book a seat on an available flight, paying the fare and any extra bags from cash or bank.
 
         Args:
@@ -195,13 +251,28 @@ class AceBenchTravel(AceBenchDomain):
         user[key] -= cost
         flight["seats_available"] -= 1
         rid = f"res_{len(st.reservations) + 1}"
-        st.reservations.append({"reservation_id": rid, "user_id": user_id, "flight_no": flight_no,
-                                "payment_method": payment_method, "cabin": cabin, "baggage": baggage_count})
+        st.reservations.append(
+            {
+                "reservation_id": rid,
+                "user_id": user_id,
+                "flight_no": flight_no,
+                "payment_method": payment_method,
+                "cabin": cabin,
+                "baggage": baggage_count,
+            }
+        )
         return f"booked {rid}, total {cost}"
 
     @tool
-    def modify_flight(self, user_id: str, reservation_id: str, new_flight_no: str | None = None,
-                      new_cabin: str | None = None, add_baggage: int = 0, new_payment_method: str | None = None) -> str:
+    def modify_flight(
+        self,
+        user_id: str,
+        reservation_id: str,
+        new_flight_no: str | None = None,
+        new_cabin: str | None = None,
+        add_baggage: int = 0,
+        new_payment_method: str | None = None,
+    ) -> str:
         """Change a reservation: another flight on the same route, another cabin (the fare difference is
         paid or refunded) and/or more bags.
 
@@ -214,8 +285,9 @@ class AceBenchTravel(AceBenchDomain):
             new_payment_method: "cash" or "bank" for what this change costs; the reservation's own if omitted.
         """
         st = self.state
-        res = next((r for r in st.reservations if r["reservation_id"] == reservation_id and r["user_id"] == user_id),
-                   None)
+        res = next(
+            (r for r in st.reservations if r["reservation_id"] == reservation_id and r["user_id"] == user_id), None
+        )
         if res is None:
             return "reservation not found"
         current = next((f for f in st.flights if f["flight_no"] == res["flight_no"]), None)
@@ -258,8 +330,9 @@ class AceBenchTravel(AceBenchDomain):
         user = st.users.get(user_id)
         if not user:
             return "invalid user id"
-        res = next((r for r in st.reservations if r["reservation_id"] == reservation_id and r["user_id"] == user_id),
-                   None)
+        res = next(
+            (r for r in st.reservations if r["reservation_id"] == reservation_id and r["user_id"] == user_id), None
+        )
         if res is None:
             return "invalid reservation id"
         flight = next((f for f in st.flights if f["flight_no"] == res["flight_no"]), None)

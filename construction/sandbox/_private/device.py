@@ -11,8 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
-from benchsmith.schemas import ToolError
-from benchsmith.schemas import StrictModel
+from benchsmith.schemas import StrictModel, ToolError
 
 from .engine import Domain, domain
 from .tooling import tool
@@ -37,8 +36,9 @@ class Device(Domain):
         if not self.state.unlocked:
             raise ToolError(f"{tool_name}: the device is locked; unlock it first (unlock_device)", code="device_locked")
         if caller.needs_network and not self.state.wifi_on:
-            raise ToolError(f"{tool_name} needs the network but Wi-Fi is off; turn it on first (enable_wifi)",
-                            code="offline")
+            raise ToolError(
+                f"{tool_name} needs the network but Wi-Fi is off; turn it on first (enable_wifi)", code="offline"
+            )
 
     def _require_unlocked(self, what: str) -> None:
         if not self.state.unlocked:

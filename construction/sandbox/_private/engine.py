@@ -24,15 +24,26 @@ from typing import Any, Callable, ClassVar, TypeVar
 
 from pydantic import Field, ValidationError
 
-from benchsmith.schemas import ToolError
-from benchsmith.schemas import Registry, StrictModel, Tool, UnresolvedReference, UserError, resolve_references
+from benchsmith.schemas import (
+    Registry,
+    StrictModel,
+    Tool,
+    ToolError,
+    UnresolvedReference,
+    UserError,
+    resolve_references,
+)
 
 from .tooling import ToolSpec, build_spec, is_tool
 
 D = TypeVar("D", bound=type)
-DOMAINS: Registry[type["Domain"]] = Registry("sandbox domain", tuple(
-    f"benchsmith.construction.sandbox._private.{m}" for m in (
-        "device", "food", "messaging", "reminders", "acebench_apps", "acebench_travel")))
+DOMAINS: Registry[type["Domain"]] = Registry(
+    "sandbox domain",
+    tuple(
+        f"benchsmith.construction.sandbox._private.{m}"
+        for m in ("device", "food", "messaging", "reminders", "acebench_apps", "acebench_travel")
+    ),
+)
 
 
 class Domain:
@@ -106,8 +117,10 @@ class Sandbox:
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         if not isinstance(config, Mapping) or not config:
-            raise UserError("a sandbox config must be a non-empty JSON object {domain: state}",
-                            fix=f"use domains from {', '.join(sorted(DOMAINS))}")
+            raise UserError(
+                "a sandbox config must be a non-empty JSON object {domain: state}",
+                fix=f"use domains from {', '.join(sorted(DOMAINS))}",
+            )
         self.domains: dict[str, Domain] = {}
         owner: dict[str, str] = {}
         for name, raw in config.items():
@@ -117,14 +130,18 @@ class Sandbox:
             self.domains[name] = cls(_load_state(cls, raw), self)
             for tool_name in cls.specs:
                 if tool_name in owner:
-                    raise UserError(f"sandbox domains {owner[tool_name]} and {name} both define tool {tool_name}",
-                                    fix="configure only one of them")
+                    raise UserError(
+                        f"sandbox domains {owner[tool_name]} and {name} both define tool {tool_name}",
+                        fix="configure only one of them",
+                    )
                 owner[tool_name] = name
         for name, dom in self.domains.items():
             missing = [r for r in dom.requires if r not in self.domains]
             if missing:
-                raise UserError(f"sandbox domain {name} needs domain(s) {', '.join(missing)} in the same config",
-                                fix=f"add {', '.join(repr(m) for m in missing)} to the config")
+                raise UserError(
+                    f"sandbox domain {name} needs domain(s) {', '.join(missing)} in the same config",
+                    fix=f"add {', '.join(repr(m) for m in missing)} to the config",
+                )
         self._owner = owner
         self.log: list[CallRecord] = []
         self.outputs: dict[str, Any] = {}
@@ -201,20 +218,25 @@ class Sandbox:
 
 def _load_state(cls: type[Domain], raw: Any) -> StrictModel:
     if not isinstance(raw, Mapping):
-        raise UserError(f"sandbox config of domain {cls.name} must be a JSON object, got {type(raw).__name__}",
-                        fix=f"give the initial state of {cls.name} as an object")
+        raise UserError(
+            f"sandbox config of domain {cls.name} must be a JSON object, got {type(raw).__name__}",
+            fix=f"give the initial state of {cls.name} as an object",
+        )
     try:
         return cls.State.model_validate(dict(raw))
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in err["loc"]) or "(state)"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise UserError(f"sandbox config {cls.name}.{where}: {err['msg']}{more}",
-                        fix=f"correct field {where!r} of domain {cls.name}") from None
+        raise UserError(
+            f"sandbox config {cls.name}.{where}: {err['msg']}{more}",
+            fix=f"correct field {where!r} of domain {cls.name}",
+        ) from None
 
 
 def _jsonable(value: Any) -> Any:
     """A detached JSON copy of ``value`` (pydantic models dumped)."""
+
     def default(obj: Any) -> Any:
         if isinstance(obj, StrictModel):
             return obj.model_dump(mode="json")

@@ -12,8 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from benchsmith.schemas import ToolError
-from benchsmith.schemas import StrictModel
+from benchsmith.schemas import StrictModel, ToolError
 
 from .engine import Domain, domain
 from .tooling import tool
@@ -107,15 +106,18 @@ class Food(Domain):
 
     def _user(self, tool_name: str) -> str:
         if self.state.session is None:
-            raise ToolError(f"{tool_name}: nobody is logged in to the food app; log in first (food_login)",
-                            code="not_logged_in")
+            raise ToolError(
+                f"{tool_name}: nobody is logged in to the food app; log in first (food_login)", code="not_logged_in"
+            )
         return self.state.session
 
     def _restaurant(self, tool_name: str, name: str) -> Restaurant:
         rest = self.state.restaurants.get(name)
         if rest is None:
             known = ", ".join(self.state.restaurants) or "none"
-            raise ToolError(f"{tool_name}: no restaurant named {name!r} (restaurants: {known})", code="unknown_restaurant")
+            raise ToolError(
+                f"{tool_name}: no restaurant named {name!r} (restaurants: {known})", code="unknown_restaurant"
+            )
         return rest
 
     @tool
@@ -154,8 +156,11 @@ class Food(Domain):
         Args:
             cuisine: Only restaurants of this cuisine (ignoring case); all if omitted.
         """
-        rows = [{"name": n, "cuisine": r.cuisine, "open": r.open} for n, r in self.state.restaurants.items()
-                if cuisine is None or r.cuisine.casefold() == cuisine.casefold()]
+        rows = [
+            {"name": n, "cuisine": r.cuisine, "open": r.open}
+            for n, r in self.state.restaurants.items()
+            if cuisine is None or r.cuisine.casefold() == cuisine.casefold()
+        ]
         return {"restaurants": rows}
 
     @tool
@@ -166,8 +171,11 @@ class Food(Domain):
             restaurant: The restaurant's name, exactly as listed.
         """
         rest = self._restaurant("get_menu", restaurant)
-        return {"restaurant": restaurant, "open": rest.open,
-                "dishes": [{"dish": d, "price": p} for d, p in rest.menu.items()]}
+        return {
+            "restaurant": restaurant,
+            "open": rest.open,
+            "dishes": [{"dish": d, "price": p} for d, p in rest.menu.items()],
+        }
 
     @tool
     def place_order(self, restaurant: str, items: list[OrderItem]) -> dict[str, Any]:
@@ -186,17 +194,23 @@ class Food(Domain):
         lines = []
         for item in items:
             if item.dish not in rest.menu:
-                raise ToolError(f"place_order: {restaurant} has no dish {item.dish!r} (menu: {', '.join(rest.menu)})",
-                                code="unknown_dish")
+                raise ToolError(
+                    f"place_order: {restaurant} has no dish {item.dish!r} (menu: {', '.join(rest.menu)})",
+                    code="unknown_dish",
+                )
             if not 1 <= item.quantity <= self.state.max_quantity:
-                raise ToolError(f"place_order: quantity {item.quantity} of {item.dish!r} must be 1 to "
-                                f"{self.state.max_quantity}", code="bad_quantity")
+                raise ToolError(
+                    f"place_order: quantity {item.quantity} of {item.dish!r} must be 1 to {self.state.max_quantity}",
+                    code="bad_quantity",
+                )
             lines.append(OrderLine(dish=item.dish, quantity=item.quantity, unit_price=rest.menu[item.dish]))
         total = money(sum(line.quantity * line.unit_price for line in lines))
         account = self.state.accounts[user]
         if total > account.balance:
-            raise ToolError(f"place_order: the order costs {total}, but {user}'s balance is only {account.balance}",
-                            code="insufficient_balance")
+            raise ToolError(
+                f"place_order: the order costs {total}, but {user}'s balance is only {account.balance}",
+                code="insufficient_balance",
+            )
         account.balance = money(account.balance - total)
         order = Order(id=self.state.next_order_id, username=user, restaurant=restaurant, lines=lines, total=total)
         self.state.orders.append(order)

@@ -11,8 +11,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from benchsmith.schemas import ToolError
-from benchsmith.schemas import StrictModel
+from benchsmith.schemas import StrictModel, ToolError
 
 from .engine import Domain, domain
 from .tooling import tool
@@ -67,13 +66,20 @@ class Messaging(Domain):
     def _contact(self, name: str) -> str:
         if name not in self.state.contacts:
             known = ", ".join(self.state.contacts) or "none"
-            raise ToolError(f"{name!r} is not a contact (contacts: {known}); add them first (add_contact)",
-                            code="unknown_contact")
+            raise ToolError(
+                f"{name!r} is not a contact (contacts: {known}); add them first (add_contact)", code="unknown_contact"
+            )
         return name
 
     def _view(self, m: Message) -> dict[str, Any]:
         direction = "sent" if m.sender == self.state.owner else "received"
-        return {"message_id": m.id, "sender": m.sender, "recipient": m.recipient, "text": m.text, "direction": direction}
+        return {
+            "message_id": m.id,
+            "sender": m.sender,
+            "recipient": m.recipient,
+            "text": m.text,
+            "direction": direction,
+        }
 
     @tool
     def send_message(self, recipient: str, text: str) -> dict[str, Any]:
@@ -87,11 +93,15 @@ class Messaging(Domain):
         if not text.strip():
             raise ToolError("send_message: the text is blank", code="empty_message")
         if len(text) > self.state.max_length:
-            raise ToolError(f"send_message: the text has {len(text)} characters, the limit is {self.state.max_length}",
-                            code="message_too_long")
+            raise ToolError(
+                f"send_message: the text has {len(text)} characters, the limit is {self.state.max_length}",
+                code="message_too_long",
+            )
         if len(self.state.messages) >= self.state.capacity:
-            raise ToolError(f"send_message: message storage is full ({self.state.capacity} messages); "
-                            "delete a message first", code="storage_full")
+            raise ToolError(
+                f"send_message: message storage is full ({self.state.capacity} messages); delete a message first",
+                code="storage_full",
+            )
         msg = Message(id=self.state.next_id, sender=self.state.owner, recipient=recipient, text=text)
         self.state.messages.append(msg)
         self.state.next_id += 1
@@ -108,8 +118,11 @@ class Messaging(Domain):
         if contact is not None:
             self._contact(contact)
             msgs = [m for m in msgs if contact in (m.sender, m.recipient)]
-        return {"messages": [self._view(m) for m in msgs], "stored": len(self.state.messages),
-                "capacity": self.state.capacity}
+        return {
+            "messages": [self._view(m) for m in msgs],
+            "stored": len(self.state.messages),
+            "capacity": self.state.capacity,
+        }
 
     @tool
     def search_messages(self, keyword: str, contact: str | None = None) -> dict[str, Any]:

@@ -81,13 +81,16 @@ def call_signature(call: ToolCall | CallRecord | Mapping[str, Any]) -> str:
     'delete_message(message_id=3)'
     """
     name, arguments = _name_and_arguments(call)
-    parts = [f"{k}={json.dumps(_canonical(v), sort_keys=True, ensure_ascii=False, separators=(',', ':'))}"
-             for k, v in sorted(arguments.items())]
+    parts = [
+        f"{k}={json.dumps(_canonical(v), sort_keys=True, ensure_ascii=False, separators=(',', ':'))}"
+        for k, v in sorted(arguments.items())
+    ]
     return f"{name}({', '.join(parts)})"
 
 
-def process_accuracy(executed_calls: Iterable[ToolCall | CallRecord | Mapping[str, Any]],
-                     milestones: Sequence[Any]) -> float:
+def process_accuracy(
+    executed_calls: Iterable[ToolCall | CallRecord | Mapping[str, Any]], milestones: Sequence[Any]
+) -> float:
     """Share of milestones reached in order (best over alternative milestone lists).
 
     ``executed_calls`` are the agent's calls in order; :class:`CallRecord` entries that failed

@@ -13,8 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
-from benchsmith.schemas import ToolError
-from benchsmith.schemas import StrictModel
+from benchsmith.schemas import StrictModel, ToolError
 
 from .engine import Domain, domain
 from .tooling import tool
@@ -87,8 +86,11 @@ class Reminders(Domain):
 
     def _time(self, tool_name: str, value: str) -> str:
         if not valid_time(value):
-            raise ToolError(f"{tool_name}: time {value!r} is not a valid time; write it as YYYY-MM-DD HH:MM "
-                            "(e.g. 2025-03-10 18:30)", code="bad_time_format")
+            raise ToolError(
+                f"{tool_name}: time {value!r} is not a valid time; write it as YYYY-MM-DD HH:MM "
+                "(e.g. 2025-03-10 18:30)",
+                code="bad_time_format",
+            )
         if value < self.state.now:  # same fixed-width format: text order is time order
             raise ToolError(f"{tool_name}: {value} is before the current time {self.state.now}", code="time_in_past")
         return value
@@ -143,8 +145,11 @@ class Reminders(Domain):
         if not keyword.strip():
             raise ToolError("find_reminders: the keyword is blank", code="empty_keyword")
         needle = keyword.casefold()
-        return {"reminders": [_view(r) for r in self.state.reminders
-                              if needle in r.title.casefold() or needle in r.note.casefold()]}
+        return {
+            "reminders": [
+                _view(r) for r in self.state.reminders if needle in r.title.casefold() or needle in r.note.casefold()
+            ]
+        }
 
     @tool
     def reschedule_reminder(self, reminder_id: int, time: str) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from benchsmith.schemas import ToolError
 from benchsmith.schemas import (
     CheckResult,
     ExactAnswer,
@@ -24,6 +23,7 @@ from benchsmith.schemas import (
     Step,
     StrictModel,
     ToolCall,
+    ToolError,
     UserError,
     Verification,
     iter_jsonl_lenient,
@@ -143,16 +143,26 @@ def verify_scenario(scenario: Scenario | Mapping[str, Any]) -> ScenarioReport:
     the expected state, the milestones must be reached, and a second run must agree."""
     s = scenario if isinstance(scenario, Scenario) else Scenario.model_validate(scenario)
     first = _run(s)
-    checks = [first.calls_check, _end_state_check(first.state, s.expected_state),
-              _milestones_check(first.sandbox.log, s)]
+    checks = [
+        first.calls_check,
+        _end_state_check(first.state, s.expected_state),
+        _milestones_check(first.sandbox.log, s),
+    ]
     second = _run(s)
     same = second.state == first.state and [r.model_dump() for r in second.sandbox.log] == [
-        r.model_dump() for r in first.sandbox.log]
-    checks.append(CheckResult(name="deterministic", ok=same,
-                              reason="" if same else "a second run gave different observations or state",
-                              code=None if same else "nondeterministic"))
-    return ScenarioReport(scenario_id=s.id, ok=all(c.ok for c in checks), checks=checks,
-                          log=first.sandbox.log, final_state=first.state)
+        r.model_dump() for r in first.sandbox.log
+    ]
+    checks.append(
+        CheckResult(
+            name="deterministic",
+            ok=same,
+            reason="" if same else "a second run gave different observations or state",
+            code=None if same else "nondeterministic",
+        )
+    )
+    return ScenarioReport(
+        scenario_id=s.id, ok=all(c.ok for c in checks), checks=checks, log=first.sandbox.log, final_state=first.state
+    )
 
 
 class _Run:
@@ -168,8 +178,15 @@ def _run(s: Scenario) -> _Run:
         try:
             sandbox.call(call.name, call.arguments, call.label)
         except ToolError as exc:
-            return _Run(sandbox, CheckResult(name="gold_calls", ok=False, code=exc.code,
-                                             reason=f"gold call {i} ({call.name}) failed: {exc}"[:500]))
+            return _Run(
+                sandbox,
+                CheckResult(
+                    name="gold_calls",
+                    ok=False,
+                    code=exc.code,
+                    reason=f"gold call {i} ({call.name}) failed: {exc}"[:500],
+                ),
+            )
     return _Run(sandbox, CheckResult(name="gold_calls", ok=True, reason=f"{len(s.gold)} call(s) succeeded"))
 
 
@@ -185,12 +202,21 @@ def _milestones_check(log: list[CallRecord], s: Scenario) -> CheckResult:
     score = process_accuracy(log, [[m.model_dump() for m in alt] for alt in s.milestone_lists()])
     if score == 1.0:
         return CheckResult(name="milestones", ok=True)
-    return CheckResult(name="milestones", ok=False, code="milestones_unreached",
-                       reason=f"the gold calls reach only {score:.0%} of the milestones")
+    return CheckResult(
+        name="milestones",
+        ok=False,
+        code="milestones_unreached",
+        reason=f"the gold calls reach only {score:.0%} of the milestones",
+    )
 
 
-def scenario_to_sample(scenario: Scenario | Mapping[str, Any], *, answer: Literal["none", "state"] = "none",
-                       source: str = "sandbox", created_at: datetime | None = None) -> Sample:
+def scenario_to_sample(
+    scenario: Scenario | Mapping[str, Any],
+    *,
+    answer: Literal["none", "state"] = "none",
+    source: str = "sandbox",
+    created_at: datetime | None = None,
+) -> Sample:
     """A verified benchsmith :class:`Sample` of ``scenario``: its query, the sandbox's tools, the
     gold calls with their observations, and the environment, expected state and milestones in
     ``metadata``. ``answer="state"`` judges the exact final state instead of no answer. A scenario
@@ -198,11 +224,19 @@ def scenario_to_sample(scenario: Scenario | Mapping[str, Any], *, answer: Litera
     s = scenario if isinstance(scenario, Scenario) else Scenario.model_validate(scenario)
     report = verify_scenario(s)
     if not report.ok:
-        raise UserError(f"scenario {s.id} does not verify: {'; '.join(report.reasons)}",
-                        fix="correct its gold calls, expected_state or milestones")
+        raise UserError(
+            f"scenario {s.id} does not verify: {'; '.join(report.reasons)}",
+            fix="correct its gold calls, expected_state or milestones",
+        )
     created = created_at or datetime.now(timezone.utc)
-    gold = [Step(call=ToolCall(name=r.name, arguments=c.arguments, label=r.label), observation=r.observation,
-                 verdict="success") for r, c in zip(report.log, s.gold)]
+    gold = [
+        Step(
+            call=ToolCall(name=r.name, arguments=c.arguments, label=r.label),
+            observation=r.observation,
+            verdict="success",
+        )
+        for r, c in zip(report.log, s.gold)
+    ]
     sandbox = Sandbox(s.domains)
     kind = "multi_step" if len(s.gold) > 1 else "single_step"
     metadata: dict[str, Any] = {
@@ -214,7 +248,9 @@ def scenario_to_sample(scenario: Scenario | Mapping[str, Any], *, answer: Litera
     if s.persona:
         metadata["persona"] = s.persona
     return Sample(
-        query=s.query, tools=sandbox.tools(), gold=gold,
+        query=s.query,
+        tools=sandbox.tools(),
+        gold=gold,
         answer=ExactAnswer(value=report.final_state, ordered=True) if answer == "state" else NoAnswer(),
         categories=["agent", *s.domains, kind],
         provenance=Provenance(source=source, source_id=s.id, method="sandbox", created_at=created),

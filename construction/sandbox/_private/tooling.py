@@ -21,8 +21,7 @@ from typing import Any, Callable, Literal, Union
 
 from pydantic import BaseModel
 
-from benchsmith.schemas import ToolError
-from benchsmith.schemas import Tool
+from benchsmith.schemas import Tool, ToolError
 
 _MARK = "__sandbox_tool__"
 _ARG_LINE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(?P<text>.*)$")
@@ -64,14 +63,16 @@ class ToolSpec:
         """Keyword arguments for the method, or ``ToolError`` (``bad_arguments``,
         ``missing_argument``, ``unknown_argument``) when ``arguments`` does not fit the schema."""
         if not isinstance(arguments, dict):
-            raise ToolError(f"{self.name}: arguments must be a JSON object, got {_json_type(arguments)}",
-                            code="bad_arguments")
+            raise ToolError(
+                f"{self.name}: arguments must be a JSON object, got {_json_type(arguments)}", code="bad_arguments"
+            )
         by_name = {p.name: p for p in self.params}
         unknown = sorted(k for k in arguments if k not in by_name)
         if unknown:
             allowed = ", ".join(by_name) or "none"
-            raise ToolError(f"{self.name} has no parameter {unknown[0]!r} (parameters: {allowed})",
-                            code="unknown_argument")
+            raise ToolError(
+                f"{self.name} has no parameter {unknown[0]!r} (parameters: {allowed})", code="unknown_argument"
+            )
         bound: dict[str, Any] = {}
         for p in self.params:
             value = arguments.get(p.name)
@@ -114,8 +115,13 @@ def build_spec(domain: str, method: Callable[..., Any]) -> ToolSpec:
         if not p.required and p.default is not None:
             prop["default"] = p.default
         properties[p.name] = prop
-    schema = Tool(name=name, description=summary, domain=domain, category="sandbox",
-                  parameters={"properties": properties, "required": [p.name for p in params if p.required]})
+    schema = Tool(
+        name=name,
+        description=summary,
+        domain=domain,
+        category="sandbox",
+        parameters={"properties": properties, "required": [p.name for p in params if p.required]},
+    )
     return ToolSpec(name=name, domain=domain, method=name, params=tuple(params), schema=schema)
 
 
@@ -239,7 +245,9 @@ def convert(value: Any, hint: Any, where: str) -> Any:
         fields = hint.model_fields
         unknown = sorted(k for k in value if k not in fields)
         if unknown:
-            raise ToolError(f"{where} has no field {unknown[0]!r} (fields: {', '.join(fields)})", code="unknown_argument")
+            raise ToolError(
+                f"{where} has no field {unknown[0]!r} (fields: {', '.join(fields)})", code="unknown_argument"
+            )
         data = {}
         for fname, finfo in fields.items():
             if fname not in value or value[fname] is None and not finfo.is_required():
@@ -271,8 +279,9 @@ def _optional_inner(hint: Any) -> Any:
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
-    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
-            dict: "object"}.get(type(value), type(value).__name__)
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(
+        type(value), type(value).__name__
+    )
 
 
 def _short(value: Any) -> str:

@@ -15,9 +15,14 @@ from typing import Any, Sequence
 from . import metrics as M
 from .load import ModelInfo, Run, SplitInfo, Task
 
-SHA_SHOWN = 12              # hex characters of a sha256 shown (the full value in a tooltip / the Markdown)
-_STATUS_NAMES = (("ok", "ok"), ("format_error", "format error"), ("request_error", "request error"),
-                 ("transport_error", "transport error"), ("pending", "pending"))
+SHA_SHOWN = 12  # hex characters of a sha256 shown (the full value in a tooltip / the Markdown)
+_STATUS_NAMES = (
+    ("ok", "ok"),
+    ("format_error", "format error"),
+    ("request_error", "request error"),
+    ("transport_error", "transport error"),
+    ("pending", "pending"),
+)
 
 
 def _part(text: str, full: str | None = None, title: str = "", code: bool = False) -> dict[str, Any]:
@@ -43,8 +48,13 @@ def model_parts(m: ModelInfo) -> list[dict[str, Any]]:
     if m.file_sha256:
         parts.append(_sha("sha256", m.file_sha256))
         if m.pinned_sha256 and m.pinned_sha256 != m.file_sha256:
-            parts.append(_part(f"not the registry's pinned file ({m.pinned_sha256[:SHA_SHOWN]}…)",
-                               f"not the registry's pinned file ({m.pinned_sha256})", title=m.pinned_sha256))
+            parts.append(
+                _part(
+                    f"not the registry's pinned file ({m.pinned_sha256[:SHA_SHOWN]}…)",
+                    f"not the registry's pinned file ({m.pinned_sha256})",
+                    title=m.pinned_sha256,
+                )
+            )
     elif m.local:
         parts.append(_part("weights sha256 not recorded in run.json"))
     return parts
@@ -54,21 +64,37 @@ def split_facts(s: SplitInfo) -> list[dict[str, Any]]:
     named = " ".join(x for x in (s.name, s.version) if x)
     facts = [{"key": "Split", "parts": ([_part(named)] if named else []) + [_part(s.path)]}]
     if s.simulated_reviewers is not None:
-        facts.append({"key": "Review", "parts": [_part(
-            "the reviewers' verdicts were supplied automatically (simulated reviewers, not people)"
-            if s.simulated_reviewers else "the reviewers' verdicts were given by people (no simulated reviewer)")]})
+        facts.append(
+            {
+                "key": "Review",
+                "parts": [
+                    _part(
+                        "the reviewers' verdicts were supplied automatically (simulated reviewers, not people)"
+                        if s.simulated_reviewers
+                        else "the reviewers' verdicts were given by people (no simulated reviewer)"
+                    )
+                ],
+            }
+        )
     if s.producers is not None:
         parts = []
         for p in s.producers:
             items = "" if p.samples is None else f", {p.samples:,} item{'s' if p.samples != 1 else ''}"
             if p.file_sha256:
                 sha = p.file_sha256
-                parts.append(_part(f"{p.model} (sha256 {sha[:SHA_SHOWN]}…{items})", f"{p.model} (sha256 {sha}{items})",
-                                   title=sha))
+                parts.append(
+                    _part(
+                        f"{p.model} (sha256 {sha[:SHA_SHOWN]}…{items})", f"{p.model} (sha256 {sha}{items})", title=sha
+                    )
+                )
             else:
                 parts.append(_part(f"{p.model} (remote{items})"))
-        facts.append({"key": "Accepted items made by",
-                      "parts": parts or [_part("no model (no accepted item was made by a model)")]})
+        facts.append(
+            {
+                "key": "Accepted items made by",
+                "parts": parts or [_part("no model (no accepted item was made by a model)")],
+            }
+        )
     return facts
 
 
@@ -97,9 +123,17 @@ def task_row(task: Task) -> dict[str, Any]:
     else:
         note = ""
     scored_text = "not scored" if not task.scored else "—" if scored is None else f"{scored:,}"
-    return {"task": task.name, "cases": f"{task.cases:,}", "answered": "—" if done is None else f"{done:,}",
-            "statuses": _statuses(task), "scored": scored, "scored_text": scored_text, "few": task.few_cases,
-            "gold": _gold(task), "note": note}
+    return {
+        "task": task.name,
+        "cases": f"{task.cases:,}",
+        "answered": "—" if done is None else f"{done:,}",
+        "statuses": _statuses(task),
+        "scored": scored,
+        "scored_text": scored_text,
+        "few": task.few_cases,
+        "gold": _gold(task),
+        "note": note,
+    }
 
 
 def _gold(task: Task) -> str:
@@ -120,7 +154,14 @@ def about(runs: Sequence[Run], labels: Sequence[str], colours: Sequence[str]) ->
         facts = [{"key": "Model", "parts": model_parts(run.model_info or ModelInfo(name=run.model, local=False))}]
         if run.split_info is not None:
             facts += split_facts(run.split_info)
-        out.append({"i": i, "label": labels[i], "colour": colours[i], "run_id": run.run_id, "facts": facts,
-                    "tasks": [task_row(t) for t in run.tasks.values()]})
+        out.append(
+            {
+                "i": i,
+                "label": labels[i],
+                "colour": colours[i],
+                "run_id": run.run_id,
+                "facts": facts,
+                "tasks": [task_row(t) for t in run.tasks.values()],
+            }
+        )
     return out
-

@@ -37,10 +37,10 @@ class ReplyInfo:
     error_type: str | None
     error_message: str
     calls: int
-    latency_s: float | None          # summed over the case's turns; None when no turn says
+    latency_s: float | None  # summed over the case's turns; None when no turn says
     prompt_tokens: int
     completion_tokens: int
-    offset: int                      # byte offset of the line in replies.jsonl
+    offset: int  # byte offset of the line in replies.jsonl
 
 
 @dataclass
@@ -50,10 +50,10 @@ class Task:
     name: str
     benchmark: str
     folder: Path
-    info: dict[str, Any]                              # the run.json ``tasks`` entry
-    scores: dict[str, Any] | None = None              # scores.json, None when not scored
+    info: dict[str, Any]  # the run.json ``tasks`` entry
+    scores: dict[str, Any] | None = None  # scores.json, None when not scored
     records: list[dict[str, Any]] = field(default_factory=list)
-    replies: dict[str, ReplyInfo] = field(default_factory=dict)   # by case id, the last line wins
+    replies: dict[str, ReplyInfo] = field(default_factory=dict)  # by case id, the last line wins
     cases: int = 0
     warnings: list[str] = field(default_factory=list)
 
@@ -111,10 +111,10 @@ class ModelInfo:
 
     name: str
     local: bool
-    file_sha256: str | None = None    # run.json ``model.file_sha256``: the weights file the run used
-    title: str | None = None          # the registry's, as are the three below
-    size: int | None = None           # bytes of the weights file
-    instruct: bool | None = None      # instruction-tuned (True) or a base model (False)
+    file_sha256: str | None = None  # run.json ``model.file_sha256``: the weights file the run used
+    title: str | None = None  # the registry's, as are the three below
+    size: int | None = None  # bytes of the weights file
+    instruct: bool | None = None  # instruction-tuned (True) or a base model (False)
     pinned_sha256: str | None = None
 
     @property
@@ -127,8 +127,8 @@ class Producer:
     """A model that constructed accepted items of the split (datasheet.json ``models``)."""
 
     model: str
-    file_sha256: str | None          # None: a remote model
-    samples: int | None              # accepted items it took part in
+    file_sha256: str | None  # None: a remote model
+    samples: int | None  # accepted items it took part in
 
 
 @dataclass(frozen=True)
@@ -137,10 +137,10 @@ class SplitInfo:
     field is None when its file is missing or unreadable."""
 
     path: str
-    name: str | None = None                      # manifest.json
+    name: str | None = None  # manifest.json
     version: str | None = None
-    simulated_reviewers: bool | None = None      # datasheet.json ``verdicts_supplied_automatically``
-    producers: tuple[Producer, ...] | None = None    # datasheet.json ``models``
+    simulated_reviewers: bool | None = None  # datasheet.json ``verdicts_supplied_automatically``
+    producers: tuple[Producer, ...] | None = None  # datasheet.json ``models``
 
 
 class _Open(BaseModel):
@@ -256,16 +256,21 @@ def _read_run_json(run_dir: Path) -> dict[str, Any]:
         meta = _loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         where = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise UserError(f"{path}{where}: not valid JSON ({exc})",
-                        fix="re-run `benchsmith eval run` on this folder to rewrite it") from None
+        raise UserError(
+            f"{path}{where}: not valid JSON ({exc})", fix="re-run `benchsmith eval run` on this folder to rewrite it"
+        ) from None
     except OSError as exc:
         raise UserError(f"{path}: cannot be read ({exc.strerror})", fix="check its permissions") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("tasks"), dict):
-        raise UserError(f"{path}: not a run description (no 'tasks' object)",
-                        fix="pass a run folder written by `benchsmith eval run`")
+        raise UserError(
+            f"{path}: not a run description (no 'tasks' object)",
+            fix="pass a run folder written by `benchsmith eval run`",
+        )
     fmt = meta.get("format")
     if fmt is not None and not str(fmt).startswith(RUN_FORMAT):
-        raise UserError(f"{path}: format {fmt!r} is not {RUN_FORMAT}v1", fix="pass a run folder written by `benchsmith eval run`")
+        raise UserError(
+            f"{path}: format {fmt!r} is not {RUN_FORMAT}v1", fix="pass a run folder written by `benchsmith eval run`"
+        )
     return meta
 
 
@@ -309,10 +314,17 @@ def _reply_info(offset: int, obj: dict[str, Any]) -> ReplyInfo:
         prompt += int(_number(usage.get("prompt_tokens")) or 0)
         completion += int(_number(usage.get("completion_tokens")) or 0)
     error = obj.get("error") if isinstance(obj.get("error"), dict) else {}
-    return ReplyInfo(id=str(obj.get("id")), status=str(obj.get("status") or "unknown"),
-                     error_type=error.get("type"), error_message=str(error.get("message") or ""),
-                     calls=len(turns), latency_s=sum(latencies) if latencies else None,
-                     prompt_tokens=prompt, completion_tokens=completion, offset=offset)
+    return ReplyInfo(
+        id=str(obj.get("id")),
+        status=str(obj.get("status") or "unknown"),
+        error_type=error.get("type"),
+        error_message=str(error.get("message") or ""),
+        calls=len(turns),
+        latency_s=sum(latencies) if latencies else None,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        offset=offset,
+    )
 
 
 def _count_lines(path: Path) -> int:
@@ -357,7 +369,7 @@ def _load_task(run_dir: Path, meta: dict[str, Any], name: str, info: Any) -> Tas
                 continue
             if model and obj.get("model") not in (None, model):
                 continue
-            task.replies[str(obj["id"])] = _reply_info(offset, obj)   # the last line for a case wins
+            task.replies[str(obj["id"])] = _reply_info(offset, obj)  # the last line for a case wins
     cases = _number(info.get("cases"))
     if cases is not None:
         task.cases = int(cases)
@@ -382,8 +394,15 @@ def _model_info(meta: dict[str, Any]) -> ModelInfo:
     sha = _sha256(model.get("file_sha256"))
     if entry is None:
         return ModelInfo(name=name, local=model.get("local") is True, file_sha256=sha)
-    return ModelInfo(name=name, local=True, file_sha256=sha, title=entry.title, size=entry.size,
-                     instruct=entry.instruct, pinned_sha256=entry.sha256)
+    return ModelInfo(
+        name=name,
+        local=True,
+        file_sha256=sha,
+        title=entry.title,
+        size=entry.size,
+        instruct=entry.instruct,
+        pinned_sha256=entry.sha256,
+    )
 
 
 def _split_info(meta: dict[str, Any]) -> SplitInfo | None:
@@ -406,15 +425,20 @@ def _split_info(meta: dict[str, Any]) -> SplitInfo | None:
             name, version = manifest.name, manifest.version
     if folder.has("datasheet.json"):
         try:
-            sheet = validate_shape(read_json(folder.path("datasheet.json")), _DatasheetShape,
-                                   where=str(folder.path("datasheet.json")), strict=False)
+            sheet = validate_shape(
+                read_json(folder.path("datasheet.json")),
+                _DatasheetShape,
+                where=str(folder.path("datasheet.json")),
+                strict=False,
+            )
         except (UserError, OSError):
             pass
         else:
             simulated = sheet.verdicts_supplied_automatically
             if sheet.models is not None:
-                producers = tuple(Producer(model=m.model, file_sha256=_sha256(m.file_sha256), samples=m.samples)
-                                  for m in sheet.models)
+                producers = tuple(
+                    Producer(model=m.model, file_sha256=_sha256(m.file_sha256), samples=m.samples) for m in sheet.models
+                )
     return SplitInfo(path=split, name=name, version=version, simulated_reviewers=simulated, producers=producers)
 
 
@@ -433,5 +457,10 @@ def load_run(run_dir: str | Path) -> Run:
     path = Path(run_dir)
     meta = _read_run_json(path)
     names = sorted(meta["tasks"], key=task_sort_key)
-    return Run(path=path, meta=meta, tasks={n: _load_task(path, meta, n, meta["tasks"][n]) for n in names},
-               model_info=_model_info(meta), split_info=_split_info(meta))
+    return Run(
+        path=path,
+        meta=meta,
+        tasks={n: _load_task(path, meta, n, meta["tasks"][n]) for n in names},
+        model_info=_model_info(meta),
+        split_info=_split_info(meta),
+    )

@@ -18,6 +18,7 @@ from benchsmith.eval._private.reportview import ReportView, num, record_categori
 
 from .load import Run, Task
 
+
 def view(benchmark: str) -> ReportView:
     """The :class:`ReportView` of a benchmark (its ``Benchmark.report``); the default view for a
     name no benchmark is registered under (a run of a plug-in that is not loaded)."""
@@ -40,8 +41,14 @@ CHART_METRIC: Mapping[str, str | None] = _BenchmarkView(lambda: _by_benchmark("c
 
 #: Short names of figures for table headers (the CSV files keep the full names).
 SHORT_NAMES: dict[str, str] = {
-    "completion_rate": "completion", "full_sequence_accuracy": "full seq. acc.", "awareness.accuracy": "awareness acc.",
-    "ans_acc": "AnsAcc", "inst_acc": "InstAcc", "tas": "TAS", "summary": "summary", "overall": "overall",
+    "completion_rate": "completion",
+    "full_sequence_accuracy": "full seq. acc.",
+    "awareness.accuracy": "awareness acc.",
+    "ans_acc": "AnsAcc",
+    "inst_acc": "InstAcc",
+    "tas": "TAS",
+    "summary": "summary",
+    "overall": "overall",
     "accuracy": "accuracy",
 }
 
@@ -80,8 +87,9 @@ def primary(benchmark: str, scores: Mapping[str, Any] | None) -> tuple[str, floa
     return (first[0], first[1]) if first else ("", None)
 
 
-def categories(benchmark: str, scores: Mapping[str, Any] | None,
-               records: Iterable[Mapping[str, Any]] = ()) -> dict[str, dict[str, float]]:
+def categories(
+    benchmark: str, scores: Mapping[str, Any] | None, records: Iterable[Mapping[str, Any]] = ()
+) -> dict[str, dict[str, float]]:
     """Per-category figures ``{category: {metric: value}}``: scores.json's own category blocks
     (nested figures joined with dots), or, for benchmarks without them (GTA, ToolAssess), the pass
     rate of each record category of records.jsonl.
