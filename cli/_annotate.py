@@ -208,9 +208,9 @@ def annotate_push(
         n = ws.load(split, limit)
         typer.echo(f"{n} new items registered from {split}")
     if prescreen and stage == "review":
-        from ._construct import _models
+        from ._construct import cli_role_models
 
-        r = ws.prescreen(_models(model, base_url, [], 120.0, 96, voter))
+        r = ws.prescreen(cli_role_models(model, base_url, [], 120.0, 96, voter))
         typer.echo(f"pre-screen: {r['voted']} items voted on ({r['model_calls']} model calls)")
     ws.store.set_meta("max_rounds", max_rounds)
     r = ws.push(ls, stage, max_rounds=max_rounds)

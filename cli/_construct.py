@@ -101,7 +101,7 @@ def parse_sets(sets: list[str]) -> dict[str, Any]:
     return out
 
 
-def _models(
+def cli_role_models(
     model: str,
     base_url: Optional[str],
     roles: list[str],
@@ -193,7 +193,7 @@ def run(
     from ._model import note_started_servers, running_server_pids
 
     servers_before = running_server_pids()  # to say afterwards which local model server this command started
-    models = _models(model, base_url, roles, timeout, max_tokens, voters, temperature, max_retries)
+    models = cli_role_models(model, base_url, roles, timeout, max_tokens, voters, temperature, max_retries)
     local = bool(models.describe().get("files"))  # a local model answers a role (its weights file is named)
     summary = _run_with_progress(graph, source, out, models, options, seed, concurrency, limit, split)
     if local:
@@ -477,7 +477,7 @@ def construct_check(
     check_number("--dedupe-threshold", threshold, gt=0, le=1)
     check_run_options(out, concurrency, None, timeout, 96, 0.0, max_retries)
     names = [c.strip() for c in checks.split(",") if c.strip()] or None
-    models = _models(model, base_url, role, timeout, 96, voter, max_retries=max_retries) if vote else None
+    models = cli_role_models(model, base_url, role, timeout, 96, voter, max_retries=max_retries) if vote else None
     ctx = CheckContext(
         env=EnvContext(split=split), vote_quorum=quorum, near_dup_threshold=threshold, require_environment=require_env
     )

@@ -2,6 +2,7 @@
 
     python scripts/layout_figures.py [--json] [--typecheck]
     python scripts/layout_figures.py --compare REV [REV]   # side by side; the last column is the work tree
+    python scripts/layout_figures.py --check               # exit 1 naming each broken rule (run by .ci/run)
 
 * upward imports: a module importing a package of a higher layer
   (schemas < models < prompts < construction < eval < annotation < demo < cli)
@@ -277,6 +278,10 @@ def type_errors(root: Path) -> int:
         return sum(1 for line in proc.stdout.splitlines() if ": error:" in line)
 
 
+#: what must be empty: the floor plan's rules and the private-name rule
+RULES = ("upward_imports", "private_imports", "package_cycles", "underscore_imports")
+
+
 def rows(f: dict) -> list[tuple[str, int | str, list[str]]]:
     """(label, figure, what is counted) for the printed table."""
     out = [
@@ -326,6 +331,11 @@ def main() -> None:
             print(f"{label:44s}" + "".join(f"{str(c[i][1]) if i < len(c) else '-':>13s}" for c in columns))
         return
     f = figures(ROOT, args.typecheck)
+    if args.check:
+        broken = [f"{rule.replace('_', ' ')}: {item}" for rule in RULES for item in f[rule]]
+        for line in broken:
+            print(line, file=sys.stderr)
+        raise SystemExit(1 if broken else 0)
     if args.json:
         json.dump(f, sys.stdout, indent=1)
         return

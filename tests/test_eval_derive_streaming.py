@@ -20,7 +20,7 @@ from helpers import build_slot_split, endpoint_env, pair_lines
 
 from benchsmith.construction.variants import dump_text, visible_steps
 from benchsmith.eval import EXPORTERS, derive_all
-from benchsmith.eval._private.derive import Outputs, SplitSamples, _rng, load_split
+from benchsmith.eval._private.derive import Outputs, SplitSamples, load_split, seeded_rng
 from benchsmith.schemas import JsonlError, UserError, write_json, write_jsonl
 
 N_PAIRS = 24
@@ -133,7 +133,7 @@ def test_toolassess_orders_match_the_list_based_algorithm(split: Path, outputs: 
         ({k: v for k, v in r.items() if k != "id"} for r in awareness),
         key=lambda r: (position[r["meta"]["source_sample"]], rank[r["label"]]),
     )
-    rng = _rng(0, "toolassess")
+    rng = seeded_rng(0, "toolassess")
     for kinds in (("answer_given", "rephrase", "general"), ("missing_column", "write_action", "missing_table")):
         rng.shuffle([kinds[i % 3] for i in range(len(samples))])  # _balanced: the draws of the variant kinds
     expected = list(unshuffled)

@@ -324,11 +324,11 @@ def test_bfcl_function_and_answer_mapping() -> None:
 
 
 def test_acebench_duplicate_key_collision() -> None:
-    from benchsmith.eval._private.export import _Skip
+    from benchsmith.eval._private.export import SkipSample
 
     calls = [ToolCall(name="f", arguments={}), ToolCall(name="f", arguments={})]
     assert list(acebench_answer(calls, {"f"})) == ["f_1", "f_2"]
-    with pytest.raises(_Skip) as exc:
+    with pytest.raises(SkipSample) as exc:
         acebench_answer(calls, {"f", "f_1"})
     assert exc.value.reason == "ambiguous_duplicate_name"
 

@@ -37,6 +37,7 @@ def test_no_upward_private_or_cyclic_imports() -> None:
     assert f["upward_imports"] == []
     assert f["private_imports"] == []
     assert f["package_cycles"] == []
+    assert f["underscore_imports"] == []
 
 
 @pytest.mark.parametrize(
@@ -45,6 +46,8 @@ def test_no_upward_private_or_cyclic_imports() -> None:
         ("construction/graphs/queries.py", "    from benchsmith.eval import get_benchmark\n", "upward_imports"),
         ("cli/_report.py", "    from benchsmith.eval.report._private import charts\n", "private_imports"),
         ("schemas/_private/split.py", "    import benchsmith.models\n", "package_cycles"),
+        ("eval/gta/_export.py", "    from benchsmith.eval._private.export import _notes\n", "underscore_imports"),
+        ("eval/teval/_derive.py", "    from ._parse import _literal\n", "underscore_imports"),
     ],
 )
 def test_the_detector_finds_a_planted_violation(tmp_path: Path, where: str, line: str, key: str) -> None:
@@ -55,3 +58,24 @@ def test_the_detector_finds_a_planted_violation(tmp_path: Path, where: str, line
     path.write_text(path.read_text(encoding="utf-8") + "\n\ndef _planted():\n" + line, encoding="utf-8")
     f = _figures_module(copy).figures()
     assert len(f[key]) == 1, f[key]
+
+
+def test_the_check_names_each_broken_rule(tmp_path: Path) -> None:
+    """``--check`` (run by .ci/run) exits 0 on this tree and 1 on a copy with a planted private import."""
+    ok = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "layout_figures.py"), "--check"], capture_output=True, text=True
+    )
+    assert ok.returncode == 0, ok.stderr
+    copy = tmp_path / "tree"
+    for name in ("schemas", "models", "prompts", "construction", "eval", "annotation", "demo", "cli", "scripts"):
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__", "*.sqlite", "data"))
+    path = copy / "cli" / "_report.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\nfrom ._construct import _secret  # noqa\n", encoding="utf-8")
+    bad = subprocess.run(
+        [sys.executable, str(copy / "scripts" / "layout_figures.py"), "--check"], capture_output=True, text=True
+    )
+    lines = bad.stderr.splitlines()
+    assert bad.returncode == 1 and len(lines) == 1, bad.stderr
+    assert lines[0].startswith("underscore imports: cli/_report.py:") and lines[0].endswith(
+        "benchsmith.cli._construct _secret"
+    )

@@ -115,11 +115,11 @@ def _source(split: Path, samples: list[Sample] | int, seed: int | None) -> dict[
     return source
 
 
-def _rng(seed: int, *parts: Any) -> random.Random:
+def seeded_rng(seed: int, *parts: Any) -> random.Random:
     return random.Random(":".join(str(p) for p in (seed, *parts)))  # str seeds hash with SHA-512: stable
 
 
-def _chain_tools(sample: Sample) -> list[str]:
+def chain_tools(sample: Sample) -> list[str]:
     out: list[str] = []
     for st in visible_steps(sample):
         if st.call is not None and st.call.name not in out:
@@ -132,30 +132,30 @@ def candidate_tools(sample: Sample, seed: int, purpose: str, limit: int = MAX_TO
     distractors up to ``limit``, in the sample's tool order."""
     if len(sample.tools) <= limit:
         return list(sample.tools)
-    chain = set(_chain_tools(sample))
+    chain = set(chain_tools(sample))
     others = [t.name for t in sample.tools if t.name not in chain]
     keep = chain | set(
-        _rng(seed, sample.id, purpose, "tools").sample(others, max(0, min(len(others), limit - len(chain))))
+        seeded_rng(seed, sample.id, purpose, "tools").sample(others, max(0, min(len(others), limit - len(chain))))
     )
     return [t for t in sample.tools if t.name in keep]
 
 
-def _tool_entry(tool: Tool) -> dict[str, Any]:
+def tool_entry(tool: Tool) -> dict[str, Any]:
     return tool.to_openai()["function"]
 
 
-def _skip(skipped: list[dict[str, Any]], sample: Sample, category: str, reason: str) -> None:
+def note_skip(skipped: list[dict[str, Any]], sample: Sample, category: str, reason: str) -> None:
     skipped.append({"sample": sample.id, "category": category, "reason": reason})
 
 
-def _skip_summary(skipped: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def skip_summary(skipped: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for s in skipped:
         out.setdefault(s["category"], Counter())[s["reason"]] += 1  # type: ignore[index]
     return {c: dict(sorted(v.items())) for c, v in sorted(out.items())}
 
 
-def _report(
+def derive_report(
     benchmark: str,
     split: Path,
     samples: list[Sample] | int,
@@ -170,7 +170,7 @@ def _report(
         "source": _source(split, samples, seed),
         "files": sorted(files),
         "counts": counts,
-        "skipped_by_reason": _skip_summary(skipped),
+        "skipped_by_reason": skip_summary(skipped),
         "skipped": skipped,
         **extra,
     }
@@ -387,7 +387,7 @@ class Spool:
 Deriver = Callable[..., dict[str, Any]]
 
 
-class _BenchmarkView(Mapping[str, Any]):
+class BenchmarkView(Mapping[str, Any]):
     """A read-only mapping computed from the benchmark registry on every access (sorted by name)."""
 
     def __init__(self, build: Callable[[], dict[str, Any]]) -> None:
@@ -419,9 +419,9 @@ def _derived_benchmark() -> dict[str, str]:
 
 
 #: deriver name -> ``derive(split_dir, out_dir, seed=0) -> report``, from every benchmark's ``derivers``
-DERIVERS: Mapping[str, Deriver] = _BenchmarkView(_derivers)
+DERIVERS: Mapping[str, Deriver] = BenchmarkView(_derivers)
 #: the benchmark each deriver's output loads with (``get_benchmark(DERIVED_BENCHMARK[k]).load(out)``)
-DERIVED_BENCHMARK: Mapping[str, str] = _BenchmarkView(_derived_benchmark)
+DERIVED_BENCHMARK: Mapping[str, str] = BenchmarkView(_derived_benchmark)
 
 
 def derive_all(

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.construction.variants import dump_text
-from benchsmith.eval._private.derive import Outputs, SplitSamples, _BenchmarkView
+from benchsmith.eval._private.derive import BenchmarkView, Outputs, SplitSamples
 from benchsmith.schemas import (
     Sample,
     Tool,
@@ -58,7 +58,7 @@ REASONS = {
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
-class _Skip(Exception):
+class SkipSample(Exception):
     def __init__(self, reason: str, message: str = "") -> None:
         assert reason in REASONS, reason
         self.reason = reason
@@ -67,13 +67,13 @@ class _Skip(Exception):
 
 
 # ---- reading the split and preparing each sample --------------------------------------------------
-def _split_samples(split_dir: str | Path) -> SplitSamples:
+def split_samples(split_dir: str | Path) -> SplitSamples:
     """Every sample of the split, read one line at a time (``.root``; ``.count`` after a pass)."""
     return SplitSamples(split_dir, usable=False)
 
 
 @dataclass
-class _Prepared:
+class PreparedSample:
     """A sample reduced to what every format needs: messages, relabelled calls, observations."""
 
     sample: Sample
@@ -102,29 +102,29 @@ def _rewrite_refs(value: Any, mapping: dict[str, str]) -> Any:
     return value
 
 
-def _prepare(sample: Sample, index: int) -> _Prepared:
+def prepare_sample(sample: Sample, index: int) -> PreparedSample:
     sid = sample.id or f"sample{index}"
     if sample.verification is not None and sample.verification.status != "verified":
-        raise _Skip("not_verified", f"verification status is {sample.verification.status!r}")
+        raise SkipSample("not_verified", f"verification status is {sample.verification.status!r}")
     if sample.dialogue is not None:
         bad = sorted({m.role for m in sample.dialogue if m.role not in ("system", "user") or m.tool_calls})
         if bad:
-            raise _Skip("unsupported_dialogue", f"the dialogue has {', '.join(bad)} messages")
+            raise SkipSample("unsupported_dialogue", f"the dialogue has {', '.join(bad)} messages")
         messages = [{"role": m.role, "content": m.content} for m in sample.dialogue]
     else:
         messages = [{"role": "user", "content": sample.query or ""}]
     users = [m["content"] for m in messages if m["role"] == "user"]
     if not users:
-        raise _Skip("unsupported_dialogue", "the dialogue has no user message")
+        raise SkipSample("unsupported_dialogue", "the dialogue has no user message")
 
     available = [(c.label, c) for c in sample.setup if c.label]
     available += [(st.call.label, st.call) for st in sample.gold if st.hidden and st.call and st.call.label]
     visible = [st for st in sample.gold if st.call is not None and not st.hidden]
     if not visible:
-        raise _Skip("no_gold_calls")
+        raise SkipSample("no_gold_calls")
     for label, _ in available:
         if re.fullmatch(CALL_LABEL.format(r"\d+"), label):
-            raise _Skip("label_collision", f"set-up label {label!r}")
+            raise SkipSample("label_collision", f"set-up label {label!r}")
     tools = {t.name: t for t in sample.tools}
     mapping = {st.call.label: CALL_LABEL.format(k) for k, st in enumerate(visible, 1) if st.call and st.call.label}
     known = {label for label, _ in available}
@@ -134,17 +134,17 @@ def _prepare(sample: Sample, index: int) -> _Prepared:
         assert call is not None
         tool = tools.get(call.name)
         if tool is None:
-            raise _Skip("gold_tool_missing", f"call {k} names {call.name!r}")
+            raise SkipSample("gold_tool_missing", f"call {k} names {call.name!r}")
         props, required = tool.parameters.properties, tool.parameters.required
         missing = [p for p in required if p not in call.arguments]
         extra = [p for p in call.arguments if p not in props]
         if missing or extra:
-            raise _Skip("gold_call_off_schema", f"call {k} ({call.name}): missing {missing}, undefined {extra}")
+            raise SkipSample("gold_call_off_schema", f"call {k} ({call.name}): missing {missing}, undefined {extra}")
         for ref in call.references():
             if ref.label in seen:
                 chained = True
             elif ref.label not in known:
-                raise _Skip("unresolved_reference", f"call {k} ({call.name}) refers to ${ref.label}$")
+                raise SkipSample("unresolved_reference", f"call {k} ({call.name}) refers to ${ref.label}$")
         if call.label:
             seen.add(call.label)
         calls.append(
@@ -166,7 +166,7 @@ def _prepare(sample: Sample, index: int) -> _Prepared:
             thoughts.append(" ".join(pending) or None)
             pending = []
     final_thought = " ".join(pending) or None
-    return _Prepared(
+    return PreparedSample(
         sample=sample,
         sid=sid,
         messages=messages,
@@ -180,14 +180,11 @@ def _prepare(sample: Sample, index: int) -> _Prepared:
     )
 
 
-_dump = dump_text  # the exporters' name for it
-
-
-def _notes(p: _Prepared, positional: bool) -> str:
+def _notes(p: PreparedSample, positional: bool) -> str:
     """What the model needs beyond the query: the outputs already available, the $call_K$ rule."""
     lines = []
     if p.available:
-        items = "; ".join(f"${label}$ = the output of {c.name}({_dump(c.arguments)})" for label, c in p.available)
+        items = "; ".join(f"${label}$ = the output of {c.name}({dump_text(c.arguments)})" for label, c in p.available)
         lines.append(f"Already available (pass them by label): {items}.")
     if positional:
         lines.append(
@@ -198,7 +195,7 @@ def _notes(p: _Prepared, positional: bool) -> str:
     return "\n".join(lines)
 
 
-def _with_notes(p: _Prepared, positional: bool) -> list[dict[str, str]]:
+def messages_with_notes(p: PreparedSample, positional: bool) -> list[dict[str, str]]:
     """The messages, the notes appended to the last user message."""
     notes = _notes(p, positional)
     msgs = [dict(m) for m in p.messages]
@@ -210,13 +207,13 @@ def _with_notes(p: _Prepared, positional: bool) -> list[dict[str, str]]:
     return msgs
 
 
-def _python_syntax(calls: list[ToolCall]) -> None:
+def check_python_syntax(calls: list[ToolCall]) -> None:
     for k, call in enumerate(calls, 1):
         if not _DOTTED.match(call.name) or any(keyword.iskeyword(part) for part in call.name.split(".")):
-            raise _Skip("not_python_syntax", f"call {k}: tool name {call.name!r}")
+            raise SkipSample("not_python_syntax", f"call {k}: tool name {call.name!r}")
         bad = [a for a in call.arguments if not a.isidentifier() or keyword.iskeyword(a)]
         if bad:
-            raise _Skip("not_python_syntax", f"call {k} ({call.name}): argument names {bad}")
+            raise SkipSample("not_python_syntax", f"call {k} ({call.name}): argument names {bad}")
 
 
 # ---- schema conversion ---------------------------------------------------------------------------
@@ -310,14 +307,14 @@ def _check_stale(out: Path, patterns: list[str], keep: set[Path]) -> None:
         )
 
 
-class _Report:
+class ExportReport:
     def __init__(self, fmt: str, split: Path, n_samples: int = 0) -> None:
         self.fmt, self.split, self.n_samples = fmt, split, n_samples
         self.skipped: list[dict[str, str]] = []
         self.records: Counter[str] = Counter()
         self.id_map: dict[str, str] = {}
 
-    def skip(self, sid: str, exc: _Skip) -> None:
+    def skip(self, sid: str, exc: SkipSample) -> None:
         self.skipped.append({"sample": sid, "reason": exc.reason, "message": exc.message})
 
     def report(self, written: list[str]) -> dict[str, Any]:
@@ -341,7 +338,7 @@ class _Report:
         return report
 
 
-class _WithAnswers:
+class CategoryFiles:
     """``<prefix><category>.json`` with the records and ``possible_answer/`` with the answers of each
     category (JSON Lines, as BFCL and ACEBench ship them), appended one record at a time:
     ``add(category, record, answer)``; ``count(category)`` is how many it holds."""
@@ -377,7 +374,7 @@ class _WithAnswers:
         return written
 
 
-def _sid(sample: Sample, index: int) -> str:
+def sample_id(sample: Sample, index: int) -> str:
     return sample.id or f"sample{index}"
 
 
@@ -386,15 +383,15 @@ def export_with_answers(
     prefix: str,
     split_dir: str | Path,
     out_dir: str | Path,
-    export_sample: Callable[[int, Sample, _WithAnswers, _Report], None],
+    export_sample: Callable[[int, Sample, CategoryFiles, ExportReport], None],
 ) -> dict[str, Any]:
     """The streaming export of a format whose records and answers go to ``<prefix><category>.json``
     and ``possible_answer/`` (BFCL, ACEBench): ``export_sample(i, sample, by_category, report)`` for
     one sample at a time, then ``id_map.json`` and the report, all renamed in together; the report."""
-    samples = _split_samples(split_dir)
-    rep = _Report(fmt, samples.root)
+    samples = split_samples(split_dir)
+    rep = ExportReport(fmt, samples.root)
     with Outputs(out_dir) as files:
-        by_cat = _WithAnswers(files, prefix)
+        by_cat = CategoryFiles(files, prefix)
         for i, sample in enumerate(samples):
             export_sample(i, sample, by_cat, rep)
         rep.n_samples = samples.count or 0
@@ -411,4 +408,4 @@ def _exporters() -> dict[str, Exporter]:
 
 
 #: format name (the benchmark's name) -> ``export(split_dir, out_dir) -> report``
-EXPORTERS: Mapping[str, Exporter] = _BenchmarkView(_exporters)
+EXPORTERS: Mapping[str, Exporter] = BenchmarkView(_exporters)

@@ -41,7 +41,7 @@ from .core import (
 )
 
 
-def _check_mode(mode: str) -> Mode:
+def check_mode(mode: str) -> Mode:
     if mode not in MODES:
         raise UserError(f"unknown mode {mode!r}", fix="use strict or official")
     return mode  # type: ignore[return-value]
@@ -166,7 +166,7 @@ def run_score(
 
     ``options`` configure the benchmark (e.g. BFCL's ``{"format": "fc"}``; see :func:`get_benchmark`).
     """
-    m = _check_mode(mode)
+    m = check_mode(mode)
     bench = get_benchmark(benchmark, **(options or {}))
     cases = _first_then_rest(bench.iter_cases(Path(data)))
     with PredictionIndex(predictions) as preds:
@@ -206,7 +206,7 @@ def run_selftest(
     options: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """Score the gold answers as predictions; list every record whose gold cannot pass."""
-    m = _check_mode(mode)
+    m = check_mode(mode)
     bench = get_benchmark(benchmark, **(options or {}))
     head: dict[str, Any] = {"benchmark": benchmark, "mode": m}
     failing = 0

@@ -883,13 +883,13 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
     import contextlib
 
     from .core import PredictionIndex
-    from .run import _check_mode, stream_score
+    from .run import check_mode, stream_score
 
     run_dir = Path(run_dir)
     if not (run_dir / "run.json").is_file():
         raise UserError(f"{run_dir} has no run.json", fix="pass a folder written by `benchsmith eval run`")
     meta = read_run_json(run_dir / "run.json")
-    m = _check_mode(mode)
+    m = check_mode(mode)
     out: dict[str, dict[str, Any]] = {}
 
     for name, info in (meta.get("tasks") or {}).items():

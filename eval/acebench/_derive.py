@@ -29,11 +29,11 @@ from benchsmith.eval._private.derive import (
     REPORT,
     Outputs,
     SplitSamples,
-    _report,
-    _rng,
-    _skip,
-    _tool_entry,
     candidate_tools,
+    derive_report,
+    note_skip,
+    seeded_rng,
+    tool_entry,
 )
 
 # ---- ACEBench special ------------------------------------------------------------------------
@@ -53,7 +53,7 @@ def derive_acebench_special(split_dir: str | Path, out_dir: str | Path, seed: in
     Returns the report (with each record's source sample). Streams: one sample at a time, each
     record appended to its category's files as it is made."""
     samples = SplitSamples(split_dir)
-    rng = _rng(seed, "acebench_special")
+    rng = seeded_rng(seed, "acebench_special")
     counts: dict[str, int] = {"special_incomplete": 0, "special_error_param": 0, "special_irrelevant": 0}
     skipped: list[dict[str, Any]] = []
     sources: dict[str, dict[str, Any]] = {}
@@ -65,7 +65,7 @@ def derive_acebench_special(split_dir: str | Path, out_dir: str | Path, seed: in
         for n, sample in enumerate(samples):
             _special_records(n, sample, seed, order, files, counts, skipped, sources, rules)
         (out / "possible_answer").mkdir(parents=True, exist_ok=True)
-        report = _report(
+        report = derive_report(
             "acebench",
             samples.root,
             samples.count or 0,
@@ -94,7 +94,7 @@ def _special_records(
 ) -> None:
     """One sample's special records, appended to ``data_<category>.json`` and ``possible_answer/``."""
     sid = sample.id or f"sample{n}"
-    functions = [_tool_entry(t) for t in candidate_tools(sample, seed, "acebench")]
+    functions = [tool_entry(t) for t in candidate_tools(sample, seed, "acebench")]
     note = sample_setup_note(sample)
     query, hint = sample_query(sample), sample.context
     lits = call_literals(sample)
@@ -102,7 +102,7 @@ def _special_records(
 
     # incomplete
     if not lits:
-        _skip(skipped, sample, "special_incomplete", "no_literal_in_question")
+        note_skip(skipped, sample, "special_incomplete", "no_literal_in_question")
     else:
         call, arg, value, _form = lits[0]
         forms = value_forms(value)
@@ -115,7 +115,7 @@ def _special_records(
         text = re.sub(r"\b(?:the|a|an) (a certain )", r"\1", text, flags=re.IGNORECASE)
         keep_hint = hint if hint and not any(find_form(hint, f) for f in forms) else None
         if any(form_spans(text, f) for f in forms):
-            _skip(skipped, sample, "special_incomplete", "literal_still_in_question")
+            note_skip(skipped, sample, "special_incomplete", "literal_still_in_question")
         else:
             made_here.append(
                 (
@@ -148,10 +148,12 @@ def _special_records(
         made = True
         break
     if not made:
-        _skip(skipped, sample, "special_error_param", "no_literal_in_question" if not lits else "no_corruption_rule")
+        note_skip(
+            skipped, sample, "special_error_param", "no_literal_in_question" if not lits else "no_corruption_rule"
+        )
     # irrelevant
     template = IRRELEVANT_QUESTIONS[order[n % len(order)]]
-    srng = _rng(seed, sid, "irrelevant")
+    srng = seeded_rng(seed, sid, "irrelevant")
     fill = {k: srng.choice(v) for k, v in FILL_VALUES.items()}
     made_here.append(("special_irrelevant", acebench_question(template.format(**fill), None, ""), IRRELEVANT_GOLD, {}))
     for category, question, gold, prov in made_here:

@@ -11,14 +11,14 @@ from typing import Any
 from benchsmith.construction.sandbox import Sandbox
 from benchsmith.eval._private.calls import python_calls
 from benchsmith.eval._private.export import (
-    _prepare,
-    _python_syntax,
-    _Report,
-    _sid,
-    _Skip,
-    _with_notes,
-    _WithAnswers,
+    CategoryFiles,
+    ExportReport,
+    SkipSample,
+    check_python_syntax,
     export_with_answers,
+    messages_with_notes,
+    prepare_sample,
+    sample_id,
     schema_dialect,
 )
 from benchsmith.schemas import Sample, Tool, ToolCall, ToolError
@@ -71,7 +71,7 @@ def acebench_order(tools: list[Tool]) -> list[Tool]:
 
 def acebench_answer(calls: list[ToolCall], tool_names: set[str]) -> dict[str, dict[str, Any]]:
     """``{key: arguments}`` in call order; a tool called n > 1 times gets keys ``<name>_1`` ..
-    ``<name>_n`` (ACEBench's convention). Raises ``_Skip`` if such a key is a tool name."""
+    ``<name>_n`` (ACEBench's convention). Raises ``SkipSample`` if such a key is a tool name."""
     counts = Counter(c.name for c in calls)
     seen: Counter[str] = Counter()
     out: dict[str, dict[str, Any]] = {}
@@ -82,7 +82,7 @@ def acebench_answer(calls: list[ToolCall], tool_names: set[str]) -> dict[str, di
             seen[c.name] += 1
             key = f"{c.name}_{seen[c.name]}"
             if key in tool_names or key in counts:
-                raise _Skip("ambiguous_duplicate_name", f"answer key {key!r} is also a tool name")
+                raise SkipSample("ambiguous_duplicate_name", f"answer key {key!r} is also a tool name")
         out[key] = copy.deepcopy(c.arguments)
     return out
 
@@ -104,19 +104,19 @@ def agent_record(sample: Sample) -> tuple[str, dict[str, Any], dict[str, Any]]:
     sandbox domains are the involved classes, configured by their initial state; the gold calls run
     in a fresh sandbox give the milestones (arguments resolved: ACEBench has no references; one
     milestone per assistant reply of a dialogue, one per call of a scenario) and the ground truth
-    (each domain's full end state). Raises ``_Skip`` when the gold calls do not replay."""
+    (each domain's full end state). Raises ``SkipSample`` when the gold calls do not replay."""
     config = sample.metadata["environment"].get("config")
     if not isinstance(config, dict) or not config:
-        raise _Skip("no_gold_calls", "the sandbox environment has no config")
+        raise SkipSample("no_gold_calls", "the sandbox environment has no config")
     box = Sandbox(config)
     steps = [st for st in sample.gold if st.call is not None and st.verdict in (None, "success")]
     if not steps:
-        raise _Skip("no_gold_calls")
+        raise SkipSample("no_gold_calls")
     for st in steps:
         try:
             box.call(st.call.name, st.call.arguments, st.call.label)
         except ToolError as exc:
-            raise _Skip(
+            raise SkipSample(
                 "unresolved_reference" if exc.code == "unresolved_reference" else "gold_call_off_schema",
                 f"gold call {st.call.name} does not replay: {exc}",
             ) from None
@@ -135,7 +135,7 @@ def agent_record(sample: Sample) -> tuple[str, dict[str, Any], dict[str, Any]]:
         groups = [[c] for c in resolved]
         category = "agent_multi_step"
         question = sample.query or ""
-    _python_syntax([ToolCall(name=c["name"], arguments=c["arguments"]) for c in resolved])
+    check_python_syntax([ToolCall(name=c["name"], arguments=c["arguments"]) for c in resolved])
     state = box.state()
     record = {
         "question": question,
@@ -158,25 +158,25 @@ def export_acebench(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any
     return export_with_answers("acebench", "data_", split_dir, out_dir, _export_sample)
 
 
-def _export_sample(i: int, sample: Sample, by_cat: _WithAnswers, rep: _Report) -> None:
+def _export_sample(i: int, sample: Sample, by_cat: CategoryFiles, rep: ExportReport) -> None:
     if is_agent_sample(sample):
         try:
             cat, record, answer = agent_record(sample)
-        except _Skip as exc:
-            rep.skip(_sid(sample, i), exc)
+        except SkipSample as exc:
+            rep.skip(sample_id(sample, i), exc)
             return
         rid = f"{cat}_{by_cat.count(cat)}"
         by_cat.add(cat, {"id": rid, **record}, {"id": rid, **answer})
         rep.records[cat] += 1
-        rep.id_map[rid] = _sid(sample, i)
+        rep.id_map[rid] = sample_id(sample, i)
         return
     try:
-        p = _prepare(sample, i)
-        _python_syntax(p.calls)
+        p = prepare_sample(sample, i)
+        check_python_syntax(p.calls)
         cat = "normal_single_turn_single_function" if len(p.calls) == 1 else "normal_single_turn_parallel_function"
         gold = acebench_answer(p.calls, set(p.tools))
         rid = f"{cat}_{by_cat.count(cat)}"
-        msgs = _with_notes(p, positional=True)
+        msgs = messages_with_notes(p, positional=True)
         # ACEBench reads "system:" lines as the assistant's replies: system text joins the first user line
         system = "\n".join(m["content"] for m in msgs if m["role"] == "system")
         users = [m["content"] for m in msgs if m["role"] == "user"]
@@ -191,5 +191,5 @@ def _export_sample(i: int, sample: Sample, by_cat: _WithAnswers, rep: _Report) -
         by_cat.add(cat, record, {"id": rid, "ground_truth": gold})
         rep.records[cat] += 1
         rep.id_map[rid] = p.sid
-    except _Skip as exc:
-        rep.skip(_sid(sample, i), exc)
+    except SkipSample as exc:
+        rep.skip(sample_id(sample, i), exc)

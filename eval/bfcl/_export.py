@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.eval._private.export import (
-    _prepare,
-    _python_syntax,
-    _Report,
-    _sid,
-    _Skip,
-    _with_notes,
-    _WithAnswers,
+    CategoryFiles,
+    ExportReport,
+    SkipSample,
+    check_python_syntax,
     export_with_answers,
+    messages_with_notes,
+    prepare_sample,
+    sample_id,
     schema_dialect,
 )
 from benchsmith.schemas import Sample, Tool, ToolCall
@@ -117,14 +117,14 @@ def export_bfcl(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     return export_with_answers("bfcl", "BFCL_v4_", split_dir, out_dir, _export_sample)
 
 
-def _export_sample(i: int, sample: Sample, by_cat: _WithAnswers, rep: _Report) -> None:
+def _export_sample(i: int, sample: Sample, by_cat: CategoryFiles, rep: ExportReport) -> None:
     try:
-        p = _prepare(sample, i)
+        p = prepare_sample(sample, i)
         if p.chained:
-            raise _Skip("multi_step_chain", f"{len(p.calls)} calls, later ones use earlier outputs")
-        _python_syntax(p.calls)
+            raise SkipSample("multi_step_chain", f"{len(p.calls)} calls, later ones use earlier outputs")
+        check_python_syntax(p.calls)
         if any(_has_empty_string(c.arguments) for c in p.calls):
-            raise _Skip("empty_string_value")
+            raise SkipSample("empty_string_value")
         single_tool = len(p.sample.tools) == 1
         if len(p.calls) == 1:
             cat = "simple_python" if single_tool else "multiple"
@@ -133,10 +133,10 @@ def _export_sample(i: int, sample: Sample, by_cat: _WithAnswers, rep: _Report) -
         functions = [bfcl_function(t) for t in p.sample.tools]
         fn_of = {f["name"]: f for f in functions}
         rid = f"{cat}_{by_cat.count(cat)}"
-        record = {"id": rid, "question": [_with_notes(p, positional=False)], "function": functions}
+        record = {"id": rid, "question": [messages_with_notes(p, positional=False)], "function": functions}
         answer = {"id": rid, "ground_truth": [bfcl_answer(c, fn_of[c.name]) for c in p.calls]}
         by_cat.add(cat, record, answer)
         rep.records[cat] += 1
         rep.id_map[rid] = p.sid
-    except _Skip as exc:
-        rep.skip(_sid(sample, i), exc)
+    except SkipSample as exc:
+        rep.skip(sample_id(sample, i), exc)

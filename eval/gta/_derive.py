@@ -26,9 +26,9 @@ from benchsmith.eval._private.derive import (
     REPORT,
     Outputs,
     SplitSamples,
-    _report,
-    _skip,
     candidate_tools,
+    derive_report,
+    note_skip,
 )
 from benchsmith.schemas import (
     ExactAnswer,
@@ -186,7 +186,7 @@ def derive_gta(split_dir: str | Path, out_dir: str | Path, seed: int = 0) -> dic
         written = dataset.finish()
         n = len(dataset)
         counts = {"samples": n, "step:tool": totals["steps"], "step:answer": n, "e2e": n}
-        report = _report(
+        report = derive_report(
             "gta",
             samples.root,
             samples.count or 0,
@@ -211,11 +211,11 @@ def _gta_sample(
 
     got = _gta_answer(sample)
     if isinstance(got, str):
-        _skip(skipped, sample, "gta", got)
+        note_skip(skipped, sample, "gta", got)
         return
     gt, content = got
     if isinstance(gt, dict) and not whitelist_pass(content, gt["whitelist"], gt["blacklist"], "strict"):
-        _skip(skipped, sample, "gta", "answer_not_matchable")
+        note_skip(skipped, sample, "gta", "answer_not_matchable")
         return
     if not isinstance(gt, dict) or whitelist_pass(content, gt["whitelist"], gt["blacklist"], "official"):
         totals["official_ok"] += 1

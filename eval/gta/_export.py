@@ -19,13 +19,13 @@ from benchsmith.eval._private.export import (
     ID_MAP_FILE,
     MAX_ANSWER_CELLS,
     REPORT_FILE,
-    _dump,
-    _prepare,
-    _Report,
-    _sid,
-    _Skip,
-    _split_samples,
-    _with_notes,
+    ExportReport,
+    SkipSample,
+    dump_text,
+    messages_with_notes,
+    prepare_sample,
+    sample_id,
+    split_samples,
 )
 from benchsmith.schemas import (
     ExactAnswer,
@@ -123,9 +123,9 @@ def _cells(value: Any) -> list[Any]:
 
 
 def gta_answer(answer: Any) -> tuple[Any, str]:
-    """``(gt_answer, gold answer text)`` for a sample's answer spec (raises ``_Skip``)."""
+    """``(gt_answer, gold answer text)`` for a sample's answer spec (raises ``SkipSample``)."""
     if isinstance(answer, NoAnswer):
-        raise _Skip("no_answer")
+        raise SkipSample("no_answer")
     if isinstance(answer, WhitelistAnswer):
         gt = {
             "whitelist": [list(g) for g in answer.whitelist],
@@ -144,9 +144,9 @@ def gta_answer(answer: Any) -> tuple[Any, str]:
         seen.add(aliases[0].casefold())
         groups.append(aliases)
     if not groups:
-        raise _Skip("empty_answer")
+        raise SkipSample("empty_answer")
     if len(groups) > MAX_ANSWER_CELLS:
-        raise _Skip("answer_too_long", f"{len(groups)} distinct cells")
+        raise SkipSample("answer_too_long", f"{len(groups)} distinct cells")
     return {"whitelist": groups, "blacklist": None}, "The answer is: " + "; ".join(g[0] for g in groups) + "."
 
 
@@ -157,8 +157,8 @@ def export_gta(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     ``dataset.json`` as it is made."""
     from ._derive import GtaDataset
 
-    samples = _split_samples(split_dir)
-    rep = _Report("gta", samples.root)
+    samples = split_samples(split_dir)
+    rep = ExportReport("gta", samples.root)
     with Outputs(out_dir) as files:
         dataset = GtaDataset(files)
         for i, sample in enumerate(samples):
@@ -173,11 +173,11 @@ def export_gta(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     return report
 
 
-def _export_sample(i: int, sample: Sample, dataset: Any, rep: _Report) -> None:
+def _export_sample(i: int, sample: Sample, dataset: Any, rep: ExportReport) -> None:
     try:
-        p = _prepare(sample, i)
+        p = prepare_sample(sample, i)
         gt, text = gta_answer(p.sample.answer)
-        dialogs: list[dict[str, Any]] = list(_with_notes(p, positional=True))
+        dialogs: list[dict[str, Any]] = list(messages_with_notes(p, positional=True))
         for k, (call, obs, thought) in enumerate(zip(p.calls, p.observations, p.thoughts), 1):
             tool = p.tools[call.name]
             what = tool.description.split(". ")[0].rstrip(".")
@@ -192,7 +192,7 @@ def _export_sample(i: int, sample: Sample, dataset: Any, rep: _Report) -> None:
                 {
                     "role": "tool",
                     "name": call.name,
-                    "content": {"type": "text", "content": obs if isinstance(obs, str) else _dump(obs)},
+                    "content": {"type": "text", "content": obs if isinstance(obs, str) else dump_text(obs)},
                 }
             )
         final: dict[str, Any] = {"role": "assistant", "content": text}
@@ -203,5 +203,5 @@ def _export_sample(i: int, sample: Sample, dataset: Any, rep: _Report) -> None:
             p.sid, {"tools": [gta_tool(t) for t in p.sample.tools], "files": [], "dialogs": dialogs, "gt_answer": gt}
         )
         rep.records["gta"] += 1
-    except _Skip as exc:
-        rep.skip(_sid(sample, i), exc)
+    except SkipSample as exc:
+        rep.skip(sample_id(sample, i), exc)

@@ -47,7 +47,7 @@ from benchsmith.schemas import (
 )
 
 from ._report import NL2APIReport
-from ._scorers import PredictionError, _one_call, answers_match, call_metrics, parse_calls
+from ._scorers import PredictionError, answers_match, call_metrics, one_call, parse_calls
 
 STYLES = ("slot", "sel", "rest")
 METRICS = ("intent_p", "intent_r", "intent_f1", "slot_p", "slot_r", "slot_f1")
@@ -292,7 +292,7 @@ class NL2API(Benchmark):
             if not isinstance(output, list):
                 raise UserError(f"{where}: 'output' is not a list of calls", fix="store the call list")
             try:
-                calls = [_one_call(c, n) for n, c in enumerate(output, 1)]
+                calls = [one_call(c, n) for n, c in enumerate(output, 1)]
             except PredictionError as exc:
                 raise UserError(f"{where}: {exc}", fix="fix the gold call") from None
             tools = rec.get("tools")

@@ -63,7 +63,7 @@ def _loads(text: str) -> Any:
         raise PredictionError("parse_error", "the prediction is not JSON") from None
 
 
-def _one_call(item: Any, n: int) -> Call:
+def one_call(item: Any, n: int) -> Call:
     try:
         name, args, entry = tool_call_parts(item)
     except CallShapeError as exc:
@@ -94,7 +94,7 @@ def parse_calls(prediction: str) -> list[Call]:
     if not isinstance(value, list):
         raise PredictionError("malformed_sequence", f"expected a list of calls, got {type(value).__name__}")
     check_limit("calls", len(value))
-    calls = [_one_call(item, n) for n, item in enumerate(value, 1)]
+    calls = [one_call(item, n) for n, item in enumerate(value, 1)]
     try:
         check_value([c["arguments"] for c in calls], prediction if isinstance(prediction, str) else None)
     except TooDeep as exc:

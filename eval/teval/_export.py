@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.eval._private.export import (
-    _sid,
-    _Skip,
-    _split_samples,
+    SkipSample,
+    sample_id,
+    split_samples,
 )
 
 from ._derive import derive_teval
@@ -19,17 +19,17 @@ from ._derive import derive_teval
 def export_teval(split_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     """``derive_teval`` with the exporters' report shape (its own report under ``derive``); a pass
     over the split (one sample at a time) lists the samples it leaves out."""
-    samples = _split_samples(split_dir)
+    samples = split_samples(split_dir)
     split = samples.root
     skipped = []
     for i, s in enumerate(samples):
         if s.verification is not None and s.verification.status != "verified":
-            exc = _Skip("not_verified", f"verification status is {s.verification.status!r}")
+            exc = SkipSample("not_verified", f"verification status is {s.verification.status!r}")
         elif not any(st.call is not None and not st.hidden for st in s.gold):
-            exc = _Skip("no_gold_calls")
+            exc = SkipSample("no_gold_calls")
         else:
             continue
-        skipped.append({"sample": _sid(s, i), "reason": exc.reason, "message": exc.message})
+        skipped.append({"sample": sample_id(s, i), "reason": exc.reason, "message": exc.message})
     derived = derive_teval(split, out_dir)
     records = {f"{ability}/{fmt}": n for ability, by_fmt in derived["records"].items() for fmt, n in by_fmt.items()}
     return {

@@ -21,12 +21,12 @@ from benchsmith.eval._private.derive import (
     REPORT,
     Outputs,
     SplitSamples,
-    _chain_tools,
-    _report,
-    _rng,
-    _skip,
-    _tool_entry,
     candidate_tools,
+    chain_tools,
+    derive_report,
+    note_skip,
+    seeded_rng,
+    tool_entry,
 )
 from benchsmith.schemas import UserError
 
@@ -69,7 +69,7 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
     positions, counters and sample ids stay in memory."""
     samples = SplitSamples(split_dir)
     n_samples = sum(1 for _ in samples)
-    rng = _rng(seed, "toolassess")
+    rng = seeded_rng(seed, "toolassess")
     no_kinds = _balanced(("answer_given", "rephrase", "general"), n_samples, rng)
     cannot_kinds = _balanced(("missing_column", "write_action", "missing_table"), n_samples, rng)
     skipped: list[dict[str, Any]] = []
@@ -91,8 +91,8 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
         for n, sample in enumerate(samples):
             if n >= n_samples:
                 raise UserError(f"{samples.path} changed while it was read", fix="derive again")
-            srng = _rng(seed, sample.id, "toolassess")
-            tools = [_tool_entry(t) for t in candidate_tools(sample, seed, "toolassess")]
+            srng = seeded_rng(seed, sample.id, "toolassess")
+            tools = [tool_entry(t) for t in candidate_tools(sample, seed, "toolassess")]
             tool_text = tools_text(sample)
             items = [("requires_tool", "original", with_hint(sample_query(sample), sample.context))]
             for label, kinds in (
@@ -109,7 +109,7 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
                         items.append((label, kind, text))
                         break
                 else:
-                    _skip(skipped, sample, f"awareness:{label}", "no_variant_applies")
+                    note_skip(skipped, sample, f"awareness:{label}", "no_variant_applies")
             recs = []
             for label, kind, text in items:
                 variants[f"{label}:{kind}"] += 1
@@ -129,13 +129,13 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
 
             first = visible_steps(sample)[0].call
             assert first is not None
-            chain = set(_chain_tools(sample))
+            chain = set(chain_tools(sample))
             others = [t for t in sample.tools if t.name not in chain]
             if not any(t.name == first.name for t in sample.tools):
-                _skip(skipped, sample, "selection", "first_tool_not_among_tools")
+                note_skip(skipped, sample, "selection", "first_tool_not_among_tools")
                 continue
             if not others:
-                _skip(skipped, sample, "selection", "no_distractor")
+                note_skip(skipped, sample, "selection", "no_distractor")
                 continue
             picks = srng.sample(others, min(SELECTION_DISTRACTORS, len(others)))
             cands = [next(t for t in sample.tools if t.name == first.name), *picks]
@@ -148,21 +148,21 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
                 {
                     "task": "selection",
                     "query": question,
-                    "tools": [_tool_entry(t) for t in cands],
+                    "tools": [tool_entry(t) for t in cands],
                     "answer_tools": [first.name],
                     "meta": {"source_sample": sample.id, "label": "true_tool"},
                 }
             ]
             # the false-tool situation: the same request among candidates that are all tools its chain never uses
             if len(others) < 2:
-                _skip(skipped, sample, "selection:false_tool", "too_few_distractors")
+                note_skip(skipped, sample, "selection:false_tool", "too_few_distractors")
             else:
                 false_cands = srng.sample(others, min(SELECTION_DISTRACTORS + 1, len(others)))
                 made.append(
                     {
                         "task": "selection",
                         "query": question,
-                        "tools": [_tool_entry(t) for t in false_cands],
+                        "tools": [tool_entry(t) for t in false_cands],
                         "answer_tools": [],
                         "meta": {"source_sample": sample.id, "label": "false_tool"},
                     }
@@ -237,7 +237,7 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
             "multi_subtasks": {str(k): v for k, v in sorted(sizes.items())},
             "variants": dict(sorted(variants.items())),
         }
-        report = _report("toolassess", samples.root, samples.count or 0, seed, list(FILES), counts, skipped)
+        report = derive_report("toolassess", samples.root, samples.count or 0, seed, list(FILES), counts, skipped)
         files.json(REPORT, report)
         files.commit()
     return report

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from benchsmith.schemas._private.jsonl import _dumps_line, json_default
+from benchsmith.schemas._private.jsonl import dumps_line, json_default
 from benchsmith.schemas._private.sample import CONTENT_FIELDS, Sample
 from benchsmith.schemas._private.tool import Tool
 
@@ -147,7 +147,7 @@ class SampleEncoder:
         head_b, tail_b = _utf8(head), _utf8(tail)
         if head_b is None or tail_b is None or tools_line is None:
             # lone surrogates: the general writer escapes the whole line
-            return _dumps_line(sample.model_copy(update={"tools": list(tools), "id": sid})).encode("utf-8"), sid
+            return dumps_line(sample.model_copy(update={"tools": list(tools), "id": sid})).encode("utf-8"), sid
         return b"".join((head_b, tools_line, tail_b, b"\n")), sid
 
 

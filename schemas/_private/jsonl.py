@@ -369,7 +369,7 @@ def _to_plain(item: Any) -> Any:
     return item
 
 
-def _dumps_line(item: Any) -> str:
+def dumps_line(item: Any) -> str:
     if not isinstance(item, (BaseModel, Mapping)):
         raise TypeError(f"JSONL rows must be pydantic models or dicts, got {type(item).__name__}")
     plain = _to_plain(item)
@@ -480,7 +480,7 @@ def write_jsonl(path: PathLike, items: Iterable[BaseModel | Mapping[str, Any]]) 
     def write(fh: IO[str]) -> None:
         nonlocal count
         for item in items:
-            fh.write(_dumps_line(item))
+            fh.write(dumps_line(item))
             count += 1
 
     _atomic_write(path, write)
@@ -493,7 +493,7 @@ def append_jsonl(path: PathLike, item: BaseModel | Mapping[str, Any], fsync: boo
     If the file's last line lacks its newline (an interrupted write), one is added first so
     the new row stays on its own line.
     """
-    data = _dumps_line(item).encode("utf-8")
+    data = dumps_line(item).encode("utf-8")
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -138,7 +138,7 @@ class _Accepted:
     bindings: dict[str, Any] = field(default_factory=dict)
 
 
-def _versions() -> dict[str, str]:
+def library_versions() -> dict[str, str]:
     def v(name: str) -> str:
         try:
             return metadata.version(name)
@@ -510,7 +510,7 @@ def _write_split(
     mapping = obfuscation_map(list(toolsets.all_tools())) if opts.obfuscate else None
     obfuscated: dict[int, Tool] = {}  # id(tool) -> its obfuscated copy (made once per tool)
     created = datetime.now(timezone.utc)
-    versions = _versions()
+    versions = library_versions()
     endpoints: dict[str, Any] = {}
     universe: dict[str, Tool] = {}
     bindings: dict[str, Binding] = {}

@@ -36,7 +36,7 @@ from benchsmith.schemas import (
     write_jsonl,
 )
 
-from .build import BuildOptions, _versions, build_split
+from .build import BuildOptions, build_split, library_versions
 from .datasets import Dataset, read_dataset, write_pairs
 
 MERGED = "merged"
@@ -277,7 +277,7 @@ def merge_splits(parts: dict[str, Path], out: Path, ds: Dataset, opts: BuildOpti
             provenance=Provenance(
                 source=str(ds.question_file),
                 method=f"nl2api.{opts.style}",
-                versions=_versions(),
+                versions=library_versions(),
                 seed=opts.seed,
                 created_at=created,
                 params={"kind": ds.kind},

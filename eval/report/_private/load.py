@@ -98,7 +98,7 @@ class Task:
             fh.seek(info.offset)
             line = fh.readline()
         try:
-            obj = _loads(line)
+            obj = loads_run_json(line)
         except json.JSONDecodeError:
             return None
         return obj if isinstance(obj, dict) else None
@@ -225,7 +225,7 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _loads(raw: bytes) -> Any:
+def loads_run_json(raw: bytes) -> Any:
     """One JSON document of a run folder (undecodable bytes replaced, lone surrogates cleaned); a
     ``JSONDecodeError`` for anything unreadable (huge numbers and deep nesting included)."""
     value = loads_json(raw.decode("utf-8", errors="replace"))
@@ -253,7 +253,7 @@ def _read_run_json(run_dir: Path) -> dict[str, Any]:
     try:
         raw = path.read_bytes()
         raw.decode("utf-8")
-        meta = _loads(raw)
+        meta = loads_run_json(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         where = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise UserError(
@@ -286,7 +286,7 @@ def _jsonl(path: Path, warnings: list[str]) -> list[tuple[int, dict[str, Any]]]:
             if not text:
                 continue
             try:
-                obj = _loads(text)
+                obj = loads_run_json(text)
             except json.JSONDecodeError:
                 bad += 1
                 continue
@@ -347,7 +347,7 @@ def _load_task(run_dir: Path, meta: dict[str, Any], name: str, info: Any) -> Tas
         try:
             raw = scores_path.read_bytes()
             raw.decode("utf-8")
-            scores = _loads(raw)
+            scores = loads_run_json(raw)
         except (UnicodeDecodeError, json.JSONDecodeError):
             task.warnings.append(f"{name}/scores.json is not valid JSON; " + SCORE_HINT.format(run=run_dir))
         else:

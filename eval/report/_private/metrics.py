@@ -13,7 +13,7 @@ import random
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
-from benchsmith.eval._private.derive import _BenchmarkView
+from benchsmith.eval._private.derive import BenchmarkView
 from benchsmith.eval._private.reportview import ReportView, num, record_categories  # noqa: F401  (re-exported)
 
 from .load import Run, Task
@@ -35,9 +35,9 @@ def _by_benchmark(attr: str) -> dict[str, Any]:
 
 
 #: The leaderboard's one number per benchmark, in order of preference (the first present wins).
-PRIMARY: Mapping[str, tuple[str, ...]] = _BenchmarkView(lambda: _by_benchmark("primary"))
+PRIMARY: Mapping[str, tuple[str, ...]] = BenchmarkView(lambda: _by_benchmark("primary"))
 #: The per-category figure drawn in the bar charts (``pass_rate`` comes from records.jsonl).
-CHART_METRIC: Mapping[str, str | None] = _BenchmarkView(lambda: _by_benchmark("chart_metric"))
+CHART_METRIC: Mapping[str, str | None] = BenchmarkView(lambda: _by_benchmark("chart_metric"))
 
 #: Short names of figures for table headers (the CSV files keep the full names).
 SHORT_NAMES: dict[str, str] = {

@@ -17,7 +17,7 @@ from benchsmith.schemas import UserError
 
 from . import metrics as M
 from .about import about
-from .load import FEW_CASES, Run, _loads, load_run, task_sort_key
+from .load import FEW_CASES, Run, load_run, loads_run_json, task_sort_key
 
 RAW_PREVIEW = 600  # characters of the last raw reply shown in a failure row
 TURN_TEXT = 6000  # characters of each turn's raw reply / input shown in the details
@@ -133,7 +133,7 @@ def _transcript(reply: dict[str, Any] | None) -> list[dict[str, Any]] | None:
     if not isinstance(result, str) or not result.lstrip().startswith("{"):
         return None
     try:
-        obj = _loads(result.encode("utf-8", errors="replace"))
+        obj = loads_run_json(result.encode("utf-8", errors="replace"))
     except (ValueError, RecursionError):
         return None
     events = obj.get("transcript") if isinstance(obj, dict) else None
