@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from . import MAX_RETRIES_HELP, check_model_settings, check_number, check_out_dir, retry_overrides, user_errors
 
@@ -47,42 +48,6 @@ SET = typer.Option(
 MAX_RETRIES = typer.Option(None, "--max-retries", envvar="BENCHSMITH_MAX_RETRIES", help=MAX_RETRIES_HELP)
 
 
-# graph options the graphs read as whole numbers (>= 0) or as true/false; checked here so a typo is one red line
-INT_OPTIONS = {
-    "n": 10,
-    "k": 2,
-    "step_budget": 6,
-    "max_retries": 2,
-    "max_turns": 8,
-    "max_steps": 4,
-    "per_leaf": 2,
-    "examples": 2,
-    "min_leaf": 2,
-    "min_description": 20,
-    "max_description": 400,
-    "max_parameters": 10,
-}
-BOOL_OPTIONS = {"refine", "allow_failed_calls", "require_conversion"}
-
-
-def _typed(key: str, raw: str, value: Any) -> Any:
-    from benchsmith.schemas import UserError
-
-    if key in INT_OPTIONS:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise UserError(
-                f"--set {key}={raw!r}: {key} must be a whole number (integer >= 0)",
-                fix=f"write e.g. --set {key}={INT_OPTIONS[key]}",
-            )
-    elif key in BOOL_OPTIONS and not isinstance(value, bool):
-        raise UserError(
-            f"--set {key}={raw!r}: {key} must be true or false", fix=f"write --set {key}=true or {key}=false"
-        )
-    return value
-
-
 def parse_sets(sets: list[str]) -> dict[str, Any]:
     import json
 
@@ -97,8 +62,24 @@ def parse_sets(sets: list[str]) -> dict[str, Any]:
             parsed = loads_json(value)
         except json.JSONDecodeError:
             parsed = value
-        out[key.strip()] = _typed(key.strip(), value, parsed)
+        out[key.strip()] = parsed
     return out
+
+
+class GraphCommand(TyperCommand):
+    """A ``construct <graph>`` command whose help ends with the graph's options, read from the graph's
+    ``Options`` model when help is shown (importing a graph is too slow for every start-up)."""
+
+    @property
+    def epilog(self) -> str:
+        from benchsmith.construction import get_graph, options_help
+
+        lines = options_help(get_graph(self.name).Options).splitlines()
+        return "Graph options (--set KEY=VALUE):\n\n" + "\n\n".join(lines)
+
+    @epilog.setter
+    def epilog(self, value: str | None) -> None:
+        pass
 
 
 def cli_role_models(
@@ -190,12 +171,15 @@ def run(
 ) -> Any:
     """Run ``graph`` and print its summary; exit code 3 when items are left unfinished (re-run resumes)."""
     check_run_options(out, concurrency, limit, timeout, max_tokens, temperature, max_retries)
+    from benchsmith.construction import get_graph
+
+    checked = get_graph(graph).check_options(options)  # a wrong key or value: one red line, nothing started
     from ._model import note_started_servers, running_server_pids
 
     servers_before = running_server_pids()  # to say afterwards which local model server this command started
     models = cli_role_models(model, base_url, roles, timeout, max_tokens, voters, temperature, max_retries)
     local = bool(models.describe().get("files"))  # a local model answers a role (its weights file is named)
-    summary = _run_with_progress(graph, source, out, models, options, seed, concurrency, limit, split)
+    summary = _run_with_progress(graph, source, out, models, checked, seed, concurrency, limit, split)
     if local:
         note_started_servers(servers_before)
     print_summary(summary)
@@ -208,7 +192,7 @@ def _run_with_progress(
     source: Path,
     out: Path,
     models: Any,
-    options: dict[str, Any],
+    options: Any,
     seed: int,
     concurrency: int,
     limit: Optional[int],
@@ -275,34 +259,31 @@ def _graph_command(graph: str, help_text: str, source_help: str, extra: dict[str
 
     command.__doc__ = help_text
     command.__name__ = f"construct_{graph}"
-    construct_app.command(graph)(user_errors(command))
+    construct_app.command(graph, cls=GraphCommand)(user_errors(command))
 
 
 _graph_command(
     "queries",
-    "Draw tools from a catalog; the generator writes a query, the refiner rewrites it; pure checks. "
-    "Options (--set): n (items, 10), k (tools per draw, 2), strategy (random|related).",
+    "Draw tools from a catalog; the generator writes a query, the refiner rewrites it; pure checks.",
     "A split folder, a tools JSON/JSONL file or a samples JSONL",
     {},
 )
 _graph_command(
     "chains",
-    "Gold chains: planner -> executor -> reviewer with real tools (or a tool simulator), within a "
-    "step budget. Options: step_budget (6), max_retries (2).",
+    "Gold chains: planner -> executor -> reviewer with real tools (or a tool simulator), within a step budget.",
     "Samples JSONL with queries",
     {},
 )
 _graph_command(
     "dialogues",
     "Dialogues: a user agent (goal, persona), the assistant agent and a tool agent (real sandbox / "
-    "NL2API tools, or a simulator); the user ends when its goal is met. Options: max_turns (8), max_steps (4), "
-    "persona, allow_failed_calls (true).",
+    "NL2API tools, or a simulator); the user ends when its goal is met.",
     "'sandbox' (the packaged scenarios), a scenarios JSONL, or a samples JSONL / split folder",
     {},
 )
 
 
-@construct_app.command("apis")
+@construct_app.command("apis", cls=GraphCommand)
 @user_errors
 def construct_apis(
     source: Path = typer.Argument(
@@ -329,7 +310,7 @@ def construct_apis(
 ) -> None:
     """API synthesis: a domain -> sub-domain -> function context tree from seed documents; the generator proposes a new
     function per leaf, the refiner writes its spec; validated, then de-duplicated (names and sentence embeddings)
-    into OUT/tools.json. Options: per_leaf (2), k (8), examples (2), min_leaf (2), domains."""
+    into OUT/tools.json."""
     from benchsmith.construction.graphs.apis import export_tools
 
     check_number("--dedupe-threshold", dedupe_threshold, gt=0, le=1)
@@ -361,20 +342,20 @@ _graph_command(
     "special",
     "Special and awareness cases from accepted samples: incomplete (a required value removed), "
     "error_param (a wrong value), irrelevant, no_tool and cannot_complete requests; the generator rewrites "
-    "the request, pure checks verify the rewrite. Options: kinds (all five).",
+    "the request, pure checks verify the rewrite.",
     "Samples JSONL (or a run/split folder) with queries and gold calls",
     {},
 )
 _graph_command(
     "expand",
     "Exemplar expansion: keep an exemplar's tool chain, change the scenario and values "
-    "(generator), polish it (refiner); annotate the results with `construct chains`. Options: refine (true).",
+    "(generator), polish it (refiner); annotate the results with `construct chains`.",
     "Exemplar samples JSONL (or a split folder)",
     {},
 )
 
 
-@construct_app.command("backtranslate")
+@construct_app.command("backtranslate", cls=GraphCommand)
 @user_errors
 def construct_backtranslate(
     source: Path = typer.Argument(..., help="JSONL of {id, sql, evidence?} (NL2SQL pairs without a question)"),
@@ -396,7 +377,7 @@ def construct_backtranslate(
 ) -> None:
     """SQL -> question: the SQL must run (and convert to tools); the generator writes the question, pure checks screen
     it (every literal stated, no SQL leaked), the refiner verifies it asks what the SQL computes. Writes OUT/pairs.jsonl
-    for `benchsmith nl2api build`. Options: require_conversion (true)."""
+    for `benchsmith nl2api build`."""
     from benchsmith.construction.graphs.backtranslate import to_pairs
 
     options = parse_sets(sets)

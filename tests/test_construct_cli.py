@@ -57,8 +57,8 @@ def _lines(path: Path) -> list[dict]:
 
 def test_queries_chains_check_pipeline(split: Path, tmp_path: Path) -> None:
     with FakeOpenAI(reply) as ep:
-        env = endpoint_env(BENCHSMITH_BASE_URL=ep.base_url, BENCHSMITH_MODEL="fake", BENCHSMITH_CONSTRUCT_OPTIONS="n=6")
-        q = _run(["queries", str(split), "--out", str(tmp_path / "q")], env)
+        env = endpoint_env(BENCHSMITH_BASE_URL=ep.base_url, BENCHSMITH_MODEL="fake")
+        q = _run(["queries", str(split), "--out", str(tmp_path / "q")], {**env, "BENCHSMITH_CONSTRUCT_OPTIONS": "n=6"})
         assert q.returncode == 0, q.stderr
         assert "6 items" in q.stdout and "per accepted sample" in q.stdout
         c = _run(

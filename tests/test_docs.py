@@ -117,3 +117,16 @@ def test_readme_block(line, info, code, tmp_path, monkeypatch):
             expected.append(None)
     if expected and None not in expected:
         assert out.getvalue().splitlines() == expected, out.getvalue()
+
+
+def test_every_graph_option_is_documented():
+    """Each option a graph declares appears (as `name`) on its page, or in the engine page for the
+    graphs documented there."""
+    from benchsmith.construction import GRAPHS, get_graph
+
+    engine = (ROOT / "docs" / "construction" / "engine.md").read_text(encoding="utf-8")
+    for name in sorted(GRAPHS):
+        page = ROOT / "docs" / "construction" / f"{name}.md"
+        text = engine + (page.read_text(encoding="utf-8") if page.exists() else "")
+        missing = [k for k in get_graph(name).Options.model_fields if f"`{k}`" not in text]
+        assert not missing, f"{name}: options {missing} are not in docs/construction/{name}.md or engine.md"

@@ -68,8 +68,18 @@ def test_runtime_fault_is_one_red_line_with_exit_3(split, tmp_path, monkeypatch)
 
 
 # ---- 2. construct --set with a value of the wrong type ---------------------------------------------------
-@pytest.mark.parametrize("setting, option", [("n=abc", "n"), ("k=2.5x", "k")])
-def test_construct_set_with_a_bad_value_is_one_red_line(setting, option, split, tmp_path):
+@pytest.mark.parametrize(
+    "setting, option, says",
+    [
+        ("n=abc", "n", "integer"),
+        ("k=2.5x", "k", "integer"),
+        ("n=true", "n", "integer"),
+        ("k=0", "k", "greater than or equal to 1"),
+        ("strategy=close", "strategy", "'random' or 'related'"),
+        ("step_budjet=8", "step_budjet", "no option 'step_budjet'"),
+    ],
+)
+def test_construct_set_with_a_bad_value_is_one_red_line(setting, option, says, split, tmp_path):
     proc = _run(
         "construct",
         "queries",
@@ -85,8 +95,18 @@ def test_construct_set_with_a_bad_value_is_one_red_line(setting, option, split, 
     )
     assert proc.returncode == 2, proc.stderr
     line = _one_error_line(proc)
-    assert f"--set {option}" in line and "integer" in line and "fix" in line, line
-    assert not (tmp_path / "q" / "samples.jsonl").exists()
+    assert f"--set {option}" in line and says in line and "fix" in line, line
+    if option == "step_budjet":  # a misspelled key names the keys there are
+        assert "choose from n, k, strategy, draw_seed" in line, line
+    assert not (tmp_path / "q").exists()  # refused before anything was written
+
+
+def test_construct_help_lists_the_graphs_options():
+    proc = _run("construct", "chains", "--help")
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "step_budget (6): tool calls an item may make" in text and "max_retries (2)" in text, text
+    assert "environment (none)" in text, text
 
 
 # ---- 3. nl2api serve --port out of range -----------------------------------------------------------------

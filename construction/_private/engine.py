@@ -8,14 +8,17 @@ keeps its own ``status``: ``running`` while it works, then ``accepted``, ``rejec
 
 from __future__ import annotations
 
+import json
 import operator
 import random
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Callable, ClassVar, TypedDict
+from typing import Annotated, Any, Callable, ClassVar, Mapping, TypedDict
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from benchsmith.construction._private.roles import role_file_sha256
 from benchsmith.models import ParseError, read_json_reply  # noqa: F401  (re-exported by the package)
-from benchsmith.schemas import Registry
+from benchsmith.schemas import Registry, UserError
 
 RUNNING, ACCEPTED, REJECTED, REVIEW = "running", "accepted", "rejected", "review"
 FINAL = (ACCEPTED, REJECTED, REVIEW)
@@ -38,13 +41,50 @@ class BaseState(TypedDict, total=False):
     outputs: list[dict[str, Any]]
 
 
+class GraphOptions(BaseModel):
+    """A graph's options (``--set KEY=VALUE``): each graph declares its own subclass as ``Options``,
+    with defaults and descriptions; an unknown key is refused (a typo must not run with defaults), and
+    values are strict (``true`` is no number, ``"8"`` no integer: ``--set`` values are JSON)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    def given(self) -> dict[str, Any]:
+        """The options set explicitly (what run.json records, so a resume compares like with like)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+def options_help(options: type[GraphOptions]) -> str:
+    """One line per option: ``name (default): description``."""
+    lines = []
+    for name, f in options.model_fields.items():
+        default = "none" if f.default is None else json.dumps(f.default)
+        lines.append(f"{name} ({default}): {f.description}")
+    return "\n".join(lines) or "(none)"
+
+
+def _option_error(graph: str, options: type[GraphOptions], err: ValidationError) -> UserError:
+    first = err.errors()[0]
+    key = ".".join(str(x) for x in first["loc"][:1]) or "?"
+    if first["type"] == "extra_forbidden":
+        return UserError(
+            f"--set {key}: the {graph} graph has no option {key!r}",
+            fix=f"choose from {', '.join(options.model_fields) or '(none)'}",
+        )
+    value = first.get("input")
+    shown = json.dumps(value, ensure_ascii=False)[:80] if isinstance(value, (str, int, float, bool, list)) else "?"
+    return UserError(
+        f"--set {key}={shown}: {first['msg'][:1].lower()}{first['msg'][1:]}",
+        fix=f"{key}: {options.model_fields[key].description}" if key in options.model_fields else "see --help",
+    )
+
+
 @dataclass
 class BuildContext:
     """What nodes may use besides the state (never checkpointed): role models, tool environments,
     graph options."""
 
     models: Any
-    options: dict[str, Any] = field(default_factory=dict)
+    options: GraphOptions = field(default_factory=GraphOptions)
     env_context: Any = None
     resources: dict[str, Any] = field(default_factory=dict)
 
@@ -196,9 +236,20 @@ class ConstructionGraph:
     version: ClassVar[str] = "v1"
     description: ClassVar[str] = ""
     roles: ClassVar[tuple[str, ...]] = ()
+    Options: ClassVar[type[GraphOptions]] = GraphOptions
 
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
-        self.options = dict(options or {})
+    def __init__(self, options: Mapping[str, Any] | GraphOptions | None = None) -> None:
+        self.options = self.check_options(options)
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any] | GraphOptions | None) -> GraphOptions:
+        """``options`` as this graph's typed options; a :class:`UserError` naming the key and the fix."""
+        if isinstance(options, cls.Options):
+            return options
+        try:
+            return cls.Options.model_validate(dict(options or {}))
+        except ValidationError as err:
+            raise _option_error(cls.name, cls.Options, err) from None
 
     def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
         raise NotImplementedError

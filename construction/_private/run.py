@@ -72,7 +72,7 @@ def _run_record(spec: ConstructionGraph, seed: int, models: Any, source: str) ->
     return {
         "graph": spec.name,
         "version": spec.version,
-        "options": spec.options,
+        "options": spec.options.given(),
         "seed": seed,
         "source": source,
         "models": models.describe(),
@@ -126,7 +126,7 @@ def _provenance(spec: ConstructionGraph, state: dict[str, Any], source: str) -> 
             "graph": spec.name,
             "nodes": nodes,
             "model_calls": len(state.get("calls") or []),
-            "options": spec.options,
+            "options": spec.options.given(),
         },
     }
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 import json
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
+
+from pydantic import Field, field_validator
 
 from benchsmith.construction._private.api_tree import (
     JSON_TYPES,
@@ -35,6 +37,7 @@ from benchsmith.construction._private.engine import (
     REJECTED,
     BaseState,
     ConstructionGraph,
+    GraphOptions,
     ModelStep,
     ParseError,
     graph,
@@ -60,13 +63,24 @@ FOCUS = (
 PARAM_TYPES = [t for t in JSON_TYPES if t != "null"]
 
 
-def _limits(options: dict[str, Any]) -> Limits:
-    d = Limits()
-    return Limits(
-        min_description=int(options.get("min_description", d.min_description)),
-        max_description=int(options.get("max_description", d.max_description)),
-        max_parameters=int(options.get("max_parameters", d.max_parameters)),
+class ApisOptions(GraphOptions):
+    per_leaf: int = Field(
+        2, ge=1, description="new functions per (domain, sub-domain) leaf (items = leaves x per_leaf)"
     )
+    k: int = Field(8, ge=0, description="at most this many existing functions of the branch shown to the proposer")
+    examples: int = Field(2, ge=0, description="seed specs of the branch given to the refiner as few-shot examples")
+    min_leaf: int = Field(2, ge=1, description="smaller sub-domains are merged into 'general' (1: never)")
+    domains: list[str] | None = Field(
+        None, description="only these domains (a list, or names separated by commas); default all"
+    )
+    min_description: int = Field(Limits.min_description, ge=0, description="shortest accepted description (chars)")
+    max_description: int = Field(Limits.max_description, ge=1, description="longest accepted description (chars)")
+    max_parameters: int = Field(Limits.max_parameters, ge=0, description="most parameters a function may take")
+
+    @field_validator("domains", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        return [d.strip() for d in value.split(",") if d.strip()] if isinstance(value, str) else value
 
 
 def _first_sentence(text: str) -> str:
@@ -248,22 +262,22 @@ def _example(tool: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def tree_items(tree: ContextTree, options: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
+def tree_items(
+    tree: ContextTree, options: Mapping[str, Any] | ApisOptions | None = None
+) -> list[tuple[str, dict[str, Any]]]:
     """The items of a tree (pure): one per leaf x ``per_leaf``; leaves of the ``domains`` option only
     when it is given."""
-    options = dict(options or {})
-    per_leaf = int(options.get("per_leaf", 2))
-    k = int(options.get("k", 8))
-    n_examples = int(options.get("examples", 2))
-    only = options.get("domains")
-    if isinstance(only, str):
-        only = [d.strip() for d in only.split(",") if d.strip()]
+    opts = ApisGraph.check_options(options)
+    assert isinstance(opts, ApisOptions)
+    per_leaf, k, n_examples, only = opts.per_leaf, opts.k, opts.examples, opts.domains
     if only:
         unknown = sorted(set(only) - set(tree.domains))
         if unknown:
             raise UserError(f"unknown domains {unknown}", fix=f"choose from {', '.join(tree.domains)}")
     reserved = tree.names()
-    limits = _limits(options)
+    limits = Limits(
+        min_description=opts.min_description, max_description=opts.max_description, max_parameters=opts.max_parameters
+    )
     items = []
     for leaf in tree.leaves():
         if only and leaf.domain not in only:
@@ -303,9 +317,10 @@ class ApisGraph(ConstructionGraph):
     )
     roles = ("generator", "refiner")
     steps = (PROPOSE, SPECIFY)
+    Options = ApisOptions
 
     def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
-        tree = load_context_tree(source, min_leaf=int(self.options.get("min_leaf", 2)))
+        tree = load_context_tree(source, min_leaf=self.options.min_leaf)
         return tree_items(tree, self.options)
 
     def build(self) -> Any:

@@ -27,10 +27,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from benchsmith.construction._private.engine import (
     ACCEPTED,
     BaseState,
     ConstructionGraph,
+    GraphOptions,
     ModelStep,
     ParseError,
     graph,
@@ -222,7 +225,7 @@ def prepare(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
             return reject("prepare", "sql_error", str(exc))
         if not rows:
             return reject("prepare", "empty_result", "the SQL returns no rows")
-        if runtime.context.options.get("require_conversion", True):
+        if runtime.context.options.require_conversion:
             try:
                 conv = convert(db, sql)
                 run_and_check(db, conv.setup, conv.calls, rows, conv.ordered, sql=sql)
@@ -335,16 +338,22 @@ class BacktranslateState(BaseState, total=False):
     verifier_note: str
 
 
+class BacktranslateOptions(GraphOptions):
+    database: str | None = Field(None, description="the SQLite database the SQL runs on (default: Chinook)")
+    require_conversion: bool = Field(True, description="keep only SQL that converts to tool calls with the same answer")
+
+
 @graph("backtranslate")
 class BacktranslateGraph(ConstructionGraph):
     description = "SQL -> execute (pure) -> generator writes the question -> pure screen -> verifier judges it"
     roles = ("generator", "refiner")
     steps = (QUESTION_STEP, CHECK_STEP)
+    Options = BacktranslateOptions
 
     def _database(self) -> Path:
         from benchsmith.construction.nl2api import chinook_db
 
-        return Path(self.options["database"]) if self.options.get("database") else chinook_db()
+        return Path(self.options.database) if self.options.database else chinook_db()
 
     def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
         from benchsmith.construction._private.catalog import raw_rows

@@ -14,10 +14,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import Field
+
 from benchsmith.construction._private.engine import (
     ACCEPTED,
     BaseState,
     ConstructionGraph,
+    GraphOptions,
     ModelStep,
     ParseError,
     apply_step,
@@ -370,11 +373,20 @@ def finalize(state: dict[str, Any]) -> dict[str, Any]:
     return {"status": ACCEPTED, "outputs": [sample]}
 
 
+class ChainsOptions(GraphOptions):
+    step_budget: int = Field(6, ge=0, description="tool calls an item may make before it is rejected")
+    max_retries: int = Field(2, ge=0, description="times the reviewer may send a chain back to the planner")
+    environment: dict[str, Any] | None = Field(
+        None, description="tool environment for samples without their own (metadata.environment), as JSON"
+    )
+
+
 @graph("chains")
 class ChainsGraph(ConstructionGraph):
     description = "planner -> executor (real tools or a tool simulator) -> reviewer, looped within a step budget"
     roles = ("planner", "executor", "reviewer", "tool_simulator")
     steps = (PLAN, ACT, SIMULATE, REVIEW_STEP)
+    Options = ChainsOptions
 
     def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
         return query_sample_items(source, "pass a samples JSONL file (e.g. the output of construct queries)")
@@ -382,7 +394,7 @@ class ChainsGraph(ConstructionGraph):
     def initial(self, item_id: str, item: dict[str, Any], seed: int) -> dict[str, Any]:
         state = super().initial(item_id, item, seed)
         candidate = dict(item)
-        env = environment_of(candidate, self.options.get("environment"))
+        env = environment_of(candidate, self.options.environment)
         if env is not None:
             candidate["metadata"] = {**candidate.get("metadata", {}), "environment": env}
         state.update(
@@ -391,8 +403,8 @@ class ChainsGraph(ConstructionGraph):
                 "steps": [],
                 "attempts": [],
                 "pending": {},
-                "budget": int(self.options.get("step_budget", 6)),
-                "retries_left": int(self.options.get("max_retries", 2)),
+                "budget": self.options.step_budget,
+                "retries_left": self.options.max_retries,
                 "overrides": [],
             }
         )

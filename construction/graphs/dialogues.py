@@ -22,12 +22,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from benchsmith.construction._private.engine import (
     ACCEPTED,
     REVIEW,
     RUNNING,
     BaseState,
     ConstructionGraph,
+    GraphOptions,
     ModelStep,
     ParseError,
     apply_step,
@@ -480,11 +483,22 @@ def _scenario_items(path: Path | None) -> list[tuple[str, dict[str, Any]]]:
     return items
 
 
+class DialoguesOptions(GraphOptions):
+    max_turns: int = Field(8, ge=0, description="user turns before the dialogue ends unfinished")
+    max_steps: int = Field(4, ge=0, description="assistant steps (tool calls) per user turn")
+    persona: str | None = Field(None, description="the simulated user's persona when the item has none")
+    allow_failed_calls: bool = Field(True, description="accept dialogues in which a tool call failed")
+    environment: dict[str, Any] | None = Field(
+        None, description="tool environment for samples without their own (metadata.environment), as JSON"
+    )
+
+
 @graph("dialogues")
 class DialoguesGraph(ConstructionGraph):
     description = "user agent (goal + persona) <-> assistant agent <-> tools (real or simulated), until the goal is met"
     roles = ("user", "assistant", "tool_simulator")
     steps = (USER, ASSISTANT, SIMULATE)
+    Options = DialoguesOptions
 
     def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
 
@@ -500,13 +514,13 @@ class DialoguesGraph(ConstructionGraph):
     def initial(self, item_id: str, item: dict[str, Any], seed: int) -> dict[str, Any]:
         state = super().initial(item_id, item, seed)
         meta = item.get("metadata") or {}
-        env = environment_of(item, self.options.get("environment"))
+        env = environment_of(item, self.options.environment)
         candidate: dict[str, Any] = {
             "goal": item["query"],
-            "persona": meta.get("persona") or self.options.get("persona") or DEFAULT_PERSONA,
+            "persona": meta.get("persona") or self.options.persona or DEFAULT_PERSONA,
             "tools": item.get("tools") or [],
             "setup": item.get("setup") or [],
-            "allow_failed_calls": bool(self.options.get("allow_failed_calls", True)),
+            "allow_failed_calls": self.options.allow_failed_calls,
         }
         if env:
             candidate["environment"] = env
@@ -523,8 +537,8 @@ class DialoguesGraph(ConstructionGraph):
                 "executed": [],
                 "pending": [],
                 "goal_met": False,
-                "max_turns": int(self.options.get("max_turns", 8)),
-                "max_steps": int(self.options.get("max_steps", 4)),
+                "max_turns": self.options.max_turns,
+                "max_steps": self.options.max_steps,
             }
         )
         return state

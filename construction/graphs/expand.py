@@ -20,11 +20,14 @@ import json
 import re
 from typing import Any
 
+from pydantic import Field
+
 from benchsmith.construction._private.engine import (
     ACCEPTED,
     RUNNING,
     BaseState,
     ConstructionGraph,
+    GraphOptions,
     ModelStep,
     ParseError,
     go_on,
@@ -255,6 +258,10 @@ def _refine_node(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
     return update
 
 
+class ExpandOptions(GraphOptions):
+    refine: bool = Field(True, description="let the refiner rewrite each new scenario before the checks")
+
+
 @graph("expand")
 class ExpandGraph(ConstructionGraph):
     description = (
@@ -262,6 +269,7 @@ class ExpandGraph(ConstructionGraph):
     )
     roles = ("generator", "refiner")
     steps = (REWRITE, REFINE)
+    Options = ExpandOptions
 
     def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
         return [
@@ -281,7 +289,7 @@ class ExpandGraph(ConstructionGraph):
     def build(self) -> Any:
         from langgraph.graph import END, START, StateGraph
 
-        refine = bool(self.options.get("refine", True))
+        refine = self.options.refine
         g = StateGraph(ExpandState)
         g.add_node("rewrite", model_node(REWRITE))
         g.add_node("check", check)

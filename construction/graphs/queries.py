@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from benchsmith.construction._private.catalog import draw_tools, load_catalog
 from benchsmith.construction._private.engine import (
     ACCEPTED,
     BaseState,
     ConstructionGraph,
+    GraphOptions,
     ModelStep,
     ParseError,
     graph,
@@ -141,19 +144,29 @@ def finalize(state: dict[str, Any]) -> dict[str, Any]:
     return {"status": ACCEPTED, "outputs": [sample]}
 
 
+class QueriesOptions(GraphOptions):
+    n: int = Field(10, ge=0, description="queries to write (one draw of tools each)")
+    k: int = Field(2, ge=1, description="tools per draw")
+    strategy: Literal["random", "related"] = Field(
+        "random", description="random draws, or related ones (same family or a shared parameter name)"
+    )
+    draw_seed: int = Field(0, description="seed of the tool draws")
+
+
 @graph("queries")
 class QueriesGraph(ConstructionGraph):
     description = "tools drawn from a catalog -> generator writes a query -> refiner rewrites it -> pure checks"
     roles = ("generator", "refiner")
     steps = (GENERATE, REFINE)
+    Options = QueriesOptions
 
     def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
         catalog = load_catalog(source)
-        n, k = int(self.options.get("n", 10)), int(self.options.get("k", 2))
-        rng = random.Random(f"queries:{self.options.get('draw_seed', 0)}")
+        n, k = self.options.n, self.options.k
+        rng = random.Random(f"queries:{self.options.draw_seed}")
         items = []
         for i in range(n):
-            entry = draw_tools(catalog, k, rng, self.options.get("strategy", "random"))
+            entry = draw_tools(catalog, k, rng, self.options.strategy)
             items.append(
                 (
                     f"q{i + 1:05d}",

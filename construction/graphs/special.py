@@ -25,10 +25,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pydantic import Field
+
 from benchsmith.construction._private.engine import (
     ACCEPTED,
     BaseState,
     ConstructionGraph,
+    GraphOptions,
     ModelStep,
     graph,
     item_rng,
@@ -317,14 +320,21 @@ class SpecialState(BaseState, total=False):
     query: str
 
 
+class SpecialOptions(GraphOptions):
+    kinds: list[str] | str | None = Field(
+        None, description="kinds to make (a list, or names separated by commas); default all five"
+    )
+
+
 @graph("special")
 class SpecialGraph(ConstructionGraph):
     description = "accepted sample x kind -> pick what to change (pure) -> generator rewrites -> pure checks"
     roles = ("generator",)
     steps = (REWRITE,)
+    Options = SpecialOptions
 
     def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
-        kinds = parse_kinds(self.options.get("kinds"))
+        kinds = parse_kinds(self.options.kinds)
         items = []
         for s in read_samples(source, "accepted samples with gold calls"):
             data = s.model_dump(mode="json", exclude_none=True, exclude={"verification"})
