@@ -404,6 +404,25 @@ def demo(
 
 
 BENCHMARK_HELP = "A registered benchmark (`benchsmith eval list` names them)"
+
+
+def renamed(old: str, new: str, old_value: Any, new_value: Any) -> Any:
+    """The value of an option given under its old spelling (kept for one release, with one line on stderr),
+    else the new one; both given is a user error."""
+    if old_value is None:
+        return new_value
+    from benchsmith.schemas import UserError
+
+    if new_value is not None:
+        raise UserError(f"{old} and {new} both given", fix=f"drop {old} (it is the old spelling of {new})")
+    typer.secho(f"warning: {old} is renamed {new}; the old spelling goes in the next release", err=True, fg="yellow")
+    return old_value
+
+
+# hidden old spellings (one meaning per name: --mode is strict|official, --format was also BFCL's and the export's)
+OLD_FORMAT = typer.Option(None, "--format", hidden=True, help="Old spelling of --bfcl-format")
+
+
 BFCL_FORMAT_HELP = (
     "BFCL only: prompt | fc, the output format of the results (prompt-mode models: Python call text; "
     "FC models: [{name: arguments JSON}]); official mode decodes with BFCL's decoder of that format "
@@ -432,21 +451,23 @@ def eval_score(
         help="A run folder of `benchsmith eval run`: score each of its tasks in place",
     ),
     output_format: Optional[str] = typer.Option(
-        None, "--format", envvar="BENCHSMITH_BFCL_FORMAT", help=BFCL_FORMAT_HELP
+        None, "--bfcl-format", envvar="BENCHSMITH_BFCL_FORMAT", help=BFCL_FORMAT_HELP
     ),
+    old_format: Optional[str] = OLD_FORMAT,
 ) -> None:
     """Score a predictions file (OUT/scores.json, OUT/records.jsonl), or every task of a run (--run RUN_DIR)."""
     import json
 
     from benchsmith.schemas import UserError
 
+    output_format = renamed("--format", "--bfcl-format", old_format, output_format)
     check_out_dir(out)
     if run is not None:
         if output_format is not None:
             raise UserError(
-                "--format does not apply to --run",
+                "--bfcl-format does not apply to --run",
                 fix="a run records its own format (BFCL tools mode: fc, "
-                "prompt mode: prompt); drop --format / BENCHSMITH_BFCL_FORMAT",
+                "prompt mode: prompt); drop --bfcl-format / BENCHSMITH_BFCL_FORMAT",
             )
         from benchsmith.eval import score_run
 
@@ -535,12 +556,15 @@ def eval_run(
         envvar="BENCHSMITH_BASE_URL",
         help="OpenAI-compatible endpoint; none and no OPENAI_API_KEY = local model",
     ),
-    mode: str = typer.Option(
-        "auto",
-        "--mode",
-        envvar="BENCHSMITH_RUN_MODE",
-        help="auto | tools (native tool calling) | prompt (JSON-constrained text) | "
-        "direct (= --strategy direct, auto decoding)",
+    calling: Optional[str] = typer.Option(
+        None,
+        "--calling",
+        envvar="BENCHSMITH_CALLING",
+        help="How the model is asked: auto (default: tools for endpoints, prompt for the local model) | "
+        "tools (native tool calling) | prompt (JSON-constrained text)",
+    ),
+    mode: Optional[str] = typer.Option(
+        None, "--mode", envvar="BENCHSMITH_RUN_MODE", hidden=True, help="Old spelling of --calling"
     ),
     strategy: Optional[str] = typer.Option(
         None,
@@ -643,17 +667,20 @@ def eval_run(
     from benchsmith.models import ModelClient, mask_url, resolve_model
     from benchsmith.schemas import RuntimeFault, UserError
 
-    if mode not in ("auto", "tools", "prompt", "direct"):
-        raise UserError(f"unknown mode {mode!r}", fix="use auto, tools, prompt or direct")
     if strategy is not None and strategy not in ("react", "direct"):
         raise UserError(f"unknown strategy {strategy!r}", fix="use --strategy react or --strategy direct")
-    if mode == "direct":  # a shorthand: the direct strategy with auto decoding
+    if mode == "direct":  # the old shorthand: the direct strategy with auto calling
+        typer.secho(
+            "warning: --mode direct is renamed --strategy direct; the old spelling goes in the next release",
+            err=True,
+            fg="yellow",
+        )
         if strategy == "react":
-            raise UserError(
-                "--mode direct contradicts --strategy react",
-                fix="drop one of them (--mode direct is --strategy direct --mode auto)",
-            )
-        mode, strategy = "auto", "direct"
+            raise UserError("--mode direct contradicts --strategy react", fix="drop --mode direct")
+        mode, strategy = None, "direct"
+    mode = renamed("--mode", "--calling", mode, calling) or "auto"
+    if mode not in ("auto", "tools", "prompt"):
+        raise UserError(f"unknown --calling {mode!r}", fix="use auto, tools or prompt")
     strategy = strategy or "react"
     if variant not in ("standard", "condensed", "minimal"):
         raise UserError(f"unknown prompt variant {variant!r}", fix="use standard, condensed or minimal")
@@ -768,14 +795,16 @@ def eval_selftest(
         ..., "--out", envvar="BENCHSMITH_OUT", help="Where selftest.json, scores.json, records.jsonl go"
     ),
     output_format: Optional[str] = typer.Option(
-        None, "--format", envvar="BENCHSMITH_BFCL_FORMAT", help=BFCL_FORMAT_HELP
+        None, "--bfcl-format", envvar="BENCHSMITH_BFCL_FORMAT", help=BFCL_FORMAT_HELP
     ),
+    old_format: Optional[str] = OLD_FORMAT,
 ) -> None:
     """Score the gold answers as predictions and list every record whose gold cannot pass."""
     import json
 
     from benchsmith.eval import run_selftest
 
+    output_format = renamed("--format", "--bfcl-format", old_format, output_format)
     check_out_dir(out)
     scores = run_selftest(benchmark, data, out, mode, options={"format": output_format})
     typer.echo(json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False))
@@ -842,13 +871,16 @@ def eval_export(
     split: Path = typer.Option(
         ..., "--split", envvar="BENCHSMITH_SPLIT", help="A benchsmith split folder (samples.jsonl)"
     ),
-    format: str = typer.Option(
-        ...,
-        "--format",
-        envvar="BENCHSMITH_EXPORT_FORMAT",
-        help="A benchmark with an exporter (`benchsmith eval list` names them)",
+    to: Optional[str] = typer.Option(
+        None,
+        "--to",
+        envvar="BENCHSMITH_EXPORT_TO",
+        help="The benchmark whose own format is written (`benchsmith eval list` names those with an exporter)",
     ),
     out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_OUT", help="Where the benchmark's own files go"),
+    old_format: Optional[str] = typer.Option(
+        None, "--format", envvar="BENCHSMITH_EXPORT_FORMAT", hidden=True, help="Old spelling of --to"
+    ),
 ) -> None:
     """Write a split in another benchmark's own format, so its official tools can read it."""
     import json
@@ -856,8 +888,12 @@ def eval_export(
     from benchsmith.eval import EXPORTERS
     from benchsmith.schemas import UserError
 
+    format = renamed("--format", "--to", old_format, to)
+    if format is None:
+        raise UserError("eval export needs --to", fix=f"add --to with one of {', '.join(EXPORTERS)}")
+
     if format not in EXPORTERS:
-        raise UserError(f"unknown export format {format!r}", fix=f"use one of {', '.join(EXPORTERS)}")
+        raise UserError(f"unknown --to {format!r}", fix=f"use one of {', '.join(EXPORTERS)}")
     check_out_dir(out)
     report = EXPORTERS[format](split, out)
     typer.echo(

@@ -1,6 +1,6 @@
 """Dialogues built by ``construct dialogues`` go through review in a real Label Studio (one workspace,
 several sources: the NL2API split and the dialogues) and ``finalize``, then ``eval run`` with the
-agent task plays them as episodes, and ``eval export --format acebench`` writes them in ACEBench's
+agent task plays them as episodes, and ``eval export --to acebench`` writes them in ACEBench's
 agent layout, which benchsmith's ACEBench importer reads back with every gold passing.
 
 The construction and the evaluated models are scripted (pure functions of the messages); the
@@ -133,7 +133,7 @@ def test_constructed_dialogues_are_reviewed_finalized_evaluated_and_exported(lab
 
     # -- export to ACEBench's agent layout and read it back: every gold passes in both modes
     r = _cli(
-        ["eval", "export", "--split", str(tmp_path / "final"), "--format", "acebench", "--out", str(tmp_path / "ace")],
+        ["eval", "export", "--split", str(tmp_path / "final"), "--to", "acebench", "--out", str(tmp_path / "ace")],
         env,
     )
     assert r.returncode == 0, r.stderr

@@ -191,14 +191,19 @@ def test_cli_format_option_and_environment(tmp_path, monkeypatch):
         "official",
     ]
     runner = CliRunner()
-    res = runner.invoke(app, args + ["--out", str(tmp_path / "a"), "--format", "fc"])
+    res = runner.invoke(app, args + ["--out", str(tmp_path / "a"), "--bfcl-format", "fc"])
     assert res.exit_code == 0, res.output
     assert json.loads((tmp_path / "a" / "scores.json").read_text())["categories"]["simple_python"]["correct"] == 1
     res = runner.invoke(app, args + ["--out", str(tmp_path / "b")], env={"BENCHSMITH_BFCL_FORMAT": "fc"})
     assert res.exit_code == 0 and json.loads((tmp_path / "b" / "scores.json").read_text())["format"] == "fc"
     res = runner.invoke(app, args + ["--out", str(tmp_path / "c")])
     assert json.loads((tmp_path / "c" / "scores.json").read_text())["format"] == "prompt"
-    assert runner.invoke(app, args + ["--out", str(tmp_path / "d"), "--format", "xml"]).exit_code == 2
+    assert runner.invoke(app, args + ["--out", str(tmp_path / "d"), "--bfcl-format", "xml"]).exit_code == 2
+    old = runner.invoke(app, args + ["--out", str(tmp_path / "old"), "--format", "fc"])  # the old spelling, one release
+    assert old.exit_code == 0 and "--format is renamed --bfcl-format" in old.output, old.output
+    assert json.loads((tmp_path / "old" / "scores.json").read_text())["format"] == "fc"
+    both = runner.invoke(app, args + ["--out", str(tmp_path / "f"), "--format", "fc", "--bfcl-format", "fc"])
+    assert both.exit_code == 2 and "both given" in both.output
     res = runner.invoke(
         app,
         [
@@ -210,12 +215,12 @@ def test_cli_format_option_and_environment(tmp_path, monkeypatch):
             str(data),
             "--out",
             str(tmp_path / "e"),
-            "--format",
+            "--bfcl-format",
             "fc",
         ],
     )
     assert res.exit_code == 0 and json.loads((tmp_path / "e" / "scores.json").read_text())["format"] == "fc"
-    assert runner.invoke(app, ["eval", "score", "--run", str(tmp_path), "--format", "fc"]).exit_code == 2
+    assert runner.invoke(app, ["eval", "score", "--run", str(tmp_path), "--bfcl-format", "fc"]).exit_code == 2
 
 
 def test_run_records_its_format_and_scoring_uses_it(tmp_path):

@@ -378,12 +378,17 @@ def test_cli_export(splits: dict[str, Path], tmp_path: Path) -> None:
     ok = CliRunner().invoke(
         app,
         ["eval", "export", "--split", str(split), "--out", str(tmp_path / "gta")],
-        env={"BENCHSMITH_EXPORT_FORMAT": "gta"},
+        env={"BENCHSMITH_EXPORT_TO": "gta"},
     )
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.output.strip().splitlines()[-1])["format"] == "gta"
     assert (tmp_path / "gta" / "dataset.json").is_file()
     bad = CliRunner().invoke(
-        app, ["eval", "export", "--split", str(split), "--format", "xml", "--out", str(tmp_path / "x")]
+        app, ["eval", "export", "--split", str(split), "--to", "xml", "--out", str(tmp_path / "x")]
     )
-    assert bad.exit_code == 2 and "unknown export format" in bad.output and not (tmp_path / "x").exists()
+    assert bad.exit_code == 2 and "unknown --to 'xml'" in bad.output and not (tmp_path / "x").exists()
+    old = CliRunner().invoke(  # the old spelling works for one release, with one warning line
+        app, ["eval", "export", "--split", str(split), "--format", "gta", "--out", str(tmp_path / "old")]
+    )
+    assert old.exit_code == 0 and "--format is renamed --to" in old.output, old.output
+    assert (tmp_path / "old" / "dataset.json").is_file()

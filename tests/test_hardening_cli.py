@@ -146,7 +146,7 @@ def _commands(split: Path, tmp: Path, out: Path) -> dict[str, list[str]]:
         ],
         "eval selftest": ["eval", "selftest", "--benchmark", "nl2api", "--data", str(split), "--out", str(out)],
         "eval derive": ["eval", "derive", "--split", str(split), "--out", str(out)],
-        "eval export": ["eval", "export", "--split", str(split), "--format", "bfcl", "--out", str(out)],
+        "eval export": ["eval", "export", "--split", str(split), "--to", "bfcl", "--out", str(out)],
         "nl2api build": [
             "nl2api",
             "build",

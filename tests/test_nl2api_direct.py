@@ -269,16 +269,19 @@ def _run_cli(split: Path, out: Path, *extra: str):
 
 
 def test_the_cli_takes_strategy_direct_and_mode_direct(split: Path, endpoint, tmp_path: Path) -> None:
-    res = _run_cli(split, tmp_path / "s", "--strategy", "direct", "--mode", "prompt")
+    res = _run_cli(split, tmp_path / "s", "--strategy", "direct", "--calling", "prompt")
     assert res.exit_code == 0, res.output
     assert "direct strategy" in res.output
     meta = json.loads((tmp_path / "s" / "run.json").read_text())
     assert meta["strategy"] == "direct" and meta["mode"] == "prompt"
     assert meta["tasks"]["nl2api"]["prompt_version"].startswith("nl2api/direct@")
     assert score_run(tmp_path / "s")["nl2api"]["completion_rate"] == 1.0
-    # --mode direct: the direct strategy with auto decoding (a remote endpoint: native tools)
+    # --mode direct, the old spelling of --strategy direct (auto calling: a remote endpoint, native tools)
     res = _run_cli(split, tmp_path / "m", "--mode", "direct")
     assert res.exit_code == 0, res.output
+    assert res.stderr.splitlines() == [
+        "warning: --mode direct is renamed --strategy direct; the old spelling goes in the next release"
+    ], res.stderr
     meta = json.loads((tmp_path / "m" / "run.json").read_text())
     assert meta["strategy"] == "direct" and meta["mode"] == "tools"
     assert meta["tasks"]["nl2api"]["prompt_version"].startswith("nl2api/direct@")
@@ -288,8 +291,8 @@ def test_the_cli_takes_strategy_direct_and_mode_direct(split: Path, endpoint, tm
     "args, word",
     [
         (("--strategy", "bogus"), "bogus"),
-        (("--mode", "direct", "--strategy", "react"), "contradicts"),
-        (("--mode", "oneshot"), "oneshot"),
+        (("--calling", "oneshot"), "oneshot"),
+        (("--mode", "prompt", "--calling", "tools"), "both given"),
     ],
 )
 def test_the_cli_refuses_a_bad_strategy_in_one_line(

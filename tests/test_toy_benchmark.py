@@ -114,7 +114,7 @@ def test_run_score_and_report_through_the_cli(derived: Path, tmp_path: Path) -> 
             str(run),
             "--model",
             "fake",
-            "--mode",
+            "--calling",
             "prompt",
             BENCHSMITH_BASE_URL=ep.base_url,
         )

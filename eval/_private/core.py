@@ -169,7 +169,7 @@ class Benchmark(ABC):
     #: ``{name: derive(split_dir, out_dir, seed=0) -> report}`` (``benchsmith eval derive``)
     derivers: ClassVar[Mapping[str, Callable[..., dict[str, Any]]]] = MappingProxyType({})
     #: ``export(split_dir, out_dir) -> report``: a split in the benchmark's own layout
-    #: (``benchsmith eval export --format <name>``); None when there is none
+    #: (``benchsmith eval export --to <name>``); None when there is none
     exporter: ClassVar[Callable[..., dict[str, Any]] | None] = None
     #: how the report shows the benchmark (headline figures, categories, charts, notes)
     report: ClassVar[ReportView] = ReportView()

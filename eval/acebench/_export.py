@@ -1,4 +1,4 @@
-"""A benchsmith split written in ACEBench's own layout (``benchsmith eval export --format acebench``;
+"""A benchsmith split written in ACEBench's own layout (``benchsmith eval export --to acebench``;
 docs/eval/export.md)."""
 
 from __future__ import annotations

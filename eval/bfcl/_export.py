@@ -1,4 +1,4 @@
-"""A benchsmith split written in BFCL's own layout (``benchsmith eval export --format bfcl``;
+"""A benchsmith split written in BFCL's own layout (``benchsmith eval export --to bfcl``;
 docs/eval/export.md).
 
 >>> bfcl_schema({"type": ["string", "integer"], "description": "A value."})

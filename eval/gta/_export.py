@@ -1,4 +1,4 @@
-"""A benchsmith split written in GTA's own layout (``benchsmith eval export --format gta``;
+"""A benchsmith split written in GTA's own layout (``benchsmith eval export --to gta``;
 docs/eval/export.md).
 
 >>> gta_aliases(2.0), gta_aliases(1234), gta_aliases(0.333333)
