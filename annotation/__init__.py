@@ -12,7 +12,14 @@ re-review rounds), idempotent sync, agreement, and finalized versioned splits wi
 from ._private.agreement import cohen_kappa, percent_agreement
 from ._private.auto import review_automatically
 from ._private.configs import Review, label_config, parse_result, result_for
-from ._private.finalize import datasheet, datasheet_markdown, finalize, producing_models
+from ._private.finalize import (
+    agreement_text,
+    counts_text,
+    datasheet,
+    datasheet_markdown,
+    finalize,
+    producing_models,
+)
 from ._private.lsclient import LabelStudio, LabelStudioDown
 from ._private.payloads import sample_kind, task_payload
 from ._private.protocol import Decision, apply_correction, decide_adjudication, decide_review
@@ -31,6 +38,8 @@ from ._private.simulate import checks_policy, simulate
 from ._private.workflow import Duplicates, PushReport, RepairReport, Workspace
 
 __all__ = [
+    "agreement_text",
+    "counts_text",
     "ENV_API_KEY",
     "ENV_URL",
     "data_dir_path",

@@ -225,10 +225,13 @@ def annotate_push(
 @_server_errors
 def annotate_pull(workspace: Path = WORKSPACE, data_dir: Optional[Path] = LS_DATA_DIR) -> None:
     """Fetch the annotations of the open tasks (only those), store them and advance the items by the protocol."""
+    from benchsmith.annotation import counts_text
+
     ws, ls = _open(workspace, data_dir)
     r = ws.pull(ls)
     typer.echo(
-        f"{r['new_annotations']} new and {r['changed_annotations']} changed annotations; items moved: {r['moved']}"
+        f"{r['new_annotations']} new and {r['changed_annotations']} changed annotations; "
+        f"items moved on: {counts_text(r['moved'])}"
     )
 
 
@@ -238,11 +241,11 @@ def annotate_pull(workspace: Path = WORKSPACE, data_dir: Optional[Path] = LS_DAT
 def annotate_simulate(workspace: Path = WORKSPACE, data_dir: Optional[Path] = LS_DATA_DIR) -> None:
     """Post the missing annotations of every open task as simulated reviewers (distinct users) whose verdicts
     come from the automated checks; the datasheet marks them as supplied automatically."""
-    from benchsmith.annotation import checks_policy, simulate
+    from benchsmith.annotation import checks_policy, counts_text, simulate
 
     ws, ls = _open(workspace, data_dir)
     posted = simulate(ws, ls, checks_policy(ws.check_context()))
-    typer.echo(f"simulated annotations posted: {posted}")
+    typer.echo(f"simulated annotations posted: {counts_text(posted)}")
 
 
 @annotate_app.command("status")
@@ -292,11 +295,11 @@ def annotate_finalize(
 ) -> None:
     """Freeze the accepted items into a versioned split (samples, manifest with content hashes, the source split's
     tools and database) with a datasheet (counts per stage, Cohen's kappa per round, reasons, reviewers)."""
-    from benchsmith.annotation import Workspace, finalize
+    from benchsmith.annotation import Workspace, agreement_text, counts_text, finalize
 
     r = finalize(Workspace(workspace), out, name=name)
-    kappa = {k: v["cohen_kappa"] for k, v in r["datasheet"]["agreement"].items()}
+    sheet = r["datasheet"]
     typer.echo(
-        f"{out}: version {r['version']}, {r['accepted']} samples accepted; final {r['datasheet']['final']}; "
-        f"Cohen's kappa by round {kappa}"
+        f"{out}: version {r['version']}, {r['accepted']} samples accepted; items {counts_text(sheet['final'])}; "
+        f"{agreement_text(sheet['agreement'])}"
     )

@@ -259,7 +259,9 @@ def review(out: Path, *, echo: Echo = print, note: Echo = print) -> Path:
     from benchsmith.annotation import (
         LabelStudio,
         Workspace,
+        agreement_text,
         checks_policy,
+        counts_text,
         finalize,
         label_studio_status,
         resolve_label_studio,
@@ -294,9 +296,9 @@ def review(out: Path, *, echo: Echo = print, note: Echo = print) -> Path:
         if not was_running:
             stop_label_studio(data_dir)
     sheet = result["datasheet"]
-    kappa = {k: v["cohen_kappa"] for k, v in sheet["agreement"].items()}
     echo(
-        f"  Label Studio {info.version} at {info.url}; final {sheet['final']}; Cohen's kappa by round {kappa}; "
+        f"  Label Studio {info.version} at {info.url}; items {counts_text(sheet['final'])}; "
+        f"{agreement_text(sheet['agreement'])}; "
         f"finalized split {out / 'reviewed'} version {result['version']} (datasheet.md)"
     )
     return out / "reviewed"

@@ -33,11 +33,12 @@ def test_review_round_trip_through_the_cli(label_studio, tmp_path: Path) -> None
     assert r.returncode == 0 and "0 tasks pushed" in r.stdout  # idempotent
     assert _run(["simulate"], env).returncode == 0
     r = _run(["pull"], env)
-    assert r.returncode == 0 and "8 new" in r.stdout and "'accepted': 4" in r.stdout
+    assert r.returncode == 0 and "8 new" in r.stdout and "items moved on: 4 accepted" in r.stdout, r.stdout
     status = json.loads(_run(["status"], env).stdout)
     assert status["by_status"] == {"accepted": 4}
     r = _run(["finalize", "--out", str(tmp_path / "final")], env)
     assert r.returncode == 0 and "4 samples accepted" in r.stdout
+    assert "items 4 accepted; Cohen's kappa" in r.stdout and "{" not in r.stdout, r.stdout  # sentences, no reprs
     assert "supplied automatically" in (tmp_path / "final" / "datasheet.md").read_text()
     out = r.stdout + r.stderr + "".join(_run(["status"], env).stdout)
     assert label_studio.token not in out  # the token never shows

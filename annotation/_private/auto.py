@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .finalize import counts_text
 from .simulate import Policy, simulate
 
 
@@ -28,6 +29,6 @@ def review_automatically(
             if echo:
                 echo(
                     f"  {stage}: {pushed.pushed} tasks pushed, {sum(posted.values())} simulated annotations, "
-                    f"moved {pulled['moved']}"
+                    f"moved on: {counts_text(pulled['moved'])}"
                 )
     return {"passes": passes, **workspace.status()}

@@ -6,7 +6,7 @@ import shutil
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from benchsmith.schemas import (
     Sample,
@@ -122,6 +122,40 @@ def datasheet(items: list[dict[str, Any]], users: dict[int, dict[str, Any]]) -> 
         "verdicts_supplied_automatically": any(r["simulated"] for r in reviewers.values()),
         "models": producing_models([it.get("sample") or {} for it in items if it["status"] == "accepted"]),
     }
+
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    """Counts by name as a phrase, largest first (pure).
+
+    >>> counts_text({"rejected": 2, "accepted": 140})
+    '140 accepted, 2 rejected'
+    >>> counts_text({})
+    'none'
+    """
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{n} {name}" for name, n in ordered) or "none"
+
+
+def agreement_text(agreement: Mapping[str, Mapping[str, Any]]) -> str:
+    """Cohen's kappa of each review round with two reviewers, as a phrase (pure).
+
+    >>> agreement_text({"1": {"items": 12, "cohen_kappa": 0.5}, "2": {"items": 3, "cohen_kappa": None}})
+    "Cohen's kappa 0.50 in round 1 (12 items), undefined in round 2 (3 items: one label throughout)"
+    >>> agreement_text({})
+    "Cohen's kappa: no round had two reviewers"
+    """
+    if not agreement:
+        return "Cohen's kappa: no round had two reviewers"
+    parts = []
+    for rnd, a in agreement.items():
+        k = a.get("cohen_kappa")
+        n = a.get("items", 0)
+        parts.append(
+            f"{k:.2f} in round {rnd} ({n} items)"
+            if k is not None
+            else f"undefined in round {rnd} ({n} items: one label throughout)"
+        )
+    return "Cohen's kappa " + ", ".join(parts)
 
 
 def producing_models(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
