@@ -77,8 +77,8 @@ from ._private.run import run_score, run_selftest
 from ._private.runner import (
     TASKS,
     CallContext,
-    FormatError,
     Outcome,
+    ParseError,
     Request,
     RunResult,
     SingleCallTask,
@@ -112,7 +112,7 @@ __all__ = [
     "run_episode",
     "TASKS",
     "CallContext",
-    "FormatError",
+    "ParseError",
     "Outcome",
     "Request",
     "RunResult",

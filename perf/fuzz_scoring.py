@@ -98,7 +98,7 @@ def readers(n: int, seed: int, limit: float) -> None:
     still running after ``limit`` seconds is stopped and reported as such)."""
     import signal
 
-    from benchsmith.eval import FormatError, read_json_lines, read_json_reply, read_predictions
+    from benchsmith.eval import ParseError, read_json_lines, read_json_reply, read_predictions
     from benchsmith.schemas import CheckResult, UserError, iter_jsonl_lenient
 
     seed_reply = '{"tool_calls": [{"name": "f", "arguments": {"a": 1}}]}'
@@ -125,7 +125,7 @@ def readers(n: int, seed: int, limit: float) -> None:
                     signal.setitimer(signal.ITIMER_REAL, limit)
                     try:
                         call()
-                    except (FormatError, UserError):
+                    except (ParseError, UserError):
                         pass
                     except _Stopped:
                         stopped = True

@@ -316,6 +316,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print everything as JSON")
     ap.add_argument("-v", "--verbose", action="store_true", help="list what is counted")
     ap.add_argument("--typecheck", action="store_true", help="also count mypy's errors (about a minute per tree)")
+    ap.add_argument("--check", action="store_true", help="exit 1 if a rule is broken: " + ", ".join(RULES))
     ap.add_argument(
         "--compare", nargs="+", metavar="REV", help="measure these commits too, in columns before the work tree"
     )

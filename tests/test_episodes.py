@@ -28,7 +28,7 @@ from benchsmith.eval import (
     run_episode,
     score_run,
 )
-from benchsmith.eval._private.runner import TransportFailure
+from benchsmith.models import TransportError
 
 HELPERS = Path(__file__).resolve().parent / "episode_helpers.py"
 BENCH = get_benchmark("agent")
@@ -258,7 +258,7 @@ def test_the_user_sees_only_text_never_calls_or_results():
 def test_transport_failure_mid_episode_resumes_from_the_last_completed_turn(tmp_path):
     journal = Journal(tmp_path / "episodes.jsonl")
     broken = Scripted(gold_wifi, fail_on={2})
-    with pytest.raises(TransportFailure):
+    with pytest.raises(TransportError):
         play_one(spec_of("msg-wifi-off"), broken, polite_user, journal=journal)
     kept = Journal(tmp_path / "episodes.jsonl").load("k")
     assert [e["who"] for e in kept] == ["user", "assistant", "tool"]

@@ -15,7 +15,7 @@ from test_eval_bfcl import _mini
 from test_models import FakeEndpoint, completion, config
 
 from benchsmith.eval import (
-    FormatError,
+    ParseError,
     TaskOptions,
     read_json_lines,
     read_json_reply,
@@ -78,20 +78,20 @@ def test_write_json_escapes_a_lone_surrogate(tmp_path: Path) -> None:
 # ---- the reply parser ---------------------------------------------------------------------------
 @pytest.mark.parametrize("text", [BIG, '{"n": ' + BIG + "}", 'ok: {"n": ' + BIG + "} bye", "[" + BIG + "]"])
 def test_read_json_reply_on_a_5000_digit_number_is_a_format_error(text: str) -> None:
-    with pytest.raises(FormatError):
+    with pytest.raises(ParseError):
         read_json_reply(text)
 
 
 @pytest.mark.parametrize("text", ["{" * 1_000_000, "[" * 1_000_000, "x{" * 500_000])
 def test_read_json_reply_gives_up_after_a_thousand_places_a_value_could_start(text: str) -> None:
     # before: every '{' was tried, each failed try costing up to the reply's length (over 60 s)
-    with pytest.raises(FormatError, match="first 1,000 '{' or '\\[' starts"):
+    with pytest.raises(ParseError, match="first 1,000 '{' or '\\[' starts"):
         read_json_reply(text)
 
 
 def test_read_json_reply_still_finds_a_value_at_the_thousandth_place() -> None:
     assert read_json_reply("{" * 999 + '{"a": 1}') == {"a": 1}
-    with pytest.raises(FormatError):
+    with pytest.raises(ParseError):
         read_json_reply("{" * 1000 + '{"a": 1}')
 
 

@@ -651,21 +651,21 @@ def test_a_deep_reply_is_a_format_error_of_the_run(groups: dict[str, Any], name:
 
 @pytest.mark.parametrize("depth", [150, 950, 5000])
 def test_deep_tool_call_arguments_are_format_errors(depth: int) -> None:
-    from benchsmith.eval import EpisodeSpec, FormatError
+    from benchsmith.eval import EpisodeSpec, ParseError
     from benchsmith.eval._private.calls import native_tool_calls
     from benchsmith.eval._private.episode import read_assistant
     from benchsmith.eval.nl2api._task import parse_direct, parse_step
 
     deep = nested_text("json_object", depth)
     expected = ("too_deep",) if depth < 1000 else ("bad_arguments", "not_json")  # 5,000: past the JSON reader's limit
-    with pytest.raises(FormatError) as err:  # before: the arguments came back (950), a RecursionError (5,000)
+    with pytest.raises(ParseError) as err:  # before: the arguments came back (950), a RecursionError (5,000)
         native_tool_calls([{"name": "f", "arguments": '{"a": ' + deep + "}"}])
     assert err.value.code in expected
     for parse in (lambda t: parse_step(t, {"f"}), parse_direct):
-        with pytest.raises(FormatError) as err:
+        with pytest.raises(ParseError) as err:
             parse('{"action": "f", "calls": [{"name": "f", "arguments": {"a": ' + deep + '}}], "arguments": {"a": 1}}')
         assert err.value.code in expected
     spec = EpisodeSpec(instruction="x", tools=[{"name": "f"}], open_env=lambda: None)
-    with pytest.raises(FormatError) as err:
+    with pytest.raises(ParseError) as err:
         read_assistant(spec, '{"tool_calls": [{"name": "f", "arguments": {"a": ' + deep + "}}]}", [], False, 0)
     assert err.value.code in expected

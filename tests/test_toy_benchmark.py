@@ -136,6 +136,21 @@ def _scorer_cases() -> list[dict]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _registries_as_before():
+    """The scorer cases import the plug-in in this process: its names leave the registries afterwards,
+    so tests that run later see the built-ins only."""
+    from benchsmith.eval import BENCHMARKS, SCORERS, TASKS
+
+    before = {id(r): set(r) for r in (BENCHMARKS, SCORERS, TASKS)}
+    yield
+    for registry in (BENCHMARKS, SCORERS, TASKS):
+        for name in set(registry) - before[id(registry)]:
+            del registry[name]
+    for module in [m for m in sys.modules if m == "toy_benchmark" or m.startswith("toy_benchmark.")]:
+        del sys.modules[module]
+
+
 @pytest.mark.parametrize("row", _scorer_cases(), ids=lambda r: r["name"])
 def test_scorer_case(row: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(TOY.parent))

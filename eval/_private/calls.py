@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from benchsmith.eval._private.runner import FormatError, shallow_reply
+from benchsmith.eval._private.runner import ParseError, shallow_reply
 from benchsmith.models import (  # noqa: F401  (the schema builders, re-exported for the tasks)
     MAX_STRING,
     THOUGHT_SCHEMA,
@@ -41,7 +41,7 @@ def python_calls(calls: Iterable[dict[str, Any]]) -> str:
     for c in calls:
         args = c.get("arguments") or {}
         if not isinstance(args, dict):
-            raise FormatError("bad_arguments", f"arguments of {c.get('name')!r} are not an object")
+            raise ParseError("bad_arguments", f"arguments of {c.get('name')!r} are not an object")
         shallow_reply(args, f"the arguments of {c.get('name')!r}")  # repr recurses
         parts.append(f"{c['name']}(" + ", ".join(f"{k}={python_value(v)}" for k, v in args.items()) + ")")
     return "[" + ", ".join(parts) + "]"
@@ -57,9 +57,9 @@ def native_tool_calls(tool_calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
             try:
                 args = loads_json(args) if args.strip() else {}
             except ValueError:  # JSONDecodeError: also a 4,300+-digit number or nesting past the recursion limit
-                raise FormatError("bad_arguments", f"arguments of {tc.get('name')!r} are not JSON") from None
+                raise ParseError("bad_arguments", f"arguments of {tc.get('name')!r} are not JSON") from None
         if not isinstance(args, dict):
-            raise FormatError("bad_arguments", f"arguments of {tc.get('name')!r} are not an object")
+            raise ParseError("bad_arguments", f"arguments of {tc.get('name')!r} are not an object")
         shallow_reply(args, f"the arguments of {tc.get('name')!r}")
         out.append({"name": str(tc.get("name") or ""), "arguments": args})
     return out

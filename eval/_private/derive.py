@@ -11,8 +11,8 @@ split is read one sample at a time (:class:`SplitSamples`) and records are appen
 temporary files renamed in at the end (:class:`Outputs`), so memory does not grow with the split. Randomness comes only from
 ``random.Random`` seeded with a string made of the seed, the sample id and a purpose.
 
->>> sorted(DERIVERS)
-['acebench_special', 'gta', 'teval', 'toolassess']
+>>> {"acebench_special", "gta", "teval", "toolassess"} <= set(DERIVERS)  # plug-ins may add more
+True
 """
 
 from __future__ import annotations

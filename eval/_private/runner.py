@@ -27,7 +27,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from benchsmith.models import ParseError, read_json_reply  # noqa: F401  (read_json_reply: re-exported)
+from benchsmith.models import ParseError, TransportError, read_json_reply  # noqa: F401  (read_json_reply: re-exported)
 from benchsmith.schemas import (
     Registry,
     RuntimeFault,
@@ -132,25 +132,12 @@ class Outcome:
     error: dict[str, str] | None = None
 
 
-#: a model reply that cannot be read as the task's answer (``code``, ``reason``): the one reply
-#: error of :mod:`benchsmith.models`
-FormatError = ParseError
-
-
 def shallow_reply(value: Any, what: str = "the reply") -> Any:
     """``value``, read from a model reply, unless it nests deeper than :data:`MAX_DEPTH` (what no
-    scorer, tool or writer walks): then a :class:`FormatError` with the code ``too_deep``."""
+    scorer, tool or writer walks): then a :class:`ParseError` with the code ``too_deep``."""
     if nesting_depth(value) > MAX_DEPTH:
-        raise FormatError("too_deep", f"{what} nests over {MAX_DEPTH} levels")
+        raise ParseError("too_deep", f"{what} nests over {MAX_DEPTH} levels")
     return value
-
-
-class TransportFailure(Exception):
-    """Raised inside a task when the model could not be reached (wraps the client's error)."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        self.kind = kind
-        super().__init__(message)
 
 
 class CallContext:
@@ -249,7 +236,8 @@ def _transport(exc: BaseException) -> BaseException:
             kind = "connection"
         else:
             return exc  # a bug, not a transport problem: let it surface
-    return TransportFailure(str(kind), f"{type(exc).__name__}: {exc}"[:500])
+    # one transport exception: the client's, its message naming what failed underneath
+    return TransportError(f"{type(exc).__name__}: {exc}"[:500], kind=str(kind), status=getattr(exc, "status", None))
 
 
 # ---- tasks ----------------------------------------------------------------------------------------
@@ -308,7 +296,7 @@ class Task(ABC):
 
     @abstractmethod
     async def solve(self, case: EvalCase, ctx: CallContext) -> Outcome:
-        """Ask the model; never raises for a bad reply (format error) — only TransportFailure / UserError."""
+        """Ask the model; never raises for a bad reply (format error) — only TransportError / UserError."""
 
 
 class SingleCallTask(Task):
@@ -319,7 +307,7 @@ class SingleCallTask(Task):
 
     @abstractmethod
     def parse(self, case: EvalCase, text: str, tool_calls: list[dict[str, Any]]) -> tuple[Any, Any]:
-        """``(native prediction, parsed form)``; raises :class:`FormatError`."""
+        """``(native prediction, parsed form)``; raises :class:`ParseError`."""
 
     async def solve(self, case: EvalCase, ctx: CallContext) -> Outcome:
         req = self.request(case)
@@ -329,7 +317,7 @@ class SingleCallTask(Task):
             shallow_reply(parsed)  # turn.parsed is written to replies.jsonl
             if not isinstance(result, str):
                 shallow_reply(result)
-        except FormatError as exc:
+        except ParseError as exc:
             turn.parsed = None
             return Outcome("format_error", turn.raw, [turn], {"type": exc.code, "message": str(exc)[:500]})
         except (RecursionError, MemoryError) as exc:  # a parse that walked a reply too deep or too big
@@ -659,7 +647,7 @@ async def _run_async(
             )
             try:
                 outcome = await p.task.solve(case, ctx)
-            except TransportFailure as exc:
+            except TransportError as exc:
                 # a request the endpoint refuses (HTTP 4xx: too long for the context, ...) is final for
                 # this case; connection, timeout, 429 and 5xx failures are retried by the next run
                 status = "request_error" if exc.kind == "request" else "transport_error"

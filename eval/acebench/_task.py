@@ -18,8 +18,8 @@ from benchsmith.eval._private.calls import call_schema, enum_or_string, native_t
 from benchsmith.eval._private.episode import Episode, EpisodeSpec, EpisodeTask
 from benchsmith.eval._private.runner import (
     CallContext,
-    FormatError,
     Outcome,
+    ParseError,
     Request,
     SingleCallTask,
     read_json_reply,
@@ -47,10 +47,10 @@ def render_decision(value: dict[str, Any]) -> str:
     if decision == "call":
         calls = value.get("calls")
         if not isinstance(calls, list) or not calls:
-            raise FormatError("no_calls", "decision is call but no call was given")
+            raise ParseError("no_calls", "decision is call but no call was given")
         for c in calls:
             if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-                raise FormatError("bad_shape", "a call needs a name and arguments")
+                raise ParseError("bad_shape", "a call needs a name and arguments")
         return python_calls(calls)
     if decision == "missing_parameters":
         return f"Missing necessary parameters ({params}) for the api ({value.get('api') or ''})"
@@ -59,7 +59,7 @@ def render_decision(value: dict[str, Any]) -> str:
         return f"There is incorrect value ({values}) for the parameters ({params}) in the conversation history."
     if decision == "cannot_solve":
         return "Due to the limitations of the function, I cannot solve this problem."
-    raise FormatError("bad_decision", f"unknown decision {decision!r}")
+    raise ParseError("bad_decision", f"unknown decision {decision!r}")
 
 
 @task("acebench")
@@ -131,11 +131,11 @@ class ACEBenchTask(EpisodeTask, SingleCallTask):
                 calls = native_tool_calls(tool_calls)
                 return python_calls(calls), calls
             if not text.strip():
-                raise FormatError("empty_reply", "no tool call and no text")
+                raise ParseError("empty_reply", "no tool call and no text")
             return text, None
         value = shallow_reply(read_json_reply(text))  # rendered as Python calls below: MAX_DEPTH
         if not isinstance(value, dict):
-            raise FormatError("bad_shape", "expected a JSON object")
+            raise ParseError("bad_shape", "expected a JSON object")
         return render_decision(value), value
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from benchsmith.eval import EvalCase
 from benchsmith.eval._private.calls import call_schema, chat_messages, native_tool_calls, openai_tool, python_calls
-from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, shallow_reply, task
+from benchsmith.eval._private.runner import ParseError, Request, SingleCallTask, read_json_reply, shallow_reply, task
 from benchsmith.prompts import get_prompt
 
 
@@ -85,14 +85,14 @@ class BFCLTask(SingleCallTask):
             # the result is what BFCL stores for an FC model; the scorer's FC decoder judges it
             try:
                 parsed: Any = native_tool_calls(tool_calls)
-            except FormatError:
+            except ParseError:
                 parsed = None
             return fc_result(text, tool_calls), parsed
         value = shallow_reply(read_json_reply(text))  # rendered as Python calls below: MAX_DEPTH
         calls = value.get("calls") if isinstance(value, dict) else None
         if not isinstance(calls, list):
-            raise FormatError("bad_shape", 'expected {"calls": [...]}')
+            raise ParseError("bad_shape", 'expected {"calls": [...]}')
         for c in calls:
             if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-                raise FormatError("bad_shape", "a call needs a name and arguments")
+                raise ParseError("bad_shape", "a call needs a name and arguments")
         return (python_calls(calls) if calls else ""), value

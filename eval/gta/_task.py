@@ -13,8 +13,8 @@ from benchsmith.eval._private.calls import THOUGHT, call_schema
 from benchsmith.eval._private.episode import Episode, EpisodeSpec, EpisodeTask
 from benchsmith.eval._private.runner import (
     CallContext,
-    FormatError,
     Outcome,
+    ParseError,
     Request,
     SingleCallTask,
     read_json_reply,
@@ -135,11 +135,11 @@ class GTATask(EpisodeTask, SingleCallTask):
     def parse(self, case: EvalCase, text: str, tool_calls: list[dict[str, Any]]) -> tuple[Any, Any]:
         value = shallow_reply(read_json_reply(text))  # serialised below: MAX_DEPTH
         if not isinstance(value, dict):
-            raise FormatError("bad_shape", "expected a JSON object")
+            raise ParseError("bad_shape", "expected a JSON object")
         thought = str(value.get("thought") or "")
         calls = value.get("tool_calls") or []
         if not isinstance(calls, list):
-            raise FormatError("bad_shape", "tool_calls must be a list")
+            raise ParseError("bad_shape", "tool_calls must be a list")
         if calls:
             return json.dumps({"thought": thought, "tool_calls": calls}, ensure_ascii=False), value
         return json.dumps({"thought": thought, "content": str(value.get("content") or "")}, ensure_ascii=False), value

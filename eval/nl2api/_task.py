@@ -26,8 +26,8 @@ from benchsmith.eval import EvalCase
 from benchsmith.eval._private.calls import native_tool_calls
 from benchsmith.eval._private.runner import (
     CallContext,
-    FormatError,
     Outcome,
+    ParseError,
     Request,
     Task,
     Turn,
@@ -53,21 +53,21 @@ def parse_step(text: str, names: set[str]) -> dict[str, Any]:
     """
     value = shallow_reply(read_json_reply(text))  # the arguments run, and the reply is journaled
     if not isinstance(value, dict):
-        raise FormatError("bad_shape", "expected a JSON object with thought, action and arguments")
+        raise ParseError("bad_shape", "expected a JSON object with thought, action and arguments")
     action = value.get("action")
     if not isinstance(action, str) or not action:
-        raise FormatError("no_action", "the reply names no action")
+        raise ParseError("no_action", "the reply names no action")
     if action != "finish" and action not in names:
-        raise FormatError("unknown_tool", f"there is no tool {action!r}")
+        raise ParseError("unknown_tool", f"there is no tool {action!r}")
     args = value.get("arguments") if value.get("arguments") is not None else {}
     if not isinstance(args, dict):
-        raise FormatError("bad_arguments", "arguments must be a JSON object")
+        raise ParseError("bad_arguments", "arguments must be a JSON object")
     return {"thought": str(value.get("thought") or ""), "action": action, "arguments": args}
 
 
 def parse_direct(text: str) -> list[dict[str, Any]]:
     """``[{"name", "arguments"}]`` from a direct prompt-mode reply ``{"calls": [...]}`` (a bare list
-    of calls is accepted too); raises :class:`FormatError` (pure). Tool names are not checked here:
+    of calls is accepted too); raises :class:`ParseError` (pure). Tool names are not checked here:
     a call to a tool that does not exist is a wrong call, which the scorer judges.
 
     >>> parse_direct('{"calls": [{"name": "f", "arguments": {"x": 1}}, {"name": "g"}]}')
@@ -76,19 +76,19 @@ def parse_direct(text: str) -> list[dict[str, Any]]:
     value = shallow_reply(read_json_reply(text))  # the calls run, and the reply is journaled
     calls = value.get("calls") if isinstance(value, dict) else value
     if not isinstance(calls, list):
-        raise FormatError("bad_shape", 'expected a JSON object {"calls": [{"name", "arguments"}, ...]}')
+        raise ParseError("bad_shape", 'expected a JSON object {"calls": [{"name", "arguments"}, ...]}')
     if not calls:
-        raise FormatError("no_calls", "the reply lists no call")
+        raise ParseError("no_calls", "the reply lists no call")
     out = []
     for n, item in enumerate(calls, 1):
         if not isinstance(item, dict):
-            raise FormatError("bad_call", f"call {n} is not a JSON object")
+            raise ParseError("bad_call", f"call {n} is not a JSON object")
         name = item.get("name")
         if not isinstance(name, str) or not name:
-            raise FormatError("no_name", f"call {n} names no tool")
+            raise ParseError("no_name", f"call {n} names no tool")
         args = item.get("arguments") if item.get("arguments") is not None else {}
         if not isinstance(args, dict):
-            raise FormatError("bad_arguments", f"arguments of call {n} ({name}) must be a JSON object")
+            raise ParseError("bad_arguments", f"arguments of call {n} ({name}) must be a JSON object")
         out.append({"name": name, "arguments": args})
     return out
 
@@ -245,7 +245,7 @@ class NL2APITask(Task):
             turns.append(turn)
             try:
                 step = self._read(turn, names, native)
-            except FormatError as exc:
+            except ParseError as exc:
                 unreadable += 1
                 turn.parsed = {"error": exc.code, "message": str(exc)}
                 note = f"Error: your reply could not be used ({exc}). Reply with one JSON object as described."
@@ -326,11 +326,11 @@ class NL2APITask(Task):
         try:
             if native:
                 if not turn.tool_calls:
-                    raise FormatError("no_calls", "the reply makes no tool call")
+                    raise ParseError("no_calls", "the reply makes no tool call")
                 read = native_tool_calls(turn.tool_calls)
             else:
                 read = parse_direct(turn.raw)
-        except FormatError as exc:
+        except ParseError as exc:
             turn.parsed = {"error": exc.code, "message": str(exc)}
             return Outcome("format_error", turn.raw, [turn], {"type": exc.code, "message": str(exc)[:500]})
         calls = [{"name": c["name"], "arguments": c["arguments"], "label": f"out_{i}"} for i, c in enumerate(read, 1)]
@@ -367,5 +367,5 @@ class NL2APITask(Task):
             return {"thought": turn.raw, "action": "finish", "arguments": {}}
         call = native_tool_calls(turn.tool_calls[:1])[0]
         if call["name"] not in names:
-            raise FormatError("unknown_tool", f"there is no tool {call['name']!r}")
+            raise ParseError("unknown_tool", f"there is no tool {call['name']!r}")
         return {"thought": turn.raw, "action": call["name"], "arguments": call["arguments"]}

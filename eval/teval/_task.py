@@ -11,7 +11,7 @@ from typing import Any
 
 from benchsmith.eval import EvalCase
 from benchsmith.eval._private.calls import THOUGHT, chat_messages
-from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, shallow_reply, task
+from benchsmith.eval._private.runner import ParseError, Request, SingleCallTask, read_json_reply, shallow_reply, task
 
 _STEP = {
     "type": "object",
@@ -62,7 +62,7 @@ class TEvalTask(SingleCallTask):
 
     def parse(self, case: EvalCase, text: str, tool_calls: list[dict[str, Any]]) -> tuple[Any, Any]:
         if not text.strip():
-            raise FormatError("empty_reply", "the model returned an empty reply")
+            raise ParseError("empty_reply", "the model returned an empty reply")
         if case.meta.get("format") == "json":
             return text, shallow_reply(read_json_reply(text))
         return text, None

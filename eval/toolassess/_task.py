@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from benchsmith.eval import EvalCase
-from benchsmith.eval._private.runner import FormatError, Request, SingleCallTask, read_json_reply, shallow_reply, task
+from benchsmith.eval._private.runner import ParseError, Request, SingleCallTask, read_json_reply, shallow_reply, task
 from benchsmith.prompts import get_prompt
 
 from ._scorers import AWARENESS_CLASSES
@@ -74,15 +74,15 @@ class ToolAssessTask(SingleCallTask):
         multi, kind = self._kind(case)
         value = shallow_reply(read_json_reply(text))
         if not isinstance(value, dict):
-            raise FormatError("bad_shape", "expected a JSON object")
+            raise ParseError("bad_shape", "expected a JSON object")
         if multi:
             answers = value.get("answers")
             if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
-                raise FormatError("bad_shape", "expected answers: a list of strings")
+                raise ParseError("bad_shape", "expected answers: a list of strings")
             result = answers if kind == "awareness" else [_chosen(a) for a in answers]
             return json.dumps(result, ensure_ascii=False), value
         key = "decision" if kind == "awareness" else "tool"
         got = value.get(key)
         if not isinstance(got, str) or not got:
-            raise FormatError("bad_shape", f"expected {key}: a string")
+            raise ParseError("bad_shape", f"expected {key}: a string")
         return json.dumps(got if kind == "awareness" else _chosen(got), ensure_ascii=False), value
