@@ -29,16 +29,22 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from benchsmith.models import ModelConfig
+
 MODES = ("ok", "500", "429", "reset", "hang", "garbage", "non_utf8", "empty_choices")
 
 
-def completion(content: str) -> dict[str, Any]:
+def completion(content: Any = "hello", *, tool_calls: list | None = None, finish_reason: str = "stop") -> dict:
+    """A chat completion body."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls is not None:
+        message["tool_calls"] = tool_calls
     return {
         "id": "chatcmpl-x",
         "object": "chat.completion",
         "created": 1,
         "model": "fake",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
         "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
     }
 
@@ -182,3 +188,74 @@ class FakeOpenAI:
         self.closing.set()  # hanging requests end
         self.server.shutdown()
         self.server.server_close()
+
+
+# ---- a scripted endpoint for the model client's own tests (status codes, headers, delays per request) ----
+class FakeEndpoint:
+    """A scripted OpenAI-compatible endpoint: each request takes the next script entry (the last repeats)."""
+
+    def __init__(self) -> None:
+        self.script: list[dict[str, Any]] = [{"status": 200, "body": completion()}]
+        self.requests: list[dict[str, Any]] = []
+        self.times: list[float] = []
+        self.models = ["served-model"]
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802
+                if self.path.endswith("/models"):
+                    self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in fake.models]})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                fake.times.append(time.monotonic())
+                step = fake.script[min(len(fake.requests) - 1, len(fake.script) - 1)]
+                if step.get("delay"):
+                    time.sleep(step["delay"])
+                try:
+                    self._send(step["status"], step["body"], step.get("headers"))
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.block_on_close = False
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def config(url: str, **kw: Any) -> ModelConfig:
+    base = {
+        "name": "test-model",
+        "base_url": url,
+        "timeout": 5.0,
+        "max_retries": 3,
+        "backoff_base": 0.01,
+        "backoff_max": 0.05,
+        "api_key_env": "BENCHSMITH_TEST_KEY",
+    }
+    return ModelConfig(**{**base, **kw})

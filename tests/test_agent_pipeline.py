@@ -14,10 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from dialogue_scripts import ASSISTANT, FOOD, TEXT, USER, wifi_assistant
 from episode_helpers import Scripted, say
 from helpers import build_slot_split, pair_lines
 from scripted_chat import ScriptedChat, by_task
-from test_construct_dialogues import ASSISTANT, FOOD, TEXT, USER, wifi_assistant
 
 from benchsmith.construction import EnvContext, RoleModels, run_graph
 from benchsmith.construction.sandbox import load_scenarios

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dialogue_scripts import ASSISTANT, FOOD, USER, food_assistant, food_user, wifi_assistant
 from helpers import build_slot_split, pair_lines
 from scripted_chat import ScriptedChat, by_task
 
@@ -17,8 +18,6 @@ from benchsmith.construction.sandbox import load_scenarios
 from benchsmith.models import TransportError
 from benchsmith.schemas import Sample, read_jsonl
 
-USER = "You play the user"
-ASSISTANT = "You are an AI assistant that helps"
 SIMULATE = "simulate"
 
 
@@ -36,31 +35,6 @@ def _scenarios(tmp_path: Path, *ids: str) -> Path:
 
 def _models(**replies) -> RoleModels:
     return RoleModels(default=ScriptedChat(script=by_task(**replies)))
-
-
-# -- a food order: the password only when asked (two user turns), two calls on the real sandbox -------
-def food_user(last: str, messages: list[dict]) -> str:
-    if not last.startswith("Assistant:"):
-        return '{"message": "Order two Fried Rice from Golden Wok for me, I am Mina.", "goal_met": false}'
-    if "password" in last:
-        return '{"message": "It is tulip-88.", "goal_met": false}'
-    return '{"message": "Thanks!", "goal_met": true}'
-
-
-def food_assistant(last: str, messages: list[dict]) -> str:
-    if last.startswith("User: Order"):
-        return '{"message": "Sure. What is your food-app password?"}'
-    if last.startswith("User: It is"):
-        return '{"tool_calls": [{"name": "food_login", "arguments": {"username": "Mina", "password": "tulip-88"}}]}'
-    if "food_login" in last:
-        return (
-            '{"tool_calls": [{"name": "place_order", "arguments": {"restaurant": "Golden Wok", '
-            '"items": [{"dish": "Fried Rice", "quantity": 2}]}}]}'
-        )
-    return '{"message": "Your order of two Fried Rice from Golden Wok is placed."}'
-
-
-FOOD = {USER: food_user, ASSISTANT: food_assistant}
 
 
 def test_a_full_dialogue_on_a_sandbox_scenario_is_accepted(tmp_path: Path) -> None:
@@ -96,21 +70,6 @@ def test_a_full_dialogue_on_a_sandbox_scenario_is_accepted(tmp_path: Path) -> No
     assert d.provenance.versions["prompt.user_turn"].startswith("construction/dialogue_user@v1-")
     report = run_checks(d)  # well-formed dialogue, gold = its calls, and the calls replay in the sandbox
     assert report.accepted, report.results
-
-
-# -- Wi-Fi off: a failed real call, the recovery, and calls in parallel -----------------------------------
-def wifi_assistant(last: str, messages: list[dict]) -> str:
-    if last.startswith("User:"):
-        return '{"tool_calls": [{"name": "send_message", "arguments": {"recipient": "Priya", "text": "%s"}}]}' % TEXT
-    if "send_message" in last and "offline" in last:
-        return (
-            '{"tool_calls": [{"name": "enable_wifi", "arguments": {}}, '
-            '{"name": "send_message", "arguments": {"recipient": "Priya", "text": "%s"}}]}' % TEXT
-        )
-    return '{"message": "Sent."}'
-
-
-TEXT = "The slides are in your inbox."
 
 
 def test_failed_real_calls_stay_in_the_dialogue_and_the_gold(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from bfcl_data import FUNCS, mini_bfcl, write_lines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -86,36 +87,6 @@ def test_fixture_case(c, mode):
 
 
 # ---- loading ------------------------------------------------------------------------------------
-def _write(folder: Path, name: str, rows: list) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text(
-        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8"
-    )
-
-
-FUNCS = [
-    {
-        "name": "math.factorial",
-        "description": "n!",
-        "parameters": {"type": "dict", "properties": {"number": {"type": "integer"}}, "required": ["number"]},
-    }
-]
-
-
-def _mini(tmp_path: Path) -> Path:
-    q = [[{"role": "user", "content": "5!"}]]
-    _write(tmp_path, "BFCL_v4_simple_python.json", [{"id": "simple_python_0", "question": q, "function": FUNCS}])
-    _write(
-        tmp_path / "possible_answer",
-        "BFCL_v4_simple_python.json",
-        [{"id": "simple_python_0", "ground_truth": [{"math.factorial": {"number": [5]}}]}],
-    )
-    _write(tmp_path, "BFCL_v4_irrelevance.json", [{"id": "irrelevance_0", "question": q, "function": FUNCS}])
-    _write(tmp_path, "BFCL_v4_live_relevance.json", [{"id": "live_relevance_0-0-0", "question": q, "function": FUNCS}])
-    _write(tmp_path, "BFCL_v4_multi_turn_base.json", [{"id": "multi_turn_base_0"}])  # ignored category
-    return tmp_path
-
-
 def test_format_option_is_checked():
     assert get_benchmark("bfcl").options == {} and BENCH_FORMAT["fc"].options == {"format": "fc"}
     with pytest.raises(UserError, match="not one of prompt, fc"):
@@ -125,7 +96,7 @@ def test_format_option_is_checked():
 
 
 def test_selftest_in_fc_format_records_the_format(tmp_path):
-    data = _mini(tmp_path / "data")
+    data = mini_bfcl(tmp_path / "data")
     case = BENCH.load(data)[0]
     gold = BENCH_FORMAT["fc"].gold_prediction(case)
     assert json.loads(gold) == [{"math_factorial": '{"number": 5}'}]
@@ -140,10 +111,10 @@ def test_selftest_in_fc_format_records_the_format(tmp_path):
 
 
 def test_score_predictions_file_in_both_formats(tmp_path):
-    data = _mini(tmp_path / "data")
+    data = mini_bfcl(tmp_path / "data")
     preds = tmp_path / "p.jsonl"
     # an FC result file holds the calls as a JSON value; a prompt-mode model's result is text
-    _write(
+    write_lines(
         tmp_path,
         "p.jsonl",
         [
@@ -176,8 +147,8 @@ def test_cli_format_option_and_environment(tmp_path, monkeypatch):
 
     from benchsmith.cli import app
 
-    data = _mini(tmp_path / "data")
-    _write(tmp_path, "p.jsonl", [{"id": "simple_python_0", "result": [{"math_factorial": '{"number": 5}'}]}])
+    data = mini_bfcl(tmp_path / "data")
+    write_lines(tmp_path, "p.jsonl", [{"id": "simple_python_0", "result": [{"math_factorial": '{"number": 5}'}]}])
     args = [
         "eval",
         "score",
@@ -228,7 +199,7 @@ def test_run_records_its_format_and_scoring_uses_it(tmp_path):
     from benchsmith.eval.bfcl import fc_result
     from benchsmith.schemas import write_json, write_jsonl
 
-    data = _mini(tmp_path / "data")
+    data = mini_bfcl(tmp_path / "data")
     for run_mode, fmt in (("tools", "fc"), ("prompt", "prompt")):
         task = get_task("bfcl")(data, TaskOptions(mode=run_mode))
         cases = task.load()
@@ -257,7 +228,7 @@ def test_run_records_its_format_and_scoring_uses_it(tmp_path):
 
 
 def test_load_and_selftest_small_folder(tmp_path):
-    data = _mini(tmp_path / "data")
+    data = mini_bfcl(tmp_path / "data")
     cases = BENCH.load(data)
     assert [(c.id, c.category) for c in cases] == [
         ("simple_python_0", "simple_python"),
@@ -278,13 +249,13 @@ def test_load_and_selftest_small_folder(tmp_path):
 @pytest.mark.parametrize(
     "breakage, where",
     [
-        (lambda d: _write(d, "BFCL_v4_simple_python.json", ["{not json"]), "BFCL_v4_simple_python.json:1"),
+        (lambda d: write_lines(d, "BFCL_v4_simple_python.json", ["{not json"]), "BFCL_v4_simple_python.json:1"),
         (
-            lambda d: _write(d, "BFCL_v4_simple_python.json", [{"question": [], "function": []}]),
+            lambda d: write_lines(d, "BFCL_v4_simple_python.json", [{"question": [], "function": []}]),
             "BFCL_v4_simple_python.json:1",
         ),
         (
-            lambda d: _write(
+            lambda d: write_lines(
                 d,
                 "BFCL_v4_simple_python.json",
                 [
@@ -295,7 +266,7 @@ def test_load_and_selftest_small_folder(tmp_path):
             "BFCL_v4_simple_python.json:2",
         ),
         (
-            lambda d: _write(
+            lambda d: write_lines(
                 d / "possible_answer",
                 "BFCL_v4_simple_python.json",
                 [{"id": "simple_python_0", "ground_truth": {"math.factorial": {}}}],
@@ -307,7 +278,7 @@ def test_load_and_selftest_small_folder(tmp_path):
             "possible_answer/BFCL_v4_simple_python.json",
         ),
         (
-            lambda d: _write(
+            lambda d: write_lines(
                 d, "BFCL_v4_irrelevance.json", [{"id": "simple_python_0", "question": [], "function": FUNCS}]
             ),
             "BFCL_v4_irrelevance.json:1",
@@ -315,7 +286,7 @@ def test_load_and_selftest_small_folder(tmp_path):
     ],
 )
 def test_bad_records_name_file_and_line(tmp_path, breakage, where):
-    data = _mini(tmp_path / "data")
+    data = mini_bfcl(tmp_path / "data")
     breakage(data)
     with pytest.raises(UserError, match=where.replace("/", ".")):
         BENCH.load(data)

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
+from bfcl_data import mini_bfcl
+from fake_openai import FakeEndpoint, completion, config
 from helpers import build_slot_split, pair_lines
 from runner_helpers import FakeReply, ScriptedClient
-from test_eval_bfcl import _mini
-from test_models import FakeEndpoint, completion, config
 
 from benchsmith.eval import (
     ParseError,
@@ -150,7 +150,7 @@ def test_eval_run_and_score_survive_hostile_replies(split: Path, tmp_path: Path,
 
 @pytest.mark.parametrize("fmt", ["prompt", "fc"])
 def test_eval_score_bfcl_survives_surrogates_and_huge_numbers(tmp_path: Path, fmt: str) -> None:
-    data = _mini(tmp_path / "data")
+    data = mini_bfcl(tmp_path / "data")
     preds = tmp_path / "p.jsonl"
     preds.write_text(
         "\n".join(

@@ -12,16 +12,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
+from cli_runs import ANSWER, cli, construct, construct_items_once, construct_reply, done_once, eval_run, replies
 from fake_openai import FakeOpenAI, closed_port
 from helpers import build_slot_split, endpoint_env, one_error_line, pair_lines
-
-from benchsmith.eval._private.runner import DONE
-
-ANSWER = '{"decision": "no_tool", "tool": "café", "answers": ["café"]}'  # multi-byte text in every reply line
 
 
 @pytest.fixture(scope="module")
@@ -29,64 +25,10 @@ def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_slot_split(tmp_path_factory.mktemp("hardruns"), pair_lines()[:6])
 
 
-def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchsmith.cli", *args],
-        env=env or endpoint_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
-    return proc
-
-
-def _eval_run(split: Path, out: Path, base_url: str, *extra: str) -> subprocess.CompletedProcess:
-    return _cli(
-        "eval",
-        "run",
-        "--split",
-        str(split),
-        "--tasks",
-        "toolassess",
-        "--model",
-        "fake",
-        "--base-url",
-        base_url,
-        "--out",
-        str(out),
-        "--timeout",
-        "2",
-        "--max-retries",
-        "0",
-        *extra,
-    )
-
-
-def _replies(path: Path) -> list[dict]:
-    """The readable lines of a replies.jsonl (a torn line is skipped)."""
-    rows = []
-    for raw in path.read_bytes().splitlines():
-        try:
-            rows.append(json.loads(raw.decode("utf-8")))
-        except ValueError:
-            continue
-    return rows
-
-
-def _done_once(out: Path) -> Counter[str]:
-    rows = _replies(out / "toolassess" / "replies.jsonl")
-    cases = [json.loads(x)["id"] for x in (out / "toolassess" / "cases.jsonl").read_text("utf-8").splitlines()]
-    done = Counter(r["id"] for r in rows if r["status"] in DONE)
-    assert set(done) == set(cases) and set(done.values()) == {1}, done
-    return done
-
-
-# ---- 1. a torn multi-byte last line of replies.jsonl does not stop resume ---------------------------------
 def test_resume_past_a_last_line_torn_inside_a_multibyte_character(split: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     with FakeOpenAI(lambda body: ANSWER) as ep:
-        first = _eval_run(split, out, ep.base_url, "--limit", "3")
+        first = eval_run(split, out, ep.base_url, "--limit", "3")
         assert first.returncode == 0, first.stderr
         path = out / "toolassess" / "replies.jsonl"
         data = path.read_bytes()
@@ -96,12 +38,12 @@ def test_resume_past_a_last_line_torn_inside_a_multibyte_character(split: Path, 
         path.write_bytes(data[:cut])
         assert path.read_bytes().endswith(b"caf\xc3")
         asked = ep.requests
-        again = _eval_run(split, out, ep.base_url, "--limit", "3")
+        again = eval_run(split, out, ep.base_url, "--limit", "3")
         assert again.returncode == 0, again.stdout + again.stderr
         assert ep.requests - asked == 1  # only the torn case is asked again
-    rows = _replies(path)
+    rows = replies(path)
     assert [r["id"] for r in rows].count(torn_id) == 1 and rows[-1]["id"] == torn_id
-    _done_once(out)
+    done_once(out)
 
 
 # ---- 2. run.json of the wrong shape is one red line naming the file --------------------------------------
@@ -121,12 +63,12 @@ def test_eval_run_json_of_the_wrong_shape_is_one_red_line(case: str, split: Path
     out.mkdir()
     (out / "run.json").write_text(json.dumps(BAD_RUN_JSON[case]), "utf-8")
     with FakeOpenAI(lambda body: ANSWER) as ep:
-        proc = _eval_run(split, out, ep.base_url, "--limit", "2")
+        proc = eval_run(split, out, ep.base_url, "--limit", "2")
         assert ep.requests == 0
     assert proc.returncode == 2, proc.stdout + proc.stderr
     line = one_error_line(proc.stderr)
     assert str(out / "run.json") in line and "wrong shape" in line, line
-    score = _cli("eval", "score", "--run", str(out))
+    score = cli("eval", "score", "--run", str(out))
     assert score.returncode == 2 and "run.json" in one_error_line(score.stderr)
 
 
@@ -135,7 +77,7 @@ def test_construct_run_json_of_the_wrong_shape_is_one_red_line(content: str, spl
     out = tmp_path / "q"
     out.mkdir()
     (out / "run.json").write_text(content, "utf-8")
-    proc = _cli(
+    proc = cli(
         "construct",
         "queries",
         str(split),
@@ -154,53 +96,6 @@ def test_construct_run_json_of_the_wrong_shape_is_one_red_line(content: str, spl
 
 
 # ---- 3. construct exits 3 with items unfinished by endpoint failures; a re-run finishes each once ----------
-def construct_reply(body: dict) -> str:
-    system = body["messages"][0]["content"]
-    if system.startswith("You write realistic requests"):
-        return '{"query": "How many rows does the data have in total?"}'
-    if system.startswith("You improve a draft"):
-        return '{"solvable": true, "query": "How many rows does this data have in total?"}'
-    if system.startswith("You check one sample"):
-        return '{"vote": "accept", "reason": "fine"}'
-    raise AssertionError(system[:50])
-
-
-def _construct(split: Path, out: Path, base_url: str, n: int = 3) -> subprocess.CompletedProcess:
-    return _cli(
-        "construct",
-        "queries",
-        str(split),
-        "--out",
-        str(out),
-        "--model",
-        "fake",
-        "--base-url",
-        base_url,
-        "--set",
-        f"n={n}",
-        "--timeout",
-        "1",
-        "--max-retries",
-        "0",
-    )
-
-
-def construct_items_once(out: Path, n: int) -> None:
-    """samples + error_pool + review account for every item exactly once."""
-
-    def lines(name: str) -> list[dict]:
-        return [json.loads(x) for x in (out / name).read_text("utf-8").splitlines() if x.strip()]
-
-    ids = Counter(
-        [s["provenance"]["source_id"] for s in lines("samples.jsonl")]
-        + [r["item_id"] for r in lines("error_pool.jsonl")]
-        + [r["item_id"] for r in lines("review.jsonl")]
-    )
-    assert len(ids) == n and set(ids.values()) == {1}, ids
-    summary = json.loads((out / "summary.json").read_text("utf-8"))
-    assert summary["unfinished"] == 0 and summary["samples"] + summary["rejected"] + summary["review"] == n
-
-
 def assert_unfinished_line(proc: subprocess.CompletedProcess, n: int) -> str:
     assert proc.returncode == 3, proc.stdout + proc.stderr
     line = one_error_line(proc.stderr)
@@ -216,17 +111,17 @@ def test_construct_exits_3_when_the_endpoint_fails_then_a_rerun_finishes_every_i
     if failure == "down":
         port = closed_port()
         t0 = time.monotonic()
-        line = assert_unfinished_line(_construct(split, out, f"http://127.0.0.1:{port}/v1"), 3)
+        line = assert_unfinished_line(construct(split, out, f"http://127.0.0.1:{port}/v1"), 3)
         assert "could not connect" in line
         with FakeOpenAI(construct_reply, port=port) as ep:  # the endpoint comes up at the same address
-            again = _construct(split, out, ep.base_url)
+            again = construct(split, out, ep.base_url)
     else:
         with FakeOpenAI(construct_reply, mode=failure) as ep:
             t0 = time.monotonic()
-            line = assert_unfinished_line(_construct(split, out, ep.base_url), 3)
+            line = assert_unfinished_line(construct(split, out, ep.base_url), 3)
             assert ("HTTP 500" if failure == "500" else "timed out") in line
             ep.mode = "ok"
-            again = _construct(split, out, ep.base_url)
+            again = construct(split, out, ep.base_url)
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stderr == "" and "0 unfinished" in again.stdout
     assert sum(ep.answered.values()) == 2 * 3  # generator + refiner once per item
@@ -283,7 +178,7 @@ def test_a_killed_derive_leaves_the_old_folder_and_the_next_derive_cleans_up(
 ) -> None:
     old_split, new_split = two_splits
     out = tmp_path / "derived"
-    first = _cli("eval", "derive", "--split", str(old_split), "--out", str(out))
+    first = cli("eval", "derive", "--split", str(old_split), "--out", str(out))
     assert first.returncode == 0, first.stderr
     before = _tree(out)
     marker = tmp_path / "marker"
@@ -305,7 +200,7 @@ def test_a_killed_derive_leaves_the_old_folder_and_the_next_derive_cleans_up(
     else:  # the old folder was moved aside; the new one is complete beside it
         assert not out.exists() and leftovers == [f".derived.new.{proc.pid}", f".derived.old.{proc.pid}"]
         assert _tree(tmp_path / f".derived.old.{proc.pid}") == before
-    again = _cli("eval", "derive", "--split", str(new_split), "--out", str(out))
+    again = cli("eval", "derive", "--split", str(new_split), "--out", str(out))
     assert again.returncode == 0, again.stderr
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".derived.")]
     report = json.loads((out / "derive_report.json").read_text("utf-8"))
@@ -318,7 +213,7 @@ def test_derive_refuses_to_replace_a_folder_holding_other_files(two_splits: tupl
     split = two_splits[0]
     out = split.parent  # holds the split itself (samples.jsonl, ...): replacing it would delete the input
     before = _tree(out)
-    proc = _cli("eval", "derive", "--split", str(split), "--out", str(out))
+    proc = cli("eval", "derive", "--split", str(split), "--out", str(out))
     assert proc.returncode == 2
     line = one_error_line(proc.stderr)
     assert "did not write" in line and str(out) in line, line
@@ -337,7 +232,7 @@ def test_report_over_replies_and_records_with_lone_surrogates(tmp_path: Path) ->
         # json.dumps escapes the lone surrogates (\ud800), as dumps_json writes them
         (task / name).write_text("".join(json.dumps(edit(r)) + "\n" for r in rows), "utf-8")
     assert "\\ud800" in (task / "replies.jsonl").read_text("utf-8")
-    proc = _cli("report", str(run), "--out", str(tmp_path / "rep"), "--failures", "50")
+    proc = cli("report", str(run), "--out", str(tmp_path / "rep"), "--failures", "50")
     assert proc.returncode == 0, proc.stderr
     html = (tmp_path / "rep" / "report.html").read_text("utf-8")
     assert "bad \ufffd reply" in html
@@ -359,7 +254,7 @@ def _surrogate_record(r: dict) -> dict:
 
 @pytest.mark.parametrize("port", ["99999", "0", "-1"])
 def test_model_serve_port_out_of_range_is_one_red_line(port: str, tmp_path: Path) -> None:
-    proc = _cli("model", "serve", "--port", port, env=endpoint_env(BENCHSMITH_MODEL_STATE_DIR=str(tmp_path / "state")))
+    proc = cli("model", "serve", "--port", port, env=endpoint_env(BENCHSMITH_MODEL_STATE_DIR=str(tmp_path / "state")))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     line = one_error_line(proc.stderr)
     assert "--port" in line and port in line and "65535" in line, line
@@ -370,12 +265,12 @@ def test_model_serve_port_out_of_range_is_one_red_line(port: str, tmp_path: Path
 def test_eval_run_endpoint_failing_repeatedly_is_one_red_line_exit_3(split: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     with FakeOpenAI(lambda body: ANSWER, mode="500") as ep:
-        proc = _eval_run(split, out, ep.base_url, "--limit", "12", "--concurrency", "1")
+        proc = eval_run(split, out, ep.base_url, "--limit", "12", "--concurrency", "1")
         assert proc.returncode == 3, proc.stdout + proc.stderr
         line = one_error_line(proc.stderr)
         assert "cases in a row" in line and "HTTP 500" in line and "re-run the same command" in line, line
         assert ep.requests == 8  # stopped after 8 failures in a row (the default limit at concurrency 1)
         ep.mode = "ok"
-        again = _eval_run(split, out, ep.base_url, "--limit", "12", "--concurrency", "1")
+        again = eval_run(split, out, ep.base_url, "--limit", "12", "--concurrency", "1")
     assert again.returncode == 0, again.stdout + again.stderr
-    _done_once(out)
+    done_once(out)

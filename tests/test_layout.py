@@ -79,3 +79,21 @@ def test_the_check_names_each_broken_rule(tmp_path: Path) -> None:
     assert lines[0].startswith("underscore imports: cli/_report.py:") and lines[0].endswith(
         "benchsmith.cli._construct _secret"
     )
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared test code lives in conftest.py or a helpers module, never in a test module."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            found += [
+                f"{path.relative_to(ROOT)}:{node.lineno} {n}"
+                for n in names
+                if n.startswith("test_") and (ROOT / "tests" / f"{n}.py").is_file()
+            ]
+    assert found == []

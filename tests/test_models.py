@@ -12,12 +12,10 @@ import json
 import logging
 import pickle
 import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
+from fake_openai import FakeEndpoint, completion, config
 from pydantic import ValidationError
 
 from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, ModelConfig, Reply, TransportError, resolve_model
@@ -26,95 +24,11 @@ from benchsmith.schemas import RuntimeFault, UserError
 SECRET = "sk-test-0123456789abcdefSECRET"
 
 
-def completion(content: Any = "hello", *, tool_calls: list | None = None, finish_reason: str = "stop") -> dict:
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if tool_calls is not None:
-        message["tool_calls"] = tool_calls
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
-    }
-
-
-class FakeEndpoint:
-    """A scripted OpenAI-compatible endpoint: each request takes the next script entry (the last repeats)."""
-
-    def __init__(self) -> None:
-        self.script: list[dict[str, Any]] = [{"status": 200, "body": completion()}]
-        self.requests: list[dict[str, Any]] = []
-        self.times: list[float] = []
-        self.models = ["served-model"]
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-                data = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:  # noqa: N802
-                if self.path.endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in fake.models]})
-                else:
-                    self._send(404, {"error": {"message": "not found"}})
-
-            def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
-                fake.times.append(time.monotonic())
-                step = fake.script[min(len(fake.requests) - 1, len(fake.script) - 1)]
-                if step.get("delay"):
-                    time.sleep(step["delay"])
-                try:
-                    self._send(step["status"], step["body"], step.get("headers"))
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.server.block_on_close = False
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def endpoint():
     fake = FakeEndpoint()
     yield fake
     fake.close()
-
-
-def config(url: str, **kw: Any) -> ModelConfig:
-    base = {
-        "name": "test-model",
-        "base_url": url,
-        "timeout": 5.0,
-        "max_retries": 3,
-        "backoff_base": 0.01,
-        "backoff_max": 0.05,
-        "api_key_env": "BENCHSMITH_TEST_KEY",
-    }
-    return ModelConfig(**{**base, **kw})
 
 
 @pytest.fixture(autouse=True)
@@ -140,7 +54,7 @@ def test_plain_reply_and_request_shape(endpoint):
     )
     assert isinstance(reply, Reply)
     assert (reply.text, reply.finish_reason, reply.attempts) == ("hello", "stop", 1)
-    assert reply.usage == {"prompt_tokens": 7, "completion_tokens": 3}
+    assert reply.usage == {"prompt_tokens": 11, "completion_tokens": 5}
     assert reply.tool_calls == [] and reply.raw == {"role": "assistant", "content": "hello"}
     assert reply.latency_s > 0
     (req,) = endpoint.requests
@@ -271,7 +185,7 @@ def test_structured_reply_cut_by_the_length_limit_is_a_reply(endpoint):
     endpoint.script = [{"status": 200, "body": completion('{"answer": "abc', finish_reason="length")}]
     reply = ModelClient(config(endpoint.url)).complete(USER, json_schema={"type": "object"})
     assert reply.text == '{"answer": "abc' and reply.finish_reason == "length"
-    assert reply.usage == {"prompt_tokens": 7, "completion_tokens": 3}
+    assert reply.usage == {"prompt_tokens": 11, "completion_tokens": 5}
 
 
 # -- retries -------------------------------------------------------------------------------------------
