@@ -237,7 +237,7 @@ def eval_shape(root: Path, mods: dict[str, Path]) -> dict:
     }
 
 
-def type_errors(root: Path) -> int:
+def type_errors(root: Path) -> list[str]:
     """mypy's error count on schemas, models and eval (its settings in pyproject.toml when present),
     on a tree of links naming the folders as the ``benchsmith.*`` packages they install as."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -275,7 +275,12 @@ def type_errors(root: Path) -> int:
         )
         if proc.returncode not in (0, 1):
             raise SystemExit(f"mypy failed to run: {proc.stderr.strip()[-500:]}")
-        return sum(1 for line in proc.stdout.splitlines() if ": error:" in line)
+        prefix = str(Path(tmp) / "src" / "benchsmith") + "/"
+        return [
+            line.replace(prefix, "").replace("src/benchsmith/", "")
+            for line in proc.stdout.splitlines()
+            if ": error:" in line
+        ]
 
 
 #: what must be empty: the floor plan's rules and the private-name rule
@@ -299,7 +304,7 @@ def rows(f: dict) -> list[tuple[str, int | str, list[str]]]:
         ("name->object maps in eval", len(f["eval_registries"]), f["eval_registries"]),
     ]
     if "type_errors" in f:
-        out.append(("mypy errors (schemas, models, eval)", f["type_errors"], []))
+        out.append(("mypy errors (schemas, models, eval)", len(f["type_errors"]), f["type_errors"]))
     return out
 
 
