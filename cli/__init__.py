@@ -275,7 +275,10 @@ def nl2api_build(
         _build_options(style, obfuscate, tool_universe, seed, timeout, name, workers, ray), descriptions=descriptions
     )
     sizes = _sweep(sweep)
-    reports = build_universes(db, pairs, out, opts, sizes)
+    from benchsmith.schemas import Bars
+
+    with Bars() as bars:  # one bar of pairs done (a resumed build counts from what is left)
+        reports = build_universes(db, pairs, out, replace(opts, progress=bars.add("pairs").advance), sizes)
     for size, report in zip(sizes or [None], reports):
         _print_report(report, out if size is None else out / universe_label(size))
 

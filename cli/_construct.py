@@ -198,14 +198,10 @@ def _run_with_progress(
     limit: Optional[int],
     split: Optional[Path],
 ) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from benchsmith.construction import EnvContext, run_graph
+    from benchsmith.schemas import Bars
 
-    with Progress(
-        TextColumn(f"[bold]{graph}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=True
-    ) as bar:
-        task = bar.add_task(graph, total=None)
+    with Bars() as bars:
         summary = run_graph(
             graph,
             source,
@@ -216,7 +212,7 @@ def _run_with_progress(
             concurrency=concurrency,
             limit=limit,
             env_context=EnvContext(split=split),
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
+            progress=bars.add(graph).update,
         )
     return summary
 

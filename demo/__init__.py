@@ -165,6 +165,7 @@ def construct(out: Path, n: int = DEMO_QUERIES, *, echo: Echo = print, model: st
     from benchsmith.construction import EnvContext, RoleModels, inspect_samples, run_graph
     from benchsmith.construction.checks import CheckContext
     from benchsmith.models import ModelClient, concurrency_for, resolve_model
+    from benchsmith.schemas import Bars
 
     cfg = resolve_model(model, None, timeout=300.0, max_tokens=256, temperature=0.7)
     models = RoleModels(default=ModelClient(cfg))
@@ -173,19 +174,29 @@ def construct(out: Path, n: int = DEMO_QUERIES, *, echo: Echo = print, model: st
     echo(
         f"constructing with the local model {cfg.name}: queries -> chains -> checks in {root} (re-running resumes) ..."
     )
-    for line in run_graph(
-        "queries", split, root / "queries", models=models, options={"n": n}, concurrency=slots
-    ).describe():
+    with Bars() as bars:  # each graph: a bar while it runs, its summary after
+        queries = run_graph(
+            "queries",
+            split,
+            root / "queries",
+            models=models,
+            options={"n": n},
+            concurrency=slots,
+            progress=bars.add("queries").update,
+        )
+    for line in queries.describe():
         echo(line)
-    chains = run_graph(
-        "chains",
-        root / "queries",
-        root / "chains",
-        models=models,
-        concurrency=slots,
-        env_context=EnvContext(split=split),
-        options={"step_budget": 4, "max_retries": 1},
-    )
+    with Bars() as bars:
+        chains = run_graph(
+            "chains",
+            root / "queries",
+            root / "chains",
+            models=models,
+            concurrency=slots,
+            env_context=EnvContext(split=split),
+            options={"step_budget": 4, "max_retries": 1},
+            progress=bars.add("chains").update,
+        )
     for line in chains.describe():
         echo(line)
     s = inspect_samples(
@@ -201,14 +212,16 @@ def construct(out: Path, n: int = DEMO_QUERIES, *, echo: Echo = print, model: st
         f"error pool (rejected by: {by})"
     )
     scenarios = write_scenarios(root / "scenarios.jsonl")
-    dialogues = run_graph(
-        "dialogues",
-        scenarios,
-        root / "dialogues",
-        models=models,
-        concurrency=slots,
-        options={"max_turns": 4, "max_steps": 3},
-    )
+    with Bars() as bars:
+        dialogues = run_graph(
+            "dialogues",
+            scenarios,
+            root / "dialogues",
+            models=models,
+            concurrency=slots,
+            options={"max_turns": 4, "max_steps": 3},
+            progress=bars.add("dialogues").update,
+        )
     for line in dialogues.describe():
         echo(line)
 

@@ -31,6 +31,7 @@ from benchsmith.schemas._private.jsonl import (
     write_json,
     write_jsonl,
 )
+from benchsmith.schemas._private.progress import Bar, Bars
 from benchsmith.schemas._private.refs import (
     Reference,
     UnresolvedReference,
@@ -129,6 +130,8 @@ __all__ = [
     # errors
     "BenchsmithError",
     "Registry",
+    "Bar",
+    "Bars",
     "ToolError",
     "UserError",
     "RuntimeFault",

@@ -493,3 +493,17 @@ def test_export_json_schemas(tmp_path):
 def test_all_names_are_importable():
     for name in schemas.__all__:
         assert hasattr(schemas, name), name
+
+
+def test_progress_bars_draw_nothing_off_a_terminal(capsys) -> None:
+    """Logs and pipes get only the summaries: off a terminal (and when disabled) the bars are no-ops."""
+    from benchsmith.schemas import Bars
+
+    for enabled in (True, False):
+        with Bars(enabled=enabled) as bars:
+            bar = bars.add("items", total=3)
+            bar.advance()
+            bar.update(3, 3)
+            bars.add("more").advance(2)
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
