@@ -170,7 +170,7 @@ def test_the_cli_push_and_simulate_through_a_proxy_that_drops_creation_replies(
         r = _run(["simulate"], env)
         assert r.returncode == 0, r.stderr
     assert [path.split("/")[2] for _, path in proxy.faults] == ["projects", "tasks"]
-    assert "simulated annotations posted: {'review': 6, 'adjudicate': 0}" in r.stdout
+    assert "simulated annotations posted: 6 review, 0 adjudicate" in r.stdout, r.stdout
     (pid,) = _project_ids(label_studio) - before
     ws = Workspace(tmp_path / "ws")
     assert set(ws.store.task_ids(pid)) == {s.id for s in samples}
