@@ -180,6 +180,14 @@ def _lines(folder: Path) -> int:
     return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in folder.glob("*.py"))
 
 
+def _statements(folder: Path) -> int:
+    """Statements (the AST's), which a formatter's line wrapping does not change."""
+    return sum(
+        sum(isinstance(n, ast.stmt) for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))
+        for p in folder.glob("*.py")
+    )
+
+
 def underscore_imports(mods: dict[str, Path], root: Path = ROOT) -> list[str]:
     """``from m import _x`` in one module naming another module's private ``_x`` (a submodule
     ``m/_x.py`` or package ``m/_x/`` is a module, not a name, and does not count)."""
@@ -222,6 +230,7 @@ def eval_shape(root: Path, mods: dict[str, Path]) -> dict:
     )
     return {
         "eval_lines": folders,
+        "eval_statements": {k: _statements(root / k) for k in folders},
         "eval_all_names": names,
         "underscore_imports": underscore_imports(mods, root),
         "dict_str_any": any_dicts,
@@ -297,6 +306,7 @@ def rows(f: dict) -> list[tuple[str, int | str, list[str]]]:
         (f"files outside eval/{b + '/':12s} naming it", len(files), files) for b, files in f["files_naming"].items()
     ]
     out += [(f"lines in {folder}", n, []) for folder, n in f["eval_lines"].items()]
+    out += [(f"statements in {folder}", n, []) for folder, n in f["eval_statements"].items()]
     out += [
         ("names in benchsmith.eval.__all__", f["eval_all_names"], []),
         ("underscore names imported across modules", len(f["underscore_imports"]), f["underscore_imports"]),
