@@ -29,6 +29,8 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from benchsmith.models import ParseError, TransportError, read_json_reply  # noqa: F401  (read_json_reply: re-exported)
 from benchsmith.schemas import (
+    Bar,
+    Bars,
     Registry,
     RuntimeFault,
     Split,
@@ -628,7 +630,7 @@ async def _run_async(
     wall: dict[str, float] = defaultdict(float)
     t_start = time.monotonic()
 
-    bar = _Progress(planned, done_before, enabled=progress)
+    bars: dict[str, Bar] = {}  # one per task, from the run's one progress display
 
     async def one(p: PlannedTask, case: EvalCase, key: str) -> None:
         async with sem:
@@ -681,10 +683,12 @@ async def _run_async(
                 },
             )
             wall[p.task.name] = time.monotonic() - t_start
-            bar.advance(p.task.name)
+            bars[p.task.name].advance()
 
     try:
-        with bar:
+        with Bars(enabled=progress) as display:
+            for p in planned:
+                bars[p.task.name] = display.add(p.task.name, total=len(p.cases), done=done_before.get(p.task.name, 0))
             await asyncio.gather(*(one(p, c, k) for p, c, k in pending))
     finally:
         summary = finish_run(out, planned, model["name"], meta, counters, wall)
@@ -739,51 +743,6 @@ def finish_run(
     meta["status"] = "partial" if any_transport else "complete"
     write_json(out / "run.json", meta)
     return meta
-
-
-class _Progress:
-    """Rich progress bars (one per task, with ETA); silent when disabled."""
-
-    def __init__(self, planned: list[PlannedTask], done: dict[str, int], enabled: bool) -> None:
-        self.enabled = enabled
-        self._ids: dict[str, Any] = {}
-        self._planned = planned
-        self._done = done
-        self._progress: Any = None
-
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self._progress = Progress(
-                TextColumn("{task.description:>16}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("eta"),
-                TimeRemainingColumn(),
-            )
-            self._progress.__enter__()
-            for p in self._planned:
-                self._ids[p.task.name] = self._progress.add_task(
-                    p.task.name, total=len(p.cases), completed=self._done.get(p.task.name, 0)
-                )
-        return self
-
-    def advance(self, name: str) -> None:
-        if self._progress is not None:
-            self._progress.advance(self._ids[name])
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(*exc)
 
 
 def run_eval(
