@@ -9,6 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterator
 
+from benchsmith.eval._private.budget import check_limit, check_value
 from benchsmith.eval._private.core import (
     Benchmark,
     DigestSet,
@@ -20,8 +21,6 @@ from benchsmith.eval._private.core import (
     RunningSum,
     aggregate_lists,
     benchmark,
-    check_limit,
-    check_value,
     failed,
     mean,
     passed,

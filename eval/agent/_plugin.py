@@ -26,6 +26,7 @@ from benchsmith.construction.sandbox import (
     scenario_to_sample,
     state_mismatches,
 )
+from benchsmith.eval._private.budget import check_limit, check_value
 from benchsmith.eval._private.core import (
     Benchmark,
     EvalCase,
@@ -35,8 +36,6 @@ from benchsmith.eval._private.core import (
     RunningSum,
     aggregate_lists,
     benchmark,
-    check_limit,
-    check_value,
     failed,
     passed,
     safe_ratio,

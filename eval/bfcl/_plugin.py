@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
+from benchsmith.eval._private.budget import check_limit, check_value
 from benchsmith.eval._private.core import (
     Benchmark,
     EvalCase,
@@ -14,8 +15,6 @@ from benchsmith.eval._private.core import (
     RecordResult,
     aggregate_lists,
     benchmark,
-    check_limit,
-    check_value,
     failed,
     mean,
     passed,

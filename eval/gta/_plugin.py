@@ -16,14 +16,8 @@ from types import MappingProxyType
 from typing import Any, Iterator
 
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed, safe_ratio
-from benchsmith.eval._private.core import (
-    DigestSet,
-    ReliabilityTally,
-    RunningSum,
-    aggregate_lists,
-    budget_paused,
-    embedding_text,
-)
+from benchsmith.eval._private.budget import budget_paused, embedding_text
+from benchsmith.eval._private.core import DigestSet, ReliabilityTally, RunningSum, aggregate_lists
 from benchsmith.schemas import UserError, read_json
 
 from ._derive import derive_gta

@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from benchsmith.eval import CallShapeError, EvalCase, Mode, RecordResult, failed, passed, scorer, tool_call_parts
-from benchsmith.eval._private.core import check_limit, check_value
+from benchsmith.eval._private.budget import check_limit, check_value
 
 TOOL_CATEGORIES: dict[str, str] = {
     "OCR": "perception",

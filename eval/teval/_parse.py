@@ -11,7 +11,8 @@ from collections.abc import Iterable
 from string import Formatter
 from typing import Any
 
-from benchsmith.eval._private.core import MODEL_OUTPUT, TooDeep, check_value
+from benchsmith.eval._private.budget import MODEL_OUTPUT, check_value
+from benchsmith.eval._private.core import TooDeep
 from benchsmith.models import ParseError as _ReplyError
 
 FINISH = "FinishAction"

@@ -13,17 +13,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from benchsmith.eval._private.core import (
-    EvalCase,
-    Mode,
-    RecordResult,
-    budget_paused,
-    check_limit,
-    embedding_text,
-    failed,
-    passed,
-    scorer,
-)
+from benchsmith.eval._private.budget import budget_paused, check_limit, embedding_text
+from benchsmith.eval._private.core import EvalCase, Mode, RecordResult, failed, passed, scorer
 
 from ._parse import (
     FINISH,

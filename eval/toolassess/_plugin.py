@@ -11,7 +11,8 @@ from types import MappingProxyType
 from typing import Any, Iterator
 
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed
-from benchsmith.eval._private.core import DigestSet, RunningSum, aggregate_lists, check_limit, check_value
+from benchsmith.eval._private.budget import check_limit, check_value
+from benchsmith.eval._private.core import DigestSet, RunningSum, aggregate_lists
 from benchsmith.schemas import UserError, loads_json
 
 from ._derive import derive_toolassess
