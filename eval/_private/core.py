@@ -187,7 +187,8 @@ class Benchmark(ABC):
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("score")
         if isinstance(own, (staticmethod, classmethod)):
-            cls.score = type(own)(never_raises(own.__func__))  # type: ignore[method-assign]
+            # the descriptor (not a plain function) goes back on the class, which mypy cannot type
+            cls.score = type(own)(never_raises(own.__func__))  # type: ignore[assignment]
         elif callable(own):
             cls.score = never_raises(own)  # type: ignore[method-assign]
 

@@ -151,7 +151,7 @@ def note_skip(skipped: list[dict[str, Any]], sample: Sample, category: str, reas
 def skip_summary(skipped: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for s in skipped:
-        out.setdefault(s["category"], Counter())[s["reason"]] += 1  # type: ignore[index]
+        out.setdefault(s["category"], Counter())[s["reason"]] += 1
     return {c: dict(sorted(v.items())) for c, v in sorted(out.items())}
 
 

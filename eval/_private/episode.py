@@ -262,7 +262,8 @@ def tool_lines(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tools for a prompt: name, description and one line per parameter (``name (type, required): text``)."""
     out = []
     for t in tools:
-        params = t.get("parameters") if isinstance(t.get("parameters"), dict) else {}
+        given = t.get("parameters")
+        params = given if isinstance(given, dict) else {}
         required = set(params.get("required") or [])
         lines = []
         for name, p in (params.get("properties") or {}).items():
@@ -483,7 +484,8 @@ def read_assistant(
         value = read_json_reply(text)
         if not isinstance(value, dict):
             raise ParseError("bad_shape", "expected a JSON object")
-        said = value.get("message") if isinstance(value.get("message"), str) else ""
+        message = value.get("message")
+        said = message if isinstance(message, str) else ""
         got = value.get("tool_calls")
         if got is not None and not isinstance(got, list):
             raise ParseError("bad_shape", "tool_calls must be a list")

@@ -248,18 +248,21 @@ class TaskOptions:
     """How a run's tasks ask and how long they may go on. Ranges are declared here, so a bad value is
     refused (a pydantic ``ValidationError`` naming the field) however the options are made."""
 
+    # Field defaults go by keyword: the type checker takes a positional one for no default
     mode: str = "prompt"  # "prompt" (JSON-constrained text) or "tools" (native tool calling)
-    max_tokens: int = Field(384, ge=1)
-    step_budget: int = Field(12, ge=1)  # end-to-end tasks: model calls per case (Chinook gold chains: up to 10 calls)
+    max_tokens: int = Field(default=384, ge=1)
+    # end-to-end tasks: model calls per case (Chinook gold chains: up to 10 calls)
+    step_budget: int = Field(default=12, ge=1)
     variant: str = "standard"  # ACEBench prompt variant: standard | condensed | minimal
-    trials: int = Field(1, ge=1)  # episodic tasks: independent trials per case (pass^k, pass@k for k <= trials)
+    trials: int = Field(default=1, ge=1)  # episodic tasks: independent trials per case (pass^k, pass@k for k <= trials)
     # sampling temperature of trials when trials > 1 (trial t uses seed t)
-    trial_temperature: float = Field(0.7, ge=0, allow_inf_nan=False)
-    max_turns: int = Field(12, ge=1)  # episodes: user messages
-    max_steps: int = Field(8, ge=1)  # episodes: assistant replies after one user message
-    max_tool_calls: int = Field(40, ge=0)  # episodes: tool calls
-    max_episode_tokens: int = Field(250_000, ge=1)  # episodes: prompt + completion tokens of the model under test
-    episode_wall_s: float = Field(1800.0, gt=0, allow_inf_nan=False)  # episodes: seconds of model and tool time
+    trial_temperature: float = Field(default=0.7, ge=0, allow_inf_nan=False)
+    max_turns: int = Field(default=12, ge=1)  # episodes: user messages
+    max_steps: int = Field(default=8, ge=1)  # episodes: assistant replies after one user message
+    max_tool_calls: int = Field(default=40, ge=0)  # episodes: tool calls
+    # episodes: prompt + completion tokens of the model under test
+    max_episode_tokens: int = Field(default=250_000, ge=1)
+    episode_wall_s: float = Field(default=1800.0, gt=0, allow_inf_nan=False)  # episodes: seconds of model and tool time
     strategy: str = "react"  # nl2api end to end: "react" (one call per step) or "direct" (the whole sequence at once)
 
     def __post_init__(self) -> None:
@@ -711,7 +714,8 @@ def finish_run(
     for p in planned:
         version = p.task.prompt_version()
         replies = read_replies(p.folder / "replies.jsonl")
-        preds, statuses = [], Counter()
+        preds: list[dict[str, Any]] = []
+        statuses: Counter[str] = Counter()
         for c in p.cases:
             rec = replies.get(reply_key(c.id, model_name, version))
             if rec is None:
@@ -725,7 +729,7 @@ def finish_run(
         old = (previous.get("tasks") or {}).get(p.task.name, {})
         info["done"] = sum(statuses[s] for s in DONE)
         info["status_counts"] = {s: statuses[s] for s in (*STATUSES, "pending")}
-        c = (counters or {}).get(p.task.name, Counter())
+        counts = (counters or {}).get(p.task.name, Counter())
         for k in (
             "model_calls",
             "prompt_tokens",
@@ -735,7 +739,9 @@ def finish_run(
             "user_completion_tokens",
         ):
             info[k] = (
-                int(old.get(k, 0)) + int(c.get(k, 0)) if old.get("prompt_version") == version else int(c.get(k, 0))
+                int(old.get(k, 0)) + int(counts.get(k, 0))
+                if old.get("prompt_version") == version
+                else int(counts.get(k, 0))
             )
         info["wall_s"] = round(float(old.get("wall_s", 0.0)) + float((wall or {}).get(p.task.name, 0.0)), 2)
         any_transport |= bool(statuses["transport_error"] or statuses["pending"])

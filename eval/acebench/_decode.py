@@ -106,9 +106,10 @@ def _fold_within(budget: FoldBudget, op: ast.operator, left: Any, right: Any) ->
             return fn(left, right)
         except (ZeroDivisionError, OverflowError, ValueError) as exc:
             raise DecodeError(str(exc)) from None
-    if isinstance(op, ast.Add) and (
-        (isinstance(left, str) and isinstance(right, str)) or (isinstance(left, list) and isinstance(right, list))
-    ):
+    if isinstance(op, ast.Add) and isinstance(left, str) and isinstance(right, str):
+        budget.check(budget.weight(left) + budget.weight(right))
+        return budget.keep(left + right)
+    if isinstance(op, ast.Add) and isinstance(left, list) and isinstance(right, list):
         budget.check(budget.weight(left) + budget.weight(right))
         return budget.keep(left + right)
     if (

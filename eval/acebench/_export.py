@@ -109,21 +109,21 @@ def agent_record(sample: Sample) -> tuple[str, dict[str, Any], dict[str, Any]]:
     if not isinstance(config, dict) or not config:
         raise SkipSample("no_gold_calls", "the sandbox environment has no config")
     box = Sandbox(config)
-    steps = [st for st in sample.gold if st.call is not None and st.verdict in (None, "success")]
-    if not steps:
+    calls = [st.call for st in sample.gold if st.call is not None and st.verdict in (None, "success")]
+    if not calls:
         raise SkipSample("no_gold_calls")
-    for st in steps:
+    for call in calls:
         try:
-            box.call(st.call.name, st.call.arguments, st.call.label)
+            box.call(call.name, call.arguments, call.label)
         except ToolError as exc:
             raise SkipSample(
                 "unresolved_reference" if exc.code == "unresolved_reference" else "gold_call_off_schema",
-                f"gold call {st.call.name} does not replay: {exc}",
+                f"gold call {call.name} does not replay: {exc}",
             ) from None
     resolved = [{"name": r.name, "arguments": r.arguments} for r in box.log]
     if sample.dialogue:
         groups: list[list[dict[str, Any]]] = []
-        labels = {st.call.label: n for n, st in enumerate(steps)}
+        labels = {call.label: n for n, call in enumerate(calls)}
         for m in sample.dialogue:
             got = [resolved[labels[c.label]] for c in m.tool_calls if c.label in labels]
             if got:

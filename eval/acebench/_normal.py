@@ -389,12 +389,14 @@ def type_problem(value: Any, schema: Any, path: str) -> str | None:
             return f"{path}: expected {t}, got boolean"
         if not isinstance(value, allowed):
             return f"{path}: expected {t}, got {type(value).__name__}"
-        if t in ("array", "list", "tuple") and isinstance(schema.get("items"), dict):
+        # a value that fits ``allowed`` is a list or tuple just when t is an array type, a dict just when
+        # t is an object type: testing the value lets the type checker see what it is
+        if isinstance(value, (list, tuple)) and isinstance(schema.get("items"), dict):
             for i, v in enumerate(value):
                 why = type_problem(v, schema["items"], f"{path}[{i}]")
                 if why:
                     return why
-        if t in ("object", "dict") and isinstance(schema.get("properties"), dict):
+        if isinstance(value, dict) and isinstance(schema.get("properties"), dict):
             for k, v in value.items():
                 if k in schema["properties"]:
                     why = type_problem(v, schema["properties"][k], f"{path}.{k}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from array import array
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterator
@@ -115,7 +116,7 @@ def iter_folder(data: Path) -> Iterator[EvalCase]:
         if not answer_file.is_file():
             raise UserError(f"{answer_file} is missing", fix="possible_answer/ needs a file per data file")
         # id -> offset of its answer (the last one), its line number by position: ~60 bytes an id
-        answers = OffsetIndex(lambda offset, path=answer_file: read_json_line_at(path, offset)["id"])
+        answers = OffsetIndex(partial(_answer_id, answer_file))
         lines = array("q")
         with syntax_errors_first(answer_file, fix=FIX, then=_read_jsonl(answer_file)):
             for n, offset, obj in _read_jsonl(answer_file):
@@ -129,6 +130,10 @@ def iter_folder(data: Path) -> Iterator[EvalCase]:
                 else:
                     lines.append(n)
         yield from _data_cases(f, category, answer_file, answers, lines)
+
+
+def _answer_id(path: Path, offset: int) -> str:
+    return read_json_line_at(path, offset)["id"]
 
 
 def _data_cases(
@@ -234,7 +239,7 @@ def score_agent(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
     compare = _agent.compare_official if mode == "official" else _agent.compare_strict
     end_ok, why = compare(state, gold.get("state"))
     process = 1.0 if (end_ok and mode == "official") else _agent.process_score(turns, gold.get("milestones"), mode)
-    details = {"process": process, "turns": len(turns), "end_state": source, "replay_notes": notes[:20]}
+    details: dict[str, Any] = {"process": process, "turns": len(turns), "end_state": source, "replay_notes": notes[:20]}
     summary = _agent.episode_summary(prediction)
     summary = clean_summary(summary) if summary is not None else None
     if summary is not None:  # a benchsmith episode: its end reason and, when it failed, why
@@ -445,8 +450,9 @@ class AceBench(Benchmark):
             state = state if isinstance(state, list) else [state] if isinstance(state, dict) else []
             return json.dumps({"result": state, "process": [str(s) for s in (stones or [])]}, ensure_ascii=False)
         gold = case.gold[0] if isinstance(case.gold, list) and case.gold else case.gold
-        names = {f.get("name") for f in case.input.get("function") or [] if isinstance(f, dict)}
-        names.discard(None)
+        names = {
+            f["name"] for f in case.input.get("function") or [] if isinstance(f, dict) and f.get("name") is not None
+        }
         calls = [
             (_normal.resolve_name(k, names), v if isinstance(v, dict) else {})
             for k, v in (gold.items() if isinstance(gold, dict) else [])

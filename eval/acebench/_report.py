@@ -62,7 +62,7 @@ class AceBenchReport(ReportView):
                 kinds[kind] = kinds.get(kind, 0) + count
 
         def mean(pos: int) -> float | None:
-            pairs = [(w[0], w[pos]) for w in weights if w[pos] is not None]
+            pairs = [(w[0], x) for w in weights if (x := w[pos]) is not None]
             total = sum(n for n, _ in pairs)
             if total:
                 return sum(n * x for n, x in pairs) / total

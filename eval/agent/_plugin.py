@@ -243,7 +243,7 @@ def score_episode(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
         _, _, gold_answer = replay(case, gold.get("calls") or [])
         ok = answer is not None and _rows(answer) == _rows(gold_answer)
         why = "" if ok else ("no successful call" if answer is None else "the last answer differs from the gold answer")
-    details = {
+    details: dict[str, Any] = {
         "process": process,
         "end_state": ok,
         "calls": len(done),

@@ -27,7 +27,8 @@ class AgentReport(ReportView):
 
     def episodes(self, scores: Mapping[str, Any]) -> dict[str, Any] | None:
         """Every case is an episode: the top-level figures, ``categories`` and ``reliability``."""
-        cats = scores.get("categories") if isinstance(scores.get("categories"), Mapping) else {}
+        given = scores.get("categories")
+        cats = given if isinstance(given, Mapping) else {}
         per_category = {
             str(c): {"end_state": num(get(v, "end_state_accuracy")), "process": num(get(v, "process_accuracy"))}
             for c, v in sorted(cats.items())

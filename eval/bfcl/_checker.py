@@ -97,7 +97,7 @@ def _answer_type(allowed: list) -> type | None:
 
 
 def _off_type(
-    param: str, value: Any, allowed: list, type_name: str, expected: type, nested: type | None
+    param: str, value: Any, allowed: list, type_name: str, expected: type[Any], nested: type[Any] | None
 ) -> _TypeResult:
     answer_type = _answer_type(allowed)
     # a gold value whose type differs from the schema's marks a "variable" (e.g. "$x")
@@ -528,9 +528,12 @@ def _st_simple(fdesc: dict | None, functions: list, call: Any, answer: dict, fmt
         )
     if not isinstance(params, dict):
         return _fail("ast_decoder:decoder_wrong_output_format", "arguments are not a dict")
-    parameters = fdesc.get("parameters") if isinstance(fdesc.get("parameters"), dict) else {}
-    props = parameters.get("properties") if isinstance(parameters.get("properties"), dict) else {}
-    required = parameters.get("required") if isinstance(parameters.get("required"), list) else []
+    raw_parameters = fdesc.get("parameters")
+    parameters = raw_parameters if isinstance(raw_parameters, dict) else {}
+    raw_props = parameters.get("properties")
+    props = raw_props if isinstance(raw_props, dict) else {}
+    raw_required = parameters.get("required")
+    required = raw_required if isinstance(raw_required, list) else []
     for p in required:
         if p not in params:
             return _fail("simple_function_checker:missing_required", f"missing required parameter {p!r}")
@@ -629,9 +632,12 @@ def strict_relevant_call(functions: list, calls: list, fmt: str = "prompt") -> V
         fdesc = next((f for f in functions if isinstance(f, dict) and name in _accepted_names(f, functions, fmt)), None)
         if fdesc is None:
             return _fail("relevance_error:unknown_function", f"{name!r} is not one of the provided functions")
-        parameters = fdesc.get("parameters") if isinstance(fdesc.get("parameters"), dict) else {}
-        props = parameters.get("properties") if isinstance(parameters.get("properties"), dict) else {}
-        required = parameters.get("required") if isinstance(parameters.get("required"), list) else []
+        raw_parameters = fdesc.get("parameters")
+        parameters = raw_parameters if isinstance(raw_parameters, dict) else {}
+        raw_props = parameters.get("properties")
+        props = raw_props if isinstance(raw_props, dict) else {}
+        raw_required = parameters.get("required")
+        required = raw_required if isinstance(raw_required, list) else []
         for p in required:
             if p not in params:
                 return _fail("relevance_error:missing_required", f"{name}: missing required parameter {p!r}")

@@ -393,8 +393,10 @@ class _PyReader:
             operand = node.operand
             if not isinstance(operand, ast.Constant):
                 raise DecodeError("unary operator on a non-constant")
+            # any constant: one that cannot be negated raises the TypeError caught below
+            constant: Any = operand.value
             try:
-                return -operand.value  # the official decoder negates whatever the operator
+                return -constant  # the official decoder negates whatever the operator
             except TypeError as exc:
                 raise DecodeError(str(exc)) from None
         if isinstance(node, ast.List):

@@ -60,7 +60,8 @@ def _bfcl_allowed(value: Any, schema: dict[str, Any]) -> list[Any]:
     t = schema.get("type")
     if t == "dict" and isinstance(value, dict):
         return [_bfcl_dict(value, schema)]
-    items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+    given = schema.get("items")
+    items = given if isinstance(given, dict) else {}
     if (
         t in ("array", "tuple")
         and items.get("type") == "dict"
@@ -76,7 +77,8 @@ def _bfcl_omitted(schema: dict[str, Any]) -> list[Any]:
 
 
 def _bfcl_dict(value: dict[str, Any], schema: dict[str, Any]) -> dict[str, list[Any]]:
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    given = schema.get("properties")
+    props = given if isinstance(given, dict) else {}
     required = set(schema.get("required") or [])
     out = {k: [v] for k, v in value.items()}
     for k, prop in props.items():

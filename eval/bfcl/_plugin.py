@@ -303,13 +303,12 @@ def gold_calls(functions: list, gold: list, language: str = "python") -> list[tu
     out = []
     for call in gold:
         name, args = next(iter(call.items()))
-        params = schema_of.get(name, {}) if isinstance(schema_of.get(name), dict) else {}
-        props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
-        required = (
-            {p for p in params.get("required", []) if isinstance(p, str)}
-            if isinstance(params.get("required"), list)
-            else set()
-        )
+        raw_params = schema_of.get(name)
+        params = raw_params if isinstance(raw_params, dict) else {}
+        raw_props = params.get("properties")
+        props = raw_props if isinstance(raw_props, dict) else {}
+        raw_required = params.get("required")
+        required = {p for p in raw_required if isinstance(p, str)} if isinstance(raw_required, list) else set()
         chosen = {}
         for p, allowed in args.items():
             keep, value = _gold_choice(p, allowed, props, required)
@@ -340,9 +339,9 @@ def _plausible(schema: Any) -> Any:
         return schema["enum"][0]
     if "default" in schema and schema["default"] is not None:
         return schema["default"]
-    return {"integer": 1, "float": 1.0, "boolean": True, "array": [], "tuple": [], "dict": {}}.get(
-        schema.get("type"), "example"
-    )
+    # built per call (fresh lists and dicts); looked up by whatever JSON value "type" holds
+    by_type: dict[Any, Any] = {"integer": 1, "float": 1.0, "boolean": True, "array": [], "tuple": [], "dict": {}}
+    return by_type.get(schema.get("type"), "example")
 
 
 def relevance_call(functions: list, question: Any) -> tuple[str, dict[str, Any]] | None:
@@ -359,13 +358,12 @@ def relevance_call(functions: list, question: Any) -> tuple[str, dict[str, Any]]
             best, best_score = f, score
     if best is None:
         return None
-    params = best.get("parameters") if isinstance(best.get("parameters"), dict) else {}
-    props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
-    required = (
-        [p for p in params.get("required", []) if isinstance(p, str)]
-        if isinstance(params.get("required"), list)
-        else []
-    )
+    raw_params = best.get("parameters")
+    params = raw_params if isinstance(raw_params, dict) else {}
+    raw_props = params.get("properties")
+    props = raw_props if isinstance(raw_props, dict) else {}
+    raw_required = params.get("required")
+    required = [p for p in raw_required if isinstance(p, str)] if isinstance(raw_required, list) else []
     return best["name"], {p: _plausible(props.get(p)) for p in required}
 
 

@@ -13,7 +13,8 @@ class BFCLReport(ReportView):
     chart_metric = "accuracy"
 
     def headline(self, scores: Mapping[str, Any]) -> dict[str, float]:
-        summary = scores.get("summary") if isinstance(scores.get("summary"), Mapping) else {}
+        given = scores.get("summary")
+        summary = given if isinstance(given, Mapping) else {}
         out: dict[str, float] = {}
         for key in ("overall", "non_live_ast", "simple_ast", "live_ast", "irrelevance", "relevance"):
             put(out, key, summary.get(key))

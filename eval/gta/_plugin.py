@@ -383,7 +383,7 @@ class GTA(Benchmark):
             if called
             else None
         )
-        extra = {"called": called, "call_error": call_error}
+        extra: dict[str, Any] = {"called": called, "call_error": call_error}
         if not scored:  # a non-final answer turn or an image-generation sample: only the type counts
             if inst:
                 return passed(case, 1.0, inst=True, summ=None, **extra)
@@ -479,8 +479,13 @@ class GTA(Benchmark):
         kind = answer_kind(gt)
         if kind == "subjective":
             return references(gt)[0]
-        if kind == "objective" and not all(
-            whitelist_pass(content, gt["whitelist"], gt.get("blacklist"), m) for m in ("official", "strict")
+        # (an objective gt_answer is always a dict: the isinstance test only tells the type checker)
+        if (
+            kind == "objective"
+            and isinstance(gt, dict)
+            and not all(
+                whitelist_pass(content, gt["whitelist"], gt.get("blacklist"), m) for m in ("official", "strict")
+            )
         ):
             return "; ".join(g[0] for g in gt["whitelist"] if isinstance(g, list) and g)
         return content

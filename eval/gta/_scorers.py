@@ -266,14 +266,14 @@ def parse_final(prediction: str, mode: Mode = "strict") -> tuple[str, list[dict[
     """
     obj = _read_prediction(prediction)
     if isinstance(obj, dict):
-        calls = obj.get("tool_calls") or []
-        if not isinstance(calls, list):
+        listed = obj.get("tool_calls") or []
+        if not isinstance(listed, list):
             raise TurnError("malformed_call", "tool_calls is not a list")
-        check_limit("calls", len(calls))
+        check_limit("calls", len(listed))
         answer = obj.get("answer", obj.get("content"))
         if answer is not None and not isinstance(answer, str):
             answer = json.dumps(answer, ensure_ascii=False)
-        return answer or "", [read_call(c) for c in calls]
+        return answer or "", [read_call(c) for c in listed]
     if isinstance(obj, list):
         check_limit("calls", len(obj))
         calls: list[dict[str, Any]] = []
@@ -544,7 +544,7 @@ def score_tool_step(case: EvalCase, prediction: str, mode: Mode) -> RecordResult
         arg = tool and all(c["arguments"] == g["arguments"] for c, g in zip(calls, gold))
     error = next((e for e in errors if e), None)
     inst = error is None
-    details = {"inst": inst, "tool": tool, "arg": arg, "called": True, "call_error": error}
+    details: dict[str, Any] = {"inst": inst, "tool": tool, "arg": arg, "called": True, "call_error": error}
     if inst and tool and arg:
         return passed(case, 1.0, **details)
     if not tool:

@@ -316,7 +316,11 @@ class NL2API(Benchmark):
     # ---- score ---------------------------------------------------------------------------------
     def score(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
         executable = case.meta.get("source") == "split"
-        zero = {**{k: 0.0 for k in METRICS}, "sequence_match": False, "completion": False if executable else None}
+        zero: dict[str, Any] = {
+            **{k: 0.0 for k in METRICS},
+            "sequence_match": False,
+            "completion": False if executable else None,
+        }
         try:
             pred = parse_calls(prediction)
         except PredictionError as exc:

@@ -261,7 +261,12 @@ def _official_cell(value: Any, digits: int) -> Any:
 
 
 def answers_match(
-    expected: list[Sequence[Any]], got: list[Sequence[Any]], *, ordered: bool, mode: Mode, tolerance: float = 1e-6
+    expected: Sequence[Sequence[Any]],
+    got: Sequence[Sequence[Any]],
+    *,
+    ordered: bool,
+    mode: Mode,
+    tolerance: float = 1e-6,
 ) -> bool:
     """Compare answer rows. Official: every number rounded to the decimals the gold column is
     written with, then exact equality (multiset unless ``ordered``). Strict: the split's answer
@@ -274,8 +279,8 @@ def answers_match(
     >>> answers_match([[1], [2]], [[2], [1]], ordered=True, mode="strict")
     False
     """
-    exp_rows = [tuple(r) for r in expected]
-    got_rows = [tuple(r) for r in got]
+    exp_rows: list[Sequence[Any]] = [tuple(r) for r in expected]
+    got_rows: list[Sequence[Any]] = [tuple(r) for r in got]
     if mode == "official":
         if len(exp_rows) != len(got_rows) or any(len(r) != len(exp_rows[0]) for r in exp_rows + got_rows):
             return False
@@ -286,8 +291,10 @@ def answers_match(
         if ordered:
             return e == g
         return Counter(map(repr, e)) == Counter(map(repr, g))
-    tol = {"rel_tol": tolerance, "abs_tol": max(tolerance * 1e-3, 1e-12)}
-    return ordered_equal(exp_rows, got_rows, **tol) if ordered else multiset_equal(exp_rows, got_rows, **tol)
+    rel_tol, abs_tol = tolerance, max(tolerance * 1e-3, 1e-12)
+    if ordered:
+        return ordered_equal(exp_rows, got_rows, rel_tol=rel_tol, abs_tol=abs_tol)
+    return multiset_equal(exp_rows, got_rows, rel_tol=rel_tol, abs_tol=abs_tol)
 
 
 # ---- the registered leaf check --------------------------------------------------------------------

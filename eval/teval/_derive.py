@@ -530,7 +530,7 @@ def _derive_sample(
         if real is not None and real.kind != "ok":  # the split's tools cannot run this gold call
             missed["step:gold_call_not_executable"] = missed.get("step:gold_call_not_executable", 0) + 1
         executable = real is not None and real.kind == "ok"
-        own_response = real.response if executable else st.observation
+        own_response = real.response if real is not None and executable else st.observation
         if not _is_empty(own_response):
             reviews.append(("success", goals[i], call, own_response, _review_reason("success")))
         else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,7 +201,7 @@ class Describer:
         return f"{col} {_OPS.get(op, op + ' {v}').format(v=shown)}"
 
     # ---- steps ----------------------------------------------------------------------------
-    def setup(self, calls: list[tuple[str, Mapping[str, Any], str | None]]) -> None:
+    def setup(self, calls: Sequence[tuple[str, Mapping[str, Any], str | None]]) -> None:
         for name, args, label in calls:
             if name == "initialize_active_data":
                 table = str(args.get("source", "data"))
@@ -297,7 +297,8 @@ class Describer:
         elif name == "transform_data":
             col = self.column(args.get("key_name"), table)
             fn = str(args.get("function", ""))
-            fa = args.get("arguments") if isinstance(args.get("arguments"), Mapping) else {}
+            given = args.get("arguments")
+            fa = given if isinstance(given, Mapping) else {}
             shown = {k: self.value(v, table) for k, v in fa.items()}
             how = {
                 "substr": f"the part of the {col} that starts at character {shown.get('start', '1')}"
@@ -320,10 +321,10 @@ class Describer:
             for c in args.get("cases") or []:
                 if not isinstance(c, Mapping):
                     continue
-                conds = " and ".join(
+                when = " and ".join(
                     self.condition(x, table) for x in c.get("conditions") or [] if isinstance(x, Mapping)
                 )
-                cases.append(f"{self.value(c.get('result'), table)} when the {conds}")
+                cases.append(f"{self.value(c.get('result'), table)} when the {when}")
             default = f", else {self.value(args.get('default'), table)}" if args.get("default") is not None else ""
             text = f"add to {on} a column {args.get('output_name')} that is " + "; ".join(cases) + default
             out.phrase = f"the {noun}"

@@ -96,7 +96,8 @@ def load_teval(data: Path) -> list[EvalCase]:
                     f"{path}: record {key!r} has no meta_data.response_format",
                     fix="set response_format to json or string (instruct), json or str (others)",
                 )
-            meta_block = record.get("meta") if isinstance(record.get("meta"), dict) else {}
+            given = record.get("meta")
+            meta_block = given if isinstance(given, dict) else {}
             inputs = {"origin_prompt": record.get("origin_prompt", [])}
             if "template" in record:
                 inputs["template"] = record["template"]

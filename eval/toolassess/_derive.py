@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from benchsmith.construction.variants import (
     cannot_variant,
@@ -37,7 +37,10 @@ FILES = ("awareness.jsonl", "selection.jsonl", "multi.jsonl")
 # ---- ToolAssess --------------------------------------------------------------------------------
 
 
-def _balanced(kinds: tuple[str, ...], n: int, rng: random.Random) -> list[str]:
+_K = TypeVar("_K")
+
+
+def _balanced(kinds: tuple[_K, ...], n: int, rng: random.Random) -> list[_K]:
     out = [kinds[i % len(kinds)] for i in range(n)]
     rng.shuffle(out)
     return out
@@ -144,7 +147,7 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
                 "Which of the candidate tools should be called first to answer this request (none, if no "
                 "candidate can serve it)? " + with_hint(sample_query(sample), sample.context)
             )
-            made = [
+            made: list[dict[str, Any]] = [
                 {
                     "task": "selection",
                     "query": question,
@@ -198,13 +201,13 @@ def derive_toolassess(split_dir: str | Path, out_dir: str | Path, seed: int = 0)
         # awareness scenarios: 2-3 samples each, one of each sample's variants (labels balanced)
         order = list(per_sample_aware)
         rng.shuffle(order)
-        picks = _balanced((0, 1, 2), len(order), rng)  # type: ignore[arg-type]
+        variant_picks = _balanced((0, 1, 2), len(order), rng)
         pos = 0
         for size in _group_sizes(len(order)):
             group = order[pos : pos + size]
             pos += size
             subs = []
-            for sid, k in zip(group, picks[pos - size : pos], strict=True):
+            for sid, k in zip(group, variant_picks[pos - size : pos], strict=True):
                 recs = per_sample_aware[sid]
                 subs.append(strip(awareness.get(recs[int(k) % len(recs)])))
             scenario(

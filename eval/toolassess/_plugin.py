@@ -158,10 +158,10 @@ class ToolAssessAggregate:
             if ds is None:  # a missing prediction: nothing selected, the record is wrong
                 ds = [(n in gold["answer_tools"], False) for n in gold["candidates"]]  # type: ignore[index]
             label = (
-                selection_labels(set(gold["answer_tools"]), None)
+                selection_labels(set(gold["answer_tools"]), None)  # type: ignore[index]
                 if "pred_label" not in r.details
                 else (r.details["gold_label"], r.details["pred_label"])
-            )  # type: ignore[index]
+            )
             self.labels[tuple(_hashable(x) for x in label)] += 1
             for g, p in ds:
                 self.decisions[("true_tool" if g else "false_tool", "true_tool" if p else "false_tool")] += 1

@@ -16,7 +16,7 @@ import json
 import re
 from collections import Counter
 from statistics import pvariance
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, TypedDict
 
 from benchsmith.eval import EvalCase, Mode, RecordResult, failed, passed, scorer
 from benchsmith.eval._private.budget import check_limit, check_value
@@ -289,7 +289,12 @@ def score_selection(case: EvalCase, prediction: str, mode: Mode) -> RecordResult
     )
 
 
-def _labels(gold: set[str], selected: set[str] | None) -> dict[str, str]:
+class _Labels(TypedDict):
+    gold_label: str
+    pred_label: str
+
+
+def _labels(gold: set[str], selected: set[str] | None) -> _Labels:
     g, p = selection_labels(gold, selected)
     return {"gold_label": g, "pred_label": p}
 

@@ -322,16 +322,17 @@ class ModelClient:
 
         latency = time.monotonic() - t0
         if isinstance(exc, asyncio.TimeoutError):
-            kind: str | None = "timeout"
+            kind = "timeout"
         elif isinstance(exc, openai.APIError) and retry.model_output_rejected(exc):
             return self._malformed(exc, latency, attempt)  # the model's reply was unreadable: a format error
         elif isinstance(exc, openai.APIError):
-            kind = retry.classify(exc)
-            if kind is None:
+            classified = retry.classify(exc)
+            if classified is None:
                 fatal = self._fatal(exc, attempt)
                 if fatal is not None:
                     raise fatal from None
                 return self._malformed(exc, latency, attempt)  # e.g. a 200 whose body is not a completion
+            kind = classified
         else:  # MalformedReply / JSONDecodeError: a 200 answer that is not a chat completion
             return self._malformed(exc, latency, attempt)
         delay = self._next_delay(exc, kind, attempt)

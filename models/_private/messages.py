@@ -20,7 +20,8 @@ def _call_parts(call: dict[str, Any], where: str) -> tuple[str, str, Any]:
     benchsmith ``Reply`` form ({id, name, arguments}) or langchain form ({id, name, args})."""
     if not isinstance(call, dict):
         raise UserError(f"{where}: a tool call must be an object, got {type(call).__name__}")
-    fn = call.get("function") if isinstance(call.get("function"), dict) else call
+    inner = call.get("function")
+    fn = inner if isinstance(inner, dict) else call
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         raise UserError(f"{where}: a tool call has no function name")

@@ -102,11 +102,11 @@ class SampleEncoder:
         got = self._lists.get(key)
         if got is None:
             texts = [self._texts(t) for t in tools]
-            lines = [t for t, _ in texts]
-            canonicals = [c for _, c in texts]
+            lines = [t for t, _ in texts if t is not None]
+            canonicals = [c for _, c in texts if isinstance(c, bytes)]
             got = (
-                b"[" + b", ".join(lines) + b"]" if None not in lines else None,  # type: ignore[arg-type]
-                b"[" + b",".join(canonicals) + b"]" if all(isinstance(c, bytes) for c in canonicals) else None,
+                b"[" + b", ".join(lines) + b"]" if len(lines) == len(texts) else None,
+                b"[" + b",".join(canonicals) + b"]" if len(canonicals) == len(texts) else None,
             )
             if len(self._lists) >= 64:
                 self._lists.clear()
@@ -138,6 +138,7 @@ class SampleEncoder:
                     text = self._texts(t)[1]
                     if isinstance(text, str):
                         text.encode("utf-8")
+            assert tools_canonical is not None  # else the loop above raised
             digest.update(tools_canonical)
             digest.update(after)
             sid = "bs-" + digest.hexdigest()[:16]

@@ -102,7 +102,8 @@ def _statuses(task: Task) -> str:
     """``4 ok, 1 format error``: the replies' statuses (as the leaderboard counts them) and run.json's
     pending cases."""
     counts = M.reply_status_counts(task)
-    recorded = task.info.get("status_counts") if isinstance(task.info.get("status_counts"), dict) else {}
+    given = task.info.get("status_counts")
+    recorded = given if isinstance(given, dict) else {}
     pending = M.num(recorded.get("pending"))
     if pending:
         counts["pending"] = int(pending)

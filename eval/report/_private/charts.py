@@ -13,7 +13,10 @@ from __future__ import annotations
 import io
 import math
 import re
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypeGuard
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 #: one colour per run, in run order (colour-blind friendly; Okabe-Ito, then Tableau)
 PALETTE = (
@@ -45,7 +48,7 @@ ERROR_PALETTE = (
     "#7F7F7F",
 )
 
-RC = {
+RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "benchsmith-report",
     "svg.fonttype": "none",
     "text.parse_math": False,
@@ -70,6 +73,11 @@ _NO_DATA_COLOUR = "#6E7781"
 def missing(v: float | None) -> bool:
     """No figure: None or NaN."""
     return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def present(v: float | None) -> TypeGuard[float]:
+    """A figure: not :func:`missing` (so the type checker knows it is a number)."""
+    return not missing(v)
 
 
 def colour(i: int) -> str:
@@ -126,7 +134,7 @@ def radar_chart(labels: Sequence[str], axes: Sequence[str], values: Sequence[Map
             for a, v in zip(axes, raw):
                 if missing(v):
                     lacking[a].append(_short(label, 16))
-            pts = [math.nan if missing(v) else float(v) for v in raw]  # NaN: matplotlib breaks the line there
+            pts = [float(v) if present(v) else math.nan for v in raw]  # NaN: matplotlib breaks the line there
             pts = pts + pts[:1]
             ax.plot(closed, pts, color=colour(i), linewidth=1.8, label=_short(label, 40), marker="o", markersize=3.5)
             if not any(missing(v) for v in raw):
@@ -178,7 +186,7 @@ def category_chart(
         for i, (label, vals) in enumerate(zip(labels, values)):
             xs = [j - 0.4 + bar * (i + 0.5) for j in range(len(categories))]
             ys = [vals.get(c) for c in categories]
-            shown = [(x, y) for x, y in zip(xs, ys) if not missing(y)]
+            shown = [(x, y) for x, y in zip(xs, ys) if present(y)]
             ax.bar(
                 [x for x, _ in shown],
                 [y for _, y in shown],

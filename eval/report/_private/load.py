@@ -304,16 +304,19 @@ def _number(x: Any) -> float | None:
 
 
 def _reply_info(offset: int, obj: dict[str, Any]) -> ReplyInfo:
-    turns = obj.get("turns") if isinstance(obj.get("turns"), list) else []
+    given = obj.get("turns")
+    turns = given if isinstance(given, list) else []
     # a "shared" turn reused the reply of an identical request of another case: no call, no latency
     turns = [t for t in turns if isinstance(t, dict) and not t.get("shared")]
     latencies = [v for v in (_number(t.get("latency_s")) for t in turns) if v is not None]
     prompt = completion = 0
     for t in turns:
-        usage = t.get("usage") if isinstance(t.get("usage"), dict) else {}
+        given = t.get("usage")
+        usage = given if isinstance(given, dict) else {}
         prompt += int(_number(usage.get("prompt_tokens")) or 0)
         completion += int(_number(usage.get("completion_tokens")) or 0)
-    error = obj.get("error") if isinstance(obj.get("error"), dict) else {}
+    given = obj.get("error")
+    error = given if isinstance(given, dict) else {}
     return ReplyInfo(
         id=str(obj.get("id")),
         status=str(obj.get("status") or "unknown"),
@@ -388,7 +391,8 @@ def _sha256(value: Any) -> str | None:
 def _model_info(meta: dict[str, Any]) -> ModelInfo:
     from benchsmith.models import LOCAL_MODELS
 
-    model = meta.get("model") if isinstance(meta.get("model"), dict) else {}
+    given = meta.get("model")
+    model = given if isinstance(given, dict) else {}
     name = _model_name(meta) or "?"
     entry = LOCAL_MODELS.get(name.removeprefix("local:"))
     sha = _sha256(model.get("file_sha256"))

@@ -190,7 +190,7 @@ def radar_axes(run: Run) -> dict[str, float]:
     axis two tasks give comes from the first."""
     out: dict[str, float] = {}
     for task in run.tasks.values():
-        if task.scored:
+        if task.scores is not None:  # scored
             for axis, value in view(task.benchmark).radar(task.name, task.scores).items():
                 out.setdefault(axis, value)
     return out

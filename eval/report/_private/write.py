@@ -10,7 +10,7 @@ import os
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from benchsmith.eval._private.reportview import pct
 from benchsmith.schemas import UserError
@@ -168,11 +168,24 @@ def _observation(ob: Any) -> dict[str, str]:
     return {"name": str(ob.get("name") or ""), "status": status, "code": code, "text": truncate(text, EPISODE_ITEM)}
 
 
+def _list_at(obj: Mapping[str, Any], key: str) -> list[Any]:
+    """``obj[key]`` when it is a list, else a new empty list."""
+    value = obj.get(key)
+    return value if isinstance(value, list) else []
+
+
+def _dict_at(obj: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``obj[key]`` when it is a dict, else a new empty dict."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _event(ev: dict[str, Any]) -> dict[str, Any]:
-    calls = ev.get("calls") if isinstance(ev.get("calls"), list) else []
-    obs = ev.get("observations") if isinstance(ev.get("observations"), list) else []
-    diff = ev.get("state_diff") if isinstance(ev.get("state_diff"), list) else []
-    error = ev.get("error") if isinstance(ev.get("error"), dict) else None
+    calls = _list_at(ev, "calls")
+    obs = _list_at(ev, "observations")
+    diff = _list_at(ev, "state_diff")
+    given = ev.get("error")
+    error = given if isinstance(given, dict) else None
     diff_lines = [truncate(_text(x), EPISODE_ITEM) for x in diff[:EPISODE_DIFF]]
     if len(diff) > EPISODE_DIFF:
         diff_lines.append(f"{ELLIPSIS} {len(diff) - EPISODE_DIFF} more")
@@ -201,8 +214,8 @@ def _episode(reply: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, 
         shown.append({**_event({}), "who": ELLIPSIS, "skipped": len(events) - EPISODE_EVENTS})
     if len(events) >= EPISODE_EVENTS:
         shown.append(_event(events[-1]))
-    details = record.get("details") if isinstance(record.get("details"), dict) else {}
-    ep = details.get("episode") if isinstance(details.get("episode"), dict) else {}
+    details = _dict_at(record, "details")
+    ep = _dict_at(details, "episode")
     parts = [f"end: {ep['end']}" if ep.get("end") else ""]
     for key, name in (
         ("user_turns", "user turns"),
@@ -223,9 +236,9 @@ def _failure(task, record: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001 - 
     raw = _text(turns[-1].get("raw")) if turns else ""
     shown_turns = []
     for n, t in enumerate(turns, 1):
-        messages = t.get("messages") if isinstance(t.get("messages"), list) else []
+        messages = _list_at(t, "messages")
         last = messages[-1] if messages else None
-        usage = t.get("usage") if isinstance(t.get("usage"), dict) else {}
+        usage = _dict_at(t, "usage")
         shown_turns.append(
             {
                 "n": n,
@@ -434,7 +447,7 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
         present = [i for i, r in enumerate(runs) if t in r.tasks]
         heads = {i: M.headline(bench, runs[i].tasks[t].scores) for i in present if runs[i].tasks[t].scored}
         metric_names = _union(h.keys() for h in heads.values())
-        metric_rows = [
+        metric_rows: list[dict[str, Any]] = [
             {
                 "metric": m,
                 "cells": [
@@ -444,7 +457,9 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
                 "values": [heads[i].get(m) if i in heads else None for i in range(len(runs))],
                 "note": "",
                 "detail": "; ".join(
-                    dict.fromkeys(n for i in heads if (n := M.metric_notes(bench, runs[i].tasks[t].scores).get(m)))
+                    dict.fromkeys(
+                        said for i in heads if (said := M.metric_notes(bench, runs[i].tasks[t].scores).get(m))
+                    )
                 ),
             }
             for m in metric_names
