@@ -418,8 +418,13 @@ def renamed(old: str, new: str, old_value: Any, new_value: Any) -> Any:
 
     if new_value is not None:
         raise UserError(f"{old} and {new} both given", fix=f"drop {old} (it is the old spelling of {new})")
-    typer.secho(f"warning: {old} is renamed {new}; the old spelling goes in the next release", err=True, fg="yellow")
+    warn_renamed(old, new)
     return old_value
+
+
+def warn_renamed(old: str, new: str) -> None:
+    """The one line an old option spelling prints."""
+    typer.secho(f"warning: {old} is renamed {new}; the old spelling goes in the next release", err=True, fg="yellow")
 
 
 # hidden old spellings (one meaning per name: --mode is strict|official, --format was also BFCL's and the export's)
@@ -673,11 +678,7 @@ def eval_run(
     if strategy is not None and strategy not in ("react", "direct"):
         raise UserError(f"unknown strategy {strategy!r}", fix="use --strategy react or --strategy direct")
     if mode == "direct":  # the old shorthand: the direct strategy with auto calling
-        typer.secho(
-            "warning: --mode direct is renamed --strategy direct; the old spelling goes in the next release",
-            err=True,
-            fg="yellow",
-        )
+        warn_renamed("--mode direct", "--strategy direct")
         if strategy == "react":
             raise UserError("--mode direct contradicts --strategy react", fix="drop --mode direct")
         mode, strategy = None, "direct"

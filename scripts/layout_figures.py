@@ -48,21 +48,23 @@ def modules(root: Path = ROOT) -> dict[str, Path]:
     return found
 
 
+def from_module(name: str, path: Path, node: ast.ImportFrom) -> str:
+    """The absolute name of the module a ``from ... import`` in module ``name`` (file ``path``) reads."""
+    if not node.level:
+        return node.module or ""
+    base = (name if path.name == "__init__.py" else name.rsplit(".", 1)[0]).split(".")
+    return ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+
+
 def imports(name: str, path: Path) -> list[tuple[str, int]]:
     """Every ``benchsmith.*`` module this one imports (absolute names), with its line."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out += [(a.name, node.lineno) for a in node.names if a.name.startswith("benchsmith.")]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
+            mod = from_module(name, path, node)
             if mod == "benchsmith":
                 out += [(f"benchsmith.{a.name}", node.lineno) for a in node.names]
             elif mod.startswith("benchsmith."):
@@ -193,15 +195,10 @@ def underscore_imports(mods: dict[str, Path], root: Path = ROOT) -> list[str]:
     ``m/_x.py`` or package ``m/_x/`` is a module, not a name, and does not count)."""
     found = []
     for name, path in mods.items():
-        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.ImportFrom):
                 continue
-            if node.level:
-                base = package.split(".")
-                mod = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
+            mod = from_module(name, path, node)
             for a in node.names:
                 if not a.name.startswith("_") or a.name.startswith("__"):
                     continue
