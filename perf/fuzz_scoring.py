@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -93,12 +94,19 @@ def _stop(signum: int, frame: object) -> None:
     raise _Stopped
 
 
+def _read_all(preds: Any) -> None:
+    """Every prediction of a :class:`~benchsmith.eval.Predictions` read back, then the file closed."""
+    with preds:
+        for rid in preds.offsets:
+            preds.get(rid)
+
+
 def readers(n: int, seed: int, limit: float) -> None:
     """The reply parser and the JSONL readers on fuzzed text: the slowest call of each (a call
     still running after ``limit`` seconds is stopped and reported as such)."""
     import signal
 
-    from benchsmith.eval import ParseError, read_json_lines, read_json_reply, read_predictions
+    from benchsmith.eval import ParseError, Predictions, read_json_lines, read_json_reply
     from benchsmith.schemas import CheckResult, UserError, iter_jsonl_lenient
 
     seed_reply = '{"tool_calls": [{"name": "f", "arguments": {"a": 1}}]}'
@@ -116,7 +124,7 @@ def readers(n: int, seed: int, limit: float) -> None:
                 )
                 for name, call in (
                     ("read_json_reply", lambda text=text: read_json_reply(text)),
-                    ("read_predictions", lambda: read_predictions(path)),
+                    ("Predictions", lambda: _read_all(Predictions(path))),
                     ("read_json_lines", lambda: read_json_lines(path, fix="-")),
                     ("iter_jsonl_lenient", lambda: iter_jsonl_lenient(path, CheckResult)),
                 ):

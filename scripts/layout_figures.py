@@ -226,6 +226,7 @@ def eval_shape(root: Path, mods: dict[str, Path]) -> dict:
         for p in (root / top).rglob("*.py")
     )
     return {
+        "scoring_paths": scoring_paths(root),
         "eval_lines": folders,
         "eval_statements": {k: _statements(root / k) for k in folders},
         "eval_all_names": names,
@@ -241,6 +242,21 @@ def eval_shape(root: Path, mods: dict[str, Path]) -> dict:
             )
         ],
     }
+
+
+def scoring_paths(root: Path) -> list[str]:
+    """The ways the ``Benchmark`` base class offers to turn scored records into scores.json: its
+    methods returning the figures (``dict[str, Any]``) or something that builds them (an
+    aggregator)."""
+    tree = ast.parse((root / "eval" / "_private" / "core.py").read_text(encoding="utf-8"))
+    base = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Benchmark")
+    return [
+        f"Benchmark.{fn.name} -> {ast.unparse(fn.returns)}"
+        for fn in base.body
+        if isinstance(fn, ast.FunctionDef)
+        and fn.returns is not None
+        and ("dict[str, Any]" in ast.unparse(fn.returns) or "Aggregat" in ast.unparse(fn.returns))
+    ]
 
 
 def type_errors(root: Path) -> list[str]:
@@ -305,6 +321,7 @@ def rows(f: dict) -> list[tuple[str, int | str, list[str]]]:
     out += [(f"lines in {folder}", n, []) for folder, n in f["eval_lines"].items()]
     out += [(f"statements in {folder}", n, []) for folder, n in f["eval_statements"].items()]
     out += [
+        ("scoring paths (Benchmark methods giving scores.json)", len(f["scoring_paths"]), f["scoring_paths"]),
         ("names in benchsmith.eval.__all__", f["eval_all_names"], []),
         ("underscore names imported across modules", len(f["underscore_imports"]), f["underscore_imports"]),
         ("dict[str, Any] in schemas and eval", f["dict_str_any"], []),

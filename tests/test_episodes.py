@@ -19,8 +19,8 @@ from episode_helpers import Scripted, call, play, say
 from benchsmith.eval import (
     Budgets,
     CallContext,
-    EvalCase,
     Journal,
+    Row,
     TaskOptions,
     get_benchmark,
     get_task,
@@ -149,7 +149,7 @@ def test_user_simulator_failure_is_recorded_and_never_charged(reply, code):
     assert ep.end == "user_failure" and ep.events[0]["error"]["code"] == code and a.calls == 0
     rec = score("msg-wifi-off", ep)
     assert rec.error_type == "user_simulator_failure"
-    scores = BENCH.aggregate([CASES["msg-wifi-off"]], [rec], "strict")
+    scores = BENCH.metrics([BENCH.row(CASES["msg-wifi-off"], rec)], "strict")
     assert scores["counted_episodes"] == 0 and scores["user_simulator_failures"] == 1
 
 
@@ -372,19 +372,13 @@ def test_trials_run_with_their_own_seed_and_give_pass_hat_k(tmp_path):
 
 
 def test_reliability_matches_tau_bench_definitions():
-    cases = [
-        EvalCase(id=f"{t}~t{i}", benchmark="x", category="c", meta={"trial": i, "base_id": t})
+    oks = {"a": [1, 1, 0, 1], "b": [0, 0, 0, 1]}
+    rows = [
+        Row(id=f"{t}~t{i}", category="c", ok=bool(oks[t][i]), score=0.0, error_type=None, task=t, trial=True)
         for t in "ab"
         for i in range(4)
     ]
-    oks = {"a": [1, 1, 0, 1], "b": [0, 0, 0, 1]}
-
-    class R:
-        def __init__(self, id, ok):
-            self.id, self.ok, self.details = id, ok, {}
-
-    records = [R(f"{t}~t{i}", bool(oks[t][i])) for t in "ab" for i in range(4)]
-    rel = reliability(cases, records)
+    rel = reliability(rows)
     from math import comb
 
     for k in range(1, 5):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from benchsmith.eval import EvalCase, score_cases
 from benchsmith.eval.acebench import AceBench, decode_official, decode_strict, load_folder
 from benchsmith.eval.acebench._decode import DecodeError, official_agent_turn
+from benchsmith.eval.acebench._plugin import AceRow, acebench_metrics
 from benchsmith.schemas import UserError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eval" / "acebench_cases.jsonl"
@@ -354,3 +355,32 @@ def test_agent_replay_runs_on_the_construction_sandbox():
     assert state == box.state()
     assert state[0] == {"BaseApi": {"wifi": True, "logged_in": True}} and "2" in state[1]["MessageApi"]["inbox"]
     assert notes[0] == "turn 1: no such function nope" and notes[1].startswith("turn 2: not decodable")
+
+
+def _row(rid: str, category: str, ok: bool, **values) -> AceRow:
+    return AceRow(id=rid, category=category, ok=ok, score=float(ok), error_type=None if ok else "x", **values)
+
+
+def test_metrics_are_a_function_of_the_rows():
+    """Multi-turn figures per dialogue; an agent record whose user simulator failed is left out in
+    strict mode only; strict summary sizes count a dialogue once."""
+    adjust, agent = "normal_multi_turn_user_adjust", "agent_multi_turn"
+    rows = [
+        _row(f"{adjust}_0_0", adjust, True),
+        _row(f"{adjust}_0_1", adjust, False),
+        _row(f"{adjust}_1_0", adjust, True),
+        _row(f"{agent}_0", agent, True, process=1.0),
+        _row(f"{agent}_1", agent, False, process=0.5, episode_error="user_simulator_failure"),
+    ]
+    strict = acebench_metrics(rows, "strict")
+    assert acebench_metrics(list(rows), "strict") == strict and "reliability" not in strict
+    turns = strict["categories"][adjust]
+    figures = ("dialogues", "turn_accuracy", "end_accuracy", "process_accuracy")
+    assert [turns[k] for k in figures] == [2, 2 / 3, 0.5, 0.75]
+    ag = strict["categories"][agent]
+    figures = ("n", "correct", "accuracy", "process_accuracy", "user_simulator_failures")
+    assert [ag[k] for k in figures] == [1, 1, 1.0, 1.0, 1]
+    assert ag["error_types"] == {} and ag["episode_error_types"] == {"user_simulator_failure": 1}
+    assert strict["summary_sizes"] == {"normal": 2, "agent": 2}
+    official = acebench_metrics(rows, "official")["categories"][agent]
+    assert [official[k] for k in ("n", "accuracy", "process_accuracy", "error_types")] == [2, 0.5, 0.75, {"x": 1}]

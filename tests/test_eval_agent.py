@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchsmith.eval import get_benchmark
+from benchsmith.eval.agent._plugin import AgentRow, agent_metrics
 
 ROWS = [
     json.loads(x)
@@ -35,3 +36,24 @@ def test_agent_scorer_cases(row, mode):
 
 def test_every_packaged_scenarios_gold_passes():
     assert all(BENCH.score(c, BENCH.gold_prediction(c), "strict").ok for c in CASES.values())
+
+
+def test_metrics_are_a_function_of_the_rows():
+    """A user simulator failure is counted as an episode but never charged; end reasons and the
+    episodes the user never stopped are counted; both modes give the same figures."""
+    rows = [
+        AgentRow(id="a", category="scenario", ok=True, score=1.0, error_type=None, process=1.0, end="user_turn_budget"),
+        AgentRow(id="b", category="dialogue", ok=False, score=0.0, error_type="gave_up", process=0.5, end="user_stop"),
+        AgentRow(
+            id="c", category="scenario", ok=False, score=0.0, error_type="user_simulator_failure", end="user_failure"
+        ),
+        AgentRow(id="d", category="scenario", ok=False, score=0.0, error_type="missing_prediction"),
+    ]
+    out = agent_metrics(rows, "strict")
+    assert out == agent_metrics(rows, "official") and "reliability" not in out
+    assert (out["episodes"], out["counted_episodes"], out["user_simulator_failures"]) == (4, 3, 1)
+    assert out["end_state_accuracy"] == 1 / 3 and out["process_accuracy"] == 0.5
+    assert out["categories"]["scenario"] == {"n": 2, "correct": 1, "end_state_accuracy": 0.5, "process_accuracy": 0.5}
+    assert out["error_types"] == {"gave_up": 1, "missing_prediction": 1, "user_simulator_failure": 1}
+    assert out["end_reasons"] == {"unknown": 1, "user_failure": 1, "user_stop": 1, "user_turn_budget": 1}
+    assert out["user_never_stopped"] == 1

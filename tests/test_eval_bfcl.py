@@ -11,6 +11,7 @@ import pytest
 from bfcl_data import FUNCS, mini_bfcl, write_lines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scoring import metrics_of
 
 from benchsmith.eval import EvalCase, RecordResult, get_benchmark, run_score, run_selftest
 from benchsmith.eval.bfcl import decode, render_gold, value_prediction
@@ -349,7 +350,8 @@ def test_aggregate_summary():
             ]
         )
     ]
-    s = BENCH.aggregate([], recs, "strict")
+    cases = [EvalCase(id=r.id, benchmark="bfcl", category=r.category) for r in recs]
+    s = metrics_of(BENCH, cases, recs, "strict")
     assert s["categories"]["simple_python"] == {"correct": 1, "total": 2, "accuracy": 0.5}
     assert s["summary"]["non_live_ast"] == pytest.approx((0.5 + 1 + 1 + 0) / 4)
     assert s["summary"]["live_ast"] == pytest.approx(3 / 4)

@@ -3,6 +3,7 @@ the executor's checks behind InstAcc, the official >100% figures, robustness, se
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -12,9 +13,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scoring import metrics_of
 
 from benchsmith.eval import score_cases
 from benchsmith.eval.gta import GTA, category_counts, check_call, tool_specs, whitelist_pass
+from benchsmith.eval.gta._plugin import GTARow
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "eval"
 DATA = ROOT / "gta_data"
@@ -183,6 +186,38 @@ def test_selftest(mode):
         assert step["inst_acc"] == pytest.approx(32 / 27)
         assert all(f["f1"] == pytest.approx(1.0, abs=1e-4) for f in e2e["tool_f1"].values())
         assert e2e["ans_acc_w_imggen"] == 1.0
+
+
+@pytest.mark.parametrize("mode", ["strict", "official"])
+def test_rows_are_slim_and_metrics_pure(fixture_cases, mode):
+    """A record's row holds flags, counts and short ids (no case input, no details); the scores
+    are a function of the rows alone, the same on every call. A row holds what both modes read:
+    the official figures of the rows made for a strict run count the official way."""
+    b = GTA(similarity=None)
+    cases = list(fixture_cases.values())
+    preds = {c.id: b.gold_prediction(c) for c in cases[::2]}  # the others missing
+    run = score_cases(b, cases, preds, mode)
+    rows = [b.row(c, r) for c, r in zip(cases, run.records)]
+    assert all(isinstance(r, GTARow) and _slim(r) for r in rows)
+    assert b.metrics(rows, mode) == b.metrics(list(rows), mode) == run.scores
+    assert metrics_of(b, cases, run.records, mode) == run.scores
+    e2e = [r for r in rows if r.category == "e2e"]
+    assert all(len(r.counts_strict) == len(r.counts_official) == 12 for r in e2e)
+    # image-generation samples (2, 6, 8, 10) are answered in neither mode, the others in both;
+    # a step row names its sample (SummAcc counts each answered sample once)
+    for r in rows:
+        sample = r.id.split("#")[0]
+        assert r.answered_strict == r.answered_official == (sample not in ("2", "6", "8", "10")), r.id
+        assert r.sample == (sample if "#" in r.id else None), r.id
+
+
+def _slim(row) -> bool:
+    def small(v) -> bool:
+        if isinstance(v, tuple):
+            return len(v) <= 12 and all(small(x) for x in v)
+        return v is None or isinstance(v, (bool, int, float)) or (isinstance(v, str) and len(v) <= 200)
+
+    return all(small(getattr(row, f.name)) for f in dataclasses.fields(row))
 
 
 def test_official_category_f1_above_one(fixture_cases):

@@ -3,16 +3,19 @@ self-test on SLOT / SEL / REST splits and on the real NESTful data."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scoring import metrics_of
 
 from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db
 from benchsmith.eval import score_cases
 from benchsmith.eval.nl2api import NL2API, answers_match, intent_prf, parse_calls
+from benchsmith.eval.nl2api._plugin import NL2APIRow
 
 ROOT = Path(__file__).resolve().parent
 FIXTURE = ROOT / "fixtures" / "eval" / "nl2api_cases.jsonl"
@@ -115,6 +118,25 @@ def test_aggregate_missing_and_errors(loaded):
     assert run.scores["completion_rate"] == 0.0
     assert run.scores["error_types"] == {"empty_sequence": 1, "missing_prediction": 1}
     assert set(run.scores["by_category"]) == {"slot", "rest"}
+
+
+@pytest.mark.parametrize("mode", ["strict", "official"])
+def test_rows_are_slim_and_metrics_pure(loaded, mode):
+    """A record's row holds its figures and completion (no case input, no details); the scores
+    are a function of the rows alone, the same on every call, overall and per category."""
+    bench, by_pair = loaded
+    cases = list(by_pair.values())
+    preds = {c.id: bench.gold_prediction(c) for c in cases[::2]}  # the others missing
+    preds.update({c.id: "[]" for c in cases[1::4]})  # some empty sequences
+    run = score_cases(bench, cases, preds, mode)
+    rows = [bench.row(c, r) for c, r in zip(cases, run.records)]
+    assert all(isinstance(r, NL2APIRow) for r in rows)
+    values = [getattr(r, f.name) for r in rows for f in dataclasses.fields(r)]
+    assert all(v is None or isinstance(v, (bool, int, float, str)) for v in values)
+    assert bench.metrics(rows, mode) == bench.metrics(list(rows), mode) == run.scores
+    assert metrics_of(bench, cases, run.records, mode) == run.scores
+    assert 0.0 < run.scores["completion_rate"] < 1.0
+    assert run.scores["error_types"]["missing_prediction"] == sum(r.error_type == "missing_prediction" for r in rows)
 
 
 def test_pure_helpers():

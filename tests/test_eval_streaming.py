@@ -14,10 +14,17 @@ from pathlib import Path
 import pytest
 from helpers import build_slot_split, pair_lines
 
-from benchsmith.eval import derive_all, get_benchmark, read_predictions, run_score, run_selftest, score_cases
-from benchsmith.eval._private.core import ListAggregator, PredictionIndex, RunningSum, mean
-from benchsmith.eval._private.run import _write
-from benchsmith.schemas import UserError
+from benchsmith.eval import (
+    JSONValueText,
+    Predictions,
+    derive_all,
+    get_benchmark,
+    reliability,
+    run_score,
+    run_selftest,
+    score_cases,
+)
+from benchsmith.schemas import UserError, write_json, write_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -48,26 +55,30 @@ def _predictions(bench_name: str, data: Path, path: Path) -> None:
 
 
 def _in_memory(bench_name: str, data: Path, preds: Path, out: Path, mode: str) -> None:
-    """What ``eval score`` wrote before it streamed: every case, prediction and record in lists,
-    the aggregate from the lists (the benchmark's list-based ``aggregate`` via ListAggregator)."""
+    """What ``eval score`` writes, computed with everything in lists: every case, prediction and
+    record held, then written at once."""
     bench = get_benchmark(bench_name)
     cases = bench.load(data)
-    p = read_predictions(preds)
-    run = score_cases(bench, cases, p.by_id, mode)  # type: ignore[arg-type]
+    with Predictions(preds) as p:
+        by_id = {rid: p.get(rid) for rid in p.offsets}
+        bad, dups = p.bad_lines, p.duplicates
+    run = score_cases(bench, cases, by_id, mode)  # type: ignore[arg-type]
     known = {c.id for c in cases}
-    _write(
-        out,
-        run,
-        {
-            "benchmark": bench_name,
-            "mode": mode,
-            "records": len(cases),
-            "missing_predictions": sum(1 for c in cases if c.id not in p.by_id),
-            "unknown_prediction_ids": sorted(set(p.by_id) - known)[:100],
-            "bad_prediction_lines": [{"line": n, "reason": why} for n, why in p.bad_lines[:100]],
-            "duplicate_prediction_ids": p.duplicates[:100],
-        },
+    out.mkdir(parents=True)
+    write_jsonl(
+        out / "records.jsonl",
+        [r.model_dump(exclude={"details"} if not r.details else set()) for r in run.records],
     )
+    extra = {
+        "benchmark": bench_name,
+        "mode": mode,
+        "records": len(cases),
+        "missing_predictions": sum(1 for c in cases if c.id not in by_id),
+        "unknown_prediction_ids": sorted(set(by_id) - known)[:100],
+        "bad_prediction_lines": [{"line": n, "reason": why} for n, why in bad[:100]],
+        "duplicate_prediction_ids": dups[:100],
+    }
+    write_json(out / "scores.json", {**extra, **run.scores})
 
 
 @pytest.mark.parametrize(
@@ -87,19 +98,33 @@ def test_streamed_score_is_byte_identical_to_the_in_memory_one(
         assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "listed" / name).read_bytes(), name
 
 
-@pytest.mark.parametrize("bench_name, folder", [("acebench", "acebench_special"), ("teval", "teval")])
-def test_streamed_aggregate_equals_the_list_aggregate(derived: Path, bench_name: str, folder: str) -> None:
-    """The benchmark's running aggregator against the default one (every case and record kept, then
-    ``aggregate(cases, records)``) on records in an unusual order."""
+SLIM = (str, int, float, bool, type(None))
+
+
+@pytest.mark.parametrize(
+    "bench_name, folder",
+    [("acebench", "acebench_special"), ("teval", "teval"), ("gta", "gta"), ("toolassess", "toolassess")],
+)
+def test_rows_are_slim_and_metrics_pure(derived: Path, bench_name: str, folder: str) -> None:
+    """What scoring keeps per record is a row of scalars (or short tuples of them): no case input,
+    no details; the metrics read the rows only, so the same rows give the same figures in any
+    call, and the rows are left as they were."""
     bench = get_benchmark(bench_name)
     cases = bench.load(derived / "derived" / folder)
     random.Random(1).shuffle(cases)
     preds = {c.id: (bench.gold_prediction(c) if i % 4 else "") for i, c in enumerate(cases)}
     run = score_cases(bench, cases, preds, "strict")
-    listed = ListAggregator(bench, "strict")
-    for c, r in zip(cases, run.records):
-        listed.add(c, r)
-    assert json.dumps(run.scores) == json.dumps(listed.result())
+    rows = [bench.row(c, r) for c, r in zip(cases, run.records)]
+    for row in rows:
+        assert not hasattr(row, "__dict__")  # slots only
+        for name in type(row).__dataclass_fields__:
+            value = getattr(row, name)
+            items = value if isinstance(value, tuple) else (value,)
+            assert all(isinstance(v, SLIM) or isinstance(v, tuple) for v in items), (name, value)
+    before = [repr(r) for r in rows]
+    assert json.dumps(bench.metrics(rows, "strict")) == json.dumps(run.scores)
+    assert json.dumps(bench.metrics(rows, "strict")) == json.dumps(run.scores)
+    assert [repr(r) for r in rows] == before
 
 
 def test_selftest_json_is_written_as_write_json_would(derived: Path, tmp_path: Path) -> None:
@@ -176,33 +201,34 @@ run_selftest("teval", {str(data)!r}, {str(out)!r}, mode="official")
     assert sorted(p.name for p in out.iterdir()) == sorted(before)
 
 
-def test_running_sum_equals_sum() -> None:
-    rng = random.Random(3)
-    for _ in range(200):
-        vals = [
-            rng.choice([rng.random(), rng.random() * 1e-9, 1e9 * rng.random(), 0.1, 1.0, 0.0])
-            for _ in range(rng.randrange(0, 50))
-        ]
-        s = RunningSum()
-        for v in vals:
-            s.add(v)
-        assert s.value == sum(vals) and type(s.value) is type(sum(vals))
-        assert s.mean() == mean(vals)
-
-
-def test_prediction_index_reads_as_read_predictions(tmp_path: Path) -> None:
+def test_predictions_read_each_line_once_and_the_text_on_demand(tmp_path: Path) -> None:
     p = tmp_path / "p.jsonl"
     p.write_bytes(
         b'{"id": "a", "result": "x"}\n\n{oops\n{"id": "b", "result": [1, {"k": "\xc3\xa9"}]}\n'
         b'{"id": "a", "result": "y"}\n[1]\n{"id": 3, "result": null}\n\xff\n'
     )
-    ref = read_predictions(p)
-    with PredictionIndex(p) as idx:
-        assert idx.bad_lines == ref.bad_lines and idx.duplicates == ref.duplicates
-        for rid, text in ref.by_id.items():
-            got = idx.get(rid)
-            assert got == text and type(got) is type(text)
-        assert idx.get("zz") is None and idx.never_asked(10) == []
+    with Predictions(p) as preds:
+        assert [n for n, _ in preds.bad_lines] == [3, 6, 8] and preds.duplicates == ["a"]
+        assert len(preds) == 3 and "b" in preds and "zz" not in preds
+        assert preds.get("a") == "y" and type(preds.get("a")) is str  # a later line of an id wins
+        got = preds.get("b")
+        assert got == '[1, {"k": "é"}]' and isinstance(got, JSONValueText)
+        assert preds.get("zz") is None and preds.never_asked(10) == ["3"]
+
+
+def test_predictions_with_many_repeated_ids(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    ids = [f"id{rng.randint(0, 300)}" for _ in range(1000)]
+    lines = [json.dumps({"id": i, "result": f"r{n}"}) for n, i in enumerate(ids)]
+    lines[5:5] = ["{bad", ""]
+    p = tmp_path / "p.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    last = {i: f"r{n}" for n, i in enumerate(ids)}
+    with Predictions(p, keep=10**6) as preds:
+        assert len(preds) == len(last) and len(preds.duplicates) == len(ids) - len(last)
+        asked = [k for k in last if rng.random() < 0.5]
+        assert all(preds.get(k) == last[k] for k in asked)
+        assert preds.never_asked(10**6) == sorted(set(last) - set(asked))
 
 
 MEMORY = """
@@ -369,38 +395,9 @@ def test_a_kill_while_scoring_a_run_leaves_no_stale_scores(tmp_path: Path, where
     assert _state(task)["scores.json"] != old["scores.json"]
 
 
-def test_digest_set_and_offset_index_stay_exact_under_collisions(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Ids kept as 8-byte digests: with digests forced to collide (7 values), the prediction index
-    still reads exactly as read_predictions."""
-    import benchsmith.eval._private.core as core
-
-    real = core.digest64
-    monkeypatch.setattr(core, "digest64", lambda key: real(key) % 7)
-    rng = random.Random(5)
-    ids = [f"id{rng.randint(0, 300)}" for _ in range(1000)]
-    lines = [json.dumps({"id": i, "result": f"r{n}"}) for n, i in enumerate(ids)]
-    lines[5:5] = ["{bad", ""]
-    p = tmp_path / "p.jsonl"
-    p.write_text("\n".join(lines) + "\n")
-    ref = read_predictions(p)
-    with PredictionIndex(p, keep=10**6) as idx:
-        assert len(idx) == len(ref.by_id) and idx.duplicates == ref.duplicates and idx.bad_lines == ref.bad_lines
-        asked = [k for k in ref.by_id if rng.random() < 0.5]
-        assert all(idx.get(k) == ref.by_id[k] for k in asked)
-        assert idx.get("id999") is None and "nope" not in idx
-        assert idx.never_asked(10**6) == sorted(set(ref.by_id) - set(asked))
-    monkeypatch.setattr(core, "digest64", real)
-    s = core.DigestSet()
-    assert [s.add(str(i % 1234)) for i in range(3000)][-1] == 2999 % 1234 and len(s) == 1234
-
-
-def test_agent_aggregate_counts_trials_one_record_at_a_time() -> None:
-    """The agent benchmark's running aggregator on trials (pass^k from per-task counts kept as
-    digests and arrays) against figures computed here from the records."""
-    from benchsmith.eval._private.episode import reliability
-
+def test_agent_metrics_count_trials() -> None:
+    """The agent benchmark's figures on trials (pass^k from the rows) against figures computed
+    here from the records."""
     bench = get_benchmark("agent")
     base = bench.load(Path("sandbox"))
     cases = [
@@ -413,7 +410,7 @@ def test_agent_aggregate_counts_trials_one_record_at_a_time() -> None:
     counted = [r for r in run.records if r.error_type != "user_simulator_failure"]
     assert run.scores["episodes"] == len(cases) and run.scores["counted_episodes"] == len(counted)
     assert run.scores["end_state_accuracy"] == sum(r.ok for r in counted) / len(counted)
-    assert run.scores["reliability"] == reliability(cases, run.records)
+    assert run.scores["reliability"] == reliability(bench.row(c, r) for c, r in zip(cases, run.records))
     tally: dict[str, list[int]] = {}  # the list-based count: task -> [trials, successes]
     for c, r in zip(cases, run.records):
         t = tally.setdefault(c.meta["base_id"], [0, 0])

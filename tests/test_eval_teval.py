@@ -320,8 +320,9 @@ def test_official_layout_gold_and_aggregate() -> None:
 
 
 def test_official_aggregation_quirks() -> None:
-    from benchsmith.eval import RecordResult
-    from benchsmith.eval.teval import aggregate_teval
+    from scoring import metrics_of
+
+    from benchsmith.eval import RecordResult, get_benchmark
 
     def case(i: int, cat: str) -> EvalCase:
         return EvalCase(id=f"c{i}", benchmark="teval", category=cat)
@@ -336,8 +337,9 @@ def test_official_aggregation_quirks() -> None:
     records += [
         RecordResult(id=c.id, category=c.category, ok=i == 0, score=float(i == 0)) for i, c in enumerate(cases[5:])
     ]
-    official = aggregate_teval(cases, records, "official")
-    strict = aggregate_teval(cases, records, "strict")
+    teval = get_benchmark("teval")
+    official = metrics_of(teval, cases, records, "official")
+    strict = metrics_of(teval, cases, records, "strict")
     # rounded to 4 decimals as the official script; the `str` tag is not read officially
     assert official["categories"]["instruct/json"]["args_em"] == 0.3333
     assert official["categories"]["review/str"]["score"] == 0.3333

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scoring import metrics_of
 
 from benchsmith.eval import score_cases
 from benchsmith.eval.toolassess import ToolAssess, classification, tas, variance_weights
+from benchsmith.eval.toolassess._plugin import ToolAssessRow
 from benchsmith.schemas import UserError
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "eval" / "toolassess_cases.jsonl"
@@ -152,6 +155,54 @@ def test_bad_data_is_a_user_error(tmp_path):
     bad.write_text('{"id": "x", "task": "awareness", "label": "perhaps"}\n')
     with pytest.raises(UserError):
         ToolAssess().load(bad)
+
+
+def test_repeated_id_is_a_user_error(tmp_path):
+    """An id seen before (earlier in the file, or in an earlier file of the folder) is refused at
+    the line that repeats it; ids that are merely alike are not."""
+    aw = {"task": "awareness", "label": "no_tool", "query": "q"}
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "a.jsonl").write_text(
+        "".join(json.dumps({"id": i, **aw}) + "\n" for i in ("x", "x2", "x")), encoding="utf-8"
+    )
+    with pytest.raises(UserError, match=r"a\.jsonl:3: id x appears twice"):
+        ToolAssess().load(one)
+    two = tmp_path / "two"
+    two.mkdir()
+    (two / "a.jsonl").write_text(json.dumps({"id": "x", **aw}) + "\n", encoding="utf-8")
+    (two / "b.jsonl").write_text("".join(json.dumps({"id": i, **aw}) + "\n" for i in ("y", "X", "x")), encoding="utf-8")
+    with pytest.raises(UserError, match=r"b\.jsonl:3: id x appears twice"):
+        ToolAssess().load(two)
+    (two / "b.jsonl").write_text("".join(json.dumps({"id": i, **aw}) + "\n" for i in ("y", "X")), encoding="utf-8")
+    assert [c.id for c in ToolAssess().load(two)] == ["x", "y", "X"]
+    # a record without an id is named after its file and line: the same name twice is refused too
+    (two / "b.jsonl").write_text(json.dumps(aw) + "\n" + json.dumps({"id": "b-1", **aw}) + "\n", encoding="utf-8")
+    with pytest.raises(UserError, match=r"b\.jsonl:2: id b-1 appears twice"):
+        ToolAssess().load(two)
+
+
+@pytest.mark.parametrize("mode", ["strict", "official"])
+def test_rows_are_slim_and_metrics_pure(loaded, mode):
+    """A record's row holds a few numbers and labels (no case input, no details); the scores are
+    a function of the rows alone, the same on every call."""
+    b, cases = loaded
+    cs = list(cases.values())
+    preds = {c.id: b.gold_prediction(c) for c in cs[::2]}  # the others missing
+    run = score_cases(b, cs, preds, mode)
+    rows = [b.row(c, r) for c, r in zip(cs, run.records)]
+    assert all(isinstance(r, ToolAssessRow) and _slim(r) for r in rows)
+    assert b.metrics(rows, mode) == b.metrics(list(rows), mode) == run.scores
+    assert metrics_of(b, cs, run.records[::-1], mode)["selection"] == run.scores["selection"]  # counts: any order
+
+
+def _slim(row) -> bool:
+    def small(v) -> bool:
+        if isinstance(v, tuple):
+            return len(v) <= 8 and all(small(x) for x in v)
+        return v is None or isinstance(v, (bool, int, float)) or (isinstance(v, str) and len(v) <= 200)
+
+    return all(small(getattr(row, f.name)) for f in dataclasses.fields(row))
 
 
 @settings(max_examples=80, deadline=None)

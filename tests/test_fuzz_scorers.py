@@ -28,10 +28,10 @@ from benchsmith.eval import (
     BENCHMARKS,
     DEFAULT_BUDGET,
     ParseError,
+    Predictions,
     RecordResult,
     read_json_lines,
     read_json_reply,
-    read_predictions,
     score_cases,
 )
 from benchsmith.schemas import CheckResult, JsonlError, UserError, dumps_json, iter_jsonl_lenient, read_jsonl
@@ -156,9 +156,9 @@ def test_jsonl_readers_never_crash(
     path = tmp_path_factory.mktemp("jsonl") / "f.jsonl"
     body = newline.join(lines)
     path.write_bytes(body[: len(body) // 2] if torn else body)
-    preds = read_predictions(path)  # model output: bad lines are reported, never fatal
-    assert all(isinstance(v, str) for v in preds.by_id.values())
-    assert all(isinstance(n, int) and isinstance(why, str) for n, why in preds.bad_lines)
+    with Predictions(path) as preds:  # model output: bad lines are reported, never fatal
+        assert all(isinstance(preds.get(rid), str) for rid in preds.offsets)
+        assert all(isinstance(n, int) and isinstance(why, str) for n, why in preds.bad_lines)
     for read in (
         lambda: read_json_lines(path, fix="fix it"),
         lambda: read_jsonl(path, CheckResult),

@@ -16,10 +16,10 @@ from runner_helpers import FakeReply, ScriptedClient
 
 from benchsmith.eval import (
     ParseError,
+    Predictions,
     TaskOptions,
     read_json_lines,
     read_json_reply,
-    read_predictions,
     run_eval,
     run_score,
     score_run,
@@ -102,9 +102,9 @@ def test_read_predictions_counts_a_5000_digit_number_line_as_bad(tmp_path: Path)
         '{"id": "a", "result": "ok"}\n{"id": "b", "result": ' + BIG + '}\n{"id": "c", "result": "\\ud800"}\n',
         encoding="utf-8",
     )
-    preds = read_predictions(p)
-    assert [n for n, _ in preds.bad_lines] == [2]
-    assert set(preds.by_id) == {"a", "c"} and preds.by_id["c"] == SURROGATE
+    with Predictions(p) as preds:
+        assert [n for n, _ in preds.bad_lines] == [2]
+        assert set(preds.offsets) == {"a", "c"} and preds.get("c") == SURROGATE
 
 
 def test_jsonl_readers_name_file_and_line_of_a_5000_digit_number(tmp_path: Path) -> None:

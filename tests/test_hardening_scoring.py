@@ -251,7 +251,7 @@ class _Spin(Benchmark):
         time.sleep(0.5)
         return passed(case)
 
-    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Any) -> dict[str, Any]:
+    def metrics(self, rows: list[Any], mode: Any) -> dict[str, Any]:
         return {}
 
     def gold_prediction(self, case: EvalCase) -> str:
@@ -526,7 +526,7 @@ class _Unbounded(Benchmark):
             core.check_value(nested_value(150))
         raise KeyError("a plain bug")
 
-    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Any) -> dict[str, Any]:
+    def metrics(self, rows: list[Any], mode: Any) -> dict[str, Any]:
         return {}
 
     def gold_prediction(self, case: EvalCase) -> str:

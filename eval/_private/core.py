@@ -13,17 +13,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import hashlib
-import heapq
 import json
 import math
 import sys
 from abc import ABC, abstractmethod
-from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import IO, Any, Callable, ClassVar, Iterable, Iterator, Literal, Mapping, Protocol
+from typing import Any, BinaryIO, Callable, ClassVar, Generic, Iterable, Iterator, Literal, Mapping, Self, TypeVar
 
 from pydantic import ConfigDict, Field
 
@@ -135,6 +132,49 @@ def never_raises(fn: Callable[..., RecordResult]) -> Callable[..., RecordResult]
     return guarded
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Row:
+    """One scored record as a benchmark's :meth:`~Benchmark.metrics` sees it: the verdict, the
+    category and whether the case is a trial of a task (pass^k), and nothing of the case's input
+    or the record's details (a list of 100,000 rows takes tens of MB). A benchmark whose
+    metrics read more subclasses it (``@dataclass(frozen=True, slots=True, kw_only=True)``) with
+    those values only, and builds it with :meth:`of`."""
+
+    id: str
+    category: str
+    ok: bool
+    score: float
+    error_type: str | None
+    #: the task a trial belongs to (``meta["base_id"]``); None when the case is not a trial
+    task: str | None = None
+    #: whether the case is a trial (``meta["trial"]`` set), even one without a task
+    trial: bool = False
+    #: the episode's own error type (``details["episode"]["error_type"]``), when an episode ran
+    episode_error: str | None = None
+
+    @classmethod
+    def of(cls, case: EvalCase, record: RecordResult, **values: Any) -> Self:
+        """The row of ``record`` (scored from ``case``) with a subclass's own ``values``."""
+        trial = case.meta.get("trial") is not None
+        base = case.meta.get("base_id") if trial else None
+        episode = record.details.get("episode")
+        kind = episode.get("error_type") if isinstance(episode, dict) else None
+        return cls(
+            id=record.id,
+            category=sys.intern(record.category),
+            ok=record.ok,
+            score=record.score,
+            error_type=sys.intern(record.error_type) if record.error_type else None,
+            task=None if base is None else str(base),
+            trial=trial,
+            episode_error=kind if isinstance(kind, str) else None,
+            **values,
+        )
+
+
+RowT = TypeVar("RowT", bound=Row)
+
+
 # ---- registries -------------------------------------------------------------------------------
 # the built-in benchmarks: each package registers its benchmark, scorers and task when imported
 BUILTIN_BENCHMARKS = tuple(
@@ -161,8 +201,9 @@ def benchmark(name: str) -> Callable[[type["Benchmark"]], type["Benchmark"]]:
     return BENCHMARKS.register(name)
 
 
-class Benchmark(ABC):
-    """Base of a benchmark plug-in. Subclasses implement the four methods; the optional hooks
+class Benchmark(ABC, Generic[RowT]):
+    """Base of a benchmark plug-in. Subclasses implement the four abstract methods (and
+    :meth:`row` when their metrics read more than a :class:`Row` holds); the optional hooks
     below make the benchmark's other verbs (derive, export, the report's view) known by name.
     The run task registers itself with :func:`~benchsmith.eval.task`."""
 
@@ -201,8 +242,9 @@ class Benchmark(ABC):
         """Score one record; must not raise on any prediction string."""
 
     @abstractmethod
-    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-        """Benchmark-level figures (the content of scores.json)."""
+    def metrics(self, rows: list[RowT], mode: Mode) -> dict[str, Any]:
+        """Benchmark-level figures (the content of scores.json): a pure function of the rows of
+        every scored record, in scoring order (one per record, made by :meth:`row`)."""
 
     @abstractmethod
     def gold_prediction(self, case: EvalCase) -> str:
@@ -214,99 +256,11 @@ class Benchmark(ABC):
         line overrides it so that scoring holds one case at a time."""
         yield from self.load(data)
 
-    def start_aggregate(self, mode: Mode) -> "Aggregator":
-        """An :class:`Aggregator` that is given each ``(case, record)`` as it is scored and returns
-        what :meth:`aggregate` would. The default keeps the cases and records and calls
-        :meth:`aggregate`; a benchmark overrides it to keep running sums and counters only, so that
-        scoring a large set holds no list of every record."""
-        return ListAggregator(self, mode)
-
-
-class Aggregator(Protocol):
-    """Builds a benchmark's scores.json from its records one at a time (:meth:`Benchmark.start_aggregate`).
-    ``add(case, record)`` in scoring order (``case`` is None when only the record is known);
-    ``result()`` once, at the end."""
-
-    def add(self, case: EvalCase | None, record: RecordResult) -> None: ...
-
-    def result(self) -> dict[str, Any]: ...
-
-
-class ListAggregator:
-    """The default :class:`Aggregator`: keeps every case and record for :meth:`Benchmark.aggregate`."""
-
-    def __init__(self, bench: Benchmark, mode: Mode) -> None:
-        self.bench, self.mode = bench, mode
-        self.cases: list[EvalCase] = []
-        self.records: list[RecordResult] = []
-
-    def add(self, case: EvalCase | None, record: RecordResult) -> None:
-        if case is not None:
-            self.cases.append(case)
-        self.records.append(record)
-
-    def result(self) -> dict[str, Any]:
-        return self.bench.aggregate(self.cases, self.records, self.mode)
-
-
-def aggregate_lists(acc: Aggregator, cases: list[EvalCase], records: list[RecordResult]) -> dict[str, Any]:
-    """Feed ``records`` (with their cases: by position when ``cases`` lines up with them, else by
-    id, None when absent) to an :class:`Aggregator` and return its result: a benchmark's
-    :meth:`~Benchmark.aggregate` over lists, computed by its streaming aggregator."""
-    if len(cases) == len(records) and all(c.id == r.id for c, r in zip(cases, records)):
-        for c, r in zip(cases, records):
-            acc.add(c, r)
-    else:
-        by_id = {c.id: c for c in cases}
-        for r in records:
-            acc.add(by_id.get(r.id), r)
-    return acc.result()
-
-
-# Python 3.12 made sum() of floats compensated (Neumaier); a running sum must add the same way to
-# give the same float as sum() over a list of the same values.
-_COMPENSATED_SUM = sys.version_info >= (3, 12)
-
-
-class RunningSum:
-    """A running sum of floats equal, bit for bit, to ``sum(values)`` over the same values in the
-    same order (``value``; ``0`` when nothing was added, as ``sum([])``), and ``mean()`` equal to
-    :func:`mean` of them.
-
-    >>> s = RunningSum()
-    >>> for x in (0.1, 0.2, 0.3):
-    ...     s.add(x)
-    >>> s.value == sum([0.1, 0.2, 0.3]), s.mean() == mean([0.1, 0.2, 0.3]), RunningSum().value
-    (True, True, 0)
-    """
-
-    __slots__ = ("total", "comp", "n")
-
-    def __init__(self) -> None:
-        self.total, self.comp, self.n = 0.0, 0.0, 0
-
-    def add(self, x: float) -> None:
-        self.n += 1
-        if _COMPENSATED_SUM:
-            t = self.total + x
-            if abs(self.total) >= abs(x):
-                self.comp += (self.total - t) + x
-            else:
-                self.comp += (x - t) + self.total
-            self.total = t
-        else:
-            self.total += x
-
-    @property
-    def value(self) -> float:
-        if not self.n:
-            return 0
-        if _COMPENSATED_SUM and self.comp and math.isfinite(self.comp):
-            return self.total + self.comp
-        return self.total
-
-    def mean(self) -> float:
-        return self.value / self.n if self.n else 0.0
+    def row(self, case: EvalCase, record: RecordResult) -> RowT:
+        """The slim row :meth:`metrics` reads for one scored record. The default is a :class:`Row`
+        (verdict, category, trial); a benchmark whose metrics read more of the case or the
+        record's details returns its own :class:`Row` subclass, holding only those values."""
+        return Row.of(case, record)  # type: ignore[return-value]
 
 
 def get_benchmark(name: str, **options: str | None) -> Benchmark:
@@ -419,11 +373,12 @@ def syntax_errors_first(path: Path, *, fix: str, then: Iterable[Any] = ()) -> It
         raise
 
 
-def read_json_line_at(path: Path, offset: int) -> dict[str, Any]:
-    """The object on the line of a JSONL file that starts at ``offset`` (one :func:`scan_json_lines` gave)."""
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        return loads_json(fh.readline().decode("utf-8"))
+def json_line_at(fh: BinaryIO, offset: int) -> dict[str, Any]:
+    """The object on the line of an open JSONL file (binary) that starts at ``offset`` (as
+    :func:`scan_json_lines` gave it): a loader that joins two files keeps the second one open and
+    reads an answer when its record comes."""
+    fh.seek(offset)
+    return loads_json(fh.readline().decode("utf-8"))
 
 
 def iter_json_lines(path: Path, *, fix: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -451,266 +406,81 @@ class JSONValueText(str):
     __slots__ = ()
 
 
-@dataclass
 class Predictions:
-    by_id: dict[str, str]
-    bad_lines: list[tuple[int, str]] = field(default_factory=list)
-    duplicates: list[str] = field(default_factory=list)
-
-
-def read_predictions(path: str | Path) -> Predictions:
-    """Read ``{"id", "result"}`` JSONL; bad lines are reported (line, reason), never fatal.
-
-    ``result`` may be a string (the raw model output) or any JSON value (serialised back to text,
-    as a :class:`JSONValueText`).
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"predictions file {p} does not exist", fix="pass a JSONL file of {id, result} lines")
-    out = Predictions({})
-    with open(p, "rb") as fh:
-        for n, raw in enumerate(fh, 1):
-            text = raw.decode("utf-8", errors="replace").strip()
-            if not text:
-                continue
-            try:
-                obj = loads_json(text)
-            except json.JSONDecodeError as exc:
-                out.bad_lines.append((n, f"not JSON: {exc.msg}"))
-                continue
-            if not isinstance(obj, dict) or "id" not in obj or "result" not in obj:
-                out.bad_lines.append((n, "expected an object with 'id' and 'result'"))
-                continue
-            rid = str(obj["id"])
-            result = obj["result"]
-            if rid in out.by_id:
-                out.duplicates.append(rid)
-            out.by_id[rid] = (
-                result if isinstance(result, str) else JSONValueText(json.dumps(result, ensure_ascii=False))
-            )
-    return out
-
-
-def digest64(key: str) -> int:
-    """An 8-byte BLAKE2b digest of ``key`` as a signed integer (what :class:`DigestSet` keeps)."""
-    return int.from_bytes(
-        hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little", signed=True
-    )
-
-
-class DigestSet:
-    """An insertion-ordered set of strings held as 8-byte digests (:func:`digest64`) in an
-    open-addressing table over arrays: 24 to 40 bytes a key, where a ``set`` of strings takes
-    100 or more. ``add`` returns the key's position (in insertion order; a new key gets ``len``
-    before it was added), so parallel arrays can hold numbers per key. Two different keys share a
-    digest with probability about n^2 / 2^65 (1e-10 for 100,000 keys); they then count as one:
-    where that matters, check a hit against the data (as :class:`OffsetIndex` does).
-
-    >>> d = DigestSet()
-    >>> [d.add(k) for k in ("a", "b", "a")], len(d), "b" in d, "c" in d
-    ([0, 1, 0], 2, True, False)
-    """
-
-    __slots__ = ("_slots", "_keys")
-
-    def __init__(self) -> None:
-        self._slots = array("q", [-1]) * 16  # table slot -> position in _keys (-1: empty)
-        self._keys = array("q")  # digests in insertion order
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def _find(self, h: int) -> tuple[int, int]:
-        """``(slot, position)`` of digest ``h``; position -1 when absent (slot: where it would go)."""
-        slots, keys = self._slots, self._keys
-        mask = len(slots) - 1
-        i = h & mask
-        while True:
-            j = slots[i]
-            if j < 0 or keys[j] == h:
-                return i, j
-            i = (i + 1) & mask
-
-    def position(self, key: str) -> int:
-        """The key's position, -1 when absent."""
-        return self._find(digest64(key))[1]
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self.position(key) >= 0
-
-    def add(self, key: str) -> int:
-        h = digest64(key)
-        i, j = self._find(h)
-        if j >= 0:
-            return j
-        j = len(self._keys)
-        self._keys.append(h)
-        self._slots[i] = j
-        if 2 * len(self._keys) > len(self._slots):  # keep the table at most half full
-            self._grow()
-        return j
-
-    def add_unindexed(self, key: str) -> int:
-        """Give ``key`` the next position without making it findable (its digest is another key's:
-        :class:`OffsetIndex` finds it by name); ``len`` counts it."""
-        self._keys.append(digest64(key))
-        if 2 * len(self._keys) > len(self._slots):
-            self._grow()
-        return len(self._keys) - 1
-
-    def _grow(self) -> None:
-        self._slots = slots = array("q", [-1]) * (2 * len(self._slots))
-        keys = self._keys
-        mask = len(slots) - 1
-        for j, h in enumerate(keys):
-            i = h & mask
-            while slots[i] >= 0 and keys[slots[i]] != h:
-                i = (i + 1) & mask
-            if slots[i] < 0:  # the first key of a digest only (see add_unindexed)
-                slots[i] = j
-
-
-class OffsetIndex:
-    """String id -> byte offset of the line of a file that holds it, in about 50 bytes an id
-    (a :class:`DigestSet` and an array of offsets; a dict of strings takes 150 or more). The file
-    decides: ``id_at(offset)`` reads the id of the line at an offset. A new id whose digest is
-    already taken by another id (a collision: rare) is kept in a small dict of its own, so
-    :meth:`put` is exact; :meth:`position` is exact for every id put, and may give an id never
-    put the position of another one: check the line read there (``id_at``) before trusting it.
-    ``offsets`` holds the offsets by position, ``len`` the ids put."""
-
-    def __init__(self, id_at: Callable[[int], str]) -> None:
-        self.id_at = id_at
-        self.keys = DigestSet()
-        self.offsets = array("q")
-        self.other: dict[str, int] = {}  # ids whose digest another id had first -> position
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    def position(self, key: str) -> int:
-        if self.other:
-            j = self.other.get(key)
-            if j is not None:
-                return j
-        return self.keys.position(key)
-
-    def put(self, key: str, offset: int) -> tuple[int, bool]:
-        """Point ``key`` at ``offset`` (a repeated id: the later line wins): ``(its position, whether
-        it was there)``."""
-        j = self.position(key)
-        if j >= 0 and (key in self.other or self.id_at(self.offsets[j]) == key):
-            self.offsets[j] = offset
-            return j, True
-        if self.keys.position(key) >= 0:  # another id with the same digest
-            j = self.other[key] = self.keys.add_unindexed(key)
-        else:
-            j = self.keys.add(key)
-        self.offsets.append(offset)
-        return j, False
-
-
-class PredictionIndex:
-    """A predictions file (``{"id", "result"}`` JSONL) read the way :func:`read_predictions` reads
-    it, holding only each id's line offset (:class:`OffsetIndex`: about 50 bytes an id): a
-    prediction's text is read from the file when it is asked for (:meth:`get`), so scoring holds
-    one prediction at a time. Bad lines and duplicate ids are kept up to ``keep`` each (the first
-    ones), as scores.json shows them; a later line of an id wins, as in :func:`read_predictions`.
-    Use it as a context manager (it keeps the file open)."""
+    """A predictions file (``{"id", "result"}`` JSONL), read once line by line into the line
+    offset of each id (a later line of an id wins); a prediction's text is read back when it is
+    asked for (:meth:`get`), so scoring holds one at a time. ``result`` may be a string (the raw
+    model output) or any JSON value (given back as its text, a :class:`JSONValueText`). Bad lines
+    and repeated ids are reported (the first ``keep`` of each), never fatal. Use it as a context
+    manager: it keeps the file open."""
 
     def __init__(self, path: str | Path, keep: int = 100) -> None:
         p = Path(path)
         if not p.is_file():
             raise UserError(f"predictions file {p} does not exist", fix="pass a JSONL file of {id, result} lines")
-        self.path, self.keep = p, keep
+        self.path = p
+        self.offsets: dict[str, int] = {}
+        self.asked: set[str] = set()
         self.bad_lines: list[tuple[int, str]] = []
         self.duplicates: list[str] = []
-        self._fh: IO[bytes] = open(p, "rb")
-        self._index = OffsetIndex(self._id_at)
-        self._asked = bytearray()  # by position: 1 once asked for
+        self._fh = open(p, "rb")
         offset = 0
         for n, raw in enumerate(self._fh, 1):
             start, offset = offset, offset + len(raw)
-            obj = self._parse(raw)
+            obj = _prediction_line(raw)
             if isinstance(obj, str):
                 if obj and len(self.bad_lines) < keep:
                     self.bad_lines.append((n, obj))
                 continue
             rid = str(obj["id"])
-            if self._index.put(rid, start)[1]:
-                if len(self.duplicates) < keep:
-                    self.duplicates.append(rid)
-            else:
-                self._asked.append(0)
-
-    @staticmethod
-    def _parse(raw: bytes) -> dict[str, Any] | str:
-        """The line's object, or why it is bad ("" for a blank line)."""
-        text = raw.decode("utf-8", errors="replace").strip()
-        if not text:
-            return ""
-        try:
-            obj = loads_json(text)
-        except json.JSONDecodeError as exc:
-            return f"not JSON: {exc.msg}"
-        if not isinstance(obj, dict) or "id" not in obj or "result" not in obj:
-            return "expected an object with 'id' and 'result'"
-        return obj
-
-    def _read(self, offset: int) -> dict[str, Any]:
-        """The (good) line at ``offset``; the file handle's position is kept."""
-        here = self._fh.tell()
-        try:
-            self._fh.seek(offset)
-            obj = self._parse(self._fh.readline())
-        finally:
-            self._fh.seek(here)
-        assert isinstance(obj, dict), f"{self.path} changed while it was read"
-        return obj
-
-    def _id_at(self, offset: int) -> str:
-        return str(self._read(offset)["id"])
-
-    def _line(self, rid: object) -> tuple[int, dict[str, Any]] | None:
-        """``(position, object)`` of the line of ``rid``, None when the file has no such id."""
-        if not isinstance(rid, str):
-            return None
-        j = self._index.position(rid)
-        if j < 0:
-            return None
-        obj = self._read(self._index.offsets[j])
-        return (j, obj) if str(obj["id"]) == rid else None  # another id's digest: not there
-
-    def __contains__(self, rid: object) -> bool:
-        return self._line(rid) is not None
-
-    def __len__(self) -> int:
-        return len(self._index)
+            if rid in self.offsets and len(self.duplicates) < keep:
+                self.duplicates.append(rid)
+            self.offsets[rid] = start
 
     def get(self, rid: str, default: str | None = None) -> str | None:
-        """The prediction of ``rid`` (a :class:`JSONValueText` for a non-string result), else ``default``."""
-        hit = self._line(rid)
-        if hit is None:
+        """The prediction of ``rid``, else ``default``."""
+        offset = self.offsets.get(rid)
+        if offset is None:
             return default
-        j, obj = hit
-        self._asked[j] = 1
+        self.asked.add(rid)
+        self._fh.seek(offset)
+        obj = _prediction_line(self._fh.readline())
+        assert isinstance(obj, dict), f"{self.path} changed while it was read"
         result = obj["result"]
         return result if isinstance(result, str) else JSONValueText(json.dumps(result, ensure_ascii=False))
 
+    def __contains__(self, rid: object) -> bool:
+        return rid in self.offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
     def never_asked(self, limit: int) -> list[str]:
-        """The ``limit`` smallest ids never passed to :meth:`get` (ids no case has), sorted: read
-        back from their lines."""
-        offsets, asked = self._index.offsets, self._asked
-        return heapq.nsmallest(limit, (self._id_at(offsets[j]) for j in range(len(offsets)) if not asked[j]))
+        """The ``limit`` smallest ids never passed to :meth:`get` (ids no case has), sorted."""
+        return sorted(rid for rid in self.offsets if rid not in self.asked)[:limit]
 
     def close(self) -> None:
         self._fh.close()
 
-    def __enter__(self) -> "PredictionIndex":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _prediction_line(raw: bytes) -> dict[str, Any] | str:
+    """A predictions line's object, or why it is bad ("" for a blank line)."""
+    text = raw.decode("utf-8", errors="replace").strip()
+    if not text:
+        return ""
+    try:
+        obj = loads_json(text)
+    except json.JSONDecodeError as exc:
+        return f"not JSON: {exc.msg}"
+    if not isinstance(obj, dict) or "id" not in obj or "result" not in obj:
+        return "expected an object with 'id' and 'result'"
+    return obj
 
 
 def over_budget(case: EvalCase, exc: OverBudget) -> RecordResult:
@@ -738,7 +508,7 @@ def score_record(
 ) -> RecordResult:
     """Score one record within ``budget``; never raises. ``over_budget`` when the prediction is
     too long, a limit is hit while scoring, or scoring took longer than ``budget.seconds``; a
-    scorer that raises gives ``scorer_error``. (Without SIGALRM: :func:`score_cases` installs it
+    scorer that raises gives ``scorer_error``. (Without SIGALRM: :func:`iter_scored` installs it
     for a whole run.)"""
     with ScoringBudget(budget, alarm=False) as keeper:
         return _score_within(keeper, bench, case, prediction, mode)
@@ -769,91 +539,89 @@ def iter_scored(
     cases: Iterable[EvalCase],
     prediction_for: Callable[[EvalCase], str | None],
     mode: Mode,
+    rows: list[Row],
     budget: Budget = DEFAULT_BUDGET,
-) -> Iterator[tuple[EvalCase, RecordResult]]:
-    """Score each case as ``cases`` yields it, within ``budget`` per record, and yield ``(case,
-    record)`` before the next case is read: nothing is kept. A case whose ``prediction_for`` is
-    None is a failed record (``missing_prediction``), not a crash. Consume it to the end (or close
-    it): the run's time limit (SIGALRM) stays installed until then."""
+) -> Iterator[RecordResult]:
+    """The one scoring loop: score each case as ``cases`` yields it, within ``budget`` per record,
+    append its row (:meth:`Benchmark.row`) to ``rows`` and yield the record before the next case is
+    read. A case whose ``prediction_for`` is None is a failed record (``missing_prediction``), not a
+    crash. Once consumed, ``bench.metrics(rows, mode)`` gives the scores. Consume it to the end (or
+    close it): the run's time limit (SIGALRM) stays installed until then."""
     with ScoringBudget(budget) as keeper:
         for case in cases:
             pred = prediction_for(case)
             if pred is None:
-                yield case, failed(case, "missing_prediction", "no prediction for this id")
-                continue
-            yield case, _score_within(keeper, bench, case, pred, mode)
+                record = failed(case, "missing_prediction", "no prediction for this id")
+            else:
+                record = _score_within(keeper, bench, case, pred, mode)
+            rows.append(bench.row(case, record))
+            yield record
 
 
 def score_cases(
     bench: Benchmark,
-    cases: list[EvalCase],
+    cases: Iterable[EvalCase],
     predictions: Mapping[str, str | None],
     mode: Mode,
     budget: Budget = DEFAULT_BUDGET,
 ) -> ScoreRun:
-    """Score every case within ``budget`` per record (a missing prediction is a failed record,
-    not a crash; see :func:`score_record`)."""
-    records: list[RecordResult] = []
-    acc = bench.start_aggregate(mode)
-    for case, record in iter_scored(bench, cases, lambda c: predictions.get(c.id), mode, budget):
-        records.append(record)
-        acc.add(case, record)
-    return ScoreRun(acc.result(), records)
+    """Score every case against ``predictions`` (by id) through :func:`iter_scored`, keeping the
+    records: what ``eval score`` computes, held in memory."""
+    rows: list[Row] = []
+    records = list(iter_scored(bench, cases, lambda c: predictions.get(c.id), mode, rows, budget))
+    return ScoreRun(bench.metrics(rows, mode), records)
 
 
-class ReliabilityTally:
-    """pass^k / pass@k over trials (:func:`benchsmith.eval.reliability`), counted one record at a
-    time: per task only a digest of its id and its trial and success counts are kept (about 56
-    bytes a task)."""
+def reliability(rows: Iterable[Row], ks: Iterable[int] | None = None) -> dict[str, Any] | None:
+    """pass^k and pass@k over independent trials, as tau-bench defines them (pure): for a task with
+    ``n`` trials of which ``c`` succeeded, pass^k = C(c, k) / C(n, k) (all of k trials succeed) and
+    pass@k = 1 - C(n - c, k) / C(n, k) (at least one does), each averaged over tasks (in the order
+    they first come). Trials whose user simulator failed are left out (never charged to the model);
+    a task with fewer than k counted trials is left out of that k. None when no row is a trial.
 
-    def __init__(self) -> None:
-        self.trial_cases = False
-        self.tasks = DigestSet()  # base ids, as digests
-        self.trials, self.ok = array("q"), array("q")  # by task position: trials, successes
-        self.excluded = 0
-
-    def add(self, case: EvalCase | None, record: Any) -> None:
-        if case is None or case.meta.get("trial") is None:
-            return
-        self.trial_cases = True
-        b = case.meta.get("base_id")
-        if b is None:
-            return
-        if (record.details.get("episode") or {}).get("error_type") == "user_simulator_failure":
-            self.excluded += 1
-            return
-        j = self.tasks.add(str(b))
-        if j == len(self.trials):
-            self.trials.append(0)
-            self.ok.append(0)
-        self.trials[j] += 1
-        self.ok[j] += 1 if record.ok else 0
-
-    def result(self, ks: Iterable[int] | None = None) -> dict[str, Any] | None:
-        """None when no case was a trial."""
-        if not self.trial_cases:
-            return None
-        tally = list(zip(self.trials, self.ok))
-        most = max((n for n, _ in tally), default=0)
-        wanted = sorted({k for k in (ks or range(1, most + 1)) if k >= 1})
-        hat: dict[str, float] = {}
-        at: dict[str, float] = {}
-        tasks: dict[str, int] = {}
-        for k in wanted:
-            rows = [(n, c) for n, c in tally if n >= k]
-            if not rows:
-                continue
-            hat[str(k)] = sum(math.comb(c, k) / math.comb(n, k) for n, c in rows) / len(rows)
-            at[str(k)] = sum(1 - math.comb(n - c, k) / math.comb(n, k) for n, c in rows) / len(rows)
-            tasks[str(k)] = len(rows)
-        return {
-            "trials": most,
-            "tasks": len(tally),
-            "pass^k": hat,
-            "pass@k": at,
-            "tasks_per_k": tasks,
-            "user_simulator_failures": self.excluded,
-        }
+    >>> rows = [Row(id=f"a~t{i}", category="c", ok=i == 0, score=0.0, error_type=None, task="a", trial=True)
+    ...         for i in range(2)]
+    >>> out = reliability(rows)
+    >>> out["pass^k"], out["pass@k"]
+    ({'1': 0.5, '2': 0.0}, {'1': 0.5, '2': 1.0})
+    """
+    tally: dict[str, list[int]] = {}  # task -> [trials, successes]
+    any_trial = False
+    excluded = 0
+    for r in rows:
+        if not r.trial:
+            continue
+        any_trial = True
+        if r.task is None:
+            continue
+        if r.episode_error == "user_simulator_failure":
+            excluded += 1
+            continue
+        counts = tally.setdefault(r.task, [0, 0])
+        counts[0] += 1
+        counts[1] += r.ok
+    if not any_trial:
+        return None
+    most = max((n for n, _ in tally.values()), default=0)
+    wanted = sorted({k for k in (ks or range(1, most + 1)) if k >= 1})
+    hat: dict[str, float] = {}
+    at: dict[str, float] = {}
+    tasks: dict[str, int] = {}
+    for k in wanted:
+        counted = [(n, c) for n, c in tally.values() if n >= k]
+        if not counted:
+            continue
+        hat[str(k)] = sum(math.comb(c, k) / math.comb(n, k) for n, c in counted) / len(counted)
+        at[str(k)] = sum(1 - math.comb(n - c, k) / math.comb(n, k) for n, c in counted) / len(counted)
+        tasks[str(k)] = len(counted)
+    return {
+        "trials": most,
+        "tasks": len(tally),
+        "pass^k": hat,
+        "pass@k": at,
+        "tasks_per_k": tasks,
+        "user_simulator_failures": excluded,
+    }
 
 
 def mean(values: Iterable[float]) -> float:

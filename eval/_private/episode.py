@@ -909,30 +909,3 @@ def episode_prediction(episode: Episode, **extra: Any) -> dict[str, Any]:
         "episode": episode.summary(),
         "transcript": transcript(episode.events),
     }
-
-
-def reliability(cases: list[EvalCase], records: list[Any], ks: Iterable[int] | None = None) -> dict[str, Any] | None:
-    """pass^k and pass@k over independent trials, as tau-bench defines them (pure): for a task with
-    ``n`` trials of which ``c`` succeeded, pass^k = C(c, k) / C(n, k) (all of k trials succeed) and
-    pass@k = 1 - C(n - c, k) / C(n, k) (at least one does), each averaged over tasks. Trials whose
-    user simulator failed are left out (never charged to the model); a task with fewer than k
-    counted trials is left out of that k. None when the records hold no trials.
-
-    >>> from types import SimpleNamespace as R
-    >>> cs = [EvalCase(id=f"a~t{i}", benchmark="x", category="c", meta={"trial": i, "base_id": "a"}) for i in range(2)]
-    >>> out = reliability(cs, [R(id="a~t0", ok=True, details={}), R(id="a~t1", ok=False, details={})])
-    >>> out["pass^k"], out["pass@k"]
-    ({'1': 0.5, '2': 0.0}, {'1': 0.5, '2': 1.0})
-    """
-    from .core import ReliabilityTally  # the same counts, one record at a time (streamed scoring)
-
-    trials = {c.id: c for c in cases if c.meta.get("trial") is not None}
-    if not trials:
-        return None
-    tally = ReliabilityTally()
-    tally.trial_cases = True
-    for r in records:
-        case = trials.get(r.id)
-        if case is not None:
-            tally.add(case, r)
-    return tally.result(ks)

@@ -1,9 +1,9 @@
 """File-level runs: ``eval score`` and ``eval selftest`` (thin I/O around the pure core).
 
 Both stream: cases are read one at a time (:meth:`Benchmark.iter_cases`), predictions are looked
-up by line offset (:class:`PredictionIndex`), each record goes to ``records.jsonl`` as soon as it
-is scored and to the benchmark's :class:`Aggregator` (running sums); ``scores.json`` (and
-``selftest.json``) are written once every record is.
+up by line offset (:class:`Predictions`), each record goes to ``records.jsonl`` as soon as it
+is scored and its slim row (:meth:`Benchmark.row`) to a list; ``scores.json`` (the benchmark's
+metrics over that list) and ``selftest.json`` are written once every record is.
 
 The output folder appears all at once: when it holds nothing but what scoring writes
 (``records.jsonl``, ``scores.json``, ``selftest.json``, temporary files) or does not exist, every
@@ -33,9 +33,9 @@ from .core import (
     Benchmark,
     EvalCase,
     Mode,
-    PredictionIndex,
+    Predictions,
     RecordResult,
-    ScoreRun,
+    Row,
     get_benchmark,
     iter_scored,
 )
@@ -59,15 +59,6 @@ def _record_line(r: RecordResult) -> dict[str, Any]:
     if r.details:
         line["details"] = r.details
     return line
-
-
-def _write(out: Path, run: ScoreRun, extra: dict[str, Any]) -> dict[str, Any]:
-    """Write a scored run held in memory (``records.jsonl``, ``scores.json``)."""
-    scores = {**extra, **run.scores}
-    out.mkdir(parents=True, exist_ok=True)
-    write_jsonl(out / "records.jsonl", [_record_line(r) for r in run.records])
-    write_json(out / "scores.json", scores)
-    return scores
 
 
 #: what ``eval score`` / ``eval selftest`` write into their output folder
@@ -119,23 +110,21 @@ def stream_score(
 ) -> dict[str, Any]:
     """Score ``cases`` into ``out/records.jsonl`` one record at a time (a temporary file that
     replaces the old one once every record is written) and write ``out/scores.json`` last:
-    ``extra(records)`` (the run's own fields, built when all are scored), then the aggregate.
+    ``extra(records)`` (the run's own fields, built when all are scored), then the benchmark's
+    metrics over the rows (:func:`iter_scored`).
     ``before_scores(out)`` writes what else belongs to the set (``selftest.json``). An old
     ``scores.json`` is removed just before the new records replace the old ones, so that a
     ``scores.json`` beside a ``records.jsonl`` always describes it."""
-    acc = bench.start_aggregate(mode)
+    rows: list[Row] = []
     scores: dict[str, Any] = {}
 
     def lines() -> Iterator[dict[str, Any]]:
-        n = 0
-        for case, record in iter_scored(bench, cases, prediction_for, mode):
-            n += 1
-            acc.add(case, record)
+        for record in iter_scored(bench, cases, prediction_for, mode, rows):
             if on_record is not None:
                 on_record(record)
             yield _record_line(record)
         # complete before the temporary records file replaces the old one
-        scores.update({**extra(n), **acc.result()})
+        scores.update({**extra(len(rows)), **bench.metrics(rows, mode)})
         with contextlib.suppress(FileNotFoundError):
             os.unlink(out / "scores.json")  # it described the old records
 
@@ -169,7 +158,7 @@ def run_score(
     m = check_mode(mode)
     bench = get_benchmark(benchmark, **(options or {}))
     cases = _first_then_rest(bench.iter_cases(Path(data)))
-    with PredictionIndex(predictions) as preds:
+    with Predictions(predictions) as preds:
         missing = 0
 
         def prediction_for(case: EvalCase) -> str | None:

@@ -835,7 +835,7 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
     scoring was cut short (score the run again)."""
     import contextlib
 
-    from .core import PredictionIndex
+    from .core import Predictions
     from .run import check_mode, stream_score
 
     run_dir = Path(run_dir)
@@ -854,11 +854,11 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
         bench = get_benchmark(info["benchmark"])
         has_preds = (folder / "predictions.jsonl").is_file()
         with contextlib.ExitStack() as stack:
-            preds = stack.enter_context(PredictionIndex(folder / "predictions.jsonl")) if has_preds else None
+            preds = stack.enter_context(Predictions(folder / "predictions.jsonl")) if has_preds else None
             tally: Counter[str] = Counter()  # missing predictions and the gold self-test, read by extra()
 
             def prediction_for(
-                case: EvalCase, preds: PredictionIndex | None = preds, tally: Counter[str] = tally
+                case: EvalCase, preds: Predictions | None = preds, tally: Counter[str] = tally
             ) -> str | None:
                 pred = preds.get(case.id) if preds is not None else None
                 tally["missing"] += pred is None

@@ -1,31 +1,28 @@
-"""The ``acebench`` benchmark plug-in: loading, scoring, aggregation and gold predictions."""
+"""The ``acebench`` benchmark plug-in: loading, scoring, metrics and gold predictions."""
 
 from __future__ import annotations
 
 import json
 import re
-from array import array
-from functools import partial
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from benchsmith.eval._private.budget import check_limit, check_value
 from benchsmith.eval._private.core import (
     Benchmark,
-    DigestSet,
     EvalCase,
     Mode,
-    OffsetIndex,
     RecordResult,
-    ReliabilityTally,
-    RunningSum,
-    aggregate_lists,
+    Row,
     benchmark,
     failed,
+    json_line_at,
     mean,
     passed,
-    read_json_line_at,
+    reliability,
     safe_ratio,
     scan_json_lines,
     scorer,
@@ -72,8 +69,13 @@ def family_sizes(cases: list[EvalCase]) -> dict[str, int]:
     normal 700, special 150, agent 50: the sizes behind the official Summary weights)."""
     units: dict[str, set[str]] = {}
     for c in cases:
-        units.setdefault(family_of(c.category), set()).add(dialogue_of(c.id) if c.category in MULTI_TURN else c.id)
+        units.setdefault(family_of(c.category), set()).add(sample_unit(c.category, c.id))
     return {f: len(units[f]) for f in FAMILIES if f in units}
+
+
+def sample_unit(category: str, case_id: str) -> str:
+    """What counts as one sample of its family: a multi-turn dialogue (all its turns), else the case."""
+    return dialogue_of(case_id) if category in MULTI_TURN else case_id
 
 
 def dialogue_of(case_id: str) -> str:
@@ -98,7 +100,7 @@ def load_folder(data: Path) -> list[EvalCase]:
 
 def iter_folder(data: Path) -> Iterator[EvalCase]:
     """The cases of an ACEBench folder, one at a time: each answer file is checked whole first and
-    indexed by line offset (an answer is read again when its record comes)."""
+    indexed by id; an answer is read from the open answer file when its record comes."""
     data = Path(data)
     if not data.is_dir():
         raise UserError(f"{data} is not a folder", fix="pass an ACEBench folder with data_<category>.json files")
@@ -115,75 +117,63 @@ def iter_folder(data: Path) -> Iterator[EvalCase]:
         answer_file = data / "possible_answer" / f.name
         if not answer_file.is_file():
             raise UserError(f"{answer_file} is missing", fix="possible_answer/ needs a file per data file")
-        # id -> offset of its answer (the last one), its line number by position: ~60 bytes an id
-        answers = OffsetIndex(partial(_answer_id, answer_file))
-        lines = array("q")
-        with syntax_errors_first(answer_file, fix=FIX, then=_read_jsonl(answer_file)):
-            for n, offset, obj in _read_jsonl(answer_file):
-                if "ground_truth" not in obj:
-                    raise UserError(f"{answer_file} line {n}: no 'ground_truth'", fix="add the possible answer")
-                if category.startswith("agent") and "mile_stone" not in obj:
-                    raise UserError(f"{answer_file} line {n}: no 'mile_stone'", fix="agent answers need milestones")
-                j, again = answers.put(obj["id"], offset)
-                if again:
-                    lines[j] = n
-                else:
-                    lines.append(n)
-        yield from _data_cases(f, category, answer_file, answers, lines)
+        answers = _answer_lines(answer_file, category)
+        with open(answer_file, "rb") as fh:
+            yield from _data_cases(f, category, answer_file, answers, fh)
 
 
-def _answer_id(path: Path, offset: int) -> str:
-    return read_json_line_at(path, offset)["id"]
+def _answer_lines(answer_file: Path, category: str) -> dict[str, tuple[int, int]]:
+    """id -> (line number, byte offset) of its answer in ``answer_file`` (an id on several lines:
+    the last one), the whole file checked."""
+    answers: dict[str, tuple[int, int]] = {}
+    with syntax_errors_first(answer_file, fix=FIX, then=_read_jsonl(answer_file)):
+        for n, offset, obj in _read_jsonl(answer_file):
+            if "ground_truth" not in obj:
+                raise UserError(f"{answer_file} line {n}: no 'ground_truth'", fix="add the possible answer")
+            if category.startswith("agent") and "mile_stone" not in obj:
+                raise UserError(f"{answer_file} line {n}: no 'mile_stone'", fix="agent answers need milestones")
+            answers[obj["id"]] = (n, offset)
+    return answers
 
 
 def _data_cases(
-    f: Path, category: str, answer_file: Path, answers: OffsetIndex, lines: array[int]
+    f: Path, category: str, answer_file: Path, answers: dict[str, tuple[int, int]], fh: BinaryIO
 ) -> Iterator[EvalCase]:
+    """The cases of data file ``f``, each with its answer read from ``fh`` (``answer_file``, open)."""
+    agent = category.startswith("agent")
+    needs = ("initial_config", "involved_classes") if agent else ("question", "function")
+    seen: set[str] = set()
     with syntax_errors_first(f, fix=FIX, then=_read_jsonl(f)):
-        yield from _data_rows(f, category, answer_file, answers, lines)
-
-
-def _seen_before(f: Path, rid: str, line: int) -> bool:
-    """Whether a line of ``f`` before ``line`` has the id ``rid`` (read again: a digest hit is checked)."""
-    return any(obj["id"] == rid for n, _, obj in _read_jsonl(f) if n < line)
-
-
-def _data_rows(
-    f: Path, category: str, answer_file: Path, answers: OffsetIndex, lines: array[int]
-) -> Iterator[EvalCase]:
-    seen = DigestSet()  # ids as 8-byte digests; a hit is checked against the file
-    for n, _, obj in _read_jsonl(f):
-        rid = obj["id"]
-        if rid in seen and _seen_before(f, rid, n):
-            raise UserError(f"{f} line {n}: duplicate id {rid}", fix="ids must be unique")
-        seen.add(rid)
-        j = answers.position(rid)
-        ans = read_json_line_at(answer_file, answers.offsets[j]) if j >= 0 else None
-        if ans is None or ans["id"] != rid:
-            raise UserError(
-                f"{f} line {n}: id {rid} has no possible answer in {answer_file.name}", fix="add it to possible_answer/"
+        for n, _, obj in _read_jsonl(f):
+            rid = obj["id"]
+            if rid in seen:
+                raise UserError(f"{f} line {n}: duplicate id {rid}", fix="ids must be unique")
+            seen.add(rid)
+            where = answers.get(rid)
+            if where is None:
+                raise UserError(
+                    f"{f} line {n}: id {rid} has no possible answer in {answer_file.name}",
+                    fix="add it to possible_answer/",
+                )
+            bad = [k for k in needs if k not in obj]
+            if bad or ("function" in obj and not isinstance(obj["function"], list)):
+                raise UserError(
+                    f"{f} line {n}: missing or bad {', '.join(bad) or 'function'}",
+                    fix="records need question + function list (agent: initial_config, involved_classes)",
+                )
+            answer_line, offset = where
+            ans = json_line_at(fh, offset)
+            gold: Any = ans["ground_truth"]
+            if agent:
+                gold = {"state": gold, "milestones": ans["mile_stone"]}
+            yield EvalCase(
+                id=rid,
+                benchmark="acebench",
+                category=category,
+                input={k: v for k, v in obj.items() if k != "id"},
+                gold=gold,
+                meta={"file": f.name, "line": n, "answer_line": answer_line},
             )
-        if category.startswith("agent"):
-            bad = [k for k in ("initial_config", "involved_classes") if k not in obj]
-        else:
-            bad = [k for k in ("question", "function") if k not in obj]
-        if bad or ("function" in obj and not isinstance(obj["function"], list)):
-            raise UserError(
-                f"{f} line {n}: missing or bad {', '.join(bad) or 'function'}",
-                fix="records need question + function list (agent: initial_config, involved_classes)",
-            )
-        an = lines[j]
-        gold: Any = ans["ground_truth"]
-        if category.startswith("agent"):
-            gold = {"state": ans["ground_truth"], "milestones": ans["mile_stone"]}
-        yield EvalCase(
-            id=rid,
-            benchmark="acebench",
-            category=category,
-            input={k: v for k, v in obj.items() if k != "id"},
-            gold=gold,
-            meta={"file": f.name, "line": n, "answer_line": an},
-        )
 
 
 # ---- scoring ----------------------------------------------------------------------------------
@@ -255,161 +245,111 @@ def score_agent(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
     return failed(case, "end_state_mismatch", why + (f" | {notes[0]}" if notes else ""), **details)
 
 
-class _Agg:
-    def __init__(self, mode: Mode) -> None:
-        self.mode = mode
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AceRow(Row):
+    """An ACEBench record's row: for the agent categories, its process accuracy as well."""
 
-    def r3(self, x: float) -> float:
-        return round(x, 3) if self.mode == "official" else x
-
-
-def _count(counts: dict[str, int], key: str) -> None:
-    counts[key] = counts.get(key, 0) + 1
+    process: float = 0.0
 
 
-class _Category:
-    """The running figures of one category's records."""
-
-    def __init__(self) -> None:
-        self.n = self.correct = 0
-        self.errors: dict[str, int] = {}
-        # multi-turn: per dialogue (a digest of its id) its turns and turns ok, by position
-        self.dialogues = DigestSet()
-        self.turns, self.turns_ok = array("q"), array("q")
-        # agent: the records whose user simulator failed left out (strict mode), and episode error types
-        self.counted_n = self.counted_correct = self.user_failed = 0
-        self.counted_errors: dict[str, int] = {}
-        self.process, self.counted_process = RunningSum(), RunningSum()
-        self.kinds: dict[str, int] = {}
-
-    def add(self, r: RecordResult) -> None:
-        self.n += 1
-        self.correct += r.ok
-        if not r.ok:
-            _count(self.errors, r.error_type or "unknown")
-        if r.category in MULTI_TURN:
-            j = self.dialogues.add(dialogue_of(r.id))
-            if j == len(self.turns):
-                self.turns.append(0)
-                self.turns_ok.append(0)
-            self.turns[j] += 1
-            self.turns_ok[j] += r.ok
-        elif r.category in AGENT:
-            kind = (r.details.get("episode") or {}).get("error_type")
-            process = float(r.details.get("process", 1.0 if r.ok else 0.0))
-            self.process.add(process)
-            if kind:
-                _count(self.kinds, kind)
-            if kind == "user_simulator_failure":
-                self.user_failed += 1
-            else:
-                self.counted_n += 1
-                self.counted_correct += r.ok
-                self.counted_process.add(process)
-                if not r.ok:
-                    _count(self.counted_errors, r.error_type or "unknown")
+def _error_types(rows: Iterable[Row]) -> dict[str, int]:
+    """The error types of the failed rows, counted, by name."""
+    return dict(sorted(Counter(r.error_type or "unknown" for r in rows if not r.ok).items()))
 
 
-class AceAggregate:
-    """ACEBench's scores.json from running per-category counts (multi-turn: per-dialogue turn
-    counts; strict summary weights: the distinct sample units per family, as 8-byte digests)."""
+def _category(cat: str, rows: list[AceRow], mode: Mode) -> dict[str, Any]:
+    """The figures of one category's rows (multi-turn: per dialogue; agent: user simulator
+    failures left out in strict mode)."""
 
-    def __init__(self, mode: Mode) -> None:
-        self.mode = mode
-        self.cats: dict[str, _Category] = {}
-        self.units: dict[str, DigestSet] = {}  # family -> its sample units (family_sizes), as digests
-        self.n = self.ok = 0
-        self.reliability = ReliabilityTally()
+    def r3(x: float) -> float:
+        return round(x, 3) if mode == "official" else x
 
-    def add(self, case: EvalCase | None, record: RecordResult) -> None:
-        self.n += 1
-        self.ok += record.ok
-        self.cats.setdefault(record.category, _Category()).add(record)
-        if case is not None:
-            self.units.setdefault(family_of(case.category), DigestSet()).add(
-                dialogue_of(case.id) if case.category in MULTI_TURN else case.id
-            )
-        self.reliability.add(case, record)
+    n, correct = len(rows), sum(r.ok for r in rows)
+    counted = rows
+    entry: dict[str, Any] = {"n": n, "correct": correct}
+    if cat in MULTI_TURN:
+        turns: dict[str, list[int]] = {}  # dialogue -> [turns, turns ok], in the order dialogues come
+        for r in rows:
+            t = turns.setdefault(dialogue_of(r.id), [0, 0])
+            t[0] += 1
+            t[1] += r.ok
+        end = mean([1.0 if ok == n_turns else 0.0 for n_turns, ok in turns.values()])
+        entry.update(
+            dialogues=len(turns),
+            turn_accuracy=safe_ratio(correct, n),
+            accuracy=r3(end),
+            end_accuracy=r3(end),
+            process_accuracy=r3(mean([r3(ok / n_turns) for n_turns, ok in turns.values()])),
+        )
+    elif cat in AGENT:
+        user_failed = sum(r.episode_error == "user_simulator_failure" for r in rows)
+        if mode == "strict" and user_failed:  # never charged to the model (official mode has no such notion)
+            counted = [r for r in rows if r.episode_error != "user_simulator_failure"]
+            n, correct = len(counted), sum(r.ok for r in counted)
+            entry.update(n=n, correct=correct)
+        acc = safe_ratio(correct, n)
+        entry.update(
+            accuracy=r3(acc),
+            end_accuracy=r3(acc),
+            process_accuracy=r3(mean([r.process for r in counted])),
+            user_simulator_failures=user_failed,
+        )
+        kinds = Counter(r.episode_error for r in rows if r.episode_error)
+        if kinds:
+            entry["episode_error_types"] = dict(sorted(kinds.items()))
+    elif cat in SPECIAL:
+        entry["accuracy"] = safe_ratio(correct, n)  # the official summary does not round these
+    else:
+        entry["accuracy"] = r3(safe_ratio(correct, n))
+    entry["error_types"] = _error_types(counted)
+    return entry
 
-    def result(self) -> dict[str, Any]:
-        mode = self.mode
-        agg = _Agg(mode)
-        cats: dict[str, dict[str, Any]] = {}
-        for cat in CATEGORIES:
-            c = self.cats.get(cat)
-            if c is None:
-                continue
-            n, correct = c.n, c.correct
-            errs = c.errors
-            entry: dict[str, Any] = {"n": n, "correct": correct}
-            if cat in MULTI_TURN:
-                end, proc = RunningSum(), RunningSum()
-                for turns, ok in zip(c.turns, c.turns_ok):
-                    end.add(1.0 if ok == turns else 0.0)
-                    proc.add(agg.r3(ok / turns))
-                entry.update(
-                    dialogues=len(c.dialogues),
-                    turn_accuracy=safe_ratio(correct, n),
-                    accuracy=agg.r3(end.mean()),
-                    end_accuracy=agg.r3(end.mean()),
-                    process_accuracy=agg.r3(proc.mean()),
-                )
-            elif cat in AGENT:
-                process = c.process
-                if mode == "strict" and c.user_failed:  # never charged to the model (official mode has no such notion)
-                    n, correct, process, errs = c.counted_n, c.counted_correct, c.counted_process, c.counted_errors
-                    entry.update(n=n, correct=correct)
-                acc = safe_ratio(correct, n)
-                entry.update(
-                    accuracy=agg.r3(acc),
-                    end_accuracy=agg.r3(acc),
-                    process_accuracy=agg.r3(process.mean()),
-                    user_simulator_failures=c.user_failed,
-                )
-                if c.kinds:
-                    entry["episode_error_types"] = dict(sorted(c.kinds.items()))
-            elif cat in SPECIAL:
-                entry["accuracy"] = safe_ratio(correct, n)  # the official summary does not round these
-            else:
-                entry["accuracy"] = agg.r3(safe_ratio(correct, n))
-            entry["error_types"] = dict(sorted(errs.items()))
-            cats[cat] = entry
-        families: dict[str, float] = {}
-        for fam, members in FAMILIES.items():
-            present = [c for c in members if c in cats]
-            if not present:
-                continue
-            if mode == "official":  # the official summary counts a missing sub-category as 0
-                families[fam] = agg.r3(sum(cats[c]["accuracy"] for c in present) / len(members))
-            else:
-                families[fam] = mean(cats[c]["accuracy"] for c in present)
-        out: dict[str, Any] = {"categories": cats, "families": families}
-        if mode == "official":
-            weights = sqrt_weights(FAMILY_SIZES)
-            w = {f: round(v, 4) for f, v in weights.items()}  # 0.578 / 0.2676 / 0.1545
-            out["summary"] = round(sum(families.get(f, 0.0) * w[f] for f in w), 3)
-            out["summary_weights"] = w
-            out["summary_sizes"] = dict(FAMILY_SIZES)
-            out["summary_weights_source"] = "acebench_fixed"
+
+def acebench_metrics(rows: list[AceRow], mode: Mode) -> dict[str, Any]:
+    """ACEBench's scores.json: per category, per family and the Summary (official mode: ACEBench's
+    fixed sqrt weights, figures rounded to 3 places where ACEBench rounds them; strict: weights from
+    the data's own family sizes, a multi-turn dialogue counted once, nothing rounded)."""
+    by_cat: dict[str, list[AceRow]] = {}
+    units: dict[str, set[str]] = {}  # family -> its sample units (as family_sizes counts them)
+    for r in rows:
+        by_cat.setdefault(r.category, []).append(r)
+        units.setdefault(family_of(r.category), set()).add(sample_unit(r.category, r.id))
+    cats = {cat: _category(cat, by_cat[cat], mode) for cat in CATEGORIES if cat in by_cat}
+    families: dict[str, float] = {}
+    for fam, members in FAMILIES.items():
+        present = [c for c in members if c in cats]
+        if not present:
+            continue
+        if mode == "official":  # the official summary counts a missing sub-category as 0
+            families[fam] = round(sum(cats[c]["accuracy"] for c in present) / len(members), 3)
         else:
-            # the data's own family sizes (a multi-turn dialogue counts once, as in ACEBench's 700/150/50,
-            # which ACEBench's own files reproduce exactly)
-            all_sizes = {f: len(self.units[f]) for f in FAMILIES if f in self.units}
-            sizes = {f: n for f, n in all_sizes.items() if f in families}
-            weights = sqrt_weights(sizes) if sizes else {}
-            out["summary"] = sum(families[f] * weights[f] for f in weights) if weights else 0.0
-            out["summary_weights"] = weights
-            out["summary_sizes"] = sizes
-            out["summary_weights_source"] = "data"
-        out["accuracy"] = safe_ratio(self.ok, self.n)
-        rel = self.reliability.result()
-        if rel is not None:
-            out["reliability"] = rel
-        return out
+            families[fam] = mean(cats[c]["accuracy"] for c in present)
+    out: dict[str, Any] = {"categories": cats, "families": families}
+    if mode == "official":
+        weights = sqrt_weights(FAMILY_SIZES)
+        w = {f: round(v, 4) for f, v in weights.items()}  # 0.578 / 0.2676 / 0.1545
+        out["summary"] = round(sum(families.get(f, 0.0) * w[f] for f in w), 3)
+        out["summary_weights"] = w
+        out["summary_sizes"] = dict(FAMILY_SIZES)
+        out["summary_weights_source"] = "acebench_fixed"
+    else:
+        # the data's own family sizes (a multi-turn dialogue counts once, as in ACEBench's 700/150/50,
+        # which ACEBench's own files reproduce exactly)
+        sizes = {f: len(units[f]) for f in FAMILIES if f in units and f in families}
+        weights = sqrt_weights(sizes) if sizes else {}
+        out["summary"] = sum(families[f] * weights[f] for f in weights) if weights else 0.0
+        out["summary_weights"] = weights
+        out["summary_sizes"] = sizes
+        out["summary_weights_source"] = "data"
+    out["accuracy"] = safe_ratio(sum(r.ok for r in rows), len(rows))
+    rel = reliability(rows)
+    if rel is not None:
+        out["reliability"] = rel
+    return out
 
 
 @benchmark("acebench")
-class AceBench(Benchmark):
+class AceBench(Benchmark[AceRow]):
     """ACEBench (normal / special / agent), official and strict modes."""
 
     report = AceBenchReport()
@@ -430,11 +370,13 @@ class AceBench(Benchmark):
     def iter_cases(self, data: Path) -> Iterator[EvalCase]:
         return iter_folder(Path(data))
 
-    def start_aggregate(self, mode: Mode) -> "AceAggregate":
-        return AceAggregate(mode)
+    def row(self, case: EvalCase, record: RecordResult) -> AceRow:
+        if record.category in AGENT:
+            return AceRow.of(case, record, process=float(record.details.get("process", 1.0 if record.ok else 0.0)))
+        return AceRow.of(case, record)
 
-    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-        return aggregate_lists(AceAggregate(mode), cases, records)
+    def metrics(self, rows: list[AceRow], mode: Mode) -> dict[str, Any]:
+        return acebench_metrics(rows, mode)
 
     def gold_prediction(self, case: EvalCase) -> str:
         fam = family_of(case.category)

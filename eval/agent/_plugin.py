@@ -1,4 +1,4 @@
-"""The ``agent`` benchmark: loading episodes from benchsmith samples, scoring and aggregation.
+"""The ``agent`` benchmark: loading episodes from benchsmith samples, scoring and metrics.
 
 A case is one sample with an environment (``metadata.environment``) and something to reach:
 ``metadata.expected_state`` (scenarios; dialogues built from scenarios), else the end state the
@@ -15,6 +15,8 @@ cannot tell, and every milestone must be reached as well.
 from __future__ import annotations
 
 import json
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -32,12 +34,12 @@ from benchsmith.eval._private.core import (
     EvalCase,
     Mode,
     RecordResult,
-    ReliabilityTally,
-    RunningSum,
-    aggregate_lists,
+    Row,
     benchmark,
     failed,
+    mean,
     passed,
+    reliability,
     safe_ratio,
     scorer,
 )
@@ -256,77 +258,50 @@ def score_episode(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
     )
 
 
-class _Counted:
-    """Running figures of the counted episodes (user simulator failures left out) of one group."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentRow(Row):
+    """An episode's row: its process accuracy and the episode's end reason (None: not given)."""
 
-    def __init__(self) -> None:
-        self.n = self.ok = 0
-        self.process = RunningSum()
-
-    def add(self, r: RecordResult) -> None:
-        self.n += 1
-        self.ok += r.ok
-        self.process.add(float(r.details.get("process", 0.0)))
+    process: float = 0.0
+    end: str | None = None
 
 
-class AgentAggregate:
-    """The agent benchmark's scores.json from running counts (per task, with trials: only its
-    trial and success counts, :class:`~benchsmith.eval._private.core.ReliabilityTally`)."""
-
-    def __init__(self, mode: Mode) -> None:
-        self.mode = mode
-        self.episodes = 0
-        self.all = _Counted()
-        self.cats: dict[str, _Counted] = {}
-        self.errors: dict[str, int] = {}
-        self.ends: dict[str, int] = {}
-        self.never_stopped = 0
-        self.trials = ReliabilityTally()
-
-    def add(self, case: EvalCase | None, r: RecordResult) -> None:
-        self.episodes += 1
-        if r.error_type != "user_simulator_failure":
-            self.all.add(r)
-            if r.category in CATEGORIES:
-                self.cats.setdefault(r.category, _Counted()).add(r)
-        if not r.ok:
-            self.errors[r.error_type or "unknown"] = self.errors.get(r.error_type or "unknown", 0) + 1
-        end = (r.details.get("episode") or {}).get("end") or "unknown"
-        self.ends[end] = self.ends.get(end, 0) + 1
-        self.never_stopped += bool(r.ok and (r.details.get("episode") or {}).get("end") == "user_turn_budget")
-        self.trials.add(case, r)
-
-    def result(self) -> dict[str, Any]:
-        cats: dict[str, Any] = {}
-        for cat in CATEGORIES:
-            c = self.cats.get(cat)
-            if c is None:
-                continue
-            cats[cat] = {
-                "n": c.n,
-                "correct": c.ok,
-                "end_state_accuracy": safe_ratio(c.ok, c.n),
-                "process_accuracy": c.process.mean(),
-            }
-        out: dict[str, Any] = {
-            "end_state_accuracy": safe_ratio(self.all.ok, self.all.n),
-            "process_accuracy": self.all.process.mean(),
-            "episodes": self.episodes,
-            "counted_episodes": self.all.n,
-            "user_simulator_failures": self.episodes - self.all.n,
-            "error_types": dict(sorted(self.errors.items())),
-            "categories": cats,
-            "end_reasons": dict(sorted(self.ends.items())),
-            "user_never_stopped": self.never_stopped,
+def agent_metrics(rows: list[AgentRow], mode: Mode) -> dict[str, Any]:
+    """The agent benchmark's scores.json: end state and process accuracy over the counted episodes
+    (a user simulator failure is never charged to the model), per category, error types, end
+    reasons and, over trials, pass^k / pass@k. Both modes give the same figures."""
+    counted = [r for r in rows if r.error_type != "user_simulator_failure"]
+    cats: dict[str, Any] = {}
+    for cat in CATEGORIES:
+        rs = [r for r in counted if r.category == cat]
+        if not rs:
+            continue
+        ok = sum(r.ok for r in rs)
+        cats[cat] = {
+            "n": len(rs),
+            "correct": ok,
+            "end_state_accuracy": safe_ratio(ok, len(rs)),
+            "process_accuracy": mean([r.process for r in rs]),
         }
-        rel = self.trials.result()
-        if rel is not None:
-            out["reliability"] = rel
-        return out
+    out: dict[str, Any] = {
+        "end_state_accuracy": safe_ratio(sum(r.ok for r in counted), len(counted)),
+        "process_accuracy": mean([r.process for r in counted]),
+        "episodes": len(rows),
+        "counted_episodes": len(counted),
+        "user_simulator_failures": len(rows) - len(counted),
+        "error_types": dict(sorted(Counter(r.error_type or "unknown" for r in rows if not r.ok).items())),
+        "categories": cats,
+        "end_reasons": dict(sorted(Counter(r.end or "unknown" for r in rows).items())),
+        "user_never_stopped": sum(r.ok and r.end == "user_turn_budget" for r in rows),
+    }
+    rel = reliability(rows)
+    if rel is not None:
+        out["reliability"] = rel
+    return out
 
 
 @benchmark("agent")
-class AgentBench(Benchmark):
+class AgentBench(Benchmark[AgentRow]):
     """Episodes on sandbox scenarios and constructed dialogues (end state, process, pass^k)."""
 
     report = AgentReport()
@@ -340,11 +315,14 @@ class AgentBench(Benchmark):
     def iter_cases(self, data: Path) -> Iterator[EvalCase]:
         return iter_agent_cases(data)
 
-    def start_aggregate(self, mode: Mode) -> "AgentAggregate":
-        return AgentAggregate(mode)
+    def row(self, case: EvalCase, record: RecordResult) -> AgentRow:
+        episode = record.details.get("episode") or {}
+        return AgentRow.of(
+            case, record, process=float(record.details.get("process", 0.0)), end=episode.get("end") or None
+        )
 
-    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-        return aggregate_lists(AgentAggregate(mode), cases, records)
+    def metrics(self, rows: list[AgentRow], mode: Mode) -> dict[str, Any]:
+        return agent_metrics(rows, mode)
 
     def gold_prediction(self, case: EvalCase) -> str:
         gold = case.gold if isinstance(case.gold, dict) else {}

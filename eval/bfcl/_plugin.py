@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -13,12 +15,12 @@ from benchsmith.eval._private.core import (
     EvalCase,
     Mode,
     RecordResult,
-    aggregate_lists,
+    Row,
     benchmark,
     failed,
+    json_line_at,
     mean,
     passed,
-    read_json_line_at,
     read_json_lines,
     safe_ratio,
     scan_json_lines,
@@ -109,7 +111,7 @@ def load_folder(data: Path) -> list[EvalCase]:
 
 def iter_folder(data: Path) -> Iterator[EvalCase]:
     """The cases of a BFCL folder, one at a time (each answer file is checked whole first and
-    indexed by line offset; an answer is read again when its record comes)."""
+    indexed by line offset; an answer is read back, from the file kept open, when its record comes)."""
     data = Path(data)
     if not data.is_dir():
         raise UserError(f"BFCL data folder {data} does not exist", fix="pass the folder holding BFCL_v4_*.json")
@@ -123,16 +125,17 @@ def iter_folder(data: Path) -> Iterator[EvalCase]:
     seen: dict[str, str] = {}
     for cat in present:
         path = files[cat]
+        apath = data / "possible_answer" / path.name
         answers: dict[str, int] = {}  # id -> offset of its answer line (the last one)
         if is_ast(cat):
-            apath = data / "possible_answer" / path.name
             if not apath.is_file():
                 raise UserError(f"{apath} is missing", fix=f"the {cat} answers go in possible_answer/{path.name}")
             with syntax_errors_first(apath, fix=FIX):
                 for n, offset, row in scan_json_lines(apath, fix=FIX):
                     rid, _ = _check_answer(apath, n, row)
                     answers[rid] = offset
-        with syntax_errors_first(path, fix=FIX):
+        with contextlib.ExitStack() as stack, syntax_errors_first(path, fix=FIX):
+            answer_file = stack.enter_context(open(apath, "rb")) if answers else None
             for n, _, row in scan_json_lines(path, fix=FIX):
                 rid = _check_record(path, n, row)
                 if rid in seen:
@@ -145,7 +148,8 @@ def iter_folder(data: Path) -> Iterator[EvalCase]:
                             f"{path}:{n}: record {rid} has no answer in possible_answer/{path.name}",
                             fix="add its ground_truth line or remove the record",
                         )
-                    gold = read_json_line_at(apath, answers[rid])["ground_truth"]
+                    assert answer_file is not None  # an id in answers: the file was open
+                    gold = json_line_at(answer_file, answers[rid])["ground_truth"]
                 yield EvalCase(
                     id=rid,
                     benchmark="bfcl",
@@ -383,61 +387,60 @@ def _present_mean(values: list[float | None]) -> float | None:
     return mean(vals) if vals else None
 
 
-class BFCLAggregate:
-    """BFCL's scores.json from running per-category counts."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BFCLRow(Row):
+    """A BFCL record's row: the output format it was scored in and the one its text was read as."""
 
-    def __init__(self, bench: "BFCL") -> None:
-        self.bench = bench
-        self.by_cat: dict[str, dict[str, Any]] = {}
-        self.errors: dict[str, int] = {}
-        self.read: dict[str, int] = {}
-        self.formats: set[str] = set()
+    format: str
+    format_read: str | None = None
 
-    def add(self, case: EvalCase | None, r: RecordResult) -> None:
-        if case is not None:
-            self.formats.add(self.bench.output_format(case))
-        slot = self.by_cat.setdefault(r.category, {"correct": 0, "total": 0})
+
+def bfcl_metrics(rows: list[BFCLRow], mode: Mode, default_format: str = PROMPT) -> dict[str, Any]:
+    """BFCL's scores.json: accuracy per category and BFCL's summary (non-live AST: the mean of
+    simple (itself the mean of the three languages), multiple, parallel and parallel multiple;
+    live AST: pooled over its records; irrelevance; overall: the mean of the three present)."""
+    by_cat: dict[str, dict[str, Any]] = {}
+    errors: dict[str, int] = {}
+    read: dict[str, int] = {}
+    for r in rows:
+        slot = by_cat.setdefault(r.category, {"correct": 0, "total": 0})
         slot["total"] += 1
         slot["correct"] += int(r.ok)
         if not r.ok and r.error_type:
-            self.errors[r.error_type] = self.errors.get(r.error_type, 0) + 1
-        fmt = r.details.get("format_read")
-        if fmt:
-            self.read[fmt] = self.read.get(fmt, 0) + 1
-
-    def result(self) -> dict[str, Any]:
-        by_cat, errors = self.by_cat, self.errors
-        for slot in by_cat.values():
-            slot["accuracy"] = safe_ratio(slot["correct"], slot["total"])
-        simple = _present_mean([_acc(by_cat, c) for c in ("simple_python", "simple_java", "simple_javascript")])
-        non_live = _present_mean([simple] + [_acc(by_cat, c) for c in ("multiple", "parallel", "parallel_multiple")])
-        live_correct = sum(by_cat[c]["correct"] for c in LIVE_AST if c in by_cat)
-        live_total = sum(by_cat[c]["total"] for c in LIVE_AST if c in by_cat)
-        live = safe_ratio(live_correct, live_total) if live_total else None
-        irrelevance = _present_mean([_acc(by_cat, c) for c in IRRELEVANCE])
-        relevance = _acc(by_cat, "live_relevance")
-        overall = _present_mean([non_live, live, irrelevance])
-        ordered = {c: by_cat[c] for c in CATEGORIES if c in by_cat}
-        ordered.update({c: v for c, v in by_cat.items() if c not in ordered})
-        formats = sorted(self.formats) or [self.bench.options.get("format") or PROMPT]
-        return {
-            "format": formats[0] if len(formats) == 1 else "mixed",
-            "formats_read": self.read,
-            "categories": ordered,
-            "summary": {
-                "non_live_ast": non_live,
-                "simple_ast": simple,
-                "live_ast": live,
-                "irrelevance": irrelevance,
-                "relevance": relevance,
-                "overall": overall,
-            },
-            "error_types": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))),
-        }
+            errors[r.error_type] = errors.get(r.error_type, 0) + 1
+        if r.format_read:
+            read[r.format_read] = read.get(r.format_read, 0) + 1
+    for slot in by_cat.values():
+        slot["accuracy"] = safe_ratio(slot["correct"], slot["total"])
+    simple = _present_mean([_acc(by_cat, c) for c in ("simple_python", "simple_java", "simple_javascript")])
+    non_live = _present_mean([simple] + [_acc(by_cat, c) for c in ("multiple", "parallel", "parallel_multiple")])
+    live_correct = sum(by_cat[c]["correct"] for c in LIVE_AST if c in by_cat)
+    live_total = sum(by_cat[c]["total"] for c in LIVE_AST if c in by_cat)
+    live = safe_ratio(live_correct, live_total) if live_total else None
+    irrelevance = _present_mean([_acc(by_cat, c) for c in IRRELEVANCE])
+    relevance = _acc(by_cat, "live_relevance")
+    overall = _present_mean([non_live, live, irrelevance])
+    ordered = {c: by_cat[c] for c in CATEGORIES if c in by_cat}
+    ordered.update({c: v for c, v in by_cat.items() if c not in ordered})
+    formats = sorted({r.format for r in rows}) or [default_format]
+    return {
+        "format": formats[0] if len(formats) == 1 else "mixed",
+        "formats_read": read,
+        "categories": ordered,
+        "summary": {
+            "non_live_ast": non_live,
+            "simple_ast": simple,
+            "live_ast": live,
+            "irrelevance": irrelevance,
+            "relevance": relevance,
+            "overall": overall,
+        },
+        "error_types": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }
 
 
 @benchmark("bfcl")
-class BFCL(Benchmark):
+class BFCL(Benchmark[BFCLRow]):
     """BFCL v4 single-turn categories: AST (non-live and live) and (ir)relevance.
 
     Option ``format`` (``prompt`` | ``fc``): the output format of the predictions, i.e. which of
@@ -465,11 +468,12 @@ class BFCL(Benchmark):
             return score_ast(case, prediction, mode, self.output_format(case))
         return score_relevance(case, prediction, mode, self.output_format(case))
 
-    def start_aggregate(self, mode: Mode) -> "BFCLAggregate":
-        return BFCLAggregate(self)
+    def row(self, case: EvalCase, record: RecordResult) -> BFCLRow:
+        fmt = record.details.get("format_read")
+        return BFCLRow.of(case, record, format=self.output_format(case), format_read=fmt or None)
 
-    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-        return aggregate_lists(BFCLAggregate(self), cases, records)
+    def metrics(self, rows: list[BFCLRow], mode: Mode) -> dict[str, Any]:
+        return bfcl_metrics(rows, mode, self.options.get("format") or PROMPT)
 
     def gold_prediction(self, case: EvalCase) -> str:
         functions = case.input.get("functions", [])

@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterator
 
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed, safe_ratio
 from benchsmith.eval._private.budget import budget_paused, embedding_text
-from benchsmith.eval._private.core import DigestSet, ReliabilityTally, RunningSum, aggregate_lists
+from benchsmith.eval._private.core import Row, reliability
 from benchsmith.schemas import UserError, read_json
 
 from ._derive import derive_gta
@@ -165,149 +166,125 @@ def _sample_cases(
     )
 
 
-class _Steps:
-    """Running counts of the step-by-step records."""
-
-    def __init__(self, mode: Mode) -> None:
-        self.mode = mode
-        self.ran = False
-        self.n = self.tool = self.ans = self.inst = self.tool_hits = self.arg_hits = self.called = self.call_errors = 0
-        self.summ = RunningSum()
-        self.answered = DigestSet()  # samples with an answered gold
-
-    def add(self, case: EvalCase, r: RecordResult) -> None:
-        d = r.details
-        self.n += 1
-        self.ran = self.ran or r.error_type != "missing_prediction"
-        if answered(case.gold.get("sample_gt"), self.mode):
-            self.answered.add(case.meta["sample"])
-        if r.category == "step:tool":
-            self.tool += 1
-            self.tool_hits += bool(d.get("tool"))
-            self.arg_hits += bool(d.get("arg"))
-            self.inst += bool(d.get("inst"))
-        elif r.category == "step:answer":
-            self.ans += 1
-            self.summ.add(float(d.get("summ") or 0.0))
-            self.inst += bool(d.get("inst"))
-        if d.get("called"):
-            self.called += 1
-            self.call_errors += bool(d.get("call_error"))
-
-    def figures(self) -> dict[str, Any] | None:
-        if not self.ran:
-            return None
-        n_answered = len(self.answered)
-        # official: answer turns of image-generation samples are counted as hits but not in the total
-        total = self.tool + (n_answered if self.mode == "official" else self.ans)
-        out: dict[str, Any] = {
-            "steps": self.n,
-            "tool_steps": self.tool,
-            "answer_steps": self.ans,
-            "answered_samples": n_answered,
-            "inst_acc": safe_ratio(self.inst, total),
-            "tool_acc": safe_ratio(self.tool_hits, self.tool),
-            "arg_acc": safe_ratio(self.arg_hits, self.tool),
-            "summ_acc": safe_ratio(self.summ.value, n_answered),
-            "tool_calls": self.called,
-            "tool_call_errors": self.call_errors,
-        }
-        if self.mode == "official" and (not self.tool or not n_answered):
-            out["official_crash"] = "GTA's evaluator divides by zero here (no gold tool turn or no answered sample)"
-        return out
+_COUNTS = ("pred", "gold", "tp")
+_SLOTS = tuple((c, k) for c in CATEGORIES for k in _COUNTS)  # the order of GTARow's flattened counts
 
 
-class _EndToEnd:
-    """Running counts and sums of the end-to-end records."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GTARow(Row):
+    """A GTA record's row: the step flags and figures its metrics count, whether its sample's
+    gold is answered (in each mode: a row is made before the mode is known) and, end to end, the
+    per-category tool counts in each mode (``pred``, ``gold``, ``tp`` for each of
+    :data:`CATEGORIES`, in that order)."""
 
-    def __init__(self, mode: Mode) -> None:
-        self.mode = mode
-        self.ran = False
-        self.n = self.answered = self.calls = self.call_errors = self.crashes = 0
-        self.totals = {c: {"pred": 0, "gold": 0, "tp": 0} for c in CATEGORIES}
-        self.ans, self.img = RunningSum(), RunningSum()
+    sample: str | None = None
+    answered_strict: bool = False
+    answered_official: bool = False
+    tool: bool = False
+    arg: bool = False
+    inst: bool = False
+    summ: float = 0.0
+    called: bool = False
+    call_error: bool = False
+    counts_strict: tuple[int, ...] = ()
+    counts_official: tuple[int, ...] = ()
+    calls: int = 0
+    call_errors: int = 0
+    imggen: float = 0.0
+    official_crash: bool = False
 
-    def add(self, case: EvalCase, r: RecordResult) -> None:
-        official = self.mode == "official"
-        d, g = r.details, case.gold
-        self.n += 1
-        self.ran = self.ran or r.error_type != "missing_prediction"
-        if answered(g.get("gt_answer"), self.mode):
-            self.answered += 1
-            self.ans.add(float(d.get("summ") or 0.0))
-        gold = d.get("gold_tools")
-        if gold is None:
-            gold = [c["name"] for c in (g.get("first_calls", g["tool_calls"]) if official else g["tool_calls"])]
-        counts = category_counts(d.get("pred_tools") or [], gold, self.mode, g.get("categories"))
-        for c in CATEGORIES:
-            for k in ("pred", "gold", "tp"):
-                self.totals[c][k] += counts[c][k]
-        self.calls += int(d.get("calls") or 0)
-        self.call_errors += int(d.get("call_errors") or 0)
-        if official:
-            self.img.add(float(d.get("imggen") or 0.0))
-            self.crashes += bool(d.get("official_crash"))
+    def answered(self, mode: Mode) -> bool:
+        return self.answered_official if mode == "official" else self.answered_strict
 
-    def figures(self) -> dict[str, Any] | None:
-        if not self.ran:
-            return None
-        mode = self.mode
-        ans = self.ans.value
-        out: dict[str, Any] = {
-            "samples": self.n,
-            "answered_samples": self.answered,
-            "ans_acc": safe_ratio(ans, self.answered),
-            "tool_f1": {
-                c: {**f1_from_counts(t["tp"], t["pred"], t["gold"], mode), **t} for c, t in self.totals.items()
-            },
-            "tool_calls": self.calls,
-            "tool_call_errors": self.call_errors,
-        }
-        if mode == "official":
-            out["ans_acc_w_imggen"] = safe_ratio(ans + self.img.value, self.n)
-            if self.crashes:
-                out["official_crash"] = (
-                    f"GTA's evaluator raises KeyError 'none' on {self.crashes} sample(s) whose "
-                    "gold calls use tools outside its 14; figures count them under the "
-                    "declared categories"
-                )
-        return out
+    def counts(self, mode: Mode) -> tuple[int, ...]:
+        return self.counts_official if mode == "official" else self.counts_strict
 
 
-class GTAAggregate:
-    """GTA's scores.json from running counts and sums; per sample only a digest of the ids of
-    answered samples (step-by-step SummAcc counts each once) and, with trials, per-task trial counts."""
+def _flat_counts(case: EvalCase, d: dict[str, Any], mode: Mode) -> tuple[int, ...]:
+    """An end-to-end record's per-category tool counts in ``mode``, flattened (:class:`GTARow`)."""
+    g = case.gold
+    gold = d.get("gold_tools")
+    if gold is None:
+        gold = [c["name"] for c in (g.get("first_calls", g["tool_calls"]) if mode == "official" else g["tool_calls"])]
+    counts = category_counts(d.get("pred_tools") or [], gold, mode, g.get("categories"))
+    return tuple(counts[c][k] for c, k in _SLOTS)
 
-    def __init__(self, mode: Mode) -> None:
-        self.mode = mode
-        self.steps, self.e2e = _Steps(mode), _EndToEnd(mode)
-        self.errors: dict[Any, int] = {}
-        self.trials = ReliabilityTally()
 
-    def add(self, case: EvalCase | None, r: RecordResult) -> None:
-        if r.category.startswith("step:"):
-            self.steps.add(case, r)  # type: ignore[arg-type]
-        elif r.category == "e2e":
-            self.e2e.add(case, r)  # type: ignore[arg-type]
-        if r.error_type:
-            self.errors[r.error_type] = self.errors.get(r.error_type, 0) + 1
-        self.trials.add(case, r)
+def _step_figures(rows: list[GTARow], mode: Mode) -> dict[str, Any] | None:
+    """The step-by-step figures (None when no step record had a prediction)."""
+    if all(r.error_type == "missing_prediction" for r in rows):
+        return None
+    tool = [r for r in rows if r.category == "step:tool"]
+    ans = [r for r in rows if r.category == "step:answer"]
+    n_answered = len({r.sample for r in rows if r.answered(mode)})  # each answered sample counts once
+    called = [r for r in rows if r.called]
+    # official: answer turns of image-generation samples are counted as hits but not in the total
+    total = len(tool) + (n_answered if mode == "official" else len(ans))
+    out: dict[str, Any] = {
+        "steps": len(rows),
+        "tool_steps": len(tool),
+        "answer_steps": len(ans),
+        "answered_samples": n_answered,
+        "inst_acc": safe_ratio(sum(r.inst for r in tool) + sum(r.inst for r in ans), total),
+        "tool_acc": safe_ratio(sum(r.tool for r in tool), len(tool)),
+        "arg_acc": safe_ratio(sum(r.arg for r in tool), len(tool)),
+        "summ_acc": safe_ratio(sum([r.summ for r in ans]), n_answered),
+        "tool_calls": len(called),
+        "tool_call_errors": sum(r.call_error for r in called),
+    }
+    if mode == "official" and (not tool or not n_answered):
+        out["official_crash"] = "GTA's evaluator divides by zero here (no gold tool turn or no answered sample)"
+    return out
 
-    def result(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "metric_mode": self.mode,
-            "step_by_step": self.steps.figures(),
-            "end_to_end": self.e2e.figures(),
-        }
-        out["error_types"] = dict(Counter(self.errors).most_common())
-        rel = self.trials.result()  # end-to-end episodes run as trials (--trials)
-        if rel is not None:
-            out["reliability"] = rel
-        return out
+
+def _e2e_figures(rows: list[GTARow], mode: Mode) -> dict[str, Any] | None:
+    """The end-to-end figures (None when no end-to-end record had a prediction)."""
+    if all(r.error_type == "missing_prediction" for r in rows):
+        return None
+    answered_rows = [r for r in rows if r.answered(mode)]
+    ans = sum([r.summ for r in answered_rows])
+    totals = {c: {k: 0 for k in _COUNTS} for c in CATEGORIES}
+    for r in rows:
+        for (c, k), n in zip(_SLOTS, r.counts(mode)):
+            totals[c][k] += n
+    out: dict[str, Any] = {
+        "samples": len(rows),
+        "answered_samples": len(answered_rows),
+        "ans_acc": safe_ratio(ans, len(answered_rows)),
+        "tool_f1": {c: {**f1_from_counts(t["tp"], t["pred"], t["gold"], mode), **t} for c, t in totals.items()},
+        "tool_calls": sum(r.calls for r in rows),
+        "tool_call_errors": sum(r.call_errors for r in rows),
+    }
+    if mode == "official":
+        out["ans_acc_w_imggen"] = safe_ratio(ans + sum([r.imggen for r in rows]), len(rows))
+        crashes = sum(r.official_crash for r in rows)
+        if crashes:
+            out["official_crash"] = (
+                f"GTA's evaluator raises KeyError 'none' on {crashes} sample(s) whose "
+                "gold calls use tools outside its 14; figures count them under the "
+                "declared categories"
+            )
+    return out
+
+
+def gta_metrics(rows: list[GTARow], mode: Mode) -> dict[str, Any]:
+    """GTA's scores.json: step-by-step and end-to-end figures (each None when that setting had no
+    prediction), error types by count, and pass^k / pass@k when the end-to-end episodes ran as
+    trials (``--trials``)."""
+    out: dict[str, Any] = {
+        "metric_mode": mode,
+        "step_by_step": _step_figures([r for r in rows if r.category.startswith("step:")], mode),
+        "end_to_end": _e2e_figures([r for r in rows if r.category == "e2e"], mode),
+        "error_types": dict(Counter(r.error_type for r in rows if r.error_type).most_common()),
+    }
+    rel = reliability(rows)
+    if rel is not None:
+        out["reliability"] = rel
+    return out
 
 
 @benchmark("gta")
-class GTA(Benchmark):
+class GTA(Benchmark[GTARow]):
     """GTA: InstAcc, ToolAcc, ArgAcc, SummAcc (step by step); AnsAcc and per-category tool F1
     (end to end). ``similarity(a, b)`` scores subjective answers; by default the embeddings
     module of the evaluator, when installed."""
@@ -463,12 +440,43 @@ class GTA(Benchmark):
             return passed(case, value, **details)
         return failed(case, "low_similarity", f"best cosine to the references is {value:.3f}", score=value, **details)
 
-    # ---- aggregate -------------------------------------------------------------------------------
-    def start_aggregate(self, mode: Mode) -> GTAAggregate:
-        return GTAAggregate(mode)
+    # ---- metrics ---------------------------------------------------------------------------------
+    def row(self, case: EvalCase, record: RecordResult) -> GTARow:
+        d = record.details
+        if record.category.startswith("step:"):
+            gt = case.gold.get("sample_gt")
+            return GTARow.of(
+                case,
+                record,
+                sample=case.meta["sample"],
+                answered_strict=answered(gt, "strict"),
+                answered_official=answered(gt, "official"),
+                tool=bool(d.get("tool")),
+                arg=bool(d.get("arg")),
+                inst=bool(d.get("inst")),
+                summ=float(d.get("summ") or 0.0),
+                called=bool(d.get("called")),
+                call_error=bool(d.get("call_error")),
+            )
+        if record.category == "e2e":
+            gt = case.gold.get("gt_answer")
+            return GTARow.of(
+                case,
+                record,
+                answered_strict=answered(gt, "strict"),
+                answered_official=answered(gt, "official"),
+                summ=float(d.get("summ") or 0.0),
+                counts_strict=_flat_counts(case, d, "strict"),
+                counts_official=_flat_counts(case, d, "official"),
+                calls=int(d.get("calls") or 0),
+                call_errors=int(d.get("call_errors") or 0),
+                imggen=float(d.get("imggen") or 0.0),
+                official_crash=bool(d.get("official_crash")),
+            )
+        return GTARow.of(case, record)
 
-    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-        return aggregate_lists(GTAAggregate(mode), cases, records)
+    def metrics(self, rows: list[GTARow], mode: Mode) -> dict[str, Any]:
+        return gta_metrics(rows, mode)
 
     # ---- gold ----------------------------------------------------------------------------------
     @staticmethod

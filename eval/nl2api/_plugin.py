@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from benchsmith.construction.nl2api import (
     run_endpoint,
 )
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed
-from benchsmith.eval._private.core import RunningSum, aggregate_lists
+from benchsmith.eval._private.core import Row, mean
 from benchsmith.schemas import (
     ExactAnswer,
     Sample,
@@ -107,59 +108,52 @@ def _is_nestful_record(rec: Any) -> bool:
 _FIGURES = ("intent_p", "intent_r", "intent_f1", "slot_p", "slot_r", "slot_f1", "sequence_match")
 
 
-class _Block:
-    """Running means of one group of records (all, or one category)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NL2APIRow(Row):
+    """An NL2API record's row: its figures (:data:`_FIGURES`) and whether it completed (what
+    executed records count)."""
 
-    def __init__(self) -> None:
-        self.records = 0
-        self.sums = {k: RunningSum() for k in _FIGURES}
-        self.completion = RunningSum()
-
-    def add(self, r: RecordResult) -> None:
-        self.records += 1
-        for k, total in self.sums.items():
-            total.add(float(r.details.get(k) or 0.0))
-        if r.category.split("/", 1)[0] in STYLES:
-            self.completion.add(1.0 if r.details.get("completion") else 0.0)
-
-    def figures(self) -> dict[str, Any]:
-        def fig(k: str) -> float:
-            return self.sums[k].mean()
-
-        return {
-            "records": self.records,
-            "intent": {"precision": fig("intent_p"), "recall": fig("intent_r"), "f1": fig("intent_f1")},
-            "slot": {"precision": fig("slot_p"), "recall": fig("slot_r"), "f1": fig("slot_f1")},
-            "full_sequence_accuracy": fig("sequence_match"),
-            "completion_rate": self.completion.mean() if self.completion.n else None,
-        }
+    intent_p: float = 0.0
+    intent_r: float = 0.0
+    intent_f1: float = 0.0
+    slot_p: float = 0.0
+    slot_r: float = 0.0
+    slot_f1: float = 0.0
+    sequence_match: float = 0.0
+    completion: bool = False
 
 
-class NL2APIAggregate:
-    """NL2API's scores.json from running sums (overall and per category)."""
+def _block(rows: list[NL2APIRow]) -> dict[str, Any]:
+    """The figures of one group of records (all, or one category): means over its records."""
 
-    def __init__(self, mode: Mode) -> None:
-        self.mode = mode
-        self.all = _Block()
-        self.by_cat: dict[str, _Block] = {}
-        self.errors: dict[str, int] = {}
+    def fig(k: str) -> float:
+        return mean([getattr(r, k) for r in rows])
 
-    def add(self, case: EvalCase | None, r: RecordResult) -> None:
-        self.all.add(r)
-        self.by_cat.setdefault(r.category, _Block()).add(r)
-        if r.error_type:
-            self.errors[r.error_type] = self.errors.get(r.error_type, 0) + 1
+    executed = [1.0 if r.completion else 0.0 for r in rows if r.category.split("/", 1)[0] in STYLES]
+    return {
+        "records": len(rows),
+        "intent": {"precision": fig("intent_p"), "recall": fig("intent_r"), "f1": fig("intent_f1")},
+        "slot": {"precision": fig("slot_p"), "recall": fig("slot_r"), "f1": fig("slot_f1")},
+        "full_sequence_accuracy": fig("sequence_match"),
+        "completion_rate": mean(executed) if executed else None,
+    }
 
-    def result(self) -> dict[str, Any]:
-        out = self.all.figures()
-        out["by_category"] = {c: self.by_cat[c].figures() for c in sorted(self.by_cat)}
-        out["error_types"] = dict(Counter(self.errors).most_common())
-        out["metric_mode"] = self.mode
-        return out
+
+def nl2api_metrics(rows: list[NL2APIRow], mode: Mode) -> dict[str, Any]:
+    """NL2API's scores.json: the figures over every record, then per category, the error types by
+    count and the mode."""
+    by_cat: dict[str, list[NL2APIRow]] = {}
+    for r in rows:
+        by_cat.setdefault(r.category, []).append(r)
+    out = _block(rows)
+    out["by_category"] = {c: _block(by_cat[c]) for c in sorted(by_cat)}
+    out["error_types"] = dict(Counter(r.error_type for r in rows if r.error_type).most_common())
+    out["metric_mode"] = mode
+    return out
 
 
 @benchmark("nl2api")
-class NL2API(Benchmark):
+class NL2API(Benchmark[NL2APIRow]):
     """NL2API scoring: intent and slot P/R/F1, full-sequence match, completion by execution."""
 
     report = NL2APIReport()
@@ -442,12 +436,18 @@ class NL2API(Benchmark):
         except Exception:  # noqa: BLE001
             return False
 
-    # ---- aggregate -------------------------------------------------------------------------------
-    def start_aggregate(self, mode: Mode) -> "NL2APIAggregate":
-        return NL2APIAggregate(mode)
+    # ---- metrics ---------------------------------------------------------------------------------
+    def row(self, case: EvalCase, record: RecordResult) -> NL2APIRow:
+        d = record.details
+        return NL2APIRow.of(
+            case,
+            record,
+            completion=bool(d.get("completion")),
+            **{k: float(d.get(k) or 0.0) for k in _FIGURES},
+        )
 
-    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-        return aggregate_lists(NL2APIAggregate(mode), cases, records)
+    def metrics(self, rows: list[NL2APIRow], mode: Mode) -> dict[str, Any]:
+        return nl2api_metrics(rows, mode)
 
     def gold_prediction(self, case: EvalCase) -> str:
         return json.dumps(

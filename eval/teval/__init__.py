@@ -7,7 +7,7 @@ split. Scorers are registered as ``teval.<ability>.<format>``; see docs/eval/tev
 
 from ._derive import derive_teval, derive_teval_seeded, step_thought
 from ._export import export_teval
-from ._plugin import TEval, aggregate_teval, file_kind, load_teval, render_gold
+from ._plugin import TEval, TEvalRow, file_kind, load_teval, render_gold, teval_metrics
 from ._scorers import ABILITIES, FORMATS, longest_increasing, max_weight_assignment, plan_f1, same_value
 from ._task import TEvalTask
 
@@ -18,7 +18,8 @@ __all__ = [
     "ABILITIES",
     "FORMATS",
     "TEval",
-    "aggregate_teval",
+    "TEvalRow",
+    "teval_metrics",
     "derive_teval",
     "file_kind",
     "load_teval",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from array import array
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -16,7 +16,7 @@ from benchsmith.eval._private.core import (
     EvalCase,
     Mode,
     RecordResult,
-    RunningSum,
+    Row,
     benchmark,
     failed,
     mean,
@@ -185,133 +185,90 @@ def render_gold(case: EvalCase) -> str:
     return str(raw_args)
 
 
-def aggregate_teval(cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-    acc = TEvalAggregate(mode)
-    for case, rec in zip(cases, records):
-        acc.add(case, rec)
-    return acc.result()
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TEvalRow(Row):
+    """A T-Eval record's row: its figures beside the score (instruct: format and argument
+    match; plan: precision and recall)."""
+
+    format: float = 0.0
+    args_em: float = 0.0
+    precision: float = 0.0
+    recall: float = 0.0
 
 
-class _Cat:
-    """Running sums of one T-Eval category's records."""
-
-    def __init__(self, keep_scores: bool) -> None:
-        self.records = self.ok = 0
-        self.score, self.parsed = RunningSum(), RunningSum()
-        self.format, self.args_em = RunningSum(), RunningSum()
-        self.precision, self.recall = RunningSum(), RunningSum()
-        # instruct string / str records are pooled in strict mode: their scores in order, to sum as one list
-        self.scores: array[float] | None = array("d") if keep_scores else None
-
-    def add(self, cat: str, r: RecordResult) -> None:
-        self.records += 1
-        self.ok += r.ok
-        self.score.add(r.score)
-        self.parsed.add(0.0 if r.error_type in ("parse_error", "missing_prediction") else 1.0)
-        if self.scores is not None:
-            self.scores.append(r.score)
-        if cat.startswith("instruct/"):
-            self.format.add(float(r.details.get("format", 0.0)))
-            self.args_em.add(float(r.details.get("args_em", 0.0)))
-        elif cat.startswith("plan/"):
-            self.precision.add(float(r.details.get("precision", 0.0)))
-            self.recall.add(float(r.details.get("recall", 0.0)))
-
-
-class TEvalAggregate:
-    """T-Eval's scores.json from running per-category sums (a record counts under its case's category)."""
-
-    def __init__(self, mode: Mode) -> None:
-        self.mode = mode
-        self.by_cat: dict[str, _Cat] = {}
-        self.ok = 0
-
-    def add(self, case: EvalCase | None, r: RecordResult) -> None:
-        cat = case.category if case is not None else r.category
-        slot = self.by_cat.get(cat)
-        if slot is None:
-            slot = self.by_cat[cat] = _Cat(cat in ("instruct/string", "instruct/str"))
-        slot.add(cat, r)
-        self.ok += r.ok
-
-    def result(self) -> dict[str, Any]:
-        official = self.mode == "official"
-        by_cat = self.by_cat
-        categories: dict[str, Any] = {}
-        for cat, c in sorted(by_cat.items()):
-            entry: dict[str, Any] = {
-                "records": c.records,
-                "score": c.score.mean(),
-                "ok": c.ok,
-                "parse_rate": c.parsed.mean(),
-            }
-            if cat.startswith("instruct/"):
-                fm, em = c.format.mean(), c.args_em.mean()
-                if official:
-                    fm, em = round(fm, 4), round(em, 4)
-                entry.update(format=fm, args_em=em, score=(fm + em) / 2)
-            elif cat.startswith("plan/"):
-                entry["precision"] = c.precision.mean()
-                entry["recall"] = c.recall.mean()
-            elif cat.startswith("review/") and official:
-                entry["score"] = round(entry["score"], 4)
-            categories[cat] = entry
-
-        abilities: dict[str, float | None] = {}
-        ignored = []
-        for ability in ABILITIES:
-            if official:
-                wanted = _OFFICIAL_FORMATS[ability]
-                vals = [categories[f"{ability}/{f}"]["score"] for f in wanted if f"{ability}/{f}" in categories]
-                abilities[ability] = mean(vals) * 100 if len(vals) == len(wanted) else None
-            else:
-                if ability == "instruct":
-                    groups: dict[str, list[_Cat]] = {}
-                    for cat, c in by_cat.items():
-                        a, _, f = cat.partition("/")
-                        if a == "instruct" and f in ("json", "string", "str"):
-                            groups.setdefault("string" if f == "str" else f, []).append(c)
-                    vals = [_pooled_mean(cs) for cs in groups.values()]
-                elif ability == "review":
-                    vals = [categories["review/str"]["score"]] if "review/str" in categories else []
-                else:
-                    vals = [categories[c]["score"] for c in (f"{ability}/str", f"{ability}/json") if c in categories]
-                abilities[ability] = mean(vals) * 100 if vals else None
-        for cat in categories:
-            a, _, f = cat.partition("/")
-            if official and f not in _OFFICIAL_FORMATS.get(a, ()):
-                ignored.append(cat)
-            if not official and a == "review" and f != "str":
-                ignored.append(cat)
-        present = [v for v in abilities.values() if v is not None]
-        if official:
-            overall = mean(present) if len(present) == len(ABILITIES) else None
-        else:
-            overall = mean(present) if present else None
-        return {
-            "overall": overall,
-            "abilities": abilities,
-            "missing_abilities": [a for a, v in abilities.items() if v is None],
-            "categories": categories,
-            "not_in_overall": sorted(ignored),
-            "scale": "overall and abilities x100; categories in [0, 1]",
-            "records_ok": self.ok,
+def teval_metrics(rows: list[TEvalRow], mode: Mode) -> dict[str, Any]:
+    """T-Eval's scores.json: per category (in [0, 1]), per ability and Overall (x100). Official
+    mode rounds instruct's format / args_em and review's score to 4 places, as T-Eval's
+    evaluators do, and reads only the formats T-Eval's own aggregator reads."""
+    official = mode == "official"
+    by_cat: dict[str, list[TEvalRow]] = {}  # in the order categories first come
+    for r in rows:
+        by_cat.setdefault(r.category, []).append(r)
+    categories: dict[str, Any] = {}
+    for cat, rs in sorted(by_cat.items()):
+        entry: dict[str, Any] = {
+            "records": len(rs),
+            "score": mean(r.score for r in rs),
+            "ok": sum(r.ok for r in rs),
+            "parse_rate": mean(0.0 if r.error_type in ("parse_error", "missing_prediction") else 1.0 for r in rs),
         }
+        if cat.startswith("instruct/"):
+            fm, em = mean(r.format for r in rs), mean(r.args_em for r in rs)
+            if official:
+                fm, em = round(fm, 4), round(em, 4)
+            entry.update(format=fm, args_em=em, score=(fm + em) / 2)
+        elif cat.startswith("plan/"):
+            entry["precision"] = mean(r.precision for r in rs)
+            entry["recall"] = mean(r.recall for r in rs)
+        elif cat.startswith("review/") and official:
+            entry["score"] = round(entry["score"], 4)
+        categories[cat] = entry
 
-
-def _pooled_mean(cats: list[_Cat]) -> float:
-    """The mean score of the records of ``cats`` taken as one list (in that order)."""
-    if len(cats) == 1:
-        return cats[0].score.mean()
-    total = RunningSum()
-    for c in cats:
-        for x in c.scores if c.scores is not None else ():
-            total.add(x)
-    return total.mean()
+    abilities: dict[str, float | None] = {}
+    for ability in ABILITIES:
+        if official:
+            wanted = _OFFICIAL_FORMATS[ability]
+            vals = [categories[f"{ability}/{f}"]["score"] for f in wanted if f"{ability}/{f}" in categories]
+            abilities[ability] = mean(vals) * 100 if len(vals) == len(wanted) else None
+            continue
+        if ability == "instruct":
+            # instruct string and str records pooled: their scores taken as one list
+            pooled: dict[str, list[float]] = {}
+            for cat, rs in by_cat.items():
+                a, _, f = cat.partition("/")
+                if a == "instruct" and f in ("json", "string", "str"):
+                    pooled.setdefault("string" if f == "str" else f, []).extend(r.score for r in rs)
+            vals = [mean(scores) for scores in pooled.values()]
+        elif ability == "review":
+            vals = [categories["review/str"]["score"]] if "review/str" in categories else []
+        else:
+            vals = [categories[c]["score"] for c in (f"{ability}/str", f"{ability}/json") if c in categories]
+        abilities[ability] = mean(vals) * 100 if vals else None
+    ignored = []
+    for cat in categories:
+        a, _, f = cat.partition("/")
+        if official and f not in _OFFICIAL_FORMATS.get(a, ()):
+            ignored.append(cat)
+        if not official and a == "review" and f != "str":
+            ignored.append(cat)
+    present = [v for v in abilities.values() if v is not None]
+    if official:
+        overall = mean(present) if len(present) == len(ABILITIES) else None
+    else:
+        overall = mean(present) if present else None
+    return {
+        "overall": overall,
+        "abilities": abilities,
+        "missing_abilities": [a for a, v in abilities.items() if v is None],
+        "categories": categories,
+        "not_in_overall": sorted(ignored),
+        "scale": "overall and abilities x100; categories in [0, 1]",
+        "records_ok": sum(r.ok for r in rows),
+    }
 
 
 @benchmark("teval")
-class TEval(Benchmark):
+class TEval(Benchmark[TEvalRow]):
     """T-Eval (six abilities x json/str). Data: T-Eval's JSON files or a derived folder."""
 
     report = TEvalReport()
@@ -327,11 +284,18 @@ class TEval(Benchmark):
             return failed(case, "unknown_category", f"no scorer for {case.category}")
         return fn(case, prediction if isinstance(prediction, str) else str(prediction), mode)
 
-    def start_aggregate(self, mode: Mode) -> TEvalAggregate:
-        return TEvalAggregate(mode)
+    def row(self, case: EvalCase, record: RecordResult) -> TEvalRow:
+        d = record.details
+        if case.category.startswith("instruct/"):
+            return TEvalRow.of(case, record, format=float(d.get("format", 0.0)), args_em=float(d.get("args_em", 0.0)))
+        if case.category.startswith("plan/"):
+            return TEvalRow.of(
+                case, record, precision=float(d.get("precision", 0.0)), recall=float(d.get("recall", 0.0))
+            )
+        return TEvalRow.of(case, record)
 
-    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-        return aggregate_teval(cases, records, mode)
+    def metrics(self, rows: list[TEvalRow], mode: Mode) -> dict[str, Any]:
+        return teval_metrics(rows, mode)
 
     def gold_prediction(self, case: EvalCase) -> str:
         return render_gold(case)

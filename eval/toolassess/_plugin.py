@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterator
 
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed
 from benchsmith.eval._private.budget import check_limit, check_value
-from benchsmith.eval._private.core import DigestSet, RunningSum, aggregate_lists
+from benchsmith.eval._private.core import Row, mean
 from benchsmith.schemas import UserError, loads_json
 
 from ._derive import derive_toolassess
@@ -67,19 +68,6 @@ def _first_unreadable(path: Path) -> None:
         pass
 
 
-def _ids(f: Path) -> Iterator[tuple[int, str]]:
-    """``(line number, record id)`` of a file's records (lines already read and checked once)."""
-    for n, line in _lines(f):
-        if line.strip():
-            rec = loads_json(line)
-            yield n, str(rec.get("id") or f"{f.stem}-{n}")
-
-
-def _seen_before(rid: str, files: list[Path], f: Path, line: int) -> bool:
-    """Whether a record of ``files``, or of ``f`` before ``line``, has the id ``rid`` (read again)."""
-    return any(i == rid for g in files for _, i in _ids(g)) or any(i == rid for n, i in _ids(f) if n < line)
-
-
 def _tool_names(tools: Any, where: str) -> list[str]:
     if not isinstance(tools, list):
         raise UserError(
@@ -117,95 +105,73 @@ def _sub_gold(task: str, rec: dict[str, Any], where: str) -> dict[str, Any]:
     raise UserError(f"{where}: unknown task {task!r}", fix=f"use one of {', '.join(TASKS)}")
 
 
-class _Scenarios:
-    """Running ASA / PSA of multi-task scenarios (all, or one kind)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolAssessRow(Row):
+    """A ToolAssess record's row: awareness and selection, the (gold, predicted) label pair;
+    selection, how many candidate-tool decisions fell in each (gold, predicted) pair of
+    :data:`_DECISIONS`; multi-task, the share of sub-tasks right."""
 
-    def __init__(self) -> None:
-        self.n = 0
-        self.asa, self.psa = RunningSum(), RunningSum()
-
-    def add(self, share: float) -> None:
-        self.n += 1
-        self.asa.add(1.0 if share == 1.0 else 0.0)
-        self.psa.add(share)
-
-    def figures(self) -> dict[str, Any]:
-        return {"scenarios": self.n, "asa": self.asa.mean(), "psa": self.psa.mean()}
+    label: tuple[Any, Any] = (None, None)
+    decisions: tuple[int, ...] = ()
+    share: float = 0.0
 
 
-class ToolAssessAggregate:
-    """ToolAssess's scores.json from counts: the (gold, predicted) label pairs of each figure
-    counted in a :class:`~collections.Counter` (a few keys), ASA / PSA as running sums."""
+_TOOL = ("true_tool", "false_tool")
+_DECISIONS = tuple((g, p) for g in _TOOL for p in _TOOL)
 
-    def __init__(self, mode: Mode) -> None:
-        self.mode = mode
-        self.awareness: Counter[tuple[Any, Any]] = Counter()
-        self.aw_records = 0
-        self.labels: Counter[tuple[Any, Any]] = Counter()
-        self.decisions: Counter[tuple[str, str]] = Counter()
-        self.se_ok = RunningSum()
-        self.multi = _Scenarios()
-        self.by_kind: dict[str, _Scenarios] = {}
-        self.errors: dict[Any, int] = {}
 
-    def add(self, case: EvalCase | None, r: RecordResult) -> None:
-        gold = case.gold if case is not None else None
-        if r.category == "awareness":
-            self.aw_records += 1
-            self.awareness[(gold["label"], _hashable(r.details.get("pred")))] += 1  # type: ignore[index]
-        elif r.category == "selection":
-            ds = r.details.get("decisions")
-            if ds is None:  # a missing prediction: nothing selected, the record is wrong
-                ds = [(n in gold["answer_tools"], False) for n in gold["candidates"]]  # type: ignore[index]
-            label = (
-                selection_labels(set(gold["answer_tools"]), None)  # type: ignore[index]
-                if "pred_label" not in r.details
-                else (r.details["gold_label"], r.details["pred_label"])
-            )
-            self.labels[tuple(_hashable(x) for x in label)] += 1
-            for g, p in ds:
-                self.decisions[("true_tool" if g else "false_tool", "true_tool" if p else "false_tool")] += 1
-            self.se_ok.add(1.0 if r.ok else 0.0)
-        elif r.category.startswith("multi:"):
-            right = r.details.get("right") or [False] * len(gold["subtasks"])  # type: ignore[index]
-            share = sum(right) / len(right) if right else 0.0
-            self.multi.add(share)
-            kind = r.category.split(":", 1)[1]
-            self.by_kind.setdefault(kind, _Scenarios()).add(share)
-        if r.error_type:
-            self.errors[r.error_type] = self.errors.get(r.error_type, 0) + 1
+def _scenarios(shares: list[float]) -> dict[str, Any]:
+    """ASA / PSA of multi-task scenarios (all, or one kind), from each one's share of sub-tasks right."""
+    return {"scenarios": len(shares), "asa": mean([1.0 if s == 1.0 else 0.0 for s in shares]), "psa": mean(shares)}
 
-    def result(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"metric_mode": self.mode}
-        out["awareness"] = classification_counts(self.awareness, AWARENESS_CLASSES) if self.aw_records else None
-        if self.se_ok.n:
-            # ToolAssess's definition: one binary true-tool / false-tool decision per record
-            out["selection"] = {
-                **classification_counts(self.labels, SELECTION_CLASSES),
-                "record_accuracy": self.se_ok.mean(),
-                "records": self.se_ok.n,
-            }
-            # extra figure (not ToolAssess's): every candidate tool of every record as a decision
-            out["selection_per_candidate"] = classification_counts(self.decisions, SELECTION_CLASSES)
-        else:
-            out["selection"] = out["selection_per_candidate"] = None
-        out["multi"] = (
-            None
-            if not self.multi.n
-            else {**self.multi.figures(), "by_kind": {k: self.by_kind[k].figures() for k in sorted(self.by_kind)}}
-        )
-        tas_inputs: dict[str, float] = {}
-        for sit in ("awareness", "selection"):
-            if out[sit]:
-                for k in ("accuracy", "precision", "recall", "f1"):
-                    tas_inputs[f"{sit}.{k}"] = out[sit][k]
-        if out["multi"]:
-            for kind, fig in out["multi"]["by_kind"].items():
-                tas_inputs[f"multi_{kind}.asa"] = fig["asa"]
-                tas_inputs[f"multi_{kind}.psa"] = fig["psa"]
-        out["tas_inputs"] = tas_inputs
-        out["error_types"] = dict(Counter(self.errors).most_common())
-        return out
+
+def toolassess_metrics(rows: list[ToolAssessRow], mode: Mode) -> dict[str, Any]:
+    """ToolAssess's scores.json: awareness and selection classification figures (from the counts
+    of (gold, predicted) label pairs), multi-task ASA / PSA (all and by kind), the inputs of TAS
+    and the error types by count."""
+    awareness = [r for r in rows if r.category == "awareness"]
+    selection = [r for r in rows if r.category == "selection"]
+    multi = [r for r in rows if r.category.startswith("multi:")]
+    out: dict[str, Any] = {"metric_mode": mode}
+    out["awareness"] = (
+        classification_counts(Counter(r.label for r in awareness), AWARENESS_CLASSES) if awareness else None
+    )
+    if selection:
+        decisions: Counter[tuple[str, str]] = Counter()
+        for r in selection:
+            decisions.update(dict(zip(_DECISIONS, r.decisions)))
+        # ToolAssess's definition: one binary true-tool / false-tool decision per record
+        out["selection"] = {
+            **classification_counts(Counter(r.label for r in selection), SELECTION_CLASSES),
+            "record_accuracy": mean([1.0 if r.ok else 0.0 for r in selection]),
+            "records": len(selection),
+        }
+        # extra figure (not ToolAssess's): every candidate tool of every record as a decision
+        out["selection_per_candidate"] = classification_counts(+decisions, SELECTION_CLASSES)
+    else:
+        out["selection"] = out["selection_per_candidate"] = None
+    if multi:
+        by_kind: dict[str, list[float]] = {}
+        for r in multi:
+            by_kind.setdefault(r.category.split(":", 1)[1], []).append(r.share)
+        out["multi"] = {
+            **_scenarios([r.share for r in multi]),
+            "by_kind": {k: _scenarios(by_kind[k]) for k in sorted(by_kind)},
+        }
+    else:
+        out["multi"] = None
+    tas_inputs: dict[str, float] = {}
+    for sit in ("awareness", "selection"):
+        if out[sit]:
+            for k in ("accuracy", "precision", "recall", "f1"):
+                tas_inputs[f"{sit}.{k}"] = out[sit][k]
+    if out["multi"]:
+        for kind, fig in out["multi"]["by_kind"].items():
+            tas_inputs[f"multi_{kind}.asa"] = fig["asa"]
+            tas_inputs[f"multi_{kind}.psa"] = fig["psa"]
+    out["tas_inputs"] = tas_inputs
+    out["error_types"] = dict(Counter(r.error_type for r in rows if r.error_type).most_common())
+    return out
 
 
 def _hashable(v: Any) -> Any:
@@ -218,7 +184,7 @@ def _hashable(v: Any) -> Any:
 
 
 @benchmark("toolassess")
-class ToolAssess(Benchmark):
+class ToolAssess(Benchmark[ToolAssessRow]):
     """ToolAssess: awareness (3 classes), selection (binary true/false tool), multi-task ASA/PSA,
     and the inputs of TAS (see :func:`benchsmith.eval.toolassess.tas`)."""
 
@@ -235,15 +201,15 @@ class ToolAssess(Benchmark):
         files = sorted(data.glob("*.jsonl")) if data.is_dir() else [data]
         if not files or not all(f.is_file() for f in files):
             raise UserError(f"{data} has no ToolAssess JSONL", fix="pass a .jsonl file or a folder of them")
-        seen = DigestSet()  # the ids so far, as 8-byte digests (a hit is checked against the files)
-        for k, f in enumerate(files):
+        seen: set[str] = set()  # the ids so far
+        for f in files:
             try:
-                yield from self._file_cases(f, seen, files[:k])
+                yield from self._file_cases(f, seen)
             except UserError:
                 _first_unreadable(f)
                 raise
 
-    def _file_cases(self, f: Path, seen: DigestSet, before: list[Path]) -> Iterator[EvalCase]:
+    def _file_cases(self, f: Path, seen: set[str]) -> Iterator[EvalCase]:
         for n, line in _lines(f):
             if not line.strip():
                 continue
@@ -255,7 +221,7 @@ class ToolAssess(Benchmark):
             if not isinstance(rec, dict) or rec.get("task") not in TASKS:
                 raise UserError(f"{where}: 'task' must be one of {', '.join(TASKS)}", fix="set task")
             rid = str(rec.get("id") or f"{f.stem}-{n}")
-            if rid in seen and _seen_before(rid, before, f, n):
+            if rid in seen:
                 raise UserError(f"{where}: id {rid} appears twice", fix="give every record its own id")
             seen.add(rid)
             task = rec["task"]
@@ -331,12 +297,34 @@ class ToolAssess(Benchmark):
         err = "wrong_subtask_count" if len(value) != len(subs) else "wrong_subtask"
         return failed(case, err, f"{sum(right)} of {len(subs)} sub-tasks right", score=share, right=right)
 
-    # ---- aggregate -------------------------------------------------------------------------------
-    def start_aggregate(self, mode: Mode) -> "ToolAssessAggregate":
-        return ToolAssessAggregate(mode)
+    # ---- metrics ---------------------------------------------------------------------------------
+    def row(self, case: EvalCase, record: RecordResult) -> ToolAssessRow:
+        d, gold = record.details, case.gold
+        if record.category == "awareness":
+            return ToolAssessRow.of(case, record, label=(gold["label"], _hashable(d.get("pred"))))
+        if record.category == "selection":
+            ds = d.get("decisions")
+            if ds is None:  # a missing prediction: nothing selected, the record is wrong
+                ds = [(n in gold["answer_tools"], False) for n in gold["candidates"]]
+            g_label, p_label = (
+                selection_labels(set(gold["answer_tools"]), None)
+                if "pred_label" not in d
+                else (d["gold_label"], d["pred_label"])
+            )
+            tally = Counter(("true_tool" if g else "false_tool", "true_tool" if p else "false_tool") for g, p in ds)
+            return ToolAssessRow.of(
+                case,
+                record,
+                label=(_hashable(g_label), _hashable(p_label)),
+                decisions=tuple(tally[k] for k in _DECISIONS),
+            )
+        if record.category.startswith("multi:"):
+            right = d.get("right") or [False] * len(gold["subtasks"])
+            return ToolAssessRow.of(case, record, share=sum(right) / len(right) if right else 0.0)
+        return ToolAssessRow.of(case, record)
 
-    def aggregate(self, cases: list[EvalCase], records: list[RecordResult], mode: Mode) -> dict[str, Any]:
-        return aggregate_lists(ToolAssessAggregate(mode), cases, records)
+    def metrics(self, rows: list[ToolAssessRow], mode: Mode) -> dict[str, Any]:
+        return toolassess_metrics(rows, mode)
 
     def gold_prediction(self, case: EvalCase) -> str:
         def one(g: dict[str, Any]) -> Any:
