@@ -770,14 +770,14 @@ def eval_run(
         task_data=_task_data(task_data),
     )
     for name, info in result.tasks.items():
-        c = info["status_counts"]
+        c = info.status_counts
         typer.echo(
-            f"  {name}: {info['done']}/{info['cases']} done (ok {c['ok']}, format errors {c['format_error']}, "
-            f"refused {c['request_error']}, transport errors {c['transport_error']}), {info['model_calls']} model calls"
+            f"  {name}: {info.done}/{info.cases} done (ok {c['ok']}, format errors {c['format_error']}, "
+            f"refused {c['request_error']}, transport errors {c['transport_error']}), {info.model_calls} model calls"
         )
-    unfinished = sum(info["cases"] - info["done"] for info in result.tasks.values())
+    unfinished = sum((info.cases or 0) - (info.done or 0) for info in result.tasks.values())
     if unfinished:
-        total = sum(info["cases"] for info in result.tasks.values())
+        total = sum(info.cases or 0 for info in result.tasks.values())
         raise RuntimeFault(
             f"{unfinished} of {total} cases unfinished: the model endpoint did not answer them (transport "
             f"errors); everything finished is kept in {out} — re-run the same command to resume"

@@ -350,10 +350,10 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
     )
     scores = score_run(out / "run")
     for name, info in result.tasks.items():
-        c = info["status_counts"]
+        c = info.status_counts
         echo(
-            f"  {name}: {info['cases']} cases, {c['ok']} answered, {c['format_error']} unreadable, "
-            f"{c['request_error']} refused, {c['transport_error']} failed; {info['model_calls']} model calls"
+            f"  {name}: {info.cases} cases, {c['ok']} answered, {c['format_error']} unreadable, "
+            f"{c['request_error']} refused, {c['transport_error']} failed; {info.model_calls} model calls"
         )
     # the paper's one-shot mode on the same NL2API cases: the whole call sequence in one reply
     direct = run_eval(
@@ -372,8 +372,8 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
     direct_scores = score_run(out / "run-direct")
     info = direct.tasks["nl2api"]
     echo(
-        f"  nl2api, direct (the whole sequence in one reply): {info['cases']} cases, "
-        f"{info['status_counts']['ok']} answered; {info['model_calls']} model calls"
+        f"  nl2api, direct (the whole sequence in one reply): {info.cases} cases, "
+        f"{info.status_counts['ok']} answered; {info.model_calls} model calls"
     )
     report = write_report(
         [out / "run", out / "run-direct"],

@@ -40,6 +40,22 @@ from benchsmith.schemas._private.refs import (
     resolve_references,
 )
 from benchsmith.schemas._private.registry import ENV_PLUGINS, Registry, load_plugins
+from benchsmith.schemas._private.run import (
+    RUN_FORMAT,
+    ReplyError,
+    ReplyLine,
+    ReplyStatus,
+    ReplyTurn,
+    RunManifest,
+    RunModel,
+    RunTask,
+    append_reply,
+    iter_reply_lines,
+    read_replies,
+    read_run_manifest,
+    reply_line,
+    write_run_manifest,
+)
 from benchsmith.schemas._private.sample import (
     AnswerSpec,
     CheckResult,
@@ -82,6 +98,8 @@ _SCHEMA_TYPES: dict[str, Any] = {
     "Provenance": Provenance,
     "Sample": Sample,
     "SplitManifest": SplitManifest,
+    "RunManifest": RunManifest,
+    "ReplyLine": ReplyLine,
 }
 
 
@@ -125,6 +143,21 @@ def export_json_schemas(directory: str | os.PathLike[str]) -> list[Path]:
 
 
 __all__ = [
+    # run folders
+    "RUN_FORMAT",
+    "RunManifest",
+    "RunModel",
+    "RunTask",
+    "read_run_manifest",
+    "write_run_manifest",
+    "ReplyError",
+    "ReplyLine",
+    "ReplyStatus",
+    "ReplyTurn",
+    "append_reply",
+    "iter_reply_lines",
+    "read_replies",
+    "reply_line",
     "ENV_PLUGINS",
     "load_plugins",
     # errors

@@ -34,7 +34,10 @@ def endpoint_env(**extra: str) -> dict[str, str]:
     return env
 
 
-DEFAULT_PAIRS = Path(__file__).resolve().parent.parent / "construction" / "nl2api" / "data" / "chinook_pairs.jsonl"
+#: the tests folder, and the fixtures in it (test modules sit at any depth below it)
+TESTS = Path(__file__).resolve().parent
+EVAL_FIXTURES = TESTS / "fixtures" / "eval"
+DEFAULT_PAIRS = TESTS.parent / "construction" / "nl2api" / "data" / "chinook_pairs.jsonl"
 
 
 def pair_lines() -> list[str]:

@@ -126,7 +126,7 @@ def test_constructed_dialogues_are_reviewed_finalized_evaluated_and_exported(lab
         user_client=quits,
         user_model={"name": "quitter"},
     )
-    assert res.tasks["agent"]["cases"] == 6 and res.tasks["agent"]["done"] == 6
+    assert res.tasks["agent"].cases == 6 and res.tasks["agent"].done == 6
     scores = score_run(tmp_path / "run")["agent"]
     assert scores["end_state_accuracy"] == 0.0 and scores["error_types"] == {"gave_up": 6}
     assert scores["reliability"]["pass^k"] == {"1": 0.0, "2": 0.0}

@@ -137,9 +137,9 @@ def test_eval_run_and_score_survive_hostile_replies(split: Path, tmp_path: Path,
     res = run_eval(split, client, MODEL, out, limit=3, progress=False, options=TaskOptions(step_budget=3))
     assert set(res.tasks) == {"nl2api", "teval", "gta", "toolassess", "acebench_special"}
     for name, info in res.tasks.items():
-        counts = info["status_counts"]
+        counts = info.status_counts
         assert counts["transport_error"] == 0 and counts["pending"] == 0, name
-        assert counts["ok"] + counts["format_error"] == info["cases"], name
+        assert counts["ok"] + counts["format_error"] == info.cases, name
     for mode in ("strict", "official"):
         scores = score_run(out, mode)
         for name in res.tasks:

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from benchsmith.cli import app
 from benchsmith.eval import EvalCase, TaskOptions, run_eval, score_run
-from benchsmith.eval._private.runner import plan_tasks, read_replies
+from benchsmith.eval._private.runner import plan_tasks
 from benchsmith.eval.nl2api import NL2APITask
-from benchsmith.schemas import UserError
+from benchsmith.schemas import UserError, read_replies
 
 MODEL = {"name": "scripted"}
 DIRECT = TaskOptions(mode="prompt", strategy="direct")
@@ -72,7 +72,7 @@ class DirectClient(ScriptedClient):
 
 
 def _replies(out: Path) -> list[dict[str, Any]]:
-    return list(read_replies(out / "nl2api" / "replies.jsonl").values())
+    return [r.model_dump(mode="json") for r in read_replies(out / "nl2api" / "replies.jsonl").values()]
 
 
 def test_the_gold_sequence_in_one_reply_scores_full_marks(split: Path, cases: list[EvalCase], tmp_path: Path) -> None:
@@ -80,7 +80,7 @@ def test_the_gold_sequence_in_one_reply_scores_full_marks(split: Path, cases: li
     client = DirectClient(cases)
     res = run_eval(split, client, MODEL, out, tasks=["nl2api"], options=DIRECT, progress=False)
     info = res.tasks["nl2api"]
-    assert info["status_counts"]["ok"] == info["cases"] == len(cases)
+    assert info.status_counts["ok"] == info.cases == len(cases)
     assert client.calls == len(cases)  # one request per case, nothing fed back
     scores = score_run(out)["nl2api"]
     assert scores["completion_rate"] == 1.0 and scores["full_sequence_accuracy"] == 1.0
@@ -131,7 +131,7 @@ def test_a_wrong_sequence_scores_lower_and_a_failing_call_does_not_stop_the_trac
     res = run_eval(
         split, DirectClient(cases, bogus_first), MODEL, out, tasks=["nl2api"], options=DIRECT, progress=False
     )
-    assert res.tasks["nl2api"]["status_counts"]["ok"] == len(cases)
+    assert res.tasks["nl2api"].status_counts["ok"] == len(cases)
     bogus = score_run(out)["nl2api"]
     assert bogus["completion_rate"] < 1.0 and bogus["intent"]["f1"] < 1.0
     for rec in _replies(out):
@@ -158,7 +158,7 @@ def test_an_unreadable_reply_is_a_format_error_with_the_raw_reply_kept(
     out = tmp_path / "run"
     client = ScriptedClient(lambda m, s, t: FakeReply(garbage))
     res = run_eval(split, client, MODEL, out, tasks=["nl2api"], options=DIRECT, progress=False)
-    assert res.tasks["nl2api"]["status_counts"]["format_error"] == len(cases)
+    assert res.tasks["nl2api"].status_counts["format_error"] == len(cases)
     assert client.calls <= len(cases)  # one shot: no retry (identical requests may share a call)
     for rec in _replies(out):
         assert rec["status"] == "format_error" and rec["result"] == garbage
@@ -176,7 +176,7 @@ def test_tools_mode_takes_every_native_call_of_the_one_reply_in_order(
     client = DirectClient(cases)
     opts = TaskOptions(mode="tools", strategy="direct")
     res = run_eval(split, client, MODEL, out, tasks=["nl2api"], mode="tools", options=opts, progress=False)
-    assert res.tasks["nl2api"]["status_counts"]["ok"] == len(cases) == client.calls
+    assert res.tasks["nl2api"].status_counts["ok"] == len(cases) == client.calls
     assert all(r["tools"] and r["json_schema"] is None for r in client.requests)
     assert any(len(c.gold["calls"]) >= 3 for c in cases)  # several tool calls in one reply
     scores = score_run(out)["nl2api"]
@@ -193,7 +193,7 @@ def test_tools_mode_takes_every_native_call_of_the_one_reply_in_order(
         options=opts,
         progress=False,
     )
-    assert res.tasks["nl2api"]["status_counts"]["format_error"] == len(cases)
+    assert res.tasks["nl2api"].status_counts["format_error"] == len(cases)
     assert {r["error"]["type"] for r in _replies(out2)} == {"no_calls"}
 
 

@@ -29,24 +29,33 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from benchsmith.models import ParseError, TransportError, read_json_reply  # noqa: F401  (read_json_reply: re-exported)
 from benchsmith.schemas import (
+    RUN_FORMAT,
     Bar,
     Bars,
     Registry,
+    ReplyError,
+    ReplyLine,
+    ReplyStatus,
+    ReplyTurn,
+    RunManifest,
+    RunModel,
+    RunTask,
     RuntimeFault,
     Split,
     UserError,
-    append_jsonl,
+    append_reply,
     loads_json,
     read_json,
+    read_replies,
+    read_run_manifest,
     validate_shape,
-    write_json,
     write_jsonl,
+    write_run_manifest,
 )
 
 from .core import BUILTIN_BENCHMARKS, Benchmark, EvalCase, get_benchmark
 from .depth import MAX_DEPTH, nesting_depth
 
-RUN_FORMAT = "benchsmith.run/v1"
 #: data names a task's loader knows without a folder (``--split sandbox --tasks agent``: the packaged scenarios)
 PACKAGED_DATA = ("sandbox",)
 DONE = ("ok", "format_error", "request_error")
@@ -128,7 +137,7 @@ class Outcome:
     text is the prediction), ``request_error`` (the endpoint refused the request, e.g. longer than its
     context; final, no prediction) or ``transport_error`` (no reply after retries; retried next run)."""
 
-    status: str
+    status: ReplyStatus
     result: Any
     turns: list[Turn] = field(default_factory=list)
     error: dict[str, str] | None = None
@@ -390,49 +399,8 @@ def reply_key(case_id: str, model: str, prompt_version: str) -> str:
     return hashlib.sha256(f"{case_id}\x00{model}\x00{prompt_version}".encode("utf-8")).hexdigest()
 
 
-def read_replies(path: Path) -> dict[str, dict[str, Any]]:
-    """The last reply line per key; a torn line (a killed write, even one cut inside a multi-byte
-    character) is ignored."""
-    out: dict[str, dict[str, Any]] = {}
-    if not path.is_file():
-        return out
-    with path.open("rb") as fh:  # bytes: a torn line may not be UTF-8; loads_json reports that as bad JSON
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = loads_json(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(rec, dict) and isinstance(rec.get("key"), str) and isinstance(rec.get("status"), str):
-                out[rec["key"]] = rec
-    return out
-
-
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
-
-
-class _RunModelShape(_Open):
-    name: str | None = None
-
-
-class _RunTaskShape(_Open):
-    benchmark: str
-    prompt_version: str | None = None
-    status_counts: dict[str, int] = {}
-    model_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    wall_s: float = 0.0
-
-
-class _RunShape(_Open):
-    run_id: str | None = None
-    created_at: str | None = None
-    model: _RunModelShape = _RunModelShape()
-    tasks: dict[str, _RunTaskShape] = {}
 
 
 class _DerivedShape(_Open):
@@ -441,20 +409,6 @@ class _DerivedShape(_Open):
 
 class _DeriveReportShape(_Open):
     derived: dict[str, _DerivedShape] = {}
-
-
-def read_run_json(path: Path) -> dict[str, Any]:
-    """``run.json`` of a run folder as a dict; a document of the wrong shape is a ``UserError``
-    naming the file and the place inside it."""
-    data = read_json(path)
-    validate_shape(
-        data,
-        _RunShape,
-        where=str(path),
-        fix="this is not a run.json written by `benchsmith eval run`: move it away, or use another --out "
-        "folder (re-running the same command resumes only from a valid run.json)",
-    )
-    return data
 
 
 def _now() -> str:
@@ -559,7 +513,7 @@ def plan_tasks(
 @dataclass
 class RunResult:
     run_dir: Path
-    tasks: dict[str, dict[str, Any]]
+    tasks: dict[str, RunTask]
     status: str
 
 
@@ -579,27 +533,27 @@ async def _run_async(
     from .episode import Journal
 
     run_json = out / "run.json"
-    previous = read_run_json(run_json) if run_json.is_file() else {}
-    if previous and previous.get("model", {}).get("name") not in (None, model["name"]):
+    previous = read_run_manifest(run_json) if run_json.is_file() else RunManifest()
+    if previous.model is not None and previous.model.name != model["name"]:
         raise UserError(
-            f"{out} holds a run of model {previous['model']['name']!r}, not {model['name']!r}",
+            f"{out} holds a run of model {previous.model.name!r}, not {model['name']!r}",
             fix="use another --out folder for another model",
         )
-    meta: dict[str, Any] = {
-        "format": RUN_FORMAT,
-        "run_id": previous.get("run_id") or f"{_now().replace(':', '-')}-{model['name']}".replace("/", "_"),
-        "model": model,
-        "mode": mode,
-        "split": str(split.resolve()) if split.exists() else str(split),
-        "concurrency": concurrency,
-        "strategy": planned[0].task.options.strategy if planned else "react",
-        "created_at": previous.get("created_at") or _now(),
-        "updated_at": _now(),
-        "status": "running",
-        "tasks": {},
-    }
+    meta = RunManifest(
+        format=RUN_FORMAT,
+        run_id=previous.run_id or f"{_now().replace(':', '-')}-{model['name']}".replace("/", "_"),
+        model=RunModel.model_validate(model),
+        mode=mode,
+        split=str(split.resolve()) if split.exists() else str(split),
+        concurrency=concurrency,
+        strategy=planned[0].task.options.strategy if planned else "react",
+        created_at=previous.created_at or _now(),
+        updated_at=_now(),
+        status="running",
+        tasks={},
+    )
     if user_model is not None:
-        meta["user_model"] = user_model  # the model that played the user in episodic tasks
+        meta.user_model = RunModel.model_validate(user_model)  # the model that played the user in episodes
     counters: dict[str, Counter[str]] = {p.task.name: Counter() for p in planned}
     pending: list[tuple[PlannedTask, EvalCase, str]] = []
     done_before: dict[str, int] = {}
@@ -612,18 +566,18 @@ async def _run_async(
         for c in p.cases:
             key = reply_key(c.id, model["name"], version)
             rec = replies.get(key)
-            if rec is not None and rec.get("status") in DONE:
+            if rec is not None and rec.status in DONE:
                 n_done += 1
             else:
                 pending.append((p, c, key))
         done_before[p.task.name] = n_done
-        meta["tasks"][p.task.name] = {
-            "benchmark": p.task.benchmark,
-            "data": str(p.task.data.resolve()) if p.task.data.exists() else str(p.task.data),
-            "cases": len(p.cases),
-            "prompt_version": version,
-        }
-    write_json(run_json, meta)
+        meta.tasks[p.task.name] = RunTask(
+            benchmark=p.task.benchmark,
+            data=str(p.task.data.resolve()) if p.task.data.exists() else str(p.task.data),
+            cases=len(p.cases),
+            prompt_version=version,
+        )
+    write_run_manifest(run_json, meta)
 
     journals = {p.task.name: Journal(p.folder / "episodes.jsonl") for p in planned}
     sem = asyncio.Semaphore(max(1, concurrency))
@@ -655,7 +609,7 @@ async def _run_async(
             except TransportError as exc:
                 # a request the endpoint refuses (HTTP 4xx: too long for the context, ...) is final for
                 # this case; connection, timeout, 429 and 5xx failures are retried by the next run
-                status = "request_error" if exc.kind == "request" else "transport_error"
+                status: ReplyStatus = "request_error" if exc.kind == "request" else "transport_error"
                 outcome = Outcome(status, None, [], {"type": exc.kind, "message": str(exc)})
             except UserError as exc:
                 abort["exc"] = exc
@@ -670,20 +624,20 @@ async def _run_async(
                     )
             else:
                 failures["consecutive"] = 0
-            append_jsonl(
+            append_reply(
                 p.folder / "replies.jsonl",
-                {
-                    "id": case.id,
-                    "key": key,
-                    "model": model["name"],
-                    "prompt_version": p.task.prompt_version(),
-                    "status": outcome.status,
-                    "result": outcome.result,
-                    "error": outcome.error,
-                    "turns": [t.as_json() for t in outcome.turns],
-                    "started_at": started,
-                    "finished_at": _now(),
-                },
+                ReplyLine(
+                    id=case.id,
+                    key=key,
+                    model=model["name"],
+                    prompt_version=p.task.prompt_version(),
+                    status=outcome.status,
+                    result=outcome.result,
+                    error=ReplyError.model_validate(outcome.error) if outcome.error else None,
+                    turns=[ReplyTurn.model_validate(t.as_json()) for t in outcome.turns],
+                    started_at=started,
+                    finished_at=_now(),
+                ),
             )
             wall[p.task.name] = time.monotonic() - t_start
             bars[p.task.name].advance()
@@ -697,19 +651,19 @@ async def _run_async(
         summary = finish_run(out, planned, model["name"], meta, counters, wall)
     if abort["exc"] is not None:
         raise abort["exc"]
-    return RunResult(out, summary["tasks"], summary["status"])
+    return RunResult(out, summary.tasks, summary.status or "")
 
 
 def finish_run(
     out: Path,
     planned: list[PlannedTask],
     model_name: str,
-    meta: dict[str, Any],
+    meta: RunManifest,
     counters: dict[str, Counter[str]] | None = None,
     wall: dict[str, float] | None = None,
-) -> dict[str, Any]:
+) -> RunManifest:
     """Rebuild each task's predictions.jsonl from its replies and update run.json."""
-    previous = read_run_json(out / "run.json") if (out / "run.json").is_file() else {}
+    previous = read_run_manifest(out / "run.json") if (out / "run.json").is_file() else RunManifest()
     any_transport = False
     for p in planned:
         version = p.task.prompt_version()
@@ -721,15 +675,16 @@ def finish_run(
             if rec is None:
                 statuses["pending"] += 1
                 continue
-            statuses[rec["status"]] += 1
-            if rec["status"] in ("ok", "format_error"):
-                preds.append({"id": c.id, "result": rec["result"]})
+            statuses[rec.status] += 1
+            if rec.status in ("ok", "format_error"):
+                preds.append({"id": c.id, "result": rec.result})
         write_jsonl(p.folder / "predictions.jsonl", preds)
-        info = meta["tasks"][p.task.name]
-        old = (previous.get("tasks") or {}).get(p.task.name, {})
-        info["done"] = sum(statuses[s] for s in DONE)
-        info["status_counts"] = {s: statuses[s] for s in (*STATUSES, "pending")}
+        info = meta.tasks[p.task.name]
+        old = previous.tasks.get(p.task.name)
+        info.done = sum(statuses[s] for s in DONE)
+        info.status_counts = {s: statuses[s] for s in (*STATUSES, "pending")}
         counts = (counters or {}).get(p.task.name, Counter())
+        same = old is not None and old.prompt_version == version  # usage adds up over resumed runs
         for k in (
             "model_calls",
             "prompt_tokens",
@@ -738,16 +693,13 @@ def finish_run(
             "user_prompt_tokens",
             "user_completion_tokens",
         ):
-            info[k] = (
-                int(old.get(k, 0)) + int(counts.get(k, 0))
-                if old.get("prompt_version") == version
-                else int(counts.get(k, 0))
-            )
-        info["wall_s"] = round(float(old.get("wall_s", 0.0)) + float((wall or {}).get(p.task.name, 0.0)), 2)
+            setattr(info, k, ((getattr(old, k) or 0) if same else 0) + int(counts.get(k, 0)))
+        before = (old.wall_s if old is not None else None) or 0.0
+        info.wall_s = round(before + float((wall or {}).get(p.task.name, 0.0)), 2)
         any_transport |= bool(statuses["transport_error"] or statuses["pending"])
-    meta["updated_at"] = _now()
-    meta["status"] = "partial" if any_transport else "complete"
-    write_json(out / "run.json", meta)
+    meta.updated_at = _now()
+    meta.status = "partial" if any_transport else "complete"
+    write_run_manifest(out / "run.json", meta)
     return meta
 
 
@@ -784,7 +736,7 @@ def run_eval(
     if opts.mode != mode:
         opts = dataclasses.replace(opts, mode=mode)
     if (out / "run.json").is_file():
-        read_run_json(out / "run.json")  # a run.json of the wrong shape: refused before any work
+        read_run_manifest(out / "run.json")  # a run.json of the wrong shape: refused before any work
     planned = plan_tasks(Path(split), out, tasks, opts, limit, seed, categories, task_data)
     limit_fail = max_consecutive_failures or max(8, 2 * concurrency + 2)
     if user_client is None:
@@ -809,7 +761,7 @@ def run_eval(
 def _iter_run_cases(path: Path) -> Iterable[EvalCase]:
     """A run's ``cases.jsonl``, one case at a time; a bad row raises what :func:`read_jsonl` raises
     (every bad row listed)."""
-    from benchsmith.schemas import loads_json, read_jsonl
+    from benchsmith.schemas import read_jsonl
 
     with open(path, "rb") as fh:
         for n, raw in enumerate(fh, 1):
@@ -841,17 +793,17 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
     run_dir = Path(run_dir)
     if not (run_dir / "run.json").is_file():
         raise UserError(f"{run_dir} has no run.json", fix="pass a folder written by `benchsmith eval run`")
-    meta = read_run_json(run_dir / "run.json")
+    meta = read_run_manifest(run_dir / "run.json")
     m = check_mode(mode)
     out: dict[str, dict[str, Any]] = {}
 
-    for name, info in (meta.get("tasks") or {}).items():
+    for name, info in meta.tasks.items():
         folder = run_dir / name
         if not (folder / "cases.jsonl").is_file():
             from benchsmith.schemas import read_jsonl
 
             read_jsonl(folder / "cases.jsonl", EvalCase)  # its error for a missing file
-        bench = get_benchmark(info["benchmark"])
+        bench = get_benchmark(info.benchmark)
         has_preds = (folder / "predictions.jsonl").is_file()
         with contextlib.ExitStack() as stack:
             preds = stack.enter_context(Predictions(folder / "predictions.jsonl")) if has_preds else None
@@ -874,10 +826,10 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
                     tally["gold_failing"] += not bench.score(case, bench.gold_prediction(case), m).ok
                     yield case
 
-            def extra(records: int, info: dict[str, Any] = info, tally: Counter[str] = tally) -> dict[str, Any]:
-                counts = info.get("status_counts") or {}
+            def extra(records: int, info: RunTask = info, tally: Counter[str] = tally) -> dict[str, Any]:
+                counts = info.status_counts or {}
                 return {
-                    "benchmark": info["benchmark"],
+                    "benchmark": info.benchmark,
                     "mode": m,
                     "records": records,
                     "gold_selftest": {"records": tally["records"], "gold_failing": tally["gold_failing"]},
@@ -885,8 +837,8 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
                     "format_errors": int(counts.get("format_error", 0)),
                     "request_errors": int(counts.get("request_error", 0)),
                     "transport_errors": int(counts.get("transport_error", 0)),
-                    "model": meta.get("model", {}).get("name"),
-                    "prompt_version": info.get("prompt_version"),
+                    "model": meta.model.name if meta.model is not None else None,
+                    "prompt_version": info.prompt_version,
                 }
 
             out[name] = stream_score(

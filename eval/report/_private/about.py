@@ -102,9 +102,7 @@ def _statuses(task: Task) -> str:
     """``4 ok, 1 format error``: the replies' statuses (as the leaderboard counts them) and run.json's
     pending cases."""
     counts = M.reply_status_counts(task)
-    given = task.info.get("status_counts")
-    recorded = given if isinstance(given, dict) else {}
-    pending = M.num(recorded.get("pending"))
+    pending = (task.info.status_counts or {}).get("pending")
     if pending:
         counts["pending"] = int(pending)
     return ", ".join(f"{counts[k]:,} {name}" for k, name in _STATUS_NAMES if counts.get(k))

@@ -19,9 +19,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from benchsmith.schemas import UserError, loads_json, read_json, validate_shape
+from benchsmith.schemas import (
+    ReplyLine,
+    RunManifest,
+    RunTask,
+    UserError,
+    iter_reply_lines,
+    loads_json,
+    read_json,
+    read_run_manifest,
+    reply_line,
+    validate_shape,
+)
 
-RUN_FORMAT = "benchsmith.run/"
 SCORE_HINT = "run `benchsmith eval score --run {run}` to score it"
 #: a task scored on fewer cases than this has its figures marked as resting on few cases
 FEW_CASES = 10
@@ -50,7 +60,7 @@ class Task:
     name: str
     benchmark: str
     folder: Path
-    info: dict[str, Any]  # the run.json ``tasks`` entry
+    info: RunTask  # the run.json ``tasks`` entry
     scores: dict[str, Any] | None = None  # scores.json, None when not scored
     records: list[dict[str, Any]] = field(default_factory=list)
     replies: dict[str, ReplyInfo] = field(default_factory=dict)  # by case id, the last line wins
@@ -67,9 +77,8 @@ class Task:
         neither says."""
         from benchsmith.eval._private.runner import DONE
 
-        done = _number(self.info.get("done"))
-        if done is not None:
-            return int(done)
+        if self.info.done is not None:
+            return self.info.done
         return sum(1 for r in self.replies.values() if r.status in DONE) if self.replies else None
 
     @property
@@ -90,18 +99,15 @@ class Task:
         return n is not None and 0 < n < FEW_CASES
 
     def reply(self, case_id: str) -> dict[str, Any] | None:
-        """The full replies.jsonl line of ``case_id`` (turns included), or None."""
+        """The full replies.jsonl line of ``case_id`` (turns included) as JSON for the report's views
+        (lone surrogates cleaned), or None."""
         info = self.replies.get(case_id)
         if info is None:
             return None
         with open(self.folder / "replies.jsonl", "rb") as fh:
             fh.seek(info.offset)
-            line = fh.readline()
-        try:
-            obj = loads_run_json(line)
-        except json.JSONDecodeError:
-            return None
-        return obj if isinstance(obj, dict) else None
+            line = reply_line(fh.readline())
+        return _clean(line.model_dump(mode="json")) if line is not None else None
 
 
 @dataclass(frozen=True)
@@ -165,39 +171,35 @@ class Run:
     """A run folder: run.json and its tasks (in :func:`task_sort_key` order), its model and split."""
 
     path: Path
-    meta: dict[str, Any]
+    manifest: RunManifest
     tasks: dict[str, Task]
     model_info: ModelInfo | None = None
     split_info: SplitInfo | None = None
 
     @property
     def run_id(self) -> str:
-        return str(self.meta.get("run_id") or self.path.name)
+        return self.manifest.run_id or self.path.name
 
     @property
     def model(self) -> str:
-        model = self.meta.get("model")
-        name = model.get("name") if isinstance(model, dict) else model
-        return str(name or "?")
+        return self.manifest.model.name if self.manifest.model is not None else "?"
 
     @property
     def user_model(self) -> str | None:
         """The name of the model that played the user in episodic tasks (run.json ``user_model``), or None."""
-        model = self.meta.get("user_model")
-        name = model.get("name") if isinstance(model, dict) else model
-        return str(name) if name else None
+        return self.manifest.user_model.name if self.manifest.user_model is not None else None
 
     @property
     def mode(self) -> str:
-        return str(self.meta.get("mode") or "")
+        return self.manifest.mode or ""
 
     @property
     def split(self) -> str:
-        return str(self.meta.get("split") or "")
+        return self.manifest.split or ""
 
     @property
     def status(self) -> str:
-        return str(self.meta.get("status") or "")
+        return self.manifest.status or ""
 
     @property
     def warnings(self) -> list[str]:
@@ -243,37 +245,6 @@ def task_sort_key(name: str) -> tuple[int, str]:
     return (bench.report.order if bench is not None else 1000, name)
 
 
-def _read_run_json(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "run.json"
-    fix = "pass a run folder written by `benchsmith eval run` (it holds run.json)"
-    if not run_dir.is_dir():
-        raise UserError(f"{run_dir}: no such run folder", fix=fix)
-    if not path.is_file():
-        raise UserError(f"{path}: missing", fix=fix)
-    try:
-        raw = path.read_bytes()
-        raw.decode("utf-8")
-        meta = loads_run_json(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        where = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise UserError(
-            f"{path}{where}: not valid JSON ({exc})", fix="re-run `benchsmith eval run` on this folder to rewrite it"
-        ) from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot be read ({exc.strerror})", fix="check its permissions") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("tasks"), dict):
-        raise UserError(
-            f"{path}: not a run description (no 'tasks' object)",
-            fix="pass a run folder written by `benchsmith eval run`",
-        )
-    fmt = meta.get("format")
-    if fmt is not None and not str(fmt).startswith(RUN_FORMAT):
-        raise UserError(
-            f"{path}: format {fmt!r} is not {RUN_FORMAT}v1", fix="pass a run folder written by `benchsmith eval run`"
-        )
-    return meta
-
-
 def _jsonl(path: Path, warnings: list[str]) -> list[tuple[int, dict[str, Any]]]:
     """(byte offset, object) of every readable line; bad lines are counted in ``warnings``."""
     rows: list[tuple[int, dict[str, Any]]] = []
@@ -303,25 +274,19 @@ def _number(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
-def _reply_info(offset: int, obj: dict[str, Any]) -> ReplyInfo:
-    given = obj.get("turns")
-    turns = given if isinstance(given, list) else []
+def _reply_info(offset: int, line: ReplyLine) -> ReplyInfo:
     # a "shared" turn reused the reply of an identical request of another case: no call, no latency
-    turns = [t for t in turns if isinstance(t, dict) and not t.get("shared")]
-    latencies = [v for v in (_number(t.get("latency_s")) for t in turns) if v is not None]
+    turns = [t for t in line.turns if not t.shared]
+    latencies = [t.latency_s for t in turns]
     prompt = completion = 0
     for t in turns:
-        given = t.get("usage")
-        usage = given if isinstance(given, dict) else {}
-        prompt += int(_number(usage.get("prompt_tokens")) or 0)
-        completion += int(_number(usage.get("completion_tokens")) or 0)
-    given = obj.get("error")
-    error = given if isinstance(given, dict) else {}
+        prompt += int(_number(t.usage.get("prompt_tokens")) or 0)
+        completion += int(_number(t.usage.get("completion_tokens")) or 0)
     return ReplyInfo(
-        id=str(obj.get("id")),
-        status=str(obj.get("status") or "unknown"),
-        error_type=error.get("type"),
-        error_message=str(error.get("message") or ""),
+        id=_clean(line.id),
+        status=line.status,
+        error_type=line.error.type if line.error is not None else None,
+        error_message=_clean(line.error.message) if line.error is not None else "",
         calls=len(turns),
         latency_s=sum(latencies) if latencies else None,
         prompt_tokens=prompt,
@@ -335,16 +300,9 @@ def _count_lines(path: Path) -> int:
         return sum(1 for line in fh if line.strip())
 
 
-def _model_name(meta: dict[str, Any]) -> str | None:
-    model = meta.get("model")
-    name = model.get("name") if isinstance(model, dict) else model
-    return str(name) if name else None
-
-
-def _load_task(run_dir: Path, meta: dict[str, Any], name: str, info: Any) -> Task:
-    info = info if isinstance(info, dict) else {}
+def _load_task(run_dir: Path, meta: RunManifest, name: str, info: RunTask) -> Task:
     folder = run_dir / name
-    task = Task(name=name, benchmark=str(info.get("benchmark") or name), folder=folder, info=info)
+    task = Task(name=name, benchmark=info.benchmark or name, folder=folder, info=info)
     scores_path = folder / "scores.json"
     if scores_path.is_file():
         try:
@@ -356,26 +314,29 @@ def _load_task(run_dir: Path, meta: dict[str, Any], name: str, info: Any) -> Tas
         else:
             if isinstance(scores, dict):
                 task.scores = scores
-                if "benchmark" not in info and isinstance(scores.get("benchmark"), str):
+                if not info.benchmark and isinstance(scores.get("benchmark"), str):
                     task.benchmark = scores["benchmark"]
             else:
                 task.warnings.append(f"{name}/scores.json is not an object; " + SCORE_HINT.format(run=run_dir))
     if task.scored and (folder / "records.jsonl").is_file():
         task.records = [obj for _, obj in _jsonl(folder / "records.jsonl", task.warnings)]
     if (folder / "replies.jsonl").is_file():
-        version, model = info.get("prompt_version"), _model_name(meta)
-        for offset, obj in _jsonl(folder / "replies.jsonl", task.warnings):
-            if "id" not in obj:
+        version, model = info.prompt_version, meta.model.name if meta.model is not None else None
+        bad = 0
+        for offset, line in iter_reply_lines(folder / "replies.jsonl"):
+            if line is None:
+                bad += 1
                 continue
             # lines of an earlier prompt version or model (a re-run after a change) are not this run's
-            if version and obj.get("prompt_version") not in (None, version):
+            if version and line.prompt_version not in (None, version):
                 continue
-            if model and obj.get("model") not in (None, model):
+            if model and line.model != model:
                 continue
-            task.replies[str(obj["id"])] = _reply_info(offset, obj)  # the last line for a case wins
-    cases = _number(info.get("cases"))
-    if cases is not None:
-        task.cases = int(cases)
+            task.replies[line.id] = _reply_info(offset, line)  # the last line for a case wins
+        if bad:
+            task.warnings.append(f"{name}/replies.jsonl: {bad} unreadable line(s) skipped")
+    if info.cases is not None:
+        task.cases = info.cases
     elif (folder / "cases.jsonl").is_file():
         task.cases = _count_lines(folder / "cases.jsonl")
     else:
@@ -388,16 +349,15 @@ def _sha256(value: Any) -> str | None:
     return text if _SHA256.fullmatch(text) else None
 
 
-def _model_info(meta: dict[str, Any]) -> ModelInfo:
+def _model_info(meta: RunManifest) -> ModelInfo:
     from benchsmith.models import LOCAL_MODELS
 
-    given = meta.get("model")
-    model = given if isinstance(given, dict) else {}
-    name = _model_name(meta) or "?"
+    model = meta.model
+    name = model.name if model is not None else "?"
     entry = LOCAL_MODELS.get(name.removeprefix("local:"))
-    sha = _sha256(model.get("file_sha256"))
+    sha = _sha256(model.file_sha256 if model is not None else None)
     if entry is None:
-        return ModelInfo(name=name, local=model.get("local") is True, file_sha256=sha)
+        return ModelInfo(name=name, local=model is not None and model.local is True, file_sha256=sha)
     return ModelInfo(
         name=name,
         local=True,
@@ -409,13 +369,13 @@ def _model_info(meta: dict[str, Any]) -> ModelInfo:
     )
 
 
-def _split_info(meta: dict[str, Any]) -> SplitInfo | None:
+def _split_info(meta: RunManifest) -> SplitInfo | None:
     """What the split folder's manifest.json and datasheet.json say (each read with the project's
     readers; a missing or unreadable one leaves its fields None)."""
     from benchsmith.construction.nl2api import read_manifest
     from benchsmith.schemas import Split
 
-    split = meta.get("split")
+    split = meta.split
     if not isinstance(split, str) or not split:
         return None
     folder = Split(split)
@@ -459,12 +419,16 @@ def load_run(run_dir: str | Path) -> Run:
     RUN/run.json: missing
     """
     path = Path(run_dir)
-    meta = _read_run_json(path)
-    names = sorted(meta["tasks"], key=task_sort_key)
+    if not path.is_dir():
+        raise UserError(
+            f"{path}: no such run folder", fix="pass a run folder written by `benchsmith eval run` (it holds run.json)"
+        )
+    meta = read_run_manifest(path / "run.json")
+    names = sorted(meta.tasks, key=task_sort_key)
     return Run(
         path=path,
-        meta=meta,
-        tasks={n: _load_task(path, meta, n, meta["tasks"][n]) for n in names},
+        manifest=meta,
+        tasks={n: _load_task(path, meta, n, meta.tasks[n]) for n in names},
         model_info=_model_info(meta),
         split_info=_split_info(meta),
     )

@@ -143,8 +143,8 @@ def reply_status_counts(task: Task) -> Counter[str]:
     run.json's ``status_counts`` when the task has no replies.jsonl."""
     if task.replies:
         return Counter(r.status for r in task.replies.values())
-    counts = task.info.get("status_counts")
-    if not isinstance(counts, dict):
+    counts = task.info.status_counts
+    if counts is None:
         return Counter()
     return Counter({str(k): int(v) for k, v in counts.items() if num(v) and k != "pending"})
 
@@ -166,9 +166,9 @@ def run_summary(run: Run) -> dict[str, Any]:
         task_prompt = sum(r.prompt_tokens for r in task.replies.values())
         task_completion = sum(r.completion_tokens for r in task.replies.values())
         # the runner's own accounting (retries included) wins over the sums of the replies
-        calls += int(num(task.info.get("model_calls")) or task_calls)
-        prompt += int(num(task.info.get("prompt_tokens")) or task_prompt)
-        completion += int(num(task.info.get("completion_tokens")) or task_completion)
+        calls += task.info.model_calls or task_calls
+        prompt += task.info.prompt_tokens or task_prompt
+        completion += task.info.completion_tokens or task_completion
     finished = sum(statuses.values())
     reply_calls = sum(r.calls for t in run.tasks.values() for r in t.replies.values() if r.latency_s is not None)
     return {

@@ -90,7 +90,7 @@ def _message_text(message: Any) -> str:
 def _labels(runs: Sequence[Run]) -> list[str]:
     """Unique, readable run labels: the model (``model · direct`` for a run of the direct strategy,
     run.json ``strategy``; a run without it is ReAct), then with · mode, then the run id."""
-    base = [f"{r.model} · direct" if r.meta.get("strategy") == "direct" else r.model for r in runs]
+    base = [f"{r.model} · direct" if r.manifest.strategy == "direct" else r.model for r in runs]
     labels = list(base)
     if len(set(labels)) < len(labels):
         labels = [f"{b} · {r.mode}" if r.mode else b for b, r in zip(base, runs)]
@@ -353,7 +353,7 @@ def _episodes_part(runs: Sequence[Run], task: str, bench: str, scored: Sequence[
 
 
 def _date(runs: Sequence[Run]) -> str:
-    stamps = [str(r.meta.get(k)) for r in runs for k in ("updated_at", "created_at") if r.meta.get(k)]
+    stamps = [s for r in runs for s in (r.manifest.updated_at, r.manifest.created_at) if s]
     return max(stamps) if stamps else "—"
 
 
@@ -373,8 +373,8 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
             "mode": r.mode,
             "status": r.status,
             "split": r.split,
-            "created_at": str(r.meta.get("created_at") or ""),
-            "updated_at": str(r.meta.get("updated_at") or ""),
+            "created_at": r.manifest.created_at or "",
+            "updated_at": r.manifest.updated_at or "",
             "path": str(r.path),
             "user_model": r.user_model,
             "colour": None,

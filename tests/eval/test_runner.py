@@ -13,8 +13,8 @@ from helpers import build_slot_split, pair_lines
 from runner_helpers import FakeReply, GoldClient, ScriptedClient
 
 from benchsmith.eval import EvalCase, TaskOptions, run_eval, score_run, select_cases
-from benchsmith.eval._private.runner import plan_tasks, read_replies
-from benchsmith.schemas import RuntimeFault, UserError
+from benchsmith.eval._private.runner import plan_tasks
+from benchsmith.schemas import RuntimeFault, UserError, read_replies
 
 LIMIT = 10
 MODEL = {"name": "scripted"}
@@ -39,7 +39,7 @@ def test_a_perfect_model_gets_the_maximum_on_every_task(split: Path, tmp_path: P
     assert res.status == "complete"
     assert set(res.tasks) == {"nl2api", "teval", "gta", "toolassess", "acebench_special"}
     for name, info in res.tasks.items():
-        assert info["status_counts"]["ok"] == info["cases"] == min(LIMIT, info["cases"]), name
+        assert info.status_counts["ok"] == info.cases == min(LIMIT, info.cases), name
     scores = score_run(out)
     assert scores["nl2api"]["completion_rate"] == 1.0 and scores["nl2api"]["full_sequence_accuracy"] == 1.0
     assert scores["teval"]["overall"] == pytest.approx(100.0)
@@ -83,10 +83,10 @@ def test_garbage_replies_are_format_errors_never_crashes(split: Path, tmp_path: 
     client = ScriptedClient(lambda m, s, t: FakeReply(garbage))
     res = run_eval(split, client, MODEL, out, limit=4, progress=False, options=TaskOptions(step_budget=3))
     for name, info in res.tasks.items():
-        counts = info["status_counts"]
+        counts = info.status_counts
         assert counts["transport_error"] == 0 and counts["pending"] == 0, name
-        assert counts["ok"] + counts["format_error"] == info["cases"], name
-    assert res.tasks["nl2api"]["status_counts"]["format_error"] == 4
+        assert counts["ok"] + counts["format_error"] == info.cases, name
+    assert res.tasks["nl2api"].status_counts["format_error"] == 4
     scores = score_run(out)
     for name in res.tasks:
         recs = [json.loads(x) for x in (out / name / "records.jsonl").read_text().splitlines()]
@@ -117,11 +117,9 @@ def test_transport_errors_are_recorded_for_those_cases_and_retried_next_time(spl
 
     client = ScriptedClient(flaky)
     res = run_eval(split, client, MODEL, out, tasks=tasks, limit=LIMIT, progress=False)
-    counts = res.tasks["toolassess"]["status_counts"]
+    counts = res.tasks["toolassess"].status_counts
     assert counts["transport_error"] > 0 and counts["ok"] > 0 and res.status == "partial"
-    bad = {
-        r["id"] for r in read_replies(out / "toolassess" / "replies.jsonl").values() if r["status"] == "transport_error"
-    }
+    bad = {r.id for r in read_replies(out / "toolassess" / "replies.jsonl").values() if r.status == "transport_error"}
     preds = [json.loads(x)["id"] for x in (out / "toolassess" / "predictions.jsonl").read_text().splitlines()]
     assert not bad & set(preds)  # no prediction for a case without a reply
     again = _gold_client(split, out, tasks=tasks)
@@ -220,7 +218,7 @@ def test_a_refused_request_is_final_for_its_case_and_does_not_stop_the_run(split
         progress=False,
         max_consecutive_failures=2,
     )
-    counts = res.tasks["toolassess"]["status_counts"]
+    counts = res.tasks["toolassess"].status_counts
     assert counts["request_error"] == LIMIT // 2 and counts["ok"] == LIMIT // 2 and res.status == "complete"
     client = ScriptedClient(lambda m, s, t: FakeReply("{}"))
     run_eval(split, client, MODEL, out, tasks=["toolassess"], limit=LIMIT, progress=False)
@@ -251,7 +249,7 @@ def test_native_tool_calling_mode_plays_the_gold_chain_with_tool_messages(split:
     planned = plan_tasks(split, out, ["nl2api"], TaskOptions(mode="tools"), None, 0)
     client = GoldToolsClient(planned[0].cases)
     res = run_eval(split, client, MODEL, out, tasks=["nl2api"], mode="tools", progress=False)
-    assert res.tasks["nl2api"]["status_counts"]["ok"] == 14
+    assert res.tasks["nl2api"].status_counts["ok"] == 14
     scores = score_run(out)["nl2api"]
     assert scores["completion_rate"] == 1.0
     # scoring also scores each case's gold answer: the run's own gold self-test

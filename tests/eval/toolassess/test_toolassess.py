@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import EVAL_FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scoring import metrics_of
@@ -16,7 +17,7 @@ from benchsmith.eval.toolassess import ToolAssess, classification, tas, variance
 from benchsmith.eval.toolassess._plugin import ToolAssessRow
 from benchsmith.schemas import UserError
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "eval" / "toolassess_cases.jsonl"
+FIXTURE = EVAL_FIXTURES / "toolassess_cases.jsonl"
 CASES = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import TESTS
 
 from benchsmith.construction.variants import IRRELEVANT_GOLD
 from benchsmith.eval import (
@@ -22,7 +23,7 @@ from benchsmith.eval import (
 from benchsmith.eval._private.derive import load_split
 from benchsmith.schemas import UserError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = TESTS.parent
 PAIRS = ROOT / "construction" / "nl2api" / "data" / "chinook_pairs.jsonl"
 N_PAIRS = 12
 

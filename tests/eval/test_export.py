@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import TESTS
 
 from benchsmith.eval import EXPORTERS, get_benchmark, score_cases
 from benchsmith.eval._private.export import REASONS
@@ -17,7 +18,7 @@ from benchsmith.eval.bfcl import bfcl_answer, bfcl_function, export_bfcl
 from benchsmith.eval.gta import export_gta, gta_aliases, gta_answer
 from benchsmith.schemas import ExactAnswer, Sample, Tool, ToolCall, UserError, write_jsonl
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = TESTS.parent
 PAIRS = ROOT / "construction" / "nl2api" / "data" / "chinook_pairs.jsonl"
 # 8 chains and the 2 single-call questions (average invoice, distinct composers)
 PAIR_IDS = [f"chinook-{n:03d}" for n in (1, 2, 3, 4, 5, 6, 7, 8, 20, 23)]

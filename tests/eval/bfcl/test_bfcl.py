@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from bfcl_data import FUNCS, mini_bfcl, write_lines
+from helpers import EVAL_FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scoring import metrics_of
@@ -17,7 +18,7 @@ from benchsmith.eval import EvalCase, RecordResult, get_benchmark, run_score, ru
 from benchsmith.eval.bfcl import decode, render_gold, value_prediction
 from benchsmith.schemas import UserError
 
-FIXTURES = Path(__file__).parent / "fixtures" / "eval" / "bfcl_cases.jsonl"
+FIXTURES = EVAL_FIXTURES / "bfcl_cases.jsonl"
 CASES = [json.loads(line) for line in FIXTURES.read_text(encoding="utf-8").splitlines() if line.strip()]
 BENCH = get_benchmark("bfcl")
 BENCH_FORMAT = {"prompt": get_benchmark("bfcl", format="prompt"), "fc": get_benchmark("bfcl", format="fc")}

@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import EVAL_FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scoring import metrics_of
@@ -19,7 +20,7 @@ from benchsmith.eval import score_cases
 from benchsmith.eval.gta import GTA, category_counts, check_call, tool_specs, whitelist_pass
 from benchsmith.eval.gta._plugin import GTARow
 
-ROOT = Path(__file__).resolve().parent / "fixtures" / "eval"
+ROOT = EVAL_FIXTURES
 DATA = ROOT / "gta_data"
 LINES = [
     json.loads(line) for line in (ROOT / "gta_cases.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()

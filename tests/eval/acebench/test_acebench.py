@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import EVAL_FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,7 @@ from benchsmith.eval.acebench._decode import DecodeError, official_agent_turn
 from benchsmith.eval.acebench._plugin import AceRow, acebench_metrics
 from benchsmith.schemas import UserError
 
-FIXTURES = Path(__file__).parent / "fixtures" / "eval" / "acebench_cases.jsonl"
+FIXTURES = EVAL_FIXTURES / "acebench_cases.jsonl"
 CASES = [json.loads(line) for line in FIXTURES.read_text(encoding="utf-8").splitlines() if line.strip()]
 BENCH = AceBench()
 

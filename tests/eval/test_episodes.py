@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from episode_helpers import Scripted, call, play, say
+from helpers import TESTS
 
 from benchsmith.eval import (
     Budgets,
@@ -30,7 +31,7 @@ from benchsmith.eval import (
 )
 from benchsmith.models import TransportError
 
-HELPERS = Path(__file__).resolve().parent / "episode_helpers.py"
+HELPERS = TESTS / "episode_helpers.py"
 BENCH = get_benchmark("agent")
 CASES = {c.id: c for c in BENCH.load("sandbox")}
 TEXT = "The slides are in your inbox."
@@ -280,7 +281,7 @@ def test_a_torn_journal_line_is_ignored(tmp_path):
 
 def test_episodes_do_not_share_state_and_run_concurrently(tmp_path):
     res = play(tmp_path / "run", 4, 0.0)
-    assert res.tasks["agent"]["done"] == 4
+    assert res.tasks["agent"].done == 4
     preds = [
         json.loads(json.loads(x)["result"]) for x in (tmp_path / "run/agent/predictions.jsonl").read_text().splitlines()
     ]
@@ -357,7 +358,7 @@ def test_trials_run_with_their_own_seed_and_give_pass_hat_k(tmp_path):
         user_client=Scripted(polite_user),
         user_model={"name": "u"},
     )
-    assert res.tasks["agent"]["cases"] == 6
+    assert res.tasks["agent"].cases == 6
     assert {s for s, _ in seeds} == {0, 1, 2} and {t for _, t in seeds} == {0.7}
     scores = score_run(tmp_path / "run")["agent"]
     rel = scores["reliability"]
@@ -407,7 +408,7 @@ def test_concurrent_trials_each_start_from_their_own_copy_of_the_state(tmp_path)
         user_client=Scripted(polite_user),
         user_model={"name": "u"},
     )
-    assert res.tasks["agent"]["done"] == 4
+    assert res.tasks["agent"].done == 4
     for line in (tmp_path / "run/agent/predictions.jsonl").read_text().splitlines():
         pred = json.loads(json.loads(line)["result"])
         assert len(pred["final_state"]["messaging"]["messages"]) == 5  # one sent message each, none from the others

@@ -5,18 +5,14 @@ prediction is the scenario's gold)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from helpers import EVAL_FIXTURES
 
 from benchsmith.eval import get_benchmark
 from benchsmith.eval.agent._plugin import AgentRow, agent_metrics
 
-ROWS = [
-    json.loads(x)
-    for x in (Path(__file__).parent / "fixtures" / "eval" / "agent_cases.jsonl").read_text().splitlines()
-    if x.strip()
-]
+ROWS = [json.loads(x) for x in (EVAL_FIXTURES / "agent_cases.jsonl").read_text().splitlines() if x.strip()]
 BENCH = get_benchmark("agent")
 CASES = {c.id: c for c in BENCH.load("sandbox")}
 

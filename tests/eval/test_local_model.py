@@ -53,10 +53,10 @@ def test_the_local_model_runs_every_task_kind_end_to_end(local, split: Path, tmp
     )
     assert res.status == "complete"
     for name, info in res.tasks.items():
-        c = info["status_counts"]
+        c = info.status_counts
         assert c["transport_error"] == 0 and c["pending"] == 0, (name, c)
-        assert info["done"] == info["cases"] == 2, (name, info)
-        assert info["model_calls"] > 0 and info["completion_tokens"] > 0
+        assert info.done == info.cases == 2, (name, info)
+        assert info.model_calls > 0 and info.completion_tokens > 0
     # JSON-constrained decoding: single-call replies parse (a reply cut at max_tokens may not)
     ta = [json.loads(x) for x in (out / "toolassess" / "replies.jsonl").read_text().splitlines()]
     assert all(r["status"] == "ok" for r in ta), [r["turns"][0]["raw"] for r in ta]
@@ -94,8 +94,8 @@ def test_the_local_model_plays_agent_episodes_against_itself_as_the_user(local, 
         options=TaskOptions(mode="prompt", max_tokens=160, trials=2, max_turns=2, max_steps=2),
     )
     info = res.tasks["agent"]
-    assert info["done"] == info["cases"] == 4 and info["status_counts"]["transport_error"] == 0, info
-    assert info["model_calls"] > 0 and info["user_model_calls"] > 0
+    assert info.done == info.cases == 4 and info.status_counts["transport_error"] == 0, info
+    assert info.model_calls > 0 and info.user_model_calls > 0
     replies = [json.loads(x) for x in (out / "agent" / "replies.jsonl").read_text().splitlines()]
     for r in replies:
         episode = json.loads(r["result"])["episode"]

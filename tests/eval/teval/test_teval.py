@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import have_embedding_model
+from helpers import EVAL_FIXTURES, have_embedding_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +39,7 @@ from benchsmith.eval.teval._scorers import (
 )
 from benchsmith.schemas import UserError
 
-FIXTURES = Path(__file__).parent / "fixtures" / "eval"
+FIXTURES = EVAL_FIXTURES
 CASES = [
     json.loads(line)
     for line in (FIXTURES / "teval_cases.jsonl").read_text(encoding="utf-8").splitlines()

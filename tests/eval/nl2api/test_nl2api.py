@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import TESTS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scoring import metrics_of
@@ -17,7 +18,7 @@ from benchsmith.eval import score_cases
 from benchsmith.eval.nl2api import NL2API, answers_match, intent_prf, parse_calls
 from benchsmith.eval.nl2api._plugin import NL2APIRow
 
-ROOT = Path(__file__).resolve().parent
+ROOT = TESTS
 FIXTURE = ROOT / "fixtures" / "eval" / "nl2api_cases.jsonl"
 CASES = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
 NESTFUL = Path("/work/shared/data/nestful/executable-data.json")

@@ -1,0 +1,176 @@
+"""The files of an evaluation run folder (``benchsmith eval run``), each a model with one reader and
+one writer, used by the runner, ``eval score --run`` and the report: ``run.json``
+(:class:`RunManifest`) and each task's ``replies.jsonl`` (:class:`ReplyLine`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from .errors import UserError
+from .jsonl import append_jsonl, loads_json, validate_shape, write_json
+from .tool import StrictModel
+
+#: the ``format`` a run.json is written with; a reader accepts any ``benchsmith.run/`` version
+RUN_FORMAT = "benchsmith.run/v1"
+_FIX = "pass a run folder written by `benchsmith eval run` (it holds run.json)"
+
+
+class RunModel(StrictModel):
+    """A model as a run records it (``ModelConfig.describe()``: never a key)."""
+
+    name: str
+    base_url: str | None = None
+    local: bool | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    timeout: float | None = None
+    file_sha256: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_only(cls, value: Any) -> Any:
+        # early runs recorded the user simulator by its name alone
+        return {"name": value} if isinstance(value, str) else value
+
+
+class RunTask(StrictModel):
+    """One task of a run: what was planned and, once the run stops, how far it got."""
+
+    benchmark: str
+    data: str | None = None
+    cases: int | None = None
+    prompt_version: str | None = None
+    done: int | None = Field(default=None, description="cases with a final reply")
+    status_counts: dict[str, int] | None = None
+    model_calls: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    user_model_calls: int | None = None
+    user_prompt_tokens: int | None = None
+    user_completion_tokens: int | None = None
+    wall_s: float | None = None
+
+
+class RunManifest(StrictModel):
+    """``run.json``. Fields not given stay out of the written file (:func:`write_run_manifest`)."""
+
+    format: str = RUN_FORMAT
+    run_id: str | None = None
+    model: RunModel | None = None
+    mode: str | None = None
+    split: str | None = None
+    concurrency: int | None = None
+    strategy: str | None = Field(default=None, description="react | direct; missing: react")
+    created_at: str | None = None
+    updated_at: str | None = None
+    status: str | None = Field(default=None, description="running | partial | complete")
+    tasks: dict[str, RunTask] = {}
+    user_model: RunModel | None = Field(default=None, description="the model that played the user in episodes")
+
+
+def read_run_manifest(path: Path) -> RunManifest:
+    """The ``run.json`` at ``path``. Missing, unreadable, not JSON, of another format or of the
+    wrong shape: a :class:`UserError` naming the file (and the line or the place inside it)."""
+    if not path.is_file():
+        raise UserError(f"{path}: missing", fix=_FIX)
+    try:
+        meta = loads_json(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        where = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise UserError(
+            f"{path}{where}: not valid JSON ({exc})", fix="re-run `benchsmith eval run` on this folder to rewrite it"
+        ) from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be read ({exc.strerror})", fix="check its permissions") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("tasks"), dict):
+        raise UserError(f"{path}: wrong shape: not a run description (no 'tasks' object)", fix=_FIX)
+    fmt = meta.get("format")
+    if fmt is not None and not str(fmt).startswith(RUN_FORMAT.split("/")[0] + "/"):
+        raise UserError(f"{path}: format {fmt!r} is not {RUN_FORMAT}", fix=_FIX)
+    return validate_shape(
+        meta,
+        RunManifest,
+        where=str(path),
+        fix="this is not a run.json written by `benchsmith eval run`: move it away, or use another --out "
+        "folder (re-running the same command resumes only from a valid run.json)",
+    )
+
+
+def write_run_manifest(path: Path, manifest: RunManifest) -> None:
+    """Write ``run.json`` atomically: the fields given (a ``None`` given is kept), in field order."""
+    write_json(path, manifest.model_dump(mode="json", exclude_unset=True))
+
+
+# ---- replies.jsonl --------------------------------------------------------------------------------
+ReplyStatus = Literal["ok", "format_error", "request_error", "transport_error"]
+
+
+class ReplyError(StrictModel):
+    """Why a case has no readable prediction."""
+
+    type: str
+    message: str = ""
+
+
+class ReplyTurn(StrictModel):
+    """One model call of a case: what was sent, what came back, what it was read as."""
+
+    messages: list[dict[str, Any]] = Field(description="the chat messages sent, as the endpoint took them")
+    raw: str = Field(description="the model's reply text")
+    tool_calls: list[dict[str, Any]] = []
+    parsed: Any = None
+    latency_s: float = 0.0
+    usage: dict[str, Any] = {}
+    shared: bool = Field(default=False, description="the reply of an identical request made for another case")
+
+
+class ReplyLine(StrictModel):
+    """One line of a task's ``replies.jsonl``: a case's final (or failed) attempt. The last line of
+    a ``key`` (case id, model and prompt version) wins."""
+
+    id: str
+    key: str
+    model: str
+    prompt_version: str | None = None
+    status: ReplyStatus
+    result: Any = Field(default=None, description="the prediction in the benchmark's native result format")
+    error: ReplyError | None = None
+    turns: list[ReplyTurn] = []
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+def iter_reply_lines(path: Path) -> Iterator[tuple[int, ReplyLine | None]]:
+    """``(byte offset, line)`` for each non-blank line of a ``replies.jsonl``; ``None`` for a line
+    that cannot be read (a write killed mid-line, even inside a multi-byte character)."""
+    offset = 0
+    with path.open("rb") as fh:
+        for raw in fh:
+            start, offset = offset, offset + len(raw)
+            if raw.strip():
+                yield start, reply_line(raw)
+
+
+def reply_line(raw: bytes) -> ReplyLine | None:
+    """One ``replies.jsonl`` line read, None when it cannot be (not JSON, wrong shape)."""
+    try:
+        return ReplyLine.model_validate(loads_json(raw))
+    except (json.JSONDecodeError, ValidationError):
+        return None
+
+
+def read_replies(path: Path) -> dict[str, ReplyLine]:
+    """The last readable line per key of a ``replies.jsonl`` (none when the file is absent)."""
+    if not path.is_file():
+        return {}
+    return {line.key: line for _, line in iter_reply_lines(path) if line is not None}
+
+
+def append_reply(path: Path, line: ReplyLine) -> None:
+    """Append one line to a ``replies.jsonl`` (one write, fsync'd: :func:`append_jsonl`)."""
+    append_jsonl(path, line.model_dump(mode="json"))
