@@ -11,4 +11,4 @@ def metrics_of(bench: Benchmark, cases: list[EvalCase], records: list[RecordResu
     """``bench.metrics`` over the rows of ``records`` (each with its case, by id): what ``eval
     score`` computes from the same records."""
     by_id = {c.id: c for c in cases}
-    return bench.metrics([bench.row(by_id[r.id], r) for r in records], mode)
+    return bench.metrics([bench.row(by_id[r.id], r, mode) for r in records], mode)

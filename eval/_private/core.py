@@ -256,10 +256,10 @@ class Benchmark(ABC, Generic[RowT]):
         line overrides it so that scoring holds one case at a time."""
         yield from self.load(data)
 
-    def row(self, case: EvalCase, record: RecordResult) -> RowT:
-        """The slim row :meth:`metrics` reads for one scored record. The default is a :class:`Row`
-        (verdict, category, trial); a benchmark whose metrics read more of the case or the
-        record's details returns its own :class:`Row` subclass, holding only those values."""
+    def row(self, case: EvalCase, record: RecordResult, mode: Mode) -> RowT:
+        """The slim row :meth:`metrics` reads for one record scored in ``mode``. The default is a
+        :class:`Row` (verdict, category, trial); a benchmark whose metrics read more of the case or
+        the record's details returns its own :class:`Row` subclass, holding only those values."""
         return Row.of(case, record)  # type: ignore[return-value]
 
 
@@ -554,7 +554,7 @@ def iter_scored(
                 record = failed(case, "missing_prediction", "no prediction for this id")
             else:
                 record = _score_within(keeper, bench, case, pred, mode)
-            rows.append(bench.row(case, record))
+            rows.append(bench.row(case, record, mode))
             yield record
 
 

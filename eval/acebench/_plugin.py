@@ -370,7 +370,7 @@ class AceBench(Benchmark[AceRow]):
     def iter_cases(self, data: Path) -> Iterator[EvalCase]:
         return iter_folder(Path(data))
 
-    def row(self, case: EvalCase, record: RecordResult) -> AceRow:
+    def row(self, case: EvalCase, record: RecordResult, mode: Mode) -> AceRow:
         if record.category in AGENT:
             return AceRow.of(case, record, process=float(record.details.get("process", 1.0 if record.ok else 0.0)))
         return AceRow.of(case, record)

@@ -315,7 +315,7 @@ class AgentBench(Benchmark[AgentRow]):
     def iter_cases(self, data: Path) -> Iterator[EvalCase]:
         return iter_agent_cases(data)
 
-    def row(self, case: EvalCase, record: RecordResult) -> AgentRow:
+    def row(self, case: EvalCase, record: RecordResult, mode: Mode) -> AgentRow:
         episode = record.details.get("episode") or {}
         return AgentRow.of(
             case, record, process=float(record.details.get("process", 0.0)), end=episode.get("end") or None

@@ -468,7 +468,7 @@ class BFCL(Benchmark[BFCLRow]):
             return score_ast(case, prediction, mode, self.output_format(case))
         return score_relevance(case, prediction, mode, self.output_format(case))
 
-    def row(self, case: EvalCase, record: RecordResult) -> BFCLRow:
+    def row(self, case: EvalCase, record: RecordResult, mode: Mode) -> BFCLRow:
         fmt = record.details.get("format_read")
         return BFCLRow.of(case, record, format=self.output_format(case), format_read=fmt or None)
 

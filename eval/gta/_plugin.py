@@ -173,31 +173,22 @@ _SLOTS = tuple((c, k) for c in CATEGORIES for k in _COUNTS)  # the order of GTAR
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GTARow(Row):
     """A GTA record's row: the step flags and figures its metrics count, whether its sample's
-    gold is answered (in each mode: a row is made before the mode is known) and, end to end, the
-    per-category tool counts in each mode (``pred``, ``gold``, ``tp`` for each of
-    :data:`CATEGORIES`, in that order)."""
+    gold is answered and, end to end, the per-category tool counts (``pred``, ``gold``, ``tp``
+    for each of :data:`CATEGORIES`, in that order), as the record's mode counts them."""
 
     sample: str | None = None
-    answered_strict: bool = False
-    answered_official: bool = False
+    answered: bool = False
     tool: bool = False
     arg: bool = False
     inst: bool = False
     summ: float = 0.0
     called: bool = False
     call_error: bool = False
-    counts_strict: tuple[int, ...] = ()
-    counts_official: tuple[int, ...] = ()
+    counts: tuple[int, ...] = ()
     calls: int = 0
     call_errors: int = 0
     imggen: float = 0.0
     official_crash: bool = False
-
-    def answered(self, mode: Mode) -> bool:
-        return self.answered_official if mode == "official" else self.answered_strict
-
-    def counts(self, mode: Mode) -> tuple[int, ...]:
-        return self.counts_official if mode == "official" else self.counts_strict
 
 
 def _flat_counts(case: EvalCase, d: dict[str, Any], mode: Mode) -> tuple[int, ...]:
@@ -216,7 +207,7 @@ def _step_figures(rows: list[GTARow], mode: Mode) -> dict[str, Any] | None:
         return None
     tool = [r for r in rows if r.category == "step:tool"]
     ans = [r for r in rows if r.category == "step:answer"]
-    n_answered = len({r.sample for r in rows if r.answered(mode)})  # each answered sample counts once
+    n_answered = len({r.sample for r in rows if r.answered})  # each answered sample counts once
     called = [r for r in rows if r.called]
     # official: answer turns of image-generation samples are counted as hits but not in the total
     total = len(tool) + (n_answered if mode == "official" else len(ans))
@@ -241,11 +232,11 @@ def _e2e_figures(rows: list[GTARow], mode: Mode) -> dict[str, Any] | None:
     """The end-to-end figures (None when no end-to-end record had a prediction)."""
     if all(r.error_type == "missing_prediction" for r in rows):
         return None
-    answered_rows = [r for r in rows if r.answered(mode)]
+    answered_rows = [r for r in rows if r.answered]
     ans = sum([r.summ for r in answered_rows])
     totals = {c: {k: 0 for k in _COUNTS} for c in CATEGORIES}
     for r in rows:
-        for (c, k), n in zip(_SLOTS, r.counts(mode)):
+        for (c, k), n in zip(_SLOTS, r.counts):
             totals[c][k] += n
     out: dict[str, Any] = {
         "samples": len(rows),
@@ -441,7 +432,7 @@ class GTA(Benchmark[GTARow]):
         return failed(case, "low_similarity", f"best cosine to the references is {value:.3f}", score=value, **details)
 
     # ---- metrics ---------------------------------------------------------------------------------
-    def row(self, case: EvalCase, record: RecordResult) -> GTARow:
+    def row(self, case: EvalCase, record: RecordResult, mode: Mode) -> GTARow:
         d = record.details
         if record.category.startswith("step:"):
             gt = case.gold.get("sample_gt")
@@ -449,8 +440,7 @@ class GTA(Benchmark[GTARow]):
                 case,
                 record,
                 sample=case.meta["sample"],
-                answered_strict=answered(gt, "strict"),
-                answered_official=answered(gt, "official"),
+                answered=answered(gt, mode),
                 tool=bool(d.get("tool")),
                 arg=bool(d.get("arg")),
                 inst=bool(d.get("inst")),
@@ -463,11 +453,9 @@ class GTA(Benchmark[GTARow]):
             return GTARow.of(
                 case,
                 record,
-                answered_strict=answered(gt, "strict"),
-                answered_official=answered(gt, "official"),
+                answered=answered(gt, mode),
                 summ=float(d.get("summ") or 0.0),
-                counts_strict=_flat_counts(case, d, "strict"),
-                counts_official=_flat_counts(case, d, "official"),
+                counts=_flat_counts(case, d, mode),
                 calls=int(d.get("calls") or 0),
                 call_errors=int(d.get("call_errors") or 0),
                 imggen=float(d.get("imggen") or 0.0),

@@ -437,7 +437,7 @@ class NL2API(Benchmark[NL2APIRow]):
             return False
 
     # ---- metrics ---------------------------------------------------------------------------------
-    def row(self, case: EvalCase, record: RecordResult) -> NL2APIRow:
+    def row(self, case: EvalCase, record: RecordResult, mode: Mode) -> NL2APIRow:
         d = record.details
         return NL2APIRow.of(
             case,

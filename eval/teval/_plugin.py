@@ -284,7 +284,7 @@ class TEval(Benchmark[TEvalRow]):
             return failed(case, "unknown_category", f"no scorer for {case.category}")
         return fn(case, prediction if isinstance(prediction, str) else str(prediction), mode)
 
-    def row(self, case: EvalCase, record: RecordResult) -> TEvalRow:
+    def row(self, case: EvalCase, record: RecordResult, mode: Mode) -> TEvalRow:
         d = record.details
         if case.category.startswith("instruct/"):
             return TEvalRow.of(case, record, format=float(d.get("format", 0.0)), args_em=float(d.get("args_em", 0.0)))

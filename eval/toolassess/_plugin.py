@@ -298,7 +298,7 @@ class ToolAssess(Benchmark[ToolAssessRow]):
         return failed(case, err, f"{sum(right)} of {len(subs)} sub-tasks right", score=share, right=right)
 
     # ---- metrics ---------------------------------------------------------------------------------
-    def row(self, case: EvalCase, record: RecordResult) -> ToolAssessRow:
+    def row(self, case: EvalCase, record: RecordResult, mode: Mode) -> ToolAssessRow:
         d, gold = record.details, case.gold
         if record.category == "awareness":
             return ToolAssessRow.of(case, record, label=(gold["label"], _hashable(d.get("pred"))))

@@ -150,7 +150,7 @@ def test_user_simulator_failure_is_recorded_and_never_charged(reply, code):
     assert ep.end == "user_failure" and ep.events[0]["error"]["code"] == code and a.calls == 0
     rec = score("msg-wifi-off", ep)
     assert rec.error_type == "user_simulator_failure"
-    scores = BENCH.metrics([BENCH.row(CASES["msg-wifi-off"], rec)], "strict")
+    scores = BENCH.metrics([BENCH.row(CASES["msg-wifi-off"], rec, "strict")], "strict")
     assert scores["counted_episodes"] == 0 and scores["user_simulator_failures"] == 1
 
 

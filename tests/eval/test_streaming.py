@@ -114,7 +114,7 @@ def test_rows_are_slim_and_metrics_pure(derived: Path, bench_name: str, folder: 
     random.Random(1).shuffle(cases)
     preds = {c.id: (bench.gold_prediction(c) if i % 4 else "") for i, c in enumerate(cases)}
     run = score_cases(bench, cases, preds, "strict")
-    rows = [bench.row(c, r) for c, r in zip(cases, run.records)]
+    rows = [bench.row(c, r, "strict") for c, r in zip(cases, run.records)]
     for row in rows:
         assert not hasattr(row, "__dict__")  # slots only
         for name in type(row).__dataclass_fields__:
@@ -410,7 +410,7 @@ def test_agent_metrics_count_trials() -> None:
     counted = [r for r in run.records if r.error_type != "user_simulator_failure"]
     assert run.scores["episodes"] == len(cases) and run.scores["counted_episodes"] == len(counted)
     assert run.scores["end_state_accuracy"] == sum(r.ok for r in counted) / len(counted)
-    assert run.scores["reliability"] == reliability(bench.row(c, r) for c, r in zip(cases, run.records))
+    assert run.scores["reliability"] == reliability(bench.row(c, r, "strict") for c, r in zip(cases, run.records))
     tally: dict[str, list[int]] = {}  # the list-based count: task -> [trials, successes]
     for c, r in zip(cases, run.records):
         t = tally.setdefault(c.meta["base_id"], [0, 0])

@@ -130,7 +130,7 @@ def test_rows_are_slim_and_metrics_pure(loaded, mode):
     preds = {c.id: bench.gold_prediction(c) for c in cases[::2]}  # the others missing
     preds.update({c.id: "[]" for c in cases[1::4]})  # some empty sequences
     run = score_cases(bench, cases, preds, mode)
-    rows = [bench.row(c, r) for c, r in zip(cases, run.records)]
+    rows = [bench.row(c, r, mode) for c, r in zip(cases, run.records)]
     assert all(isinstance(r, NL2APIRow) for r in rows)
     values = [getattr(r, f.name) for r in rows for f in dataclasses.fields(r)]
     assert all(v is None or isinstance(v, (bool, int, float, str)) for v in values)

@@ -191,7 +191,7 @@ def test_rows_are_slim_and_metrics_pure(loaded, mode):
     cs = list(cases.values())
     preds = {c.id: b.gold_prediction(c) for c in cs[::2]}  # the others missing
     run = score_cases(b, cs, preds, mode)
-    rows = [b.row(c, r) for c, r in zip(cs, run.records)]
+    rows = [b.row(c, r, mode) for c, r in zip(cs, run.records)]
     assert all(isinstance(r, ToolAssessRow) and _slim(r) for r in rows)
     assert b.metrics(rows, mode) == b.metrics(list(rows), mode) == run.scores
     assert metrics_of(b, cs, run.records[::-1], mode)["selection"] == run.scores["selection"]  # counts: any order
