@@ -857,11 +857,12 @@ def eval_derive(
 def eval_list() -> None:
     """The registered benchmarks (built-in and plug-ins from $BENCHSMITH_PLUGINS), each with its run
     tasks, derivers, exporter and scorers."""
-    from benchsmith.eval import BENCHMARKS, DERIVERS, EXPORTERS, SCORERS, TASKS
+    from benchsmith.eval import BENCHMARKS, DERIVERS, EXPORTERS, TASKS
+    from benchsmith.eval.scoring import SCORERS
 
-    for name, cls in sorted(BENCHMARKS.items()):
+    for name in sorted(BENCHMARKS):
         tasks = sorted(t for t, tc in TASKS.items() if tc.benchmark == name)
-        derivers = sorted(d for d in DERIVERS if d in cls.derivers)
+        derivers = sorted(d for d in DERIVERS if d in tasks)
         scorers = sorted(s for s in SCORERS if s.split(".", 1)[0] == name)
         typer.echo(
             f"{name}: tasks {', '.join(tasks) or '-'}; derivers {', '.join(derivers) or '-'}; "

@@ -1,217 +1,80 @@
 """The embedded evaluator: one scoring core for tool-use benchmarks.
 
-Benchmarks plug in as :class:`Benchmark` subclasses registered with :func:`benchmark`;
-leaf checks are pure functions registered with :func:`scorer`.
+A benchmark is a :class:`Benchmark` subclass registered once with :func:`benchmark`; it loads its
+cases, scores one record (:meth:`Benchmark.score`, built from scorers registered with
+:func:`scorer`), turns each scored record into a :class:`Row` and the rows into scores.json
+(:meth:`Benchmark.metrics`, a pure function). It names its other verbs: its run :class:`Task`
+(``eval run``), derivers (``eval derive``), exporter (``eval export``) and :class:`ReportView`.
+The toy benchmark in ``tests/fixtures/plugins`` is the recipe (docs/architecture.md).
+
+Names here are for writing and running benchmarks; helpers have a namespace each, which the
+built-in benchmarks use too:
+
+* :mod:`benchsmith.eval.scoring`: the scoring loop, guards, figures over rows, readers of data files
+* :mod:`benchsmith.eval.budget`: per-record budgets against hostile output
+* :mod:`benchsmith.eval.calls`: tool calls in prompts and predictions
+* :mod:`benchsmith.eval.tasks`: what a run task's ``solve`` gets and returns
+* :mod:`benchsmith.eval.episodes`: multi-turn episodes with a simulated user
+* :mod:`benchsmith.eval.derive`, :mod:`benchsmith.eval.export`: writing derivers and exporters
+* :mod:`benchsmith.eval.views`: writing a report view
+* :mod:`benchsmith.eval.report`: the HTML report of runs
 
 >>> from benchsmith.eval import MODES
 >>> MODES
 ('strict', 'official')
 """
 
-from ._private.budget import (
-    DEFAULT_BUDGET,
-    EMBED_PREFIX_CHARS,
-    MODEL_OUTPUT,
-    Budget,
-    FoldBudget,
-    FoldLimit,
-    OverBudget,
-    budget_paused,
-    check_limit,
-    check_time,
-    check_value,
-    current_budget,
-    embedding_text,
-)
 from ._private.core import (
     BENCHMARKS,
     MODES,
-    SCORERS,
     Benchmark,
-    CallShapeError,
     EvalCase,
-    JSONValueText,
     Mode,
-    Predictions,
     RecordResult,
     Row,
-    ScoreRun,
     benchmark,
     failed,
     get_benchmark,
-    iter_scored,
-    json_line_at,
-    last_resort,
-    mean,
-    never_raises,
-    over_budget,
     passed,
-    read_json_lines,
-    reliability,
-    safe_ratio,
     score_cases,
-    score_record,
     scorer,
-    scorer_for,
-    sqrt_weights,
-    too_deep,
-    tool_call_parts,
 )
-from ._private.depth import MAX_DEPTH, TooDeep, brackets_bound, check_depth, nesting_depth
-from ._private.derive import DERIVED_BENCHMARK, DERIVERS, derive_all
-from ._private.episode import (
-    BUDGET_ENDS,
-    END_REASONS,
-    NORMAL_ENDS,
-    STOP_PHRASE,
-    USER_FAILURES,
-    Budgets,
-    Episode,
-    EpisodeEnv,
-    EpisodeSpec,
-    EpisodeTask,
-    Journal,
-    LabelledEnv,
-    error_type,
-    run_episode,
-)
+from ._private.derive import DERIVERS, derive_all
 from ._private.export import EXPORTERS
-from ._private.reportview import ReportView, record_categories
+from ._private.reportview import ReportView
 from ._private.run import run_score, run_selftest
-from ._private.runner import (
-    TASKS,
-    CallContext,
-    Outcome,
-    ParseError,
-    Request,
-    RunResult,
-    SingleCallTask,
-    Task,
-    TaskOptions,
-    Turn,
-    get_task,
-    read_json_reply,
-    run_eval,
-    score_run,
-    select_cases,
-    shallow_reply,
-    task,
-)
+from ._private.runner import TASKS, RunResult, SingleCallTask, Task, TaskOptions, get_task, run_eval, score_run, task
 
 __all__ = [
-    "BUDGET_ENDS",
-    "END_REASONS",
-    "NORMAL_ENDS",
-    "STOP_PHRASE",
-    "USER_FAILURES",
-    "Budgets",
-    "Episode",
-    "EpisodeEnv",
-    "EpisodeSpec",
-    "EpisodeTask",
-    "Journal",
-    "LabelledEnv",
-    "error_type",
-    "reliability",
-    "run_episode",
-    "TASKS",
-    "CallContext",
-    "ParseError",
-    "Outcome",
-    "Request",
-    "RunResult",
-    "SingleCallTask",
+    # writing a benchmark
+    "Benchmark",
+    "benchmark",
+    "EvalCase",
+    "RecordResult",
+    "Row",
+    "Mode",
+    "MODES",
+    "scorer",
+    "passed",
+    "failed",
     "Task",
-    "TaskOptions",
-    "Turn",
-    "get_task",
-    "read_json_reply",
-    "run_eval",
-    "score_run",
-    "select_cases",
+    "SingleCallTask",
     "task",
+    "ReportView",
+    # finding one
     "BENCHMARKS",
-    "DERIVED_BENCHMARK",
+    "get_benchmark",
+    "TASKS",
+    "get_task",
     "DERIVERS",
     "EXPORTERS",
-    "derive_acebench_special",
-    "derive_all",
-    "derive_gta",
-    "derive_toolassess",
-    "export_acebench",
-    "export_bfcl",
-    "export_gta",
-    "export_teval",
-    "CallShapeError",
-    "JSONValueText",
-    "tool_call_parts",
-    "MODES",
-    "SCORERS",
-    "Benchmark",
-    "EvalCase",
-    "Mode",
-    "Predictions",
-    "RecordResult",
-    "ScoreRun",
-    "benchmark",
-    "failed",
-    "get_benchmark",
-    "mean",
-    "passed",
-    "read_json_lines",
-    "Row",
-    "iter_scored",
-    "json_line_at",
+    # running one
     "run_score",
     "run_selftest",
-    "safe_ratio",
     "score_cases",
-    "scorer",
-    "sqrt_weights",
-    "DEFAULT_BUDGET",
-    "EMBED_PREFIX_CHARS",
-    "MODEL_OUTPUT",
-    "Budget",
-    "FoldBudget",
-    "FoldLimit",
-    "OverBudget",
-    "budget_paused",
-    "check_limit",
-    "check_time",
-    "check_value",
-    "current_budget",
-    "embedding_text",
-    "over_budget",
-    "score_record",
-    "scorer_for",
-    "ReportView",
-    "record_categories",
-    "MAX_DEPTH",
-    "TooDeep",
-    "brackets_bound",
-    "check_depth",
-    "last_resort",
-    "nesting_depth",
-    "never_raises",
-    "shallow_reply",
-    "too_deep",
+    "derive_all",
+    "TaskOptions",
+    "run_eval",
+    "RunResult",
+    "score_run",
 ]
-
-# each benchmark's verbs live in its folder; these names stay importable from here (loaded on use)
-_IN_BENCHMARKS = {
-    "derive_acebench_special": "acebench",
-    "export_acebench": "acebench",
-    "export_bfcl": "bfcl",
-    "derive_gta": "gta",
-    "export_gta": "gta",
-    "export_teval": "teval",
-    "derive_toolassess": "toolassess",
-}
-
-
-def __getattr__(name: str):
-    if name in _IN_BENCHMARKS:
-        import importlib
-
-        return getattr(importlib.import_module(f"benchsmith.eval.{_IN_BENCHMARKS[name]}"), name)
-    raise AttributeError(f"module 'benchsmith.eval' has no attribute {name!r}")

@@ -106,7 +106,8 @@ def readers(n: int, seed: int, limit: float) -> None:
     still running after ``limit`` seconds is stopped and reported as such)."""
     import signal
 
-    from benchsmith.eval import ParseError, Predictions, read_json_lines, read_json_reply
+    from benchsmith.eval.scoring import Predictions, read_json_lines
+    from benchsmith.models import ParseError, read_json_reply
     from benchsmith.schemas import CheckResult, UserError, iter_jsonl_lenient
 
     seed_reply = '{"tool_calls": [{"name": "f", "arguments": {"a": 1}}]}'

@@ -39,8 +39,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from benchsmith.eval import derive_all
-from benchsmith.eval._private.runner import Request, TaskOptions, plan_tasks, run_eval
+from benchsmith.eval import TaskOptions, derive_all, run_eval
+from benchsmith.eval._private.runner import plan_tasks
+from benchsmith.eval.tasks import Request
 from benchsmith.models import (
     DEFAULT_LOCAL_MODEL,
     ModelClient,

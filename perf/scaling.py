@@ -215,7 +215,8 @@ def verify_imports(v: Version) -> None:
 def prepare(spec: dict[str, Any]) -> dict[str, Any]:
     """Runs in a child with the current tree's shim (``--_prepare``): writes the Nx inputs."""
     from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db, default_pairs_path
-    from benchsmith.eval import DERIVED_BENCHMARK, derive_all, get_benchmark
+    from benchsmith.eval import derive_all, get_benchmark
+    from benchsmith.eval.derive import DERIVED_BENCHMARK
 
     inputs = Path(spec["inputs"])
     inputs.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,9 @@
 * upward imports: a module importing a package of a higher layer
   (schemas < models < prompts < construction < eval < annotation < demo < cli)
 * cross-package ``_private`` imports: ``benchsmith.X._private`` imported from outside ``benchsmith.X``
+* built-ins using the evaluator's internals: a module of a subpackage of ``benchsmith.eval`` (a
+  benchmark folder, the report) importing ``benchsmith.eval._private``; they use the public API a
+  plug-in uses (``benchsmith.eval`` and its namespaces)
 * import cycles between the top-level packages
 * registries: module-level dicts filled by a registering decorator or function
 * files outside ``eval/<benchmark>/`` naming each benchmark in code (identifiers, imports, string
@@ -82,6 +85,12 @@ def private_owner(name: str) -> str | None:
     return ".".join(parts[: parts.index("_private")]) if "_private" in parts else None
 
 
+def in_subpackage(name: str, path: Path, owner: str) -> bool:
+    """Whether module ``name`` (file ``path``) lives in a subpackage of ``owner`` other than its ``_private``."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    return package.startswith(owner + ".") and not package.startswith(owner + "._private")
+
+
 def registries(path: Path) -> list[str]:
     """Public module-level name tables: a :class:`benchsmith.schemas.Registry`, or ``NAME: dict = {}``
     filled through ``registrar(NAME, ...)``, by ``NAME[key] = ...`` in a function (hand-rolled), or
@@ -143,7 +152,7 @@ def _names_in_code(path: Path, word: str) -> bool:
 
 def figures(root: Path = ROOT, typecheck: bool = False) -> dict:
     mods = modules(root)
-    upward, private, edges = [], [], defaultdict(set)
+    upward, private, internal, edges = [], [], [], defaultdict(set)
     regs = []
     for name, path in mods.items():
         here = top(name)
@@ -157,6 +166,8 @@ def figures(root: Path = ROOT, typecheck: bool = False) -> dict:
             owner = private_owner(target)
             if owner and not (name == owner or name.startswith(owner + ".")):
                 private.append(where)
+            elif owner == "benchsmith.eval" and in_subpackage(name, path, owner):
+                internal.append(where)
         regs += [f"{path.relative_to(root)}: {r}" for r in registries(path)]
     cycles = sorted({tuple(sorted((a, b))) for a in edges for b in edges[a] if a in edges.get(b, ())})
     naming = {}
@@ -168,6 +179,7 @@ def figures(root: Path = ROOT, typecheck: bool = False) -> dict:
     out = {
         "upward_imports": sorted(set(upward)),
         "private_imports": sorted(set(private)),
+        "eval_internal_imports": sorted(set(internal)),
         "package_cycles": [list(c) for c in cycles],
         "registries": regs,
         "files_naming": naming,
@@ -306,7 +318,7 @@ def type_errors(root: Path) -> list[str]:
 
 
 #: what must be empty: the floor plan's rules and the private-name rule
-RULES = ("upward_imports", "private_imports", "package_cycles", "underscore_imports")
+RULES = ("upward_imports", "private_imports", "eval_internal_imports", "package_cycles", "underscore_imports")
 
 
 def rows(f: dict) -> list[tuple[str, int | str, list[str]]]:
@@ -315,6 +327,10 @@ def rows(f: dict) -> list[tuple[str, int | str, list[str]]]:
         (key.replace("_", " "), len(f[key]), f[key])
         for key in ("upward_imports", "private_imports", "package_cycles", "registries")
     ]
+    if "eval_internal_imports" in f:  # measured since the built-ins use the public API only
+        out.insert(
+            2, ("eval built-ins importing eval._private", len(f["eval_internal_imports"]), f["eval_internal_imports"])
+        )
     out += [
         (f"files outside eval/{b + '/':12s} naming it", len(files), files) for b, files in f["files_naming"].items()
     ]

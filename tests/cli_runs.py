@@ -11,7 +11,7 @@ from pathlib import Path
 
 from helpers import endpoint_env
 
-from benchsmith.eval._private.runner import DONE
+from benchsmith.eval.tasks import DONE
 
 ANSWER = '{"decision": "no_tool", "tool": "café", "answers": ["café"]}'  # multi-byte text in every reply line
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from benchsmith.eval import EvalCase, Request, get_benchmark
+from benchsmith.eval import EvalCase, get_benchmark
+from benchsmith.eval.tasks import Request
 
 REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[^$]*)?)\$")
 

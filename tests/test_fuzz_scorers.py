@@ -24,16 +24,10 @@ from fuzz_outputs import DEEP_KINDS, KINDS, Group, benchmark_names, fuzz_output,
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchsmith.eval import (
-    BENCHMARKS,
-    DEFAULT_BUDGET,
-    ParseError,
-    Predictions,
-    RecordResult,
-    read_json_lines,
-    read_json_reply,
-    score_cases,
-)
+from benchsmith.eval import BENCHMARKS, RecordResult, score_cases
+from benchsmith.eval.budget import DEFAULT_BUDGET
+from benchsmith.eval.scoring import Predictions, read_json_lines
+from benchsmith.models import ParseError, read_json_reply
 from benchsmith.schemas import CheckResult, JsonlError, UserError, dumps_json, iter_jsonl_lenient, read_jsonl
 
 FUZZ = settings(derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck))

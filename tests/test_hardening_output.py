@@ -14,17 +14,9 @@ from fake_openai import FakeEndpoint, completion, config
 from helpers import build_slot_split, pair_lines
 from runner_helpers import FakeReply, ScriptedClient
 
-from benchsmith.eval import (
-    ParseError,
-    Predictions,
-    TaskOptions,
-    read_json_lines,
-    read_json_reply,
-    run_eval,
-    run_score,
-    score_run,
-)
-from benchsmith.models import ModelClient
+from benchsmith.eval import TaskOptions, run_eval, run_score, score_run
+from benchsmith.eval.scoring import Predictions, read_json_lines
+from benchsmith.models import ModelClient, ParseError, read_json_reply
 from benchsmith.schemas import (
     CheckResult,
     UserError,

@@ -137,14 +137,14 @@ def _tree(folder: Path) -> dict[str, bytes]:
 KILLED_DERIVE = """
 import sys, time
 from pathlib import Path
-from benchsmith.eval import BENCHMARKS, DERIVERS, derive_all
+from benchsmith.eval import DERIVERS, TASKS, derive_all
 
 def stop(*args, **kwargs):  # the last deriver: by now the others have written their folders
     Path(sys.argv[3]).write_text("here")
     time.sleep(600)
 
 assert list(DERIVERS)[-1] == "toolassess"
-BENCHMARKS["toolassess"].derivers = {"toolassess": stop}
+TASKS["toolassess"].deriver = stop
 derive_all(sys.argv[1], sys.argv[2])
 """
 

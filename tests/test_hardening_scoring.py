@@ -607,7 +607,7 @@ class _Ctx:
         self.raw, self.tool_calls = raw, tool_calls or []
 
     async def call(self, req: Any, role: str = "model") -> tuple[None, Any]:
-        from benchsmith.eval import Turn
+        from benchsmith.eval.tasks import Turn
 
         return None, Turn(messages=[], raw=self.raw, tool_calls=self.tool_calls)
 
@@ -630,7 +630,8 @@ _REPLIES = {  # task -> (a fuzz group of its benchmark, the reply around the dee
 def test_a_deep_reply_is_a_format_error_of_the_run(groups: dict[str, Any], name: str, depth: int) -> None:
     import asyncio
 
-    from benchsmith.eval import Request, TaskOptions, get_task
+    from benchsmith.eval import TaskOptions, get_task
+    from benchsmith.eval.tasks import Request
 
     group, template = _REPLIES[name]
     task_cls = get_task(name)
@@ -651,10 +652,11 @@ def test_a_deep_reply_is_a_format_error_of_the_run(groups: dict[str, Any], name:
 
 @pytest.mark.parametrize("depth", [150, 950, 5000])
 def test_deep_tool_call_arguments_are_format_errors(depth: int) -> None:
-    from benchsmith.eval import EpisodeSpec, ParseError
-    from benchsmith.eval._private.calls import native_tool_calls
     from benchsmith.eval._private.episode import read_assistant
+    from benchsmith.eval.calls import native_tool_calls
+    from benchsmith.eval.episodes import EpisodeSpec
     from benchsmith.eval.nl2api._task import parse_direct, parse_step
+    from benchsmith.models import ParseError
 
     deep = nested_text("json_object", depth)
     expected = ("too_deep",) if depth < 1000 else ("bad_arguments", "not_json")  # 5,000: past the JSON reader's limit

@@ -65,7 +65,7 @@ def test_a_plugin_folder_registers_a_scorer_seen_by_the_cli(tmp_path: Path) -> N
         "    return passed(case)\n",
         encoding="utf-8",
     )
-    code = "from benchsmith.eval import SCORERS; print('my_always_right' in SCORERS)"
+    code = "from benchsmith.eval.scoring import SCORERS; print('my_always_right' in SCORERS)"
     env_run = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -85,7 +85,8 @@ def _env() -> dict[str, str]:
 
 
 def test_a_category_scorer_is_used_by_registering_it_alone() -> None:
-    from benchsmith.eval import SCORERS, EvalCase, get_benchmark, passed, score_cases
+    from benchsmith.eval import EvalCase, get_benchmark, passed, score_cases
+    from benchsmith.eval.scoring import SCORERS
 
     bench = get_benchmark("toolassess")
     case = EvalCase(id="c1", benchmark="toolassess", category="awareness", gold={"label": "requires_tool"})

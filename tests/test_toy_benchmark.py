@@ -140,7 +140,8 @@ def _scorer_cases() -> list[dict]:
 def _registries_as_before():
     """The scorer cases import the plug-in in this process: its names leave the registries afterwards,
     so tests that run later see the built-ins only."""
-    from benchsmith.eval import BENCHMARKS, SCORERS, TASKS
+    from benchsmith.eval import BENCHMARKS, TASKS
+    from benchsmith.eval.scoring import SCORERS
 
     before = {id(r): set(r) for r in (BENCHMARKS, SCORERS, TASKS)}
     yield

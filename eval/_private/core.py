@@ -207,9 +207,6 @@ class Benchmark(ABC, Generic[RowT]):
     below make the benchmark's other verbs (derive, export, the report's view) known by name.
     The run task registers itself with :func:`~benchsmith.eval.task`."""
 
-    #: case sets derived from a benchsmith split that this benchmark loads:
-    #: ``{name: derive(split_dir, out_dir, seed=0) -> report}`` (``benchsmith eval derive``)
-    derivers: ClassVar[Mapping[str, Callable[..., dict[str, Any]]]] = MappingProxyType({})
     #: ``export(split_dir, out_dir) -> report``: a split in the benchmark's own layout
     #: (``benchsmith eval export --to <name>``); None when there is none
     exporter: ClassVar[Callable[..., dict[str, Any]] | None] = None

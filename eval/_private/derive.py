@@ -1,7 +1,7 @@
 """Derive benchmark cases from an NL2API split's verified gold chains: the shared ground floor
 (reading the split, seeded randomness, candidate tools, the report, swapping a folder in) and
 :func:`derive_all`. Each benchmark's deriver lives in its folder (``eval/<benchmark>/_derive.py``)
-and is named by its :class:`~benchsmith.eval.Benchmark` (``derivers``); :data:`DERIVERS` is a
+and is named by the run task whose cases it derives (``Task.deriver``); :data:`DERIVERS` is a
 view over them.
 
 Every function is pure in the sense that matters here: it reads ``<split>/samples.jsonl``,
@@ -29,10 +29,6 @@ from typing import IO, Any, Callable, Iterable
 
 from pydantic import BaseModel
 
-from benchsmith.construction.nl2api import read_manifest
-from benchsmith.construction.variants import (
-    visible_steps,
-)
 from benchsmith.schemas import (
     JsonlError,
     RowError,
@@ -56,6 +52,8 @@ MAX_TOOLS = 12  # candidate tools per derived record: every gold-chain tool + se
 
 
 def _usable(sample: Sample) -> bool:
+    from benchsmith.construction.variants import visible_steps  # construction loads on use: scoring never needs it
+
     return (sample.verification is None or sample.verification.status == "verified") and bool(visible_steps(sample))
 
 
@@ -70,6 +68,8 @@ class SplitSamples:
     manifest reader, so every deriver and exporter refuses a bad one before writing anything."""
 
     def __init__(self, split_dir: str | Path, usable: bool = True) -> None:
+        from benchsmith.construction.nl2api import read_manifest
+
         split = Split.open(split_dir)
         self.root, self.path, self.usable = split.root, split.samples_path, usable
         self.manifest = read_manifest(split.manifest_path) if split.has(Split.MANIFEST) else None
@@ -110,6 +110,8 @@ def _source(split: Path, samples: list[Sample] | int, seed: int | None) -> dict[
     if seed is not None:
         source["seed"] = seed
     if Split(split).has(Split.MANIFEST):
+        from benchsmith.construction.nl2api import read_manifest
+
         m = read_manifest(Split(split).manifest_path)
         source.update(name=m.name, content_hash=m.content_hash)
     return source
@@ -120,6 +122,8 @@ def seeded_rng(seed: int, *parts: Any) -> random.Random:
 
 
 def chain_tools(sample: Sample) -> list[str]:
+    from benchsmith.construction.variants import visible_steps
+
     out: list[str] = []
     for st in visible_steps(sample):
         if st.call is not None and st.call.name not in out:
@@ -383,7 +387,7 @@ class Spool:
         return len(self.offsets)
 
 
-# ---- the derivers: a view over the benchmarks -------------------------------------------------
+# ---- the derivers: a view over the run tasks ---------------------------------------------------
 Deriver = Callable[..., dict[str, Any]]
 
 
@@ -407,18 +411,18 @@ class BenchmarkView(Mapping[str, Any]):
 
 
 def _derivers() -> dict[str, Deriver]:
-    from .core import BENCHMARKS
+    from .runner import TASKS
 
-    return dict(sorted((name, fn) for cls in BENCHMARKS.values() for name, fn in cls.derivers.items()))
+    return dict(sorted((name, t.deriver) for name, t in TASKS.items() if t.deriver is not None))
 
 
 def _derived_benchmark() -> dict[str, str]:
-    from .core import BENCHMARKS
+    from .runner import TASKS
 
-    return dict(sorted((name, cls.name) for cls in BENCHMARKS.values() for name in cls.derivers))
+    return dict(sorted((name, t.benchmark) for name, t in TASKS.items() if t.deriver is not None))
 
 
-#: deriver name -> ``derive(split_dir, out_dir, seed=0) -> report``, from every benchmark's ``derivers``
+#: deriver name (its run task's) -> ``derive(split_dir, out_dir, seed=0) -> report``, from every task's ``deriver``
 DERIVERS: Mapping[str, Deriver] = BenchmarkView(_derivers)
 #: the benchmark each deriver's output loads with (``get_benchmark(DERIVED_BENCHMARK[k]).load(out)``)
 DERIVED_BENCHMARK: Mapping[str, str] = BenchmarkView(_derived_benchmark)

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchsmith.construction.variants import dump_text
 from benchsmith.eval._private.derive import BenchmarkView, Outputs, SplitSamples
 from benchsmith.schemas import (
     Sample,
@@ -184,6 +183,8 @@ def _notes(p: PreparedSample, positional: bool) -> str:
     """What the model needs beyond the query: the outputs already available, the $call_K$ rule."""
     lines = []
     if p.available:
+        from benchsmith.construction.variants import dump_text  # construction loads on use: scoring never needs it
+
         items = "; ".join(f"${label}$ = the output of {c.name}({dump_text(c.arguments)})" for label, c in p.available)
         lines.append(f"Already available (pass them by label): {items}.")
     if positional:

@@ -51,10 +51,10 @@ def flatten(prefix: str, value: Any, out: dict[str, float]) -> None:
         out[prefix] = float(value)
 
 
-def reliability(block: Any) -> dict[str, Any] | None:
+def read_reliability(block: Any) -> dict[str, Any] | None:
     """A scores.json ``reliability`` block with its k keys as ints, in order; None when it holds no pass^k.
 
-    >>> reliability({"trials": 2, "tasks": 3, "pass^k": {"2": 0.25, "1": 0.5}, "pass@k": {"1": 0.5}})
+    >>> read_reliability({"trials": 2, "tasks": 3, "pass^k": {"2": 0.25, "1": 0.5}, "pass@k": {"1": 0.5}})
     {'trials': 2, 'tasks': 3, 'pass^k': {1: 0.5, 2: 0.25}, 'pass@k': {1: 0.5}, 'user_simulator_failures': None}
     """
 
@@ -153,7 +153,7 @@ class ReportView:
     def episodes(self, scores: Mapping[str, Any]) -> dict[str, Any] | None:
         """The agent-episode figures of a task, None when it has no episodes: ``end_state`` and
         ``process`` (fractions or None), ``per_category`` ``{category: {"end_state", "process"}}``,
-        ``reliability`` (see :func:`reliability`, or None), ``error_types`` ``{kind: count}``,
+        ``reliability`` (see :func:`read_reliability`, or None), ``error_types`` ``{kind: count}``,
         ``episodes`` and ``user_simulator_failures`` (counts or None)."""
         return None
 

@@ -280,10 +280,15 @@ class TaskOptions:
 
 
 class Task(ABC):
-    """One benchmark's cases under one prompt. Subclasses register with :func:`task`."""
+    """One benchmark's cases under one prompt. Subclasses register with :func:`task`, which names
+    the benchmark (and so the task: its name unless it is a second task of that benchmark)."""
 
     name: ClassVar[str]
+    #: the benchmark that loads and scores the task's cases (set by :func:`task`)
     benchmark: ClassVar[str]
+    #: ``derive(split_dir, out_dir, seed=0) -> report``: the task's cases derived from a split
+    #: (``benchsmith eval derive``; the derived folder is named after the task), or None
+    deriver: ClassVar[Callable[..., dict[str, Any]] | None] = None
     #: fewest cases a small run (``benchsmith demo --limit N``) takes, so its headline means something
     min_cases: ClassVar[int] = 0
     description: ClassVar[str] = ""
@@ -347,10 +352,17 @@ class SingleCallTask(Task):
 TASKS: Registry[type[Task]] = Registry("task", BUILTIN_BENCHMARKS, set_name=True)
 
 
-def task(name: str) -> Callable[[type[Task]], type[Task]]:
-    """Register a :class:`Task` subclass under ``name`` (the ``--tasks`` value)."""
+def task(bench: type[Benchmark], name: str | None = None) -> Callable[[type[Task]], type[Task]]:
+    """Register a :class:`Task` subclass as a run task of the benchmark class ``bench``, under the
+    benchmark's name (the ``--tasks`` value), or under ``name`` for a second task of the benchmark."""
+    if not bench.name:
+        raise TypeError(f"{bench.__name__} is not a registered benchmark: decorate it with @benchmark first")
 
-    return TASKS.register(name)
+    def deco(cls: type[Task]) -> type[Task]:
+        cls.benchmark = bench.name
+        return TASKS.register(name or bench.name)(cls)
+
+    return deco
 
 
 def get_task(name: str) -> type[Task]:

@@ -24,7 +24,7 @@ import json
 from typing import Any
 
 from benchsmith.construction.sandbox import AceBenchSandbox, ToolError
-from benchsmith.eval._private.budget import check_time, check_value
+from benchsmith.eval.budget import check_time, check_value
 
 from ._decode import DecodeError, decode_strict, official_agent_turn
 

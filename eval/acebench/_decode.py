@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from benchsmith.eval._private.budget import FoldBudget, FoldLimit
+from benchsmith.eval.budget import FoldBudget, FoldLimit
 from benchsmith.models import ParseError as _ReplyError
 
 MAX_CHARS = 200_000  # longer outputs are refused rather than parsed

@@ -25,7 +25,7 @@ from benchsmith.construction.variants import (
     sample_setup_note,
     value_forms,
 )
-from benchsmith.eval._private.derive import (
+from benchsmith.eval.derive import (
     REPORT,
     Outputs,
     SplitSamples,

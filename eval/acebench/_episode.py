@@ -16,8 +16,8 @@ from typing import Any
 
 from benchsmith.construction.sandbox import AceBenchSandbox
 from benchsmith.eval import EvalCase
-from benchsmith.eval._private.calls import python_calls
-from benchsmith.eval._private.episode import Episode, EpisodeSpec, episode_prediction
+from benchsmith.eval.calls import python_calls
+from benchsmith.eval.episodes import Episode, EpisodeSpec, episode_prediction
 
 
 class _Env:

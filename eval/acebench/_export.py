@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.construction.sandbox import Sandbox
-from benchsmith.eval._private.calls import python_calls
-from benchsmith.eval._private.export import (
+from benchsmith.eval.calls import python_calls
+from benchsmith.eval.export import (
     CategoryFiles,
     ExportReport,
     SkipSample,

@@ -7,34 +7,24 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, BinaryIO, Iterable, Iterator
 
-from benchsmith.eval._private.budget import check_limit, check_value
-from benchsmith.eval._private.core import (
-    Benchmark,
-    EvalCase,
-    Mode,
-    RecordResult,
-    Row,
-    benchmark,
-    failed,
+from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, Row, benchmark, failed, passed, scorer
+from benchsmith.eval.budget import check_limit, check_value
+from benchsmith.eval.episodes import clean_summary, error_type
+from benchsmith.eval.scoring import (
     json_line_at,
     mean,
-    passed,
     reliability,
     safe_ratio,
     scan_json_lines,
-    scorer,
     sqrt_weights,
     syntax_errors_first,
 )
-from benchsmith.eval._private.episode import clean_summary, error_type
 from benchsmith.schemas import UserError
 
 from . import _agent, _normal, _special
 from ._decode import DecodeError, decode, format_calls
-from ._derive import derive_acebench_special
 from ._export import export_acebench
 from ._report import AceBenchReport
 
@@ -353,7 +343,6 @@ class AceBench(Benchmark[AceRow]):
     """ACEBench (normal / special / agent), official and strict modes."""
 
     report = AceBenchReport()
-    derivers = MappingProxyType({"acebench_special": derive_acebench_special})
     exporter = staticmethod(export_acebench)
 
     def load(self, data: Path) -> list[EvalCase]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from benchsmith.eval._private.reportview import ReportView, counts, get, num, put, reliability
+from benchsmith.eval import ReportView
+from benchsmith.eval.views import counts, get, num, put, read_reliability
 
 #: the categories played as episodes
 AGENT_CATEGORIES = ("agent_multi_turn", "agent_multi_step")
@@ -72,7 +73,7 @@ class AceBenchReport(ReportView):
             "end_state": mean(1),
             "process": mean(2),
             "per_category": per_category,
-            "reliability": reliability(scores.get("reliability")),
+            "reliability": read_reliability(scores.get("reliability")),
             "error_types": dict(sorted(kinds.items())),
             "episodes": episodes,
             "user_simulator_failures": failures,

@@ -13,22 +13,16 @@ from __future__ import annotations
 from typing import Any
 
 from benchsmith.construction.nl2api import hoist_columns
-from benchsmith.eval import EvalCase
-from benchsmith.eval._private.calls import call_schema, enum_or_string, native_tool_calls, openai_tool, python_calls
-from benchsmith.eval._private.episode import Episode, EpisodeSpec, EpisodeTask
-from benchsmith.eval._private.runner import (
-    CallContext,
-    Outcome,
-    ParseError,
-    Request,
-    SingleCallTask,
-    read_json_reply,
-    shallow_reply,
-    task,
-)
+from benchsmith.eval import EvalCase, SingleCallTask, task
+from benchsmith.eval.calls import native_tool_calls, python_calls
+from benchsmith.eval.episodes import Episode, EpisodeSpec, EpisodeTask
+from benchsmith.eval.tasks import CallContext, Outcome, Request, shallow_reply
+from benchsmith.models import ParseError, call_schema, enum_or_string, openai_tool, read_json_reply
 from benchsmith.prompts import get_prompt
 
 from . import _episode
+from ._derive import derive_acebench_special
+from ._plugin import AceBench
 
 DECISIONS = ["call", "missing_parameters", "incorrect_value", "cannot_solve"]
 VARIANTS = ("standard", "condensed", "minimal")
@@ -62,9 +56,8 @@ def render_decision(value: dict[str, Any]) -> str:
     raise ParseError("bad_decision", f"unknown decision {decision!r}")
 
 
-@task("acebench")
+@task(AceBench)
 class ACEBenchTask(EpisodeTask, SingleCallTask):
-    benchmark = "acebench"
     description = "ACEBench: normal and special function calling (one call), agent categories as episodes"
 
     def is_episode(self, case: EvalCase) -> bool:
@@ -139,9 +132,11 @@ class ACEBenchTask(EpisodeTask, SingleCallTask):
         return render_decision(value), value
 
 
-@task("acebench_special")
+@task(AceBench, name="acebench_special")
 class ACEBenchSpecialTask(ACEBenchTask):
     """The same task on ACEBench special cases derived from a split (``benchsmith eval derive``)."""
+
+    deriver = staticmethod(derive_acebench_special)
 
     description = "ACEBench special variants derived from a split"
 

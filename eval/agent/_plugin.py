@@ -28,22 +28,10 @@ from benchsmith.construction.sandbox import (
     scenario_to_sample,
     state_mismatches,
 )
-from benchsmith.eval._private.budget import check_limit, check_value
-from benchsmith.eval._private.core import (
-    Benchmark,
-    EvalCase,
-    Mode,
-    RecordResult,
-    Row,
-    benchmark,
-    failed,
-    mean,
-    passed,
-    reliability,
-    safe_ratio,
-    scorer,
-)
-from benchsmith.eval._private.episode import clean_summary, error_type
+from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, Row, benchmark, failed, passed, scorer
+from benchsmith.eval.budget import check_limit, check_value
+from benchsmith.eval.episodes import clean_summary, error_type
+from benchsmith.eval.scoring import mean, reliability, safe_ratio
 from benchsmith.schemas import RowError, Sample, Split, ToolError, UserError, check_jsonl, loads_json, scan_jsonl
 
 from ._report import AgentReport

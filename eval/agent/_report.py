@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from benchsmith.eval._private.reportview import ReportView, counts, get, num, put, reliability
+from benchsmith.eval import ReportView
+from benchsmith.eval.views import counts, get, num, put, read_reliability
 
 
 class AgentReport(ReportView):
@@ -34,7 +35,7 @@ class AgentReport(ReportView):
             for c, v in sorted(cats.items())
         }
         end, process = num(scores.get("end_state_accuracy")), num(scores.get("process_accuracy"))
-        rel = reliability(scores.get("reliability"))
+        rel = read_reliability(scores.get("reliability"))
         if end is None and process is None and rel is None and not per_category:
             return None
         n, failures = num(scores.get("episodes")), num(scores.get("user_simulator_failures"))

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 
-from benchsmith.eval import EvalCase
-from benchsmith.eval._private.episode import Episode, EpisodeSpec, EpisodeTask, LabelledEnv, episode_prediction
-from benchsmith.eval._private.runner import task
+from benchsmith.eval import EvalCase, task
+from benchsmith.eval.episodes import Episode, EpisodeSpec, EpisodeTask, LabelledEnv, episode_prediction
 
-from ._plugin import open_case_env
+from ._plugin import AgentBench, open_case_env
 
 
-@task("agent")
+@task(AgentBench)
 class AgentTask(EpisodeTask):
-    benchmark = "agent"
     description = "episodes against a simulated user: sandbox scenarios and constructed dialogues"
     min_cases = 2
 

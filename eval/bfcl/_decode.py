@@ -47,8 +47,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchsmith.eval._private.budget import MODEL_OUTPUT, FoldBudget
-from benchsmith.eval._private.core import JSONValueText
+from benchsmith.eval.budget import MODEL_OUTPUT, FoldBudget
+from benchsmith.eval.calls import JSONValueText
 from benchsmith.models import ParseError as _ReplyError
 
 PROMPT = "prompt"  # Python call syntax (prompt-mode models)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchsmith.eval._private.export import (
+from benchsmith.eval.export import (
     CategoryFiles,
     ExportReport,
     SkipSample,

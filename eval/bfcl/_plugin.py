@@ -9,22 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from benchsmith.eval._private.budget import check_limit, check_value
-from benchsmith.eval._private.core import (
-    Benchmark,
-    EvalCase,
-    Mode,
-    RecordResult,
-    Row,
-    benchmark,
-    failed,
+from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, Row, benchmark, failed, passed, scorer
+from benchsmith.eval.budget import check_limit, check_value
+from benchsmith.eval.scoring import (
     json_line_at,
     mean,
-    passed,
     read_json_lines,
     safe_ratio,
     scan_json_lines,
-    scorer,
     syntax_errors_first,
 )
 from benchsmith.schemas import UserError

@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from benchsmith.eval import EvalCase
-from benchsmith.eval._private.calls import call_schema, chat_messages, native_tool_calls, openai_tool, python_calls
-from benchsmith.eval._private.runner import ParseError, Request, SingleCallTask, read_json_reply, shallow_reply, task
+from benchsmith.eval import EvalCase, SingleCallTask, task
+from benchsmith.eval.calls import chat_messages, native_tool_calls, python_calls
+from benchsmith.eval.tasks import Request, shallow_reply
+from benchsmith.models import ParseError, call_schema, openai_tool, read_json_reply
 from benchsmith.prompts import get_prompt
+
+from ._plugin import BFCL
 
 
 def _conversation(case: EvalCase) -> list[dict[str, str]]:
@@ -45,9 +48,8 @@ def fc_result(text: str, tool_calls: list[dict[str, Any]]) -> Any:
     ]
 
 
-@task("bfcl")
+@task(BFCL)
 class BFCLTask(SingleCallTask):
-    benchmark = "bfcl"
     description = "BFCL AST categories and relevance / irrelevance"
 
     @property

@@ -22,14 +22,7 @@ from benchsmith.construction.variants import (
     visible_steps,
     with_hint,
 )
-from benchsmith.eval._private.derive import (
-    REPORT,
-    Outputs,
-    SplitSamples,
-    candidate_tools,
-    derive_report,
-    note_skip,
-)
+from benchsmith.eval.derive import REPORT, Outputs, SplitSamples, candidate_tools, derive_report, note_skip
 from benchsmith.schemas import (
     ExactAnswer,
     ReferenceAnswer,

@@ -16,7 +16,7 @@ from typing import Any
 
 from benchsmith.construction import EnvContext, open_environment
 from benchsmith.eval import EvalCase
-from benchsmith.eval._private.episode import Episode, EpisodeSpec, LabelledEnv
+from benchsmith.eval.episodes import Episode, EpisodeSpec, LabelledEnv
 from benchsmith.schemas import Sample, Split, UserError, read_json
 
 STYLES = ("slot", "sel", "rest")

@@ -14,14 +14,14 @@ import string
 from pathlib import Path
 from typing import Any
 
-from benchsmith.eval._private.derive import Outputs
-from benchsmith.eval._private.export import (
+from benchsmith.construction.variants import dump_text
+from benchsmith.eval.derive import Outputs
+from benchsmith.eval.export import (
     ID_MAP_FILE,
     MAX_ANSWER_CELLS,
     REPORT_FILE,
     ExportReport,
     SkipSample,
-    dump_text,
     messages_with_notes,
     prepare_sample,
     sample_id,

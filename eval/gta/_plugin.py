@@ -13,15 +13,13 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Iterator
 
-from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed, safe_ratio
-from benchsmith.eval._private.budget import budget_paused, embedding_text
-from benchsmith.eval._private.core import Row, reliability
+from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, Row, benchmark, failed, passed
+from benchsmith.eval.budget import budget_paused, embedding_text
+from benchsmith.eval.scoring import reliability, safe_ratio
 from benchsmith.schemas import UserError, read_json
 
-from ._derive import derive_gta
 from ._export import export_gta
 from ._report import GTAReport
 from ._scorers import (
@@ -281,7 +279,6 @@ class GTA(Benchmark[GTARow]):
     module of the evaluator, when installed."""
 
     report = GTAReport()
-    derivers = MappingProxyType({"gta": derive_gta})
     exporter = staticmethod(export_gta)
 
     def __init__(self, similarity: Similarity | None = _UNSET) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from benchsmith.eval._private.reportview import ReportView, get, num, put
+from benchsmith.eval import ReportView
+from benchsmith.eval.views import get, num, put
 
 
 def _micro_f1(per_category: Any) -> float | None:

@@ -23,8 +23,9 @@ from collections import Counter
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from benchsmith.eval import CallShapeError, EvalCase, Mode, RecordResult, failed, passed, scorer, tool_call_parts
-from benchsmith.eval._private.budget import check_limit, check_value
+from benchsmith.eval import EvalCase, Mode, RecordResult, failed, passed, scorer
+from benchsmith.eval.budget import check_limit, check_value
+from benchsmith.eval.calls import CallShapeError, tool_call_parts
 
 TOOL_CATEGORIES: dict[str, str] = {
     "OCR": "perception",

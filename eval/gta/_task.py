@@ -8,22 +8,16 @@ import json
 from typing import Any
 
 from benchsmith.construction.nl2api import hoist_columns
-from benchsmith.eval import EvalCase
-from benchsmith.eval._private.calls import THOUGHT, call_schema
-from benchsmith.eval._private.episode import Episode, EpisodeSpec, EpisodeTask
-from benchsmith.eval._private.runner import (
-    CallContext,
-    Outcome,
-    ParseError,
-    Request,
-    SingleCallTask,
-    read_json_reply,
-    shallow_reply,
-    task,
-)
+from benchsmith.eval import EvalCase, SingleCallTask, task
+from benchsmith.eval.calls import THOUGHT
+from benchsmith.eval.episodes import Episode, EpisodeSpec, EpisodeTask
+from benchsmith.eval.tasks import CallContext, Outcome, Request, shallow_reply
+from benchsmith.models import ParseError, call_schema, read_json_reply
 from benchsmith.prompts import get_prompt
 
 from . import _episode
+from ._derive import derive_gta
+from ._plugin import GTA
 
 
 def plain_dialogs(dialogs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -88,9 +82,9 @@ def gta_parameters(tool: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": required}
 
 
-@task("gta")
+@task(GTA)
 class GTATask(EpisodeTask, SingleCallTask):
-    benchmark = "gta"
+    deriver = staticmethod(derive_gta)
     description = "GTA step by step from gold prefixes; end to end (derived cases) with the split's tools"
 
     def runnable(self, case: EvalCase) -> bool:

@@ -33,8 +33,8 @@ from benchsmith.construction.nl2api import (
     run_and_check,
     run_endpoint,
 )
-from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed
-from benchsmith.eval._private.core import Row, mean
+from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, Row, benchmark, failed, passed
+from benchsmith.eval.scoring import mean
 from benchsmith.schemas import (
     ExactAnswer,
     Sample,

@@ -21,19 +21,9 @@ from collections import Counter
 from typing import Any, Sequence
 
 from benchsmith.construction.nl2api import multiset_equal, ordered_equal
-from benchsmith.eval import (
-    CallShapeError,
-    EvalCase,
-    Mode,
-    RecordResult,
-    TooDeep,
-    check_limit,
-    check_value,
-    failed,
-    passed,
-    scorer,
-    tool_call_parts,
-)
+from benchsmith.eval import EvalCase, Mode, RecordResult, failed, passed, scorer
+from benchsmith.eval.budget import TooDeep, check_limit, check_value
+from benchsmith.eval.calls import CallShapeError, tool_call_parts
 from benchsmith.schemas import loads_json, parse_reference
 
 Call = dict[str, Any]

@@ -22,21 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.construction.nl2api import Database, ToolEnv, ToolError, compact_tools, setup_note, step_schema
-from benchsmith.eval import EvalCase
-from benchsmith.eval._private.calls import native_tool_calls
-from benchsmith.eval._private.runner import (
-    CallContext,
-    Outcome,
-    ParseError,
-    Request,
-    Task,
-    Turn,
-    read_json_reply,
-    shallow_reply,
-    task,
-)
+from benchsmith.eval import EvalCase, Task, task
+from benchsmith.eval.calls import native_tool_calls
+from benchsmith.eval.tasks import CallContext, Outcome, Request, Turn, shallow_reply
+from benchsmith.models import ParseError, read_json_reply
 from benchsmith.prompts import get_prompt
 from benchsmith.schemas import Split, ToolCall
+
+from ._plugin import NL2API
 
 MAX_OBSERVATION = 1500
 #: direct strategy: the preview of each call's output kept in the trace
@@ -143,9 +136,8 @@ class _RestEnv(ToolEnv):
             self.db = own
 
 
-@task("nl2api")
+@task(NL2API)
 class NL2APITask(Task):
-    benchmark = "nl2api"
     description = "NL2API end to end: ReAct (or --strategy direct: one shot) with the split's tools really executing"
 
     def __init__(self, data: Path, options: Any) -> None:

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from benchsmith.eval._private.budget import budget_paused
+from benchsmith.eval.budget import budget_paused
 
 _MEMORY: dict[str, Any] = {}
 _LOCK = threading.RLock()

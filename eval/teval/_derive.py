@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchsmith.construction.variants import dump_text, visible_steps
-from benchsmith.eval._private.derive import Outputs, SplitSamples, Spool
+from benchsmith.eval.derive import Outputs, SplitSamples, Spool
 from benchsmith.schemas import Sample, Split, Tool, ToolCall, UserError
 
 FINISH = "FinishAction"

@@ -7,11 +7,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchsmith.eval._private.export import (
-    SkipSample,
-    sample_id,
-    split_samples,
-)
+from benchsmith.eval.export import SkipSample, sample_id, split_samples
 
 from ._derive import derive_teval
 

@@ -11,8 +11,7 @@ from collections.abc import Iterable
 from string import Formatter
 from typing import Any
 
-from benchsmith.eval._private.budget import MODEL_OUTPUT, check_value
-from benchsmith.eval._private.core import TooDeep
+from benchsmith.eval.budget import MODEL_OUTPUT, TooDeep, check_value
 from benchsmith.models import ParseError as _ReplyError
 
 FINISH = "FinishAction"

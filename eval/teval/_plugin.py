@@ -7,24 +7,13 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
-from benchsmith.eval._private.core import (
-    SCORERS,
-    Benchmark,
-    EvalCase,
-    Mode,
-    RecordResult,
-    Row,
-    benchmark,
-    failed,
-    mean,
-)
+from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, Row, benchmark, failed
+from benchsmith.eval.scoring import SCORERS, mean
 from benchsmith.schemas import UserError, read_json
 
 from . import _scorers
-from ._derive import derive_teval_seeded
 from ._export import export_teval
 from ._parse import ResponseError, load_response, plan_from_json
 from ._report import TEvalReport
@@ -272,7 +261,6 @@ class TEval(Benchmark[TEvalRow]):
     """T-Eval (six abilities x json/str). Data: T-Eval's JSON files or a derived folder."""
 
     report = TEvalReport()
-    derivers = MappingProxyType({"teval": derive_teval_seeded})
     exporter = staticmethod(export_teval)
 
     def load(self, data: Path) -> list[EvalCase]:

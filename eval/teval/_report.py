@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from benchsmith.eval._private.reportview import ReportView, get, put
+from benchsmith.eval import ReportView
+from benchsmith.eval.views import get, put
 
 ABILITIES = ("instruct", "plan", "reason", "retrieve", "understand", "review")
 

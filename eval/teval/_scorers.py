@@ -13,8 +13,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from benchsmith.eval._private.budget import budget_paused, check_limit, embedding_text
-from benchsmith.eval._private.core import EvalCase, Mode, RecordResult, failed, passed, scorer
+from benchsmith.eval import EvalCase, Mode, RecordResult, failed, passed, scorer
+from benchsmith.eval.budget import budget_paused, check_limit, embedding_text
 
 from ._parse import (
     FINISH,

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchsmith.eval import EvalCase
-from benchsmith.eval._private.calls import THOUGHT, chat_messages
-from benchsmith.eval._private.runner import ParseError, Request, SingleCallTask, read_json_reply, shallow_reply, task
+from benchsmith.eval import EvalCase, SingleCallTask, task
+from benchsmith.eval.calls import THOUGHT, chat_messages
+from benchsmith.eval.tasks import Request, shallow_reply
+from benchsmith.models import ParseError, read_json_reply
+
+from ._derive import derive_teval_seeded
+from ._plugin import TEval
 
 _STEP = {
     "type": "object",
@@ -45,9 +49,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 VERSION = "teval/origin@v2"
 
 
-@task("teval")
+@task(TEval)
 class TEvalTask(SingleCallTask):
-    benchmark = "teval"
+    deriver = staticmethod(derive_teval_seeded)
     min_cases = 12  # one case per category: the overall needs both formats of every ability
     description = "T-Eval's six abilities, json and str formats, from the benchmark's own prompts"
 

@@ -17,7 +17,7 @@ from benchsmith.construction.variants import (
     visible_steps,
     with_hint,
 )
-from benchsmith.eval._private.derive import (
+from benchsmith.eval.derive import (
     REPORT,
     Outputs,
     SplitSamples,

@@ -8,15 +8,13 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Iterator
 
-from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, benchmark, failed, passed
-from benchsmith.eval._private.budget import check_limit, check_value
-from benchsmith.eval._private.core import Row, mean
+from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, Row, benchmark, failed, passed
+from benchsmith.eval.budget import check_limit, check_value
+from benchsmith.eval.scoring import mean
 from benchsmith.schemas import UserError, loads_json
 
-from ._derive import derive_toolassess
 from ._report import ToolAssessReport
 from ._scorers import (
     AWARENESS_CLASSES,
@@ -189,7 +187,6 @@ class ToolAssess(Benchmark[ToolAssessRow]):
     and the inputs of TAS (see :func:`benchsmith.eval.toolassess.tas`)."""
 
     report = ToolAssessReport()
-    derivers = MappingProxyType({"toolassess": derive_toolassess})
 
     def load(self, data: Path) -> list[EvalCase]:
         return list(self.iter_cases(data))

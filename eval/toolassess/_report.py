@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from benchsmith.eval._private.reportview import ReportView, get, pct, put
+from benchsmith.eval import ReportView
+from benchsmith.eval.views import get, pct, put
 from benchsmith.schemas import UserError
 
 

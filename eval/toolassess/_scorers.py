@@ -19,7 +19,7 @@ from statistics import pvariance
 from typing import Any, Iterable, Mapping, Sequence, TypedDict
 
 from benchsmith.eval import EvalCase, Mode, RecordResult, failed, passed, scorer
-from benchsmith.eval._private.budget import check_limit, check_value
+from benchsmith.eval.budget import check_limit, check_value
 from benchsmith.schemas import UserError
 
 AWARENESS_CLASSES = ("requires_tool", "no_tool", "cannot_complete")

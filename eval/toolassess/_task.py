@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from benchsmith.eval import EvalCase
-from benchsmith.eval._private.runner import ParseError, Request, SingleCallTask, read_json_reply, shallow_reply, task
+from benchsmith.eval import EvalCase, SingleCallTask, task
+from benchsmith.eval.tasks import Request, shallow_reply
+from benchsmith.models import ParseError, read_json_reply
 from benchsmith.prompts import get_prompt
 
+from ._derive import derive_toolassess
+from ._plugin import ToolAssess
 from ._scorers import AWARENESS_CLASSES
 
 NONE = "none"  # the selection answer when no candidate tool fits
@@ -24,9 +27,9 @@ def _chosen(answer: str) -> list[str]:
     return [] if answer == NONE else [answer]
 
 
-@task("toolassess")
+@task(ToolAssess)
 class ToolAssessTask(SingleCallTask):
-    benchmark = "toolassess"
+    deriver = staticmethod(derive_toolassess)
     description = "ToolAssess awareness and selection, single and multi-task"
 
     def prompt_version(self) -> str:

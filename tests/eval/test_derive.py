@@ -11,16 +11,11 @@ import pytest
 from helpers import TESTS
 
 from benchsmith.construction.variants import IRRELEVANT_GOLD
-from benchsmith.eval import (
-    DERIVED_BENCHMARK,
-    DERIVERS,
-    derive_acebench_special,
-    derive_gta,
-    derive_toolassess,
-    get_benchmark,
-    score_cases,
-)
-from benchsmith.eval._private.derive import load_split
+from benchsmith.eval import DERIVERS, get_benchmark, score_cases
+from benchsmith.eval.acebench import derive_acebench_special
+from benchsmith.eval.derive import DERIVED_BENCHMARK, load_split
+from benchsmith.eval.gta import derive_gta
+from benchsmith.eval.toolassess import derive_toolassess
 from benchsmith.schemas import UserError
 
 ROOT = TESTS.parent

@@ -20,7 +20,7 @@ from helpers import build_slot_split, endpoint_env, pair_lines
 
 from benchsmith.construction.variants import dump_text, visible_steps
 from benchsmith.eval import EXPORTERS, derive_all
-from benchsmith.eval._private.derive import Outputs, SplitSamples, load_split, seeded_rng
+from benchsmith.eval.derive import Outputs, SplitSamples, load_split, seeded_rng
 from benchsmith.schemas import JsonlError, UserError, write_json, write_jsonl
 
 N_PAIRS = 24

@@ -17,18 +17,10 @@ import pytest
 from episode_helpers import Scripted, call, play, say
 from helpers import TESTS
 
-from benchsmith.eval import (
-    Budgets,
-    CallContext,
-    Journal,
-    Row,
-    TaskOptions,
-    get_benchmark,
-    get_task,
-    reliability,
-    run_episode,
-    score_run,
-)
+from benchsmith.eval import Row, TaskOptions, get_benchmark, get_task, score_run
+from benchsmith.eval.episodes import Budgets, Journal, run_episode
+from benchsmith.eval.scoring import reliability
+from benchsmith.eval.tasks import CallContext
 from benchsmith.models import TransportError
 
 HELPERS = TESTS / "episode_helpers.py"

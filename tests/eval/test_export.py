@@ -325,7 +325,7 @@ def test_bfcl_function_and_answer_mapping() -> None:
 
 
 def test_acebench_duplicate_key_collision() -> None:
-    from benchsmith.eval._private.export import SkipSample
+    from benchsmith.eval.export import SkipSample
 
     calls = [ToolCall(name="f", arguments={}), ToolCall(name="f", arguments={})]
     assert list(acebench_answer(calls, {"f"})) == ["f_1", "f_2"]

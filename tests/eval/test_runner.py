@@ -12,8 +12,9 @@ import pytest
 from helpers import build_slot_split, pair_lines
 from runner_helpers import FakeReply, GoldClient, ScriptedClient
 
-from benchsmith.eval import EvalCase, TaskOptions, run_eval, score_run, select_cases
+from benchsmith.eval import EvalCase, TaskOptions, run_eval, score_run
 from benchsmith.eval._private.runner import plan_tasks
+from benchsmith.eval.tasks import select_cases
 from benchsmith.schemas import RuntimeFault, UserError, read_replies
 
 LIMIT = 10

@@ -14,16 +14,9 @@ from pathlib import Path
 import pytest
 from helpers import build_slot_split, pair_lines
 
-from benchsmith.eval import (
-    JSONValueText,
-    Predictions,
-    derive_all,
-    get_benchmark,
-    reliability,
-    run_score,
-    run_selftest,
-    score_cases,
-)
+from benchsmith.eval import derive_all, get_benchmark, run_score, run_selftest, score_cases
+from benchsmith.eval.calls import JSONValueText
+from benchsmith.eval.scoring import Predictions, reliability
 from benchsmith.schemas import UserError, write_json, write_jsonl
 
 

@@ -75,7 +75,7 @@ class Task:
     def done(self) -> int | None:
         """Cases with a final reply: run.json's ``done``, else counted from replies.jsonl; None when
         neither says."""
-        from benchsmith.eval._private.runner import DONE
+        from benchsmith.eval.tasks import DONE
 
         if self.info.done is not None:
             return self.info.done
@@ -237,8 +237,7 @@ def loads_run_json(raw: bytes) -> Any:
 def task_sort_key(name: str) -> tuple[int, str]:
     """Tasks in the order of their benchmarks' report views (``ReportView.order``), then by name;
     a task no registered benchmark runs comes last."""
-    from benchsmith.eval._private.core import BENCHMARKS
-    from benchsmith.eval._private.runner import TASKS
+    from benchsmith.eval import BENCHMARKS, TASKS
 
     task = TASKS.get(name)
     bench = BENCHMARKS.get(getattr(task, "benchmark", "")) if task is not None else None

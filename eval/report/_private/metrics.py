@@ -1,4 +1,4 @@
-"""The figures a report shows: each benchmark's :class:`~benchsmith.eval._private.reportview.ReportView`
+"""The figures a report shows: each benchmark's :class:`~benchsmith.eval.ReportView`
 (``Benchmark.report``, in the benchmark's folder) reads its scores.json; this module asks the views
 and adds the run-level figures. It names no benchmark.
 
@@ -13,8 +13,9 @@ import random
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
-from benchsmith.eval._private.derive import BenchmarkView
-from benchsmith.eval._private.reportview import ReportView, num, record_categories  # noqa: F401  (re-exported)
+from benchsmith.eval import ReportView  # noqa: F401  (re-exported)
+from benchsmith.eval.derive import BenchmarkView
+from benchsmith.eval.views import num, record_categories  # noqa: F401  (re-exported)
 
 from .load import Run, Task
 
@@ -22,14 +23,14 @@ from .load import Run, Task
 def view(benchmark: str) -> ReportView:
     """The :class:`ReportView` of a benchmark (its ``Benchmark.report``); the default view for a
     name no benchmark is registered under (a run of a plug-in that is not loaded)."""
-    from benchsmith.eval._private.core import BENCHMARKS
+    from benchsmith.eval import BENCHMARKS
 
     cls = BENCHMARKS.get(benchmark)
     return cls.report if cls is not None else ReportView()
 
 
 def _by_benchmark(attr: str) -> dict[str, Any]:
-    from benchsmith.eval._private.core import BENCHMARKS
+    from benchsmith.eval import BENCHMARKS
 
     return {name: getattr(cls.report, attr) for name, cls in sorted(BENCHMARKS.items())}
 

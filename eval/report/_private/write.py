@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from benchsmith.eval._private.reportview import pct
+from benchsmith.eval.views import pct
 from benchsmith.schemas import UserError
 
 from . import metrics as M

@@ -13,7 +13,8 @@ from pathlib import Path
 from episode_helpers import Reply
 from helpers import build_slot_split, pair_lines
 
-from benchsmith.eval import CallContext, TaskOptions, derive_all, get_benchmark, get_task
+from benchsmith.eval import TaskOptions, derive_all, get_benchmark, get_task
+from benchsmith.eval.tasks import CallContext
 
 
 def test_gta_end_to_end_runs_the_splits_tools(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ from helpers import EVAL_FIXTURES, have_embedding_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchsmith.eval import SCORERS, EvalCase, score_cases
+from benchsmith.eval import EvalCase, score_cases
+from benchsmith.eval.scoring import SCORERS
 from benchsmith.eval.teval import (
     ABILITIES,
     FORMATS,
