@@ -16,16 +16,21 @@ import typer
 from benchsmith.demo import DEMO_LIMIT  # the main job's default, declared where it is used (a light import)
 
 app = typer.Typer(
+    rich_markup_mode=None,
     help="benchsmith: build, review and evaluate tool-use benchmarks.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
 nl2api_app = typer.Typer(
-    help="NL2SQL -> NL2API: executable tools and verified gold chains from SQLite.", no_args_is_help=True
+    rich_markup_mode=None,
+    help="NL2SQL -> NL2API: executable tools and verified gold chains from SQLite.",
+    no_args_is_help=True,
 )
-schemas_app = typer.Typer(help="The data contract (JSON Schemas).", no_args_is_help=True)
+schemas_app = typer.Typer(rich_markup_mode=None, help="The data contract (JSON Schemas).", no_args_is_help=True)
 eval_app = typer.Typer(
-    help="Score predictions on tool-use benchmarks (official and strict modes).", no_args_is_help=True
+    rich_markup_mode=None,
+    help="Score predictions on tool-use benchmarks (official and strict modes).",
+    no_args_is_help=True,
 )
 app.add_typer(nl2api_app, name="nl2api")
 app.add_typer(eval_app, name="eval")

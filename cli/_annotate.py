@@ -9,8 +9,9 @@ import typer
 
 from . import check_number, check_port, user_errors  # cli/__init__ defines them before importing this module
 
-annotate_app = typer.Typer(help="Expert review in Label Studio.", no_args_is_help=True)
+annotate_app = typer.Typer(rich_markup_mode=None, help="Expert review in Label Studio.", no_args_is_help=True)
 server_app = typer.Typer(
+    rich_markup_mode=None,
     help="A local Label Studio server on 127.0.0.1 (installed into its own venv on first use). "
     "An existing server works too: set LABEL_STUDIO_URL and LABEL_STUDIO_API_KEY.",
     no_args_is_help=True,

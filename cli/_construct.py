@@ -11,6 +11,7 @@ from typer.core import TyperCommand
 from . import MAX_RETRIES_HELP, check_model_settings, check_number, check_out_dir, retry_overrides, user_errors
 
 construct_app = typer.Typer(
+    rich_markup_mode=None,
     help="Build data with LangGraph agent graphs (resumable; re-run the same --out to resume). "
     "Exit code 3 when items are left unfinished because a model endpoint failed.",
     no_args_is_help=True,

@@ -9,6 +9,7 @@ import typer
 from . import check_number, check_port, user_errors  # cli/__init__ defines them before importing this module
 
 model_app = typer.Typer(
+    rich_markup_mode=None,
     help="The local models' servers (xllamacpp on 127.0.0.1; one per model; default model Gemma 3 270M).",
     no_args_is_help=True,
 )

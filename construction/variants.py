@@ -15,7 +15,6 @@ import random
 import re
 from typing import Any, Iterable
 
-from benchsmith.construction.nl2api import setup_note
 from benchsmith.schemas import ExactAnswer, Sample, Step, Tool, ToolCall
 
 _REF = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*(\.[^$]*)?\$$")
@@ -61,6 +60,8 @@ def with_hint(query: str, hint: str | None) -> str:
 
 def sample_setup_note(sample: Sample) -> str:
     """``Data already loaded for you: $data_1$ = tracks joined with albums ...`` (empty without a setup)."""
+    from benchsmith.construction.nl2api import setup_note  # loads the NL2API stack (sqlglot) only when a setup is shown
+
     return setup_note(sample.setup)
 
 

@@ -3,7 +3,7 @@
 A benchmark is a :class:`Benchmark` subclass registered once with :func:`benchmark`; it loads its
 cases, scores one record (:meth:`Benchmark.score`, built from scorers registered with
 :func:`scorer`), turns each scored record into a :class:`Row` and the rows into scores.json
-(:meth:`Benchmark.metrics`, a pure function). It names its other verbs: its run :class:`Task`
+(:meth:`Benchmark.metrics`, a pure function), each mode by one :class:`Rules` object. It names its other verbs: its run :class:`Task`
 (``eval run``), derivers (``eval derive``), exporter (``eval export``) and :class:`ReportView`.
 The toy benchmark in ``tests/fixtures/plugins`` is the recipe (docs/architecture.md).
 
@@ -32,6 +32,7 @@ from ._private.core import (
     Mode,
     RecordResult,
     Row,
+    Rules,
     benchmark,
     failed,
     get_benchmark,
@@ -52,6 +53,7 @@ __all__ = [
     "EvalCase",
     "RecordResult",
     "Row",
+    "Rules",
     "Mode",
     "MODES",
     "scorer",

@@ -95,7 +95,7 @@ def _stop(signum: int, frame: object) -> None:
 
 
 def _read_all(preds: Any) -> None:
-    """Every prediction of a :class:`~benchsmith.eval.Predictions` read back, then the file closed."""
+    """Every prediction of a :class:`~benchsmith.eval.scoring.Predictions` read back, then the file closed."""
     with preds:
         for rid in preds.offsets:
             preds.get(rid)

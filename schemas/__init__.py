@@ -12,6 +12,20 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 
 from benchsmith.schemas._private.encode import SampleEncoder
+from benchsmith.schemas._private.episode import (
+    AssistantEvent,
+    EndEvent,
+    EpisodeEvent,
+    EventCall,
+    EventError,
+    JournalLine,
+    Observation,
+    ToolEvent,
+    UserEvent,
+    append_journal,
+    episode_event,
+    iter_journal,
+)
 from benchsmith.schemas._private.errors import BenchsmithError, RuntimeFault, ToolError, UserError
 from benchsmith.schemas._private.folders import check_out_dir, swap_folder, writer_alive
 from benchsmith.schemas._private.jsonl import (
@@ -42,6 +56,8 @@ from benchsmith.schemas._private.refs import (
 from benchsmith.schemas._private.registry import ENV_PLUGINS, Registry, load_plugins
 from benchsmith.schemas._private.run import (
     RUN_FORMAT,
+    EvalCase,
+    RecordResult,
     ReplyError,
     ReplyLine,
     ReplyStatus,
@@ -50,10 +66,15 @@ from benchsmith.schemas._private.run import (
     RunModel,
     RunTask,
     append_reply,
+    iter_cases,
+    iter_records,
     iter_reply_lines,
     read_replies,
     read_run_manifest,
+    record_line,
     reply_line,
+    write_cases,
+    write_records,
     write_run_manifest,
 )
 from benchsmith.schemas._private.sample import (
@@ -100,6 +121,9 @@ _SCHEMA_TYPES: dict[str, Any] = {
     "SplitManifest": SplitManifest,
     "RunManifest": RunManifest,
     "ReplyLine": ReplyLine,
+    "RecordResult": RecordResult,
+    "EvalCase": EvalCase,
+    "JournalLine": JournalLine,
 }
 
 
@@ -152,6 +176,25 @@ __all__ = [
     "write_run_manifest",
     "ReplyError",
     "ReplyLine",
+    "RecordResult",
+    "EvalCase",
+    "AssistantEvent",
+    "EndEvent",
+    "EpisodeEvent",
+    "EventCall",
+    "EventError",
+    "JournalLine",
+    "Observation",
+    "ToolEvent",
+    "UserEvent",
+    "append_journal",
+    "episode_event",
+    "iter_journal",
+    "iter_cases",
+    "write_cases",
+    "iter_records",
+    "record_line",
+    "write_records",
     "ReplyStatus",
     "ReplyTurn",
     "append_reply",

@@ -15,7 +15,8 @@
 * files outside ``eval/<benchmark>/`` naming each benchmark in code (identifiers, imports, string
   literals; not comments or docstrings): what adding a benchmark like it touches
 * the evaluator's shape: lines in ``eval/_private`` and in each benchmark folder, names in
-  ``benchsmith.eval.__all__``, underscore names imported from another module (``from m import _x``
+  ``benchsmith.eval.__all__``, scoring modes tested by name (``mode == "official"``) rather than
+  read from a benchmark's ``Rules``, underscore names imported from another module (``from m import _x``
   where ``_x`` is not a submodule), ``dict[str, Any]`` written in ``schemas`` and ``eval``, and with
   ``--typecheck`` mypy's error count on ``schemas``, ``models`` and ``eval``
 """
@@ -94,7 +95,8 @@ def in_subpackage(name: str, path: Path, owner: str) -> bool:
 def registries(path: Path) -> list[str]:
     """Public module-level name tables: a :class:`benchsmith.schemas.Registry`, or ``NAME: dict = {}``
     filled through ``registrar(NAME, ...)``, by ``NAME[key] = ...`` in a function (hand-rolled), or
-    written out as a dict literal of functions or classes (a literal table)."""
+    written out as a dict literal of functions or classes (a literal table). A benchmark's rules
+    (``{"strict": ..., "official": ...}``: one object per scoring mode) are not counted."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     tables = {}
     for n in tree.body:
@@ -121,8 +123,10 @@ def registries(path: Path) -> list[str]:
         if value is None:
             found[name] = "Registry"
         elif name not in found and value.values and all(isinstance(v, (ast.Name, ast.Attribute)) for v in value.values):
-            found[name] = "literal table"
-    return [f"{name} ({how})" for name, how in sorted(found.items())]
+            modes = {k.value for k in value.keys if isinstance(k, ast.Constant)}
+            # a benchmark's rules, one object per scoring mode, is the table the design asks for
+            found[name] = "rules per mode" if modes == {"strict", "official"} else "literal table"
+    return [f"{name} ({how})" for name, how in sorted(found.items()) if how != "rules per mode"]
 
 
 def _names_in_code(path: Path, word: str) -> bool:
@@ -220,6 +224,10 @@ def underscore_imports(mods: dict[str, Path], root: Path = ROOT) -> list[str]:
     return found
 
 
+#: a scoring mode tested by its name (``mode == "official"``, ``!= "strict"``, ``_strict(mode)``) instead of a named rule
+_MODE_TEST = re.compile(r"""[!=]=\s*["'](official|strict)["']|\b_strict\(mode\)""")
+
+
 def eval_shape(root: Path, mods: dict[str, Path]) -> dict:
     folders = {"eval/_private": _lines(root / "eval" / "_private")}
     folders.update({f"eval/{b}": _lines(root / "eval" / b) for b in sorted(BENCHMARKS + ["agent"])})
@@ -237,8 +245,15 @@ def eval_shape(root: Path, mods: dict[str, Path]) -> dict:
         for top in ("schemas", "eval")
         for p in (root / top).rglob("*.py")
     )
+    mode_tests = [
+        f"{p.relative_to(root)}:{n}"
+        for p in sorted((root / "eval").rglob("*.py"))
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if _MODE_TEST.search(line)
+    ]
     return {
         "scoring_paths": scoring_paths(root),
+        "mode_tests": mode_tests,
         "eval_lines": folders,
         "eval_statements": {k: _statements(root / k) for k in folders},
         "eval_all_names": names,
@@ -339,6 +354,7 @@ def rows(f: dict) -> list[tuple[str, int | str, list[str]]]:
     out += [
         ("scoring paths (Benchmark methods giving scores.json)", len(f["scoring_paths"]), f["scoring_paths"]),
         ("names in benchsmith.eval.__all__", f["eval_all_names"], []),
+        ("scoring modes tested by name in eval", len(f["mode_tests"]), f["mode_tests"]),
         ("underscore names imported across modules", len(f["underscore_imports"]), f["underscore_imports"]),
         ("dict[str, Any] in schemas and eval", f["dict_str_any"], []),
         ("name->object maps in eval", len(f["eval_registries"]), f["eval_registries"]),

@@ -17,8 +17,10 @@ import pytest
 from fuzz_outputs import nested_text, nested_value, scorer_groups
 from helpers import clean_env, console_script, have_embedding_model, one_error_line
 
-from benchsmith import eval as core  # the scoring-budget API
 from benchsmith.eval import Benchmark, EvalCase, RecordResult, get_benchmark, passed, score_cases
+from benchsmith.eval import budget as core  # the scoring-budget API
+from benchsmith.eval.calls import JSONValueText
+from benchsmith.eval.scoring import never_raises
 from benchsmith.eval.teval._scorers import scorer_name
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "eval"
@@ -461,7 +463,7 @@ def _deep_case(groups: dict[str, Any], row: dict[str, Any]) -> tuple[Any, EvalCa
     case = next(c for c in group.cases if c.id == row["case"])
     spec = row["prediction"]
     text = spec["template"].replace("{deep}", nested_text(spec["shape"], spec["depth"]))
-    return group.bench, case, (core.JSONValueText(text) if spec.get("json_value") else text)
+    return group.bench, case, (JSONValueText(text) if spec.get("json_value") else text)
 
 
 @pytest.mark.parametrize("mode", ["strict", "official"])
@@ -564,9 +566,9 @@ def test_registered_scorers_are_guarded_too() -> None:
     def part(case: EvalCase, prediction: str, mode: Any) -> RecordResult:
         return part(case, prediction, mode)  # unbounded
 
-    guarded = core.never_raises(part)
+    guarded = never_raises(part)
     assert guarded(case, "x", "strict").details == {"caught": "RecursionError"}
-    assert core.never_raises(guarded) is guarded
+    assert never_raises(guarded) is guarded
     from benchsmith.eval.nl2api import score_calls  # registered with @scorer: wrapped where it is defined
 
     assert getattr(score_calls, "__never_raises__", False)

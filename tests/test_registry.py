@@ -28,6 +28,43 @@ def test_builtins_are_imported_on_first_lookup_only(tmp_path: Path, monkeypatch:
     assert "lazy_colours" in sys.modules
 
 
+def test_a_lookup_imports_only_the_builtin_module_the_name_names(tmp_path: Path) -> None:
+    (tmp_path / "tints").mkdir()
+    (tmp_path / "tints" / "__init__.py").write_text("from benchsmith.schemas import Registry\n", encoding="utf-8")
+    (tmp_path / "tints" / "table.py").write_text(
+        "from benchsmith.schemas import Registry\nSHADES = Registry('shade', ('tints.red', 'tints.blue'))\n",
+        encoding="utf-8",
+    )
+    for colour in ("red", "blue"):
+        (tmp_path / "tints" / f"{colour}.py").write_text(
+            f"from tints.table import SHADES\nSHADES.add('{colour}', 1)\nSHADES.add('{colour}:dark', 2)\n",
+            encoding="utf-8",
+        )
+    code = (
+        "import sys\nfrom tints.table import SHADES\n"
+        "print(SHADES['blue:dark'], 'blue:light' in SHADES, 'tints.red' in sys.modules)\n"
+        "print('green' in SHADES, 'tints.red' in sys.modules, sorted(SHADES))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
+    # blue's names are found (or not) in tints.blue alone; a name naming no built-in loads them all
+    assert out.stdout.splitlines() == [
+        "2 False False",
+        "False True ['blue', 'blue:dark', 'red', 'red:dark']",
+    ], out.stdout + out.stderr
+
+
+def test_scoring_one_benchmark_imports_no_other() -> None:
+    code = (
+        "import sys\nfrom benchsmith.eval import get_benchmark\nfrom benchsmith.eval.scoring import SCORERS\n"
+        "get_benchmark('bfcl'); 'bfcl:simple_python' in SCORERS\n"
+        "print(sorted(m.split('.')[2] for m in sys.modules if m.count('.') == 2 and m.startswith('benchsmith.eval.')"
+        " and m.split('.')[2] in ('acebench', 'agent', 'bfcl', 'gta', 'nl2api', 'teval', 'toolassess')))\n"
+        "print('sqlglot' in sys.modules, 'benchsmith.construction' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["['bfcl']", "False False"], out.stdout + out.stderr
+
+
 def test_a_name_registered_twice_is_a_programming_error() -> None:
     reg: Registry[int] = Registry("thing")
     reg.add("a", 1)

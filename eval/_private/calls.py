@@ -49,7 +49,7 @@ def python_calls(calls: Iterable[dict[str, Any]]) -> str:
 
 def native_tool_calls(tool_calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A client's tool calls as ``[{"name", "arguments"}]``; arguments that are not a JSON object
-    (or nest deeper than :data:`~benchsmith.eval.MAX_DEPTH`: ``too_deep``) are a format error."""
+    (or nest deeper than :data:`~benchsmith.eval.budget.MAX_DEPTH`: ``too_deep``) are a format error."""
     out = []
     for tc in tool_calls:
         args = tc.get("arguments")

@@ -22,9 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, BinaryIO, Callable, ClassVar, Generic, Iterable, Iterator, Literal, Mapping, Self, TypeVar
 
-from pydantic import ConfigDict, Field
-
-from benchsmith.schemas import Registry, StrictModel, UserError, loads_json
+from benchsmith.schemas import EvalCase, RecordResult, Registry, UserError, loads_json
 
 from .budget import (
     DEFAULT_BUDGET,
@@ -37,31 +35,6 @@ from .reportview import ReportView
 
 Mode = Literal["strict", "official"]
 MODES: tuple[str, ...] = ("strict", "official")
-
-
-class EvalCase(StrictModel):
-    """One scorable record of a benchmark, in benchsmith's neutral form."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    benchmark: str
-    category: str
-    input: dict[str, Any] = Field(default_factory=dict)  # what the model sees (question, functions, ...)
-    gold: Any = None  # what the scorer compares with
-    meta: dict[str, Any] = Field(default_factory=dict)  # source file, line, anything else
-
-
-class RecordResult(StrictModel):
-    """The verdict on one record."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    category: str
-    ok: bool
-    score: float = Field(ge=0.0, le=1.0)
-    error_type: str | None = None
-    reason: str = ""
-    details: dict[str, Any] = Field(default_factory=dict)
 
 
 def passed(case: EvalCase, score: float = 1.0, **details: Any) -> RecordResult:
@@ -201,6 +174,17 @@ def benchmark(name: str) -> Callable[[type["Benchmark"]], type["Benchmark"]]:
     return BENCHMARKS.register(name)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Rules:
+    """How a benchmark scores in one mode: ``official`` (as the benchmark's own evaluator does, its
+    known bugs included) or ``strict`` (what the benchmark means, those bugs fixed). A benchmark
+    declares one object per mode (:attr:`Benchmark.rules`), a subclass whose fields name each choice
+    where its modes differ (GTA: ``first_call_only``, ``word_boundaries``, ...), so its scorers and
+    metrics read a named rule instead of testing the mode."""
+
+    mode: Mode
+
+
 class Benchmark(ABC, Generic[RowT]):
     """Base of a benchmark plug-in. Subclasses implement the four abstract methods (and
     :meth:`row` when their metrics read more than a :class:`Row` holds); the optional hooks
@@ -218,6 +202,8 @@ class Benchmark(ABC, Generic[RowT]):
     option_values: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     #: the options it was configured with by :func:`get_benchmark` (none given: empty)
     options: Mapping[str, str] = MappingProxyType({})
+    #: how it scores in each mode (a :class:`Rules` subclass per benchmark; the base has no rule)
+    rules: ClassVar[Mapping[str, Rules]] = MappingProxyType({m: Rules(mode=m) for m in ("strict", "official")})
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # the promise "score never raises" kept for every benchmark, plug-ins included: a value
@@ -246,6 +232,10 @@ class Benchmark(ABC, Generic[RowT]):
     @abstractmethod
     def gold_prediction(self, case: EvalCase) -> str:
         """The gold answer written in the benchmark's native prediction format."""
+
+    def rules_for(self, mode: Mode) -> Rules:
+        """The benchmark's :class:`Rules` for ``mode``."""
+        return self.rules[mode]
 
     def iter_cases(self, data: Path) -> Iterator[EvalCase]:
         """The cases of ``data`` one at a time, in :meth:`load`'s order (what ``eval score`` reads).

@@ -34,7 +34,7 @@ _CONTAINERS = (list, tuple, dict, set, frozenset)
 
 class TooDeep(ValueError):
     """A value nested deeper than a scorer may walk (:data:`MAX_DEPTH`). Scoring turns it into a
-    failed record with error type ``too_deep`` (:func:`benchsmith.eval.too_deep`)."""
+    failed record with error type ``too_deep`` (:func:`benchsmith.eval.scoring.too_deep`)."""
 
     def __init__(self, limit: int = MAX_DEPTH, what: str = "a value") -> None:
         self.limit, self.what = limit, what

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Protocol
 
 from benchsmith.models import ParseError, call_schema, read_json_reply
-from benchsmith.schemas import ToolError, append_jsonl, loads_json
+from benchsmith.schemas import ToolError, append_journal, episode_event, iter_journal, loads_json
 
 from .core import EvalCase
 from .runner import CallContext, Outcome, Request, Task, shallow_reply
@@ -573,8 +573,8 @@ def _state(env: EpisodeEnv) -> Any:
 
 # ---- the journal ---------------------------------------------------------------------------------------
 class Journal:
-    """Append-only record of finished turns, one JSON line per event, keyed by episode
-    (``<task>/episodes.jsonl``). A torn last line (a kill mid-write) is ignored."""
+    """Append-only record of finished turns, one :class:`~benchsmith.schemas.JournalLine` per event,
+    keyed by episode (``<task>/episodes.jsonl``). A torn last line (a kill mid-write) is ignored."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -583,32 +583,20 @@ class Journal:
     def _load(self) -> dict[str, list[dict[str, Any]]]:
         if self._events is None:
             events: dict[str, list[dict[str, Any]]] = {}
-            if self.path.is_file():
-                with self.path.open("rb") as fh:
-                    for line in fh:
-                        try:
-                            rec = loads_json(line)
-                        except ValueError:
-                            continue
-                        if (
-                            not isinstance(rec, dict)
-                            or not isinstance(rec.get("key"), str)
-                            or not isinstance(rec.get("event"), dict)
-                        ):
-                            continue
-                        seq = events.setdefault(rec["key"], [])
-                        if rec.get("n") == len(seq):  # an event already journaled is never added twice
-                            seq.append(rec["event"])
+            for line in iter_journal(self.path):
+                seq = events.setdefault(line.key, [])
+                if line.n == len(seq):  # an event already journaled is never added twice
+                    seq.append(line.event.model_dump(exclude_unset=True))
             self._events = events
         return self._events
 
     def load(self, key: str) -> list[dict[str, Any]]:
         """The journaled events of episode ``key`` (read once per run: an episode starts once; the
         journal keeps nothing of the episodes it has handed out, so memory does not grow with the run)."""
-        return [dict(e) for e in self._load().pop(key, [])]
+        return self._load().pop(key, [])
 
     def append(self, key: str, n: int, event: dict[str, Any]) -> None:
-        append_jsonl(self.path, {"key": key, "n": n, "event": event})
+        append_journal(self.path, key, n, event)
 
 
 # ---- the loop -------------------------------------------------------------------------------------------
@@ -625,7 +613,7 @@ async def run_episode(
     key: str | None = None,
 ) -> Episode:
     """Play one episode (or finish one a journal holds); see the module docstring. Model calls go
-    through ``ctx.call(request, role)`` (a :class:`~benchsmith.eval.CallContext`); transport
+    through ``ctx.call(request, role)`` (a :class:`~benchsmith.eval.tasks.CallContext`); transport
     failures propagate (the journal keeps every finished turn, the next run resumes)."""
     journal: Journal | None = getattr(ctx, "journal", None)
     key = key or getattr(ctx, "key", None)
@@ -648,6 +636,7 @@ async def run_episode(
     tool_names = [t.get("name", "") for t in spec.tools]
 
     def record(event: dict[str, Any]) -> None:
+        event = episode_event(event)  # checked, and laid out as a resumed episode reads it back
         if journal is not None and key:
             journal.append(key, len(events), event)
         events.append(event)

@@ -7,13 +7,15 @@ Every figure is a fraction in [0, 1], so every table prints it the same way.
 >>> view = ReportView()
 >>> view.headline({"accuracy": 0.5, "records": 10, "note": "x"})
 {'accuracy': 0.5}
->>> view.categories({}, [{"category": "a", "ok": True, "score": 1.0}])
+>>> view.categories({}, [RecordResult(id="1", category="a", ok=True, score=1.0)])
 {'a': {'records': 1.0, 'passed': 1.0, 'pass_rate': 1.0, 'mean_score': 1.0}}
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Iterable, Mapping, Sequence
+
+from benchsmith.schemas import RecordResult
 
 
 def pct(v: float | None) -> str:
@@ -85,20 +87,20 @@ def counts(block: Any) -> dict[str, int]:
     return {str(k): int(v) for k, v in block.items() if num(v) is not None} if isinstance(block, Mapping) else {}
 
 
-def record_categories(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+def record_categories(records: Iterable[RecordResult]) -> dict[str, dict[str, float]]:
     """Per record category: ``records``, ``passed``, ``pass_rate`` and ``mean_score`` from records.jsonl."""
-    groups: dict[str, list[Mapping[str, Any]]] = {}
+    groups: dict[str, list[RecordResult]] = {}
     for r in records:
-        groups.setdefault(str(r.get("category") or "-"), []).append(r)
+        groups.setdefault(r.category or "-", []).append(r)
     out = {}
     for cat in sorted(groups):
         recs = groups[cat]
-        ok = sum(1 for r in recs if r.get("ok") is True)
+        ok = sum(1 for r in recs if r.ok)
         out[cat] = {
             "records": float(len(recs)),
             "passed": float(ok),
             "pass_rate": ok / len(recs),
-            "mean_score": sum(num(r.get("score")) or 0.0 for r in recs) / len(recs),
+            "mean_score": sum(r.score for r in recs) / len(recs),
         }
     return out
 
@@ -126,9 +128,7 @@ class ReportView:
                 put(out, key, v)
         return out
 
-    def categories(
-        self, scores: Mapping[str, Any], records: Iterable[Mapping[str, Any]]
-    ) -> dict[str, dict[str, float]]:
+    def categories(self, scores: Mapping[str, Any], records: Iterable[RecordResult]) -> dict[str, dict[str, float]]:
         """Per-category figures ``{category: {metric: value}}``."""
         block = scores.get(self.category_block) if self.category_block else None
         if not isinstance(block, Mapping) or not block:

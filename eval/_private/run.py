@@ -26,7 +26,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from benchsmith.schemas import UserError, loads_json, swap_folder, write_json, write_jsonl
+from benchsmith.schemas import (
+    RecordResult,
+    UserError,
+    iter_records,
+    swap_folder,
+    write_json,
+    write_records,
+)
 
 from .core import (
     MODES,
@@ -34,7 +41,6 @@ from .core import (
     EvalCase,
     Mode,
     Predictions,
-    RecordResult,
     Row,
     get_benchmark,
     iter_scored,
@@ -45,20 +51,6 @@ def check_mode(mode: str) -> Mode:
     if mode not in MODES:
         raise UserError(f"unknown mode {mode!r}", fix="use strict or official")
     return mode  # type: ignore[return-value]
-
-
-def _record_line(r: RecordResult) -> dict[str, Any]:
-    line = {
-        "id": r.id,
-        "category": r.category,
-        "ok": r.ok,
-        "score": r.score,
-        "error_type": r.error_type,
-        "reason": r.reason,
-    }
-    if r.details:
-        line["details"] = r.details
-    return line
 
 
 #: what ``eval score`` / ``eval selftest`` write into their output folder
@@ -118,17 +110,17 @@ def stream_score(
     rows: list[Row] = []
     scores: dict[str, Any] = {}
 
-    def lines() -> Iterator[dict[str, Any]]:
+    def records() -> Iterator[RecordResult]:
         for record in iter_scored(bench, cases, prediction_for, mode, rows):
             if on_record is not None:
                 on_record(record)
-            yield _record_line(record)
+            yield record
         # complete before the temporary records file replaces the old one
         scores.update({**extra(len(rows)), **bench.metrics(rows, mode)})
         with contextlib.suppress(FileNotFoundError):
             os.unlink(out / "scores.json")  # it described the old records
 
-    write_jsonl(out / "records.jsonl", lines())
+    write_records(out / "records.jsonl", records())
     if before_scores is not None:
         before_scores(out)
     write_json(out / "scores.json", scores)
@@ -230,11 +222,9 @@ def run_selftest(
 
 def _failing_lines(records: Path) -> Iterator[dict[str, Any]]:
     """A self-test's failing entries, read back from its records file one line at a time."""
-    with open(records, encoding="utf-8") as fh:
-        for line in fh:
-            r = loads_json(line)
-            if not r["ok"]:
-                yield {"id": r["id"], "category": r["category"], "error_type": r["error_type"], "reason": r["reason"]}
+    for r in iter_records(records):
+        if r is not None and not r.ok:
+            yield {"id": r.id, "category": r.category, "error_type": r.error_type, "reason": r.reason}
 
 
 def _utf8(text: str) -> bool:

@@ -44,11 +44,13 @@ from benchsmith.schemas import (
     Split,
     UserError,
     append_reply,
-    loads_json,
+    iter_cases,
     read_json,
+    read_jsonl,
     read_replies,
     read_run_manifest,
     validate_shape,
+    write_cases,
     write_jsonl,
     write_run_manifest,
 )
@@ -571,7 +573,7 @@ async def _run_async(
     done_before: dict[str, int] = {}
     for p in planned:
         p.folder.mkdir(parents=True, exist_ok=True)
-        write_jsonl(p.folder / "cases.jsonl", p.cases)
+        write_cases(p.folder / "cases.jsonl", p.cases)
         version = p.task.prompt_version()
         replies = read_replies(p.folder / "replies.jsonl")
         n_done = 0
@@ -770,25 +772,6 @@ def run_eval(
     )
 
 
-def _iter_run_cases(path: Path) -> Iterable[EvalCase]:
-    """A run's ``cases.jsonl``, one case at a time; a bad row raises what :func:`read_jsonl` raises
-    (every bad row listed)."""
-    from benchsmith.schemas import read_jsonl
-
-    with open(path, "rb") as fh:
-        for n, raw in enumerate(fh, 1):
-            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            if not raw.strip():
-                continue
-            try:
-                case = EvalCase.model_validate(loads_json(raw.decode("utf-8")))
-            except ValueError:
-                read_jsonl(path, EvalCase)  # raises the full report of the file's bad rows
-                raise
-            yield case
-
-
 def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, Any]]:
     """Score every task of a run on the cases the run covers; writes ``<task>/records.jsonl`` and
     ``<task>/scores.json`` (streamed: see :func:`~benchsmith.eval.run_score`) and returns the
@@ -812,8 +795,6 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
     for name, info in meta.tasks.items():
         folder = run_dir / name
         if not (folder / "cases.jsonl").is_file():
-            from benchsmith.schemas import read_jsonl
-
             read_jsonl(folder / "cases.jsonl", EvalCase)  # its error for a missing file
         bench = get_benchmark(info.benchmark)
         has_preds = (folder / "predictions.jsonl").is_file()
@@ -854,6 +835,6 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
                 }
 
             out[name] = stream_score(
-                bench, with_gold(_iter_run_cases(folder / "cases.jsonl")), prediction_for, m, folder, extra
+                bench, with_gold(iter_cases(folder / "cases.jsonl")), prediction_for, m, folder, extra
             )
     return out

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchsmith.construction.nl2api import hoist_columns
 from benchsmith.eval import EvalCase, SingleCallTask, task
 from benchsmith.eval.calls import native_tool_calls, python_calls
 from benchsmith.eval.episodes import Episode, EpisodeSpec, EpisodeTask
@@ -107,6 +106,8 @@ class ACEBenchTask(EpisodeTask, SingleCallTask):
         }
         # the column list said once after the functions: the functions' text is then the same for every
         # case of a split, a prefix the server reuses from one case to the next
+        from benchsmith.construction.nl2api import hoist_columns  # the NL2API stack loads for a run, not for scoring
+
         columns, shown = hoist_columns(functions)
         msgs = self._template().render(
             functions=shown,

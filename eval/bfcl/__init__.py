@@ -43,6 +43,7 @@ from ._plugin import (
     score_ast,
     score_relevance,
 )
+from ._rules import BFCLRules
 from ._task import BFCLTask, fc_result
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "RELEVANCE",
     "Decoded",
     "Verdict",
+    "BFCLRules",
     "decode",
     "fc_value",
     "gold_calls",

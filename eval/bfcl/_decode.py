@@ -19,21 +19,23 @@ JSON-value text (:func:`value_prediction`): for the official decoders that is a 
 model's calls), while a string is text (a prompt-mode output, or an FC model's text reply).
 Decoding never raises: every failure is a :class:`Decoded` with an ``error``.
 
->>> decode('[get_weather(city="Paris"), math.sqrt(x=4)]', "official").calls
+>>> from benchsmith.eval.bfcl import BFCL
+>>> OFFICIAL, STRICT = BFCL.rules["official"], BFCL.rules["strict"]
+>>> decode('[get_weather(city="Paris"), math.sqrt(x=4)]', OFFICIAL).calls
 [{'get_weather': {'city': 'Paris'}}, {'math.sqrt': {'x': 4}}]
->>> decode('```python\\nf(x=+2)\\n```', "official").error
+>>> decode('```python\\nf(x=+2)\\n```', OFFICIAL).error
 'ast_decoder:decoder_failed'
->>> decode('```python\\nf(x=+2)\\n```', "strict").calls
+>>> decode('```python\\nf(x=+2)\\n```', STRICT).calls
 [{'f': {'x': 2}}]
->>> decode('[{"name": "f", "arguments": {"x": 1}}]', "official", "prompt").error
+>>> decode('[{"name": "f", "arguments": {"x": 1}}]', OFFICIAL, "prompt").error
 'ast_decoder:decoder_failed'
->>> decode([{"f": "{}"}], "official", "fc").calls
+>>> decode([{"f": "{}"}], OFFICIAL, "fc").calls
 [{'f': {}}]
->>> decode([{"f": "{}"}, {"g": {}}], "official", "fc").error   # arguments must be JSON text
+>>> decode([{"f": "{}"}, {"g": {}}], OFFICIAL, "fc").error   # arguments must be JSON text
 'ast_decoder:decoder_failed'
->>> decode('[{"f": "{}"}]', "official", "fc").error      # a string is the model's text reply
+>>> decode('[{"f": "{}"}]', OFFICIAL, "fc").error      # a string is the model's text reply
 'ast_decoder:decoder_failed'
->>> d = decode('[{"name": "f", "arguments": {"x": 1}}]', "strict")
+>>> d = decode('[{"name": "f", "arguments": {"x": 1}}]', STRICT)
 >>> d.fmt, d.calls
 ('fc', [{'f': {'x': 1}}])
 """
@@ -50,6 +52,8 @@ from typing import Any
 from benchsmith.eval.budget import MODEL_OUTPUT, FoldBudget
 from benchsmith.eval.calls import JSONValueText
 from benchsmith.models import ParseError as _ReplyError
+
+from ._rules import STRICT, BFCLRules
 
 PROMPT = "prompt"  # Python call syntax (prompt-mode models)
 FC = "fc"  # native function calls (FC models)
@@ -447,18 +451,18 @@ def _decode_python(raw: str, strict: bool) -> Decoded:
     return Decoded(calls, PROMPT, problems=reader.problems)
 
 
-def decode(raw: Any, mode: str = "strict", fmt: str = PROMPT) -> Decoded:
+def decode(raw: Any, rules: BFCLRules = STRICT, fmt: str = PROMPT) -> Decoded:
     """Decode one raw model output; never raises.
 
-    ``official``: with BFCL's decoder of ``fmt`` only. ``strict``: JSON call shapes as FC,
-    anything else as the prompt format, whatever ``fmt`` says.
+    With ``rules.declared_decoder_only`` (official): with BFCL's decoder of ``fmt`` only. Else JSON
+    call shapes as FC, anything else as the prompt format, whatever ``fmt`` says.
     """
     if not isinstance(raw, str):
         try:
             raw = value_prediction(raw)
         except Exception:  # noqa: BLE001
             raw = str(raw)
-    official = mode == "official"
+    official = rules.declared_decoder_only
     try:
         if official:
             if fmt == FC:

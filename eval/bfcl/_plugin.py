@@ -7,6 +7,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Iterator
 
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, Row, benchmark, failed, passed, scorer
@@ -21,10 +22,11 @@ from benchsmith.eval.scoring import (
 )
 from benchsmith.schemas import UserError
 
-from ._checker import official_check, strict_check, strict_relevant_call
+from ._checker import strict_relevant_call
 from ._decode import FC, FORMATS, PROMPT, Decoded, decode, has_call, value_prediction
 from ._export import export_bfcl
 from ._report import BFCLReport
+from ._rules import RULES
 
 PREFIX = "BFCL_v4_"
 NON_LIVE_AST = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple")
@@ -163,27 +165,26 @@ def _check_budget(d: Decoded, prediction: str) -> None:
 
 @scorer("bfcl.ast")
 def score_ast(case: EvalCase, prediction: str, mode: Mode, fmt: str = PROMPT) -> RecordResult:
-    """AST categories: decode (official: with the decoder of ``fmt``), then the official or the strict checker."""
-    d = decode(prediction, mode, fmt)
+    """AST categories: decode (official: with the decoder of ``fmt``), then the mode's AST check."""
+    rules = RULES[mode]
+    d = decode(prediction, rules, fmt)
     _check_budget(d, prediction)
     if d.error is not None or d.calls is None:
         return failed(case, d.error or "ast_decoder:decoder_failed", d.message, format_read=d.fmt)
-    functions = case.input.get("functions", [])
-    if mode == "official":
-        try:
-            v = official_check(case.category, functions, case.gold, d.calls, d.fmt)
-        except Exception as exc:  # noqa: BLE001 - the official checker raises here too
-            return failed(
-                case,
-                "official_checker_crash",
-                f"the official checker raises {type(exc).__name__}: {exc} (its whole run stops)",
-                format_read=d.fmt,
-            )
-    else:
-        if d.problems:
-            code, msg = d.problems[0]
-            return failed(case, code, msg, format_read=d.fmt)
-        v = strict_check(case.category, functions, case.gold, d.calls, d.fmt)
+    if rules.decoder_problems_fail and d.problems:
+        code, msg = d.problems[0]
+        return failed(case, code, msg, format_read=d.fmt)
+    try:
+        v = rules.ast_check(case.category, case.input.get("functions", []), case.gold, d.calls, d.fmt)
+    except Exception as exc:  # noqa: BLE001 - the official checker raises here too
+        if not rules.checker_crash_is_verdict:
+            raise
+        return failed(
+            case,
+            "official_checker_crash",
+            f"the official checker raises {type(exc).__name__}: {exc} (its whole run stops)",
+            format_read=d.fmt,
+        )
     if v.ok:
         return passed(case, format_read=d.fmt)
     return failed(case, v.error_type or "ast_checker:unclear", v.message, format_read=d.fmt)
@@ -192,7 +193,8 @@ def score_ast(case: EvalCase, prediction: str, mode: Mode, fmt: str = PROMPT) ->
 @scorer("bfcl.relevance")
 def score_relevance(case: EvalCase, prediction: str, mode: Mode, fmt: str = PROMPT) -> RecordResult:
     """(Ir)relevance categories: is there a function call, and (strict, relevance) a sound one?"""
-    d = decode(prediction, mode, fmt)
+    rules = RULES[mode]
+    d = decode(prediction, rules, fmt)
     _check_budget(d, prediction)
     contains = has_call(d)
     if case.category in IRRELEVANCE:
@@ -211,7 +213,7 @@ def score_relevance(case: EvalCase, prediction: str, mode: Mode, fmt: str = PROM
             f"no function call decoded{': ' + d.message if d.message else ''}",
             format_read=d.fmt,
         )
-    if mode == "strict":
+    if rules.relevance_needs_sound_call:
         v = strict_relevant_call(case.input.get("functions", []), d.calls or [], d.fmt)
         if not v.ok:
             return failed(case, v.error_type or "relevance_error:unclear", v.message, format_read=d.fmt)
@@ -442,6 +444,7 @@ class BFCL(Benchmark[BFCLRow]):
 
     report = BFCLReport()
     exporter = staticmethod(export_bfcl)
+    rules = MappingProxyType(RULES)
 
     option_values = {"format": FORMATS}
 

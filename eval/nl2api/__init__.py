@@ -10,6 +10,7 @@ as JSON, ``[{"name", "arguments", "label"?}, ...]``. See ``docs/eval/nl2api.md``
 """
 
 from ._plugin import NL2API
+from ._rules import NL2APIRules
 from ._scorers import (
     PredictionError,
     align_labels,
@@ -29,6 +30,7 @@ from ._task import NL2APITask
 __all__ = [
     "NL2APITask",
     "NL2API",
+    "NL2APIRules",
     "PredictionError",
     "align_labels",
     "answers_match",

@@ -18,6 +18,7 @@ import sqlite3
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import ValidationError
@@ -48,6 +49,7 @@ from benchsmith.schemas import (
 )
 
 from ._report import NL2APIReport
+from ._rules import RULES
 from ._scorers import PredictionError, answers_match, call_metrics, one_call, parse_calls
 
 STYLES = ("slot", "sel", "rest")
@@ -156,6 +158,7 @@ def nl2api_metrics(rows: list[NL2APIRow], mode: Mode) -> dict[str, Any]:
 class NL2API(Benchmark[NL2APIRow]):
     """NL2API scoring: intent and slot P/R/F1, full-sequence match, completion by execution."""
 
+    rules = MappingProxyType(RULES)
     report = NL2APIReport()
 
     def __init__(self) -> None:
@@ -319,7 +322,8 @@ class NL2API(Benchmark[NL2APIRow]):
             pred = parse_calls(prediction)
         except PredictionError as exc:
             return failed(case, exc.code, str(exc), **zero)
-        m = call_metrics(pred, case.gold["calls"], mode)
+        rules = self.rules_for(mode)
+        m = call_metrics(pred, case.gold["calls"], rules)
         if not executable:
             m["completion"] = None
             if m["sequence_match"]:
@@ -337,21 +341,21 @@ class NL2API(Benchmark[NL2APIRow]):
         if gold["answer"] is None:
             return failed(case, "no_gold_answer", "the sample has no exact answer to compare with", **m)
         expected = [list(r) for r in gold["answer"]]
-        ok = answers_match(expected, rows, ordered=gold["ordered"], mode=mode, tolerance=gold["float_tolerance"])
+        ok = answers_match(expected, rows, ordered=gold["ordered"], rules=rules, tolerance=gold["float_tolerance"])
         if (
             not ok
             and gold["ordered"]
-            and mode == "strict"
+            and rules.ties_in_any_order
             and split.style != "rest"
             and case.meta.get("sql")
-            and answers_match(expected, rows, ordered=False, mode=mode, tolerance=gold["float_tolerance"])
+            and answers_match(expected, rows, ordered=False, rules=rules, tolerance=gold["float_tolerance"])
         ):
             ok = self._tie_aware(split, case, pred, expected)
         m["completion"] = ok
         if ok:
             return passed(case, 1.0, **m)
         same_rows = gold["ordered"] and answers_match(
-            expected, rows, ordered=False, mode=mode, tolerance=gold["float_tolerance"]
+            expected, rows, ordered=False, rules=rules, tolerance=gold["float_tolerance"]
         )
         return failed(
             case,

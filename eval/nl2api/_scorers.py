@@ -26,6 +26,8 @@ from benchsmith.eval.budget import TooDeep, check_limit, check_value
 from benchsmith.eval.calls import CallShapeError, tool_call_parts
 from benchsmith.schemas import loads_json, parse_reference
 
+from ._rules import RULES, NL2APIRules
+
 Call = dict[str, Any]
 
 
@@ -68,7 +70,7 @@ def parse_calls(prediction: str) -> list[Call]:
     """The predicted call sequence: a JSON list of ``{"name", "arguments", "label"?}`` (also a
     JSON string holding that list, a single call object, OpenAI ``tool_calls`` entries, or
     ``{"tool_calls": [...]}``). Raises :class:`PredictionError` (code ``too_deep`` for arguments
-    nested deeper than :data:`~benchsmith.eval.MAX_DEPTH`, which the label renaming, the slot
+    nested deeper than :data:`~benchsmith.eval.budget.MAX_DEPTH`, which the label renaming, the slot
     strings and execution would walk), or ``OverBudget`` past the record's budget."""
     value: Any = _loads(prediction) if isinstance(prediction, str) else prediction
     for _ in range(2):  # a JSON string holding the JSON list
@@ -124,14 +126,15 @@ def _canon(value: Any) -> Any:
     return str(value)
 
 
-def slot_string(arg: str, value: Any, mode: Mode) -> str:
-    """One ``arg = value`` string. Official: the value as the model wrote it (JSON text);
-    strict: numbers compared by value.
+def slot_string(arg: str, value: Any, rules: NL2APIRules) -> str:
+    """One ``arg = value`` string: the value as the model wrote it (JSON text), or with numbers
+    compared by value (``rules.numbers_by_value``).
 
-    >>> slot_string("n", 2, "official"), slot_string("n", 2.0, "official"), slot_string("n", 2, "strict")
+    >>> OFFICIAL, STRICT = RULES["official"], RULES["strict"]
+    >>> slot_string("n", 2, OFFICIAL), slot_string("n", 2.0, OFFICIAL), slot_string("n", 2, STRICT)
     ('n = 2', 'n = 2.0', 'n = 2.0')
     """
-    v = _canon(value) if mode == "strict" else value
+    v = _canon(value) if rules.numbers_by_value else value
     return f"{arg} = {json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)}"
 
 
@@ -168,7 +171,7 @@ def align_labels(pred: list[Call], gold: list[Call]) -> list[Call]:
     ]
 
 
-def slot_prf(pred: list[Call], gold: list[Call], mode: Mode) -> tuple[float, float, float]:
+def slot_prf(pred: list[Call], gold: list[Call], rules: NL2APIRules) -> tuple[float, float, float]:
     """Slot P/R/F1 over ``arg = value`` strings, counted only for calls whose intent is right:
     the k-th predicted call to an API pairs with the k-th gold call to it; unpaired calls add
     their strings to the denominators only."""
@@ -184,21 +187,21 @@ def slot_prf(pred: list[Call], gold: list[Call], mode: Mode) -> tuple[float, flo
         seen[c["name"]] += 1
         partners = gold_by_name.get(c["name"], [])
         if k < len(partners):
-            ps = Counter(slot_string(a, v, mode) for a, v in c["arguments"].items())
-            gs = Counter(slot_string(a, v, mode) for a, v in partners[k]["arguments"].items())
+            ps = Counter(slot_string(a, v, rules) for a, v in c["arguments"].items())
+            gs = Counter(slot_string(a, v, rules) for a, v in partners[k]["arguments"].items())
             tp += sum((ps & gs).values())
     return prf(tp, n_pred, n_gold)
 
 
-def sequence_match(pred: list[Call], gold: list[Call], mode: Mode) -> bool:
+def sequence_match(pred: list[Call], gold: list[Call], rules: NL2APIRules) -> bool:
     """Full-sequence match: same length, and at each position the same API and the same
-    arguments (official: exact JSON values; strict: numbers by value, labels aligned)."""
+    arguments (exact JSON values, or numbers by value: ``rules.numbers_by_value``)."""
     if len(pred) != len(gold):
         return False
     for p, g in zip(pred, gold):
         if p["name"] != g["name"]:
             return False
-        if mode == "strict":
+        if rules.numbers_by_value:
             if _canon(p["arguments"]) != _canon(g["arguments"]):
                 return False
         elif json.dumps(p["arguments"], sort_keys=True, default=str) != json.dumps(
@@ -208,12 +211,12 @@ def sequence_match(pred: list[Call], gold: list[Call], mode: Mode) -> bool:
     return True
 
 
-def call_metrics(pred: list[Call], gold: list[Call], mode: Mode) -> dict[str, Any]:
+def call_metrics(pred: list[Call], gold: list[Call], rules: NL2APIRules) -> dict[str, Any]:
     """Intent, slot and full-sequence figures of one sample."""
-    if mode == "strict":
+    if rules.align_labels:
         pred = align_labels(pred, gold)
     ip, ir, i_f = intent_prf([c["name"] for c in pred], [c["name"] for c in gold])
-    sp, sr, s_f = slot_prf(pred, gold, mode)
+    sp, sr, s_f = slot_prf(pred, gold, rules)
     return {
         "intent_p": ip,
         "intent_r": ir,
@@ -221,7 +224,7 @@ def call_metrics(pred: list[Call], gold: list[Call], mode: Mode) -> dict[str, An
         "slot_p": sp,
         "slot_r": sr,
         "slot_f1": s_f,
-        "sequence_match": sequence_match(pred, gold, mode),
+        "sequence_match": sequence_match(pred, gold, rules),
     }
 
 
@@ -255,23 +258,25 @@ def answers_match(
     got: Sequence[Sequence[Any]],
     *,
     ordered: bool,
-    mode: Mode,
+    rules: NL2APIRules,
     tolerance: float = 1e-6,
 ) -> bool:
-    """Compare answer rows. Official: every number rounded to the decimals the gold column is
-    written with, then exact equality (multiset unless ``ordered``). Strict: the split's answer
-    spec, numbers within ``tolerance`` (relative and absolute), order only where ``ordered``.
+    """Compare answer rows. With ``rules.round_to_gold_decimals`` (official): every number rounded
+    to the decimals the gold column is written with, then exact equality (multiset unless
+    ``ordered``). Else the split's answer spec: numbers within ``tolerance`` (relative and
+    absolute), order only where ``ordered``.
 
-    >>> answers_match([[3.14]], [[3.14159]], ordered=False, mode="official")
+    >>> OFFICIAL, STRICT = RULES["official"], RULES["strict"]
+    >>> answers_match([[3.14]], [[3.14159]], ordered=False, rules=OFFICIAL)
     True
-    >>> answers_match([[3.14]], [[3.14159]], ordered=False, mode="strict")
+    >>> answers_match([[3.14]], [[3.14159]], ordered=False, rules=STRICT)
     False
-    >>> answers_match([[1], [2]], [[2], [1]], ordered=True, mode="strict")
+    >>> answers_match([[1], [2]], [[2], [1]], ordered=True, rules=STRICT)
     False
     """
     exp_rows: list[Sequence[Any]] = [tuple(r) for r in expected]
     got_rows: list[Sequence[Any]] = [tuple(r) for r in got]
-    if mode == "official":
+    if rules.round_to_gold_decimals:
         if len(exp_rows) != len(got_rows) or any(len(r) != len(exp_rows[0]) for r in exp_rows + got_rows):
             return False
         width = len(exp_rows[0]) if exp_rows else 0
@@ -296,7 +301,7 @@ def score_calls(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
     except PredictionError as exc:
         return failed(case, exc.code, str(exc))
     gold = case.gold["calls"]
-    m = call_metrics(pred, gold, mode)
+    m = call_metrics(pred, gold, RULES[mode])
     if m["sequence_match"]:
         return passed(case, 1.0, **m)
     return failed(case, "sequence_mismatch", "the predicted sequence differs from the gold one", **m)

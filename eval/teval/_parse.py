@@ -1,6 +1,6 @@
 """Parsing T-Eval model responses (both modes). Pure functions; nothing here raises on model text
 except :class:`ResponseError`, which the scorers turn into a zero score, and ``TooDeep`` for a value
-nested deeper than :data:`~benchsmith.eval.MAX_DEPTH` (a ``too_deep`` record)."""
+nested deeper than :data:`~benchsmith.eval.budget.MAX_DEPTH` (a ``too_deep`` record)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,19 @@
-"""The files of an evaluation run folder (``benchsmith eval run``), each a model with one reader and
-one writer, used by the runner, ``eval score --run`` and the report: ``run.json``
-(:class:`RunManifest`) and each task's ``replies.jsonl`` (:class:`ReplyLine`)."""
+"""The files of an evaluation run folder (``benchsmith eval run``) and of a score folder (``eval
+score``), each a model with one reader and one writer, used by the runner, ``eval score`` and the
+report: ``run.json`` (:class:`RunManifest`), each task's ``replies.jsonl`` (:class:`ReplyLine`) and
+``records.jsonl`` (:class:`RecordResult`), and the cases both score (:class:`EvalCase`, a run's
+``cases.jsonl``)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Callable, Iterable, Iterator, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from .errors import UserError
-from .jsonl import append_jsonl, loads_json, validate_shape, write_json
+from .jsonl import append_jsonl, loads_json, read_jsonl, validate_shape, write_json, write_jsonl
 from .tool import StrictModel
 
 #: the ``format`` a run.json is written with; a reader accepts any ``benchsmith.run/`` version
@@ -174,3 +176,86 @@ def read_replies(path: Path) -> dict[str, ReplyLine]:
 def append_reply(path: Path, line: ReplyLine) -> None:
     """Append one line to a ``replies.jsonl`` (one write, fsync'd: :func:`append_jsonl`)."""
     append_jsonl(path, line.model_dump(mode="json"))
+
+
+# ---- cases.jsonl ---------------------------------------------------------------------------------
+class EvalCase(StrictModel):
+    """One scorable record of a benchmark, in benchsmith's neutral form: what a benchmark's loader
+    gives, and a line of a run task's ``cases.jsonl``."""
+
+    id: str
+    benchmark: str
+    category: str
+    input: dict[str, Any] = Field(default_factory=dict, description="what the model sees (question, functions, ...)")
+    gold: Any = Field(default=None, description="what the scorer compares with")
+    meta: dict[str, Any] = Field(default_factory=dict, description="source file, line, anything else")
+
+
+def write_cases(path: Path, cases: Iterable[EvalCase]) -> int:
+    """Write a run task's ``cases.jsonl`` atomically; the count."""
+    return write_jsonl(path, cases)
+
+
+def iter_cases(path: Path) -> Iterator[EvalCase]:
+    """A ``cases.jsonl``, one case at a time; a bad row raises what :func:`read_jsonl` raises (every
+    bad row of the file listed, each with its line and fix)."""
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if not raw.strip():
+                continue
+            try:
+                case = EvalCase.model_validate(loads_json(raw.decode("utf-8")))
+            except ValueError:
+                read_jsonl(path, EvalCase)  # raises the full report of the file's bad rows
+                raise
+            yield case
+
+
+# ---- records.jsonl --------------------------------------------------------------------------------
+class RecordResult(StrictModel):
+    """The verdict on one scored record: a line of ``records.jsonl``."""
+
+    id: str
+    category: str
+    ok: bool
+    score: float = Field(ge=0.0, le=1.0)
+    error_type: str | None = None
+    reason: str = ""
+    details: dict[str, Any] = Field(default_factory=dict, description="the scorer's findings; left out when empty")
+
+
+def record_line(record: RecordResult) -> dict[str, Any]:
+    """The ``records.jsonl`` line of ``record``: its fields in order, ``details`` only when it holds any."""
+    line = {
+        "id": record.id,
+        "category": record.category,
+        "ok": record.ok,
+        "score": record.score,
+        "error_type": record.error_type,
+        "reason": record.reason,
+    }
+    if record.details:
+        line["details"] = record.details
+    return line
+
+
+def write_records(path: Path, records: Iterable[RecordResult]) -> int:
+    """Write ``records.jsonl`` atomically from a stream of records (:func:`record_line` each); the count."""
+    return write_jsonl(path, (record_line(r) for r in records))
+
+
+def iter_records(path: Path, clean: Callable[[Any], Any] | None = None) -> Iterator[RecordResult | None]:
+    """Each non-blank line of a ``records.jsonl`` as a :class:`RecordResult`, ``None`` for one that
+    cannot be read (not JSON, or not a record). ``clean`` rewrites the decoded JSON first (the report
+    replaces lone surrogates, which no HTML page may hold)."""
+    with path.open("rb") as fh:
+        for raw in fh:
+            if not raw.strip():
+                continue
+            try:
+                value = loads_json(raw.decode("utf-8", errors="replace"))
+                yield RecordResult.model_validate(clean(value) if clean is not None else value)
+            except (json.JSONDecodeError, ValidationError):
+                yield None

@@ -274,6 +274,7 @@ import os, signal, sys
 from pathlib import Path
 import benchsmith.eval._private.run as run_mod
 import benchsmith.schemas._private.folders as folders
+import benchsmith.schemas._private.run as files
 where, k = sys.argv[1], int(sys.argv[2])
 bench, data, preds, out = sys.argv[3:7]
 seen = [0]
@@ -282,13 +283,13 @@ def die():
     os.kill(os.getpid(), signal.SIGKILL)
 
 if where == "record":            # while records are written
-    real_line = run_mod._record_line
+    real_line = files.record_line
     def line(r):
         seen[0] += 1
         if seen[0] == k:
             die()
         return real_line(r)
-    run_mod._record_line = line
+    files.record_line = line
 elif where == "scores":          # records.jsonl complete, scores.json not yet
     real_json = run_mod.write_json
     def write_json(path, obj):

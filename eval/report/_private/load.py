@@ -20,10 +20,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from benchsmith.schemas import (
+    RecordResult,
     ReplyLine,
     RunManifest,
     RunTask,
     UserError,
+    iter_records,
     iter_reply_lines,
     loads_json,
     read_json,
@@ -62,7 +64,7 @@ class Task:
     folder: Path
     info: RunTask  # the run.json ``tasks`` entry
     scores: dict[str, Any] | None = None  # scores.json, None when not scored
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[RecordResult] = field(default_factory=list)
     replies: dict[str, ReplyInfo] = field(default_factory=dict)  # by case id, the last line wins
     cases: int = 0
     warnings: list[str] = field(default_factory=list)
@@ -88,7 +90,7 @@ class Task:
         if self.scores is None:
             return None
         if self.records:
-            return len({str(r.get("id")) for r in self.records})
+            return len({r.id for r in self.records})
         n = _number(self.scores.get("records"))
         return int(n) if n is not None else None
 
@@ -244,31 +246,6 @@ def task_sort_key(name: str) -> tuple[int, str]:
     return (bench.report.order if bench is not None else 1000, name)
 
 
-def _jsonl(path: Path, warnings: list[str]) -> list[tuple[int, dict[str, Any]]]:
-    """(byte offset, object) of every readable line; bad lines are counted in ``warnings``."""
-    rows: list[tuple[int, dict[str, Any]]] = []
-    bad = 0
-    offset = 0
-    with open(path, "rb") as fh:
-        for raw in fh:
-            start, offset = offset, offset + len(raw)
-            text = raw.strip()
-            if not text:
-                continue
-            try:
-                obj = loads_run_json(text)
-            except json.JSONDecodeError:
-                bad += 1
-                continue
-            if isinstance(obj, dict):
-                rows.append((start, obj))
-            else:
-                bad += 1
-    if bad:
-        warnings.append(f"{path.parent.name}/{path.name}: {bad} unreadable line(s) skipped")
-    return rows
-
-
 def _number(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
@@ -318,7 +295,10 @@ def _load_task(run_dir: Path, meta: RunManifest, name: str, info: RunTask) -> Ta
             else:
                 task.warnings.append(f"{name}/scores.json is not an object; " + SCORE_HINT.format(run=run_dir))
     if task.scored and (folder / "records.jsonl").is_file():
-        task.records = [obj for _, obj in _jsonl(folder / "records.jsonl", task.warnings)]
+        read = list(iter_records(folder / "records.jsonl", clean=_clean))
+        task.records = [r for r in read if r is not None]
+        if len(task.records) < len(read):
+            task.warnings.append(f"{name}/records.jsonl: {len(read) - len(task.records)} unreadable line(s) skipped")
     if (folder / "replies.jsonl").is_file():
         version, model = info.prompt_version, meta.model.name if meta.model is not None else None
         bad = 0

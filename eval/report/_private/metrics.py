@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping
 from benchsmith.eval import ReportView  # noqa: F401  (re-exported)
 from benchsmith.eval.derive import BenchmarkView
 from benchsmith.eval.views import num, record_categories  # noqa: F401  (re-exported)
+from benchsmith.schemas import RecordResult
 
 from .load import Run, Task
 
@@ -89,7 +90,7 @@ def primary(benchmark: str, scores: Mapping[str, Any] | None) -> tuple[str, floa
 
 
 def categories(
-    benchmark: str, scores: Mapping[str, Any] | None, records: Iterable[Mapping[str, Any]] = ()
+    benchmark: str, scores: Mapping[str, Any] | None, records: Iterable[RecordResult] = ()
 ) -> dict[str, dict[str, float]]:
     """Per-category figures ``{category: {metric: value}}``: scores.json's own category blocks
     (nested figures joined with dots), or, for benchmarks without them (GTA, ToolAssess), the pass
@@ -152,7 +153,7 @@ def reply_status_counts(task: Task) -> Counter[str]:
 
 def scorer_error_counts(task: Task) -> Counter[str]:
     """Failing records of records.jsonl by error type (``failed`` when a record has none)."""
-    return Counter(str(r.get("error_type") or "failed") for r in task.records if r.get("ok") is not True)
+    return Counter(r.error_type or "failed" for r in task.records if not r.ok)
 
 
 def run_summary(run: Run) -> dict[str, Any]:
@@ -197,19 +198,19 @@ def radar_axes(run: Run) -> dict[str, float]:
     return out
 
 
-def sample_failures(runs: list[Run], task_name: str, n: int, seed: int = 0) -> dict[int, list[dict[str, Any]]]:
+def sample_failures(runs: list[Run], task_name: str, n: int, seed: int = 0) -> dict[int, list[RecordResult]]:
     """Up to ``n`` failing records of ``task_name`` per run (by run index), deterministic: every case
     id of the task is put in one seeded order and each run shows its first ``n`` failures in that
     order, so the runs show the same cases where they fail on the same ones."""
-    ids = sorted({str(r.get("id")) for run in runs if task_name in run.tasks for r in run.tasks[task_name].records})
+    ids = sorted({r.id for run in runs if task_name in run.tasks for r in run.tasks[task_name].records})
     random.Random(f"{seed}:{task_name}").shuffle(ids)
     rank = {cid: i for i, cid in enumerate(ids)}
-    out: dict[int, list[dict[str, Any]]] = {}
+    out: dict[int, list[RecordResult]] = {}
     for i, run in enumerate(runs):
         task = run.tasks.get(task_name)
         if task is None:
             continue
-        failing = [r for r in task.records if r.get("ok") is not True]
-        failing.sort(key=lambda r: (rank.get(str(r.get("id")), 0), str(r.get("category"))))
+        failing = [r for r in task.records if not r.ok]
+        failing.sort(key=lambda r: (rank.get(r.id, 0), r.category))
         out[i] = failing[:n]
     return out

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from benchsmith.eval.views import pct
-from benchsmith.schemas import UserError
+from benchsmith.schemas import RecordResult, UserError
 
 from . import metrics as M
 from .about import about
@@ -204,7 +204,7 @@ def _event(ev: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _episode(reply: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, Any] | None:
+def _episode(reply: dict[str, Any] | None, record: RecordResult) -> dict[str, Any] | None:
     """The episode viewer of a failing record: its events (the first ones and the end) and a summary line."""
     events = _transcript(reply)
     if events is None:
@@ -214,7 +214,7 @@ def _episode(reply: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, 
         shown.append({**_event({}), "who": ELLIPSIS, "skipped": len(events) - EPISODE_EVENTS})
     if len(events) >= EPISODE_EVENTS:
         shown.append(_event(events[-1]))
-    details = _dict_at(record, "details")
+    details = record.details
     ep = _dict_at(details, "episode")
     parts = [f"end: {ep['end']}" if ep.get("end") else ""]
     for key, name in (
@@ -230,8 +230,8 @@ def _episode(reply: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, 
     return {"events": shown, "count": len(events), "summary": " · ".join(p for p in parts if p)}
 
 
-def _failure(task, record: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001 - a Task
-    reply = task.reply(str(record.get("id")))
+def _failure(task, record: RecordResult) -> dict[str, Any]:  # noqa: ANN001 - a Task
+    reply = task.reply(record.id)
     turns = _turns(reply)
     raw = _text(turns[-1].get("raw")) if turns else ""
     shown_turns = []
@@ -259,10 +259,10 @@ def _failure(task, record: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001 - 
         )
     error = reply.get("error") if reply and isinstance(reply.get("error"), dict) else {}
     return {
-        "id": str(record.get("id")),
-        "category": str(record.get("category") or ""),
-        "error_type": str(record.get("error_type") or "failed"),
-        "reason": str(record.get("reason") or ""),
+        "id": record.id,
+        "category": record.category,
+        "error_type": record.error_type or "failed",
+        "reason": record.reason,
         "status": str(reply.get("status")) if reply else "no reply recorded",
         "reply_error": truncate(
             " ".join(

@@ -431,7 +431,7 @@ _json_out = st.one_of(
 
 def _score_everything(text: str) -> None:
     for mode in ("strict", "official"):
-        d = decode(text, mode)
+        d = decode(text, BENCH.rules[mode])
         assert d.calls is None or isinstance(d.calls, list)
         for case in _ROBUST_CASES:
             r = BENCH.score(case, text, mode)

@@ -143,9 +143,9 @@ def test_rows_are_slim_and_metrics_pure(loaded, mode):
 def test_pure_helpers():
     assert intent_prf([], []) == (1.0, 1.0, 1.0)
     assert intent_prf(["a", "a"], ["a"]) == (0.5, 1.0, 2 / 3)
-    assert answers_match([[0.1, "x"]], [[0.1000000001, "x"]], ordered=False, mode="strict")
-    assert answers_match([[1.5], [2]], [[2.0], [1.54]], ordered=False, mode="official")
-    assert not answers_match([[1]], [[1], [1]], ordered=False, mode="official")
+    assert answers_match([[0.1, "x"]], [[0.1000000001, "x"]], ordered=False, rules=NL2API.rules["strict"])
+    assert answers_match([[1.5], [2]], [[2.0], [1.54]], ordered=False, rules=NL2API.rules["official"])
+    assert not answers_match([[1]], [[1], [1]], ordered=False, rules=NL2API.rules["official"])
     assert parse_calls('{"tool_calls": [{"name": "f"}]}') == [{"name": "f", "arguments": {}, "label": None}]
 
 

@@ -16,7 +16,7 @@ from report_helpers import LONG, SCRIPT, make_run, make_two_runs
 from typer.testing import CliRunner
 
 from benchsmith.eval.report import categories, headline, load_run, primary, write_report
-from benchsmith.schemas import UserError
+from benchsmith.schemas import RecordResult, UserError
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -321,7 +321,12 @@ def test_headline_and_primary_per_benchmark():
         "acebench", {"categories": {"special_incomplete": {"n": 4, "accuracy": 0.5, "error_types": {"x": 2}}}}
     ) == {"special_incomplete": {"accuracy": 0.5, "n": 4.0}}
     assert categories(
-        "gta", {}, [{"category": "e2e", "ok": True, "score": 1.0}, {"category": "e2e", "ok": False, "score": 0.0}]
+        "gta",
+        {},
+        [
+            RecordResult(id="1", category="e2e", ok=True, score=1.0),
+            RecordResult(id="2", category="e2e", ok=False, score=0.0),
+        ],
     ) == {"e2e": {"mean_score": 0.5, "pass_rate": 0.5, "passed": 1.0, "records": 2.0}}
 
 
