@@ -4,13 +4,17 @@ The plug-in registers benchmark ``acebench``. Data: an ACEBench folder (``data_<
 JSONL plus ``possible_answer/``). Predictions ``{"id", "result"}``: normal = the raw
 ``[Api(k='v'), ...]`` output, special = free text, agent = a JSON list of the model's turn
 outputs (one call-list string per turn; a plain string is read one turn per line), which is
-replayed in a sandbox to get the end state. See ``docs/eval/acebench.md``.
+replayed in a sandbox to get the end state. How each mode scores is an :class:`AceRules`
+(``ACE_STRICT``, ``ACE_OFFICIAL``; ``AceBench.rules``). See ``docs/eval/acebench.md``.
 """
 
 from ._decode import DecodeError, decode_official, decode_strict
 from ._derive import derive_acebench_special
 from ._export import acebench_answer, acebench_function, acebench_order, acebench_schema, export_acebench
 from ._plugin import CATEGORIES, FAMILIES, AceBench, load_folder
+from ._rules import OFFICIAL as ACE_OFFICIAL
+from ._rules import STRICT as ACE_STRICT
+from ._rules import AceRules
 from ._task import ACEBenchSpecialTask, ACEBenchTask
 
 __all__ = [
@@ -25,6 +29,9 @@ __all__ = [
     "CATEGORIES",
     "FAMILIES",
     "AceBench",
+    "AceRules",
+    "ACE_STRICT",
+    "ACE_OFFICIAL",
     "DecodeError",
     "decode_official",
     "decode_strict",

@@ -15,18 +15,23 @@ MessageApi ``inbox``; ReminderApi ``reminder_list``; FoodPlatform ``users``,
 
 A prediction may also carry the official inference record's end state (``result``); official
 mode grades that state as reported (the official evaluator executes nothing), strict mode
-always grades the replay of the calls (see :func:`parse_prediction`).
+always grades the replay of the calls (see :func:`parse_prediction` and
+``AceRules.trust_reported_state``).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from benchsmith.construction.sandbox import AceBenchSandbox, ToolError
 from benchsmith.eval.budget import check_time, check_value
 
-from ._decode import DecodeError, decode_strict, official_agent_turn
+from ._decode import Call, DecodeError, decode_strict
+
+if TYPE_CHECKING:  # _rules names this module's comparisons
+    from ._rules import AceRules
 
 
 def parse_turns(prediction: str) -> list[str]:
@@ -72,8 +77,9 @@ def parse_prediction(prediction: str) -> tuple[list[str], list[dict[str, Any]] |
     return parse_turns(prediction), None
 
 
-def decode_turn(turn: str, mode: str) -> list[tuple[str, dict[str, Any]]]:
-    calls = official_agent_turn(turn) if mode == "official" else decode_strict(turn)
+def decode_turn(turn: str, decoder: Callable[[Any], list[Call]] = decode_strict) -> list[tuple[str, dict[str, Any]]]:
+    """The ``(name, arguments)`` calls of one turn read by ``decoder`` (an :class:`AceRules`' ``turn_decoder``)."""
+    calls = decoder(turn)
     check_value(calls, turn)  # run, compared and serialised below: within the budget and MAX_DEPTH (else TooDeep)
     out = []
     for c in calls:
@@ -83,10 +89,10 @@ def decode_turn(turn: str, mode: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def replay(
-    case_input: dict[str, Any], turns: list[str], mode: str, calls: list[dict[str, Any]] | None = None
+    case_input: dict[str, Any], turns: list[str], rules: AceRules, calls: list[dict[str, Any]] | None = None
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Run every decodable turn in a fresh sandbox; returns (end state, notes on failed turns).
-    ``calls``, when given, receives every call run: ``{name, arguments, ok, code}``."""
+    """Run every turn ``rules.turn_decoder`` decodes in a fresh sandbox; returns (end state, notes on
+    failed turns). ``calls``, when given, receives every call run: ``{name, arguments, ok, code}``."""
     involved = [c for c in case_input.get("involved_classes", []) if isinstance(c, str)]
     config = case_input.get("initial_config") or {}
     box = AceBenchSandbox(involved, config if isinstance(config, dict) else {})
@@ -94,7 +100,7 @@ def replay(
     for n, turn in enumerate(turns[:200]):
         check_time()
         try:
-            decoded = decode_turn(turn, mode)
+            decoded = decode_turn(turn, rules.turn_decoder)
         except DecodeError as exc:
             notes.append(f"turn {n}: not decodable ({exc})")
             continue
@@ -186,21 +192,21 @@ def compare_strict(model: list[dict[str, Any]], gold: Any) -> tuple[bool, str]:
     return (not errors), "; ".join(errors)[:300]
 
 
-def _norm_call_string(s: str, mode: str) -> Any:
-    if mode == "official":
+def _norm_call_string(s: str, rules: AceRules) -> Any:
+    if rules.milestones_as_text:
         return s.strip()
     try:
-        return ("calls", json.dumps(decode_turn(s, "strict"), sort_keys=True, default=str))
+        return ("calls", json.dumps(decode_turn(s), sort_keys=True, default=str))
     except DecodeError:
         return ("text", " ".join(s.split()))
 
 
-def process_score(turns: list[str], milestones: Any, mode: str) -> float:
+def process_score(turns: list[str], milestones: Any, rules: AceRules) -> float:
     """Share of gold milestones found in order in the turns (best over alternative lists)."""
     if not isinstance(milestones, list) or not milestones:
         return 1.0
     alts = milestones if isinstance(milestones[0], list) else [milestones]
-    got = [_norm_call_string(t, mode) for t in turns]
+    got = [_norm_call_string(t, rules) for t in turns]
     best = 0.0
     for alt in alts:
         check_time()
@@ -208,14 +214,14 @@ def process_score(turns: list[str], milestones: Any, mode: str) -> float:
             return 1.0
         pos, hits = 0, 0
         for stone in alt:
-            want = _norm_call_string(str(stone), mode)
+            want = _norm_call_string(str(stone), rules)
             while pos < len(got):
                 pos += 1
                 if got[pos - 1] == want:
                     hits += 1
                     break
         score = hits / len(alt)
-        best = max(best, round(score, 3) if mode == "official" else score)
+        best = max(best, round(score, 3) if rules.round_to_3_places else score)
     return best
 
 
@@ -243,13 +249,13 @@ def milestone_list(milestones: Any) -> list[str]:
 
 def decode_or_skip(turn: str) -> list[tuple[str, dict[str, Any]]]:
     try:
-        return decode_turn(turn, "strict")
+        return decode_turn(turn)
     except DecodeError:
         return []
 
 
-def replayed_calls(case_input: dict[str, Any], turns: list[str]) -> list[dict[str, Any]]:
-    """The calls of ``turns`` as a fresh sandbox runs them (strict decoding): ``{name, arguments, ok, code}``."""
+def replayed_calls(case_input: dict[str, Any], turns: list[str], rules: AceRules) -> list[dict[str, Any]]:
+    """The calls of ``turns`` as a fresh sandbox runs them (read by ``rules``): ``{name, arguments, ok, code}``."""
     calls: list[dict[str, Any]] = []
-    replay(case_input, turns, "strict", calls)
+    replay(case_input, turns, rules, calls)
     return calls

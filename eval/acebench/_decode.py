@@ -276,10 +276,6 @@ def decode_strict(text: Any) -> list[Call]:
         raise DecodeError(f"cannot decode: {type(exc).__name__}") from None
 
 
-def decode(text: Any, mode: str) -> list[Call]:
-    return decode_official(text) if mode == "official" else decode_strict(text)
-
-
 # ---- writing calls back -----------------------------------------------------------------------
 def format_value(value: Any) -> str:
     if isinstance(value, dict):

@@ -473,8 +473,11 @@ def _strict_alt(functions: list[dict[str, Any]], output: list[dict[str, Any]], a
     return first or OK
 
 
-def check_strict(functions: list[dict[str, Any]], output: list[dict[str, Any]], answers: Any) -> Verdict:
-    """Strict verdict: any possible answer that matches (order-free for parallel calls)."""
+def check_strict(
+    functions: list[dict[str, Any]], output: list[dict[str, Any]], answers: Any, category: str = ""
+) -> Verdict:
+    """Strict verdict: any possible answer that matches (order-free for parallel calls). ``category``
+    is not read (it is :func:`check_official`'s: every category is checked alike here)."""
     alts = answers if isinstance(answers, list) else [answers]
     first: Verdict | None = None
     for alt in alts:

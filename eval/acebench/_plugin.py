@@ -7,6 +7,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, BinaryIO, Iterable, Iterator
 
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, Row, benchmark, failed, passed, scorer
@@ -24,9 +25,10 @@ from benchsmith.eval.scoring import (
 from benchsmith.schemas import UserError
 
 from . import _agent, _normal, _special
-from ._decode import DecodeError, decode, format_calls
+from ._decode import DecodeError, format_calls
 from ._export import export_acebench
 from ._report import AceBenchReport
+from ._rules import RULES, STRICT, AceRules
 
 NORMAL = (
     "normal_single_turn_single_function",
@@ -169,22 +171,20 @@ def _data_cases(
 # ---- scoring ----------------------------------------------------------------------------------
 @scorer("acebench.normal")
 def score_normal(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+    rules = RULES[mode]
     functions = case.input.get("function") or []
     try:
-        calls = decode(prediction, mode)
+        calls = rules.output_decoder(prediction)
     except DecodeError as exc:
         return failed(case, "wrong_output_format", f"cannot decode the output: {exc}")
     check_limit("calls", len(calls))
     check_value(
         calls, prediction if isinstance(prediction, str) else None
     )  # folded strings are bounded by the decoder's FoldBudget
-    if mode == "official":
-        try:
-            ok, etype, reason, raw = _normal.check_official(functions, calls, case.gold, case.category)
-        except _normal.OfficialCrash as exc:
-            return failed(case, "official_crash", f"the official checker would raise: {exc}")
-    else:
-        ok, etype, reason, raw = _normal.check_strict(functions, calls, case.gold)
+    try:
+        ok, etype, reason, raw = rules.call_check(functions, calls, case.gold, case.category)
+    except _normal.OfficialCrash as exc:  # only the official checker raises it
+        return failed(case, "official_crash", f"the official checker would raise: {exc}")
     if ok:
         return passed(case)
     return failed(case, etype or "value_error", reason, raw_error_type=raw)
@@ -193,37 +193,41 @@ def score_normal(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
 @scorer("acebench.special")
 def score_special(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
     text = prediction if isinstance(prediction, str) else ""
-    check = _special.check_official if mode == "official" else _special.check_strict
-    ok, etype, reason, _raw = check(case.category, text, case.gold)
+    ok, etype, reason, _raw = RULES[mode].special_check(case.category, text, case.gold)
     return passed(case) if ok else failed(case, etype or "error_detection", reason)
 
 
 @scorer("acebench.agent")
 def score_agent(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
+    rules = RULES[mode]
     gold = case.gold if isinstance(case.gold, dict) else {}
     turns, reported = _agent.parse_prediction(prediction)
     check_limit("calls", len(turns))
     check_value(reported, prediction if isinstance(prediction, str) else None)
-    if mode == "official" and reported is not None:
+    # the episode's calls are the turns read strictly: the replay's own calls when it reads them so
+    strictly = rules.turn_decoder is STRICT.turn_decoder
+    replayed: list[dict[str, Any]] = []
+    if rules.trust_reported_state and reported is not None:
         # the official evaluator grades the end state recorded at inference time, as reported
         state: Any = json.loads(json.dumps(reported, default=str))
         notes: list[str] = []
         source = "reported"
     else:
         # strict never trusts a reported state: the end state is what the calls produce
-        replayed: list[dict[str, Any]] = []
-        state, notes = _agent.replay(case.input, turns, mode, replayed if mode == "strict" else None)
+        state, notes = _agent.replay(case.input, turns, rules, replayed if strictly else None)
         source = "replayed"
         if reported is not None and json.loads(json.dumps(reported, default=str)) != state:
             notes.append("the reported end state differs from the replay of the calls")
-    compare = _agent.compare_official if mode == "official" else _agent.compare_strict
-    end_ok, why = compare(state, gold.get("state"))
-    process = 1.0 if (end_ok and mode == "official") else _agent.process_score(turns, gold.get("milestones"), mode)
+    end_ok, why = rules.end_state_check(state, gold.get("state"))
+    if end_ok and rules.full_process_when_end_ok:
+        process = 1.0
+    else:
+        process = _agent.process_score(turns, gold.get("milestones"), rules)
     details: dict[str, Any] = {"process": process, "turns": len(turns), "end_state": source, "replay_notes": notes[:20]}
     summary = _agent.episode_summary(prediction)
     summary = clean_summary(summary) if summary is not None else None
     if summary is not None:  # a benchsmith episode: its end reason and, when it failed, why
-        calls = replayed if source == "replayed" and mode == "strict" else _agent.replayed_calls(case.input, turns)
+        calls = replayed if source == "replayed" and strictly else _agent.replayed_calls(case.input, turns, STRICT)
         gold_calls = [
             {"name": n, "arguments": a}
             for t in _agent.milestone_list(gold.get("milestones"))
@@ -247,12 +251,16 @@ def _error_types(rows: Iterable[Row]) -> dict[str, int]:
     return dict(sorted(Counter(r.error_type or "unknown" for r in rows if not r.ok).items()))
 
 
-def _category(cat: str, rows: list[AceRow], mode: Mode) -> dict[str, Any]:
+def _rounded(x: float, rules: AceRules) -> float:
+    return round(x, 3) if rules.round_to_3_places else x
+
+
+def _category(cat: str, rows: list[AceRow], rules: AceRules) -> dict[str, Any]:
     """The figures of one category's rows (multi-turn: per dialogue; agent: user simulator
-    failures left out in strict mode)."""
+    failures left out when the rules say so)."""
 
     def r3(x: float) -> float:
-        return round(x, 3) if mode == "official" else x
+        return _rounded(x, rules)
 
     n, correct = len(rows), sum(r.ok for r in rows)
     counted = rows
@@ -273,7 +281,7 @@ def _category(cat: str, rows: list[AceRow], mode: Mode) -> dict[str, Any]:
         )
     elif cat in AGENT:
         user_failed = sum(r.episode_error == "user_simulator_failure" for r in rows)
-        if mode == "strict" and user_failed:  # never charged to the model (official mode has no such notion)
+        if rules.skip_user_simulator_failures and user_failed:  # never charged to the model
             counted = [r for r in rows if r.episode_error != "user_simulator_failure"]
             n, correct = len(counted), sum(r.ok for r in counted)
             entry.update(n=n, correct=correct)
@@ -295,8 +303,8 @@ def _category(cat: str, rows: list[AceRow], mode: Mode) -> dict[str, Any]:
     return entry
 
 
-def acebench_metrics(rows: list[AceRow], mode: Mode) -> dict[str, Any]:
-    """ACEBench's scores.json: per category, per family and the Summary (official mode: ACEBench's
+def acebench_metrics(rows: list[AceRow], rules: AceRules) -> dict[str, Any]:
+    """ACEBench's scores.json: per category, per family and the Summary (official rules: ACEBench's
     fixed sqrt weights, figures rounded to 3 places where ACEBench rounds them; strict: weights from
     the data's own family sizes, a multi-turn dialogue counted once, nothing rounded)."""
     by_cat: dict[str, list[AceRow]] = {}
@@ -304,21 +312,22 @@ def acebench_metrics(rows: list[AceRow], mode: Mode) -> dict[str, Any]:
     for r in rows:
         by_cat.setdefault(r.category, []).append(r)
         units.setdefault(family_of(r.category), set()).add(sample_unit(r.category, r.id))
-    cats = {cat: _category(cat, by_cat[cat], mode) for cat in CATEGORIES if cat in by_cat}
+    cats = {cat: _category(cat, by_cat[cat], rules) for cat in CATEGORIES if cat in by_cat}
     families: dict[str, float] = {}
     for fam, members in FAMILIES.items():
         present = [c for c in members if c in cats]
         if not present:
             continue
-        if mode == "official":  # the official summary counts a missing sub-category as 0
-            families[fam] = round(sum(cats[c]["accuracy"] for c in present) / len(members), 3)
+        accuracies = [cats[c]["accuracy"] for c in present]
+        if rules.missing_category_is_zero:
+            families[fam] = _rounded(sum(accuracies) / len(members), rules)
         else:
-            families[fam] = mean(cats[c]["accuracy"] for c in present)
+            families[fam] = _rounded(mean(accuracies), rules)
     out: dict[str, Any] = {"categories": cats, "families": families}
-    if mode == "official":
+    if rules.fixed_summary_weights:
         weights = sqrt_weights(FAMILY_SIZES)
         w = {f: round(v, 4) for f, v in weights.items()}  # 0.578 / 0.2676 / 0.1545
-        out["summary"] = round(sum(families.get(f, 0.0) * w[f] for f in w), 3)
+        out["summary"] = _rounded(sum(families.get(f, 0.0) * w[f] for f in w), rules)
         out["summary_weights"] = w
         out["summary_sizes"] = dict(FAMILY_SIZES)
         out["summary_weights_source"] = "acebench_fixed"
@@ -327,7 +336,7 @@ def acebench_metrics(rows: list[AceRow], mode: Mode) -> dict[str, Any]:
         # which ACEBench's own files reproduce exactly)
         sizes = {f: len(units[f]) for f in FAMILIES if f in units and f in families}
         weights = sqrt_weights(sizes) if sizes else {}
-        out["summary"] = sum(families[f] * weights[f] for f in weights) if weights else 0.0
+        out["summary"] = _rounded(sum(families[f] * weights[f] for f in weights), rules) if weights else 0.0
         out["summary_weights"] = weights
         out["summary_sizes"] = sizes
         out["summary_weights_source"] = "data"
@@ -342,6 +351,7 @@ def acebench_metrics(rows: list[AceRow], mode: Mode) -> dict[str, Any]:
 class AceBench(Benchmark[AceRow]):
     """ACEBench (normal / special / agent), official and strict modes."""
 
+    rules = MappingProxyType(RULES)
     report = AceBenchReport()
     exporter = staticmethod(export_acebench)
 
@@ -365,7 +375,7 @@ class AceBench(Benchmark[AceRow]):
         return AceRow.of(case, record)
 
     def metrics(self, rows: list[AceRow], mode: Mode) -> dict[str, Any]:
-        return acebench_metrics(rows, mode)
+        return acebench_metrics(rows, RULES[mode])
 
     def gold_prediction(self, case: EvalCase) -> str:
         fam = family_of(case.category)

@@ -8,6 +8,8 @@ from typing import Any, Mapping
 from benchsmith.eval import ReportView
 from benchsmith.eval.views import counts, get, num, put, read_reliability
 
+from ._rules import RULES
+
 #: the categories played as episodes
 AGENT_CATEGORIES = ("agent_multi_turn", "agent_multi_step")
 
@@ -48,6 +50,10 @@ class AceBenchReport(ReportView):
         kinds: dict[str, int] = {}
         weights: list[tuple[float, float | None, float | None]] = []
         episodes = failures = 0
+        mode = scores.get("mode")
+        rules = RULES.get(mode) if isinstance(mode, str) else None
+        # the rules the scores were made by: left out of n (strict) or counted in it (official)
+        left_out = rules is not None and rules.skip_user_simulator_failures
         for cat, v in cats.items():
             n, failed = int(num(v.get("n")) or 0), int(num(v.get("user_simulator_failures")) or 0)
             end = num(v.get("end_accuracy")) if num(v.get("end_accuracy")) is not None else num(v.get("accuracy"))
@@ -56,8 +62,7 @@ class AceBenchReport(ReportView):
                 end = process = None
             per_category[cat] = {"end_state": end, "process": process}
             weights.append((float(n), end, process))
-            # strict scoring leaves simulator failures out of n; official scoring counts them
-            episodes += n + (failed if scores.get("mode") == "strict" else 0)
+            episodes += n + (failed if left_out else 0)
             failures += failed
             for kind, count in counts(v.get("episode_error_types")).items():
                 kinds[kind] = kinds.get(kind, 0) + count

@@ -322,7 +322,7 @@ class NL2API(Benchmark[NL2APIRow]):
             pred = parse_calls(prediction)
         except PredictionError as exc:
             return failed(case, exc.code, str(exc), **zero)
-        rules = self.rules_for(mode)
+        rules = RULES[mode]
         m = call_metrics(pred, case.gold["calls"], rules)
         if not executable:
             m["completion"] = None

@@ -4,6 +4,7 @@ model per speaker, told apart by ``who``, and a line of a task's ``episodes.json
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Annotated, Any, Iterator, Literal, Union
@@ -85,7 +86,11 @@ class EndEvent(StrictModel):
 
 
 EpisodeEvent = Annotated[Union[UserEvent, AssistantEvent, ToolEvent, EndEvent], Field(discriminator="who")]
-_EVENT: TypeAdapter[UserEvent | AssistantEvent | ToolEvent | EndEvent] = TypeAdapter(EpisodeEvent)
+
+
+@functools.cache
+def _event() -> TypeAdapter[UserEvent | AssistantEvent | ToolEvent | EndEvent]:
+    return TypeAdapter(EpisodeEvent)  # built on first use: scoring never reads an episode event
 
 
 class JournalLine(StrictModel):
@@ -100,12 +105,12 @@ def episode_event(value: Any) -> dict[str, Any]:
     """``value`` (an event as the episode engine holds it) checked against its speaker's model and
     written back as that model lays it out: the fields given, in the model's order. A ``ValueError``
     (pydantic's) when it is not an event."""
-    return _EVENT.validate_python(value).model_dump(exclude_unset=True)
+    return _event().validate_python(value).model_dump(exclude_unset=True)
 
 
 def append_journal(path: Path, key: str, n: int, event: Any) -> None:
     """Append event ``n`` of episode ``key`` to a journal (one write, fsync'd)."""
-    line = JournalLine(key=key, n=n, event=_EVENT.validate_python(event))
+    line = JournalLine(key=key, n=n, event=_event().validate_python(event))
     append_jsonl(path, line.model_dump(exclude_unset=True))
 
 

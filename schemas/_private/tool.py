@@ -20,7 +20,7 @@ _PROPERTY_TYPE_KEYS = ("type", "enum", "anyOf", "oneOf", "$ref", "const")
 class StrictModel(BaseModel):
     """Base of every benchsmith schema model: unknown fields are rejected."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # schemas built on first use: a scoring run uses few
 
 
 class RestBinding(StrictModel):

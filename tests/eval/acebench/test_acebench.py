@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchsmith.eval import EvalCase, score_cases
-from benchsmith.eval.acebench import AceBench, decode_official, decode_strict, load_folder
+from benchsmith.eval.acebench import (
+    ACE_OFFICIAL,
+    ACE_STRICT,
+    AceBench,
+    AceRules,
+    decode_official,
+    decode_strict,
+    load_folder,
+)
 from benchsmith.eval.acebench._decode import DecodeError, official_agent_turn
 from benchsmith.eval.acebench._plugin import AceRow, acebench_metrics
 from benchsmith.schemas import UserError
@@ -345,7 +354,7 @@ def test_agent_replay_runs_on_the_construction_sandbox():
         "not a call",
         "[send_message(sender_name='Eve', receiver_name='Frank', message='hi')]",
     ]
-    state, notes = _agent.replay(inp, turns, "strict")
+    state, notes = _agent.replay(inp, turns, ACE_STRICT)
     box = AceBenchSandbox(inp["involved_classes"], inp["initial_config"])
     for name, args in [
         ("turn_on_wifi", {}),
@@ -373,8 +382,8 @@ def test_metrics_are_a_function_of_the_rows():
         _row(f"{agent}_0", agent, True, process=1.0),
         _row(f"{agent}_1", agent, False, process=0.5, episode_error="user_simulator_failure"),
     ]
-    strict = acebench_metrics(rows, "strict")
-    assert acebench_metrics(list(rows), "strict") == strict and "reliability" not in strict
+    strict = acebench_metrics(rows, ACE_STRICT)
+    assert acebench_metrics(list(rows), ACE_STRICT) == strict and "reliability" not in strict
     turns = strict["categories"][adjust]
     figures = ("dialogues", "turn_accuracy", "end_accuracy", "process_accuracy")
     assert [turns[k] for k in figures] == [2, 2 / 3, 0.5, 0.75]
@@ -383,5 +392,13 @@ def test_metrics_are_a_function_of_the_rows():
     assert [ag[k] for k in figures] == [1, 1, 1.0, 1.0, 1]
     assert ag["error_types"] == {} and ag["episode_error_types"] == {"user_simulator_failure": 1}
     assert strict["summary_sizes"] == {"normal": 2, "agent": 2}
-    official = acebench_metrics(rows, "official")["categories"][agent]
+    official = acebench_metrics(rows, ACE_OFFICIAL)["categories"][agent]
     assert [official[k] for k in ("n", "accuracy", "process_accuracy", "error_types")] == [2, 0.5, 0.75, {"x": 1}]
+
+
+def test_rules_per_mode():
+    """One AceRules per mode; each of its fields is a choice where the two modes differ."""
+    assert dict(BENCH.rules) == {"strict": ACE_STRICT, "official": ACE_OFFICIAL}
+    assert BENCH.rules_for("strict") is ACE_STRICT and ACE_OFFICIAL.mode == "official"
+    choices = [f.name for f in fields(AceRules) if f.name != "mode"]
+    assert choices and all(getattr(ACE_STRICT, n) != getattr(ACE_OFFICIAL, n) for n in choices)
