@@ -341,11 +341,11 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
         cfg.describe(),
         out / "run",
         limit=limits,
-        mode="prompt",
+        calling="prompt",
         concurrency=slots,
         task_data={"agent": agent},
         options=TaskOptions(
-            mode="prompt", max_tokens=256, trials=2, max_turns=3, max_steps=3, step_budget=DEMO_STEP_BUDGET
+            calling="prompt", max_tokens=256, trials=2, max_turns=3, max_steps=3, step_budget=DEMO_STEP_BUDGET
         ),
     )
     scores = score_run(out / "run")
@@ -363,10 +363,10 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
         out / "run-direct",
         tasks=["nl2api"],
         limit={"nl2api": limits["nl2api"]},
-        mode="prompt",
+        calling="prompt",
         concurrency=slots,
         options=TaskOptions(
-            mode="prompt", max_tokens=DIRECT_REPLY_TOKENS, strategy="direct", step_budget=DEMO_STEP_BUDGET
+            calling="prompt", max_tokens=DIRECT_REPLY_TOKENS, strategy="direct", step_budget=DEMO_STEP_BUDGET
         ),
     )
     direct_scores = score_run(out / "run-direct")

@@ -113,7 +113,7 @@ def write_cases(source: Path, n: int, seed: int, dest: Path, skip: int = 0) -> l
     same order) to ``dest/awareness.jsonl`` and return their requests in the order the runner runs
     them. Replicas with a marked query (so they stay distinct requests: the runner shares the model
     call of identical requests) fill up when the data has fewer than ``skip + n``."""
-    planned = plan_tasks(source, dest.parent / "_plan", ["toolassess"], TaskOptions(mode="prompt"), None, seed)
+    planned = plan_tasks(source, dest.parent / "_plan", ["toolassess"], TaskOptions(calling="prompt"), None, seed)
     task = planned[0].task
     cases = [c for c in planned[0].cases if c.category == "awareness"]
     if not cases:
@@ -143,7 +143,7 @@ def write_cases(source: Path, n: int, seed: int, dest: Path, skip: int = 0) -> l
         chosen.append(rec)
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "awareness.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in chosen), "utf-8")
-    planned = plan_tasks(dest, dest.parent / "_plan", ["toolassess"], TaskOptions(mode="prompt"), None, seed)
+    planned = plan_tasks(dest, dest.parent / "_plan", ["toolassess"], TaskOptions(calling="prompt"), None, seed)
     reqs = [planned[0].task.request(c) for c in planned[0].cases]
     if len({r.key() for r in reqs}) != n:
         raise RuntimeFault(f"expected {n} distinct requests in {dest}, got {len({r.key() for r in reqs})}")
@@ -285,7 +285,7 @@ def runner_phase(name: str, cfg: ModelConfig, data: Path, out: Path, concurrency
     client = ModelClient(cfg)
     t0 = time.perf_counter()
     result = run_eval(
-        data, client, desc, out, tasks=["toolassess"], mode="prompt", concurrency=concurrency, progress=False
+        data, client, desc, out, tasks=["toolassess"], calling="prompt", concurrency=concurrency, progress=False
     )
     wall = time.perf_counter() - t0
     info = result.tasks["toolassess"]

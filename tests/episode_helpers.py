@@ -93,7 +93,7 @@ def play(out: Path, n: int, delay: float, log: Path | None = None) -> Any:
         {"name": "scripted"},
         out,
         tasks=["agent"],
-        mode="tools",
+        calling="tools",
         concurrency=2,
         limit=n,
         progress=False,

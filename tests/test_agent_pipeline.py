@@ -120,9 +120,9 @@ def test_constructed_dialogues_are_reviewed_finalized_evaluated_and_exported(lab
         {"name": "lazy"},
         tmp_path / "run",
         tasks=["agent"],
-        mode="tools",
+        calling="tools",
         progress=False,
-        options=TaskOptions(mode="tools", trials=2),
+        options=TaskOptions(calling="tools", trials=2),
         user_client=quits,
         user_model={"name": "quitter"},
     )

@@ -20,7 +20,7 @@ from benchsmith.eval.nl2api import NL2APITask
 from benchsmith.schemas import UserError, read_replies
 
 MODEL = {"name": "scripted"}
-DIRECT = TaskOptions(mode="prompt", strategy="direct")
+DIRECT = TaskOptions(calling="prompt", strategy="direct")
 
 
 @pytest.fixture(scope="module")
@@ -174,8 +174,8 @@ def test_tools_mode_takes_every_native_call_of_the_one_reply_in_order(
 ) -> None:
     out = tmp_path / "run"
     client = DirectClient(cases)
-    opts = TaskOptions(mode="tools", strategy="direct")
-    res = run_eval(split, client, MODEL, out, tasks=["nl2api"], mode="tools", options=opts, progress=False)
+    opts = TaskOptions(calling="tools", strategy="direct")
+    res = run_eval(split, client, MODEL, out, tasks=["nl2api"], calling="tools", options=opts, progress=False)
     assert res.tasks["nl2api"].status_counts["ok"] == len(cases) == client.calls
     assert all(r["tools"] and r["json_schema"] is None for r in client.requests)
     assert any(len(c.gold["calls"]) >= 3 for c in cases)  # several tool calls in one reply
@@ -189,7 +189,7 @@ def test_tools_mode_takes_every_native_call_of_the_one_reply_in_order(
         MODEL,
         out2,
         tasks=["nl2api"],
-        mode="tools",
+        calling="tools",
         options=opts,
         progress=False,
     )
@@ -198,10 +198,10 @@ def test_tools_mode_takes_every_native_call_of_the_one_reply_in_order(
 
 
 def test_the_prompt_version_differs_between_strategies(split: Path) -> None:
-    react = NL2APITask(split, TaskOptions(mode="prompt")).prompt_version()
+    react = NL2APITask(split, TaskOptions(calling="prompt")).prompt_version()
     direct = NL2APITask(split, DIRECT).prompt_version()
     assert react != direct and react.startswith("nl2api/react@") and direct.startswith("nl2api/direct@")
-    assert NL2APITask(split, TaskOptions(mode="tools", strategy="direct")).prompt_version() != direct
+    assert NL2APITask(split, TaskOptions(calling="tools", strategy="direct")).prompt_version() != direct
     with pytest.raises(UserError, match="unknown strategy"):
         TaskOptions(strategy="bogus")
 
@@ -213,7 +213,7 @@ def test_react_and_direct_runs_side_by_side_in_the_report(split: Path, cases: li
     from benchsmith.eval.report import write_report
 
     react_out, direct_out = tmp_path / "react", tmp_path / "direct"
-    planned = plan_tasks(split, react_out, ["nl2api"], TaskOptions(mode="prompt"), None, 0)
+    planned = plan_tasks(split, react_out, ["nl2api"], TaskOptions(calling="prompt"), None, 0)
     run_eval(split, GoldClient(planned), MODEL, react_out, tasks=["nl2api"], progress=False)
     run_eval(split, DirectClient(cases), MODEL, direct_out, tasks=["nl2api"], options=DIRECT, progress=False)
     meta = json.loads((react_out / "run.json").read_text())

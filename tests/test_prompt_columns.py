@@ -86,7 +86,7 @@ def _prefix_before_columns(text: str) -> str:
 
 @pytest.mark.parametrize("task_name, folder", [("acebench_special", "acebench_special"), ("gta", "gta")])
 def test_prompts_share_the_tool_text_and_state_the_columns_after_it(derived: Path, task_name: str, folder: str) -> None:
-    task = get_task(task_name)(derived / folder, TaskOptions(mode="prompt"))
+    task = get_task(task_name)(derived / folder, TaskOptions(calling="prompt"))
     cases = [c for c in task.load() if c.category != "e2e"][:6]
     assert len(cases) >= 2
     prefixes = set()
@@ -117,7 +117,7 @@ def test_teval_records_share_the_api_text(derived: Path) -> None:
 
 
 def test_episode_prompt_states_the_columns_once(derived: Path) -> None:
-    task = get_task("gta")(derived / "gta", TaskOptions(mode="prompt"))
+    task = get_task("gta")(derived / "gta", TaskOptions(calling="prompt"))
     case = next(c for c in task.load() if c.category == "e2e")
     spec = task.episode_spec(case)
     system = _system(assistant_messages(spec, [], native=False))

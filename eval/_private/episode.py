@@ -783,7 +783,7 @@ class EpisodeTask(Task):
         o = self.options
         return (
             f"{get_prompt('agent/assistant').version}+{get_prompt('agent/user').version}"
-            f"+{get_prompt('agent/user_json').version}-{o.mode}"
+            f"+{get_prompt('agent/user_json').version}-{o.calling}"
             f"-t{o.max_turns}s{o.max_steps}c{o.max_tool_calls}"
         )
 
@@ -812,7 +812,7 @@ class EpisodeTask(Task):
         episode = await run_episode(
             spec,
             ctx,
-            native=self.options.mode == "tools",
+            native=self.options.calling == "tools",
             budgets=budgets,
             temperature=temperature,
             seed=seed,

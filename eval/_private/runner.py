@@ -162,7 +162,7 @@ class CallContext:
     def __init__(
         self,
         client: ChatClient,
-        mode: str,
+        calling: str,
         memo: dict[str, asyncio.Future[Any]],
         counters: Counter[str],
         *,
@@ -174,7 +174,7 @@ class CallContext:
         self.client = client
         self.user_client = user_client
         self.user_local = user_local  # the user simulator is the local base model: JSON replies after a worked example
-        self.mode = mode
+        self.calling = calling  # "prompt" (JSON-constrained text) or "tools" (native tool calling)
         self.journal = journal
         self.key = key
         self._memo = memo
@@ -260,7 +260,7 @@ class TaskOptions:
     refused (a pydantic ``ValidationError`` naming the field) however the options are made."""
 
     # Field defaults go by keyword: the type checker takes a positional one for no default
-    mode: str = "prompt"  # "prompt" (JSON-constrained text) or "tools" (native tool calling)
+    calling: str = "prompt"  # how the model is asked: "prompt" (JSON-constrained text) or "tools" (native tool calling)
     max_tokens: int = Field(default=384, ge=1)
     # end-to-end tasks: model calls per case (Chinook gold chains: up to 10 calls)
     step_budget: int = Field(default=12, ge=1)
@@ -536,7 +536,7 @@ async def _run_async(
     client: ChatClient,
     model: dict[str, Any],
     out: Path,
-    mode: str,
+    calling: str,
     concurrency: int,
     split: Path,
     progress: bool,
@@ -557,7 +557,7 @@ async def _run_async(
         format=RUN_FORMAT,
         run_id=previous.run_id or f"{_now().replace(':', '-')}-{model['name']}".replace("/", "_"),
         model=RunModel.model_validate(model),
-        mode=mode,
+        mode=calling,  # run.json keeps its key
         split=str(split.resolve()) if split.exists() else str(split),
         concurrency=concurrency,
         strategy=planned[0].task.options.strategy if planned else "react",
@@ -610,7 +610,7 @@ async def _run_async(
             started = _now()
             ctx = CallContext(
                 client,
-                mode,
+                calling,
                 memo,
                 counters[p.task.name],
                 user_client=user_client,
@@ -724,7 +724,7 @@ def run_eval(
     out: str | Path,
     *,
     tasks: Iterable[str] | None = None,
-    mode: str = "prompt",
+    calling: str = "prompt",
     concurrency: int = 4,
     limit: int | dict[str, int] | None = None,
     seed: int = 0,
@@ -741,14 +741,14 @@ def run_eval(
     ``limit`` caps the cases per task: one number for all, or ``{task: n}`` (tasks not named: all).
     ``user_client`` plays the user in episodic tasks (default: ``client``); ``user_model`` describes it
     in run.json (default: ``model``)."""
-    if mode not in ("prompt", "tools"):
-        raise UserError(f"unknown mode {mode!r}", fix="use prompt or tools (auto is resolved by the caller)")
+    if calling not in ("prompt", "tools"):
+        raise UserError(f"unknown calling {calling!r}", fix="use prompt or tools (auto is resolved by the caller)")
     if concurrency < 1:
         raise UserError(f"concurrency must be at least 1, got {concurrency}", fix="pass --concurrency 1 or more")
     out = Path(out)
-    opts = options or TaskOptions(mode=mode)
-    if opts.mode != mode:
-        opts = dataclasses.replace(opts, mode=mode)
+    opts = options or TaskOptions(calling=calling)
+    if opts.calling != calling:
+        opts = dataclasses.replace(opts, calling=calling)
     if (out / "run.json").is_file():
         read_run_manifest(out / "run.json")  # a run.json of the wrong shape: refused before any work
     planned = plan_tasks(Path(split), out, tasks, opts, limit, seed, categories, task_data)
@@ -761,7 +761,7 @@ def run_eval(
             client,
             model,
             out,
-            mode,
+            calling,
             concurrency,
             Path(split),
             progress,

@@ -76,12 +76,12 @@ class ACEBenchTask(EpisodeTask, SingleCallTask):
         return get_prompt(f"acebench/{variant}")
 
     def prompt_version(self) -> str:
-        return f"{self._template().version}-{self.options.mode}+{EpisodeTask.prompt_version(self)}"
+        return f"{self._template().version}-{self.options.calling}+{EpisodeTask.prompt_version(self)}"
 
     def request(self, case: EvalCase) -> Request:
         inp = case.input
         functions = inp.get("function") or []
-        if self.options.mode == "tools":
+        if self.options.calling == "tools":
             msgs = self._template().render(
                 functions=[],
                 columns="",
@@ -120,7 +120,7 @@ class ACEBenchTask(EpisodeTask, SingleCallTask):
         return Request(msgs, json_schema=schema, max_tokens=self.options.max_tokens)
 
     def parse(self, case: EvalCase, text: str, tool_calls: list[dict[str, Any]]) -> tuple[Any, Any]:
-        if self.options.mode == "tools":
+        if self.options.calling == "tools":
             if tool_calls:
                 calls = native_tool_calls(tool_calls)
                 return python_calls(calls), calls
@@ -142,4 +142,4 @@ class ACEBenchSpecialTask(ACEBenchTask):
     description = "ACEBench special variants derived from a split"
 
     def prompt_version(self) -> str:
-        return f"{self._template().version}-{self.options.mode}"
+        return f"{self._template().version}-{self.options.calling}"

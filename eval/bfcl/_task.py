@@ -54,11 +54,11 @@ class BFCLTask(SingleCallTask):
 
     @property
     def output_format(self) -> str:
-        return "fc" if self.options.mode == "tools" else "prompt"
+        return "fc" if self.options.calling == "tools" else "prompt"
 
     def prompt_version(self) -> str:
         # tools mode stores FC results since v-tools-fc (earlier tools runs hold prompt-format text)
-        suffix = "tools-fc" if self.options.mode == "tools" else self.options.mode
+        suffix = "tools-fc" if self.options.calling == "tools" else self.options.calling
         return f"{get_prompt('bfcl/function_call').version}-{suffix}"
 
     def load(self) -> list[EvalCase]:
@@ -67,7 +67,7 @@ class BFCLTask(SingleCallTask):
     def request(self, case: EvalCase) -> Request:
         functions = case.input.get("functions") or []
         conv = _conversation(case)
-        if self.options.mode == "tools":
+        if self.options.calling == "tools":
             msgs = get_prompt("bfcl/function_call").render(functions=[], native_tools=True, conversation=conv)
             tools = [
                 openai_tool(f.get("name", "").replace(".", "_"), f.get("description", ""), f.get("parameters"))
@@ -83,7 +83,7 @@ class BFCLTask(SingleCallTask):
         return Request(msgs, json_schema=schema, max_tokens=self.options.max_tokens)
 
     def parse(self, case: EvalCase, text: str, tool_calls: list[dict[str, Any]]) -> tuple[Any, Any]:
-        if self.options.mode == "tools":
+        if self.options.calling == "tools":
             # the result is what BFCL stores for an FC model; the scorer's FC decoder judges it
             try:
                 parsed: Any = native_tool_calls(tool_calls)

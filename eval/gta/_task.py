@@ -103,7 +103,7 @@ class GTATask(EpisodeTask, SingleCallTask):
         return await SingleCallTask.solve(self, case, ctx)
 
     def prompt_version(self) -> str:
-        return f"{get_prompt('gta/step').version}-{self.options.mode}+{EpisodeTask.prompt_version(self)}"
+        return f"{get_prompt('gta/step').version}-{self.options.calling}+{EpisodeTask.prompt_version(self)}"
 
     def request(self, case: EvalCase) -> Request:
         tools = case.input.get("tools") or []

@@ -150,7 +150,7 @@ class NL2APITask(Task):
 
     def prompt_version(self) -> str:
         name = "direct" if self._direct else "react"
-        return f"{get_prompt(f'nl2api/{name}').version}-{self.options.mode}-budget{self.options.step_budget}"
+        return f"{get_prompt(f'nl2api/{name}').version}-{self.options.calling}-budget{self.options.step_budget}"
 
     @property
     def _direct(self) -> bool:
@@ -214,7 +214,7 @@ class NL2APITask(Task):
         tools = case.input["tools"]
         names = {t["name"] for t in tools}
         env = self._env(case)
-        native = self.options.mode == "tools"
+        native = self.options.calling == "tools"
         labels = [f"${c['label']}$" for c in case.meta.get("setup") or [] if c.get("label")]
         oa_tools = self._oa_tools(tools) if native else None
         steps: list[dict[str, str]] = []  # prompt mode: rendered (reply, observation) pairs
@@ -302,7 +302,7 @@ class NL2APITask(Task):
     async def _solve_direct(self, case: EvalCase, ctx: CallContext) -> Outcome:
         """One request for the whole sequence; its calls are the prediction (labels ``out_1..N``)."""
         tools = case.input["tools"]
-        native = self.options.mode == "tools"
+        native = self.options.calling == "tools"
         budget = max(1, self.options.step_budget)
         messages = self._base(case, [], native, "nl2api/direct")
         # the one reply holds what ReAct writes over all its steps: the same total length, within

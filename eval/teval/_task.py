@@ -56,12 +56,12 @@ class TEvalTask(SingleCallTask):
     description = "T-Eval's six abilities, json and str formats, from the benchmark's own prompts"
 
     def prompt_version(self) -> str:
-        return f"{VERSION}-{self.options.mode}"
+        return f"{VERSION}-{self.options.calling}"
 
     def request(self, case: EvalCase) -> Request:
         messages = chat_messages(case.input["origin_prompt"])
         ability, fmt = case.meta.get("ability"), case.meta.get("format")
-        schema = SCHEMAS.get(ability or "") if fmt == "json" and self.options.mode == "prompt" else None
+        schema = SCHEMAS.get(ability or "") if fmt == "json" and self.options.calling == "prompt" else None
         return Request(messages, json_schema=schema, max_tokens=self.options.max_tokens)
 
     def parse(self, case: EvalCase, text: str, tool_calls: list[dict[str, Any]]) -> tuple[Any, Any]:

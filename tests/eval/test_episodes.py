@@ -30,7 +30,7 @@ TEXT = "The slides are in your inbox."
 
 
 def spec_of(case_id: str, **kw):
-    task = get_task("agent")("sandbox", TaskOptions(mode="tools"))
+    task = get_task("agent")("sandbox", TaskOptions(calling="tools"))
     spec = task.episode_spec(CASES[case_id])
     for k, v in kw.items():
         setattr(spec, k, v)
@@ -70,7 +70,7 @@ def who(ep):
 def score(case_id, ep):
     from benchsmith.eval.agent._task import AgentTask
 
-    task = AgentTask("sandbox", TaskOptions(mode="tools"))
+    task = AgentTask("sandbox", TaskOptions(calling="tools"))
     return BENCH.score(CASES[case_id], task.prediction(CASES[case_id], ep), "strict")
 
 
@@ -342,11 +342,11 @@ def test_trials_run_with_their_own_seed_and_give_pass_hat_k(tmp_path):
         {"name": "scripted"},
         tmp_path / "run",
         tasks=["agent"],
-        mode="tools",
+        calling="tools",
         concurrency=2,
         limit=2,
         progress=False,
-        options=TaskOptions(mode="tools", trials=3),
+        options=TaskOptions(calling="tools", trials=3),
         user_client=Scripted(polite_user),
         user_model={"name": "u"},
     )
@@ -393,10 +393,10 @@ def test_concurrent_trials_each_start_from_their_own_copy_of_the_state(tmp_path)
         {"name": "s"},
         tmp_path / "run",
         tasks=["agent"],
-        mode="tools",
+        calling="tools",
         concurrency=4,
         progress=False,
-        options=TaskOptions(mode="tools", trials=4),
+        options=TaskOptions(calling="tools", trials=4),
         user_client=Scripted(polite_user),
         user_model={"name": "u"},
     )
@@ -415,7 +415,7 @@ def test_acebench_gold_milestones_played_as_episodes_reach_the_gold_end_state():
 
     data = Path(os.environ["BENCHSMITH_SHARED_DATA"]) / "acebench_en"
     bench = get_benchmark("acebench")
-    task = get_task("acebench")(data, TaskOptions(mode="tools"))
+    task = get_task("acebench")(data, TaskOptions(calling="tools"))
     cases = [c for c in bench.load(data) if c.category.startswith("agent")]
     consistent = {c.id for c in cases if bench.score(c, bench.gold_prediction(c), "strict").ok}
     passed = set()

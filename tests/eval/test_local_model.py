@@ -47,9 +47,9 @@ def test_the_local_model_runs_every_task_kind_end_to_end(local, split: Path, tmp
         tasks=["nl2api", "toolassess", "gta", "acebench_special"],
         limit=2,
         concurrency=2,
-        mode="prompt",
+        calling="prompt",
         progress=False,
-        options=TaskOptions(mode="prompt", max_tokens=160, step_budget=3),
+        options=TaskOptions(calling="prompt", max_tokens=160, step_budget=3),
     )
     assert res.status == "complete"
     for name, info in res.tasks.items():
@@ -87,11 +87,11 @@ def test_the_local_model_plays_agent_episodes_against_itself_as_the_user(local, 
         tasks=["agent"],
         limit=2,
         concurrency=2,
-        mode="prompt",
+        calling="prompt",
         progress=False,
         user_client=ModelClient(cfg),
         user_model=cfg.describe(),
-        options=TaskOptions(mode="prompt", max_tokens=160, trials=2, max_turns=2, max_steps=2),
+        options=TaskOptions(calling="prompt", max_tokens=160, trials=2, max_turns=2, max_steps=2),
     )
     info = res.tasks["agent"]
     assert info.done == info.cases == 4 and info.status_counts["transport_error"] == 0, info

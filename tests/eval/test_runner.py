@@ -29,7 +29,7 @@ def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _gold_client(split: Path, out: Path, **kw) -> GoldClient:
-    planned = plan_tasks(split, out, kw.get("tasks"), TaskOptions(mode="prompt"), kw.get("limit", LIMIT), 0)
+    planned = plan_tasks(split, out, kw.get("tasks"), TaskOptions(calling="prompt"), kw.get("limit", LIMIT), 0)
     return GoldClient(planned)
 
 
@@ -70,11 +70,11 @@ def test_a_rerun_skips_what_is_done_and_keys_include_the_prompt_version(split: P
     assert len(lines) == LIMIT  # nothing appended twice
     # another mode = another prompt version = asked again
     other = ScriptedClient(lambda m, s, t: FakeReply('{"decision": "no_tool", "tool": "x", "answers": []}'))
-    run_eval(split, other, MODEL, out, tasks=["toolassess"], mode="tools", limit=LIMIT, progress=False)
+    run_eval(split, other, MODEL, out, tasks=["toolassess"], calling="tools", limit=LIMIT, progress=False)
     assert other.calls == 0  # toolassess sends the same prompt in both modes: same version, nothing to redo
-    run_eval(split, other, MODEL, out, tasks=["acebench_special"], mode="tools", limit=LIMIT, progress=False)
+    run_eval(split, other, MODEL, out, tasks=["acebench_special"], calling="tools", limit=LIMIT, progress=False)
     assert other.calls == LIMIT and other.requests[0]["tools"]  # native tools: another prompt version
-    run_eval(split, other, MODEL, out, tasks=["acebench_special"], mode="prompt", limit=LIMIT, progress=False)
+    run_eval(split, other, MODEL, out, tasks=["acebench_special"], calling="prompt", limit=LIMIT, progress=False)
     assert other.calls == 2 * LIMIT
 
 
@@ -247,9 +247,9 @@ def test_native_tool_calling_mode_plays_the_gold_chain_with_tool_messages(split:
     from runner_helpers import GoldToolsClient
 
     out = tmp_path / "run"
-    planned = plan_tasks(split, out, ["nl2api"], TaskOptions(mode="tools"), None, 0)
+    planned = plan_tasks(split, out, ["nl2api"], TaskOptions(calling="tools"), None, 0)
     client = GoldToolsClient(planned[0].cases)
-    res = run_eval(split, client, MODEL, out, tasks=["nl2api"], mode="tools", progress=False)
+    res = run_eval(split, client, MODEL, out, tasks=["nl2api"], calling="tools", progress=False)
     assert res.tasks["nl2api"].status_counts["ok"] == 14
     scores = score_run(out)["nl2api"]
     assert scores["completion_rate"] == 1.0

@@ -370,7 +370,7 @@ def test_a_kill_while_scoring_a_run_leaves_no_stale_scores(tmp_path: Path, where
 
     split = build_slot_split(tmp_path, pair_lines()[:12])
     run = tmp_path / "run"
-    planned = plan_tasks(split, run, ["nl2api"], TaskOptions(mode="prompt"), 10, 0)
+    planned = plan_tasks(split, run, ["nl2api"], TaskOptions(calling="prompt"), 10, 0)
     run_eval(split, GoldClient(planned), {"name": "scripted"}, run, tasks=["nl2api"], limit=10, progress=False)
     score_run(run, "strict")
     task = run / "nl2api"

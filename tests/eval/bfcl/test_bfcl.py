@@ -203,7 +203,7 @@ def test_run_records_its_format_and_scoring_uses_it(tmp_path):
 
     data = mini_bfcl(tmp_path / "data")
     for run_mode, fmt in (("tools", "fc"), ("prompt", "prompt")):
-        task = get_task("bfcl")(data, TaskOptions(mode=run_mode))
+        task = get_task("bfcl")(data, TaskOptions(calling=run_mode))
         cases = task.load()
         assert {c.meta["format"] for c in cases} == {fmt}
         if run_mode == "tools":

@@ -22,7 +22,7 @@ def test_gta_end_to_end_runs_the_splits_tools(tmp_path: Path) -> None:
     derive_all(split, tmp_path / "derived")
     root = tmp_path / "derived" / "gta"
     dataset = json.loads((root / "dataset.json").read_text())
-    task = get_task("gta")(root, TaskOptions(mode="tools"))
+    task = get_task("gta")(root, TaskOptions(calling="tools"))
     cases = [c for c in task.load() if c.category == "e2e"]
     assert cases and all(task.is_episode(c) for c in cases)
     bench = get_benchmark("gta")
