@@ -56,7 +56,9 @@ from benchsmith.schemas._private.refs import (
 from benchsmith.schemas._private.registry import ENV_PLUGINS, Registry, load_plugins
 from benchsmith.schemas._private.run import (
     RUN_FORMAT,
+    BadPredictionLine,
     EvalCase,
+    GoldSelftest,
     RecordResult,
     ReplyError,
     ReplyLine,
@@ -65,6 +67,7 @@ from benchsmith.schemas._private.run import (
     RunManifest,
     RunModel,
     RunTask,
+    ScoreHead,
     append_reply,
     iter_cases,
     iter_records,
@@ -73,9 +76,12 @@ from benchsmith.schemas._private.run import (
     read_run_manifest,
     record_line,
     reply_line,
+    score_head,
+    scores_object,
     write_cases,
     write_records,
     write_run_manifest,
+    write_scores,
 )
 from benchsmith.schemas._private.sample import (
     AnswerSpec,
@@ -124,6 +130,7 @@ _SCHEMA_TYPES: dict[str, Any] = {
     "RecordResult": RecordResult,
     "EvalCase": EvalCase,
     "JournalLine": JournalLine,
+    "ScoreHead": ScoreHead,
 }
 
 
@@ -178,6 +185,12 @@ __all__ = [
     "ReplyLine",
     "RecordResult",
     "EvalCase",
+    "BadPredictionLine",
+    "GoldSelftest",
+    "ScoreHead",
+    "score_head",
+    "scores_object",
+    "write_scores",
     "AssistantEvent",
     "EndEvent",
     "EpisodeEvent",

@@ -27,9 +27,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from benchsmith.schemas import (
+    BadPredictionLine,
     RecordResult,
+    ScoreHead,
     UserError,
     iter_records,
+    scores_object,
     swap_folder,
     write_json,
     write_records,
@@ -96,14 +99,14 @@ def stream_score(
     prediction_for: Callable[[EvalCase], str | None],
     mode: Mode,
     out: Path,
-    extra: Callable[[int], dict[str, Any]],
+    extra: Callable[[int], ScoreHead],
     on_record: Callable[[RecordResult], None] | None = None,
     before_scores: Callable[[Path], None] | None = None,
 ) -> dict[str, Any]:
     """Score ``cases`` into ``out/records.jsonl`` one record at a time (a temporary file that
     replaces the old one once every record is written) and write ``out/scores.json`` last:
-    ``extra(records)`` (the run's own fields, built when all are scored), then the benchmark's
-    metrics over the rows (:func:`iter_scored`).
+    ``extra(records)`` (its :class:`~benchsmith.schemas.ScoreHead`, built when all are scored), then
+    the benchmark's metrics over the rows (:func:`iter_scored`).
     ``before_scores(out)`` writes what else belongs to the set (``selftest.json``). An old
     ``scores.json`` is removed just before the new records replace the old ones, so that a
     ``scores.json`` beside a ``records.jsonl`` always describes it."""
@@ -116,7 +119,7 @@ def stream_score(
                 on_record(record)
             yield record
         # complete before the temporary records file replaces the old one
-        scores.update({**extra(len(rows)), **bench.metrics(rows, mode)})
+        scores.update(scores_object(extra(len(rows)), bench.metrics(rows, mode)))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(out / "scores.json")  # it described the old records
 
@@ -159,16 +162,16 @@ def run_score(
             missing += pred is None
             return pred
 
-        def extra(records: int) -> dict[str, Any]:
-            return {
-                "benchmark": benchmark,
-                "mode": m,
-                "records": records,
-                "missing_predictions": missing,
-                "unknown_prediction_ids": preds.never_asked(100),
-                "bad_prediction_lines": [{"line": n, "reason": why} for n, why in preds.bad_lines[:100]],
-                "duplicate_prediction_ids": preds.duplicates[:100],
-            }
+        def extra(records: int) -> ScoreHead:
+            return ScoreHead(
+                benchmark=benchmark,
+                mode=m,
+                records=records,
+                missing_predictions=missing,
+                unknown_prediction_ids=preds.never_asked(100),
+                bad_prediction_lines=[BadPredictionLine(line=n, reason=why) for n, why in preds.bad_lines[:100]],
+                duplicate_prediction_ids=preds.duplicates[:100],
+            )
 
         scores: dict[str, Any] = {}
 
@@ -196,9 +199,9 @@ def run_selftest(
         nonlocal failing
         failing += not record.ok
 
-    def extra(records: int) -> dict[str, Any]:
+    def extra(records: int) -> ScoreHead:
         head["records"] = records
-        return {**head, "gold_failing": failing}
+        return ScoreHead(benchmark=benchmark, mode=m, records=records, gold_failing=failing)
 
     scores: dict[str, Any] = {}
 

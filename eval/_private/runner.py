@@ -32,6 +32,7 @@ from benchsmith.schemas import (
     RUN_FORMAT,
     Bar,
     Bars,
+    GoldSelftest,
     Registry,
     ReplyError,
     ReplyLine,
@@ -41,6 +42,7 @@ from benchsmith.schemas import (
     RunModel,
     RunTask,
     RuntimeFault,
+    ScoreHead,
     Split,
     UserError,
     append_reply,
@@ -819,20 +821,20 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
                     tally["gold_failing"] += not bench.score(case, bench.gold_prediction(case), m).ok
                     yield case
 
-            def extra(records: int, info: RunTask = info, tally: Counter[str] = tally) -> dict[str, Any]:
+            def extra(records: int, info: RunTask = info, tally: Counter[str] = tally) -> ScoreHead:
                 counts = info.status_counts or {}
-                return {
-                    "benchmark": info.benchmark,
-                    "mode": m,
-                    "records": records,
-                    "gold_selftest": {"records": tally["records"], "gold_failing": tally["gold_failing"]},
-                    "missing_predictions": tally["missing"],
-                    "format_errors": int(counts.get("format_error", 0)),
-                    "request_errors": int(counts.get("request_error", 0)),
-                    "transport_errors": int(counts.get("transport_error", 0)),
-                    "model": meta.model.name if meta.model is not None else None,
-                    "prompt_version": info.prompt_version,
-                }
+                return ScoreHead(
+                    benchmark=info.benchmark,
+                    mode=m,
+                    records=records,
+                    gold_selftest=GoldSelftest(records=tally["records"], gold_failing=tally["gold_failing"]),
+                    missing_predictions=tally["missing"],
+                    format_errors=int(counts.get("format_error", 0)),
+                    request_errors=int(counts.get("request_error", 0)),
+                    transport_errors=int(counts.get("transport_error", 0)),
+                    model=meta.model.name if meta.model is not None else None,
+                    prompt_version=info.prompt_version,
+                )
 
             out[name] = stream_score(
                 bench, with_gold(iter_cases(folder / "cases.jsonl")), prediction_for, m, folder, extra

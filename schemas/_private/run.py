@@ -259,3 +259,60 @@ def iter_records(path: Path, clean: Callable[[Any], Any] | None = None) -> Itera
                 yield RecordResult.model_validate(clean(value) if clean is not None else value)
             except (json.JSONDecodeError, ValidationError):
                 yield None
+
+
+# ---- scores.json ----------------------------------------------------------------------------------
+class BadPredictionLine(StrictModel):
+    """A predictions line that could not be read."""
+
+    line: int
+    reason: str
+
+
+class GoldSelftest(StrictModel):
+    """A run's own gold self-test: each scored case's gold answer scored as the prediction."""
+
+    records: int
+    gold_failing: int
+
+
+class ScoreHead(StrictModel):
+    """What a ``scores.json`` holds before the benchmark's own figures (``Benchmark.metrics``): what
+    was scored, how, and what the scoring could not use. Fields not given stay out of the file."""
+
+    benchmark: str
+    mode: Literal["strict", "official"]
+    records: int = Field(ge=0, description="records scored")
+    missing_predictions: int | None = Field(default=None, description="cases without a prediction")
+    unknown_prediction_ids: list[str] | None = Field(
+        default=None, description="prediction ids no case has (100 at most)"
+    )
+    bad_prediction_lines: list[BadPredictionLine] | None = None
+    duplicate_prediction_ids: list[str] | None = None
+    gold_failing: int | None = Field(default=None, description="eval selftest: records whose gold answer fails")
+    gold_selftest: GoldSelftest | None = Field(default=None, description="eval score --run")
+    format_errors: int | None = None
+    request_errors: int | None = None
+    transport_errors: int | None = None
+    model: str | None = None
+    prompt_version: str | None = None
+
+
+def scores_object(head: ScoreHead, figures: dict[str, Any]) -> dict[str, Any]:
+    """The ``scores.json`` object: ``head``'s fields, then the figures (a figure of a head field's
+    name takes its place)."""
+    return {**head.model_dump(mode="json", exclude_unset=True), **figures}
+
+
+def write_scores(path: Path, head: ScoreHead, figures: dict[str, Any]) -> None:
+    """Write ``scores.json`` atomically (:func:`scores_object`)."""
+    write_json(path, scores_object(head, figures))
+
+
+def score_head(scores: dict[str, Any]) -> ScoreHead | None:
+    """The head of a ``scores.json`` object read back, None when it has none of the shape
+    :func:`write_scores` writes (a file of another program, or of an older benchsmith)."""
+    try:
+        return ScoreHead.model_validate({k: scores[k] for k in ScoreHead.model_fields if k in scores})
+    except ValidationError:
+        return None

@@ -31,6 +31,7 @@ from benchsmith.schemas import (
     read_json,
     read_run_manifest,
     reply_line,
+    score_head,
     validate_shape,
 )
 
@@ -290,8 +291,9 @@ def _load_task(run_dir: Path, meta: RunManifest, name: str, info: RunTask) -> Ta
         else:
             if isinstance(scores, dict):
                 task.scores = scores
-                if not info.benchmark and isinstance(scores.get("benchmark"), str):
-                    task.benchmark = scores["benchmark"]
+                head = score_head(scores)
+                if not info.benchmark and head is not None:
+                    task.benchmark = head.benchmark
             else:
                 task.warnings.append(f"{name}/scores.json is not an object; " + SCORE_HINT.format(run=run_dir))
     if task.scored and (folder / "records.jsonl").is_file():
