@@ -34,8 +34,8 @@ from benchsmith.schemas import (
     iter_records,
     scores_object,
     swap_folder,
-    write_json,
     write_records,
+    write_scores,
 )
 
 from .core import (
@@ -111,7 +111,7 @@ def stream_score(
     ``scores.json`` is removed just before the new records replace the old ones, so that a
     ``scores.json`` beside a ``records.jsonl`` always describes it."""
     rows: list[Row] = []
-    scores: dict[str, Any] = {}
+    done: list[tuple[ScoreHead, dict[str, Any]]] = []
 
     def records() -> Iterator[RecordResult]:
         for record in iter_scored(bench, cases, prediction_for, mode, rows):
@@ -119,15 +119,16 @@ def stream_score(
                 on_record(record)
             yield record
         # complete before the temporary records file replaces the old one
-        scores.update(scores_object(extra(len(rows)), bench.metrics(rows, mode)))
+        done.append((extra(len(rows)), bench.metrics(rows, mode)))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(out / "scores.json")  # it described the old records
 
     write_records(out / "records.jsonl", records())
     if before_scores is not None:
         before_scores(out)
-    write_json(out / "scores.json", scores)
-    return scores
+    head, figures = done[0]
+    write_scores(out / "scores.json", head, figures)
+    return scores_object(head, figures)
 
 
 def _first_then_rest(cases: Iterable[EvalCase]) -> Iterator[EvalCase]:

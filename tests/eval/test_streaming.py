@@ -291,12 +291,12 @@ if where == "record":            # while records are written
         return real_line(r)
     files.record_line = line
 elif where == "scores":          # records.jsonl complete, scores.json not yet
-    real_json = run_mod.write_json
+    real_json = files.write_json
     def write_json(path, obj):
         if Path(path).name == "scores.json":
             die()
         return real_json(path, obj)
-    run_mod.write_json = write_json
+    files.write_json = write_json
 elif where == "rename":          # before the k-th rename of the swap (1: old folder aside, 2: new one in)
     real_rename = folders.os.rename
     def rename(a, b):
