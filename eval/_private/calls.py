@@ -1,22 +1,12 @@
 """Pieces the benchmarks' run tasks share: call rendering (all pure); the JSON-schema builders live
-in :mod:`benchsmith.models` and are re-exported here."""
+in :mod:`benchsmith.models`."""
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
 from benchsmith.eval._private.runner import ParseError, shallow_reply
-from benchsmith.models import (  # noqa: F401  (the schema builders, re-exported for the tasks)
-    MAX_STRING,
-    THOUGHT_SCHEMA,
-    bounded_strings,
-    call_schema,
-    closed_schema,
-    enum_or_string,
-    json_schema_types,
-    openai_tool,
-    reference_choices,
-)
+from benchsmith.models import THOUGHT_SCHEMA
 from benchsmith.schemas import loads_json
 
 THOUGHT = THOUGHT_SCHEMA
