@@ -2,12 +2,14 @@
 
 ``benchsmith eval score --benchmark teval --data DIR`` reads T-Eval's own files (one JSON object
 per file mapping id -> record) or a folder written by ``benchsmith eval derive`` from an NL2API
-split. Scorers are registered as ``teval.<ability>.<format>``; see docs/eval/teval.md.
+split. Scorers are registered as ``teval.<ability>.<format>``; each mode's :class:`TEvalRules`
+(``TEval.rules[mode]``) names every choice where official and strict differ; see docs/eval/teval.md.
 """
 
 from ._derive import derive_teval, derive_teval_seeded, step_thought
 from ._export import export_teval
 from ._plugin import TEval, TEvalRow, file_kind, load_teval, render_gold, teval_metrics
+from ._rules import TEvalRules
 from ._scorers import ABILITIES, FORMATS, longest_increasing, max_weight_assignment, plan_f1, same_value
 from ._task import TEvalTask
 
@@ -19,6 +21,7 @@ __all__ = [
     "FORMATS",
     "TEval",
     "TEvalRow",
+    "TEvalRules",
     "teval_metrics",
     "derive_teval",
     "file_kind",

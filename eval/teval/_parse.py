@@ -14,6 +14,8 @@ from typing import Any
 from benchsmith.eval.budget import MODEL_OUTPUT, TooDeep, check_value
 from benchsmith.models import ParseError as _ReplyError
 
+from ._rules import TEvalRules
+
 FINISH = "FinishAction"
 
 
@@ -84,12 +86,12 @@ def _read_value(text: str) -> Any:
         raise ResponseError("neither a Python literal nor JSON") from None
 
 
-def literal_args(text: str, strict: bool) -> dict[str, Any]:
-    """Arguments written after a string-format marker: a Python literal (official) or any
-    reading of :func:`load_response` (strict); anything but a dict becomes ``{}``."""
+def literal_args(text: str, literal_only: bool) -> dict[str, Any]:
+    """Arguments written after a string-format marker: a Python literal only (``literal_only``,
+    as T-Eval) or any reading of :func:`load_response`; anything but a dict becomes ``{}``."""
     try:
-        value = load_response(text.strip()) if strict else _literal(text.strip())
-        if not strict:
+        value = _literal(text.strip()) if literal_only else load_response(text.strip())
+        if literal_only:
             check_value(value, text)  # as load_response does
             if len(text) > _MIN_HUGE_INT_CHARS:
                 _refuse_huge_ints(value)
@@ -112,16 +114,16 @@ def string_template(template: dict[str, Any]) -> str:
 
 
 class TemplateError(ResponseError):
-    """The template cannot be used (official mode: T-Eval's evaluator raises here and stops)."""
+    """The template cannot be used as a regular expression (T-Eval's evaluator raises here and stops)."""
 
 
-def parse_template(template: str, text: str, strict: bool) -> dict[str, Any] | None:
+def parse_template(template: str, text: str, as_regex: bool) -> dict[str, Any] | None:
     """Match ``text`` against a ``{field}`` template; None when it does not match.
 
-    Official: the template's literal text is used as a regular expression as it is (so regex
-    characters in it act as operators, and extra groups shift the fields) and any match anywhere
-    counts; a template that is not a format string or not a regular expression raises
-    :class:`TemplateError`, where T-Eval's evaluator crashes. Strict: the literal text is escaped
+    ``as_regex`` (as T-Eval): the template's literal text is used as a regular expression as it is
+    (so regex characters in it act as operators, and extra groups shift the fields) and any match
+    anywhere counts; a template that is not a format string or not a regular expression raises
+    :class:`TemplateError`, where T-Eval's evaluator crashes. Else the literal text is escaped
     first (an unusable template is None). Both: each field is ``(.*)`` with DOTALL. A pattern
     whose literal parts hold no regex operator is matched by :func:`first_match` (linear time);
     :mod:`re` backtracks cubically on such patterns (36 s for 22 kB)."""
@@ -133,12 +135,12 @@ def parse_template(template: str, text: str, strict: bool) -> dict[str, Any] | N
             if field is not None:
                 keys.append(field)
     except ValueError as exc:
-        if strict:
+        if not as_regex:
             return None
         raise TemplateError(
             f"the official evaluator crashes on this template (string.Formatter: {exc}); scored 0"
         ) from None
-    if strict:  # the literals, escaped, with a group after each of the first len(keys) of them
+    if not as_regex:  # the literals, escaped, with a group after each of the first len(keys) of them
         parts = [""]
         for i, literal in enumerate(literals):
             parts[-1] += literal
@@ -236,13 +238,14 @@ def plan_from_json(raw: Any) -> list[dict[str, Any]]:
 _LEAD = re.compile(r"^\s*(?:with|using|to)?\s*[:,\-]?\s*", re.IGNORECASE)
 
 
-def plan_from_text(raw: str, api_list: Iterable[str], strict: bool) -> list[dict[str, Any]]:
+def plan_from_text(raw: str, api_list: Iterable[str], rules: TEvalRules) -> list[dict[str, Any]]:
     """One step per fragment (split on '. ' and newlines) that names an API of ``api_list``.
 
-    Official: the API found earliest wins, ties to the first in the list (so ``filter_data`` wins
-    over ``filter_data_any``) and the step's args are the whole fragment. Strict: at the earliest
-    position the longest name wins, and the args are the text after the name (a leading
-    "with"/"using"/"to" dropped), so a step without arguments can match "{}"."""
+    The API found earliest wins; a tie goes to the first in the list, as T-Eval (so ``filter_data``
+    wins over ``filter_data_any``), or with ``rules.plan_ties_to_longest_name`` to the longest name.
+    The step's args are the whole fragment, as T-Eval, or with ``rules.plan_args_after_name`` the
+    text after the name (a leading "with"/"using"/"to" dropped), so a step without arguments can
+    match "{}"."""
     apis = [a for a in api_list if isinstance(a, str) and a]
     steps: list[dict[str, Any]] = []
     for fragment in raw.replace(". ", "\n").split("\n"):
@@ -251,11 +254,12 @@ def plan_from_text(raw: str, api_list: Iterable[str], strict: bool) -> list[dict
             at = fragment.find(api)
             if at == -1:
                 continue
-            if best_at is None or at < best_at or (strict and at == best_at and len(api) > len(best)):
+            longer = rules.plan_ties_to_longest_name and at == best_at and len(api) > len(best)
+            if best_at is None or at < best_at or longer:
                 best, best_at = api, at
         if best:
             args = fragment
-            if strict:  # only what follows the API name: the name itself is not an argument
+            if rules.plan_args_after_name:  # only what follows the API name: the name is not an argument
                 args = _LEAD.sub("", fragment[(best_at or 0) + len(best) :]).strip()
             steps.append({"id": len(steps), "name": best, "args": args})
     if not steps:
@@ -294,9 +298,10 @@ def other_api_names(text: str) -> list[str]:
 REVIEW_LETTERS = "ABCDE"
 
 
-def review_letter(raw: str, strict: bool) -> str:
-    """The option letter after the first colon (official: ASCII ':' only; strict: ':' or '：')."""
-    if strict:
+def review_letter(raw: str, fullwidth_colon: bool) -> str:
+    """The option letter after the first colon: ASCII ':' only, as T-Eval, or with
+    ``fullwidth_colon`` the first of ':' and '：'."""
+    if fullwidth_colon:
         positions = [p for p in (raw.find(":"), raw.find("：")) if p != -1]
         cut = min(positions) if positions else -1
     else:

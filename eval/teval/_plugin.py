@@ -7,6 +7,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from benchsmith.eval import Benchmark, EvalCase, Mode, RecordResult, Row, benchmark, failed
@@ -17,6 +18,7 @@ from . import _scorers
 from ._export import export_teval
 from ._parse import ResponseError, load_response, plan_from_json
 from ._report import TEvalReport
+from ._rules import RULES, TEvalRules
 from ._scorers import ABILITIES, scorer_name
 
 # file stem (lower case, version suffix allowed) -> (abilities, default format)
@@ -185,11 +187,13 @@ class TEvalRow(Row):
     recall: float = 0.0
 
 
-def teval_metrics(rows: list[TEvalRow], mode: Mode) -> dict[str, Any]:
-    """T-Eval's scores.json: per category (in [0, 1]), per ability and Overall (x100). Official
-    mode rounds instruct's format / args_em and review's score to 4 places, as T-Eval's
-    evaluators do, and reads only the formats T-Eval's own aggregator reads."""
-    official = mode == "official"
+def teval_metrics(rows: list[TEvalRow], rules: TEvalRules) -> dict[str, Any]:
+    """T-Eval's scores.json: per category (in [0, 1]), per ability and Overall (x100). The mode's
+    rules say whether instruct's format / args_em and review's score are rounded to 4 places
+    (``round_to_4_places``), whether instruct records tagged ``str`` count as ``string``
+    (``instruct_str_counts``; T-Eval's own aggregator reads only the formats of
+    ``_OFFICIAL_FORMATS``) and whether a figure with a part missing is None
+    (``figures_need_every_part``)."""
     by_cat: dict[str, list[TEvalRow]] = {}  # in the order categories first come
     for r in rows:
         by_cat.setdefault(r.category, []).append(r)
@@ -203,24 +207,20 @@ def teval_metrics(rows: list[TEvalRow], mode: Mode) -> dict[str, Any]:
         }
         if cat.startswith("instruct/"):
             fm, em = mean(r.format for r in rs), mean(r.args_em for r in rs)
-            if official:
+            if rules.round_to_4_places:
                 fm, em = round(fm, 4), round(em, 4)
             entry.update(format=fm, args_em=em, score=(fm + em) / 2)
         elif cat.startswith("plan/"):
             entry["precision"] = mean(r.precision for r in rs)
             entry["recall"] = mean(r.recall for r in rs)
-        elif cat.startswith("review/") and official:
+        elif cat.startswith("review/") and rules.round_to_4_places:
             entry["score"] = round(entry["score"], 4)
         categories[cat] = entry
 
     abilities: dict[str, float | None] = {}
     for ability in ABILITIES:
-        if official:
-            wanted = _OFFICIAL_FORMATS[ability]
-            vals = [categories[f"{ability}/{f}"]["score"] for f in wanted if f"{ability}/{f}" in categories]
-            abilities[ability] = mean(vals) * 100 if len(vals) == len(wanted) else None
-            continue
-        if ability == "instruct":
+        wanted = _OFFICIAL_FORMATS[ability]  # review: review/str only, in both modes
+        if ability == "instruct" and rules.instruct_str_counts:
             # instruct string and str records pooled: their scores taken as one list
             pooled: dict[str, list[float]] = {}
             for cat, rs in by_cat.items():
@@ -228,23 +228,20 @@ def teval_metrics(rows: list[TEvalRow], mode: Mode) -> dict[str, Any]:
                 if a == "instruct" and f in ("json", "string", "str"):
                     pooled.setdefault("string" if f == "str" else f, []).extend(r.score for r in rs)
             vals = [mean(scores) for scores in pooled.values()]
-        elif ability == "review":
-            vals = [categories["review/str"]["score"]] if "review/str" in categories else []
         else:
-            vals = [categories[c]["score"] for c in (f"{ability}/str", f"{ability}/json") if c in categories]
-        abilities[ability] = mean(vals) * 100 if vals else None
+            vals = [categories[f"{ability}/{f}"]["score"] for f in wanted if f"{ability}/{f}" in categories]
+        whole = len(vals) == len(wanted) if rules.figures_need_every_part else bool(vals)
+        abilities[ability] = mean(vals) * 100 if whole else None
     ignored = []
     for cat in categories:
         a, _, f = cat.partition("/")
-        if official and f not in _OFFICIAL_FORMATS.get(a, ()):
-            ignored.append(cat)
-        if not official and a == "review" and f != "str":
-            ignored.append(cat)
+        if not rules.instruct_str_counts and f not in _OFFICIAL_FORMATS.get(a, ()):
+            ignored.append(cat)  # as T-Eval's aggregator, which reads these formats only
+        if rules.instruct_str_counts and a == "review" and f != "str":
+            ignored.append(cat)  # review/json
     present = [v for v in abilities.values() if v is not None]
-    if official:
-        overall = mean(present) if len(present) == len(ABILITIES) else None
-    else:
-        overall = mean(present) if present else None
+    whole = len(present) == len(ABILITIES) if rules.figures_need_every_part else bool(present)
+    overall = mean(present) if whole else None
     return {
         "overall": overall,
         "abilities": abilities,
@@ -262,6 +259,7 @@ class TEval(Benchmark[TEvalRow]):
 
     report = TEvalReport()
     exporter = staticmethod(export_teval)
+    rules = MappingProxyType(RULES)
 
     def load(self, data: Path) -> list[EvalCase]:
         return load_teval(Path(data))
@@ -283,7 +281,7 @@ class TEval(Benchmark[TEvalRow]):
         return TEvalRow.of(case, record)
 
     def metrics(self, rows: list[TEvalRow], mode: Mode) -> dict[str, Any]:
-        return teval_metrics(rows, mode)
+        return teval_metrics(rows, RULES[mode])
 
     def gold_prediction(self, case: EvalCase) -> str:
         return render_gold(case)

@@ -3,13 +3,15 @@
 Each scorer is registered as ``teval.<ability>.<format>`` and takes ``(case, prediction, mode)``.
 ``case.gold`` is the record's ``ground_truth``; ``case.input`` holds the instruct ``template``
 and the plan ``api_list``. A response that cannot be parsed scores 0 (error type
-``parse_error``). See docs/eval/teval.md for every official/strict difference.
+``parse_error``). Each scorer reads the mode's ``TEvalRules`` (``_rules.py``), one named choice per
+official/strict difference (docs/eval/teval.md lists them).
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +34,7 @@ from ._parse import (
     rru_from_json,
     string_template,
 )
+from ._rules import RULES, TEvalRules
 
 NAME_WEIGHT, ARGS_WEIGHT, MATCH_THRESHOLD = 0.75, 0.25, 0.8
 UNDERSTAND_EPS = 1e-5
@@ -70,10 +73,6 @@ def _parse_failed(case: EvalCase, exc: Exception, **details: Any) -> RecordResul
     return failed(case, "parse_error", str(exc), score=0.0, **details)
 
 
-def _strict(mode: Mode) -> bool:
-    return mode != "official"
-
-
 def same_value(a: Any, b: Any) -> bool:
     """Typed equality: bools are not numbers, 1 == 1.0, containers compared element-wise."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -88,8 +87,7 @@ def same_value(a: Any, b: Any) -> bool:
 
 
 # ---- instruct --------------------------------------------------------------------------------
-def _args_em(gold: dict[str, Any], action: Any, args: dict[str, Any], strict: bool) -> float:
-    eq: Callable[[Any, Any], bool] = same_value if strict else (lambda x, y: x == y)
+def _args_em(gold: dict[str, Any], action: Any, args: dict[str, Any], eq: Callable[[Any, Any], bool]) -> float:
     gold_args = gold.get("args") or {}
     if not isinstance(gold_args, dict):
         gold_args = {}
@@ -100,8 +98,7 @@ def _args_em(gold: dict[str, Any], action: Any, args: dict[str, Any], strict: bo
     return hits / (len(gold_args) + 1)
 
 
-def _instruct(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordResult:
-    strict = _strict(mode)
+def _instruct(case: EvalCase, prediction: str, rules: TEvalRules, fmt: str) -> RecordResult:
     template = case.input.get("template") or {}
     gold = case.gold if isinstance(case.gold, dict) else {}
     if fmt == "json":
@@ -118,11 +115,11 @@ def _instruct(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordRe
         action, args = data[keys[1]], data[keys[2]]
         args = args if isinstance(args, dict) else {}
     else:
-        if strict:
+        if not rules.template_as_regex:
             fields = parse_markers(template, prediction)
         else:
             try:
-                fields = parse_template(string_template(template), prediction, strict)
+                fields = parse_template(string_template(template), prediction, as_regex=True)
             except TemplateError as exc:
                 return failed(case, "official_crash", str(exc), score=0.0, format=0.0, args_em=0.0)
         if fields is None:
@@ -132,9 +129,9 @@ def _instruct(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordRe
         action = fields.get("action", "")
         action = action.strip() if isinstance(action, str) else action
         raw_args = fields.get("args", "")
-        args = literal_args(raw_args, strict) if isinstance(raw_args, str) else {}
-    em = _args_em(gold, action, args, strict)
-    eq: Callable[[Any, Any], bool] = same_value if strict else (lambda x, y: x == y)
+        args = literal_args(raw_args, rules.args_literal_only) if isinstance(raw_args, str) else {}
+    eq: Callable[[Any, Any], bool] = same_value if rules.instruct_typed_equality else operator.eq
+    em = _args_em(gold, action, args, eq)
     action_ok = eq(gold.get("action"), action)
     ok = em >= 1.0
     return _result(
@@ -150,12 +147,12 @@ def _instruct(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordRe
 
 @scorer("teval.instruct.json")
 def instruct_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
-    return _instruct(case, prediction, mode, "json")
+    return _instruct(case, prediction, RULES[mode], "json")
 
 
 @scorer("teval.instruct.string")
 def instruct_string(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
-    return _instruct(case, prediction, mode, "string")
+    return _instruct(case, prediction, RULES[mode], "string")
 
 
 # ---- plan ------------------------------------------------------------------------------------
@@ -232,10 +229,16 @@ def _hungarian_max(weights: list[list[float]]) -> list[tuple[int, int]]:
     return [(j, i) for i, j in pairs] if transpose else pairs
 
 
-def longest_increasing(mapped: list[int], official: bool) -> int:
+def longest_increasing(mapped: list[int], lis_starts_at_one: bool) -> int:
     """Length of the longest strictly increasing run of matched gold indices (-1 = unmatched)
-    in prediction order. ``official`` reproduces T-Eval's DP, which starts every position at 1,
-    unmatched ones included (so any non-empty plan gets at least 1)."""
+    in prediction order. ``lis_starts_at_one`` reproduces T-Eval's DP, which starts every position
+    at 1, unmatched ones included (so any non-empty plan gets at least 1).
+
+    >>> longest_increasing([0, -1, 2, 1], lis_starts_at_one=False)
+    2
+    >>> longest_increasing([-1, -1], lis_starts_at_one=False), longest_increasing([-1, -1], lis_starts_at_one=True)
+    (0, 1)
+    """
     if not mapped:
         return 0
     # the longest strictly increasing subsequence of the matched indices (patience sorting,
@@ -249,7 +252,7 @@ def longest_increasing(mapped: list[int], official: bool) -> int:
             tails.append(g)
         else:
             tails[at] = g
-    return max(len(tails), 1) if official else len(tails)
+    return max(len(tails), 1) if lis_starts_at_one else len(tails)
 
 
 def official_matching(weights: Any) -> list[tuple[int, int]]:
@@ -377,21 +380,23 @@ def _same_run_length(
     return True
 
 
-def plan_f1(pred: list[dict[str, Any]], gold: list[dict[str, Any]], strict: bool) -> dict[str, Any]:
+def plan_f1(pred: list[dict[str, Any]], gold: list[dict[str, Any]], rules: TEvalRules) -> dict[str, Any]:
     """Precision, recall and F1 of a predicted plan against the gold plan (FinishAction dropped).
 
-    Both modes find a maximum-weight matching of the pairs above the threshold. Strict takes the
-    optimal assignment of :func:`max_weight_assignment`. Official must pick the same matching as
-    T-Eval's networkx call when several weigh the same (duplicated or interchangeable steps): when
-    the optimum is unique by a margin, or all optimal matchings give the same increasing run
-    (:func:`_same_run_length`), the assignment's run is the official one; otherwise the official
-    weights are rebuilt bit for bit (:func:`official_weights`) and matched by
-    :func:`official_matching`."""
+    Both modes find a maximum-weight matching of the pairs above the threshold, the optimal
+    assignment of :func:`max_weight_assignment`. With ``rules.networkx_tie_pick`` it must be the
+    matching T-Eval's networkx call picks when several weigh the same (duplicated or
+    interchangeable steps): when the optimum is unique by a margin, or all optimal matchings give
+    the same increasing run (:func:`_same_run_length`), the assignment's run is the official one;
+    otherwise the official weights are rebuilt bit for bit (:func:`official_weights`) and matched
+    by :func:`official_matching`. The run is counted by :func:`longest_increasing`
+    (``rules.lis_starts_at_one``); an empty plan raises :class:`ResponseError` with
+    ``rules.empty_plan_crashes``."""
     import numpy as np
 
     pred, gold = drop_finish(pred), drop_finish(gold)
     if not pred or not gold:
-        if strict:
+        if not rules.empty_plan_crashes:
             both = not pred and not gold
             return {"precision": float(both), "recall": float(both), "f1": float(both), "correct": 0, "matched": []}
         # the official evaluator embeds an empty list of step names and crashes in cos_sim (torch.mm
@@ -411,14 +416,14 @@ def plan_f1(pred: list[dict[str, Any]], gold: list[dict[str, Any]], strict: bool
     args = (vecs[n + m : 2 * n + m] @ vecs[2 * n + m :].T).astype(np.float64)
     sims = NAME_WEIGHT * np.maximum(names, 0.0) + ARGS_WEIGHT * np.maximum(args, 0.0)
     pairs = max_weight_assignment(np.where(sims > MATCH_THRESHOLD, sims, 0.0))
-    if not strict:
+    if rules.networkx_tie_pick:
         listed = sims.tolist()
         if not _unique_optimum(listed, pairs) and not _same_run_length(listed, pairs, pred, gold):
             pairs = official_matching(official_weights(pred, gold))
     mapped = [-1] * len(pred)
     for i, j in pairs:
         mapped[i] = j
-    correct = longest_increasing(mapped, official=not strict)
+    correct = longest_increasing(mapped, rules.lis_starts_at_one)
     precision, recall = correct / len(pred), correct / len(gold)
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {"precision": precision, "recall": recall, "f1": f1, "correct": correct, "matched": pairs}
@@ -428,8 +433,7 @@ def gold_plan(gold: Any) -> list[dict[str, Any]]:
     return plan_from_json(gold)
 
 
-def _plan(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordResult:
-    strict = _strict(mode)
+def _plan(case: EvalCase, prediction: str, rules: TEvalRules, fmt: str) -> RecordResult:
     try:
         gold = gold_plan(case.gold)
     except ResponseError as exc:
@@ -438,14 +442,14 @@ def _plan(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordResult
         if fmt == "json":
             pred = plan_from_json(prediction)
         else:
-            pred = plan_from_text(prediction, case.input.get("api_list") or [], strict)
+            pred = plan_from_text(prediction, case.input.get("api_list") or [], rules)
     except ResponseError as exc:
         return _parse_failed(case, exc, precision=0.0, recall=0.0)
     steps = drop_finish(pred)
     check_limit("plan_steps", len(steps))  # every step is embedded: a huge plan is over budget, not scored
     check_limit("embed_chars", sum(len(s["name"]) + len(s["args"]) for s in steps))
     try:
-        res = plan_f1(pred, gold, strict)
+        res = plan_f1(pred, gold, rules)
     except ResponseError as exc:
         return failed(case, "official_crash", str(exc), precision=0.0, recall=0.0)
     ok = res["f1"] >= FULL
@@ -464,12 +468,12 @@ def _plan(case: EvalCase, prediction: str, mode: Mode, fmt: str) -> RecordResult
 
 @scorer("teval.plan.json")
 def plan_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
-    return _plan(case, prediction, mode, "json")
+    return _plan(case, prediction, RULES[mode], "json")
 
 
 @scorer("teval.plan.str")
 def plan_str(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
-    return _plan(case, prediction, mode, "str")
+    return _plan(case, prediction, RULES[mode], "str")
 
 
 # ---- reason / retrieve / understand ----------------------------------------------------------
@@ -491,11 +495,11 @@ def _pred_json(case: EvalCase, prediction: str) -> dict[str, Any] | RecordResult
         return _parse_failed(case, exc)
 
 
-def _reason(case: EvalCase, thought: str, gold_thought: str, mode: Mode) -> RecordResult:
+def _reason(case: EvalCase, thought: str, gold_thought: str, near_one_cosine_is_one: bool) -> RecordResult:
     sim = float((_encode([thought]) @ _encode([gold_thought]).T)[0][0])  # as Embedder.similarity
     score = max(0.0, sim)
-    if score >= FULL and mode != "official":
-        score = 1.0  # float32 rounding of identical texts (0.99999994) is a full match in strict mode
+    if score >= FULL and near_one_cosine_is_one:
+        score = 1.0  # float32 rounding of identical texts (0.99999994) is a full match
     return _result(case, score, score >= 0.999, "low_similarity", f"cosine {score:.3f}", cosine=score)
 
 
@@ -507,7 +511,7 @@ def reason_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> Recor
     pred = _pred_json(case, prediction)
     if isinstance(pred, RecordResult):
         return pred
-    return _reason(case, pred["thought"], gold["thought"], mode)
+    return _reason(case, pred["thought"], gold["thought"], RULES[mode].near_one_cosine_is_one)
 
 
 @scorer("teval.reason.str")
@@ -515,7 +519,7 @@ def reason_str(case: EvalCase, prediction: str, mode: Mode = "strict") -> Record
     gold = _gold_or_fail(case)
     if isinstance(gold, RecordResult):
         return gold
-    return _reason(case, prediction, gold["thought"], mode)
+    return _reason(case, prediction, gold["thought"], RULES[mode].near_one_cosine_is_one)
 
 
 @scorer("teval.retrieve.json")
@@ -544,14 +548,18 @@ def retrieve_str(case: EvalCase, prediction: str, mode: Mode = "strict") -> Reco
     return passed(case, 1.0)
 
 
-def _understand_args(pred: dict[str, Any], gold: dict[str, Any], strict: bool) -> tuple[float, int]:
+def _same_str(a: Any, b: Any) -> bool:
+    return str(a) == str(b)
+
+
+def _understand_args(pred: dict[str, Any], gold: dict[str, Any], rules: TEvalRules) -> tuple[float, int]:
     if not gold:
         return (1.0 if not pred else 0.0), 0
-    if strict:
-        hits = sum(1 for k, v in gold.items() if k in pred and same_value(pred[k], v))
-        return hits / len(gold), hits
-    hits = sum(1 for k, v in gold.items() if k in pred and str(pred[k]) == str(v))
-    return hits / (len(gold) + UNDERSTAND_EPS), hits
+    eq: Callable[[Any, Any], bool] = _same_str if rules.understand_compares_str else same_value
+    hits = sum(1 for k, v in gold.items() if k in pred and eq(pred[k], v))
+    if rules.understand_adds_eps:
+        return hits / (len(gold) + UNDERSTAND_EPS), hits
+    return hits / len(gold), hits
 
 
 @scorer("teval.understand.json")
@@ -562,7 +570,7 @@ def understand_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> R
     pred = _pred_json(case, prediction)
     if isinstance(pred, RecordResult):
         return pred
-    score, hits = _understand_args(pred["args"], gold["args"], _strict(mode))
+    score, hits = _understand_args(pred["args"], gold["args"], RULES[mode])
     ok = hits == len(gold["args"]) and (bool(gold["args"]) or not pred["args"])
     return _result(case, score, ok, "wrong_args", f"{hits} of {len(gold['args'])} arguments right", matched_args=hits)
 
@@ -583,7 +591,7 @@ def understand_str(case: EvalCase, prediction: str, mode: Mode = "strict") -> Re
     text, value = _gold_args_text(case.gold)
     if isinstance(case.gold, str) and value is None:
         return failed(case, "bad_gold", "gold step unreadable")
-    if _strict(mode):
+    if RULES[mode].understand_str_lenient:
         pred = prediction.strip().strip("'\"").strip()
         ok = pred == text
         if not ok and isinstance(value, dict):
@@ -606,7 +614,7 @@ def gold_letter(gold: Any) -> str:
 @scorer("teval.review.str")
 def review_str(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
     try:
-        letter = review_letter(prediction, _strict(mode))
+        letter = review_letter(prediction, RULES[mode].review_fullwidth_colon)
     except ResponseError as exc:
         return _parse_failed(case, exc)
     gold = gold_letter(case.gold)
@@ -616,9 +624,10 @@ def review_str(case: EvalCase, prediction: str, mode: Mode = "strict") -> Record
 
 @scorer("teval.review.json")
 def review_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> RecordResult:
+    rules = RULES[mode]
     gold = gold_letter(case.gold)
-    if not _strict(mode):
-        # official: needs a boolean 'is_finished', then compares {'review': bool} with the gold letter
+    if rules.review_json_compares_dict:
+        # as T-Eval: needs a boolean 'is_finished', then compares {'review': bool} with the gold letter
         try:
             data = load_response(prediction)
         except ResponseError as exc:
@@ -641,7 +650,7 @@ def review_json(case: EvalCase, prediction: str, mode: Mode = "strict") -> Recor
         data = load_response(prediction, "{", "}")
         if not isinstance(data, dict) or not isinstance(data.get("answer"), str):
             raise ResponseError("no string 'answer'")
-        letter = review_letter(":" + data["answer"], True)
+        letter = review_letter(":" + data["answer"], rules.review_fullwidth_colon)
     except ResponseError as exc:
         return _parse_failed(case, exc)
     ok = letter == gold

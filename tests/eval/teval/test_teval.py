@@ -16,6 +16,7 @@ from benchsmith.eval.teval import (
     ABILITIES,
     FORMATS,
     TEval,
+    TEvalRules,
     derive_teval,
     load_teval,
     longest_increasing,
@@ -41,6 +42,7 @@ from benchsmith.eval.teval._scorers import (
 from benchsmith.schemas import UserError
 
 FIXTURES = EVAL_FIXTURES
+STRICT, OFFICIAL = TEval.rules["strict"], TEval.rules["official"]
 CASES = [
     json.loads(line)
     for line in (FIXTURES / "teval_cases.jsonl").read_text(encoding="utf-8").splitlines()
@@ -176,11 +178,23 @@ def test_load_response_raises_only_parse_error(text: str, start: str, end: str) 
 
 
 # ---- pieces ------------------------------------------------------------------------------------
+def test_rules_name_each_difference() -> None:
+    from dataclasses import fields
+
+    assert isinstance(STRICT, TEvalRules) and isinstance(OFFICIAL, TEvalRules)
+    assert (STRICT.mode, OFFICIAL.mode) == ("strict", "official")
+    # every rule is a choice where the modes differ
+    same = [
+        f.name for f in fields(TEvalRules) if f.name != "mode" and getattr(STRICT, f.name) == getattr(OFFICIAL, f.name)
+    ]
+    assert same == []
+
+
 def test_lis_official_bug_and_fix() -> None:
-    assert longest_increasing([-1, -1], official=True) == 1
-    assert longest_increasing([-1, -1], official=False) == 0
-    assert longest_increasing([0, -1, 2, 1], official=False) == 2
-    assert longest_increasing([], official=True) == 0
+    assert longest_increasing([-1, -1], lis_starts_at_one=True) == 1
+    assert longest_increasing([-1, -1], lis_starts_at_one=False) == 0
+    assert longest_increasing([0, -1, 2, 1], lis_starts_at_one=False) == 2
+    assert longest_increasing([], lis_starts_at_one=True) == 0
 
 
 @settings(max_examples=60, deadline=None)
@@ -227,8 +241,8 @@ def test_official_plan_follows_networkx_pick_bit_for_bit(weights, official, monk
     ]
     pred = [{**s, "id": k} for k, s in enumerate(steps + steps)]
     monkeypatch.setattr(_scorers, "official_weights", lambda p, g: weights)
-    assert plan_f1(pred, steps, strict=False)["f1"] == pytest.approx(official)
-    assert plan_f1(pred, steps, strict=True)["f1"] == pytest.approx(2 / 3)
+    assert plan_f1(pred, steps, OFFICIAL)["f1"] == pytest.approx(official)
+    assert plan_f1(pred, steps, STRICT)["f1"] == pytest.approx(2 / 3)
 
 
 def _steps(*names: str) -> list[dict]:
@@ -251,18 +265,18 @@ def test_tie_detection() -> None:
 
 def test_plan_text_prefix_names() -> None:
     apis = ["filter_data", "filter_data_any"]
-    assert plan_from_text("Use filter_data_any with {}", apis, strict=False)[0]["name"] == "filter_data"
-    strict = plan_from_text("Use filter_data_any with {'a': 1}", apis, strict=True)[0]
+    assert plan_from_text("Use filter_data_any with {}", apis, OFFICIAL)[0]["name"] == "filter_data"
+    strict = plan_from_text("Use filter_data_any with {'a': 1}", apis, STRICT)[0]
     assert strict == {"id": 0, "name": "filter_data_any", "args": "{'a': 1}"}
 
 
 def test_template_and_review_parsing() -> None:
-    assert parse_template("A: {x}\nB: {y}", "junk A: 1\nB: 2", strict=True) == {"x": "1", "y": "2"}
-    assert parse_template("{x", "anything", strict=True) is None
+    assert parse_template("A: {x}\nB: {y}", "junk A: 1\nB: 2", as_regex=False) == {"x": "1", "y": "2"}
+    assert parse_template("{x", "anything", as_regex=False) is None
     with pytest.raises(TemplateError):  # the official evaluator crashes on such templates
-        parse_template("{x", "anything", strict=False)
+        parse_template("{x", "anything", as_regex=True)
     with pytest.raises(TemplateError):
-        parse_template("A[{x}", "A[1", strict=False)
+        parse_template("A[{x}", "A[1", as_regex=True)
     markers = {
         "thought_start": "T{",
         "thought_end": "}\n",
@@ -272,8 +286,8 @@ def test_template_and_review_parsing() -> None:
         "args_end": ")",
     }
     assert parse_markers(markers, "T{go}\nA[f\n({'a': 1})") == {"thought": "go", "action": "f", "args": "{'a': 1}"}
-    assert review_letter("Answer：D", strict=True) == "D"
-    assert review_letter("Answer: D", strict=False) == "D"
+    assert review_letter("Answer：D", fullwidth_colon=True) == "D"
+    assert review_letter("Answer: D", fullwidth_colon=False) == "D"
 
 
 # ---- official layout --------------------------------------------------------------------------
@@ -348,6 +362,13 @@ def test_official_aggregation_quirks() -> None:
     assert "instruct/str" in official["not_in_overall"] and "instruct/str" not in strict["not_in_overall"]
     assert official["abilities"]["instruct"] == pytest.approx(((1 + 0.3333) / 2 + 1.0) / 2 * 100)
     assert strict["abilities"]["instruct"] == pytest.approx(((1 + 1 / 3) / 2 + 1.0) / 2 * 100)
+    # a missing part: officially no figure (an ability needs every format, Overall all six abilities)
+    assert official["overall"] is None
+    assert official["missing_abilities"] == strict["missing_abilities"] == ["plan", "reason", "retrieve", "understand"]
+    assert strict["overall"] == pytest.approx((strict["abilities"]["instruct"] + strict["abilities"]["review"]) / 2)
+    json_only = cases[:3], records[:3]
+    assert metrics_of(teval, *json_only, "official")["abilities"]["instruct"] is None
+    assert metrics_of(teval, *json_only, "strict")["abilities"]["instruct"] == pytest.approx((1 + 1 / 3) / 2 * 100)
 
 
 # ---- derive ------------------------------------------------------------------------------------
