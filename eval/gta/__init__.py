@@ -3,10 +3,12 @@
 Data: GTA's ``dataset.json`` (id -> tools, files, dialogs, gt_answer), with its ``toolmeta.json``
 when present. Step-by-step predictions are one assistant turn per ``<id>#<turn>`` id; end-to-end
 predictions are the final answer plus the tool calls made, per ``<id>``. Each call is checked
-the way GTA's executor runs it (InstAcc). See ``docs/eval/gta.md``.
+the way GTA's executor runs it (InstAcc). Each mode's :class:`GTARules` (``GTA.rules[mode]``:
+:data:`GTA_STRICT`, :data:`GTA_OFFICIAL`) names every choice where official and strict differ.
+See ``docs/eval/gta.md``.
 
->>> from benchsmith.eval.gta import whitelist_pass
->>> whitelist_pass("It costs $24.", [["$24"]], None, "strict"), whitelist_pass("It costs $24.", [["$24"]], None, "official")
+>>> from benchsmith.eval.gta import GTA_OFFICIAL, GTA_STRICT, whitelist_pass
+>>> whitelist_pass("It costs $24.", [["$24"]], None, GTA_STRICT), whitelist_pass("It costs $24.", [["$24"]], None, GTA_OFFICIAL)
 (True, False)
 """
 
@@ -14,6 +16,9 @@ from ._derive import derive_gta
 from ._export import export_gta, gta_aliases, gta_answer, gta_tool
 from ._layout import gta_input_type, toolmeta_entry, write_gta_dataset
 from ._plugin import GTA, default_similarity
+from ._rules import OFFICIAL as GTA_OFFICIAL
+from ._rules import STRICT as GTA_STRICT
+from ._rules import GTARules
 from ._scorers import (
     ARGUMENT_ERRORS,
     CATEGORIES,
@@ -53,7 +58,10 @@ __all__ = [
     "CATEGORIES",
     "FILE_TYPES",
     "GTA",
+    "GTA_OFFICIAL",
+    "GTA_STRICT",
     "GTA_TYPES",
+    "GTARules",
     "IMAGE_GEN_TOOLS",
     "TOOL_CATEGORIES",
     "TurnError",

@@ -199,7 +199,7 @@ def _gta_sample(
     sample: Sample, seed: int, dataset: GtaDataset, skipped: list[dict[str, Any]], totals: dict[str, int]
 ) -> None:
     """One sample's ``dataset.json`` entry (or its skip)."""
-    from benchsmith.eval.gta import whitelist_pass
+    from benchsmith.eval.gta import GTA_OFFICIAL, GTA_STRICT, whitelist_pass
     from benchsmith.eval.teval import step_thought
 
     got = _gta_answer(sample)
@@ -207,10 +207,10 @@ def _gta_sample(
         note_skip(skipped, sample, "gta", got)
         return
     gt, content = got
-    if isinstance(gt, dict) and not whitelist_pass(content, gt["whitelist"], gt["blacklist"], "strict"):
+    if isinstance(gt, dict) and not whitelist_pass(content, gt["whitelist"], gt["blacklist"], GTA_STRICT):
         note_skip(skipped, sample, "gta", "answer_not_matchable")
         return
-    if not isinstance(gt, dict) or whitelist_pass(content, gt["whitelist"], gt["blacklist"], "official"):
+    if not isinstance(gt, dict) or whitelist_pass(content, gt["whitelist"], gt["blacklist"], GTA_OFFICIAL):
         totals["official_ok"] += 1
     tools = {t.name: t for t in sample.tools}
     user = with_hint(sample_query(sample), sample.context)

@@ -22,6 +22,7 @@ from benchsmith.schemas import UserError, read_json
 
 from ._export import export_gta
 from ._report import GTAReport
+from ._rules import OFFICIAL, RULES, STRICT, GTARules
 from ._scorers import (
     CATEGORIES,
     TOOL_CATEGORIES,
@@ -36,11 +37,11 @@ from ._scorers import (
     gta_category,
     image_gen_score,
     norm_call,
-    official_kind,
     parse_final,
     parse_turn,
     references,
     score_tool_step,
+    scored_kind,
     tool_specs,
     whitelist_pass,
 )
@@ -189,17 +190,23 @@ class GTARow(Row):
     official_crash: bool = False
 
 
-def _flat_counts(case: EvalCase, d: dict[str, Any], mode: Mode) -> tuple[int, ...]:
-    """An end-to-end record's per-category tool counts in ``mode``, flattened (:class:`GTARow`)."""
+def _gold_calls_read(g: dict[str, Any], rules: GTARules) -> list[dict[str, Any]]:
+    """An end-to-end case's gold calls: with ``first_call_only`` (official) the first call of each
+    gold turn, else every call."""
+    return g.get("first_calls", g["tool_calls"]) if rules.first_call_only else g["tool_calls"]
+
+
+def _flat_counts(case: EvalCase, d: dict[str, Any], rules: GTARules) -> tuple[int, ...]:
+    """An end-to-end record's per-category tool counts under ``rules``, flattened (:class:`GTARow`)."""
     g = case.gold
     gold = d.get("gold_tools")
     if gold is None:
-        gold = [c["name"] for c in (g.get("first_calls", g["tool_calls"]) if mode == "official" else g["tool_calls"])]
-    counts = category_counts(d.get("pred_tools") or [], gold, mode, g.get("categories"))
+        gold = [c["name"] for c in _gold_calls_read(g, rules)]
+    counts = category_counts(d.get("pred_tools") or [], gold, rules, g.get("categories"))
     return tuple(counts[c][k] for c, k in _SLOTS)
 
 
-def _step_figures(rows: list[GTARow], mode: Mode) -> dict[str, Any] | None:
+def _step_figures(rows: list[GTARow], rules: GTARules) -> dict[str, Any] | None:
     """The step-by-step figures (None when no step record had a prediction)."""
     if all(r.error_type == "missing_prediction" for r in rows):
         return None
@@ -208,7 +215,7 @@ def _step_figures(rows: list[GTARow], mode: Mode) -> dict[str, Any] | None:
     n_answered = len({r.sample for r in rows if r.answered})  # each answered sample counts once
     called = [r for r in rows if r.called]
     # official: answer turns of image-generation samples are counted as hits but not in the total
-    total = len(tool) + (n_answered if mode == "official" else len(ans))
+    total = len(tool) + (n_answered if rules.inst_total_per_answered_sample else len(ans))
     out: dict[str, Any] = {
         "steps": len(rows),
         "tool_steps": len(tool),
@@ -221,12 +228,12 @@ def _step_figures(rows: list[GTARow], mode: Mode) -> dict[str, Any] | None:
         "tool_calls": len(called),
         "tool_call_errors": sum(r.call_error for r in called),
     }
-    if mode == "official" and (not tool or not n_answered):
+    if rules.notes_gta_crashes and (not tool or not n_answered):
         out["official_crash"] = "GTA's evaluator divides by zero here (no gold tool turn or no answered sample)"
     return out
 
 
-def _e2e_figures(rows: list[GTARow], mode: Mode) -> dict[str, Any] | None:
+def _e2e_figures(rows: list[GTARow], rules: GTARules) -> dict[str, Any] | None:
     """The end-to-end figures (None when no end-to-end record had a prediction)."""
     if all(r.error_type == "missing_prediction" for r in rows):
         return None
@@ -240,12 +247,13 @@ def _e2e_figures(rows: list[GTARow], mode: Mode) -> dict[str, Any] | None:
         "samples": len(rows),
         "answered_samples": len(answered_rows),
         "ans_acc": safe_ratio(ans, len(answered_rows)),
-        "tool_f1": {c: {**f1_from_counts(t["tp"], t["pred"], t["gold"], mode), **t} for c, t in totals.items()},
+        "tool_f1": {c: {**f1_from_counts(t["tp"], t["pred"], t["gold"], rules), **t} for c, t in totals.items()},
         "tool_calls": sum(r.calls for r in rows),
         "tool_call_errors": sum(r.call_errors for r in rows),
     }
-    if mode == "official":
+    if rules.imggen_by_arguments:
         out["ans_acc_w_imggen"] = safe_ratio(ans + sum([r.imggen for r in rows]), len(rows))
+    if rules.notes_gta_crashes:
         crashes = sum(r.official_crash for r in rows)
         if crashes:
             out["official_crash"] = (
@@ -256,14 +264,14 @@ def _e2e_figures(rows: list[GTARow], mode: Mode) -> dict[str, Any] | None:
     return out
 
 
-def gta_metrics(rows: list[GTARow], mode: Mode) -> dict[str, Any]:
-    """GTA's scores.json: step-by-step and end-to-end figures (each None when that setting had no
-    prediction), error types by count, and pass^k / pass@k when the end-to-end episodes ran as
-    trials (``--trials``)."""
+def gta_metrics(rows: list[GTARow], rules: GTARules) -> dict[str, Any]:
+    """GTA's scores.json under ``rules``: step-by-step and end-to-end figures (each None when that
+    setting had no prediction), error types by count, and pass^k / pass@k when the end-to-end
+    episodes ran as trials (``--trials``)."""
     out: dict[str, Any] = {
-        "metric_mode": mode,
-        "step_by_step": _step_figures([r for r in rows if r.category.startswith("step:")], mode),
-        "end_to_end": _e2e_figures([r for r in rows if r.category == "e2e"], mode),
+        "metric_mode": rules.mode,
+        "step_by_step": _step_figures([r for r in rows if r.category.startswith("step:")], rules),
+        "end_to_end": _e2e_figures([r for r in rows if r.category == "e2e"], rules),
         "error_types": dict(Counter(r.error_type for r in rows if r.error_type).most_common()),
     }
     rel = reliability(rows)
@@ -280,6 +288,7 @@ class GTA(Benchmark[GTARow]):
 
     report = GTAReport()
     exporter = staticmethod(export_gta)
+    rules = RULES  # MappingProxyType({"strict": STRICT, "official": OFFICIAL}): what each mode does
 
     def __init__(self, similarity: Similarity | None = _UNSET) -> None:
         self._similarity = similarity
@@ -321,13 +330,12 @@ class GTA(Benchmark[GTARow]):
         if case.category == "step:tool":
             return score_tool_step(case, prediction, mode)
         if case.category == "step:answer":
-            return self._score_answer_step(case, prediction, mode)
-        return self._score_e2e(case, prediction, mode)
+            return self._score_answer_step(case, prediction, RULES[mode])
+        return self._score_e2e(case, prediction, RULES[mode])
 
-    def _score_answer_step(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
-        official = mode == "official"
+    def _score_answer_step(self, case: EvalCase, prediction: str, rules: GTARules) -> RecordResult:
         try:
-            turn = parse_turn(prediction, mode)
+            turn = parse_turn(prediction, rules)
         except TurnError as exc:
             return failed(
                 case,
@@ -335,13 +343,13 @@ class GTA(Benchmark[GTARow]):
                 str(exc),
                 inst=False,
                 summ=0.0,
-                called=official,
-                call_error="unreadable" if official else None,
+                called=rules.unreadable_is_failed_call,
+                call_error="unreadable" if rules.unreadable_is_failed_call else None,
             )
         inst = turn["kind"] == "answer"
         gt = case.gold["gt_answer"]
         # official scores every gold answer turn against the sample's answer; strict only the final one
-        scored = answered(gt, mode) and (official or case.gold.get("final", True))
+        scored = answered(gt, rules) and (rules.scores_every_answer_turn or case.gold.get("final", True))
         called = not inst
         call_error = (
             check_call(turn["tool_calls"][0], case.gold.get("specs") or {}, case.meta.get("root", ""))
@@ -357,16 +365,14 @@ class GTA(Benchmark[GTARow]):
             return failed(
                 case, "type_mismatch", "expected the final answer, got tool calls", inst=False, summ=0.0, **extra
             )
-        summ, err = answer_score(turn["content"] or "", gt, mode, self.similarity, "step")
-        kind = official_kind(gt) if official else answer_kind(gt)
-        return self._answer_verdict(case, kind, summ, err, inst=True, summ=summ, **extra)
+        summ, err = answer_score(turn["content"] or "", gt, rules, self.similarity, "step")
+        return self._answer_verdict(case, scored_kind(gt, rules), summ, err, inst=True, summ=summ, **extra)
 
-    def _score_e2e(self, case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
-        official = mode == "official"
+    def _score_e2e(self, case: EvalCase, prediction: str, rules: GTARules) -> RecordResult:
         g = case.gold
-        gold_names = [c["name"] for c in (g.get("first_calls", g["tool_calls"]) if official else g["tool_calls"])]
+        gold_names = [c["name"] for c in _gold_calls_read(g, rules)]
         base: dict[str, Any] = {"gold_tools": gold_names}
-        if official:
+        if rules.notes_gta_crashes:
             unknown = sorted({n for n in gold_names if n not in TOOL_CATEGORIES})
             if unknown:
                 base["official_crash"] = (
@@ -374,22 +380,23 @@ class GTA(Benchmark[GTARow]):
                     "not among its 14 tools; counted under the category the data declares for them, else left out"
                 )
         try:
-            answer, calls = parse_final(prediction, mode)
+            answer, calls = parse_final(prediction, rules)
         except TurnError as exc:
-            if official and not answered(g["gt_answer"], mode):  # an empty trajectory, for GTA's image-gen score
-                base["imggen"] = image_gen_score([], [], g.get("first_calls", g["tool_calls"]), None)[0]
+            if rules.imggen_by_arguments and not answered(g["gt_answer"], rules):  # an empty trajectory
+                base["imggen"] = image_gen_score([], [], _gold_calls_read(g, rules), None)[0]
             return failed(case, exc.code, str(exc), pred_tools=[], summ=0.0, calls=0, call_errors=0, **base)
         specs, root = g.get("specs") or {}, case.meta.get("root", "")
         errors = [check_call(c, specs, root) for c in calls]
-        # official: a call to a tool outside the case's tools runs as GTA's InvalidAction and has no category
-        names = [c["name"] for c, e in zip(calls, errors) if not (official and e == "unknown_tool")]
+        # skips_unknown_tool_calls (official): a call to a tool outside the case's tools runs as GTA's
+        # InvalidAction and has no category
+        names = [
+            c["name"] for c, e in zip(calls, errors) if not (rules.skips_unknown_tool_calls and e == "unknown_tool")
+        ]
         details = {**base, "pred_tools": names, "calls": len(calls), "call_errors": sum(1 for e in errors if e)}
         gt = g["gt_answer"]
-        if not answered(gt, mode):  # image generation
-            if official:
-                score, err = image_gen_score(
-                    calls, errors, g.get("first_calls", g["tool_calls"]), self.similarity, root
-                )
+        if not answered(gt, rules):  # image generation
+            if rules.imggen_by_arguments:
+                score, err = image_gen_score(calls, errors, _gold_calls_read(g, rules), self.similarity, root)
                 details.update(summ=None, imggen=score)
                 if err:
                     return failed(case, err, "no embedding model to compare the image-generation arguments", **details)
@@ -410,9 +417,8 @@ class GTA(Benchmark[GTARow]):
             return failed(
                 case, "wrong_tools", "the tools used differ from the gold ones", score=f, summ=None, **details
             )
-        summ, err = answer_score(answer, gt, mode, self.similarity, "e2e")
-        kind = official_kind(gt) if official else answer_kind(gt)
-        return self._answer_verdict(case, kind, summ, err, summ=summ, **details)
+        summ, err = answer_score(answer, gt, rules, self.similarity, "e2e")
+        return self._answer_verdict(case, scored_kind(gt, rules), summ, err, summ=summ, **details)
 
     @staticmethod
     def _answer_verdict(case: EvalCase, kind: str, value: float, err: str | None, **details: Any) -> RecordResult:
@@ -430,14 +436,14 @@ class GTA(Benchmark[GTARow]):
 
     # ---- metrics ---------------------------------------------------------------------------------
     def row(self, case: EvalCase, record: RecordResult, mode: Mode) -> GTARow:
-        d = record.details
+        rules, d = RULES[mode], record.details
         if record.category.startswith("step:"):
             gt = case.gold.get("sample_gt")
             return GTARow.of(
                 case,
                 record,
                 sample=case.meta["sample"],
-                answered=answered(gt, mode),
+                answered=answered(gt, rules),
                 tool=bool(d.get("tool")),
                 arg=bool(d.get("arg")),
                 inst=bool(d.get("inst")),
@@ -450,9 +456,9 @@ class GTA(Benchmark[GTARow]):
             return GTARow.of(
                 case,
                 record,
-                answered=answered(gt, mode),
+                answered=answered(gt, rules),
                 summ=float(d.get("summ") or 0.0),
-                counts=_flat_counts(case, d, mode),
+                counts=_flat_counts(case, d, rules),
                 calls=int(d.get("calls") or 0),
                 call_errors=int(d.get("call_errors") or 0),
                 imggen=float(d.get("imggen") or 0.0),
@@ -461,7 +467,7 @@ class GTA(Benchmark[GTARow]):
         return GTARow.of(case, record)
 
     def metrics(self, rows: list[GTARow], mode: Mode) -> dict[str, Any]:
-        return gta_metrics(rows, mode)
+        return gta_metrics(rows, RULES[mode])
 
     # ---- gold ----------------------------------------------------------------------------------
     @staticmethod
@@ -476,9 +482,7 @@ class GTA(Benchmark[GTARow]):
         if (
             kind == "objective"
             and isinstance(gt, dict)
-            and not all(
-                whitelist_pass(content, gt["whitelist"], gt.get("blacklist"), m) for m in ("official", "strict")
-            )
+            and not all(whitelist_pass(content, gt["whitelist"], gt.get("blacklist"), r) for r in (OFFICIAL, STRICT))
         ):
             return "; ".join(g[0] for g in gt["whitelist"] if isinstance(g, list) and g)
         return content

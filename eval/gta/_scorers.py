@@ -27,6 +27,8 @@ from benchsmith.eval import EvalCase, Mode, RecordResult, failed, passed, scorer
 from benchsmith.eval.budget import check_limit, check_value
 from benchsmith.eval.calls import CallShapeError, tool_call_parts
 
+from ._rules import OFFICIAL, RULES, STRICT, GTARules
+
 TOOL_CATEGORIES: dict[str, str] = {
     "OCR": "perception",
     "ImageDescription": "perception",
@@ -222,13 +224,14 @@ def _read_prediction(prediction: Any) -> Any:
     return obj
 
 
-def parse_turn(prediction: str, mode: Mode = "strict") -> dict[str, Any]:
+def parse_turn(prediction: str, rules: GTARules = STRICT) -> dict[str, Any]:
     """An assistant turn: ``{"kind": "tool"|"answer", "tool_calls", "content", "thought"}``.
 
     A JSON object ``{thought, tool_calls}`` is a tool turn, ``{thought, content}`` an answer;
-    any text that is not a JSON object is an answer with that text. Official mode reads only the
-    first call (a ReAct step holds one action). Raises :class:`TurnError` on a JSON object whose
-    (read) calls are malformed or that has neither calls nor content.
+    any text that is not a JSON object is an answer with that text. With ``first_call_only``
+    (official) only the first call is read (a ReAct step holds one action). Raises
+    :class:`TurnError` on a JSON object whose (read) calls are malformed or that has neither calls
+    nor content.
     """
     obj = _read_prediction(prediction)
     if isinstance(obj, str):  # a JSON string holding the turn
@@ -246,7 +249,7 @@ def parse_turn(prediction: str, mode: Mode = "strict") -> dict[str, Any]:
         if not isinstance(calls, list):
             raise TurnError("malformed_call", "tool_calls is not a list")
         check_limit("calls", len(calls))
-        read = [read_call(calls[0])] if mode == "official" else [read_call(c) for c in calls]
+        read = [read_call(calls[0])] if rules.first_call_only else [read_call(c) for c in calls]
         return {"kind": "tool", "tool_calls": read, "content": None, "thought": obj.get("thought")}
     content = obj.get("content", obj.get("answer"))
     if content is None:
@@ -256,14 +259,14 @@ def parse_turn(prediction: str, mode: Mode = "strict") -> dict[str, Any]:
     return {"kind": "answer", "tool_calls": [], "content": content, "thought": obj.get("thought")}
 
 
-def parse_final(prediction: str, mode: Mode = "strict") -> tuple[str, list[dict[str, Any]]]:
+def parse_final(prediction: str, rules: GTARules = STRICT) -> tuple[str, list[dict[str, Any]]]:
     """End-to-end prediction: (final answer text, the tool calls made).
 
     Accepted: ``{"answer"|"content": text, "tool_calls": [...]}`` (each call one step), a list of
     chat messages, or plain text (an answer without calls). In a message list the answer is the
     content of the last message when that message is an assistant answer (no calls); a trajectory
-    that ends on a call or a tool return has no answer. Official mode reads only the first call of
-    a message (a ReAct step holds one action).
+    that ends on a call or a tool return has no answer. With ``first_call_only`` (official) only the
+    first call of a message is read (a ReAct step holds one action).
     """
     obj = _read_prediction(prediction)
     if isinstance(obj, dict):
@@ -289,7 +292,7 @@ def parse_final(prediction: str, mode: Mode = "strict") -> tuple[str, list[dict[
             if not isinstance(tc, list):
                 raise TurnError("malformed_call", "tool_calls is not a list")
             if tc:
-                calls.extend([read_call(tc[0])] if mode == "official" else [read_call(c) for c in tc])
+                calls.extend([read_call(tc[0])] if rules.first_call_only else [read_call(c) for c in tc])
                 check_limit("calls", len(calls))
             elif isinstance(msg.get("content"), str):
                 answer = msg["content"]
@@ -298,55 +301,56 @@ def parse_final(prediction: str, mode: Mode = "strict") -> tuple[str, list[dict[
 
 
 # ---- answers ------------------------------------------------------------------------------------
-def _groups(value: Any, mode: Mode) -> list[list[str]]:
-    """Alias groups. Official keeps empty aliases (``\\b(?:|x)\\b`` matches at any word boundary,
-    as in GTA's pattern); strict drops them and empty groups."""
+def _groups(value: Any, rules: GTARules) -> list[list[str]]:
+    """Alias groups. ``empty_aliases_match`` (official) keeps empty aliases (``\\b(?:|x)\\b``
+    matches at any word boundary, as in GTA's pattern); strict drops them and empty groups."""
     if not value:
         return []
     out = []
     for g in value:
         if isinstance(g, (list, tuple)):
-            out.append([str(a) for a in g if mode == "official" or str(a)])
+            out.append([str(a) for a in g if rules.empty_aliases_match or str(a)])
         elif g is not None and str(g):
             out.append([str(g)])
-    return out if mode == "official" else [g for g in out if g]
+    return out if rules.empty_aliases_match else [g for g in out if g]
 
 
-def _pattern(aliases: Sequence[str], mode: Mode) -> re.Pattern[str]:
+def _pattern(aliases: Sequence[str], rules: GTARules) -> re.Pattern[str]:
     alt = "|".join(re.escape(a) for a in aliases)
-    if mode == "official":  # word boundaries, as GTA writes them (never match before '$', after '%', ...)
+    if rules.word_boundaries:  # as GTA writes them (never match before '$', after '%', ...)
         return re.compile(rf"\b(?:{alt})\b", re.IGNORECASE)
     return re.compile(rf"(?<!\w)(?:{alt})(?!\w)", re.IGNORECASE)
 
 
-_COMPILED: dict[tuple[int, int, str], tuple[Any, Any, list[re.Pattern[str]] | None, re.Pattern[str] | None]] = {}
+_COMPILED: dict[tuple[int, int, GTARules], tuple[Any, Any, list[re.Pattern[str]] | None, re.Pattern[str] | None]] = {}
 
 
 def _compiled(
-    whitelist: Any, blacklist: Any, mode: Mode
+    whitelist: Any, blacklist: Any, rules: GTARules
 ) -> tuple[list[re.Pattern[str]] | None, re.Pattern[str] | None]:
     """The whitelist patterns (None: no group) and the blacklist pattern, compiled once per
     answer object (the cases of a sample share it)."""
-    key = (id(whitelist), id(blacklist), mode)
+    key = (id(whitelist), id(blacklist), rules)
     hit = _COMPILED.get(key)
     if hit is not None and hit[0] is whitelist and hit[1] is blacklist:
         return hit[2], hit[3]
-    groups = _groups(whitelist, mode)
-    black = _groups(blacklist, mode)
-    white = [_pattern(g, mode) for g in groups] if groups or mode == "official" else None
-    pattern = _pattern([a for g in black for a in g], mode) if black else None
+    groups = _groups(whitelist, rules)
+    black = _groups(blacklist, rules)
+    white = [_pattern(g, rules) for g in groups] if groups or rules.empty_whitelist_passes else None
+    pattern = _pattern([a for g in black for a in g], rules) if black else None
     if len(_COMPILED) > 50_000:
         _COMPILED.clear()
     _COMPILED[key] = (whitelist, blacklist, white, pattern)
     return white, pattern
 
 
-def whitelist_pass(text: str, whitelist: Any, blacklist: Any, mode: Mode = "official") -> bool:
+def whitelist_pass(text: str, whitelist: Any, blacklist: Any, rules: GTARules = OFFICIAL) -> bool:
     """Every whitelist group matches (any alias, whole word, case-insensitive) and no blacklist
-    alias does. Strict mode uses "no word character around" instead of ``\\b`` so that aliases
-    starting or ending with punctuation (``$5``, ``20%``) can match; an empty whitelist passes
-    nothing in strict mode and everything in official mode (GTA counts 0 of 0 groups)."""
-    white, black = _compiled(whitelist, blacklist, mode)
+    alias does. Strict uses "no word character around" instead of ``\\b`` (``word_boundaries``)
+    so that aliases starting or ending with punctuation (``$5``, ``20%``) can match; an empty
+    whitelist passes nothing in strict and everything in official (GTA counts 0 of 0 groups:
+    ``empty_whitelist_passes``)."""
+    white, black = _compiled(whitelist, blacklist, rules)
     if white is None or not all(p.search(text) for p in white):
         return False
     return black is None or not black.search(text)
@@ -372,9 +376,15 @@ def official_kind(gt: Any) -> str:
     return "objective" if isinstance(gt, dict) else "subjective" if isinstance(gt, list) else "counted"
 
 
-def answered(gt: Any, mode: Mode) -> bool:
+def scored_kind(gt: Any, rules: GTARules) -> str:
+    """The kind of a gt_answer as the rules read it: :func:`official_kind` with
+    ``gt_answer_by_type`` (official), else :func:`answer_kind`."""
+    return official_kind(gt) if rules.gt_answer_by_type else answer_kind(gt)
+
+
+def answered(gt: Any, rules: GTARules) -> bool:
     """Whether the sample counts in the answer denominators."""
-    return official_kind(gt) != "none" if mode == "official" else answer_kind(gt) != "none"
+    return scored_kind(gt, rules) != "none"
 
 
 def references(gt: Any) -> list[str]:
@@ -383,21 +393,22 @@ def references(gt: Any) -> list[str]:
 
 
 def answer_score(
-    text: str, gt: Any, mode: Mode, similarity: Similarity | None, setting: str = "step"
+    text: str, gt: Any, rules: GTARules, similarity: Similarity | None, setting: str = "step"
 ) -> tuple[float, str | None]:
     """(score, error type or None). Subjective: best cosine over the references, negative cosines
     count 0; an exact copy of a reference scores 1 without an embedder. Strict scores a blank
     answer 0; official embeds any step answer (even an empty one) and, end to end, skips only
-    the empty answer, as GTA's evaluator does."""
-    kind = official_kind(gt) if mode == "official" else answer_kind(gt)
+    the empty answer, as GTA's evaluator does (``embeds_blank_answers``)."""
+    kind = scored_kind(gt, rules)
     if kind == "objective":
-        return (1.0 if whitelist_pass(text, gt.get("whitelist"), gt.get("blacklist"), mode) else 0.0), None
+        return (1.0 if whitelist_pass(text, gt.get("whitelist"), gt.get("blacklist"), rules) else 0.0), None
     if kind != "subjective":
         return 0.0, None
-    refs = [r for r in gt if isinstance(r, str)] if mode == "official" else references(gt)
-    if mode == "official" and setting == "e2e" and not text:
-        return 0.0, None
-    if mode != "official" and not text.strip():
+    refs = [r for r in gt if isinstance(r, str)] if rules.gt_answer_by_type else references(gt)
+    if rules.embeds_blank_answers:
+        if setting == "e2e" and not text:
+            return 0.0, None
+    elif not text.strip():
         return 0.0, None
     if any(text.strip() == r.strip() for r in refs):
         return 1.0, None
@@ -455,17 +466,17 @@ def _absolute(args: Any, root: str) -> Any:
 
 # ---- tool categories ----------------------------------------------------------------------------
 def category_counts(
-    pred: Iterable[str], gold: Iterable[str], mode: Mode, categories: Mapping[str, str] | None = None
+    pred: Iterable[str], gold: Iterable[str], rules: GTARules, categories: Mapping[str, str] | None = None
 ) -> dict[str, dict[str, int]]:
     """Per category: predicted calls, gold calls, and true positives. A name's category is GTA's
     for its 14 tools, else ``categories[name]`` (the case's declared ones), else it is not
-    counted. Strict: matched pairs (the multiset intersection of tool names). Official: gold
-    calls whose tool was predicted at least once (counted per gold call, so it can exceed the
-    predictions).
+    counted. Strict: matched pairs (the multiset intersection of tool names). Official
+    (``tool_counts_as_sets``): gold calls whose tool was predicted at least once (counted per
+    gold call, so it can exceed the predictions).
 
-    >>> category_counts(["OCR"], ["OCR", "OCR"], "official")["perception"]
+    >>> category_counts(["OCR"], ["OCR", "OCR"], OFFICIAL)["perception"]
     {'pred': 1, 'gold': 2, 'tp': 2}
-    >>> category_counts(["OCR"], ["OCR", "OCR"], "strict")["perception"]
+    >>> category_counts(["OCR"], ["OCR", "OCR"], STRICT)["perception"]
     {'pred': 1, 'gold': 2, 'tp': 1}
     """
     cats = categories or {}
@@ -481,15 +492,15 @@ def category_counts(
             continue
         c = out[cat]
         c["gold"] += n
-        c["tp"] += (n if name in p else 0) if mode == "official" else min(n, p.get(name, 0))
+        c["tp"] += (n if name in p else 0) if rules.tool_counts_as_sets else min(n, p.get(name, 0))
     return out
 
 
-def f1_from_counts(tp: float, n_pred: float, n_gold: float, mode: Mode = "strict") -> dict[str, float | None]:
-    """P = TP / predicted, R = TP / gold, F1. Official mode computes them as GTA prints them:
-    ``P = TP / (pred + 1e-5)``, ``R = TP / gold`` (0 without gold calls), ``F1 = 2PR / (P + R +
-    1e-5)`` (0 without gold calls); strict gives None for an empty category."""
-    if mode == "official":
+def f1_from_counts(tp: float, n_pred: float, n_gold: float, rules: GTARules = STRICT) -> dict[str, float | None]:
+    """P = TP / predicted, R = TP / gold, F1. Official (``f1_as_printed``) computes them as GTA
+    prints them: ``P = TP / (pred + 1e-5)``, ``R = TP / gold`` (0 without gold calls), ``F1 = 2PR
+    / (P + R + 1e-5)`` (0 without gold calls); strict gives None for an empty category."""
+    if rules.f1_as_printed:
         p = tp / (n_pred + 1e-5)
         if not n_gold:
             return {"precision": p, "recall": 0.0, "f1": 0.0}
@@ -506,10 +517,12 @@ def f1_from_counts(tp: float, n_pred: float, n_gold: float, mode: Mode = "strict
 @scorer("gta.tool_step")
 def score_tool_step(case: EvalCase, prediction: str, mode: Mode) -> RecordResult:
     """A gold tool turn: a call that runs (InstAcc), the same tool (ToolAcc), the same arguments
-    (ArgAcc). Strict compares every call of the turn; official only the first one, and keeps
-    ToolAcc/ArgAcc for a call the executor rejects (GTA compares the recorded step)."""
+    (ArgAcc). Strict compares every call of the turn; official only the first one
+    (``first_call_only``), and keeps ToolAcc/ArgAcc for a call the executor rejects (GTA compares
+    the recorded step: ``match_recorded_step``)."""
+    rules = RULES[mode]
     try:
-        turn = parse_turn(prediction, mode)
+        turn = parse_turn(prediction, rules)
     except TurnError as exc:  # official: a reply GTA's ReAct parser cannot read is a failed call (NoAction)
         return failed(
             case,
@@ -518,8 +531,8 @@ def score_tool_step(case: EvalCase, prediction: str, mode: Mode) -> RecordResult
             inst=False,
             tool=False,
             arg=False,
-            called=mode == "official",
-            call_error="unreadable" if mode == "official" else None,
+            called=rules.unreadable_is_failed_call,
+            call_error="unreadable" if rules.unreadable_is_failed_call else None,
         )
     gold = case.gold["tool_calls"]
     specs, root = case.gold.get("specs") or {}, case.meta.get("root", "")
@@ -536,13 +549,19 @@ def score_tool_step(case: EvalCase, prediction: str, mode: Mode) -> RecordResult
         )
     calls = turn["tool_calls"]
     errors = [check_call(c, specs, root) for c in calls]
-    if mode == "official":
-        c, g, err = calls[0], gold[0], errors[0]
-        tool = c["name"] == g["name"] and err != "unknown_tool"
-        arg = tool and err not in ARGUMENT_ERRORS and executed_arguments(c, err) == g["arguments"]
+    # first_call_only: the turn's one call (all parse_turn read) against the gold turn's first call
+    expected = [gold[0]] if rules.first_call_only else gold
+    if rules.match_recorded_step:  # an unknown tool has no name, unread arguments none (the step record)
+        tool = len(calls) == len(expected) and all(
+            c["name"] == g["name"] and err != "unknown_tool" for c, g, err in zip(calls, expected, errors)
+        )
+        arg = tool and all(
+            err not in ARGUMENT_ERRORS and executed_arguments(c, err) == g["arguments"]
+            for c, g, err in zip(calls, expected, errors)
+        )
     else:
-        tool = [c["name"] for c in calls] == [g["name"] for g in gold]
-        arg = tool and all(c["arguments"] == g["arguments"] for c, g in zip(calls, gold))
+        tool = [c["name"] for c in calls] == [g["name"] for g in expected]
+        arg = tool and all(c["arguments"] == g["arguments"] for c, g in zip(calls, expected))
     error = next((e for e in errors if e), None)
     inst = error is None
     details: dict[str, Any] = {"inst": inst, "tool": tool, "arg": arg, "called": True, "call_error": error}

@@ -17,7 +17,19 @@ from hypothesis import strategies as st
 from scoring import metrics_of
 
 from benchsmith.eval import score_cases
-from benchsmith.eval.gta import GTA, category_counts, check_call, tool_specs, whitelist_pass
+from benchsmith.eval.gta import (
+    GTA,
+    GTA_OFFICIAL,
+    GTA_STRICT,
+    GTARules,
+    category_counts,
+    check_call,
+    f1_from_counts,
+    parse_final,
+    parse_turn,
+    tool_specs,
+    whitelist_pass,
+)
 from benchsmith.eval.gta._plugin import GTARow
 
 ROOT = EVAL_FIXTURES
@@ -235,8 +247,8 @@ def test_official_category_f1_above_one(fixture_cases):
     strict = score_cases(b, e2e, pred, "strict").scores["end_to_end"]["tool_f1"]["logic"]
     assert official["precision"] == pytest.approx(3 / (2 + 1e-5)) and official["f1"] > 1.0
     assert strict["precision"] == 1.0 and strict["recall"] == pytest.approx(2 / 3) and strict["f1"] <= 1.0
-    assert category_counts(["OCR", "OCR"], ["OCR"], "strict")["perception"] == {"pred": 2, "gold": 1, "tp": 1}
-    assert category_counts(["f"], ["f"], "strict", {"f": "logic"})["logic"] == {"pred": 1, "gold": 1, "tp": 1}
+    assert category_counts(["OCR", "OCR"], ["OCR"], GTA_STRICT)["perception"] == {"pred": 2, "gold": 1, "tp": 1}
+    assert category_counts(["f"], ["f"], GTA_STRICT, {"f": "logic"})["logic"] == {"pred": 1, "gold": 1, "tp": 1}
 
 
 def test_settings_without_predictions_are_null(fixture_cases):
@@ -277,8 +289,31 @@ def test_whitelist_rules():
     assert not whitelist_pass("sevenfold", [["seven"]], None)
     assert not whitelist_pass("Paris", [["Paris"], ["France"]], None)  # every group must match
     assert whitelist_pass("Paris, France", [["paris"], ["france"]], [])
-    assert not whitelist_pass("anything", [], None, "strict")
-    assert whitelist_pass("anything", [], None, "official")  # GTA: 0 of 0 groups matched
+    assert not whitelist_pass("anything", [], None, GTA_STRICT)
+    assert whitelist_pass("anything", [], None, GTA_OFFICIAL)  # GTA: 0 of 0 groups matched
+    assert whitelist_pass("a $24 fee", [["$24"]], None, GTA_STRICT)
+    assert not whitelist_pass("a $24 fee", [["$24"]], None, GTA_OFFICIAL)  # \b never matches before '$'
+    assert whitelist_pass("a fee", [["", "x"]], None, GTA_OFFICIAL)  # an empty alias matches at a word boundary
+    assert not whitelist_pass("a fee", [["", "x"]], None, GTA_STRICT)
+
+
+def test_rules_name_each_difference():
+    assert GTA.rules == {"strict": GTA_STRICT, "official": GTA_OFFICIAL}
+    assert GTA().rules_for("official") is GTA_OFFICIAL and GTA().rules_for("strict") is GTA_STRICT
+    assert isinstance(GTA_STRICT, GTARules) and (GTA_STRICT.mode, GTA_OFFICIAL.mode) == ("strict", "official")
+    # every rule is a choice where the modes differ
+    fields = [f.name for f in dataclasses.fields(GTARules) if f.name != "mode"]
+    assert fields and [f for f in fields if getattr(GTA_STRICT, f) == getattr(GTA_OFFICIAL, f)] == []
+
+
+def test_rules_of_the_pure_functions():
+    two = json.dumps({"tool_calls": [{"name": "OCR", "arguments": {}}, {"name": "Calculator", "arguments": {}}]})
+    assert len(parse_turn(two)["tool_calls"]) == 2  # strict by default
+    assert [c["name"] for c in parse_turn(two, GTA_OFFICIAL)["tool_calls"]] == ["OCR"]
+    trajectory = json.dumps([{"role": "assistant", "tool_calls": json.loads(two)["tool_calls"]}])
+    assert len(parse_final(trajectory)[1]) == 2 and len(parse_final(trajectory, GTA_OFFICIAL)[1]) == 1
+    assert f1_from_counts(0, 0, 0) == {"precision": None, "recall": None, "f1": None}
+    assert f1_from_counts(0, 0, 0, GTA_OFFICIAL) == {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 
 
 _call = st.dictionaries(
