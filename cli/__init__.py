@@ -124,9 +124,9 @@ def typed_options(cls: Any, flags: dict[str, str], **fields: Any) -> Any:
         return cls(**fields)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
-        field = str(err["loc"][0]) if err["loc"] else ""
+        field = ".".join(str(part) for part in err["loc"])  # a nested option: "options.max_turns"
         flag = flags.get(field, field)
-        value = fields.get(field, err.get("input"))
+        value = fields[field] if field in fields else err.get("input")
         raise UserError(
             f"{flag} {_shown(value)} is not accepted: {err['msg'][:1].lower()}{err['msg'][1:]}",
             fix=f"change {flag} (its range is in `--help`)",
@@ -153,18 +153,6 @@ def check_model_settings(**settings: Any) -> None:
         if isinstance(value, float):
             check_number(MODEL_FLAGS[key], value)
     typed_options(ModelConfig, MODEL_FLAGS, name="check", **given)
-
-
-def check_split_manifest(folder: Path) -> None:
-    """A benchsmith split's ``manifest.json`` (if any) read by the one manifest reader, so a bad one
-    is refused before a model starts or a file is written (a benchmark's own folder is left to it)."""
-    from benchsmith.schemas import Split
-
-    split = Split(folder)
-    if split.has(Split.SAMPLES) and split.has(Split.MANIFEST):
-        from benchsmith.construction.nl2api import read_manifest
-
-        read_manifest(split.manifest_path)
 
 
 MAX_RETRIES_HELP = (
@@ -517,23 +505,6 @@ def eval_score(
     typer.echo(json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False))
 
 
-def _check_endpoint(base_url: str, timeout: float) -> None:
-    """Fail fast, with one clear line, when nothing answers at the endpoint (any HTTP answer will do)."""
-    import httpx
-
-    from benchsmith.schemas import UserError
-
-    try:
-        httpx.get(base_url.rstrip("/") + "/models", timeout=timeout)
-    except httpx.HTTPError as exc:
-        from benchsmith.models import mask_url
-
-        raise UserError(
-            f"cannot reach the model endpoint {mask_url(base_url)} ({type(exc).__name__})",
-            fix="start the server or check --base-url / BENCHSMITH_BASE_URL",
-        ) from None
-
-
 def _task_data(text: str) -> dict[str, Path] | None:
     from benchsmith.schemas import UserError
 
@@ -676,87 +647,32 @@ def eval_run(
     """Ask a model to solve a split's cases; every reply is stored the moment it arrives (re-run to resume).
     Episodic tasks (ACEBench agent categories, agent) play each case against a simulated user (--user-model).
     Exit code 3 when cases are left unfinished because the endpoint failed (re-run the same command to resume)."""
-    from benchsmith.eval import TaskOptions, run_eval
-    from benchsmith.models import ModelClient, mask_url, resolve_model
+    from benchsmith.eval import RUN_FLAGS, RunConfig, run_configured
     from benchsmith.schemas import RuntimeFault, UserError
 
-    if strategy is not None and strategy not in ("react", "direct"):
-        raise UserError(f"unknown strategy {strategy!r}", fix="use --strategy react or --strategy direct")
     if mode == "direct":  # the old shorthand: the direct strategy with auto calling
         warn_renamed("--mode direct", "--strategy direct")
         if strategy == "react":
             raise UserError("--mode direct contradicts --strategy react", fix="drop --mode direct")
         mode, strategy = None, "direct"
-    mode = renamed("--mode", "--calling", mode, calling) or "auto"
-    if mode not in ("auto", "tools", "prompt"):
-        raise UserError(f"unknown --calling {mode!r}", fix="use auto, tools or prompt")
-    strategy = strategy or "react"
-    if variant not in ("standard", "condensed", "minimal"):
-        raise UserError(f"unknown prompt variant {variant!r}", fix="use standard, condensed or minimal")
-    # every number before anything starts (resolving the local model starts its server)
-    for name, value, least in (
-        ("--concurrency", concurrency, 1),
-        ("--limit", limit, 1),
-        ("--step-budget", step_budget, 1),
-        ("--trials", trials, 1),
-        ("--max-turns", max_turns, 1),
-        ("--max-steps", max_steps, 1),
-        ("--max-tool-calls", max_tool_calls, 1),
-        ("--episode-tokens", episode_tokens, 1),
-    ):
-        check_number(name, value, ge=least)
-    check_number("--trial-temperature", trial_temperature, ge=0)
-    check_number("--episode-wall", episode_wall, gt=0, example=1800)
-    check_model_settings(timeout=timeout, max_tokens=max_tokens, requests_per_second=rps, max_retries=max_retries)
-    check_out_dir(out)
-    check_split_manifest(split)
-    from ._model import note_started_servers, running_server_pids
-
-    servers_before = running_server_pids()  # to say afterwards which local model server this command started
-    cfg = resolve_model(
-        None if model == "local" else model,
-        base_url,
-        timeout=timeout,
-        max_tokens=max_tokens,
-        requests_per_second=rps,
-        **retry_overrides(max_retries),
-    )
-    if cfg.base_url and not cfg.local:
-        _check_endpoint(cfg.base_url, min(timeout, 10.0))
-    run_mode = ("prompt" if cfg.local else "tools") if mode == "auto" else mode
-    if concurrency is None:
-        from benchsmith.models import concurrency_for
-
-        concurrency = concurrency_for(cfg)
-    desc = cfg.describe()
-    user_name, _, user_url = user_model.partition("@")
-    ucfg = resolve_model(
-        "local" if user_name in ("", "local") and not user_url else user_name or None,
-        user_url or None,
-        start_local=False,
-        timeout=timeout,
-        requests_per_second=rps,
-        **retry_overrides(max_retries),
-    )
-    if ucfg.base_url and not ucfg.local and ucfg.base_url != cfg.base_url:
-        _check_endpoint(ucfg.base_url, min(timeout, 10.0))
-    udesc = ucfg.describe()
-    typer.echo(
-        f"model {cfg.name} at {mask_url(cfg.base_url) or 'the OpenAI API'} ({run_mode} mode, "
-        f"{strategy} strategy, concurrency {concurrency})"
-    )
-    result = run_eval(
-        split,
-        ModelClient(cfg),
-        desc,
-        out,
-        tasks=[t.strip() for t in tasks.split(",") if t.strip()] or None,
-        calling=run_mode,
-        concurrency=concurrency,
-        limit=limit,
+    calling = renamed("--mode", "--calling", mode, calling)
+    given = {"calling": calling, "concurrency": concurrency, "limit": limit, "rps": rps, "max_retries": max_retries}
+    task_given = {"strategy": strategy}
+    # every value is checked by RunConfig before anything starts (resolving the local model starts its server)
+    config = typed_options(
+        RunConfig,
+        RUN_FLAGS,
+        split=split,
+        out=out,
+        model=model,
+        base_url=base_url,
+        tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
         seed=seed,
-        options=TaskOptions(
-            calling=run_mode,
+        timeout=timeout,
+        categories=tuple(c.strip() for c in categories.split(",") if c.strip()),
+        task_data=_task_data(task_data) or {},
+        user_model=user_model,
+        options=dict(
             max_tokens=max_tokens,
             step_budget=step_budget,
             variant=variant,
@@ -767,13 +683,14 @@ def eval_run(
             max_tool_calls=max_tool_calls,
             max_episode_tokens=episode_tokens,
             episode_wall_s=episode_wall,
-            strategy=strategy,
+            **{k: v for k, v in task_given.items() if v is not None},
         ),
-        user_client=ModelClient(ucfg),
-        user_model=udesc,
-        categories=[c.strip() for c in categories.split(",") if c.strip()] or None,
-        task_data=_task_data(task_data),
+        **{k: v for k, v in given.items() if v is not None},
     )
+    from ._model import note_started_servers, running_server_pids
+
+    servers_before = running_server_pids()  # to say afterwards which local model server this command started
+    result = run_configured(config, say=typer.echo)
     for name, info in result.tasks.items():
         c = info.status_counts
         typer.echo(
@@ -788,8 +705,7 @@ def eval_run(
             f"errors); everything finished is kept in {out} — re-run the same command to resume"
         )
     typer.echo(f"run {result.status}: {out} — score it with `benchsmith eval score --run {out}`")
-    if cfg.local or ucfg.local:
-        note_started_servers(servers_before)
+    note_started_servers(servers_before)
 
 
 @eval_app.command("selftest")

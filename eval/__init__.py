@@ -44,6 +44,7 @@ from ._private.derive import DERIVERS, derive_all
 from ._private.export import EXPORTERS
 from ._private.reportview import ReportView
 from ._private.run import run_score, run_selftest
+from ._private.run_config import RUN_FLAGS, RunConfig, run_configured
 from ._private.runner import TASKS, RunResult, SingleCallTask, Task, TaskOptions, get_task, run_eval, score_run, task
 
 __all__ = [
@@ -77,6 +78,9 @@ __all__ = [
     "derive_all",
     "TaskOptions",
     "run_eval",
+    "RunConfig",
+    "RUN_FLAGS",
+    "run_configured",
     "RunResult",
     "score_run",
 ]

@@ -10,7 +10,7 @@ and the real local models served by xllamacpp on 127.0.0.1 (default Gemma 3 270M
 """
 
 from benchsmith.models._private.client import ModelClient, Reply, reply_from_message
-from benchsmith.models._private.config import ModelConfig, mask_url, resolve_model
+from benchsmith.models._private.config import ModelConfig, check_endpoint, mask_url, resolve_model
 from benchsmith.models._private.constraints import (
     MAX_STRING,
     THOUGHT_SCHEMA,
@@ -59,6 +59,7 @@ from benchsmith.models._private.sizing import (
 )
 
 __all__ = [
+    "check_endpoint",
     "MAX_JSON_STARTS",
     "MAX_STRING",
     "ParseError",

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from helpers import build_slot_split, drop_benchsmith_env, one_error_line, pair_lines
+from pydantic import ValidationError
 from runner_helpers import FakeReply, GoldClient, ScriptedClient, _remap
 from typer.testing import CliRunner
 
@@ -17,7 +18,7 @@ from benchsmith.cli import app
 from benchsmith.eval import EvalCase, TaskOptions, run_eval, score_run
 from benchsmith.eval._private.runner import plan_tasks
 from benchsmith.eval.nl2api import NL2APITask
-from benchsmith.schemas import UserError, read_replies
+from benchsmith.schemas import read_replies
 
 MODEL = {"name": "scripted"}
 DIRECT = TaskOptions(calling="prompt", strategy="direct")
@@ -202,7 +203,7 @@ def test_the_prompt_version_differs_between_strategies(split: Path) -> None:
     direct = NL2APITask(split, DIRECT).prompt_version()
     assert react != direct and react.startswith("nl2api/react@") and direct.startswith("nl2api/direct@")
     assert NL2APITask(split, TaskOptions(calling="tools", strategy="direct")).prompt_version() != direct
-    with pytest.raises(UserError, match="unknown strategy"):
+    with pytest.raises(ValidationError, match="strategy"):
         TaskOptions(strategy="bogus")
 
 

@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Protocol
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
@@ -65,7 +65,6 @@ PACKAGED_DATA = ("sandbox",)
 DONE = ("ok", "format_error", "request_error")
 STATUSES = ("ok", "format_error", "request_error", "transport_error")
 #: how an end-to-end task asks for a call sequence (``TaskOptions.strategy``; run.json ``strategy``, missing = react)
-STRATEGIES = ("react", "direct")
 
 
 # ---- model side ---------------------------------------------------------------------------------
@@ -256,31 +255,32 @@ def _transport(exc: BaseException) -> BaseException:
 
 
 # ---- tasks ----------------------------------------------------------------------------------------
-@pydantic_dataclass(frozen=True)
+#: how the model is asked: "prompt" (JSON-constrained text) or "tools" (native tool calling)
+Calling = Literal["prompt", "tools"]
+
+
+@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
 class TaskOptions:
     """How a run's tasks ask and how long they may go on. Ranges are declared here, so a bad value is
     refused (a pydantic ``ValidationError`` naming the field) however the options are made."""
 
     # Field defaults go by keyword: the type checker takes a positional one for no default
-    calling: str = "prompt"  # how the model is asked: "prompt" (JSON-constrained text) or "tools" (native tool calling)
+    calling: Calling = "prompt"
     max_tokens: int = Field(default=384, ge=1)
     # end-to-end tasks: model calls per case (Chinook gold chains: up to 10 calls)
     step_budget: int = Field(default=12, ge=1)
-    variant: str = "standard"  # ACEBench prompt variant: standard | condensed | minimal
+    variant: Literal["standard", "condensed", "minimal"] = "standard"  # ACEBench prompt variant
     trials: int = Field(default=1, ge=1)  # episodic tasks: independent trials per case (pass^k, pass@k for k <= trials)
     # sampling temperature of trials when trials > 1 (trial t uses seed t)
     trial_temperature: float = Field(default=0.7, ge=0, allow_inf_nan=False)
     max_turns: int = Field(default=12, ge=1)  # episodes: user messages
     max_steps: int = Field(default=8, ge=1)  # episodes: assistant replies after one user message
-    max_tool_calls: int = Field(default=40, ge=0)  # episodes: tool calls
+    max_tool_calls: int = Field(default=40, ge=1)  # episodes: tool calls
     # episodes: prompt + completion tokens of the model under test
     max_episode_tokens: int = Field(default=250_000, ge=1)
     episode_wall_s: float = Field(default=1800.0, gt=0, allow_inf_nan=False)  # episodes: seconds of model and tool time
-    strategy: str = "react"  # nl2api end to end: "react" (one call per step) or "direct" (the whole sequence at once)
-
-    def __post_init__(self) -> None:
-        if self.strategy not in STRATEGIES:
-            raise UserError(f"unknown strategy {self.strategy!r}", fix=f"use {' or '.join(STRATEGIES)}")
+    # nl2api end to end: "react" (one call per step, outputs fed back) or "direct" (the whole sequence at once)
+    strategy: Literal["react", "direct"] = "react"
 
 
 class Task(ABC):
@@ -726,7 +726,7 @@ def run_eval(
     out: str | Path,
     *,
     tasks: Iterable[str] | None = None,
-    calling: str = "prompt",
+    calling: Calling = "prompt",
     concurrency: int = 4,
     limit: int | dict[str, int] | None = None,
     seed: int = 0,

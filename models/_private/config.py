@@ -103,6 +103,19 @@ def _config(**fields: Any) -> ModelConfig:
         ) from None
 
 
+def check_endpoint(base_url: str, timeout: float) -> None:
+    """Fail fast, with one clear line, when nothing answers at ``base_url`` (any HTTP answer will do)."""
+    import httpx
+
+    try:
+        httpx.get(base_url.rstrip("/") + "/models", timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise UserError(
+            f"cannot reach the model endpoint {mask_url(base_url)} ({type(exc).__name__})",
+            fix="start the server or check --base-url / BENCHSMITH_BASE_URL",
+        ) from None
+
+
 def _served_model(base_url: str, api_key: str | None, timeout: float) -> str:
     """The id of the model an endpoint serves, from ``GET base_url/models`` (when it serves exactly one)."""
     import httpx
