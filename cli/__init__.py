@@ -471,8 +471,11 @@ def eval_score(
                 "prompt mode: prompt); drop --bfcl-format / BENCHSMITH_BFCL_FORMAT",
             )
         from benchsmith.eval import score_run
+        from benchsmith.schemas import Bars
 
-        for name, scores in score_run(run, mode).items():
+        with Bars():
+            run_scores = score_run(run, mode)
+        for name, scores in run_scores.items():
             typer.echo(
                 f"{name}: "
                 + json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False)
@@ -493,15 +496,17 @@ def eval_score(
             f"missing {', '.join(missing)}", fix="give --benchmark, --data, --predictions and --out, or --run RUN_DIR"
         )
     from benchsmith.eval import run_score
+    from benchsmith.schemas import Bars
 
-    scores = run_score(
-        benchmark,
-        data,
-        predictions,
-        out,
-        mode,  # type: ignore[arg-type]
-        options={"format": output_format},
-    )
+    with Bars():
+        scores = run_score(
+            benchmark,
+            data,
+            predictions,
+            out,
+            mode,  # type: ignore[arg-type]
+            options={"format": output_format},
+        )
     typer.echo(json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False))
 
 
@@ -731,7 +736,10 @@ def eval_selftest(
 
     output_format = renamed("--format", "--bfcl-format", old_format, output_format)
     check_out_dir(out)
-    scores = run_selftest(benchmark, data, out, mode, options={"format": output_format})
+    from benchsmith.schemas import Bars
+
+    with Bars():
+        scores = run_selftest(benchmark, data, out, mode, options={"format": output_format})
     typer.echo(json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False))
 
 
@@ -764,7 +772,10 @@ def eval_derive(
     from benchsmith.eval import derive_all
 
     check_out_dir(out)
-    summary = derive_all(split, out, [n.strip() for n in only.split(",") if n.strip()] or None, seed=seed)
+    from benchsmith.schemas import Bars
+
+    with Bars():
+        summary = derive_all(split, out, [n.strip() for n in only.split(",") if n.strip()] or None, seed=seed)
     for name, info in summary["derived"].items():
         typer.echo(
             f"{name} -> {out / info['folder']} (score with --benchmark {info['benchmark']}): "

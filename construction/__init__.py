@@ -10,37 +10,85 @@ sends the item to review with the raw text.
 ('generator', 'refiner')
 """
 
-from ._private.catalog import CatalogEntry, draw_tools, load_catalog
-from ._private.engine import (
-    ACCEPTED,
-    FINAL,
-    GRAPHS,
-    REJECTED,
-    REVIEW,
-    RUNNING,
-    BaseState,
-    BuildContext,
-    ConstructionGraph,
-    GraphOptions,
-    ModelStep,
-    ParseError,
-    apply_step,
-    call_model,
-    get_graph,
-    go_on,
-    graph,
-    item_rng,
-    json_object,
-    model_node,
-    nonempty_text,
-    options_help,
-    read_json_reply,
-    reject,
-)
+from typing import TYPE_CHECKING
+
+from benchsmith.schemas import lazy_exports
+
 from ._private.envs import ENVIRONMENTS, EnvContext, ToolEnvironment, environment, open_environment
-from ._private.inspection import inspect_samples
-from ._private.roles import ROLES, ChatModelRole, RoleModels, parse_role_spec, role_models
-from ._private.run import ConstructSummary, run_graph
+
+if TYPE_CHECKING:
+    from ._private.catalog import CatalogEntry, draw_tools, load_catalog
+    from ._private.engine import (
+        ACCEPTED,
+        FINAL,
+        GRAPHS,
+        REJECTED,
+        REVIEW,
+        RUNNING,
+        BaseState,
+        BuildContext,
+        ConstructionGraph,
+        GraphOptions,
+        ModelStep,
+        ParseError,
+        apply_step,
+        call_model,
+        get_graph,
+        go_on,
+        graph,
+        item_rng,
+        json_object,
+        model_node,
+        nonempty_text,
+        options_help,
+        read_json_reply,
+        reject,
+    )
+    from ._private.inspection import inspect_samples
+    from ._private.roles import ROLES, ChatModelRole, RoleModels, parse_role_spec, role_models
+    from ._private.run import ConstructSummary, run_graph
+
+# the graph engine (LangGraph), the runner (SQLite checkpoints), roles and inspection, imported on
+# first use: a sub-package (the sandbox, nl2api) imports this package first, and scoring ACEBench's
+# agent records needs the sandbox, not the engine
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(("CatalogEntry", "draw_tools", "load_catalog"), "._private.catalog"),
+        **dict.fromkeys(
+            (
+                "ACCEPTED",
+                "FINAL",
+                "GRAPHS",
+                "REJECTED",
+                "REVIEW",
+                "RUNNING",
+                "BaseState",
+                "BuildContext",
+                "ConstructionGraph",
+                "GraphOptions",
+                "ModelStep",
+                "ParseError",
+                "apply_step",
+                "call_model",
+                "get_graph",
+                "go_on",
+                "graph",
+                "item_rng",
+                "json_object",
+                "model_node",
+                "nonempty_text",
+                "options_help",
+                "read_json_reply",
+                "reject",
+            ),
+            "._private.engine",
+        ),
+        **dict.fromkeys(("inspect_samples",), "._private.inspection"),
+        **dict.fromkeys(("ROLES", "ChatModelRole", "RoleModels", "parse_role_spec", "role_models"), "._private.roles"),
+        **dict.fromkeys(("ConstructSummary", "run_graph"), "._private.run"),
+    },
+)
 
 __all__ = [
     "ACCEPTED",

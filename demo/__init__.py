@@ -79,18 +79,25 @@ DEMO_QUERIES = 4
 def run(out: Path, *, limit: int = DEMO_LIMIT, model_run: bool = True, echo: Echo = print, note: Echo = print) -> None:
     """The main job into ``out``; ``echo`` prints progress, ``note`` prints side remarks (e.g. Label
     Studio's set-up). Each stage's wall time is printed at the end and kept in ``out/timings.json``."""
+    from benchsmith.schemas import Bars
+
+    # one progress display for the whole job: every stage adds its bars to it (on a terminal)
+    with Bars():
+        _run(Path(out), limit=limit, model_run=model_run, echo=echo, note=note)
+
+
+def _run(out: Path, *, limit: int, model_run: bool, echo: Echo, note: Echo) -> None:
     from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db, default_pairs_path
     from benchsmith.eval import derive_all, run_selftest
-    from benchsmith.schemas import write_json
+    from benchsmith.schemas import progress_bar, write_json
 
-    out = Path(out)
     clock = StageClock()
     with clock("build"):
         db = chinook_db()
         for style in ("slot", "sel", "rest"):
-            report = build_split(
-                db, default_pairs_path(), out / style, BuildOptions(style=style, name=f"chinook-{style}")
-            )
+            with progress_bar(f"build {style}") as bar:
+                options = BuildOptions(style=style, name=f"chinook-{style}", progress=bar.advance)
+                report = build_split(db, default_pairs_path(), out / style, options)
             echo(build_report_line(report, out / style))
             scores = run_selftest("nl2api", out / style, out / "selftest" / f"nl2api-{style}")
             echo(

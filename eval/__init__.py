@@ -24,6 +24,10 @@ built-in benchmarks use too:
 ('strict', 'official')
 """
 
+from typing import TYPE_CHECKING
+
+from benchsmith.schemas import lazy_exports
+
 from ._private.core import (
     BENCHMARKS,
     MODES,
@@ -44,8 +48,42 @@ from ._private.derive import DERIVERS, derive_all
 from ._private.export import EXPORTERS
 from ._private.reportview import ReportView
 from ._private.run import run_score, run_selftest
-from ._private.run_config import RUN_FLAGS, RunConfig, run_configured
-from ._private.runner import TASKS, RunResult, SingleCallTask, Task, TaskOptions, get_task, run_eval, score_run, task
+
+if TYPE_CHECKING:
+    from ._private.run_config import RUN_FLAGS, RunConfig, run_configured
+    from ._private.runner import (
+        TASKS,
+        RunResult,
+        SingleCallTask,
+        Task,
+        TaskOptions,
+        get_task,
+        run_eval,
+        score_run,
+        task,
+    )
+
+# imported on first use: scoring (``eval score``) never needs the runner, a third of its import time
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(("RUN_FLAGS", "RunConfig", "run_configured"), "._private.run_config"),
+        **dict.fromkeys(
+            (
+                "TASKS",
+                "RunResult",
+                "SingleCallTask",
+                "Task",
+                "TaskOptions",
+                "get_task",
+                "run_eval",
+                "score_run",
+                "task",
+            ),
+            "._private.runner",
+        ),
+    },
+)
 
 __all__ = [
     # writing a benchmark

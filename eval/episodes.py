@@ -15,23 +15,41 @@ the case's own environment, within budgets (``docs/eval/episodes.md``).
 ('user_stop', 'assistant_done')
 """
 
-from benchsmith.eval._private.episode import (
+from typing import TYPE_CHECKING
+
+from benchsmith.eval._private.episode_ends import (
     BUDGET_ENDS,
     END_REASONS,
     NORMAL_ENDS,
     STOP_PHRASE,
     USER_FAILURES,
-    Budgets,
-    Episode,
-    EpisodeEnv,
-    EpisodeSpec,
-    EpisodeTask,
-    Journal,
-    LabelledEnv,
     clean_summary,
-    episode_prediction,
     error_type,
-    run_episode,
+)
+from benchsmith.schemas import lazy_exports
+
+if TYPE_CHECKING:
+    from benchsmith.eval._private.episode import (
+        Budgets,
+        Episode,
+        EpisodeEnv,
+        EpisodeSpec,
+        EpisodeTask,
+        Journal,
+        LabelledEnv,
+        episode_prediction,
+        run_episode,
+    )
+
+# the engine, imported on first use: a scorer reading how an episode ended (clean_summary, error_type)
+# does not load it and the runner under it
+__getattr__ = lazy_exports(
+    __name__,
+    dict.fromkeys(
+        ("Budgets", "Episode", "EpisodeEnv", "EpisodeSpec", "EpisodeTask", "Journal", "LabelledEnv")
+        + ("episode_prediction", "run_episode"),
+        "benchsmith.eval._private.episode",
+    ),
 )
 
 __all__ = [

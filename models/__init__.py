@@ -9,7 +9,8 @@ and the real local models served by xllamacpp on 127.0.0.1 (default Gemma 3 270M
 'OPENAI_API_KEY'
 """
 
-from benchsmith.models._private.client import ModelClient, Reply, reply_from_message
+from typing import TYPE_CHECKING
+
 from benchsmith.models._private.config import ModelConfig, check_endpoint, mask_url, resolve_model
 from benchsmith.models._private.constraints import (
     MAX_STRING,
@@ -22,9 +23,7 @@ from benchsmith.models._private.constraints import (
     openai_tool,
     reference_choices,
 )
-from benchsmith.models._private.embeddings import Embedder, cosine, get_embedder, text_cosine
 from benchsmith.models._private.errors import TransportError
-from benchsmith.models._private.fetch import fetch_joined, pip_download
 from benchsmith.models._private.local import (
     DEFAULT_LOCAL_MODEL,
     FALLBACK_LOCAL_MODEL,
@@ -39,23 +38,58 @@ from benchsmith.models._private.local import (
 from benchsmith.models._private.messages import to_langchain
 from benchsmith.models._private.paths import cache_root, state_dir
 from benchsmith.models._private.replies import MAX_JSON_STARTS, ParseError, read_json_reply
-from benchsmith.models._private.server import (
-    ServerInfo,
-    ensure_local_server,
-    local_server_status,
-    local_servers,
-    run_local_server,
-    server_dir,
-    start_local_server,
-    stop_local_server,
-    stop_local_servers,
-)
-from benchsmith.models._private.sizing import (
-    MAIN_JOB_PROMPT_TOKENS,
-    MEASURED_PROMPT_TOKENS,
-    ServerPlan,
-    concurrency_for,
-    plan_local_server,
+from benchsmith.schemas import lazy_exports
+
+if TYPE_CHECKING:
+    from benchsmith.models._private.client import ModelClient, Reply, reply_from_message
+    from benchsmith.models._private.embeddings import Embedder, cosine, get_embedder, text_cosine
+    from benchsmith.models._private.fetch import fetch_joined, pip_download
+    from benchsmith.models._private.server import (
+        ServerInfo,
+        ensure_local_server,
+        local_server_status,
+        local_servers,
+        run_local_server,
+        server_dir,
+        start_local_server,
+        stop_local_server,
+        stop_local_servers,
+    )
+    from benchsmith.models._private.sizing import (
+        MAIN_JOB_PROMPT_TOKENS,
+        MEASURED_PROMPT_TOKENS,
+        ServerPlan,
+        concurrency_for,
+        plan_local_server,
+    )
+
+# the client (langchain), embeddings, fetching and the server manager, imported on first use: reading a
+# reply (ParseError, read_json_reply) or a config does not need them
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(("ModelClient", "Reply", "reply_from_message"), "benchsmith.models._private.client"),
+        **dict.fromkeys(("Embedder", "cosine", "get_embedder", "text_cosine"), "benchsmith.models._private.embeddings"),
+        **dict.fromkeys(("fetch_joined", "pip_download"), "benchsmith.models._private.fetch"),
+        **dict.fromkeys(
+            (
+                "ServerInfo",
+                "ensure_local_server",
+                "local_server_status",
+                "local_servers",
+                "run_local_server",
+                "server_dir",
+                "start_local_server",
+                "stop_local_server",
+                "stop_local_servers",
+            ),
+            "benchsmith.models._private.server",
+        ),
+        **dict.fromkeys(
+            ("MAIN_JOB_PROMPT_TOKENS", "MEASURED_PROMPT_TOKENS", "ServerPlan", "concurrency_for", "plan_local_server"),
+            "benchsmith.models._private.sizing",
+        ),
+    },
 )
 
 __all__ = [

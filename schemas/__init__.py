@@ -43,9 +43,10 @@ from benchsmith.schemas._private.jsonl import (
     scan_jsonl,
     validate_shape,
     write_json,
+    write_json_streamed,
     write_jsonl,
 )
-from benchsmith.schemas._private.progress import Bar, Bars
+from benchsmith.schemas._private.progress import Bar, Bars, progress_bar
 from benchsmith.schemas._private.refs import (
     Reference,
     UnresolvedReference,
@@ -53,7 +54,7 @@ from benchsmith.schemas._private.refs import (
     parse_reference,
     resolve_references,
 )
-from benchsmith.schemas._private.registry import ENV_PLUGINS, Registry, load_plugins
+from benchsmith.schemas._private.registry import ENV_PLUGINS, Registry, lazy_exports, load_plugins
 from benchsmith.schemas._private.run import (
     RUN_FORMAT,
     BadPredictionLine,
@@ -68,12 +69,15 @@ from benchsmith.schemas._private.run import (
     RunModel,
     RunTask,
     ScoreHead,
+    Selftest,
+    SelftestFailure,
     append_reply,
     iter_cases,
     iter_records,
     iter_reply_lines,
     read_replies,
     read_run_manifest,
+    read_selftest,
     record_line,
     reply_line,
     score_head,
@@ -82,6 +86,7 @@ from benchsmith.schemas._private.run import (
     write_records,
     write_run_manifest,
     write_scores,
+    write_selftest,
 )
 from benchsmith.schemas._private.sample import (
     AnswerSpec,
@@ -98,6 +103,7 @@ from benchsmith.schemas._private.sample import (
     content_id,
 )
 from benchsmith.schemas._private.split import Split, SplitManifest, file_sha256, samples_content_hash
+from benchsmith.schemas._private.streak import FailureStreak, failure_limit
 from benchsmith.schemas._private.tool import (
     RestBinding,
     StrictModel,
@@ -131,6 +137,7 @@ _SCHEMA_TYPES: dict[str, Any] = {
     "EvalCase": EvalCase,
     "JournalLine": JournalLine,
     "ScoreHead": ScoreHead,
+    "Selftest": Selftest,
 }
 
 
@@ -189,6 +196,10 @@ __all__ = [
     "GoldSelftest",
     "ScoreHead",
     "score_head",
+    "Selftest",
+    "SelftestFailure",
+    "write_selftest",
+    "read_selftest",
     "scores_object",
     "write_scores",
     "AssistantEvent",
@@ -219,8 +230,12 @@ __all__ = [
     # errors
     "BenchsmithError",
     "Registry",
+    "lazy_exports",
     "Bar",
     "Bars",
+    "progress_bar",
+    "FailureStreak",
+    "failure_limit",
     "ToolError",
     "UserError",
     "RuntimeFault",
@@ -274,6 +289,7 @@ __all__ = [
     "read_text",
     "validate_shape",
     "write_json",
+    "write_json_streamed",
     # JSON Schema
     "json_schemas",
     "export_json_schemas",

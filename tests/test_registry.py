@@ -141,3 +141,24 @@ def test_a_category_scorer_is_used_by_registering_it_alone() -> None:
     assert after.ok and after.details == {"via": "override"}
     again = score_cases(bench, [case], {"c1": '"no_tool"'}, "strict").records[0]
     assert not again.ok
+
+
+@pytest.mark.parametrize("name", ["acebench", "bfcl", "teval", "gta", "toolassess", "nl2api", "agent"])
+def test_scoring_imports_neither_the_runner_nor_the_model_client(name: str) -> None:
+    """What only `eval run` or `eval derive` needs is imported on first use (the task, the derivers, the
+    runner with asyncio, the chat client with langchain), and the task is still found by name."""
+    heavy = [
+        "benchsmith.eval._private.runner",
+        "benchsmith.eval._private.episode",
+        f"benchsmith.eval.{name}._task",
+        "benchsmith.models._private.client",
+        "asyncio",
+        "langchain_core",
+    ]
+    code = (
+        "import sys\nfrom benchsmith.eval import get_benchmark\n"
+        f"get_benchmark({name!r})\nprint([m for m in {heavy!r} if m in sys.modules])\n"
+        f"from benchsmith.eval import get_task\nprint(get_task({name!r}).__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", f"benchsmith.eval.{name}._task"], out.stdout + out.stderr

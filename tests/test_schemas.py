@@ -507,3 +507,39 @@ def test_progress_bars_draw_nothing_off_a_terminal(capsys) -> None:
             bars.add("more").advance(2)
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""
+
+
+def test_nested_jobs_add_their_bars_to_the_one_display(monkeypatch) -> None:
+    """rich allows one live display: a job inside a command's display (a nested Bars, or a bar taken
+    with progress_bar by code that does not know who runs it) adds bars to it and takes them off when
+    done; without a display progress_bar draws nothing."""
+    from benchsmith.schemas import Bars, progress_bar
+
+    with progress_bar("alone") as bar:  # no display open: a bar that draws nothing
+        bar.advance()
+        assert bar._progress is None
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich: treat stderr as a terminal
+    with Bars() as outer:
+        shown = outer._progress
+        assert shown is not None
+        outer.add("command", total=2)
+        with Bars() as inner:  # a second live display would raise in rich
+            assert inner._progress is shown
+            inner.add("job").advance()
+            with progress_bar("scoring") as scoring:
+                scoring.advance()
+                assert len(shown.tasks) == 3
+            assert len(shown.tasks) == 2
+        assert len(shown.tasks) == 1 and shown.live.is_started
+        with Bars(enabled=False) as off, progress_bar("hidden") as hidden:  # progress=False inside a display
+            assert off._progress is None and hidden._progress is None
+    assert not shown.live.is_started
+
+
+def test_a_failure_streak_stops_at_its_limit_and_resets_on_an_answer() -> None:
+    from benchsmith.schemas import FailureStreak, failure_limit
+
+    streak = FailureStreak(3)
+    assert [streak.record(f) for f in (True, True, False, True, True)] == [False] * 5
+    assert streak.record(True) and streak.count == 3
+    assert [failure_limit(c) for c in (1, 3, 4, 8)] == [8, 8, 10, 18]

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from benchsmith.schemas import Sample, UserError, read_json, write_json, write_jsonl
+from benchsmith.schemas import FailureStreak, Sample, UserError, failure_limit, read_json, write_json, write_jsonl
 
 from .engine import ACCEPTED, FINAL, REJECTED, REVIEW, RUNNING, BuildContext, ConstructionGraph, get_graph
 
@@ -148,10 +148,12 @@ def run_graph(
     concurrency: int = 4,
     limit: int | None = None,
     env_context: Any = None,
-    max_consecutive_errors: int = 5,
+    max_consecutive_errors: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ConstructSummary:
-    """Run ``graph`` over the items read from ``source`` into folder ``out``; resumes what is there."""
+    """Run ``graph`` over the items read from ``source`` into folder ``out``; resumes what is there.
+    It stops after ``max_consecutive_errors`` items in a row failed because the endpoint did not
+    answer (default: :func:`~benchsmith.schemas.failure_limit` of ``concurrency``, as ``eval run``)."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from benchsmith.models import TransportError
@@ -209,7 +211,7 @@ def run_graph(
         done = summary.skipped_done
         if progress:
             progress(done, len(items))
-        consecutive = 0
+        streak = FailureStreak(max_consecutive_errors or failure_limit(concurrency))
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             futures = {pool.submit(work, i, it, r): i for i, it, r in todo}
             summary.resumed = sum(1 for *_, r in todo if r)
@@ -218,19 +220,19 @@ def run_graph(
                     item_id = futures[fut]
                     try:
                         fut.result()
-                        consecutive = 0
+                        streak.record(False)
                     except UserError:
                         for f in futures:
                             f.cancel()
                         raise
                     except TransportError as exc:
-                        consecutive += 1
                         summary.errors.append(f"{item_id}: {exc}")
-                        if consecutive >= max_consecutive_errors:
+                        # a refused request (HTTP 4xx) is the endpoint answering: it fails its item only
+                        if streak.record(exc.kind != "request"):
                             for f in futures:
                                 f.cancel()
                             summary.errors.append(
-                                f"stopped after {consecutive} consecutive model errors; re-run to resume"
+                                f"stopped after {streak.count} consecutive model errors; re-run to resume"
                             )
                             break
                     done += 1

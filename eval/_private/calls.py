@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from benchsmith.eval._private.runner import ParseError, shallow_reply
-from benchsmith.models import THOUGHT_SCHEMA
+from benchsmith.eval._private.depth import shallow_reply
+from benchsmith.models import THOUGHT_SCHEMA, ParseError
 from benchsmith.schemas import loads_json
 
 THOUGHT = THOUGHT_SCHEMA

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, BinaryIO, Callable, ClassVar, Generic, Iterable, Iterator, Literal, Mapping, Self, TypeVar
 
-from benchsmith.schemas import EvalCase, RecordResult, Registry, UserError, loads_json
+from benchsmith.schemas import EvalCase, RecordResult, Registry, UserError, loads_json, progress_bar
 
 from .budget import (
     DEFAULT_BUDGET,
@@ -233,10 +233,6 @@ class Benchmark(ABC, Generic[RowT]):
     def gold_prediction(self, case: EvalCase) -> str:
         """The gold answer written in the benchmark's native prediction format."""
 
-    def rules_for(self, mode: Mode) -> Rules:
-        """The benchmark's :class:`Rules` for ``mode``."""
-        return self.rules[mode]
-
     def iter_cases(self, data: Path) -> Iterator[EvalCase]:
         """The cases of ``data`` one at a time, in :meth:`load`'s order (what ``eval score`` reads).
         The default reads them all with :meth:`load`; a benchmark whose layout can be read line by
@@ -396,10 +392,15 @@ class JSONValueText(str):
 class Predictions:
     """A predictions file (``{"id", "result"}`` JSONL), read once line by line into the line
     offset of each id (a later line of an id wins); a prediction's text is read back when it is
-    asked for (:meth:`get`), so scoring holds one at a time. ``result`` may be a string (the raw
+    asked for (:meth:`get`), so scoring holds one at a time. A line of at most :attr:`KEEP_BYTES`
+    bytes keeps its text instead (a typical prediction: read and parsed once, at a bounded cost
+    of memory per record). ``result`` may be a string (the raw
     model output) or any JSON value (given back as its text, a :class:`JSONValueText`). Bad lines
     and repeated ids are reported (the first ``keep`` of each), never fatal. Use it as a context
     manager: it keeps the file open."""
+
+    #: lines up to this long keep their prediction in memory rather than their offset
+    KEEP_BYTES = 512
 
     def __init__(self, path: str | Path, keep: int = 100) -> None:
         p = Path(path)
@@ -407,6 +408,7 @@ class Predictions:
             raise UserError(f"predictions file {p} does not exist", fix="pass a JSONL file of {id, result} lines")
         self.path = p
         self.offsets: dict[str, int] = {}
+        self.kept: dict[str, str] = {}  # id -> its prediction, for a short line (KEEP_BYTES)
         self.asked: set[str] = set()
         self.bad_lines: list[tuple[int, str]] = []
         self.duplicates: list[str] = []
@@ -423,6 +425,10 @@ class Predictions:
             if rid in self.offsets and len(self.duplicates) < keep:
                 self.duplicates.append(rid)
             self.offsets[rid] = start
+            if len(raw) <= self.KEEP_BYTES:
+                self.kept[rid] = _result_text(obj["result"])
+            else:
+                self.kept.pop(rid, None)  # a later, longer line of the id wins
 
     def get(self, rid: str, default: str | None = None) -> str | None:
         """The prediction of ``rid``, else ``default``."""
@@ -430,11 +436,13 @@ class Predictions:
         if offset is None:
             return default
         self.asked.add(rid)
+        kept = self.kept.get(rid)
+        if kept is not None:
+            return kept
         self._fh.seek(offset)
         obj = _prediction_line(self._fh.readline())
         assert isinstance(obj, dict), f"{self.path} changed while it was read"
-        result = obj["result"]
-        return result if isinstance(result, str) else JSONValueText(json.dumps(result, ensure_ascii=False))
+        return _result_text(obj["result"])
 
     def __contains__(self, rid: object) -> bool:
         return rid in self.offsets
@@ -454,6 +462,11 @@ class Predictions:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _result_text(result: Any) -> str:
+    """A prediction's ``result``: a string as it is, any other JSON value as its text."""
+    return result if isinstance(result, str) else JSONValueText(json.dumps(result, ensure_ascii=False))
 
 
 def _prediction_line(raw: bytes) -> dict[str, Any] | str:
@@ -534,7 +547,7 @@ def iter_scored(
     read. A case whose ``prediction_for`` is None is a failed record (``missing_prediction``), not a
     crash. Once consumed, ``bench.metrics(rows, mode)`` gives the scores. Consume it to the end (or
     close it): the run's time limit (SIGALRM) stays installed until then."""
-    with ScoringBudget(budget) as keeper:
+    with ScoringBudget(budget) as keeper, progress_bar(f"scoring {bench.name}") as bar:
         for case in cases:
             pred = prediction_for(case)
             if pred is None:
@@ -542,6 +555,7 @@ def iter_scored(
             else:
                 record = _score_within(keeper, bench, case, pred, mode)
             rows.append(bench.row(case, record, mode))
+            bar.advance()
             yield record
 
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchsmith.models import ParseError
+
 #: the deepest nesting of lists, tuples, sets and dicts any scorer walks
 MAX_DEPTH = 100
 
@@ -89,3 +91,11 @@ def check_depth(value: Any, limit: int = MAX_DEPTH, what: str = "a value", text:
         return
     if nesting_depth(value, limit) > limit:
         raise TooDeep(limit, what)
+
+
+def shallow_reply(value: Any, what: str = "the reply") -> Any:
+    """``value``, read from a model reply, unless it nests deeper than :data:`MAX_DEPTH` (what no
+    scorer, tool or writer walks): then a :class:`~benchsmith.models.ParseError` with the code ``too_deep``."""
+    if nesting_depth(value) > MAX_DEPTH:
+        raise ParseError("too_deep", f"{what} nests over {MAX_DEPTH} levels")
+    return value

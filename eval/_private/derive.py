@@ -38,6 +38,7 @@ from benchsmith.schemas import (
     UserError,
     dumps_json,
     json_default,
+    progress_bar,
     scan_jsonl,
     swap_folder,
     write_json,
@@ -447,13 +448,15 @@ def derive_all(
     summary: dict[str, Any] = {"split": str(Path(split_dir)), "seed": seed, "derived": {}}
 
     def build(fresh: Path) -> None:
-        for name in names:
-            report = DERIVERS[name](split_dir, fresh / name, seed=seed)
-            summary["derived"][name] = {
-                "folder": name,
-                "benchmark": DERIVED_BENCHMARK[name],
-                "records": report.get("counts", report.get("records")),
-            }
+        with progress_bar("deriving", total=len(names)) as bar:
+            for name in names:
+                report = DERIVERS[name](split_dir, fresh / name, seed=seed)
+                bar.advance()
+                summary["derived"][name] = {
+                    "folder": name,
+                    "benchmark": DERIVED_BENCHMARK[name],
+                    "records": report.get("counts", report.get("records")),
+                }
         write_json(fresh / REPORT, summary)
 
     swap_folder(out, build, owned=set(DERIVERS) | {REPORT}, what="`benchsmith eval derive`")

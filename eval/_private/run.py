@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -30,12 +28,14 @@ from benchsmith.schemas import (
     BadPredictionLine,
     RecordResult,
     ScoreHead,
+    SelftestFailure,
     UserError,
     iter_records,
     scores_object,
     swap_folder,
     write_records,
     write_scores,
+    write_selftest,
 )
 
 from .core import (
@@ -193,16 +193,18 @@ def run_selftest(
     """Score the gold answers as predictions; list every record whose gold cannot pass."""
     m = check_mode(mode)
     bench = get_benchmark(benchmark, **(options or {}))
-    head: dict[str, Any] = {"benchmark": benchmark, "mode": m}
     failing = 0
 
     def count(record: RecordResult) -> None:
         nonlocal failing
         failing += not record.ok
 
+    head = ScoreHead(benchmark=benchmark, mode=m, records=0)
+
     def extra(records: int) -> ScoreHead:
-        head["records"] = records
-        return ScoreHead(benchmark=benchmark, mode=m, records=records, gold_failing=failing)
+        nonlocal head
+        head = ScoreHead(benchmark=benchmark, mode=m, records=records, gold_failing=failing)
+        return head
 
     scores: dict[str, Any] = {}
 
@@ -216,7 +218,7 @@ def run_selftest(
                 folder,
                 extra,
                 count,
-                lambda f: _write_selftest(f / "selftest.json", head, f / "records.jsonl"),
+                lambda f: write_selftest(f / "selftest.json", head, lambda: _failing(f / "records.jsonl")),
             )
         )
 
@@ -224,58 +226,8 @@ def run_selftest(
     return scores
 
 
-def _failing_lines(records: Path) -> Iterator[dict[str, Any]]:
-    """A self-test's failing entries, read back from its records file one line at a time."""
+def _failing(records: Path) -> Iterator[SelftestFailure]:
+    """A self-test's failing records, read back from its records file one line at a time."""
     for r in iter_records(records):
         if r is not None and not r.ok:
-            yield {"id": r.id, "category": r.category, "error_type": r.error_type, "reason": r.reason}
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _file_mode(target: Path) -> int:
-    if target.exists():
-        return stat.S_IMODE(target.stat().st_mode)
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def _write_selftest(target: Path, head: dict[str, Any], records: Path) -> None:
-    """``selftest.json``: ``head`` and the ``failing`` entries, streamed from the records file (two
-    passes, no list), byte for byte as :func:`write_json` writes the whole object; atomically."""
-
-    def dumps(obj: Any, ascii_only: bool) -> str:
-        return json.dumps(obj, ensure_ascii=ascii_only, indent=2, allow_nan=False)
-
-    # write_json falls back to \u escapes for the whole file when any text is not UTF-8-encodable
-    ascii_only = not _utf8(dumps(head, False)) or not all(_utf8(dumps(e, False)) for e in _failing_lines(records))
-    mode = _file_mode(target)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            text = dumps({**head, "failing": []}, ascii_only)
-            entries = _failing_lines(records)
-            first = next(entries, None)
-            if first is None:
-                fh.write(text + "\n")
-            else:
-                fh.write(text[: -len("[]\n}")] + "[\n")
-                for i, entry in enumerate(itertools.chain([first], entries)):
-                    body = "\n".join("    " + ln for ln in dumps(entry, ascii_only).split("\n"))
-                    fh.write((",\n" if i else "") + body)
-                fh.write("\n  ]\n}\n")
-            fh.flush()
-            os.fchmod(fh.fileno(), mode)
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+            yield SelftestFailure(id=r.id, category=r.category, error_type=r.error_type, reason=r.reason)

@@ -32,6 +32,7 @@ from benchsmith.schemas import (
     RUN_FORMAT,
     Bar,
     Bars,
+    FailureStreak,
     GoldSelftest,
     Registry,
     ReplyError,
@@ -46,6 +47,7 @@ from benchsmith.schemas import (
     Split,
     UserError,
     append_reply,
+    failure_limit,
     iter_cases,
     read_json,
     read_jsonl,
@@ -58,7 +60,7 @@ from benchsmith.schemas import (
 )
 
 from .core import BUILTIN_BENCHMARKS, Benchmark, EvalCase, get_benchmark
-from .depth import MAX_DEPTH, nesting_depth
+from .depth import shallow_reply
 
 #: data names a task's loader knows without a folder (``--split sandbox --tasks agent``: the packaged scenarios)
 PACKAGED_DATA = ("sandbox",)
@@ -144,14 +146,6 @@ class Outcome:
     result: Any
     turns: list[Turn] = field(default_factory=list)
     error: dict[str, str] | None = None
-
-
-def shallow_reply(value: Any, what: str = "the reply") -> Any:
-    """``value``, read from a model reply, unless it nests deeper than :data:`MAX_DEPTH` (what no
-    scorer, tool or writer walks): then a :class:`ParseError` with the code ``too_deep``."""
-    if nesting_depth(value) > MAX_DEPTH:
-        raise ParseError("too_deep", f"{what} nests over {MAX_DEPTH} levels")
-    return value
 
 
 class CallContext:
@@ -353,7 +347,8 @@ class SingleCallTask(Task):
         return Outcome("ok", result, [turn])
 
 
-TASKS: Registry[type[Task]] = Registry("task", BUILTIN_BENCHMARKS, set_name=True)
+# each built-in benchmark's task lives in its ``_task`` module, which its package imports on first use
+TASKS: Registry[type[Task]] = Registry("task", tuple(f"{m}._task" for m in BUILTIN_BENCHMARKS), set_name=True)
 
 
 def task(bench: type[Benchmark], name: str | None = None) -> Callable[[type[Task]], type[Task]]:
@@ -598,7 +593,7 @@ async def _run_async(
     journals = {p.task.name: Journal(p.folder / "episodes.jsonl") for p in planned}
     sem = asyncio.Semaphore(max(1, concurrency))
     memo: dict[str, asyncio.Future[Any]] = {}
-    failures = {"consecutive": 0}
+    streak = FailureStreak(max_consecutive_failures)
     abort: dict[str, BaseException | None] = {"exc": None}
     wall: dict[str, float] = defaultdict(float)
     t_start = time.monotonic()
@@ -630,16 +625,12 @@ async def _run_async(
             except UserError as exc:
                 abort["exc"] = exc
                 return
-            if outcome.status == "transport_error":
-                failures["consecutive"] += 1
-                if failures["consecutive"] >= max_consecutive_failures and abort["exc"] is None:
-                    abort["exc"] = RuntimeFault(
-                        f"the model endpoint failed {failures['consecutive']} cases in a row "
-                        f"(last: {outcome.error['message'] if outcome.error else '?'}); everything finished so far is "
-                        f"kept in {out} — re-run the same command to resume"
-                    )
-            else:
-                failures["consecutive"] = 0
+            if streak.record(outcome.status == "transport_error") and abort["exc"] is None:
+                abort["exc"] = RuntimeFault(
+                    f"the model endpoint failed {streak.count} cases in a row "
+                    f"(last: {outcome.error['message'] if outcome.error else '?'}); everything finished so far is "
+                    f"kept in {out} — re-run the same command to resume"
+                )
             append_reply(
                 p.folder / "replies.jsonl",
                 ReplyLine(
@@ -754,7 +745,7 @@ def run_eval(
     if (out / "run.json").is_file():
         read_run_manifest(out / "run.json")  # a run.json of the wrong shape: refused before any work
     planned = plan_tasks(Path(split), out, tasks, opts, limit, seed, categories, task_data)
-    limit_fail = max_consecutive_failures or max(8, 2 * concurrency + 2)
+    limit_fail = max_consecutive_failures or failure_limit(concurrency)
     if user_client is None:
         user_client, user_model = client, (user_model or model)
     return asyncio.run(

@@ -11,7 +11,21 @@ expected one; NL2API dialogues: the last answer against the gold answer), proces
 True
 """
 
+from typing import TYPE_CHECKING
+
+from benchsmith.schemas import lazy_exports
+
 from ._plugin import AgentBench, load_agent_cases
-from ._task import AgentTask
+
+if TYPE_CHECKING:
+    from ._task import AgentTask
+
+# the run task and derivers, imported on first use (scoring needs neither, nor the runner under them)
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(("AgentTask",), "._task"),
+    },
+)
 
 __all__ = ["AgentBench", "AgentTask", "load_agent_cases"]

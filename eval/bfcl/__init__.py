@@ -16,6 +16,10 @@ either format and fixes the documented bugs (``docs/eval/bfcl.md``).
 True
 """
 
+from typing import TYPE_CHECKING
+
+from benchsmith.schemas import lazy_exports
+
 from ._checker import (
     Verdict,
     official_check,
@@ -44,7 +48,17 @@ from ._plugin import (
     score_relevance,
 )
 from ._rules import BFCLRules
-from ._task import BFCLTask, fc_result
+
+if TYPE_CHECKING:
+    from ._task import BFCLTask, fc_result
+
+# the run task and derivers, imported on first use (scoring needs neither, nor the runner under them)
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(("BFCLTask", "fc_result"), "._task"),
+    },
+)
 
 __all__ = [
     "export_bfcl",

@@ -12,7 +12,10 @@ See ``docs/eval/gta.md``.
 (True, False)
 """
 
-from ._derive import derive_gta
+from typing import TYPE_CHECKING
+
+from benchsmith.schemas import lazy_exports
+
 from ._export import export_gta, gta_aliases, gta_answer, gta_tool
 from ._layout import gta_input_type, toolmeta_entry, write_gta_dataset
 from ._plugin import GTA, default_similarity
@@ -45,7 +48,19 @@ from ._scorers import (
     tool_specs,
     whitelist_pass,
 )
-from ._task import GTATask
+
+if TYPE_CHECKING:
+    from ._derive import derive_gta
+    from ._task import GTATask
+
+# the run task and derivers, imported on first use (scoring needs neither, nor the runner under them)
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(("GTATask",), "._task"),
+        **dict.fromkeys(("derive_gta",), "._derive"),
+    },
+)
 
 __all__ = [
     "derive_gta",

@@ -9,6 +9,10 @@ as JSON, ``[{"name", "arguments", "label"?}, ...]``. See ``docs/eval/nl2api.md``
 (1.0, 1.0, 1.0)
 """
 
+from typing import TYPE_CHECKING
+
+from benchsmith.schemas import lazy_exports
+
 from ._plugin import NL2API
 from ._rules import NL2APIRules
 from ._scorers import (
@@ -25,7 +29,17 @@ from ._scorers import (
     slot_prf,
     slot_string,
 )
-from ._task import NL2APITask
+
+if TYPE_CHECKING:
+    from ._task import NL2APITask
+
+# the run task and derivers, imported on first use (scoring needs neither, nor the runner under them)
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(("NL2APITask",), "._task"),
+    },
+)
 
 __all__ = [
     "NL2APITask",

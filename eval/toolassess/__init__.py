@@ -8,7 +8,10 @@ several models' figures with variance-contribution weights. See ``docs/eval/tool
 {'a': 0.8, 'b': 0.4}
 """
 
-from ._derive import derive_toolassess
+from typing import TYPE_CHECKING
+
+from benchsmith.schemas import lazy_exports
+
 from ._plugin import ToolAssess
 from ._scorers import (
     AWARENESS_CLASSES,
@@ -25,7 +28,19 @@ from ._scorers import (
     variance_weights,
     weighted,
 )
-from ._task import ToolAssessTask
+
+if TYPE_CHECKING:
+    from ._derive import derive_toolassess
+    from ._task import ToolAssessTask
+
+# the run task and derivers, imported on first use (scoring needs neither, nor the runner under them)
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(("ToolAssessTask",), "._task"),
+        **dict.fromkeys(("derive_toolassess",), "._derive"),
+    },
+)
 
 __all__ = [
     "derive_toolassess",

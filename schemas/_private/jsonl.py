@@ -7,6 +7,7 @@ in the same directory, fsync, rename), so a crash never leaves a half-written fi
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import stat
@@ -519,6 +520,50 @@ def append_jsonl(path: PathLike, item: BaseModel | Mapping[str, Any], fsync: boo
         raise UserError(f"{path}: cannot append: {exc.strerror or exc}", fix="check the disk and permissions") from None
     finally:
         os.close(fd)
+
+
+def write_json_streamed(
+    path: PathLike, head: Mapping[str, Any], key: str, items: Callable[[], Iterable[Mapping[str, Any]]]
+) -> None:
+    """Atomically write ``{**head, key: [...items()]}`` byte for byte as :func:`write_json` would,
+    without holding the list: ``items()`` is called twice (whether every text encodes as UTF-8, which
+    decides the escapes of the whole file as in :func:`dumps_json`, then the writing).
+
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     a, b = pathlib.Path(d, "a.json"), pathlib.Path(d, "b.json")
+    ...     write_json_streamed(a, {"n": 1}, "xs", lambda: ({"x": i} for i in range(2)))
+    ...     write_json(b, {"n": 1, "xs": [{"x": 0}, {"x": 1}]})
+    ...     a.read_bytes() == b.read_bytes()
+    True
+    """
+
+    def dumps(obj: Any, ascii_only: bool) -> str:
+        return json.dumps(obj, ensure_ascii=ascii_only, indent=2, allow_nan=False, default=json_default)
+
+    def utf8(text: str) -> bool:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+
+    ascii_only = not utf8(dumps(dict(head), False)) or not all(utf8(dumps(dict(e), False)) for e in items())
+
+    def write(fh: IO[str]) -> None:
+        text = dumps({**head, key: []}, ascii_only)
+        entries = iter(items())
+        first = next(entries, None)
+        if first is None:
+            fh.write(text + "\n")
+            return
+        fh.write(text[: -len("[]\n}")] + "[\n")
+        for i, entry in enumerate(itertools.chain([first], entries)):
+            body = "\n".join("    " + ln for ln in dumps(dict(entry), ascii_only).split("\n"))
+            fh.write((",\n" if i else "") + body)
+        fh.write("\n  ]\n}\n")
+
+    _atomic_write(path, write)
 
 
 def write_json(path: PathLike, obj: Any) -> None:

@@ -28,7 +28,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -103,11 +103,33 @@ def _import_plugin(entry: str, where: str) -> str:
         ) from None
 
 
+def lazy_exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) for ``package``'s public names that live in heavier modules,
+    imported on first use: ``names`` maps a name to its module, relative to ``package`` (``"._task"``).
+    So importing a package to score with it does not import what only running or deriving needs."""
+
+    def __getattr__(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module, package), name)
+
+    return __getattr__
+
+
+def _home_name(module: str) -> str:
+    """The name a built-in module is the home of: its last part, or the one before a private last part
+    (``benchsmith.eval.acebench._task`` is the home of ``acebench``)."""
+    parts = module.split(".")
+    return parts[-2] if parts[-1].startswith("_") and len(parts) > 1 else parts[-1]
+
+
 class Registry(MutableMapping[str, T], Generic[T]):
     """``name -> object`` for one kind of plug-in.
 
     ``builtins`` are modules each registering its parts with :meth:`register`, imported when first
-    needed: a lookup of a name whose first part names one of them imports that one (:meth:`find`);
+    needed: a lookup of a name whose first part names one of them (its last part, or the one before a
+    private last part) imports that one (:meth:`find`);
     listing, or any other name, imports them all (once, in order) and the plug-ins. ``set_name`` sets the registered object's ``name``
     attribute to its name. A name registered twice is a ``ValueError`` (a programming error).
     """
@@ -174,7 +196,7 @@ class Registry(MutableMapping[str, T], Generic[T]):
         if name in self._items or self._loaded:
             return name in self._items
         first = re.split(r"[.:]", name, maxsplit=1)[0]
-        home = next((m for m in self.builtins if m.rsplit(".", 1)[-1] == first), None)
+        home = next((m for m in self.builtins if _home_name(m) == first), None)
         if home is None:
             self.load()
             return name in self._items
@@ -184,6 +206,11 @@ class Registry(MutableMapping[str, T], Generic[T]):
                 load_plugins()
                 self._searched.add(home)
         return name in self._items
+
+    def peek(self, name: str) -> T | None:
+        """The object registered as ``name`` so far, importing nothing (for a module that registers
+        while it is being imported, so a lookup must not import the others)."""
+        return self._items.get(name)
 
     def get_or_raise(self, name: str, fix: str | None = None) -> T:
         """The object registered as ``name``; an unknown name is a :class:`UserError` listing the known ones."""

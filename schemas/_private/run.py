@@ -1,8 +1,9 @@
 """The files of an evaluation run folder (``benchsmith eval run``) and of a score folder (``eval
 score``), each a model with one reader and one writer, used by the runner, ``eval score`` and the
 report: ``run.json`` (:class:`RunManifest`), each task's ``replies.jsonl`` (:class:`ReplyLine`) and
-``records.jsonl`` (:class:`RecordResult`), and the cases both score (:class:`EvalCase`, a run's
-``cases.jsonl``)."""
+``records.jsonl`` (:class:`RecordResult`), the cases both score (:class:`EvalCase`, a run's
+``cases.jsonl``), ``scores.json`` (:class:`ScoreHead`, then the benchmark's figures) and
+``selftest.json`` (:class:`Selftest`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,16 @@ from typing import Any, Callable, Iterable, Iterator, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from .errors import UserError
-from .jsonl import append_jsonl, loads_json, read_jsonl, validate_shape, write_json, write_jsonl
+from .jsonl import (
+    append_jsonl,
+    loads_json,
+    read_json,
+    read_jsonl,
+    validate_shape,
+    write_json,
+    write_json_streamed,
+    write_jsonl,
+)
 from .tool import StrictModel
 
 #: the ``format`` a run.json is written with; a reader accepts any ``benchsmith.run/`` version
@@ -316,3 +326,37 @@ def score_head(scores: dict[str, Any]) -> ScoreHead | None:
         return ScoreHead.model_validate({k: scores[k] for k in ScoreHead.model_fields if k in scores})
     except ValidationError:
         return None
+
+
+class SelftestFailure(StrictModel):
+    """One record of ``eval selftest`` whose gold answer does not pass."""
+
+    id: str
+    category: str | None = None
+    error_type: str | None = None
+    reason: str | None = None
+
+
+class Selftest(StrictModel):
+    """``selftest.json``: what was self-tested (the head of its ``scores.json``) and every failing record."""
+
+    benchmark: str
+    mode: Literal["strict", "official"]
+    records: int = Field(ge=0)
+    failing: list[SelftestFailure]
+
+
+def write_selftest(path: Path, head: ScoreHead, failing: Callable[[], Iterable[SelftestFailure]]) -> None:
+    """Write ``selftest.json`` atomically without holding the failing list (``failing()`` is called
+    twice: it streams them, e.g. from ``records.jsonl``)."""
+    write_json_streamed(
+        path,
+        head.model_dump(mode="json", include={"benchmark", "mode", "records"}),
+        "failing",
+        lambda: (f.model_dump(mode="json") for f in failing()),
+    )
+
+
+def read_selftest(path: Path) -> Selftest:
+    """``selftest.json`` read back; one clear line when it is not of that shape."""
+    return validate_shape(read_json(path), Selftest, where=str(path), fix="run `benchsmith eval selftest` again")

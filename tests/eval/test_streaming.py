@@ -121,7 +121,7 @@ def test_rows_are_slim_and_metrics_pure(derived: Path, bench_name: str, folder: 
 
 
 def test_selftest_json_is_written_as_write_json_would(derived: Path, tmp_path: Path) -> None:
-    from benchsmith.schemas import write_json
+    from benchsmith.schemas import ScoreHead, SelftestFailure, read_selftest, write_json, write_selftest
 
     data = derived / "derived" / "acebench_special"
     scores = run_selftest("acebench", data, tmp_path / "st")
@@ -129,20 +129,12 @@ def test_selftest_json_is_written_as_write_json_would(derived: Path, tmp_path: P
     failing = [{k: r[k] for k in ("id", "category", "error_type", "reason")} for r in records if not r["ok"]]
     # a failing record (a reason with non-ASCII text) makes the list non-empty
     failing.append({"id": "x", "category": "c", "error_type": "e", "reason": "café"})
-    from benchsmith.eval._private import run as run_mod
-
-    with (tmp_path / "st" / "records.jsonl").open("a", encoding="utf-8") as fh:
-        fh.write(
-            json.dumps(
-                {"id": "x", "category": "c", "ok": False, "score": 0.0, "error_type": "e", "reason": "café"},
-                ensure_ascii=False,
-            )
-            + "\n"
-        )
-    head = {"benchmark": "acebench", "mode": "strict", "records": scores["records"]}
-    run_mod._write_selftest(tmp_path / "st" / "selftest.json", head, tmp_path / "st" / "records.jsonl")
-    write_json(tmp_path / "ref.json", {**head, "failing": failing})
+    head = ScoreHead(benchmark="acebench", mode="strict", records=scores["records"], gold_failing=len(failing))
+    write_selftest(tmp_path / "st" / "selftest.json", head, lambda: (SelftestFailure(**f) for f in failing))
+    ref = {"benchmark": "acebench", "mode": "strict", "records": scores["records"], "failing": failing}
+    write_json(tmp_path / "ref.json", ref)
     assert (tmp_path / "st" / "selftest.json").read_bytes() == (tmp_path / "ref.json").read_bytes()
+    assert read_selftest(tmp_path / "st" / "selftest.json").model_dump(mode="json") == ref
 
 
 def test_an_error_midway_leaves_the_previous_output(

@@ -73,7 +73,8 @@ def domain(name: str) -> Callable[[D], D]:
     """Register a :class:`Domain` subclass under ``name`` (its config key and tool ``domain``)."""
 
     def deco(cls: D) -> D:
-        if name in DOMAINS:
+        # peek, not `name in DOMAINS`: a lookup would import every other domain and the plug-ins
+        if DOMAINS.peek(name) is not None:
             raise ValueError(f"sandbox domain {name} registered twice")
         if not (isinstance(cls, type) and issubclass(cls, Domain)):
             raise TypeError(f"@domain({name!r}) needs a Domain subclass")

@@ -30,7 +30,7 @@ def open_sandbox(descriptor: dict[str, Any], context: EnvContext) -> Sandbox:
 def _register() -> None:
     """``@environment("sandbox")``, tolerating a second import of this module under another name
     (pytest's ``--doctest-modules`` imports files by path): the same opener is not registered twice."""
-    known = ENVIRONMENTS.get("sandbox")
+    known = ENVIRONMENTS.peek("sandbox")
     if (
         known is not None
         and known.__qualname__ == open_sandbox.__qualname__

@@ -399,6 +399,6 @@ def test_metrics_are_a_function_of_the_rows():
 def test_rules_per_mode():
     """One AceRules per mode; each of its fields is a choice where the two modes differ."""
     assert dict(BENCH.rules) == {"strict": ACE_STRICT, "official": ACE_OFFICIAL}
-    assert BENCH.rules_for("strict") is ACE_STRICT and ACE_OFFICIAL.mode == "official"
+    assert BENCH.rules["strict"] is ACE_STRICT and ACE_OFFICIAL.mode == "official"
     choices = [f.name for f in fields(AceRules) if f.name != "mode"]
     assert choices and all(getattr(ACE_STRICT, n) != getattr(ACE_OFFICIAL, n) for n in choices)

@@ -299,7 +299,7 @@ def test_whitelist_rules():
 
 def test_rules_name_each_difference():
     assert GTA.rules == {"strict": GTA_STRICT, "official": GTA_OFFICIAL}
-    assert GTA().rules_for("official") is GTA_OFFICIAL and GTA().rules_for("strict") is GTA_STRICT
+    assert GTA.rules["official"] is GTA_OFFICIAL and GTA.rules["strict"] is GTA_STRICT
     assert isinstance(GTA_STRICT, GTARules) and (GTA_STRICT.mode, GTA_OFFICIAL.mode) == ("strict", "official")
     # every rule is a choice where the modes differ
     fields = [f.name for f in dataclasses.fields(GTARules) if f.name != "mode"]
