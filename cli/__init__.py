@@ -475,10 +475,15 @@ def eval_score(
 
         with Bars():
             run_scores = score_run(run, mode)
+        from benchsmith.eval.report import primary
+
         for name, scores in run_scores.items():
+            metric, value = primary(scores.get("benchmark", name), scores)
+            shown = "n/a" if not isinstance(value, (int, float)) else f"{100 * value:.1f}%"
+            missing = scores.get("missing_predictions") or 0
             typer.echo(
-                f"{name}: "
-                + json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False)
+                f"{name} ({scores.get('benchmark', name)}, {mode}): {metric} {shown} over {scores.get('records', 0)} "
+                f"records{f', {missing} without a reply' if missing else ''}; all figures in {run / name / 'scores.json'}"
             )
         return
     missing = [
@@ -777,11 +782,14 @@ def eval_derive(
     with Bars():
         summary = derive_all(split, out, [n.strip() for n in only.split(",") if n.strip()] or None, seed=seed)
     for name, info in summary["derived"].items():
-        typer.echo(
-            f"{name} -> {out / info['folder']} (score with --benchmark {info['benchmark']}): "
-            f"{json.dumps(info['records'], ensure_ascii=False)}"
-        )
+        counts = _counts(info["records"]) if isinstance(info["records"], dict) else f"{info['records']} records"
+        typer.echo(f"{name} -> {out / info['folder']} (score with --benchmark {info['benchmark']}): {counts}")
     typer.echo(json.dumps({"out": str(out), "derived": {k: v["benchmark"] for k, v in summary["derived"].items()}}))
+
+
+def _counts(counts: dict[str, Any]) -> str:
+    """Counts as words: ``{"plan": {"json": 3, "str": 3}, "multi": 2}`` -> "plan (3 json, 3 str), 2 multi"."""
+    return ", ".join(f"{k} ({_counts(v)})" if isinstance(v, dict) else f"{v} {k}" for k, v in counts.items())
 
 
 @eval_app.command("list")

@@ -130,8 +130,6 @@ def check_finished(what: str, unfinished: int, total: int, out: Path, errors: li
     from benchsmith.schemas import RuntimeFault
 
     last = errors[-1] if errors else ""
-    if last.startswith("stopped after") and len(errors) > 1:
-        last = errors[-2]
     cause = f" (last error: {last[:300]})" if last else ""
     raise RuntimeFault(
         f"{what}: {unfinished} of {total} items unfinished because the model endpoint failed{cause}; "

@@ -148,13 +148,13 @@ def test_ray_build_gives_the_single_process_split(chinook, tmp_path):
 
 
 def test_the_journal_keeps_blobs_and_non_finite_floats(tmp_path):
-    from benchsmith.construction.nl2api._private.pairwork import Journal
+    from benchsmith.construction.nl2api._private.pairwork import PairJournal
 
     fp = {"inputs": "x"}
-    journal = Journal(tmp_path, fp)
+    journal = PairJournal(tmp_path, fp)
     record = {"line": 3, "status": "accepted", "rows": [[b"\x00\xff", float("inf"), 1.5, None, "t"]]}
     journal.add(record)
     journal.finish()
-    again = Journal(tmp_path, fp)
+    again = PairJournal(tmp_path, fp)
     assert list(again.done) == [3] and again.get(3) == record
     again.close()

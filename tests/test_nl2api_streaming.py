@@ -221,23 +221,23 @@ def test_the_encoder_with_a_tool_utf8_cannot_encode(tmp_path):
 
 
 def test_the_journal_index_reads_records_back_in_any_order(tmp_path):
-    from benchsmith.construction.nl2api._private.pairwork import Journal
+    from benchsmith.construction.nl2api._private.pairwork import PairJournal
 
-    journal = Journal(tmp_path, {"x": 1})
+    journal = PairJournal(tmp_path, {"x": 1})
     for line in (5, 2, 9):
         journal.add({"line": line, "status": "accepted" if line != 2 else "rejected", "rows": [[line, b"\x01"]]})
     assert journal.get(2)["rows"] == [[2, b"\x01"]] and journal.rejected == {2}
     journal.close()
-    again = Journal(tmp_path, {"x": 1})
+    again = PairJournal(tmp_path, {"x": 1})
     assert sorted(again.done) == [2, 5, 9] and again.get(9)["rows"] == [[9, b"\x01"]] and again.get(5)["line"] == 5
     again.close()
     with open(tmp_path / ".journal.pending.jsonl", "ab") as fh:
         fh.write(b'{"line": 11, "status": "acc')  # a record cut by a kill: that pair runs again
-    third = Journal(tmp_path, {"x": 1})
+    third = PairJournal(tmp_path, {"x": 1})
     assert 11 not in third.done
     third.add({"line": 11, "status": "accepted", "rows": []})
     third.close()
-    assert Journal(tmp_path, {"x": 1}).get(11)["rows"] == []
+    assert PairJournal(tmp_path, {"x": 1}).get(11)["rows"] == []
     assert os.path.getsize(tmp_path / ".journal.pending.jsonl") > 0
 
 
@@ -270,7 +270,7 @@ def test_journal_records_read_back_to_the_same_values(tmp_path, value):
     bits on reading: every such value must still come back as it was written."""
     import math
 
-    from benchsmith.construction.nl2api._private.pairwork import Journal
+    from benchsmith.construction.nl2api._private.pairwork import PairJournal
 
     def same(a, b):
         if isinstance(a, float) and isinstance(b, float):
@@ -281,11 +281,11 @@ def test_journal_records_read_back_to_the_same_values(tmp_path, value):
             return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
         return type(a) is type(b) and a == b
 
-    journal = Journal(tmp_path, {"x": 1})
+    journal = PairJournal(tmp_path, {"x": 1})
     journal.add({"line": 1, "status": "accepted", "rows": [[value, 1]], "other": {"v": value}})
     journal.add({"line": 2, "status": "accepted", "rows": [(value, None)]})  # a tuple beside a null
     journal.close()
-    again = Journal(tmp_path, {"x": 1})
+    again = PairJournal(tmp_path, {"x": 1})
     one, two = again.get(1), again.get(2)
     again.close()
     assert same([[value, 1]], one["rows"]) and same({"v": value}, one["other"])

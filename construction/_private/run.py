@@ -49,6 +49,8 @@ class ConstructSummary:
     calls_per_accepted: float | None = None
     tokens: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    #: the endpoint failures in a row after which the run stopped (0: it did not stop early)
+    stopped_after: int = 0
     seconds: float = 0.0
     out: str = ""
 
@@ -59,13 +61,16 @@ class ConstructSummary:
         """The run in two lines (what came out, what it cost), then its last five errors."""
         rejected = ", ".join(f"{k}={v}" for k, v in self.rejected_by.items()) or "none"
         per = f"{self.calls_per_accepted:.2f}" if self.calls_per_accepted is not None else "n/a (nothing accepted)"
-        return [
+        lines = [
             f"{self.graph} {self.out}: {self.items} items, {self.samples} samples accepted, {self.rejected} rejected, "
             f"{self.review} to review, {self.unfinished} unfinished; rejected by: {rejected}",
             f"  model calls {self.model_calls} ({per} per accepted sample); "
             f"resumed {self.resumed}, already done {self.skipped_done}; {self.seconds:.1f}s",
             *(f"  {e}" for e in self.errors[-5:]),
         ]
+        if self.stopped_after:
+            lines.append(f"  stopped after {self.stopped_after} consecutive model errors; re-run to resume")
+        return lines
 
 
 def _run_record(spec: ConstructionGraph, seed: int, models: Any, source: str) -> dict[str, Any]:
@@ -231,9 +236,7 @@ def run_graph(
                         if streak.record(exc.kind != "request"):
                             for f in futures:
                                 f.cancel()
-                            summary.errors.append(
-                                f"stopped after {streak.count} consecutive model errors; re-run to resume"
-                            )
+                            summary.stopped_after = streak.count
                             break
                     done += 1
                     if progress:

@@ -10,7 +10,7 @@ compares run folders in ``report.html``, ``report.md``, ``leaderboard.csv`` and
 ('overall', 0.615)
 """
 
-from ._private.load import FEW_CASES, ModelInfo, Producer, ReplyInfo, Run, SplitInfo, Task, load_run
+from ._private.load import FEW_CASES, ModelInfo, Producer, ReplyInfo, Run, SplitInfo, TaskResults, load_run
 from ._private.metrics import CHART_METRIC, PRIMARY, categories, episodes, headline, primary
 from ._private.write import write_report
 
@@ -23,7 +23,7 @@ __all__ = [
     "ReplyInfo",
     "Run",
     "SplitInfo",
-    "Task",
+    "TaskResults",
     "categories",
     "episodes",
     "headline",

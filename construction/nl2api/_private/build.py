@@ -44,7 +44,7 @@ from benchsmith.schemas import (
 
 from .converter import Conversion
 from .database import DESCRIPTIONS_FIX, DESCRIPTIONS_SHAPE, Database
-from .pairwork import BATCH, JOURNAL, PENDING, Journal, fingerprint, run_pairs, run_pool, run_ray, run_serial
+from .pairwork import BATCH, JOURNAL, PENDING, PairJournal, fingerprint, run_pairs, run_pool, run_ray, run_serial
 from .reasons import REASONS, Rejection
 from .rest import rename_endpoint_params
 from .runtime import Binding, slot_bindings
@@ -215,11 +215,11 @@ def _pairs(pairs_path: Path) -> Iterator[tuple[int, Pair | RowError]]:
 
 def _collect(
     db: Database, db_path: Path, pairs_path: Path, out: Path, opts: BuildOptions, rejections: list[dict[str, Any]]
-) -> tuple[Journal, int, int]:
+) -> tuple[PairJournal, int, int]:
     """Every pair's result in the journal: from the journal of an earlier (killed) build of the
     same inputs, the rest converted and verified now (serially, in a process pool or on Ray),
     reading the pairs file as the work goes. Returns the journal, the rows and the pairs resumed."""
-    journal = Journal(out, fingerprint(db_path, Path(pairs_path), opts.style, opts.timeout_s, db.descriptions))
+    journal = PairJournal(out, fingerprint(db_path, Path(pairs_path), opts.style, opts.timeout_s, db.descriptions))
     seen: set[str] = set()
     counts = {"total": 0, "resumed": 0}
     duplicates: list[dict[str, Any]] = []  # listed after the invalid rows (the order of the report's reasons)
@@ -304,7 +304,7 @@ def build_universes(
     descriptions = read_json(opts.descriptions, DESCRIPTIONS_SHAPE, fix=DESCRIPTIONS_FIX) if opts.descriptions else None
     db = Database(db_path, timeout_s=opts.timeout_s, descriptions=descriptions)
     made = _first_missing(out)  # the folder this build makes (None: out exists)
-    journal: Journal | None = None
+    journal: PairJournal | None = None
     swapped = False
     try:
         rejections: list[dict[str, Any]] = []
@@ -396,7 +396,7 @@ def _check_owned(out: Path, sizes: Sequence[int | float] | None) -> None:
             )
 
 
-def _rejected(journal: Journal, pairs_path: Path) -> Iterator[dict[str, Any]]:
+def _rejected(journal: PairJournal, pairs_path: Path) -> Iterator[dict[str, Any]]:
     """The rejections the journal holds, with their pairs' question and SQL."""
     if not journal.rejected:
         return
@@ -413,7 +413,7 @@ def _rejected(journal: Journal, pairs_path: Path) -> Iterator[dict[str, Any]]:
             }
 
 
-def _accepted(journal: Journal, pairs_path: Path) -> Iterator[_Accepted]:
+def _accepted(journal: PairJournal, pairs_path: Path) -> Iterator[_Accepted]:
     """The verified pairs in line order, one at a time, from the pairs file and the journal."""
     for line, pair in _pairs(pairs_path):
         if line not in journal.done or line in journal.rejected or isinstance(pair, RowError):
@@ -499,7 +499,7 @@ def _write_split(
     pairs_path: Path,
     out: Path,
     opts: BuildOptions,
-    journal: Journal,
+    journal: PairJournal,
     toolsets: _ToolSets,
     rejections: list[dict[str, Any]],
     total: int,

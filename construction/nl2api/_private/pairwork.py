@@ -317,7 +317,7 @@ def _dumps_record(record: dict[str, Any]) -> bytes:
     """One journal line. orjson writes most records; it turns NaN and infinities into null and
     refuses bytes, ints beyond 64 bits and lone surrogates, so a record holding a null is read
     back and compared (a tuple also compares unequal: harmless), and any other record goes
-    through the tagged, escaped writer; either reads back to the same values (:meth:`Journal.get`)."""
+    through the tagged, escaped writer; either reads back to the same values (:meth:`PairJournal.get`)."""
     try:
         data = orjson.dumps(record)
         if b"null" not in data or orjson.loads(data) == record:
@@ -327,7 +327,7 @@ def _dumps_record(record: dict[str, Any]) -> bytes:
     return (dumps_json(json_value(record, exact=True), allow_nan=False) + "\n").encode("utf-8")
 
 
-class Journal:
+class PairJournal:
     """Append-only record of finished pairs: a header line with the inputs' fingerprint, then one
     line per pair. A build in progress writes ``<out>/.journal.pending.jsonl``; a finished build
     turns it into ``<out>/.journal.jsonl`` (:meth:`finish`), so a build that fails on bad input
@@ -454,7 +454,7 @@ class Journal:
 
 
 def run_pairs(
-    journal: Journal,
+    journal: PairJournal,
     items: Iterable[tuple[int, dict[str, Any]]],
     run: Callable[[Iterable], Iterable[dict]],
     progress: Callable[[int], None] | None = None,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from . import metrics as M
-from .load import ModelInfo, Run, SplitInfo, Task
+from .load import ModelInfo, Run, SplitInfo, TaskResults
 
 SHA_SHOWN = 12  # hex characters of a sha256 shown (the full value in a tooltip / the Markdown)
 _STATUS_NAMES = (
@@ -98,7 +98,7 @@ def split_facts(s: SplitInfo) -> list[dict[str, Any]]:
     return facts
 
 
-def _statuses(task: Task) -> str:
+def _statuses(task: TaskResults) -> str:
     """``4 ok, 1 format error``: the replies' statuses (as the leaderboard counts them) and run.json's
     pending cases."""
     counts = M.reply_status_counts(task)
@@ -108,7 +108,7 @@ def _statuses(task: Task) -> str:
     return ", ".join(f"{counts[k]:,} {name}" for k, name in _STATUS_NAMES if counts.get(k))
 
 
-def task_row(task: Task) -> dict[str, Any]:
+def task_row(task: TaskResults) -> dict[str, Any]:
     done = task.done
     scored = task.scored_cases
     if not task.scored:
@@ -135,7 +135,7 @@ def task_row(task: Task) -> dict[str, Any]:
     }
 
 
-def _gold(task: Task) -> str:
+def _gold(task: TaskResults) -> str:
     """``4/4``: of the scored cases, how many pass with their gold answer as the prediction
     (scores.json ``gold_selftest``, written by ``eval score`` since issue 27); "—" when not recorded."""
     g = (task.scores or {}).get("gold_selftest")

@@ -3,7 +3,7 @@ and replies.jsonl; what the report says about the run's model (the local-model r
 (its manifest.json and datasheet.json).
 
 Only ``run.json`` is required; everything else is read tolerantly: a task without scores.json is
-"not scored", unreadable lines of the JSONL files are skipped and counted in ``Task.warnings``, a
+"not scored", unreadable lines of the JSONL files are skipped and counted in ``TaskResults.warnings``, a
 split whose manifest or datasheet is missing or unreadable just says less.
 Replies are summarised in one pass (status, latency, tokens, the line's byte offset); the full
 reply of a case, with its turns, is read again from its offset only when a report shows it.
@@ -57,7 +57,7 @@ class ReplyInfo:
 
 
 @dataclass
-class Task:
+class TaskResults:
     """One task of a run: its run.json entry and whatever of its files exist."""
 
     name: str
@@ -175,7 +175,7 @@ class Run:
 
     path: Path
     manifest: RunManifest
-    tasks: dict[str, Task]
+    tasks: dict[str, TaskResults]
     model_info: ModelInfo | None = None
     split_info: SplitInfo | None = None
 
@@ -277,9 +277,9 @@ def _count_lines(path: Path) -> int:
         return sum(1 for line in fh if line.strip())
 
 
-def _load_task(run_dir: Path, meta: RunManifest, name: str, info: RunTask) -> Task:
+def _load_task(run_dir: Path, meta: RunManifest, name: str, info: RunTask) -> TaskResults:
     folder = run_dir / name
-    task = Task(name=name, benchmark=info.benchmark or name, folder=folder, info=info)
+    task = TaskResults(name=name, benchmark=info.benchmark or name, folder=folder, info=info)
     scores_path = folder / "scores.json"
     if scores_path.is_file():
         try:
@@ -389,7 +389,7 @@ def _split_info(meta: RunManifest) -> SplitInfo | None:
 
 def load_run(run_dir: str | Path) -> Run:
     """Read a run folder. A missing or garbled run.json is a :class:`~benchsmith.schemas.UserError`;
-    a task without scores.json loads as not scored (``Task.scored`` is False).
+    a task without scores.json loads as not scored (``TaskResults.scored`` is False).
 
     >>> import tempfile, pathlib
     >>> with tempfile.TemporaryDirectory() as d:

@@ -18,7 +18,7 @@ from benchsmith.eval.derive import BenchmarkView
 from benchsmith.eval.views import num, record_categories  # noqa: F401  (re-exported)
 from benchsmith.schemas import RecordResult
 
-from .load import Run, Task
+from .load import Run, TaskResults
 
 
 def view(benchmark: str) -> ReportView:
@@ -140,7 +140,7 @@ def category_figure(figures: Mapping[str, float], metric: str | None) -> float |
 
 
 # ---- run-level figures ---------------------------------------------------------------------------
-def reply_status_counts(task: Task) -> Counter[str]:
+def reply_status_counts(task: TaskResults) -> Counter[str]:
     """``ok`` / ``format_error`` / ``transport_error`` counts of a task's replies (last line per case);
     run.json's ``status_counts`` when the task has no replies.jsonl."""
     if task.replies:
@@ -151,7 +151,7 @@ def reply_status_counts(task: Task) -> Counter[str]:
     return Counter({str(k): int(v) for k, v in counts.items() if num(v) and k != "pending"})
 
 
-def scorer_error_counts(task: Task) -> Counter[str]:
+def scorer_error_counts(task: TaskResults) -> Counter[str]:
     """Failing records of records.jsonl by error type (``failed`` when a record has none)."""
     return Counter(r.error_type or "failed" for r in task.records if not r.ok)
 

@@ -230,7 +230,7 @@ def _episode(reply: dict[str, Any] | None, record: RecordResult) -> dict[str, An
     return {"events": shown, "count": len(events), "summary": " · ".join(p for p in parts if p)}
 
 
-def _failure(task, record: RecordResult) -> dict[str, Any]:  # noqa: ANN001 - a Task
+def _failure(task, record: RecordResult) -> dict[str, Any]:  # noqa: ANN001 - a TaskResults
     reply = task.reply(record.id)
     turns = _turns(reply)
     raw = _text(turns[-1].get("raw")) if turns else ""
