@@ -5,13 +5,12 @@ model per speaker, told apart by ``who``, and a line of a task's ``episodes.json
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Annotated, Any, Iterator, Literal, Union
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter
 
-from .jsonl import append_jsonl, loads_json
+from .jsonl import append_jsonl, iter_appended
 from .tool import StrictModel
 
 
@@ -116,12 +115,5 @@ def append_journal(path: Path, key: str, n: int, event: Any) -> None:
 
 def iter_journal(path: Path) -> Iterator[JournalLine]:
     """The readable lines of a journal in order; a line that is not one (a write killed mid-line, or
-    another program's) is skipped."""
-    if not path.is_file():
-        return
-    with path.open("rb") as fh:
-        for raw in fh:
-            try:
-                yield JournalLine.model_validate(loads_json(raw))
-            except (json.JSONDecodeError, UnicodeDecodeError, ValidationError):
-                continue
+    another program's) is skipped (:func:`iter_appended`)."""
+    return (line for _, line in iter_appended(path, JournalLine) if line is not None)

@@ -231,6 +231,31 @@ def iter_jsonl_lenient(path: PathLike, model: type[M]) -> tuple[list[tuple[int, 
     return good, bad
 
 
+def appended_line(raw: bytes, model: type[M]) -> M | None:
+    """One line of an append-only file (a journal) read as ``model``; None when it cannot be: a
+    write killed mid-line (even inside a multi-byte character), not JSON, another shape."""
+    try:
+        return model.model_validate(loads_json(raw))
+    except (json.JSONDecodeError, UnicodeDecodeError, ValidationError):
+        return None
+
+
+def iter_appended(path: PathLike, model: type[M]) -> Iterator[tuple[int, M | None]]:
+    """``(byte offset, line)`` for each non-blank line of an append-only file written with
+    :func:`append_jsonl` (``replies.jsonl``, ``episodes.jsonl``): the reader of every journal. A
+    line that cannot be read is None (:func:`appended_line`), never an error: the writer starts the
+    next line after a torn one, so one killed write costs one line. An absent file has none."""
+    target = Path(path)
+    if not target.is_file():
+        return
+    offset = 0
+    with target.open("rb") as fh:
+        for raw in fh:
+            start, offset = offset, offset + len(raw)
+            if raw.strip():
+                yield start, appended_line(raw, model)
+
+
 def read_jsonl(path: PathLike, model: type[M]) -> list[M]:
     """Read and validate every row of a JSONL file (blank lines are skipped).
 

@@ -16,6 +16,8 @@ from pydantic import Field, ValidationError, model_validator
 from .errors import UserError
 from .jsonl import (
     append_jsonl,
+    appended_line,
+    iter_appended,
     loads_json,
     read_json,
     read_jsonl,
@@ -159,27 +161,17 @@ class ReplyLine(StrictModel):
 
 def iter_reply_lines(path: Path) -> Iterator[tuple[int, ReplyLine | None]]:
     """``(byte offset, line)`` for each non-blank line of a ``replies.jsonl``; ``None`` for a line
-    that cannot be read (a write killed mid-line, even inside a multi-byte character)."""
-    offset = 0
-    with path.open("rb") as fh:
-        for raw in fh:
-            start, offset = offset, offset + len(raw)
-            if raw.strip():
-                yield start, reply_line(raw)
+    that cannot be read (:func:`iter_appended`)."""
+    return iter_appended(path, ReplyLine)
 
 
 def reply_line(raw: bytes) -> ReplyLine | None:
     """One ``replies.jsonl`` line read, None when it cannot be (not JSON, wrong shape)."""
-    try:
-        return ReplyLine.model_validate(loads_json(raw))
-    except (json.JSONDecodeError, ValidationError):
-        return None
+    return appended_line(raw, ReplyLine)
 
 
 def read_replies(path: Path) -> dict[str, ReplyLine]:
     """The last readable line per key of a ``replies.jsonl`` (none when the file is absent)."""
-    if not path.is_file():
-        return {}
     return {line.key: line for _, line in iter_reply_lines(path) if line is not None}
 
 
