@@ -226,7 +226,7 @@ def construct(out: Path, n: int = DEMO_QUERIES, *, echo: Echo = print, model: st
             root / "dialogues",
             models=models,
             concurrency=slots,
-            options={"max_turns": 4, "max_steps": 3},
+            options={"max_turns": 4, "max_steps": 4},  # 3 tool rounds and the answer
             progress=bars.add("dialogues").update,
         )
     for line in dialogues.describe():

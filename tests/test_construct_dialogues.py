@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from dialogue_scripts import ASSISTANT, FOOD, USER, food_assistant, food_user, wifi_assistant
 from helpers import build_slot_split, pair_lines
 from scripted_chat import ScriptedChat, by_task
@@ -66,7 +67,7 @@ def test_a_full_dialogue_on_a_sandbox_scenario_is_accepted(tmp_path: Path) -> No
         meta["final_state"]["food"]["session"] == "Mina"
         and meta["final_state"]["food"]["accounts"]["Mina"]["balance"] == 41.0
     )
-    assert d.provenance.method == "construct.dialogues" and d.provenance.versions["graph"] == "dialogues@v1"
+    assert d.provenance.method == "construct.dialogues" and d.provenance.versions["graph"] == "dialogues@v2"
     assert d.provenance.versions["prompt.user_turn"].startswith("construction/dialogue_user@v1-")
     report = run_checks(d)  # well-formed dialogue, gold = its calls, and the calls replay in the sandbox
     assert report.accepted, report.results
@@ -139,7 +140,17 @@ def test_the_step_budget_stops_an_assistant_that_never_answers(tmp_path: Path) -
     s = run_graph(
         "dialogues", _scenarios(tmp_path, "food-order-basic"), tmp_path / "d", models=m, options={"max_steps": 3}
     )
-    assert s.rejected_by == {"budget:step_budget": 1} and s.calls_by_node["assistant_turn"] == 4
+    # the turn rules eval episodes play by: three replies after the user's message, no fourth is asked
+    assert s.rejected_by == {"budget:step_budget": 1} and s.calls_by_node["assistant_turn"] == 3
+
+
+@pytest.mark.parametrize(
+    "said", ["Assistant: I placed the order.", "Please run place_order(item='pizza') for me.", "   "]
+)
+def test_a_user_who_breaks_its_role_goes_to_review(tmp_path: Path, said: str) -> None:
+    m = _models(**{USER: json.dumps({"message": said, "goal_met": False}), ASSISTANT: food_assistant})
+    s = run_graph("dialogues", _scenarios(tmp_path, "food-order-basic"), tmp_path / "d", models=m)
+    assert s.review == 1 and s.samples == 0 and s.calls_by_node == {"user_turn": 1}
 
 
 def test_an_unreadable_assistant_reply_goes_to_review_with_the_raw_text(tmp_path: Path) -> None:

@@ -103,7 +103,7 @@ def test_dialogues_on_a_sandbox_scenario_with_the_local_model(models: RoleModels
         models=models,
         limit=2,
         concurrency=2,
-        options={"max_turns": 2, "max_steps": 2},
+        options={"max_turns": 2, "max_steps": 3},
     )
     for s in honest(tmp_path / "d", d, 2):
         assert s.dialogue and s.dialogue[0].role == "user" and s.dialogue[-1].role == "assistant"

@@ -41,6 +41,7 @@ from benchsmith.construction._private.engine import (
     reject,
 )
 
+from ..turns import next_speaker, step_budget_spent, turn_budget_spent, user_message
 from ._tools import environment_of, query_sample_items, setup_text, tool_view
 from .chains import INTERNAL_CODES, SIMULATE
 
@@ -98,6 +99,25 @@ def _runs(dialogue: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return runs
 
 
+def turn_events(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The dialogue so far as the events the turn rules read (``benchsmith.construction.turns``): a
+    user message, an assistant reply with its calls, the tools' results once every call of the
+    reply has run (one by one, in ``tool_turn``), and the user's closing when its goal is met."""
+    events: list[dict[str, Any]] = []
+    for m in state.get("dialogue") or []:
+        if m["role"] == "user":
+            events.append({"who": "user"})
+        elif m["role"] == "assistant":
+            events.append({"who": "assistant", "calls": m.get("tool_calls") or []})
+        elif events[-1]["who"] != "tool":
+            events.append({"who": "tool"})
+    if state.get("pending") and events and events[-1]["who"] == "tool":
+        events.pop()  # calls of the reply still to run: the tools have not finished their turn
+    if state.get("goal_met"):
+        events.append({"who": "user", "stop": True})
+    return events
+
+
 def _reply_json(message: dict[str, Any]) -> str:
     """An assistant message as the JSON reply the assistant model wrote."""
     if message.get("tool_calls"):
@@ -151,8 +171,8 @@ def _parse_user(state: dict[str, Any], text: str) -> dict[str, Any]:
             raise ParseError("bad_field", "the user said its goal was met before saying anything")
         closing = value["message"].strip() if isinstance(value["message"], str) else ""
         return {"goal_met": True, "closing": closing}
-    message = nonempty_text(value["message"], "message")
-    if len(users) >= state["max_turns"]:
+    message = user_message(nonempty_text(value["message"], "message"), (t["name"] for t in _visible_tools(state)))
+    if turn_budget_spent(turn_events(state), state["max_turns"]):
         return reject("budget", "turn_budget", f"the user's goal was not met within {state['max_turns']} turn(s)")
     dialogue.append({"role": "user", "content": message})
     return {"dialogue": dialogue, "goal_met": False}
@@ -260,14 +280,6 @@ def _parse_assistant(state: dict[str, Any], text: str) -> dict[str, Any]:
                 n += 1
                 label = f"out_{n}"
             calls.append({"name": raw["name"], "arguments": args, "label": label})
-        runs = _runs(dialogue)
-        rounds = sum(1 for m in (runs[-1] if runs else []) if m["role"] == "assistant" and m.get("tool_calls")) + 1
-        if rounds > state["max_steps"]:
-            return reject(
-                "budget",
-                "step_budget",
-                f"the assistant still calls tools after {state['max_steps']} tool round(s) in one turn",
-            )
         content = value["message"].strip() if isinstance(value.get("message"), str) else ""
         dialogue.append({"role": "assistant", "content": content, "tool_calls": calls})
         return {"dialogue": dialogue, "pending": calls}
@@ -451,23 +463,26 @@ def finalize(state: dict[str, Any]) -> dict[str, Any]:
     return {"status": ACCEPTED, "outputs": [sample]}
 
 
-# -- routing ---------------------------------------------------------------------------------------------
-def after_user(state: dict[str, Any]) -> str:
+# -- routing: the turn rules -------------------------------------------------------------------------
+NODES = {"user": "user_turn", "assistant": "assistant_turn", "tool": "tool_turn", "end": "finalize"}
+
+
+def next_node(state: dict[str, Any]) -> str:
+    """The node of whoever speaks next (:func:`~benchsmith.construction.turns.next_speaker`); the
+    step budget before the assistant is asked again; the end once the item is no longer running."""
     if state.get("status") != RUNNING:
         return "__end__"
-    return "finalize" if state.get("goal_met") else "assistant_turn"
+    events = turn_events(state)
+    who = next_speaker(events)
+    if who == "assistant" and step_budget_spent(events, state["max_steps"]):
+        return "step_budget"
+    return NODES[who]
 
 
-def after_assistant(state: dict[str, Any]) -> str:
-    if state.get("status") != RUNNING:
-        return "__end__"
-    return "tool_turn" if state.get("pending") else "user_turn"
-
-
-def after_tool(state: dict[str, Any]) -> str:
-    if state.get("status") != RUNNING:
-        return "__end__"
-    return "tool_turn" if state.get("pending") else "assistant_turn"
+def step_budget(state: dict[str, Any]) -> dict[str, Any]:
+    return reject(
+        "budget", "step_budget", f"the assistant has not answered the user after {state['max_steps']} replies"
+    )
 
 
 # -- items ----------------------------------------------------------------------------------------------------
@@ -484,8 +499,8 @@ def _scenario_items(path: Path | None) -> list[tuple[str, dict[str, Any]]]:
 
 
 class DialoguesOptions(GraphOptions):
-    max_turns: int = Field(8, ge=0, description="user turns before the dialogue ends unfinished")
-    max_steps: int = Field(4, ge=0, description="assistant steps (tool calls) per user turn")
+    max_turns: int = Field(8, ge=1, description="user messages before the dialogue ends unfinished")
+    max_steps: int = Field(5, ge=1, description="assistant replies after one user message (tool calls and answer)")
     persona: str | None = Field(None, description="the simulated user's persona when the item has none")
     allow_failed_calls: bool = Field(True, description="accept dialogues in which a tool call failed")
     environment: dict[str, Any] | None = Field(
@@ -496,6 +511,7 @@ class DialoguesOptions(GraphOptions):
 @graph("dialogues")
 class DialoguesGraph(ConstructionGraph):
     description = "user agent (goal + persona) <-> assistant agent <-> tools (real or simulated), until the goal is met"
+    version = "v2"  # v2: the shared turn rules (turns.py): user role checks, max_steps counts every reply
     roles = ("user", "assistant", "tool_simulator")
     steps = (USER, ASSISTANT, SIMULATE)
     Options = DialoguesOptions
@@ -550,11 +566,12 @@ class DialoguesGraph(ConstructionGraph):
         g.add_node("user_turn", model_node(USER))
         g.add_node("assistant_turn", model_node(ASSISTANT))
         g.add_node("tool_turn", tool_turn)
+        g.add_node("step_budget", step_budget)
         g.add_node("finalize", finalize)
         g.add_edge(START, "user_turn")
-        g.add_conditional_edges("user_turn", after_user, ["assistant_turn", "finalize", END])
-        g.add_conditional_edges("assistant_turn", after_assistant, ["tool_turn", "user_turn", END])
-        g.add_conditional_edges("tool_turn", after_tool, ["tool_turn", "assistant_turn", END])
+        for node in ("user_turn", "assistant_turn", "tool_turn"):
+            g.add_conditional_edges(node, next_node, [*NODES.values(), "step_budget", END])
+        g.add_edge("step_budget", END)
         g.add_edge("finalize", END)
         return g
 

@@ -5,15 +5,17 @@ from its last completed turn. See ``docs/eval/episodes.md``.
 
 An episode is a list of events, each one turn: ``user`` (the simulator's message),
 ``assistant`` (text and/or calls, or an unreadable reply), ``tool`` (the calls' observations and
-the state diff they caused) and a final ``end`` (why it stopped). Who speaks next is a pure
-function of the events (:func:`next_speaker`); the messages each side sees are pure functions
+the state diff they caused) and a final ``end`` (why it stopped). Who speaks next and when a
+budget is spent are the turn rules of :mod:`benchsmith.construction.turns`, the ones the dialogues
+graph builds conversations by; the messages each side sees are pure functions
 of the events (:func:`assistant_messages`, :func:`user_messages`); replies are read by pure
 functions (:func:`read_assistant`, :func:`read_user`). Only :func:`run_episode` talks to models
 and environments.
 
 End reasons: ``user_stop`` (the user said the stop phrase), ``assistant_done`` (solo episodes:
 the assistant answered without a call), ``user_failure`` (the simulator broke its role, sent
-nothing, or stopped before asking anything), ``user_turn_budget`` (the simulator never stopped),
+nothing, or stopped before asking anything), ``user_turn_budget`` (asked once more after ``max_turns`` messages, the simulator still did
+not stop),
 ``step_budget`` (too many assistant replies after one user message), ``call_budget``,
 ``token_budget``, ``wall_budget``. The first two are normal ends. A ``user_failure`` is never
 charged to the model (:data:`USER_FAILURES`). A user who never stops is cut by the turn budget:
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Protocol
 
+from benchsmith.construction.turns import next_speaker, step_budget_spent, turn_budget_spent, user_message
 from benchsmith.models import ParseError, call_schema, read_json_reply
 from benchsmith.schemas import ToolError, append_journal, episode_event, iter_journal, loads_json
 
@@ -154,41 +157,6 @@ class Episode:
 
 
 # ---- pure parts: who speaks, what each side sees, reading replies ----------------------------------
-def next_speaker(events: list[dict[str, Any]], solo: bool) -> str:
-    """``user``, ``assistant``, ``tool`` or ``end`` after ``events``.
-
-    >>> next_speaker([], False), next_speaker([{"who": "user", "text": "hi"}], False)
-    ('user', 'assistant')
-    >>> next_speaker([{"who": "assistant", "text": "done", "calls": []}], True)
-    'end'
-    """
-    if not events:
-        return "user"
-    last = events[-1]
-    who = last["who"]
-    if who == "end":
-        return "end"
-    if who == "user":
-        return "assistant"
-    if who == "tool":
-        return "assistant"
-    if last.get("error"):  # an unreadable reply: the assistant tries again (it costs a step)
-        return "assistant"
-    if last.get("calls"):
-        return "tool"
-    return "end" if solo else "user"
-
-
-def steps_since_user(events: list[dict[str, Any]]) -> int:
-    n = 0
-    for ev in reversed(events):
-        if ev["who"] == "user":
-            break
-        if ev["who"] == "assistant":
-            n += 1
-    return n
-
-
 def summarize(events: list[dict[str, Any]], end: str) -> dict[str, Any]:
     """Counts of an episode (JSON-able): turns, replies, calls, failed calls by code, format errors, usage."""
     codes: dict[str, int] = {}
@@ -421,7 +389,8 @@ def read_user_json(text: str, stop_phrase: str, tool_names: Iterable[str] = ()) 
 
 def read_user(text: str, stop_phrase: str, tool_names: Iterable[str] = ()) -> tuple[str, bool]:
     """``(message, stopped)`` from the simulator's reply (pure); raises ``ParseError`` when it broke
-    its role (an empty reply, a tool call, speaking as the assistant).
+    its role (:func:`benchsmith.construction.turns.user_message`). A reply with the stop phrase in
+    it stops, whatever else it says.
 
     >>> read_user("Please text Ana. ", "finish conversation")
     ('Please text Ana.', False)
@@ -429,18 +398,9 @@ def read_user(text: str, stop_phrase: str, tool_names: Iterable[str] = ()) -> tu
     ('Thanks! finish conversation', True)
     """
     message = " ".join((text or "").split())
-    if not message:
-        raise ParseError("empty_user_message", "the user simulator sent nothing")
-    low = message.lower()
-    if stop_phrase.lower() in low:
-        return message, True
-    for prefix in ("assistant:", "agent:", "system:"):
-        if low.startswith(prefix):
-            raise ParseError("user_broke_role", f"the user simulator spoke as {prefix[:-1]}")
-    for name in tool_names:
-        if name and f"{name}(".lower() in low:
-            raise ParseError("user_broke_role", f"the user simulator wrote a call of {name}")
-    return message[: MAX_MESSAGE * 2], False
+    if message and stop_phrase.lower() in message.lower():
+        return message[: MAX_MESSAGE * 2], True
+    return user_message(message, tool_names)[: MAX_MESSAGE * 2], False
 
 
 def read_assistant(
@@ -636,15 +596,13 @@ async def run_episode(
         if s["wall_s"] >= budgets.wall_s:
             return finish("wall_budget")
         who = next_speaker(events, spec.solo)
-        if who == "end":
-            return finish("assistant_done")
+        if who == "end":  # the user stopped (a run killed before its end was journaled) or the solo reply
+            return finish("user_stop" if events[-1]["who"] == "user" else "assistant_done")
         t0 = time.monotonic()
         if who == "user":
             if spec.solo:
                 record({"who": "user", "text": spec.instruction, "elapsed_s": 0.0})
                 continue
-            if s["user_turns"] >= budgets.max_turns:
-                return finish("user_turn_budget")
             req = Request(
                 user_messages(spec, events, user_json),
                 max_tokens=120 if user_json else 160,
@@ -682,11 +640,13 @@ async def run_episode(
                     }
                 )
                 return finish("user_failure")
+            if not stopped and turn_budget_spent(events, budgets.max_turns):
+                return finish("user_turn_budget")  # asked once more, it did not stop: its message is not played
             record({"who": "user", "text": text, "stop": stopped, "elapsed_s": round(time.monotonic() - t0, 4)})
             if stopped:
                 return finish("user_stop")
         elif who == "assistant":
-            if steps_since_user(events) >= budgets.max_steps:
+            if step_budget_spent(events, budgets.max_steps):
                 return finish("step_budget")
             if s["assistant_tokens"] >= budgets.max_tokens:
                 return finish("token_budget")

@@ -153,9 +153,21 @@ def test_a_user_who_never_stops_is_cut_by_the_turn_budget():
         lambda m, k: say("Tell me more."),
         budgets=Budgets(max_turns=3),
     )
-    assert ep.end == "user_turn_budget" and u.calls == 3
+    # three messages played; asked a fourth time it still does not stop, and that message is not played
+    assert ep.end == "user_turn_budget" and u.calls == 4 and ep.summary()["user_turns"] == 3
     # the task is undone and the user keeps asking: the model's budget, not the simulator's fault
     assert score("msg-wifi-off", ep).error_type == "budget_exhausted"
+
+
+def test_a_user_who_stops_when_asked_after_its_last_turn_ends_normally():
+    replies = iter(["Tell me more.", "And more.", "Thanks, finish conversation"])
+    ep, _, u = play_one(
+        spec_of("msg-wifi-off"),
+        lambda m, k: say("Sure."),
+        lambda m, k: say(next(replies)),
+        budgets=Budgets(max_turns=2),
+    )
+    assert ep.end == "user_stop" and u.calls == 3 and ep.summary()["user_turns"] == 3
 
 
 def test_a_user_who_never_stops_after_the_goal_is_reached_does_not_fail_the_episode():
