@@ -28,6 +28,7 @@ from benchsmith.schemas._private.episode import (
 )
 from benchsmith.schemas._private.errors import BenchsmithError, RuntimeFault, ToolError, UserError
 from benchsmith.schemas._private.folders import check_out_dir, swap_folder, writer_alive
+from benchsmith.schemas._private.jobs import FailureStreak, failure_limit, run_items, run_items_in_threads
 from benchsmith.schemas._private.jsonl import (
     JsonlError,
     RowError,
@@ -105,7 +106,6 @@ from benchsmith.schemas._private.sample import (
     content_id,
 )
 from benchsmith.schemas._private.split import Split, SplitManifest, file_sha256, samples_content_hash
-from benchsmith.schemas._private.streak import FailureStreak, failure_limit
 from benchsmith.schemas._private.tool import (
     RestBinding,
     StrictModel,
@@ -238,6 +238,8 @@ __all__ = [
     "progress_bar",
     "FailureStreak",
     "failure_limit",
+    "run_items",
+    "run_items_in_threads",
     "ToolError",
     "UserError",
     "RuntimeFault",

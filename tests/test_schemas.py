@@ -543,3 +543,43 @@ def test_a_failure_streak_stops_at_its_limit_and_resets_on_an_answer() -> None:
     assert [streak.record(f) for f in (True, True, False, True, True)] == [False] * 5
     assert streak.record(True) and streak.count == 3
     assert [failure_limit(c) for c in (1, 3, 4, 8)] == [8, 8, 10, 18]
+
+
+def test_run_items_keeps_to_its_concurrency_and_stops_after_a_streak_of_endpoint_failures() -> None:
+    import asyncio
+
+    from benchsmith.schemas import run_items
+
+    running, peak, started, finished = 0, 0, [], []
+
+    async def work(item: int) -> bool:
+        nonlocal running, peak
+        started.append(item)
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        return item >= 4  # the endpoint stops answering from item 4 on
+
+    stopped = asyncio.run(run_items(range(20), work, concurrency=2, stop_after=3, done=finished.append))
+    assert peak == 2 and started[:4] == [0, 1, 2, 3]
+    # 4, 5, 6 fail in a row: the streak stops the job; the item already running (7) finishes, none after
+    assert stopped == 3 and max(started) <= 7 and sorted(finished) == started
+
+
+def test_run_items_raises_a_fault_once_the_running_items_finished() -> None:
+    import time
+
+    from benchsmith.schemas import run_items_in_threads
+
+    finished: list[int] = []
+
+    def work(item: int) -> bool:
+        if item == 1:
+            raise ValueError("item 1 is broken")
+        time.sleep(0.05)
+        return False
+
+    with pytest.raises(ValueError, match="item 1"):
+        run_items_in_threads(range(10), work, concurrency=3, stop_after=8, done=finished.append)
+    assert 0 in finished and 2 in finished and max(finished) <= 3  # no item started after the fault

@@ -19,13 +19,20 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from benchsmith.schemas import FailureStreak, Sample, UserError, failure_limit, read_json, write_json, write_jsonl
+from benchsmith.schemas import (
+    Sample,
+    UserError,
+    failure_limit,
+    read_json,
+    run_items_in_threads,
+    write_json,
+    write_jsonl,
+)
 
 from .engine import ACCEPTED, FINAL, REJECTED, REVIEW, RUNNING, BuildContext, ConstructionGraph, get_graph
 
@@ -209,42 +216,38 @@ def run_graph(
                 continue
             todo.append((item_id, item, bool(values) and bool(snap.next)))
 
-        def work(item_id: str, item: dict[str, Any], resume: bool) -> None:
+        def work(todo_item: tuple[str, dict[str, Any], bool]) -> bool:
+            """Run one item; True when it failed because the endpoint did not answer."""
+            item_id, item, resume = todo_item
             inp = None if resume else spec.initial(item_id, item, seed)
-            app.invoke(inp, config(item_id), context=ctx, durability="sync")
-
-        done = summary.skipped_done
-        if progress:
-            progress(done, len(items))
-        streak = FailureStreak(max_consecutive_errors or failure_limit(concurrency))
-        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-            futures = {pool.submit(work, i, it, r): i for i, it, r in todo}
-            summary.resumed = sum(1 for *_, r in todo if r)
             try:
-                for fut in as_completed(futures):
-                    item_id = futures[fut]
-                    try:
-                        fut.result()
-                        streak.record(False)
-                    except UserError:
-                        for f in futures:
-                            f.cancel()
-                        raise
-                    except TransportError as exc:
-                        summary.errors.append(f"{item_id}: {exc}")
-                        # a refused request (HTTP 4xx) is the endpoint answering: it fails its item only
-                        if streak.record(exc.kind != "request"):
-                            for f in futures:
-                                f.cancel()
-                            summary.stopped_after = streak.count
-                            break
-                    done += 1
-                    if progress:
-                        progress(done, len(items))
-            except KeyboardInterrupt:  # Ctrl-C: drop the items not started; the checkpoints keep the rest
-                for f in futures:
-                    f.cancel()
-                raise
+                app.invoke(inp, config(item_id), context=ctx, durability="sync")
+            except TransportError as exc:
+                summary.errors.append(f"{item_id}: {exc}")
+                return exc.kind != "request"  # a refused request (HTTP 4xx) is the endpoint answering
+            return False
+
+        finished = summary.skipped_done
+
+        def advance(_: Any) -> None:
+            nonlocal finished
+            finished += 1
+            if progress:
+                progress(finished, len(items))
+
+        if progress:
+            progress(finished, len(items))
+        summary.resumed = sum(1 for *_, r in todo if r)
+        summary.stopped_after = (
+            run_items_in_threads(
+                todo,
+                work,
+                concurrency=concurrency,
+                stop_after=max_consecutive_errors or failure_limit(concurrency),
+                done=advance,
+            )
+            or 0
+        )
         _write_outputs(spec, app, items, out, source_name, summary, config)
     finally:
         conn.close()

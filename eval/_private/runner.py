@@ -32,7 +32,6 @@ from benchsmith.schemas import (
     RUN_FORMAT,
     Bar,
     Bars,
-    FailureStreak,
     GoldSelftest,
     Registry,
     ReplyError,
@@ -53,6 +52,7 @@ from benchsmith.schemas import (
     read_jsonl,
     read_replies,
     read_run_manifest,
+    run_items,
     validate_shape,
     write_cases,
     write_jsonl,
@@ -591,73 +591,72 @@ async def _run_async(
     write_run_manifest(run_json, meta)
 
     journals = {p.task.name: Journal(p.folder / "episodes.jsonl") for p in planned}
-    sem = asyncio.Semaphore(max(1, concurrency))
     memo: dict[str, asyncio.Future[Any]] = {}
-    streak = FailureStreak(max_consecutive_failures)
-    abort: dict[str, BaseException | None] = {"exc": None}
+    last_error: list[str] = ["?"]
     wall: dict[str, float] = defaultdict(float)
     t_start = time.monotonic()
 
     bars: dict[str, Bar] = {}  # one per task, from the run's one progress display
 
-    async def one(p: PlannedTask, case: EvalCase, key: str) -> None:
-        async with sem:
-            if abort["exc"] is not None:
-                return
-            started = _now()
-            ctx = CallContext(
-                client,
-                calling,
-                memo,
-                counters[p.task.name],
-                user_client=user_client,
-                journal=journals[p.task.name],
+    async def work(item: tuple[PlannedTask, EvalCase, str]) -> bool:
+        """Play one case and journal its reply; True when the endpoint did not answer."""
+        p, case, key = item
+        started = _now()
+        ctx = CallContext(
+            client,
+            calling,
+            memo,
+            counters[p.task.name],
+            user_client=user_client,
+            journal=journals[p.task.name],
+            key=key,
+            user_local=bool((user_model or {}).get("local")),
+        )
+        try:
+            outcome = await p.task.solve(case, ctx)
+        except TransportError as exc:
+            # a request the endpoint refuses (HTTP 4xx: too long for the context, ...) is final for
+            # this case; connection, timeout, 429 and 5xx failures are retried by the next run
+            status: ReplyStatus = "request_error" if exc.kind == "request" else "transport_error"
+            outcome = Outcome(status, None, [], {"type": exc.kind, "message": str(exc)})
+            last_error[0] = str(exc)
+        append_reply(
+            p.folder / "replies.jsonl",
+            ReplyLine(
+                id=case.id,
                 key=key,
-                user_local=bool((user_model or {}).get("local")),
-            )
-            try:
-                outcome = await p.task.solve(case, ctx)
-            except TransportError as exc:
-                # a request the endpoint refuses (HTTP 4xx: too long for the context, ...) is final for
-                # this case; connection, timeout, 429 and 5xx failures are retried by the next run
-                status: ReplyStatus = "request_error" if exc.kind == "request" else "transport_error"
-                outcome = Outcome(status, None, [], {"type": exc.kind, "message": str(exc)})
-            except UserError as exc:
-                abort["exc"] = exc
-                return
-            if streak.record(outcome.status == "transport_error") and abort["exc"] is None:
-                abort["exc"] = RuntimeFault(
-                    f"the model endpoint failed {streak.count} cases in a row "
-                    f"(last: {outcome.error['message'] if outcome.error else '?'}); everything finished so far is "
-                    f"kept in {out} — re-run the same command to resume"
-                )
-            append_reply(
-                p.folder / "replies.jsonl",
-                ReplyLine(
-                    id=case.id,
-                    key=key,
-                    model=model["name"],
-                    prompt_version=p.task.prompt_version(),
-                    status=outcome.status,
-                    result=outcome.result,
-                    error=ReplyError.model_validate(outcome.error) if outcome.error else None,
-                    turns=[ReplyTurn.model_validate(t.as_json()) for t in outcome.turns],
-                    started_at=started,
-                    finished_at=_now(),
-                ),
-            )
-            wall[p.task.name] = time.monotonic() - t_start
-            bars[p.task.name].advance()
+                model=model["name"],
+                prompt_version=p.task.prompt_version(),
+                status=outcome.status,
+                result=outcome.result,
+                error=ReplyError.model_validate(outcome.error) if outcome.error else None,
+                turns=[ReplyTurn.model_validate(t.as_json()) for t in outcome.turns],
+                started_at=started,
+                finished_at=_now(),
+            ),
+        )
+        wall[p.task.name] = time.monotonic() - t_start
+        return outcome.status == "transport_error"
 
+    stopped: int | None = None
     try:
         with Bars(enabled=progress) as display:
             for p in planned:
                 bars[p.task.name] = display.add(p.task.name, total=len(p.cases), done=done_before.get(p.task.name, 0))
-            await asyncio.gather(*(one(p, c, k) for p, c, k in pending))
+            stopped = await run_items(
+                pending,
+                work,
+                concurrency=concurrency,
+                stop_after=max_consecutive_failures,
+                done=lambda item: bars[item[0].task.name].advance(),
+            )
     finally:
         summary = finish_run(out, planned, model["name"], meta, counters, wall)
-    if abort["exc"] is not None:
-        raise abort["exc"]
+    if stopped is not None:
+        raise RuntimeFault(
+            f"the model endpoint failed {stopped} cases in a row (last: {last_error[0]}); everything finished "
+            f"so far is kept in {out} — re-run the same command to resume"
+        )
     return RunResult(out, summary.tasks, summary.status or "")
 
 
