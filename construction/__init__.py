@@ -17,7 +17,7 @@ from benchsmith.schemas import lazy_exports
 from ._private.envs import ENVIRONMENTS, EnvContext, ToolEnvironment, environment, open_environment
 
 if TYPE_CHECKING:
-    from ._private.catalog import CatalogEntry, draw_tools, load_catalog
+    from ._private.catalog import CatalogEntry, draw_tools, load_catalog, raw_rows, tool_dict
     from ._private.engine import (
         ACCEPTED,
         FINAL,
@@ -41,7 +41,9 @@ if TYPE_CHECKING:
         model_node,
         nonempty_text,
         options_help,
+        pipeline,
         read_json_reply,
+        reason,
         reject,
     )
     from ._private.inspection import inspect_samples
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
 __getattr__ = lazy_exports(
     __name__,
     {
-        **dict.fromkeys(("CatalogEntry", "draw_tools", "load_catalog"), "._private.catalog"),
+        **dict.fromkeys(("CatalogEntry", "draw_tools", "load_catalog", "raw_rows", "tool_dict"), "._private.catalog"),
         **dict.fromkeys(
             (
                 "ACCEPTED",
@@ -79,7 +81,9 @@ __getattr__ = lazy_exports(
                 "model_node",
                 "nonempty_text",
                 "options_help",
+                "pipeline",
                 "read_json_reply",
+                "reason",
                 "reject",
             ),
             "._private.engine",
@@ -123,12 +127,16 @@ __all__ = [
     "item_rng",
     "json_object",
     "load_catalog",
+    "raw_rows",
     "model_node",
     "nonempty_text",
     "open_environment",
     "parse_role_spec",
+    "pipeline",
     "read_json_reply",
+    "reason",
     "reject",
     "role_models",
     "run_graph",
+    "tool_dict",
 ]

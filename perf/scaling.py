@@ -36,6 +36,8 @@ this tree writes differently by design; else the first difference), and the chec
 targets (issue 16):
 
 - peak RSS grows by less than 20% from 1x to 64x (each task, current tree);
+- scoring's peak RSS at 64x is at most its 1x peak plus 1 KB per record at 64x (issue 28: scoring
+  keeps a list of slim typed rows, one per record, so some growth per record is by design);
 - build >= 500 pairs/s per process on the default pairs: pairs / wall time of the current
   largest build (wall includes start-up, so this understates the rate) decides; also printed:
   pairs / the ``seconds`` the build reports itself in report.json, and pairs / the child's CPU
@@ -66,6 +68,7 @@ REPO = Path(__file__).resolve().parents[1]
 CACHE = Path.home() / ".cache" / "benchsmith" / "perf"
 DEFAULT_BASELINE = ("v0.1.0", "0c43f6a")
 RSS_GROWTH_TARGET = 0.20
+RSS_KB_PER_RECORD = 1.0  # scoring: at most this much more peak RSS per record (issue 28)
 BUILD_RATE_TARGET = 500.0
 ALTERED_FRACTION = 0.25
 
@@ -651,6 +654,22 @@ def report(
             verdict += f" (measured {lo}x->{hi}x; the target is for 1x->64x)"
         checks[f"{task}_rss_growth"] = {"current": g, "target": RSS_GROWTH_TARGET, "verdict": verdict}
         print(f"  {task:6s} {'   '.join(parts)}   current: {verdict}")
+    if "score" in args.tasks:
+        ends = sorted(
+            (r["n"], r["size"], r["current"]["peak_rss_mb"])
+            for r in rows
+            if r["task"] == "score" and r.get("current") and r["current"]["exit"] == 0
+        )
+        if len(ends) >= 2:
+            (_, _, low), (_, records, high) = ends[0], ends[-1]
+            limit = low + records * RSS_KB_PER_RECORD / 1024
+            per = (high - low) * 1024 / (records - ends[0][1]) if records > ends[0][1] else 0.0
+            verdict = "PASS" if high <= limit else "FAIL"
+            print(
+                f"  score  {hi}x peak {high:.1f} MB vs {lo}x peak {low:.1f} MB + {RSS_KB_PER_RECORD:.0f} KB x "
+                f"{records} records = {limit:.1f} MB ({per:.2f} KB per added record)   current: {verdict}"
+            )
+            checks["score_rss_per_record"] = {"kb_per_added_record": per, "limit_mb": limit, "verdict": verdict}
 
     if "build" in args.tasks:
         big = max((r for r in rows if r["task"] == "build"), key=lambda r: r["n"])

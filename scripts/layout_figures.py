@@ -9,7 +9,8 @@
 * cross-package ``_private`` imports: ``benchsmith.X._private`` imported from outside ``benchsmith.X``
 * built-ins using the evaluator's internals: a module of a subpackage of ``benchsmith.eval`` (a
   benchmark folder, the report) importing ``benchsmith.eval._private``; they use the public API a
-  plug-in uses (``benchsmith.eval`` and its namespaces)
+  plug-in uses (``benchsmith.eval`` and its namespaces); likewise a construction graph, check or
+  sub-package importing ``benchsmith.construction._private`` (they use ``benchsmith.construction``)
 * import cycles between the top-level packages
 * registries: module-level dicts filled by a registering decorator or function
 * files outside ``eval/<benchmark>/`` naming each benchmark in code (identifiers, imports, string
@@ -156,7 +157,7 @@ def _names_in_code(path: Path, word: str) -> bool:
 
 def figures(root: Path = ROOT, typecheck: bool = False) -> dict:
     mods = modules(root)
-    upward, private, internal, edges = [], [], [], defaultdict(set)
+    upward, private, internal, construction_internal, edges = [], [], [], [], defaultdict(set)
     regs = []
     for name, path in mods.items():
         here = top(name)
@@ -172,6 +173,8 @@ def figures(root: Path = ROOT, typecheck: bool = False) -> dict:
                 private.append(where)
             elif owner == "benchsmith.eval" and in_subpackage(name, path, owner):
                 internal.append(where)
+            elif owner == "benchsmith.construction" and in_subpackage(name, path, owner):
+                construction_internal.append(where)
         regs += [f"{path.relative_to(root)}: {r}" for r in registries(path)]
     cycles = sorted({tuple(sorted((a, b))) for a in edges for b in edges[a] if a in edges.get(b, ())})
     naming = {}
@@ -184,6 +187,7 @@ def figures(root: Path = ROOT, typecheck: bool = False) -> dict:
         "upward_imports": sorted(set(upward)),
         "private_imports": sorted(set(private)),
         "eval_internal_imports": sorted(set(internal)),
+        "construction_internal_imports": sorted(set(construction_internal)),
         "package_cycles": [list(c) for c in cycles],
         "registries": regs,
         "files_naming": naming,
@@ -333,7 +337,14 @@ def type_errors(root: Path) -> list[str]:
 
 
 #: what must be empty: the floor plan's rules and the private-name rule
-RULES = ("upward_imports", "private_imports", "eval_internal_imports", "package_cycles", "underscore_imports")
+RULES = (
+    "upward_imports",
+    "private_imports",
+    "eval_internal_imports",
+    "construction_internal_imports",
+    "package_cycles",
+    "underscore_imports",
+)
 
 
 def rows(f: dict) -> list[tuple[str, int | str, list[str]]]:
@@ -346,6 +357,9 @@ def rows(f: dict) -> list[tuple[str, int | str, list[str]]]:
         out.insert(
             2, ("eval built-ins importing eval._private", len(f["eval_internal_imports"]), f["eval_internal_imports"])
         )
+    if "construction_internal_imports" in f:  # the graphs, checks and sub-packages use the public API too
+        found = f["construction_internal_imports"]
+        out.insert(3, ("construction built-ins importing construction._private", len(found), found))
     out += [
         (f"files outside eval/{b + '/':12s} naming it", len(files), files) for b, files in f["files_naming"].items()
     ]

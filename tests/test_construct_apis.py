@@ -12,7 +12,8 @@ import pytest
 from scripted_chat import ScriptedChat, by_task
 
 from benchsmith.construction import RoleModels, run_graph
-from benchsmith.construction._private.api_tree import (
+from benchsmith.construction.graphs import apis  # importing it registers the graph "apis"
+from benchsmith.construction.graphs._api_tree import (
     context_tree,
     dedupe_apis,
     family,
@@ -22,7 +23,6 @@ from benchsmith.construction._private.api_tree import (
     slug,
     spec_problems,
 )
-from benchsmith.construction.graphs import apis  # importing it registers the graph "apis"
 from benchsmith.schemas import Sample, Tool, UserError, read_json, read_jsonl
 
 SEEDS = Path(__file__).parent / "fixtures" / "construct" / "seed_tools.json"

@@ -8,7 +8,7 @@ See ``docs/construction/checks.md``.
 ('tool_docs', 'query_clarity', 'gold_signature', 'gold_references', 'dialogue_consistency', 'executability', 'model_vote')
 """
 
-from benchsmith.construction._private.envs import EnvContext
+from benchsmith.construction import EnvContext
 
 from ._engine import CHECKS, CheckContext, CheckReport, check, failed, passed, run_checks, skipped
 from .dedupe import Duplicate, near_duplicates

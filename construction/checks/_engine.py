@@ -9,7 +9,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from benchsmith.construction._private.envs import EnvContext
+from benchsmith.construction import EnvContext
 from benchsmith.schemas import CheckResult, Registry, Sample, UserError
 
 Check = Callable[..., CheckResult]

@@ -22,7 +22,7 @@ import json
 import math
 from typing import Any
 
-from benchsmith.construction._private.envs import open_environment
+from benchsmith.construction import open_environment
 from benchsmith.schemas import CheckResult, Sample, UserError
 
 from ._engine import CheckContext, check, failed, passed, skipped

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from benchsmith.construction._private.envs import EnvContext
+from benchsmith.construction import EnvContext
 from benchsmith.schemas import CheckResult, Sample, UserError, Verification, read_jsonl, write_json, write_jsonl
 
 from ._engine import CheckContext, resolve_names, run_checks

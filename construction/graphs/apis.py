@@ -20,19 +20,7 @@ from typing import Any, Mapping
 
 from pydantic import Field, field_validator
 
-from benchsmith.construction._private.api_tree import (
-    JSON_TYPES,
-    ContextTree,
-    DedupeResult,
-    Limits,
-    dedupe_apis,
-    load_context_tree,
-    name_problems,
-    read_seed_documents,
-    seed_functions,
-    spec_problems,
-)
-from benchsmith.construction._private.engine import (
+from benchsmith.construction import (
     ACCEPTED,
     REJECTED,
     BaseState,
@@ -49,6 +37,19 @@ from benchsmith.construction._private.engine import (
     reason,
 )
 from benchsmith.schemas import Sample, Tool, UserError
+
+from ._api_tree import (
+    JSON_TYPES,
+    ContextTree,
+    DedupeResult,
+    Limits,
+    dedupe_apis,
+    load_context_tree,
+    name_problems,
+    read_seed_documents,
+    seed_functions,
+    spec_problems,
+)
 
 CATEGORY = "synthesized_api"
 FOCUS = (

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import Field
 
-from benchsmith.construction._private.engine import (
+from benchsmith.construction import (
     ACCEPTED,
     BaseState,
     ConstructionGraph,
@@ -356,7 +356,7 @@ class BacktranslateGraph(ConstructionGraph):
         return Path(self.options.database) if self.options.database else chinook_db()
 
     def read_items(self, source: Any) -> list[tuple[str, dict[str, Any]]]:
-        from benchsmith.construction._private.catalog import raw_rows
+        from benchsmith.construction import raw_rows
 
         path = Path(source)
         if not path.is_file():

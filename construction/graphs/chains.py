@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
-from benchsmith.construction._private.engine import (
+from benchsmith.construction import (
     ACCEPTED,
     BaseState,
     ConstructionGraph,
@@ -194,7 +194,7 @@ SIMULATE = ModelStep(
 
 
 def _environment(state: dict[str, Any], ctx: Any) -> Any:
-    from benchsmith.construction._private.envs import open_environment
+    from benchsmith.construction import open_environment
 
     descriptor = state["candidate"].get("metadata", {}).get("environment")
     if not descriptor:

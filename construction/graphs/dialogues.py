@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import Field
 
-from benchsmith.construction._private.engine import (
+from benchsmith.construction import (
     ACCEPTED,
     REVIEW,
     RUNNING,
@@ -304,7 +304,7 @@ ASSISTANT = ModelStep(
 # -- tool agent -----------------------------------------------------------------------------------
 def _environment(state: dict[str, Any], ctx: Any) -> Any:
     """The item's environment with every earlier successful call replayed, or None (simulate)."""
-    from benchsmith.construction._private.envs import open_environment
+    from benchsmith.construction import open_environment
 
     descriptor = state["candidate"].get("environment")
     if not descriptor:

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import Field
 
-from benchsmith.construction._private.engine import (
+from benchsmith.construction import (
     ACCEPTED,
     RUNNING,
     BaseState,

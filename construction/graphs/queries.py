@@ -14,17 +14,18 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from benchsmith.construction._private.catalog import draw_tools, load_catalog
-from benchsmith.construction._private.engine import (
+from benchsmith.construction import (
     ACCEPTED,
     BaseState,
     ConstructionGraph,
     GraphOptions,
     ModelStep,
     ParseError,
+    draw_tools,
     graph,
     item_rng,
     json_object,
+    load_catalog,
     model_node,
     nonempty_text,
     pipeline,

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import Field
 
-from benchsmith.construction._private.engine import (
+from benchsmith.construction import (
     ACCEPTED,
     BaseState,
     ConstructionGraph,

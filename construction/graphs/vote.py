@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from benchsmith.construction._private.engine import (
+from benchsmith.construction import (
     ACCEPTED,
     BaseState,
     ConstructionGraph,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchsmith.construction._private.envs import ENVIRONMENTS, EnvContext, environment
+from benchsmith.construction import ENVIRONMENTS, EnvContext, environment
 from benchsmith.schemas import UserError
 
 from .engine import Sandbox

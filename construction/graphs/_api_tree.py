@@ -176,7 +176,7 @@ def teval_tool(api: dict[str, Any], where: str = "api") -> dict[str, Any]:
 
 
 def _valid_tool(data: Any, where: str) -> dict[str, Any]:
-    from .catalog import tool_dict
+    from benchsmith.construction import tool_dict
 
     return tool_dict(data, where, fix="each function needs a name, a description and JSON-schema parameters")
 
@@ -304,7 +304,7 @@ def read_seed_documents(source: str | Path | Sequence[Any]) -> list[Any]:
     """The seed documents of a JSON file (a list, or ``{"tools": [...]}``), a JSONL file (one
     document a line) or a folder (every ``*.json`` / ``*.jsonl`` in it, sorted). A list of
     documents is returned as it is."""
-    from .catalog import raw_rows
+    from benchsmith.construction import raw_rows
 
     if isinstance(source, (list, tuple)):
         return list(source)
