@@ -3,6 +3,7 @@ results as pair by pair, and the SQL of a pair the converter refused is never ex
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from benchsmith.construction.nl2api import Database, chinook_db, default_pairs_path
@@ -35,11 +36,17 @@ def _items() -> list[tuple[int, dict]]:
     ]
 
 
+def _in_process(db: Database, items: list) -> list:
+    """The items as one batch in this process, as a build without workers runs them."""
+    with pairwork.in_process(db, "slot") as (work, _):
+        return asyncio.run(work(items))
+
+
 def test_phased_results_equal_pair_by_pair():
     db = Database(chinook_db())
     items = _items()
     one_by_one = [pairwork.process_pair(db, "slot", line, pair) for line, pair in items]
-    phased = list(pairwork.run_serial(db, "slot", iter(items)))
+    phased = _in_process(db, items)
     assert phased == one_by_one
     codes = {r["code"] for r in phased if r["status"] == "rejected"}
     assert {"parse_error", "not_select", "nondeterministic", "empty_result"} <= codes, codes
@@ -65,5 +72,5 @@ def test_refused_sql_is_never_executed(monkeypatch):
         except pairwork.Rejection:
             refused.append(pair["sql"])
     assert len(refused) >= 4
-    list(pairwork.run_serial(db, "slot", iter(items)))
+    _in_process(db, items)
     assert ran == [pair["sql"] for _, pair in items if pair["sql"] not in refused]  # each once, in order

@@ -561,7 +561,9 @@ def test_run_items_keeps_to_its_concurrency_and_stops_after_a_streak_of_endpoint
         running -= 1
         return item >= 4  # the endpoint stops answering from item 4 on
 
-    stopped = asyncio.run(run_items(range(20), work, concurrency=2, stop_after=3, done=finished.append))
+    stopped = asyncio.run(
+        run_items(range(20), work, concurrency=2, stop_after=3, done=lambda item, _: finished.append(item))
+    )
     assert peak == 2 and started[:4] == [0, 1, 2, 3]
     # 4, 5, 6 fail in a row: the streak stops the job; the item already running (7) finishes, none after
     assert stopped == 3 and max(started) <= 7 and sorted(finished) == started
@@ -581,5 +583,32 @@ def test_run_items_raises_a_fault_once_the_running_items_finished() -> None:
         return False
 
     with pytest.raises(ValueError, match="item 1"):
-        run_items_in_threads(range(10), work, concurrency=3, stop_after=8, done=finished.append)
+        run_items_in_threads(range(10), work, concurrency=3, stop_after=8, done=lambda item, _: finished.append(item))
     assert 0 in finished and 2 in finished and max(finished) <= 3  # no item started after the fault
+
+
+def test_run_items_reads_its_input_as_it_goes_and_can_hand_results_on_in_input_order() -> None:
+    import asyncio
+    import itertools
+
+    from benchsmith.schemas import run_items
+
+    drawn: list[int] = []
+
+    def endless():
+        for n in itertools.count():
+            drawn.append(n)
+            if n == 12:
+                return
+            yield n
+
+    async def work(item: int) -> int:
+        await asyncio.sleep(0.001 * ((7 * item) % 5))  # later items often finish first
+        assert len(drawn) <= item + 3  # never more than concurrency items drawn ahead
+        return item * item
+
+    order: list[int] = []
+    assert (
+        asyncio.run(run_items(endless(), work, concurrency=3, done=lambda i, r: order.append(r), in_order=True)) is None
+    )
+    assert order == [n * n for n in range(12)]

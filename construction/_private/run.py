@@ -229,7 +229,7 @@ def run_graph(
 
         finished = summary.skipped_done
 
-        def advance(_: Any) -> None:
+        def advance(*_: Any) -> None:
             nonlocal finished
             finished += 1
             if progress:

@@ -648,7 +648,7 @@ async def _run_async(
                 work,
                 concurrency=concurrency,
                 stop_after=max_consecutive_failures,
-                done=lambda item: bars[item[0].task.name].advance(),
+                done=lambda item, _: bars[item[0].task.name].advance(),
             )
     finally:
         summary = finish_run(out, planned, model["name"], meta, counters, wall)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable, Iterable, TypeVar
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def failure_limit(concurrency: int) -> int:
@@ -33,41 +34,76 @@ class FailureStreak:
 
 async def run_items(
     items: Iterable[T],
-    work: Callable[[T], Awaitable[bool]],
+    work: Callable[[T], Awaitable[R]],
     *,
     concurrency: int,
-    stop_after: int,
-    done: Callable[[T], None] | None = None,
+    stop_after: int | None = None,
+    done: Callable[[T, R], None] | None = None,
+    failed: Callable[[R], bool] = bool,
+    in_order: bool = False,
 ) -> int | None:
     """Run ``work(item)`` for every item, at most ``concurrency`` at once, started in the order of
-    ``items``; ``done(item)`` after each that finished. ``work`` returns True when its item failed
-    because the endpoint did not answer (:class:`FailureStreak`): once ``stop_after`` items in a row
-    did, no further item starts, those running finish, and the length of the streak is returned
+    ``items`` and read from it as the work goes (an input of any length holds ``concurrency`` items);
+    ``done(item, result)`` after each that finished, in input order with ``in_order`` (a finished
+    item waits for those before it, and counts against ``concurrency`` while it waits).
+
+    ``failed(result)`` says whether the item failed because the endpoint did not answer (default:
+    the result itself, a bool): once ``stop_after`` items in a row did (:class:`FailureStreak`; None:
+    never), no further item starts, those running finish, and the length of the streak is returned
     (None when no streak stopped the job). An exception from ``work`` also stops new items from
     starting and is raised once the running ones have finished, so nothing finished is lost."""
     import asyncio  # here: scoring imports this package and never runs a job
 
-    streak = FailureStreak(stop_after)
-    gate = asyncio.Semaphore(max(1, concurrency))
+    streak = FailureStreak(stop_after) if stop_after is not None else None
+    source = iter(items)
+    running: set[asyncio.Future[tuple[int, T, R]]] = set()
+    waiting: dict[int, tuple[T, R]] = {}  # finished, not yet handed on (in_order)
+    started = handed = 0
     stopped: int | None = None
     error: BaseException | None = None
 
-    async def one(item: T) -> None:
-        nonlocal stopped, error
-        async with gate:
-            if stopped is not None or error is not None:
-                return
-            try:
-                failed = await work(item)
-            except Exception as exc:  # noqa: BLE001 - raised below, after the running items finish
-                error = error or exc
-                return
-            if done is not None:
-                done(item)
-            if streak.record(failed) and stopped is None:
-                stopped = streak.count
+    async def one(n: int, item: T) -> tuple[int, T, R]:
+        return n, item, await work(item)
 
-    await asyncio.gather(*(one(item) for item in items))
+    def fill() -> None:
+        nonlocal started
+        while stopped is None and error is None and len(running) + len(waiting) < max(1, concurrency):
+            try:
+                item = next(source)
+            except StopIteration:
+                return
+            running.add(asyncio.ensure_future(one(started, item)))
+            started += 1
+
+    def hand_on(item: T, result: R) -> None:
+        nonlocal stopped
+        if done is not None:
+            done(item, result)
+        if streak is not None and streak.record(failed(result)) and stopped is None:
+            stopped = streak.count
+
+    try:
+        fill()
+        while running:
+            finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in finished:
+                running.discard(task)
+                try:
+                    n, item, result = task.result()
+                except Exception as exc:  # noqa: BLE001 - raised below, after the running items finish
+                    error = error or exc
+                    continue
+                if in_order:
+                    waiting[n] = (item, result)
+                else:
+                    hand_on(item, result)
+            while handed in waiting:
+                hand_on(*waiting.pop(handed))
+                handed += 1
+            fill()
+    finally:  # cancelled (Ctrl-C): cancel what runs, so nothing is left pending
+        for task in running:
+            task.cancel()
     if error is not None:
         raise error
     return stopped
@@ -79,11 +115,12 @@ def run_items_in_threads(
     *,
     concurrency: int,
     stop_after: int,
-    done: Callable[[T], None] | None = None,
+    done: Callable[[T, bool], None] | None = None,
 ) -> int | None:
-    """:func:`run_items` for a blocking ``work`` (a LangGraph graph's ``invoke``), each item in a
-    thread of a pool of ``concurrency``. Ctrl-C starts no further item; the running ones finish
-    (their checkpoints keep them) before ``KeyboardInterrupt`` is raised."""
+    """:func:`run_items` for a blocking ``work`` (a LangGraph graph's ``invoke``) that returns whether
+    its item failed because the endpoint did not answer, each item in a thread of a pool of
+    ``concurrency``. Ctrl-C starts no further item; the running ones
+    finish (their checkpoints keep them) before ``KeyboardInterrupt`` is raised."""
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 

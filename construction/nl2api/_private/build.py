@@ -44,7 +44,7 @@ from benchsmith.schemas import (
 
 from .converter import Conversion
 from .database import DESCRIPTIONS_FIX, DESCRIPTIONS_SHAPE, Database
-from .pairwork import BATCH, JOURNAL, PENDING, PairJournal, fingerprint, run_pairs, run_pool, run_ray, run_serial
+from .pairwork import BATCH, JOURNAL, PENDING, PairJournal, fingerprint, in_pool, in_process, on_ray, run_pairs
 from .reasons import REASONS, Rejection
 from .rest import rename_endpoint_params
 from .runtime import Binding, slot_bindings
@@ -254,20 +254,11 @@ def _collect(
     head = list(islice(todo, BATCH + 1))  # a few pairs are not worth starting workers for
     todo = chain(head, todo)
     if opts.ray:
-
-        def runner(todo_items):
-            return run_ray(
-                opts.ray, str(db_path), opts.timeout_s, desc_json, opts.style, todo_items, max(1, opts.workers)
-            )
+        runner = on_ray(opts.ray, str(db_path), opts.timeout_s, desc_json, opts.style, max(1, opts.workers))
     elif opts.workers > 1 and len(head) > BATCH:
-
-        def runner(todo_items):
-            return run_pool(str(db_path), opts.timeout_s, desc_json, opts.style, todo_items, opts.workers)
+        runner = in_pool(str(db_path), opts.timeout_s, desc_json, opts.style, opts.workers)
     else:
-
-        def runner(todo_items):
-            return run_serial(db, opts.style, todo_items)
-
+        runner = in_process(db, opts.style)
     run_pairs(journal, todo, runner, opts.progress)
     rejections.extend(duplicates)
     return journal, counts["total"], counts["resumed"]

@@ -9,20 +9,20 @@ killed build resumes with the pairs it has not finished.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
-from collections import deque
 from importlib import metadata
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Awaitable, Callable, ContextManager, Iterable, Iterator, Sequence
 
 import orjson
 import sqlglot
 
-from benchsmith.schemas import ToolCall, UserError, append_jsonl, dumps_json
+from benchsmith.schemas import ToolCall, UserError, append_jsonl, dumps_json, run_items
 
 from .compare import multiset_equal, ordered_equal
 from .converter import Conversion, convert
@@ -197,53 +197,47 @@ def _batches(items: Iterable[tuple[int, dict[str, Any]]], size: int) -> Iterator
         yield batch
 
 
-def run_serial(db: Database, style: str, items: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[dict[str, Any]]:
-    for batch in _batches(items, BATCH):
-        yield from _phased(db, style, batch)
+Work = Callable[[list[tuple[int, dict[str, Any]]]], Awaitable[list[dict[str, Any]]]]
+"""Where a batch of pairs runs: a batch in, its results (in the batch's order) out."""
 
 
-def _in_order(submit: Callable[[list], Any], wait: Callable[[Any], list], items: Iterable, in_flight: int) -> Iterator:
-    """Results of the batches of ``items`` in input order, with at most ``in_flight`` batches
-    submitted and unread at a time (so the input is read as the work goes, not all at once)."""
-    pending: deque = deque()
-    for batch in _batches(items, BATCH):
-        pending.append(submit(batch))
-        if len(pending) >= in_flight:
-            yield from wait(pending.popleft())
-    while pending:
-        yield from wait(pending.popleft())
+@contextlib.contextmanager
+def in_process(db: Database, style: str) -> Iterator[tuple[Work, int]]:
+    """The pairs in the build's own process, one batch at a time."""
+
+    async def work(batch: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+        return list(_phased(db, style, batch))
+
+    yield work, 1
 
 
-def run_pool(
-    path: str,
-    timeout_s: float,
-    descriptions_json: str | None,
-    style: str,
-    items: Iterable[tuple[int, dict[str, Any]]],
-    workers: int,
-) -> Iterator[dict[str, Any]]:
-    """The pairs in ``workers`` spawned processes; results come back in input order."""
+@contextlib.contextmanager
+def in_pool(
+    path: str, timeout_s: float, descriptions_json: str | None, style: str, workers: int
+) -> Iterator[tuple[Work, int]]:
+    """The pairs in ``workers`` spawned processes, two batches per worker in flight."""
+    import asyncio
     import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
     from functools import partial
 
     fn = partial(process_batch, path, timeout_s, descriptions_json, style)
-    with mp.get_context("spawn").Pool(workers) as pool:
-        yield from _in_order(lambda batch: pool.apply_async(fn, (batch,)), lambda r: r.get(), items, 2 * workers)
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+
+        async def work(batch: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+            return await asyncio.get_running_loop().run_in_executor(pool, fn, batch)
+
+        yield work, 2 * workers
 
 
-def run_ray(
-    address: str,
-    path: str,
-    timeout_s: float,
-    descriptions_json: str | None,
-    style: str,
-    items: Iterable[tuple[int, dict[str, Any]]],
-    workers: int,
-) -> Iterator[dict[str, Any]]:
+@contextlib.contextmanager
+def on_ray(
+    address: str, path: str, timeout_s: float, descriptions_json: str | None, style: str, workers: int
+) -> Iterator[tuple[Work, int]]:
     """The pairs as Ray tasks (``address``: ``local`` starts a local Ray instance with ``workers``
-    CPUs, ``auto`` joins the running cluster, else a cluster address). Each task opens the database
-    read-only on the node it runs on, so ``path`` must exist there (a shared file system). Results
-    come back in input order."""
+    CPUs, ``auto`` joins the running cluster, else a cluster address), four batches per CPU in
+    flight. Each task opens the database read-only on the node it runs on, so ``path`` must exist
+    there (a shared file system)."""
     try:
         import ray
     except ImportError:
@@ -260,9 +254,11 @@ def run_ray(
     try:
         remote = ray.remote(num_cpus=1)(process_batch)
         cpus = max(1, int(ray.cluster_resources().get("CPU", workers)))
-        yield from _in_order(
-            lambda batch: remote.remote(path, timeout_s, descriptions_json, style, batch), ray.get, items, 4 * cpus
-        )
+
+        async def work(batch: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+            return await remote.remote(path, timeout_s, descriptions_json, style, batch)
+
+        yield work, 4 * cpus
     finally:
         if started:
             ray.shutdown()
@@ -456,11 +452,21 @@ class PairJournal:
 def run_pairs(
     journal: PairJournal,
     items: Iterable[tuple[int, dict[str, Any]]],
-    run: Callable[[Iterable], Iterable[dict]],
+    runner: ContextManager[tuple[Work, int]],
     progress: Callable[[int], None] | None = None,
 ) -> None:
-    """Run the pairs the journal has not finished with ``run`` and journal each result."""
-    for rec in run((line, pair) for line, pair in items if line not in journal.done):
-        journal.add(rec)
-        if progress is not None:
-            progress(1)
+    """Run the pairs the journal has not finished, :data:`BATCH` at a time, where ``runner`` says
+    (:func:`in_process`, :func:`in_pool`, :func:`on_ray`), through the one job driver
+    (:func:`~benchsmith.schemas.run_items`): the pairs are read as the work goes and each result is
+    journaled in input order, so the journal is the same however the pairs ran."""
+    import asyncio
+
+    def journaled(_: list[tuple[int, dict[str, Any]]], records: list[dict[str, Any]]) -> None:
+        for rec in records:
+            journal.add(rec)
+            if progress is not None:
+                progress(1)
+
+    todo = ((line, pair) for line, pair in items if line not in journal.done)
+    with runner as (work, in_flight):
+        asyncio.run(run_items(_batches(todo, BATCH), work, concurrency=in_flight, done=journaled, in_order=True))
