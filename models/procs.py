@@ -1,5 +1,6 @@
 """Process and HTTP helpers shared by the local servers (the model server and Label Studio): liveness,
-identity, health, free ports, a file lock."""
+identity, health, free ports, a file lock, and the one lifecycle of a background server
+(:class:`ManagedServer`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import json
 import os
 import socket
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import Callable, Generic, Iterator, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -222,3 +224,99 @@ def wait_until_up(
         if cleanup is not None:
             cleanup()
         raise RuntimeFault(f"{what} {problem}; see its log {log_path}:\n{scrub(tail(log_path, log_lines))}")
+
+
+class ServerState(Protocol):
+    """What a background server's state file records, at least: its process and where it answers."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def url(self) -> str: ...
+
+
+S = TypeVar("S", bound=ServerState)
+
+
+@dataclass(frozen=True)
+class ManagedServer(Generic[S]):
+    """A server benchsmith runs in the background (the local model server, Label Studio): the state
+    file that says which process it is and where it answers, the lock that keeps two starts or
+    stops from racing, and how to tell it is ours and healthy. The one lifecycle both servers use:
+    :meth:`status`, :meth:`claimed` (start or reuse), :meth:`stop`."""
+
+    what: str
+    """The server's name in messages ("local model server", "Label Studio")."""
+    state_file: Path
+    lock_file: Path
+    state_type: type[S]
+    looks: Callable[[int], bool | None]
+    """Whether a pid's command line is this server's (None: cannot be read)."""
+    healthy: Callable[[str], bool]
+    """Whether the server at a URL answers its health check."""
+    logger: str = "benchsmith"
+
+    def read(self) -> S | None:
+        return read_state(self.state_file, self.state_type, self.what)
+
+    def write(self, info: S) -> None:
+        """Record ``info`` (a dataclass) as the running server, atomically."""
+        from dataclasses import asdict
+
+        from benchsmith.schemas import write_json
+
+        write_json(self.state_file, asdict(info))  # type: ignore[call-overload]
+
+    def forget(self) -> None:
+        self.state_file.unlink(missing_ok=True)
+
+    def is_ours(self, info: S) -> bool:
+        return is_ours(info.pid, self.looks, lambda: self.healthy(info.url))
+
+    def status(self) -> S | None:
+        """The running, healthy server, or None (a state file whose process is gone is removed)."""
+        info = self.read()
+        if info is None:
+            return None
+        if not pid_alive(info.pid):
+            self.forget()  # stale: the process is gone
+            return None
+        return info if self.healthy(info.url) else None
+
+    @contextlib.contextmanager
+    def claimed(self, restart_grace: float) -> Iterator[S | None]:
+        """Under the lock: the healthy running server to reuse, or None to start one, after a server
+        of ours that runs but does not answer was stopped (``restart_grace`` seconds) and its state
+        file removed."""
+        with file_lock(self.lock_file):
+            info = self.read()
+            if info is not None:
+                if pid_alive(info.pid) and self.healthy(info.url):
+                    yield info
+                    return
+                if self.is_ours(info):  # alive but not answering: replace it
+                    import logging
+
+                    logging.getLogger(self.logger).warning(
+                        "%s pid %s does not answer %s/health; restarting it", self.what, info.pid, info.url
+                    )
+                    terminate(info.pid, restart_grace, self.what)
+                self.forget()
+            yield None
+
+    def stop(self, grace: float) -> S | None:
+        """Stop the server (SIGTERM, SIGKILL after ``grace`` seconds) if it is ours and remove its
+        state file; what was stopped, or None when none was running (not an error)."""
+        if not self.state_file.exists():
+            return None
+        with file_lock(self.lock_file):
+            info = self.read()
+            if info is None:
+                return None
+            stopped = None
+            if self.is_ours(info):
+                terminate(info.pid, grace, self.what)
+                stopped = info
+            self.forget()
+            return stopped

@@ -521,3 +521,73 @@ def test_usage_keeps_the_prompt_tokens_served_from_the_cache():
         "prompt_tokens": 9,
         "completion_tokens": 2,
     }
+
+
+# -- the one background-server lifecycle (procs.ManagedServer) ---------------------------------------
+def _sleeper():
+    import subprocess
+
+    return subprocess.Popen(["sleep", "30"], start_new_session=True)
+
+
+def _managed(tmp_path, healthy=lambda url: False):
+    from dataclasses import dataclass
+
+    from benchsmith.models import procs
+
+    @dataclass(frozen=True)
+    class State:
+        pid: int
+        url: str
+
+    server = procs.ManagedServer(
+        "test server",
+        tmp_path / "state.json",
+        tmp_path / "lock",
+        State,
+        lambda pid: (procs.command_line(pid) or "").startswith("sleep "),  # "ours" is a sleep process here
+        healthy,
+    )
+    return server, State
+
+
+def test_a_managed_server_forgets_a_state_file_whose_process_is_gone(tmp_path):
+    server, State = _managed(tmp_path, healthy=lambda url: True)
+    proc = _sleeper()
+    server.write(State(proc.pid, "http://127.0.0.1:9"))
+    assert server.status() == State(proc.pid, "http://127.0.0.1:9")  # alive and answering
+    proc.kill()
+    proc.wait()
+    assert server.status() is None and not server.state_file.exists()
+
+
+def test_a_managed_server_stops_only_a_process_of_its_own(tmp_path):
+    import subprocess
+    import sys
+
+    from benchsmith.models import procs
+
+    server, State = _managed(tmp_path)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    try:
+        server.write(State(other.pid, "http://127.0.0.1:9"))
+        assert server.stop(grace=1.0) is None  # not ours: left running, its stale record removed
+        assert procs.pid_alive(other.pid) and not server.state_file.exists()
+    finally:
+        other.kill()
+        other.wait()
+    ours = _sleeper()
+    server.write(State(ours.pid, "http://127.0.0.1:9"))
+    assert server.stop(grace=1.0) == State(ours.pid, "http://127.0.0.1:9")
+    ours.wait(timeout=10)
+    assert not server.state_file.exists()
+
+
+def test_a_managed_server_of_its_own_that_does_not_answer_is_replaced(tmp_path, caplog):
+    server, State = _managed(tmp_path, healthy=lambda url: False)
+    hung = _sleeper()
+    server.write(State(hung.pid, "http://127.0.0.1:9"))
+    with server.claimed(restart_grace=1.0) as running:
+        assert running is None  # stopped, so the caller starts a new one
+    hung.wait(timeout=10)
+    assert not server.state_file.exists() and "does not answer" in caplog.text

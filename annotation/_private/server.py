@@ -110,10 +110,6 @@ def state_path(data_dir: Path) -> Path:
     return data_dir.with_name(data_dir.name + ".state.json")
 
 
-def _lock_path(data_dir: Path) -> Path:
-    return data_dir.with_name(data_dir.name + ".lock")
-
-
 def template_dir(version: str = lsenv.LS_VERSION) -> Path:
     """The migrated template data dir of ``version``: ``<cache>/label-studio/template-<version>``."""
     return lsenv.ls_cache_dir() / f"template-{version}"
@@ -146,17 +142,6 @@ def _read_credentials(data_dir: Path) -> dict[str, str]:
             f"cannot read the admin credentials {path} ({type(exc).__name__})",
             fix="stop the server and start it on a new data dir",
         ) from None
-
-
-def _write_state(data_dir: Path, info: LabelStudioInfo) -> None:
-    path = state_path(data_dir)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(info.to_dict(), indent=2), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _read_state(data_dir: Path) -> LabelStudioInfo | None:
-    return procs.read_state(state_path(data_dir), LabelStudioInfo, "Label Studio")
 
 
 def _scrub(text: str, *secrets_: str) -> str:
@@ -236,13 +221,17 @@ def _looks_like_ls(pid: int) -> bool | None:
     return None if cmd is None else ("label-studio" in cmd or "label_studio" in cmd)
 
 
-def _is_ours(info: LabelStudioInfo) -> bool:
-    return procs.is_ours(info.pid, _looks_like_ls, lambda: ls_healthy(info.url))
-
-
-def _terminate(pid: int, grace: float) -> None:
-    """SIGTERM the server's process group (it runs in its own session), SIGKILL after ``grace`` seconds."""
-    procs.terminate(pid, grace, "Label Studio")
+def _server(data_dir: Path) -> procs.ManagedServer[LabelStudioInfo]:
+    """The Label Studio server of ``data_dir``: its state file and lock sit beside the data dir."""
+    return procs.ManagedServer(
+        "Label Studio",
+        state_path(data_dir),
+        data_dir.with_name(data_dir.name + ".lock"),
+        LabelStudioInfo,
+        _looks_like_ls,
+        ls_healthy,
+        logger="benchsmith.annotation",
+    )
 
 
 def _child_env(data_dir: Path, creds: dict[str, str]) -> dict[str, str]:
@@ -371,7 +360,7 @@ def ensure_template(version: str = lsenv.LS_VERSION, wait: float = DEFAULT_WAIT,
         pid, log_path = _spawn(building, port, creds, version)
         _wait_up(pid, f"http://{HOST}:{port}", creds["token"], wait, log_path, t0)
         seconds = time.monotonic() - t0
-        _terminate(pid, 20.0)
+        procs.terminate(pid, 20.0, "Label Studio")
         (building / LOG_FILE).unlink(missing_ok=True)
         (building / ".benchsmith-template.json").write_text(
             json.dumps({"version": version, "fresh_start_seconds": round(seconds, 1)}), encoding="utf-8"
@@ -417,14 +406,7 @@ def _prepare_data_dir(data_dir: Path, version: str, wait: float, echo: Echo) -> 
 
 def label_studio_status(data_dir: str | os.PathLike[str] | None = None) -> LabelStudioInfo | None:
     """The running, healthy local server of ``data_dir`` (see ``data_dir_path``) from its state file, or None."""
-    folder = data_dir_path(data_dir)
-    info = _read_state(folder)
-    if info is None:
-        return None
-    if not procs.pid_alive(info.pid):
-        state_path(folder).unlink(missing_ok=True)  # stale: the process is gone
-        return None
-    return info if ls_healthy(info.url) else None
+    return _server(data_dir_path(data_dir)).status()
 
 
 def start_label_studio(
@@ -448,21 +430,16 @@ def start_label_studio(
         raise UserError(f"wait={wait} must be positive", fix=f"use a number of seconds (default {DEFAULT_WAIT:.0f})")
     folder = data_dir_path(data_dir)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with procs.file_lock(_lock_path(folder)):
-        info = _read_state(folder)
-        if info is not None:
-            if procs.pid_alive(info.pid) and ls_healthy(info.url):
-                if port is not None and port != info.port:
-                    raise UserError(
-                        f"Label Studio is already running on {folder} at {info.url} (pid {info.pid}), "
-                        f"not on port {port}",
-                        fix="stop it first with `benchsmith annotate server stop`, or leave the port out to reuse it",
-                    )
-                return info
-            if _is_ours(info):
-                log.warning("Label Studio pid %s does not answer %s/health; restarting it", info.pid, info.url)
-                _terminate(info.pid, 10.0)
-            state_path(folder).unlink(missing_ok=True)
+    server = _server(folder)
+    with server.claimed(restart_grace=10.0) as running:
+        if running is not None:
+            if port is not None and port != running.port:
+                raise UserError(
+                    f"Label Studio is already running on {folder} at {running.url} (pid {running.pid}), "
+                    f"not on port {port}",
+                    fix="stop it first with `benchsmith annotate server stop`, or leave the port out to reuse it",
+                )
+            return running
         if port is not None and not procs.port_is_free(HOST, port):
             raise UserError(f"port {port} on {HOST} is already in use", fix="choose another port or leave it out")
         lsenv.ensure_label_studio(version, echo)
@@ -484,7 +461,7 @@ def start_label_studio(
             credentials_file=str(folder / CREDENTIALS_FILE),
             start_seconds=round(time.monotonic() - t0, 2),
         )
-        _write_state(folder, info)
+        server.write(info)
         log.info("Label Studio up at %s (pid %s) in %.1f s", url, pid, info.start_seconds)
         return info
 
@@ -493,19 +470,7 @@ def stop_label_studio(data_dir: str | os.PathLike[str] | None = None, grace: flo
     """Stop the local server of ``data_dir`` (SIGTERM, SIGKILL after ``grace`` s) and remove its state file.
 
     Returns what was stopped, or None when none was running (not an error). The data dir is kept."""
-    folder = data_dir_path(data_dir)
-    if not state_path(folder).exists():
-        return None
-    with procs.file_lock(_lock_path(folder)):
-        info = _read_state(folder)
-        if info is None:
-            return None
-        stopped = None
-        if _is_ours(info):
-            _terminate(info.pid, grace)
-            stopped = info
-        state_path(folder).unlink(missing_ok=True)
-        return stopped
+    return _server(data_dir_path(data_dir)).stop(grace)
 
 
 def resolve_label_studio(data_dir: str | os.PathLike[str] | None = None, validate: bool = True) -> LabelStudioAccess:

@@ -56,27 +56,18 @@ class ServerInfo:
         return {**asdict(self), "base_url": self.base_url}
 
 
-def _state_path(folder: Path) -> Path:
-    return folder / STATE_FILE
-
-
-def _read_state(folder: Path) -> ServerInfo | None:
-    return procs.read_state(_state_path(folder), ServerInfo, "local server")
-
-
-def _is_ours(info: ServerInfo) -> bool:
-    """The recorded pid runs and is that server (its command line, or failing that its health)."""
-    return procs.is_ours(info.pid, procs.looks_like_our_server, lambda: procs.healthy(info.url))
-
-
-def _status(folder: Path) -> ServerInfo | None:
-    info = _read_state(folder)
-    if info is None:
-        return None
-    if not procs.pid_alive(info.pid):
-        _state_path(folder).unlink(missing_ok=True)  # stale: the process is gone
-        return None
-    return info if procs.healthy(info.url) else None
+def _server(folder: Path) -> procs.ManagedServer[ServerInfo]:
+    """The model server whose state file and lock are in ``folder`` (its state file is written by
+    the server process itself, ``serve_main``)."""
+    return procs.ManagedServer(
+        "local model server",
+        folder / STATE_FILE,
+        folder / LOCK_FILE,
+        ServerInfo,
+        procs.looks_like_our_server,
+        procs.healthy,
+        logger="benchsmith.models",
+    )
 
 
 def server_dir(model: str | LocalModel | None = None) -> Path:
@@ -86,7 +77,7 @@ def server_dir(model: str | LocalModel | None = None) -> Path:
 
 def local_server_status(model: str | LocalModel | None = None) -> ServerInfo | None:
     """The running, healthy server of ``model`` (default: the default local model), or None."""
-    return _status(server_dir(model))
+    return _server(server_dir(model)).status()
 
 
 def _state_folders() -> list[Path]:
@@ -100,11 +91,7 @@ def _state_folders() -> list[Path]:
 
 def local_servers() -> list[ServerInfo]:
     """Every running, healthy local model server (one per model), by model name."""
-    return [info for info in map(_status, _state_folders()) if info is not None]
-
-
-def _terminate(pid: int, grace: float) -> None:
-    procs.terminate(pid, grace, "local model server")
+    return [info for info in (_server(folder).status() for folder in _state_folders()) if info is not None]
 
 
 def stop_local_server(grace: float = 10.0, model: str | LocalModel | None = None) -> ServerInfo | None:
@@ -112,27 +99,14 @@ def stop_local_server(grace: float = 10.0, model: str | LocalModel | None = None
     seconds) and remove its state file.
 
     Returns what was stopped, or None when no server was running (not an error)."""
-    return _stop(server_dir(model), grace)
+    return _server(server_dir(model)).stop(grace)
 
 
 def stop_local_servers(grace: float = 10.0) -> list[ServerInfo]:
     """Stop every local model server (also one recorded by an older benchsmith directly in the
     state dir); what was stopped."""
-    stopped = [_stop(folder, grace) for folder in _state_folders()]
+    stopped = [_server(folder).stop(grace) for folder in _state_folders()]
     return [info for info in stopped if info is not None]
-
-
-def _stop(folder: Path, grace: float) -> ServerInfo | None:
-    with procs.file_lock(folder / LOCK_FILE):
-        info = _read_state(folder)
-        if info is None:
-            return None
-        stopped = None
-        if _is_ours(info):
-            _terminate(info.pid, grace)
-            stopped = info
-        _state_path(folder).unlink(missing_ok=True)
-        return stopped
 
 
 def _sized(
@@ -209,19 +183,15 @@ def start_local_server(
     chosen = resolve_local_model(model)
     folder = server_dir(chosen)
     folder.mkdir(parents=True, exist_ok=True)
-    with procs.file_lock(folder / LOCK_FILE):
-        info = _read_state(folder)
-        if info is not None:
-            if procs.pid_alive(info.pid) and procs.healthy(info.url):
-                return _reuse(info, port, chosen.path)
-            if _is_ours(info):  # alive but not answering: replace it
-                log.warning("local model server pid %s does not answer %s/health; restarting it", info.pid, info.url)
-                _terminate(info.pid, 5.0)
-            _state_path(folder).unlink(missing_ok=True)
-        return _launch(chosen, folder, port, parallel, ctx_per_slot, threads, wait, host)
+    server = _server(folder)
+    with server.claimed(restart_grace=5.0) as running:
+        if running is not None:
+            return _reuse(running, port, chosen.path)
+        return _launch(server, chosen, folder, port, parallel, ctx_per_slot, threads, wait, host)
 
 
 def _launch(
+    server: procs.ManagedServer[ServerInfo],
     model: LocalModel,
     folder: Path,
     port: int | None,
@@ -278,7 +248,7 @@ def _launch(
     up: list[ServerInfo] = []
 
     def ready() -> bool:
-        info = _read_state(folder)
+        info = server.read()
         if info is not None and info.pid == pid and procs.healthy(url):
             up.append(info)
             return True
@@ -291,7 +261,7 @@ def _launch(
         wait=wait,
         log_path=log_path,
         t0=t0,
-        cleanup=lambda: _state_path(folder).unlink(missing_ok=True),
+        cleanup=server.forget,
     )
     log.info("local model server up at %s (pid %s) in %.1f s", url, pid, time.monotonic() - t0)
     return up[-1]
@@ -329,7 +299,8 @@ def run_local_server(
     chosen = resolve_local_model(model)
     folder = server_dir(chosen)
     folder.mkdir(parents=True, exist_ok=True)
-    lock = procs.file_lock(folder / LOCK_FILE)
+    server = _server(folder)
+    lock = procs.file_lock(server.lock_file)
     lock.__enter__()
     released = False
 
@@ -338,12 +309,12 @@ def run_local_server(
         if not released:
             lock.__exit__(None, None, None)
             released = True
-        info = _read_state(folder)
+        info = server.read()
         if on_ready is not None and info is not None:
             on_ready(info)
 
     try:
-        running = _status(folder)
+        running = server.status()
         if running is not None:
             raise UserError(
                 f"a local model server is already running at {running.url} (pid {running.pid})",
