@@ -49,6 +49,14 @@ from benchsmith.schemas._private.jsonl import (
     write_json_streamed,
     write_jsonl,
 )
+from benchsmith.schemas._private.pairs import (
+    PairAccepted,
+    PairConversion,
+    PairJournalHead,
+    PairRecord,
+    PairRejected,
+    pair_record,
+)
 from benchsmith.schemas._private.progress import Bar, Bars, progress_bar
 from benchsmith.schemas._private.refs import (
     Reference,
@@ -236,6 +244,12 @@ __all__ = [
     "Bar",
     "Bars",
     "progress_bar",
+    "PairAccepted",
+    "PairConversion",
+    "PairJournalHead",
+    "PairRecord",
+    "PairRejected",
+    "pair_record",
     "FailureStreak",
     "failure_limit",
     "run_items",

@@ -82,3 +82,20 @@ def have_embedding_model() -> bool:
     except ImportError:
         return False
     return True
+
+
+def accepted_pair(line: int, rows: list, observations: list | None = None):
+    """An NL2API build journal's record of an accepted pair holding ``rows`` (the rest empty)."""
+    from benchsmith.schemas import PairAccepted, PairConversion
+
+    return PairAccepted.model_construct(
+        line=line,
+        status="accepted",
+        conv=PairConversion.model_construct(setup=[], calls=[], ordered=False, features=[]),
+        rows=rows,
+        observations=observations or [],
+        columns=[],
+        descriptions={},
+        extended=False,
+        calls=[],
+    )

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import accepted_pair
 
 from benchsmith.construction.nl2api import (
     BuildOptions,
@@ -152,9 +153,9 @@ def test_the_journal_keeps_blobs_and_non_finite_floats(tmp_path):
 
     fp = {"inputs": "x"}
     journal = PairJournal(tmp_path, fp)
-    record = {"line": 3, "status": "accepted", "rows": [[b"\x00\xff", float("inf"), 1.5, None, "t"]]}
+    record = accepted_pair(3, [[b"\x00\xff", float("inf"), 1.5, None, "t"]])
     journal.add(record)
     journal.finish()
     again = PairJournal(tmp_path, fp)
-    assert list(again.done) == [3] and again.get(3) == record
+    assert list(again.done) == [3] and again.get(3).rows == record.rows
     again.close()

@@ -48,9 +48,9 @@ def test_phased_results_equal_pair_by_pair():
     one_by_one = [pairwork.process_pair(db, "slot", line, pair) for line, pair in items]
     phased = _in_process(db, items)
     assert phased == one_by_one
-    codes = {r["code"] for r in phased if r["status"] == "rejected"}
+    codes = {r.code for r in phased if r.status == "rejected"}
     assert {"parse_error", "not_select", "nondeterministic", "empty_result"} <= codes, codes
-    assert sum(r["status"] == "accepted" for r in phased) >= 35
+    assert sum(r.status == "accepted" for r in phased) >= 35
     assert pairwork.process_batch(str(chinook_db()), db.timeout_s, None, "slot", items) == one_by_one
 
 

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from helpers import accepted_pair
 
 from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db, default_pairs_path
 from benchsmith.schemas import Sample, SampleEncoder, Tool, UserError, content_id, write_jsonl
@@ -222,22 +223,27 @@ def test_the_encoder_with_a_tool_utf8_cannot_encode(tmp_path):
 
 def test_the_journal_index_reads_records_back_in_any_order(tmp_path):
     from benchsmith.construction.nl2api._private.pairwork import PairJournal
+    from benchsmith.schemas import PairRejected
 
     journal = PairJournal(tmp_path, {"x": 1})
     for line in (5, 2, 9):
-        journal.add({"line": line, "status": "accepted" if line != 2 else "rejected", "rows": [[line, b"\x01"]]})
-    assert journal.get(2)["rows"] == [[2, b"\x01"]] and journal.rejected == {2}
+        journal.add(
+            accepted_pair(line, [[line, b"\x01"]])
+            if line != 2
+            else PairRejected(line=2, status="rejected", code="empty_result", message="no rows")
+        )
+    assert journal.get(2).code == "empty_result" and journal.rejected == {2}
     journal.close()
     again = PairJournal(tmp_path, {"x": 1})
-    assert sorted(again.done) == [2, 5, 9] and again.get(9)["rows"] == [[9, b"\x01"]] and again.get(5)["line"] == 5
+    assert sorted(again.done) == [2, 5, 9] and again.get(9).rows == [[9, b"\x01"]] and again.get(5).line == 5
     again.close()
     with open(tmp_path / ".journal.pending.jsonl", "ab") as fh:
         fh.write(b'{"line": 11, "status": "acc')  # a record cut by a kill: that pair runs again
     third = PairJournal(tmp_path, {"x": 1})
     assert 11 not in third.done
-    third.add({"line": 11, "status": "accepted", "rows": []})
+    third.add(accepted_pair(11, []))
     third.close()
-    assert PairJournal(tmp_path, {"x": 1}).get(11)["rows"] == []
+    assert PairJournal(tmp_path, {"x": 1}).get(11).rows == []
     assert os.path.getsize(tmp_path / ".journal.pending.jsonl") > 0
 
 
@@ -282,11 +288,11 @@ def test_journal_records_read_back_to_the_same_values(tmp_path, value):
         return type(a) is type(b) and a == b
 
     journal = PairJournal(tmp_path, {"x": 1})
-    journal.add({"line": 1, "status": "accepted", "rows": [[value, 1]], "other": {"v": value}})
-    journal.add({"line": 2, "status": "accepted", "rows": [(value, None)]})  # a tuple beside a null
+    journal.add(accepted_pair(1, [[value, 1]], [{"v": value}]))
+    journal.add(accepted_pair(2, [[value, None]]))  # beside a null
     journal.close()
     again = PairJournal(tmp_path, {"x": 1})
     one, two = again.get(1), again.get(2)
     again.close()
-    assert same([[value, 1]], one["rows"]) and same({"v": value}, one["other"])
-    assert same([(value, None)], two["rows"])
+    assert same([[value, 1]], one.rows) and same([{"v": value}], one.observations)
+    assert same([[value, None]], two.rows)

@@ -22,6 +22,8 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from benchsmith.schemas import (
     CheckResult,
     ExactAnswer,
+    PairAccepted,
+    PairRejected,
     Provenance,
     RowError,
     Sample,
@@ -130,12 +132,18 @@ OWNED = frozenset(
 class _Accepted:
     line: int
     pair: Pair
-    result: dict[str, Any]  # process_pair's verified result: nothing is written without one
+    result: PairAccepted  # process_pair's verified result: nothing is written without one
     conv: Conversion
     rows: list[tuple]
     calls: list[ToolCall]
     tools: list[Tool] = field(default_factory=list)
     bindings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rest(self) -> dict[str, Any]:
+        """A REST pair's endpoint, tool and gold arguments (the build adds the endpoint's name)."""
+        assert self.result.rest is not None, f"line {self.line}: a REST build's result has no endpoint"
+        return self.result.rest
 
 
 def library_versions() -> dict[str, str]:
@@ -394,11 +402,12 @@ def _rejected(journal: PairJournal, pairs_path: Path) -> Iterator[dict[str, Any]
     for line, pair in _pairs(pairs_path):
         if line in journal.rejected and not isinstance(pair, RowError):
             res = journal.get(line)
+            assert isinstance(res, PairRejected), f"line {line} is journaled as rejected"
             yield {
                 "id": pair.id or f"line-{line}",
                 "line": line,
-                "code": res["code"],
-                "message": res["message"],
+                "code": res.code,
+                "message": res.message,
                 "question": pair.question,
                 "sql": pair.sql,
             }
@@ -410,19 +419,19 @@ def _accepted(journal: PairJournal, pairs_path: Path) -> Iterator[_Accepted]:
         if line not in journal.done or line in journal.rejected or isinstance(pair, RowError):
             continue
         res = journal.get(line)
-        if res["status"] != "accepted":
+        if not isinstance(res, PairAccepted):
             continue
-        c = res["conv"]
+        c = res.conv
         conv = Conversion(
-            [ToolCall.model_validate(x) for x in c["setup"]],
-            [ToolCall.model_validate(x) for x in c["calls"]],
+            [ToolCall.model_validate(x) for x in c.setup],
+            [ToolCall.model_validate(x) for x in c.calls],
             "",
-            c["ordered"],
-            set(c["features"]),
+            c.ordered,
+            set(c.features),
         )
         # a SLOT pair's gold calls are the conversion's own (SEL and REST ones differ)
-        calls = list(conv.calls) if res["calls"] == c["calls"] else [ToolCall.model_validate(x) for x in res["calls"]]
-        yield _Accepted(line, pair, res, conv, [tuple(r) for r in res["rows"]], calls)
+        calls = list(conv.calls) if res.calls == c.calls else [ToolCall.model_validate(x) for x in res.calls]
+        yield _Accepted(line, pair, res, conv, [tuple(r) for r in res.rows], calls)
 
 
 def _memo_key(columns: list[str], descriptions: dict[str, str]) -> bytes | str:
@@ -451,7 +460,7 @@ class _ToolSets:
         if self.style == "rest":
             name = self.rest_names.get(a.line)
             if name is None:
-                tool = Tool.model_validate(a.result["rest"]["tool"])
+                tool = Tool.model_validate(a.rest["tool"])
                 base, name, k = tool.name, tool.name, 2
                 while name in self.names:  # endpoint names are unique within the split, first come first named
                     name, k = f"{base}_{k}", k + 1
@@ -462,19 +471,19 @@ class _ToolSets:
                 self.rest_names[a.line] = name
                 self.names.add(name)
                 self.universe.append(tool)
-            a.result["rest"]["name"] = name
-            a.calls = [ToolCall(name=name, arguments=a.result["rest"]["args"], label="result_1")]
+            a.rest["name"] = name
+            a.calls = [ToolCall(name=name, arguments=a.rest["args"], label="result_1")]
             a.tools = self.universe
             return
-        k = _memo_key(a.result["columns"], a.result["descriptions"])
+        k = _memo_key(a.result.columns, a.result.descriptions)
         if k not in self.memo:
             if self.style == "slot":
                 self.memo[k] = (
-                    slot_tools(a.result["columns"], a.result["descriptions"], extended=self.extended),
+                    slot_tools(a.result.columns, a.result.descriptions, extended=self.extended),
                     self.bindings,
                 )
             else:
-                self.memo[k] = sel_toolset(a.result["columns"], a.result["descriptions"], extended=self.extended)
+                self.memo[k] = sel_toolset(a.result.columns, a.result.descriptions, extended=self.extended)
         a.tools, a.bindings = self.memo[k]
 
     def all_tools(self) -> Iterator[Tool]:
@@ -546,13 +555,13 @@ def _write_split(
                 size = universe_size(opts.tool_universe, len(tools))
                 tools = reduce_universe(tools, {c.name for c in calls}, size, f"{opts.seed}:{a.pair.id or a.line}")
             if opts.style == "rest":
-                endpoints[a.result["rest"]["name"]] = a.result["rest"]["endpoint"]
+                endpoints[a.rest["name"]] = a.rest["endpoint"]
             else:
                 bindings.update(obfuscate_bindings(a.bindings, mapping) if mapping is not None else a.bindings)
             for t in tools:
                 universe.setdefault(t.name, t)
             observations = (
-                a.result["observations"]
+                a.result.observations
                 if opts.style != "rest"
                 else [{"columns": None, "rows": [list(r) for r in a.rows]}]
             )

@@ -21,8 +21,21 @@ from typing import Any, Awaitable, Callable, ContextManager, Iterable, Iterator,
 
 import orjson
 import sqlglot
+from pydantic import ValidationError
 
-from benchsmith.schemas import ToolCall, UserError, append_jsonl, dumps_json, run_items
+from benchsmith.schemas import (
+    PairAccepted,
+    PairConversion,
+    PairJournalHead,
+    PairRejected,
+    ToolCall,
+    UserError,
+    append_jsonl,
+    appended_line,
+    dumps_json,
+    pair_record,
+    run_items,
+)
 
 from .compare import multiset_equal, ordered_equal
 from .converter import Conversion, convert
@@ -93,10 +106,9 @@ def _dump_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
 
 def process_pair(
     db: Database, style: str, line: int, pair: dict[str, Any], *, converted: Conversion | Rejection | None = None
-) -> dict[str, Any]:
-    """Convert and verify one pair (``Pair`` fields as a dict) in ``style``. Returns plain data:
-    ``{"line", "status": "accepted", ...}`` with everything the split needs, or ``{"line",
-    "status": "rejected", "code", "message"}``. ``converted`` is the pair's conversion (or the
+) -> PairAccepted | PairRejected:
+    """Convert and verify one pair (``Pair`` fields as a dict) in ``style``: a :class:`PairAccepted`
+    with everything the split needs, or a :class:`PairRejected` saying why not. ``converted`` is the pair's conversion (or the
     rejection it gave) when it was made beforehand."""
     try:
         conv = _convert_safely(db, pair["sql"]) if converted is None else converted
@@ -107,7 +119,7 @@ def process_pair(
             raise Rejection("empty_result", "the SQL returns no rows")
         run = run_and_check(db, conv.setup, conv.calls, expected, conv.ordered, observe=True, sql=pair["sql"])
         dumped = _dump_calls(conv.calls)
-        out: dict[str, Any] = {
+        out: dict[str, Any] = {  # built as plain data first: SEL and REST replace or add fields
             "line": line,
             "status": "accepted",
             "conv": {
@@ -148,9 +160,10 @@ def process_pair(
             out.update(
                 rest={"tool": tool.model_dump(mode="json", exclude_none=True), "endpoint": endpoint, "args": gold_args}
             )
-        return out
+        # trusted: built just above from the converter's and the database's own values
+        return PairAccepted.model_construct(**{**out, "conv": PairConversion.model_construct(**out["conv"])})
     except Rejection as rej:
-        return {"line": line, "status": "rejected", "code": rej.code, "message": str(rej)}
+        return PairRejected(line=line, status="rejected", code=rej.code, message=str(rej))
 
 
 # ---- workers ----------------------------------------------------------------------------------------
@@ -169,8 +182,8 @@ def worker_db(path: str, timeout_s: float, descriptions_json: str | None) -> Dat
 
 def process_batch(
     path: str, timeout_s: float, descriptions_json: str | None, style: str, items: list[tuple[int, dict[str, Any]]]
-) -> list[dict[str, Any]]:
-    """A batch of pairs in a worker: results in the batch's order, as plain (journal) data."""
+) -> list[PairAccepted | PairRejected]:
+    """A batch of pairs in a worker: results in the batch's order."""
     return list(_phased(worker_db(path, timeout_s, descriptions_json), style, items))
 
 
@@ -181,7 +194,7 @@ def _attempt(fn: Callable[..., Any], *args: Any) -> Any:
         return rej
 
 
-def _phased(db: Database, style: str, batch: list[tuple[int, dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+def _phased(db: Database, style: str, batch: list[tuple[int, dict[str, Any]]]) -> Iterator[PairAccepted | PairRejected]:
     """A batch's pairs converted first, all of them, then verified one by one: the parser's code
     and data stay in the CPU's caches (parsing a pair took 0.085 ms in a loop of parses and 0.195
     ms between verifications on 2 cores, Nov 2026). The results are the same as pair by pair; only
@@ -197,7 +210,7 @@ def _batches(items: Iterable[tuple[int, dict[str, Any]]], size: int) -> Iterator
         yield batch
 
 
-Work = Callable[[list[tuple[int, dict[str, Any]]]], Awaitable[list[dict[str, Any]]]]
+Work = Callable[[list[tuple[int, dict[str, Any]]]], Awaitable[list[PairAccepted | PairRejected]]]
 """Where a batch of pairs runs: a batch in, its results (in the batch's order) out."""
 
 
@@ -205,7 +218,7 @@ Work = Callable[[list[tuple[int, dict[str, Any]]]], Awaitable[list[dict[str, Any
 def in_process(db: Database, style: str) -> Iterator[tuple[Work, int]]:
     """The pairs in the build's own process, one batch at a time."""
 
-    async def work(batch: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+    async def work(batch: list[tuple[int, dict[str, Any]]]) -> list[PairAccepted | PairRejected]:
         return list(_phased(db, style, batch))
 
     yield work, 1
@@ -224,7 +237,7 @@ def in_pool(
     fn = partial(process_batch, path, timeout_s, descriptions_json, style)
     with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
 
-        async def work(batch: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+        async def work(batch: list[tuple[int, dict[str, Any]]]) -> list[PairAccepted | PairRejected]:
             return await asyncio.get_running_loop().run_in_executor(pool, fn, batch)
 
         yield work, 2 * workers
@@ -255,7 +268,7 @@ def on_ray(
         remote = ray.remote(num_cpus=1)(process_batch)
         cpus = max(1, int(ray.cluster_resources().get("CPU", workers)))
 
-        async def work(batch: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+        async def work(batch: list[tuple[int, dict[str, Any]]]) -> list[PairAccepted | PairRejected]:
             return await remote.remote(path, timeout_s, descriptions_json, style, batch)
 
         yield work, 4 * cpus
@@ -309,11 +322,12 @@ def pairs_sha256(path: Path) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def _dumps_record(record: dict[str, Any]) -> bytes:
-    """One journal line. orjson writes most records; it turns NaN and infinities into null and
+def _dumps_record(model: PairAccepted | PairRejected) -> bytes:
+    """One journal line: the record's fields as given (``rest`` only for REST). orjson writes most records; it turns NaN and infinities into null and
     refuses bytes, ints beyond 64 bits and lone surrogates, so a record holding a null is read
     back and compared (a tuple also compares unequal: harmless), and any other record goes
-    through the tagged, escaped writer; either reads back to the same values (:meth:`PairJournal.get`)."""
+    through the tagged, escaped writer; either reads back to the same values (:func:`_read_record`)."""
+    record = model.model_dump(exclude_unset=True)
     try:
         data = orjson.dumps(record)
         if b"null" not in data or orjson.loads(data) == record:
@@ -321,6 +335,25 @@ def _dumps_record(record: dict[str, Any]) -> bytes:
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         pass
     return (dumps_json(json_value(record, exact=True), allow_nan=False) + "\n").encode("utf-8")
+
+
+def _read_record(raw: bytes) -> PairAccepted | PairRejected | None:
+    """One journal line as its record; None for a line that is not one (cut by a kill: that pair
+    runs again)."""
+    if not raw.endswith(b"\n"):
+        return None
+    try:
+        rec = orjson.loads(raw)
+    except orjson.JSONDecodeError:  # a lone surrogate, written escaped by the fallback
+        try:
+            rec = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None
+    tagged = any(tag in raw for tag in _TAG_BYTES)
+    try:
+        return pair_record(from_json_value(rec) if tagged else rec)  # tags are rare: skip the walk
+    except ValidationError:
+        return None
 
 
 class PairJournal:
@@ -351,43 +384,36 @@ class PairJournal:
         else:
             out.mkdir(parents=True, exist_ok=True)
             self.path.unlink(missing_ok=True)  # a pending journal of other inputs
-            append_jsonl(self.path, {"fingerprint": fp})
+            append_jsonl(self.path, PairJournalHead(fingerprint=fp))
             self.created = True
         self._writer = open(self.path, "ab")  # noqa: SIM115 - closed in close()
 
     def _load(self, path: Path, fp: dict[str, Any]) -> bool:
         with open(path, "rb") as fh:
             first = fh.readline()
-            try:
-                head = json.loads(first) if first.endswith(b"\n") else None
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                head = None
-            if head != {"fingerprint": fp}:
+            head = appended_line(first, PairJournalHead) if first.endswith(b"\n") else None
+            if head is None or head.fingerprint != fp:
                 return False
             offset = fh.tell()
             for raw in fh:
                 at, offset = offset, offset + len(raw)
-                try:
-                    rec = json.loads(raw) if raw.endswith(b"\n") else None
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    rec = None  # a line cut by a kill: that pair runs again
-                if isinstance(rec, dict) and isinstance(rec.get("line"), int):
+                rec = _read_record(raw)
+                if rec is not None:
                     self._note(rec, at)
         if not path.read_bytes()[-1:] == b"\n":
             with open(path, "ab") as fh:
                 fh.write(b"\n")  # the next record starts on its own line
         return True
 
-    def _note(self, rec: dict[str, Any], at: int) -> None:
-        line = rec["line"]
-        self.done[line] = at
-        if rec.get("status") == "accepted":
-            self.rejected.discard(line)
-            self.extended = self.extended or bool(rec.get("extended"))
+    def _note(self, rec: PairAccepted | PairRejected, at: int) -> None:
+        self.done[rec.line] = at
+        if isinstance(rec, PairAccepted):
+            self.rejected.discard(rec.line)
+            self.extended = self.extended or rec.extended
         else:
-            self.rejected.add(line)
+            self.rejected.add(rec.line)
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: PairAccepted | PairRejected) -> None:
         self._n += 1
         data = _dumps_record(record)
         at = self._writer.tell()
@@ -397,19 +423,15 @@ class PairJournal:
             os.fsync(self._writer.fileno())
         self._note(record, at)
 
-    def get(self, line: int) -> dict[str, Any]:
-        """The (decoded) record of ``line``."""
+    def get(self, line: int) -> PairAccepted | PairRejected:
+        """The record of ``line``."""
         if self._reader is None:
             self._writer.flush()
             self._reader = open(self.path, "rb")  # noqa: SIM115 - closed in close()
         self._reader.seek(self.done[line])
-        raw = self._reader.readline()
-        try:
-            rec = orjson.loads(raw)
-        except orjson.JSONDecodeError:  # a lone surrogate, written escaped by the fallback
-            rec = json.loads(raw)
-        tagged = any(tag in raw for tag in _TAG_BYTES)
-        return from_json_value(rec) if tagged else rec  # tags are rare: skip the walk
+        rec = _read_record(self._reader.readline())
+        assert rec is not None, f"{self.path} changed while the build read it"
+        return rec
 
     def close(self) -> None:
         for fh in (self._reader, self._writer):
@@ -461,7 +483,7 @@ def run_pairs(
     journaled in input order, so the journal is the same however the pairs ran."""
     import asyncio
 
-    def journaled(_: list[tuple[int, dict[str, Any]]], records: list[dict[str, Any]]) -> None:
+    def journaled(_: list[tuple[int, dict[str, Any]]], records: list[PairAccepted | PairRejected]) -> None:
         for rec in records:
             journal.add(rec)
             if progress is not None:
