@@ -14,9 +14,9 @@ and environments.
 
 End reasons: ``user_stop`` (the user said the stop phrase), ``assistant_done`` (solo episodes:
 the assistant answered without a call), ``user_failure`` (the simulator broke its role, sent
-nothing, or stopped before asking anything), ``user_turn_budget`` (asked once more after ``max_turns`` messages, the simulator still did
-not stop),
-``step_budget`` (too many assistant replies after one user message), ``call_budget``,
+nothing, or stopped before asking anything), ``user_turn_budget`` (asked once more after
+``max_turns`` messages, the simulator still did not stop), ``step_budget`` (too many assistant
+replies after one user message), ``call_budget``,
 ``token_budget``, ``wall_budget``. The first two are normal ends. A ``user_failure`` is never
 charged to the model (:data:`USER_FAILURES`). A user who never stops is cut by the turn budget:
 if the goal was reached the episode passes (and is counted as a simulator that never stopped);

@@ -592,7 +592,7 @@ async def _run_async(
 
     journals = {p.task.name: Journal(p.folder / "episodes.jsonl") for p in planned}
     memo: dict[str, asyncio.Future[Any]] = {}
-    last_error: list[str] = ["?"]
+    last_failure = "?"  # the endpoint's last failure, for the message when the stop rule ends the run
     wall: dict[str, float] = defaultdict(float)
     t_start = time.monotonic()
 
@@ -600,6 +600,7 @@ async def _run_async(
 
     async def work(item: tuple[PlannedTask, EvalCase, str]) -> bool:
         """Play one case and journal its reply; True when the endpoint did not answer."""
+        nonlocal last_failure
         p, case, key = item
         started = _now()
         ctx = CallContext(
@@ -619,7 +620,8 @@ async def _run_async(
             # this case; connection, timeout, 429 and 5xx failures are retried by the next run
             status: ReplyStatus = "request_error" if exc.kind == "request" else "transport_error"
             outcome = Outcome(status, None, [], {"type": exc.kind, "message": str(exc)})
-            last_error[0] = str(exc)
+            if status == "transport_error":
+                last_failure = str(exc)
         append_reply(
             p.folder / "replies.jsonl",
             ReplyLine(
@@ -654,7 +656,7 @@ async def _run_async(
         summary = finish_run(out, planned, model["name"], meta, counters, wall)
     if stopped is not None:
         raise RuntimeFault(
-            f"the model endpoint failed {stopped} cases in a row (last: {last_error[0]}); everything finished "
+            f"the model endpoint failed {stopped} cases in a row (last: {last_failure}); everything finished "
             f"so far is kept in {out} — re-run the same command to resume"
         )
     return RunResult(out, summary.tasks, summary.status or "")

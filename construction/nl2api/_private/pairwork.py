@@ -108,8 +108,8 @@ def process_pair(
     db: Database, style: str, line: int, pair: dict[str, Any], *, converted: Conversion | Rejection | None = None
 ) -> PairAccepted | PairRejected:
     """Convert and verify one pair (``Pair`` fields as a dict) in ``style``: a :class:`PairAccepted`
-    with everything the split needs, or a :class:`PairRejected` saying why not. ``converted`` is the pair's conversion (or the
-    rejection it gave) when it was made beforehand."""
+    with everything the split needs, or a :class:`PairRejected` saying why not. ``converted`` is the
+    pair's conversion (or the rejection it gave) when it was made beforehand."""
     try:
         conv = _convert_safely(db, pair["sql"]) if converted is None else converted
         if isinstance(conv, Rejection):
@@ -323,9 +323,9 @@ def pairs_sha256(path: Path) -> str:
 
 
 def _dumps_record(model: PairAccepted | PairRejected) -> bytes:
-    """One journal line: the record's fields as given (``rest`` only for REST). orjson writes most records; it turns NaN and infinities into null and
-    refuses bytes, ints beyond 64 bits and lone surrogates, so a record holding a null is read
-    back and compared (a tuple also compares unequal: harmless), and any other record goes
+    """One journal line: the record's fields as given (``rest`` only for REST). orjson writes most
+    records; it turns NaN and infinities into null and refuses bytes, ints beyond 64 bits and lone
+    surrogates, so a record holding a null is read back and compared, and any other record goes
     through the tagged, escaped writer; either reads back to the same values (:func:`_read_record`)."""
     record = model.model_dump(exclude_unset=True)
     try:
