@@ -1,6 +1,5 @@
 """``benchsmith annotate server start|stop|status``: a local Label Studio server (127.0.0.1, its own venv)."""
-
-from __future__ import annotations
+# annotations are real objects, not strings (see cli/__init__.py)
 
 from pathlib import Path
 from typing import Optional

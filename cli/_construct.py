@@ -1,6 +1,5 @@
 """``benchsmith construct ...``: run a construction graph (or the quality checks) over a file."""
-
-from __future__ import annotations
+# annotations are real objects, not strings (see cli/__init__.py)
 
 from pathlib import Path
 from typing import Any, Optional

@@ -1,6 +1,5 @@
 """``benchsmith model serve|stop|status``: the local model servers (one per local model)."""
-
-from __future__ import annotations
+# annotations are real objects, not strings (see cli/__init__.py)
 
 from typing import Optional
 

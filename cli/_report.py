@@ -1,6 +1,5 @@
 """``benchsmith report RUN_DIR...``: HTML, Markdown and CSV reports over evaluation runs."""
-
-from __future__ import annotations
+# annotations are real objects, not strings (see cli/__init__.py)
 
 from pathlib import Path
 from typing import List, Optional

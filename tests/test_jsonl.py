@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
@@ -18,12 +20,14 @@ from benchsmith.schemas import (
     UserError,
     append_jsonl,
     iter_jsonl_lenient,
+    loads_json,
     read_json,
     read_jsonl,
     write_json,
     write_jsonl,
 )
 
+FIXTURES = Path(__file__).parent / "fixtures" / "schemas"
 GOOD = '{"name": "c%d", "ok": true}'
 
 
@@ -232,3 +236,34 @@ def test_read_json_reports_line_and_column(tmp_path):
     path.write_text('{\n  "a": 1,\n  "b": ]\n}\n', encoding="utf-8")
     with pytest.raises(UserError, match=r"bad\.json:3:8: invalid JSON"):
         read_json(path)
+
+
+JSON_TEXTS = [json.loads(line) for line in open(FIXTURES / "json_texts.jsonl", encoding="utf-8")]
+
+
+def _same(a, b):
+    """Equal values of equal types, float signs and NaNs included (``==`` says 1 == 1.0 and -0.0 == 0.0)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(map(_same, a, b))
+    return a == b
+
+
+@pytest.mark.parametrize("case", JSON_TEXTS, ids=[c["why"] for c in JSON_TEXTS])
+def test_loads_json_reads_what_json_loads_reads(case):
+    """loads_json parses with pydantic-core first: every text gives json.loads's value, or, where
+    json.loads refuses it, a JSONDecodeError."""
+    text = case["text"]
+    try:
+        expected = json.loads(text)
+    except (ValueError, RecursionError):
+        with pytest.raises(json.JSONDecodeError):
+            loads_json(text)
+        return
+    for given in (text, text.encode("utf-8", "surrogatepass")):
+        assert _same(loads_json(given), expected), case["why"]
