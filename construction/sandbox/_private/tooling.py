@@ -12,6 +12,7 @@ be documented.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import types
@@ -57,7 +58,22 @@ class ToolSpec:
     domain: str
     method: str
     params: tuple[Param, ...]
-    schema: Tool = field(compare=False)
+    description: str = field(compare=False)
+    #: the JSON Schema of the arguments (``properties``, ``required``), built at registration
+    parameters: dict[str, Any] = field(compare=False)
+
+    @functools.cached_property
+    def schema(self) -> Tool:
+        """The tool as a benchsmith :class:`~benchsmith.schemas.Tool`, made when first asked for:
+        replaying calls needs none, and the first ``Tool`` made builds its validator (about 45 ms,
+        a tenth of scoring ACEBench's English data)."""
+        return Tool(
+            name=self.name,
+            description=self.description,
+            domain=self.domain,
+            category="sandbox",
+            parameters=self.parameters,
+        )
 
     def bind(self, arguments: Any) -> dict[str, Any]:
         """Keyword arguments for the method, or ``ToolError`` (``bad_arguments``,
@@ -115,14 +131,14 @@ def build_spec(domain: str, method: Callable[..., Any]) -> ToolSpec:
         if not p.required and p.default is not None:
             prop["default"] = p.default
         properties[p.name] = prop
-    schema = Tool(
+    return ToolSpec(
         name=name,
-        description=summary,
         domain=domain,
-        category="sandbox",
+        method=name,
+        params=tuple(params),
+        description=summary,
         parameters={"properties": properties, "required": [p.name for p in params if p.required]},
     )
-    return ToolSpec(name=name, domain=domain, method=name, params=tuple(params), schema=schema)
 
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
