@@ -49,6 +49,7 @@ from benchsmith.schemas._private.jsonl import (
     write_json_streamed,
     write_jsonl,
 )
+from benchsmith.schemas._private.mcp import McpServer, read_mcp_server, write_mcp_server
 from benchsmith.schemas._private.pairs import (
     PairAccepted,
     PairConversion,
@@ -115,10 +116,12 @@ from benchsmith.schemas._private.sample import (
 )
 from benchsmith.schemas._private.split import Split, SplitManifest, file_sha256, samples_content_hash
 from benchsmith.schemas._private.tool import (
+    TOOL_NAME_PATTERN,
     RestBinding,
     StrictModel,
     Tool,
     ToolCall,
+    ToolHints,
     ToolParameters,
 )
 
@@ -261,10 +264,16 @@ __all__ = [
     "UnresolvedReference",
     # tools
     "StrictModel",
+    "TOOL_NAME_PATTERN",
     "Tool",
+    "ToolHints",
     "ToolParameters",
     "RestBinding",
     "ToolCall",
+    # MCP servers
+    "McpServer",
+    "read_mcp_server",
+    "write_mcp_server",
     # references
     "Reference",
     "parse_reference",

@@ -55,6 +55,18 @@ class ToolParameters(StrictModel):
         return self
 
 
+class ToolHints(StrictModel):
+    """What a tool's server says of its behaviour (an MCP tool's annotations): hints, not
+    guarantees; None where the server says nothing (MCP's defaults: not read-only, destructive,
+    not idempotent, open world)."""
+
+    title: str | None = None
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
+
+
 class Tool(StrictModel):
     """A tool the model may call: name, description, argument schema and optional extras."""
 
@@ -66,6 +78,8 @@ class Tool(StrictModel):
     category: str | None = None
     domain: str | None = None
     tags: list[str] = Field(default_factory=list)
+    # left out of the written tool when absent: tools without hints keep their bytes and content ids
+    hints: ToolHints | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @field_validator("description")
     @classmethod

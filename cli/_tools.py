@@ -1,0 +1,95 @@
+"""``benchsmith tools import mcp``: a tool catalog from a live MCP server."""
+# annotations are real objects, not strings (see cli/__init__.py)
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from . import check_number, check_out_dir, user_errors  # cli/__init__ defines them before importing this module
+
+tools_app = typer.Typer(
+    rich_markup_mode=None, help="Tool catalogs from the user's own tool servers.", no_args_is_help=True
+)
+import_app = typer.Typer(
+    rich_markup_mode=None, help="Import a server's tools as a benchsmith catalog.", no_args_is_help=True
+)
+tools_app.add_typer(import_app, name="import")
+
+
+@import_app.command("mcp")
+@user_errors
+def import_mcp(
+    command: Optional[List[str]] = typer.Argument(
+        None, metavar="-- COMMAND [ARGS]...", help="Start the server with this command (stdio), after --"
+    ),
+    out: Path = typer.Option(..., "--out", envvar="BENCHSMITH_MCP_OUT", help="Folder for tools.json and server.json"),
+    url: Optional[str] = typer.Option(
+        None, "--url", envvar="BENCHSMITH_MCP_URL", help="Reach a running server instead (streamable HTTP)"
+    ),
+    name: Optional[str] = typer.Option(
+        None,
+        "--name",
+        envvar="BENCHSMITH_MCP_NAME",
+        help="The server's name in messages and the tools' domain (default: from the command or URL)",
+    ),
+    env: Optional[List[str]] = typer.Option(
+        None,
+        "--env",
+        envvar="BENCHSMITH_MCP_ENV",
+        help="An environment variable the started server gets (its name; repeatable)",
+    ),
+    header: Optional[List[str]] = typer.Option(
+        None,
+        "--header",
+        envvar="BENCHSMITH_MCP_HEADER",
+        help="HEADER=VAR: send HTTP header HEADER with the value of $VAR (repeatable)",
+    ),
+    cwd: Optional[Path] = typer.Option(
+        None, "--cwd", envvar="BENCHSMITH_MCP_CWD", help="Working folder of the started server"
+    ),
+    timeout: float = typer.Option(
+        30.0, "--timeout", envvar="BENCHSMITH_MCP_TIMEOUT", help="Seconds per request to the server (> 0)"
+    ),
+    start_timeout: float = typer.Option(
+        60.0, "--start-timeout", envvar="BENCHSMITH_MCP_START_TIMEOUT", help="Seconds to start and initialise (> 0)"
+    ),
+) -> None:
+    """List an MCP server's tools and write them as a benchsmith tool catalog: OUT/tools.json (names,
+    descriptions, argument and output schemas, read-only/destructive hints) and OUT/server.json (how
+    to reach the server again; environment variable names only, never their values)."""
+    from benchsmith.construction.mcp import import_mcp_tools
+    from benchsmith.schemas import McpServer, UserError
+
+    check_out_dir(out)
+    check_number("--timeout", timeout, gt=0)
+    check_number("--start-timeout", start_timeout, gt=0)
+    headers = {}
+    for item in header or []:
+        key, sep, var = item.partition("=")
+        if not sep or not key or not var:
+            raise UserError(f"--header {item!r} is not HEADER=VAR", fix="e.g. --header Authorization=MCP_TOKEN")
+        headers[key] = var
+    label = name or (Path(command[0]).name if command else (url or "server"))
+    try:
+        server = McpServer(
+            name=label,
+            command=list(command or []),
+            url=url,
+            env=list(env or []),
+            headers=headers,
+            cwd=str(cwd) if cwd is not None else None,
+            call_timeout=timeout,
+            start_timeout=start_timeout,
+        )
+    except ValueError as exc:  # pydantic's ValidationError: one line for the first problem
+        first = exc.errors()[0] if hasattr(exc, "errors") else {"msg": str(exc), "loc": ()}
+        where = ".".join(str(p) for p in first["loc"])
+        raise UserError(
+            f"{where + ': ' if where else ''}{first['msg'].removeprefix('Value error, ')}",
+            fix="give the server's command after -- (stdio) or --url http://127.0.0.1:PORT/mcp",
+        ) from None
+    tools = import_mcp_tools(server, out)
+    typer.echo(
+        f"{len(tools)} tools from MCP server {server.name}: {out / 'tools.json'} ({', '.join(t.name for t in tools)})"
+    )

@@ -1,0 +1,25 @@
+"""MCP servers as tool sources: their tools as benchsmith tools, their calls run for real.
+
+>>> from benchsmith.construction.mcp import tool_from_mcp
+>>> tool = tool_from_mcp({"name": "read_query", "description": "Run a SELECT.",
+...                       "input_schema": {"type": "object", "properties": {"query": {"type": "string"}},
+...                                        "required": ["query"]},
+...                       "annotations": {"read_only_hint": True}}, domain="sqlite")
+>>> tool.parameters.required, tool.hints.read_only, tool.category
+(['query'], True, 'mcp')
+"""
+
+from ._private.catalog import SERVER_FILE, TOOLS_FILE, import_mcp_tools
+from ._private.convert import ANY_JSON, observation_of, parameters_of, tool_from_mcp
+from ._private.session import McpSession
+
+__all__ = [
+    "ANY_JSON",
+    "McpSession",
+    "SERVER_FILE",
+    "TOOLS_FILE",
+    "import_mcp_tools",
+    "observation_of",
+    "parameters_of",
+    "tool_from_mcp",
+]

@@ -1,0 +1,69 @@
+"""Real MCP servers for the tests.
+
+* ``mcp-server-sqlite`` (PyPI, written by the MCP project, not here): it is built on the ``mcp``
+  SDK 1.x, so it lives in a venv of its own under the cache, installed with pip the first time
+  (about 20 s; a marker file is written only after a good install, a file lock keeps two test
+  processes from installing at once).
+* the notes server of tests/fixtures/construct (the official SDK's ``MCPServer``), for what a
+  third-party server cannot be asked to do on cue: wait past a timeout, die mid-call, serve HTTP.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchsmith.models import cache_root
+from benchsmith.models.procs import file_lock
+
+SQLITE_SERVER = ("mcp-server-sqlite==2025.4.25", "mcp==1.30.0")
+NOTES_SERVER = Path(__file__).parent / "fixtures" / "construct" / "mcp_notes_server.py"
+
+
+def sqlite_server_command(db: Path) -> list[str]:
+    """The command starting ``mcp-server-sqlite`` on ``db`` (installing the server the first time)."""
+    root = cache_root() / "test-servers"
+    venv = root / "mcp-server-sqlite-2025.4.25"
+    marker = venv / ".installed"
+    if not marker.is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        with file_lock(root / "mcp-server-sqlite.lock"):
+            if not marker.is_file():
+                base = getattr(sys, "_base_executable", None) or sys.executable
+                subprocess.run([base, "-m", "venv", "--clear", str(venv)], check=True)
+                pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+                subprocess.run([*pip, *SQLITE_SERVER], check=True)
+                marker.write_text("ok\n", encoding="utf-8")
+    return [str(venv / "bin" / "mcp-server-sqlite"), "--db-path", str(db)]
+
+
+def notes_server_command(state: Path) -> list[str]:
+    """The command starting the notes server (stdio) on the JSON file ``state``."""
+    return [sys.executable, str(NOTES_SERVER), str(state)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_notes_http(state: Path, port: int) -> subprocess.Popen[bytes]:
+    """The notes server on streamable HTTP at http://127.0.0.1:PORT/mcp, once it accepts connections."""
+    proc = subprocess.Popen(
+        [*notes_server_command(state), "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the notes server exited with {proc.returncode}") from None
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("the notes server did not listen within 30 s")
