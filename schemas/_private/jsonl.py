@@ -73,8 +73,9 @@ def loads_json(text: str | bytes) -> Any:
     """
     # pydantic-core's parser first: on every value it takes it gives what json.loads gives (ints
     # of any size, NaN and Infinity too) in about two thirds of the time; it refuses lone
-    # surrogates and all invalid JSON, and then json.loads decides, with its own messages
-    with contextlib.suppress(ValueError):
+    # surrogates (escaped, or raw in the text: a TypeError) and all invalid JSON, and then
+    # json.loads decides, with its own messages
+    with contextlib.suppress(ValueError, TypeError):
         return from_json(text)
     try:
         return json.loads(text)
