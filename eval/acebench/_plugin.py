@@ -158,8 +158,8 @@ def _data_cases(
             gold: Any = ans["ground_truth"]
             if agent:
                 gold = {"state": gold, "milestones": ans["mile_stone"]}
-            # every field's type is known here: model_construct skips re-checking them (1,023 cases:
-            # about 8 ms of eval score's CPU)
+            # every field's type is known here: model_construct skips re-checking them, and scoring
+            # never builds EvalCase's validator
             yield EvalCase.model_construct(
                 id=rid,
                 benchmark="acebench",
