@@ -58,6 +58,8 @@ def import_mcp(
     """List an MCP server's tools and write them as a benchsmith tool catalog: OUT/tools.json (names,
     descriptions, argument and output schemas, read-only/destructive hints) and OUT/server.json (how
     to reach the server again; environment variable names only, never their values)."""
+    from pydantic import ValidationError
+
     from benchsmith.construction.mcp import import_mcp_tools
     from benchsmith.schemas import McpServer, UserError
 
@@ -82,8 +84,8 @@ def import_mcp(
             call_timeout=timeout,
             start_timeout=start_timeout,
         )
-    except ValueError as exc:  # pydantic's ValidationError: one line for the first problem
-        first = exc.errors()[0] if hasattr(exc, "errors") else {"msg": str(exc), "loc": ()}
+    except ValidationError as exc:  # one line for the first problem
+        first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise UserError(
             f"{where + ': ' if where else ''}{first['msg'].removeprefix('Value error, ')}",
