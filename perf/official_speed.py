@@ -57,6 +57,14 @@ e6db74b, the shared data's commit, and bfcl-eval 2026.3.23, the release of goril
 
 The three official paths can also come from BENCHSMITH_ACEBENCH_REPO, BENCHSMITH_ACEBENCH_PYTHON
 and BENCHSMITH_BFCL_PYTHON. Figures are noisy on a shared machine: run on a quiet one.
+
+``--instructions`` adds one more line per benchmark: both sides run once more under valgrind's
+callgrind and the line gives the instructions each executed and their ratio. Counted
+instructions do not drift with the machine's speed (two runs of one side agree to about 0.1%),
+so the line shows whether a change moved the work done when CPU seconds are too noisy to tell;
+the target stays the one on CPU time (a CPU second is not a fixed number of instructions: C
+code in pandas and numpy runs more instructions per cycle than the interpreter). Needs valgrind
+on PATH; the official ACEBench side takes about a minute under it.
 """
 
 from __future__ import annotations
@@ -131,6 +139,18 @@ def measure(side: Side, log: Path) -> Usage:
         sys.exit(f"{side.label} exited with {rc}: {' '.join(side.argv)}\n{tail}")
     kib = maxrss / (1024 if sys.platform == "darwin" else 1)  # Linux: KiB; macOS: bytes
     return Usage(cpu_s, kib / 1024)
+
+
+def instructions(side: Side, log: Path) -> int:
+    """Instructions the side's command executes (valgrind's callgrind, its own count; nothing timed)."""
+    side.reset()
+    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *side.argv]
+    proc = subprocess.run(argv, cwd=side.cwd, env=side.env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    log.write_text(proc.stdout + proc.stderr, "utf-8")
+    counted = [line.split()[-1] for line in proc.stderr.splitlines() if "Collected :" in line]
+    if proc.returncode != 0 or not counted:
+        sys.exit(f"{side.label} under valgrind exited with {proc.returncode}: see {log}")
+    return int(counted[-1])
 
 
 def alternate(sides: list[Side], rounds: int, logs: Path) -> None:
@@ -348,6 +368,13 @@ def runs_text(side: Side) -> str:
     return " ".join(f"{u.cpu_s:.2f}" for u in side.runs)
 
 
+def report_instructions(sides: list[Side], logs: Path) -> None:
+    counts = [instructions(side, logs / f"{side.label}.callgrind.log") for side in sides]
+    line = ", ".join(f"{side.label} {n / 1e9:.3f} G" for side, n in zip(sides, counts))
+    ratio = f"; ratio {counts[1] / counts[0]:.3f}x benchsmith / official" if len(counts) == 2 else ""
+    print(f"  instructions (valgrind, one run each): {line}{ratio}")
+
+
 def report(title: str, sides: list[Side], target: float, sanity: str) -> None:
     print(f"\n{title}")
     print(f"  {'side':12s} {'CPU s':>7s} {'peak RSS MB':>12s}   CPU s per round")
@@ -382,8 +409,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", default="acebench,bfcl,help", help="comma-separated: acebench, bfcl, help")
     ap.add_argument("--work", type=Path, default=None, help="keep the scratch files here (default: a tempdir)")
+    ap.add_argument(
+        "--instructions", action="store_true", help="also count each side's instructions once under valgrind"
+    )
     args = ap.parse_args()
     only = set(args.only.split(","))
+    if args.instructions and shutil.which("valgrind") is None:
+        sys.exit("--instructions needs valgrind on PATH (apt install valgrind), or run without it")
     print(f"benchsmith: {bs_origin(args.benchsmith_python)}; {args.rounds} rounds, medians")
     with tempfile.TemporaryDirectory(prefix="official_speed_") as tmp:
         work = args.work or Path(tmp)
@@ -405,6 +437,8 @@ def main() -> None:
                 CPU_TARGETS[name],
                 sanity(),
             )
+            if args.instructions:
+                report_instructions(sides, work / name)
         if "help" in only:
             # `-m benchsmith.cli` does what the `benchsmith` console script does (and honours PYTHONPATH)
             side = Side("benchsmith", [args.benchsmith_python, "-m", "benchsmith.cli", "--help"], work, child_env())
