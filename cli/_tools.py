@@ -1,4 +1,5 @@
-"""``benchsmith tools import mcp``: a tool catalog from a live MCP server."""
+"""``benchsmith tools import mcp`` and ``tools import openapi``: tool catalogs from the user's own
+tool servers (a live MCP server, an OpenAPI document)."""
 # annotations are real objects, not strings (see cli/__init__.py)
 
 from pathlib import Path
@@ -95,3 +96,53 @@ def import_mcp(
     typer.echo(
         f"{len(tools)} tools from MCP server {server.name}: {out / 'tools.json'} ({', '.join(t.name for t in tools)})"
     )
+
+
+@import_app.command("openapi")
+@user_errors
+def import_openapi(
+    document: str = typer.Argument(
+        ..., metavar="DOCUMENT", help="The OpenAPI 3.0/3.1 document: a YAML or JSON file, or a URL on this machine"
+    ),
+    out: Path = typer.Option(
+        ..., "--out", envvar="BENCHSMITH_OPENAPI_OUT", help="Folder for tools.json and service.json"
+    ),
+    base_url: Optional[str] = typer.Option(
+        None,
+        "--base-url",
+        envvar="BENCHSMITH_OPENAPI_BASE_URL",
+        help="Where the service answers, e.g. http://127.0.0.1:8000 (default: the document's first server)",
+    ),
+    name: Optional[str] = typer.Option(
+        None,
+        "--name",
+        envvar="BENCHSMITH_OPENAPI_NAME",
+        help="The service's name in messages and the tools' domain (default: the document's title)",
+    ),
+    auth: Optional[List[str]] = typer.Option(
+        None,
+        "--auth",
+        envvar="BENCHSMITH_OPENAPI_AUTH",
+        help="SCHEME=VAR: read security scheme SCHEME's secret from $VAR (default BENCHSMITH_OPENAPI_<SCHEME>; repeatable)",
+    ),
+    timeout: float = typer.Option(
+        30.0, "--timeout", envvar="BENCHSMITH_OPENAPI_TIMEOUT", help="Seconds per call to the service (> 0)"
+    ),
+) -> None:
+    """Read an OpenAPI document and write a benchsmith tool catalog, one tool per operation:
+    OUT/tools.json (names, descriptions, argument schemas with every $ref inlined, response schemas)
+    and OUT/service.json (where each argument goes in the request, and the environment variable
+    each security scheme's secret is read from; never the secret)."""
+    from benchsmith.construction.openapi import import_openapi_tools
+    from benchsmith.schemas import UserError
+
+    check_out_dir(out)
+    check_number("--timeout", timeout, gt=0)
+    schemes = {}
+    for item in auth or []:
+        scheme, sep, var = item.partition("=")
+        if not sep or not scheme or not var.isidentifier():
+            raise UserError(f"--auth {item!r} is not SCHEME=VAR", fix="e.g. --auth ApiKeyAuth=PETS_API_KEY")
+        schemes[scheme] = var
+    tools = import_openapi_tools(document, out, base_url=base_url, name=name, auth_env=schemes, call_timeout=timeout)
+    typer.echo(f"{len(tools)} tools from {document}: {out / 'tools.json'} ({', '.join(t.name for t in tools)})")

@@ -49,7 +49,16 @@ from benchsmith.schemas._private.jsonl import (
     write_json_streamed,
     write_jsonl,
 )
+from benchsmith.schemas._private.jsonschema import ANY_JSON, MAX_REF_DEPTH, inline_refs, typed
 from benchsmith.schemas._private.mcp import McpServer, read_mcp_server, write_mcp_server
+from benchsmith.schemas._private.openapi import (
+    OpenApiArg,
+    OpenApiAuth,
+    OpenApiOperation,
+    OpenApiService,
+    read_openapi_service,
+    write_openapi_service,
+)
 from benchsmith.schemas._private.pairs import (
     PairAccepted,
     PairConversion,
@@ -274,6 +283,18 @@ __all__ = [
     "McpServer",
     "read_mcp_server",
     "write_mcp_server",
+    # OpenAPI services
+    "OpenApiArg",
+    "OpenApiAuth",
+    "OpenApiOperation",
+    "OpenApiService",
+    "read_openapi_service",
+    "write_openapi_service",
+    # JSON Schemas of tool sources
+    "ANY_JSON",
+    "MAX_REF_DEPTH",
+    "inline_refs",
+    "typed",
     # references
     "Reference",
     "parse_reference",

@@ -9,8 +9,10 @@
 (['query'], True, 'mcp')
 """
 
+from benchsmith.schemas import ANY_JSON
+
 from ._private.catalog import SERVER_FILE, TOOLS_FILE, import_mcp_tools
-from ._private.convert import ANY_JSON, observation_of, parameters_of, tool_from_mcp
+from ._private.convert import observation_of, parameters_of, tool_from_mcp
 from ._private.session import McpSession
 
 __all__ = [

@@ -18,12 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from benchsmith.schemas import TOOL_NAME_PATTERN, Tool, ToolError, ToolHints, UserError
-
-#: what a property that names no type accepts: any JSON value (JSON Schema's ``{}``)
-ANY_JSON: dict[str, Any] = {"type": ["string", "number", "integer", "boolean", "object", "array", "null"]}
-_TYPE_KEYS = ("type", "enum", "anyOf", "oneOf", "$ref", "const")
-_MAX_REF_DEPTH = 16  # a recursive definition is cut here (its innermost use accepts any object)
+from benchsmith.schemas import TOOL_NAME_PATTERN, Tool, ToolError, ToolHints, UserError, inline_refs, typed
 
 
 def tool_from_mcp(data: Mapping[str, Any], domain: str) -> Tool:
@@ -66,36 +61,16 @@ def tool_from_mcp(data: Mapping[str, Any], domain: str) -> Tool:
 def parameters_of(schema: Mapping[str, Any]) -> dict[str, Any]:
     """benchsmith's parameters (``type``, ``properties``, ``required``, ``additionalProperties``)
     of an MCP input schema, its local ``$ref``s (``#/$defs/...``, ``#/definitions/...``) inlined."""
-    defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
-    properties = {key: _typed(_inline(prop, defs, 0)) for key, prop in (schema.get("properties") or {}).items()}
+    drop = ("$defs", "definitions")
+    properties = {
+        key: typed(inline_refs(prop, schema, where="input schema", drop=drop))
+        for key, prop in (schema.get("properties") or {}).items()
+    }
     out: dict[str, Any] = {"type": "object", "properties": properties, "required": list(schema.get("required") or [])}
     extra = schema.get("additionalProperties")
     if isinstance(extra, bool):
         out["additionalProperties"] = extra
     return out
-
-
-def _typed(prop: Any) -> Any:
-    if isinstance(prop, dict) and not any(k in prop for k in _TYPE_KEYS):
-        return {**prop, **ANY_JSON}
-    return prop
-
-
-def _inline(value: Any, defs: Mapping[str, Any], depth: int) -> Any:
-    if isinstance(value, list):
-        return [_inline(v, defs, depth) for v in value]
-    if not isinstance(value, dict):
-        return value
-    ref = value.get("$ref")
-    if isinstance(ref, str) and re.match(r"^#/(\$defs|definitions)/[^/]+$", ref):
-        target = defs.get(ref.rsplit("/", 1)[1])
-        if target is None:
-            raise UserError(f"input schema: {ref} is not defined", fix="define it under $defs")
-        rest = {k: v for k, v in value.items() if k != "$ref"}
-        if depth >= _MAX_REF_DEPTH:
-            return {**rest, "type": "object"}
-        return {**_inline(target, defs, depth + 1), **rest}
-    return {k: _inline(v, defs, depth) for k, v in value.items() if k not in ("$defs", "definitions")}
 
 
 def observation_of(result: Mapping[str, Any], tool: str, max_chars: int) -> Any:
