@@ -906,11 +906,12 @@ app.add_typer(model_app, name="model")
 
 from ._annotate import annotate_app  # noqa: E402
 from ._construct import construct_app  # noqa: E402 - needs user_errors defined above
-from ._tools import tools_app  # noqa: E402
+from ._tools import serve_app, tools_app  # noqa: E402
 
 app.add_typer(construct_app, name="construct")
 app.add_typer(annotate_app, name="annotate")
 app.add_typer(tools_app, name="tools")
+app.add_typer(serve_app, name="serve")
 _register_report(app)
 
 

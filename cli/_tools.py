@@ -7,7 +7,12 @@ from typing import List, Optional
 
 import typer
 
-from . import check_number, check_out_dir, user_errors  # cli/__init__ defines them before importing this module
+from . import (  # cli/__init__ defines them before importing this module
+    check_number,
+    check_out_dir,
+    check_port,
+    user_errors,
+)
 
 tools_app = typer.Typer(
     rich_markup_mode=None, help="Tool catalogs from the user's own tool servers.", no_args_is_help=True
@@ -146,3 +151,37 @@ def import_openapi(
         schemes[scheme] = var
     tools = import_openapi_tools(document, out, base_url=base_url, name=name, auth_env=schemes, call_timeout=timeout)
     typer.echo(f"{len(tools)} tools from {document}: {out / 'tools.json'} ({', '.join(t.name for t in tools)})")
+
+
+serve_app = typer.Typer(rich_markup_mode=None, help="Serve a split's tools to other programs.", no_args_is_help=True)
+
+
+@serve_app.command("mcp")
+@user_errors
+def serve_mcp(
+    split_dir: Path = typer.Argument(..., metavar="SPLIT", help="A split folder (its tools.json and samples.jsonl)"),
+    http: bool = typer.Option(
+        False, "--http", envvar="BENCHSMITH_MCP_HTTP", help="Streamable HTTP at http://HOST:PORT/mcp instead of stdio"
+    ),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", envvar="BENCHSMITH_HOST", help="Bind address with --http (loopback by default)"
+    ),
+    port: int = typer.Option(8765, "--port", envvar="BENCHSMITH_PORT", help="Port with --http"),
+    sample: Optional[str] = typer.Option(
+        None, "--sample", envvar="BENCHSMITH_MCP_SAMPLE", help="Serve this sample's environment (its setup applied)"
+    ),
+) -> None:
+    """Serve a split's tools as an MCP server, running for real in the split's tool environment
+    (NL2API tools on its read-only database, a sandbox domain): on stdio, or with --http over
+    streamable HTTP at http://HOST:PORT/mcp. A call may name the label its output is kept under
+    (request _meta "benchsmith/label"), so later calls refer to it as $label$."""
+    from benchsmith.construction.mcp import serve_split_mcp
+
+    if not split_dir.is_dir():
+        from benchsmith.schemas import UserError
+
+        raise UserError(f"{split_dir} is not a folder", fix="give a split folder")
+    if http:
+        check_port(port)
+        typer.echo(f"serving {split_dir} over MCP at http://{host}:{port}/mcp", err=True)
+    serve_split_mcp(split_dir, http=http, host=host, port=port, sample_id=sample)

@@ -278,7 +278,7 @@ def test_bad_input_is_one_red_line_and_changes_nothing(case, workspace, tmp_path
 
 
 # every number a command takes is checked (or is a seed: any whole number)
-SURVEYED = {"nl2api", "demo", "schemas", "eval", "report", "model", "construct", "annotate", "tools"}
+SURVEYED = {"nl2api", "demo", "schemas", "eval", "report", "model", "construct", "annotate", "tools", "serve"}
 
 
 def _number_type(param):

@@ -13,15 +13,20 @@ from benchsmith.schemas import ANY_JSON
 
 from ._private.catalog import SERVER_FILE, TOOLS_FILE, import_mcp_tools
 from ._private.convert import observation_of, parameters_of, tool_from_mcp
+from ._private.serve import LABEL_META, mcp_server, serve_split_mcp, split_environment
 from ._private.session import McpSession
 
 __all__ = [
     "ANY_JSON",
+    "LABEL_META",
     "McpSession",
     "SERVER_FILE",
     "TOOLS_FILE",
     "import_mcp_tools",
+    "mcp_server",
     "observation_of",
     "parameters_of",
+    "serve_split_mcp",
+    "split_environment",
     "tool_from_mcp",
 ]
