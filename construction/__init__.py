@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING
 
 from benchsmith.schemas import lazy_exports
 
-from ._private.envs import ENVIRONMENTS, EnvContext, ToolEnvironment, environment, open_environment
+from ._private.envs import (
+    ENVIRONMENTS,
+    EnvContext,
+    ToolEnvironment,
+    close_environment,
+    environment,
+    open_environment,
+)
 
 if TYPE_CHECKING:
     from ._private.catalog import CatalogEntry, draw_tools, load_catalog, raw_rows, tool_dict
@@ -111,6 +118,7 @@ __all__ = [
     "ConstructionGraph",
     "GraphOptions",
     "EnvContext",
+    "close_environment",
     "ModelStep",
     "ParseError",
     "RoleModels",

@@ -50,7 +50,15 @@ from benchsmith.schemas._private.jsonl import (
     write_jsonl,
 )
 from benchsmith.schemas._private.jsonschema import ANY_JSON, MAX_REF_DEPTH, inline_refs, typed
-from benchsmith.schemas._private.mcp import McpServer, read_mcp_server, write_mcp_server
+from benchsmith.schemas._private.mcp import (
+    McpEnvironment,
+    McpServer,
+    StateProbe,
+    read_mcp_environment,
+    read_mcp_server,
+    write_mcp_environment,
+    write_mcp_server,
+)
 from benchsmith.schemas._private.openapi import (
     OpenApiArg,
     OpenApiAuth,
@@ -283,6 +291,10 @@ __all__ = [
     "McpServer",
     "read_mcp_server",
     "write_mcp_server",
+    "McpEnvironment",
+    "StateProbe",
+    "read_mcp_environment",
+    "write_mcp_environment",
     # OpenAPI services
     "OpenApiArg",
     "OpenApiAuth",

@@ -28,13 +28,22 @@ class EnvContext:
 
 
 Opener = Callable[[dict[str, Any], EnvContext], ToolEnvironment]
-ENVIRONMENTS: Registry[Opener] = Registry("tool environment", ("benchsmith.construction.sandbox",))
+ENVIRONMENTS: Registry[Opener] = Registry(
+    "tool environment", ("benchsmith.construction.sandbox", "benchsmith.construction.mcp")
+)
 
 
 def environment(kind: str) -> Callable[[Opener], Opener]:
     """Register ``opener(descriptor, context) -> ToolEnvironment`` for descriptors ``{"kind": kind, ...}``."""
 
     return ENVIRONMENTS.register(kind)
+
+
+def close_environment(env: Any) -> None:
+    """Stop what an environment started (a server process, a work folder), if it has anything to stop."""
+    close = getattr(env, "close", None)
+    if callable(close):
+        close()
 
 
 def open_environment(descriptor: dict[str, Any], context: EnvContext | None = None) -> ToolEnvironment:

@@ -7,7 +7,10 @@ of ``context.env``. The set-up calls run first (unless the descriptor carries it
 ``"setup"``), then every gold call in order:
 
 * a step recorded as succeeding (verdict None or ``"success"``) must succeed and, when it
-  recorded an observation, the new one must equal it (floats within ``context.float_tolerance``);
+  recorded an observation, the new one must equal it (floats within ``context.float_tolerance``;
+  an environment with a ``compare_view`` compares through it, leaving its volatile keys out, and
+  one with a ``mismatch_code`` names a difference so: ``nondeterministic_replay`` for a live
+  MCP server);
 * a step recorded with any other verdict must fail (raise ``ToolError``); when its recorded
   observation is ``{"error": code}`` or ``{"code": code}`` the error code must match too.
 
@@ -22,7 +25,7 @@ import json
 import math
 from typing import Any
 
-from benchsmith.construction import open_environment
+from benchsmith.construction import close_environment, open_environment
 from benchsmith.schemas import CheckResult, Sample, UserError
 
 from ._engine import CheckContext, check, failed, passed, skipped
@@ -58,6 +61,10 @@ def environment_descriptor(sample: Sample, context: CheckContext) -> tuple[dict[
     if sample.metadata.get("db_id"):  # a merged split: the sample's own database
         descriptor["db_id"] = sample.metadata["db_id"]
     return descriptor, ""
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def _plain(value: Any) -> Any:
@@ -127,9 +134,7 @@ def executability(sample: Sample, context: CheckContext | None = None) -> CheckR
     try:
         return _replay(sample, descriptor, env, ctx)
     finally:
-        close = getattr(env, "close", None)
-        if callable(close):
-            close()
+        close_environment(env)
 
 
 def _replay(sample: Sample, descriptor: dict[str, Any], env: Any, ctx: CheckContext) -> CheckResult:
@@ -164,9 +169,10 @@ def _replay(sample: Sample, descriptor: dict[str, Any], env: Any, ctx: CheckCont
         if step.verdict not in _SUCCESS:
             return failed(NAME, "unexpected_success", f"{where} was recorded as {step.verdict!r} but now succeeds")
         if step.observation is not None:
-            diff = first_difference(_plain(step.observation), _plain(now), ctx.float_tolerance)
+            view = getattr(env, "compare_view", _same)  # an environment may leave volatile keys out
+            diff = first_difference(view(_plain(step.observation)), view(_plain(now)), ctx.float_tolerance)
             if diff:
-                return failed(NAME, "observation_mismatch", f"{where}: {diff}")
+                return failed(NAME, getattr(env, "mismatch_code", "observation_mismatch"), f"{where}: {diff}")
     return passed(
         NAME,
         f"{len(sample.setup) if 'setup' not in descriptor else 0} set-up and {ran} gold call(s) "

@@ -194,19 +194,24 @@ SIMULATE = ModelStep(
 
 
 def _environment(state: dict[str, Any], ctx: Any) -> Any:
-    from benchsmith.construction import open_environment
+    from benchsmith.construction import close_environment, open_environment
 
     descriptor = state["candidate"].get("metadata", {}).get("environment")
     if not descriptor:
         return None
     env = open_environment(descriptor, ctx.env_context)
-    for step in state.get("steps") or []:  # replay the kept steps: environments are deterministic
-        env.call(step["call"]["name"], step["call"]["arguments"], step["call"]["label"])
+    try:
+        for step in state.get("steps") or []:  # replay the kept steps: environments are deterministic
+            env.call(step["call"]["name"], step["call"]["arguments"], step["call"]["label"])
+    except BaseException:
+        close_environment(env)
+        raise
     return env
 
 
 def execute(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
     """Run the pending call for real when the sample has an environment, else simulate it."""
+    from benchsmith.construction import close_environment
     from benchsmith.construction.nl2api import ToolError
 
     ctx = runtime.context
@@ -218,15 +223,18 @@ def execute(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
     call = state["pending"]["call"]
     pending = dict(state["pending"])
     try:
-        pending["observation"] = env.call(call["name"], call["arguments"], call["label"])
-    except ToolError as exc:
-        pending["error"] = {"code": getattr(exc, "code", "tool_error"), "message": str(exc)[:500]}
-    answer = getattr(env, "answer", None)
-    if answer is not None and "error" not in pending:
         try:
-            pending["answer"] = answer(call["label"])
-        except ToolError:
-            pass
+            pending["observation"] = env.call(call["name"], call["arguments"], call["label"])
+        except ToolError as exc:
+            pending["error"] = {"code": getattr(exc, "code", "tool_error"), "message": str(exc)[:500]}
+        answer = getattr(env, "answer", None)
+        if answer is not None and "error" not in pending:
+            try:
+                pending["answer"] = answer(call["label"])
+            except ToolError:
+                pass
+    finally:
+        close_environment(env)  # a fresh one (replaying the kept steps) for the next call
     return {"pending": pending, "budget": state["budget"] - 1}
 
 

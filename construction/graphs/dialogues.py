@@ -304,15 +304,19 @@ ASSISTANT = ModelStep(
 # -- tool agent -----------------------------------------------------------------------------------
 def _environment(state: dict[str, Any], ctx: Any) -> Any:
     """The item's environment with every earlier successful call replayed, or None (simulate)."""
-    from benchsmith.construction import open_environment
+    from benchsmith.construction import close_environment, open_environment
 
     descriptor = state["candidate"].get("environment")
     if not descriptor:
         return None
     env = open_environment(descriptor, ctx.env_context)
-    for e in state.get("executed") or []:
-        if _ok(e) and not e.get("simulated"):
-            env.call(e["call"]["name"], e["call"]["arguments"], e["call"]["label"])
+    try:
+        for e in state.get("executed") or []:
+            if _ok(e) and not e.get("simulated"):
+                env.call(e["call"]["name"], e["call"]["arguments"], e["call"]["label"])
+    except BaseException:
+        close_environment(env)
+        raise
     return env
 
 
@@ -342,14 +346,19 @@ def tool_turn(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
             record["observation"] = _maybe_json(sim["pending"].get("observation"))
         update["calls"] = sim["calls"]
     else:
+        from benchsmith.construction import close_environment
+
         record = {"call": call}
         try:
-            record["observation"] = env.call(call["name"], call["arguments"], call["label"])
-        except ToolError as exc:
-            record["error"] = {"code": getattr(exc, "code", None) or "tool_error", "message": str(exc)[:500]}
-        snapshot = getattr(env, "state", None)
-        if callable(snapshot):
-            update["env_state"] = snapshot()
+            try:
+                record["observation"] = env.call(call["name"], call["arguments"], call["label"])
+            except ToolError as exc:
+                record["error"] = {"code": getattr(exc, "code", None) or "tool_error", "message": str(exc)[:500]}
+            snapshot = getattr(env, "state", None)
+            if callable(snapshot):
+                update["env_state"] = snapshot()
+        finally:
+            close_environment(env)  # a fresh one (the earlier calls replayed) for the next turn
     content = (
         _dumps(record["observation"])
         if _ok(record)

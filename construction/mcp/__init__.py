@@ -13,6 +13,13 @@ from benchsmith.schemas import ANY_JSON
 
 from ._private.catalog import SERVER_FILE, TOOLS_FILE, import_mcp_tools
 from ._private.convert import observation_of, parameters_of, tool_from_mcp
+from ._private.environment import (
+    McpToolEnvironment,
+    folder_digest,
+    mcp_environment_spec,
+    open_mcp_environment,
+    without_volatile,
+)
 from ._private.serve import LABEL_META, mcp_server, serve_split_mcp, split_environment
 from ._private.session import McpSession
 
@@ -20,6 +27,11 @@ __all__ = [
     "ANY_JSON",
     "LABEL_META",
     "McpSession",
+    "McpToolEnvironment",
+    "folder_digest",
+    "mcp_environment_spec",
+    "open_mcp_environment",
+    "without_volatile",
     "SERVER_FILE",
     "TOOLS_FILE",
     "import_mcp_tools",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
@@ -54,6 +55,51 @@ class McpServer(StrictModel):
         if self.headers and self.url is None:
             raise ValueError("headers are for a server reached by url")
         return self
+
+
+class StateProbe(StrictModel):
+    """A read-only call whose observation is part of an environment's state."""
+
+    name: str = Field(min_length=1, description="a read-only tool of the server")
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class McpEnvironment(StrictModel):
+    """An MCP server as a tool environment (an ``environment.json``): a fresh server for every
+    chain, replay and episode, started on a fresh copy of the state template; its state read by
+    probe calls and a digest of the work folder."""
+
+    kind: Literal["mcp"] = "mcp"
+    server: McpServer = Field(description="the server; {work} in its command and cwd is the fresh work folder")
+    template: str | None = Field(
+        default=None,
+        description="a folder (relative to the environment file) copied into the work folder before the server starts",
+    )
+    probes: list[StateProbe] = Field(default_factory=list, description="read-only calls that read the state")
+    digest: bool = Field(default=False, description="the state includes a digest of every file in the work folder")
+    volatile: list[str] = Field(
+        default_factory=list,
+        description="keys whose values change from run to run (timestamps), left out of comparisons",
+    )
+
+    @model_validator(mode="after")
+    def _work_needs_command(self) -> McpEnvironment:
+        if (self.template is not None or self.digest) and not self.server.command:
+            raise ValueError("a state template and a work-folder digest are for a server started from a command")
+        return self
+
+
+def read_mcp_environment(path: Path) -> McpEnvironment:
+    """The :class:`McpEnvironment` in a JSON file; a bad file is one :class:`UserError` naming it."""
+    env: McpEnvironment = read_json(
+        path, McpEnvironment, fix='write {"server": {...}, "template": ..., "probes": [...]}'
+    )
+    return env
+
+
+def write_mcp_environment(path: Path, env: McpEnvironment) -> None:
+    """Write ``env`` to ``path`` (atomically); only what differs from the defaults (its kind always)."""
+    write_json(path, {"kind": env.kind, **env.model_dump(mode="json", exclude_defaults=True)})
 
 
 def read_mcp_server(path: Path) -> McpServer:

@@ -1,0 +1,181 @@
+"""An MCP server as a tool environment (kind ``mcp``): tool calls run for real on a fresh server.
+
+A descriptor names an environment file (``{"kind": "mcp", "file": "environment.json"}``, relative
+to the split folder) or holds one (``{"kind": "mcp", "server": {...}, ...}``). Each opening is
+isolated: the state template is copied into a new work folder, ``{work}`` in the server's command
+and working folder becomes that folder, the server starts there, and :meth:`close` stops it and
+removes the folder. So every chain, replay and episode starts from the same state.
+
+Outputs are kept under their call's label, so a later call's ``$label$`` and ``$label.key$``
+arguments are filled in before it is sent (the server never sees a reference). :meth:`state` reads
+the state: each probe call's observation, and with ``digest`` the SHA-256 of every file in the work
+folder. :func:`without_volatile` leaves out the keys a run changes (timestamps) before two
+observations or states are compared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from benchsmith.construction import EnvContext, environment
+from benchsmith.schemas import (
+    McpEnvironment,
+    RuntimeFault,
+    ToolError,
+    UnresolvedReference,
+    UserError,
+    read_mcp_environment,
+    resolve_references,
+)
+
+from .session import McpSession
+
+WORK = "{work}"
+
+
+def without_volatile(value: Any, keys: Iterable[str]) -> Any:
+    """``value`` with every dict entry whose key is in ``keys`` left out, at any depth; a text that
+    holds a JSON object or array (what many servers return) is read as JSON first."""
+    drop = frozenset(keys)
+    if not drop:
+        return value
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items() if k not in drop}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value)
+
+
+def folder_digest(folder: Path) -> dict[str, str]:
+    """``relative path -> SHA-256`` of every file under ``folder`` (sorted; links not followed)."""
+    out = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        out[path.relative_to(folder).as_posix()] = digest.hexdigest()
+    return out
+
+
+class McpToolEnvironment:
+    """One opening of an :class:`~benchsmith.schemas.McpEnvironment`: a fresh work folder and server."""
+
+    mismatch_code = "nondeterministic_replay"  # what a replay that differs is called (the executability check)
+
+    def __init__(self, spec: McpEnvironment, base: Path) -> None:
+        self.spec = spec
+        self.volatile = tuple(spec.volatile)
+        self.work: Path | None = None
+        self.outputs: dict[str, Any] = {}
+        server = spec.server
+        if server.command:
+            self.work = Path(tempfile.mkdtemp(prefix="benchsmith-mcp-work-"))
+            try:
+                if spec.template is not None:
+                    template = (base / spec.template).resolve()
+                    if not template.is_dir():
+                        raise UserError(
+                            f"MCP environment {server.name}: state template {template} is not a folder",
+                            fix="give template as a folder relative to the environment file",
+                        )
+                    shutil.copytree(template, self.work, dirs_exist_ok=True, symlinks=True)
+                work = str(self.work)
+                server = server.model_copy(
+                    update={
+                        "command": [a.replace(WORK, work) for a in server.command],
+                        "cwd": server.cwd.replace(WORK, work) if server.cwd else work,
+                    }
+                )
+            except BaseException:
+                shutil.rmtree(self.work, ignore_errors=True)
+                raise
+        self._session = McpSession(server)
+        try:
+            self._session.__enter__()
+        except BaseException:
+            self._remove_work()
+            raise
+
+    def call(self, name: str, arguments: dict[str, Any], label: str | None = None) -> Any:
+        try:
+            resolved = resolve_references(arguments, self.outputs)
+        except UnresolvedReference as exc:
+            raise ToolError(f"{name}: {exc}", code="unresolved_reference") from None
+        observation = self._session.call(name, resolved)
+        if label:
+            self.outputs[label] = observation
+        return observation
+
+    def state(self) -> dict[str, Any]:
+        """The environment's state now: ``{"probes": [...], "files": {...}}`` (what is declared)."""
+        out: dict[str, Any] = {}
+        if self.spec.probes:
+            probes = []
+            for probe in self.spec.probes:
+                try:
+                    probes.append(self._session.call(probe.name, dict(probe.arguments)))
+                except ToolError as exc:
+                    raise RuntimeFault(
+                        f"MCP environment {self.spec.server.name}: state probe {probe.name} failed: {exc}"
+                    ) from None
+            out["probes"] = [without_volatile(p, self.volatile) for p in probes]
+        if self.spec.digest and self.work is not None:
+            out["files"] = folder_digest(self.work)
+        return out
+
+    def compare_view(self, value: Any) -> Any:
+        """``value`` as replays compare it: the volatile keys left out."""
+        return without_volatile(value, self.volatile)
+
+    def close(self) -> None:
+        try:
+            self._session.__exit__(None, None, None)
+        finally:
+            self._remove_work()
+
+    def _remove_work(self) -> None:
+        if self.work is not None:
+            shutil.rmtree(self.work, ignore_errors=True)
+            self.work = None
+
+
+def mcp_environment_spec(descriptor: dict[str, Any], context: EnvContext) -> tuple[McpEnvironment, Path]:
+    """The environment a descriptor names (a file) or holds, and the folder its template is relative to."""
+    from pydantic import ValidationError
+
+    split = context.split or Path(".")
+    if "file" in descriptor:
+        path = Path(str(descriptor["file"]))
+        path = path if path.is_absolute() else split / path
+        return read_mcp_environment(path), path.parent
+    try:
+        return McpEnvironment.model_validate(descriptor), split
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UserError(
+            f"MCP environment descriptor: {'.'.join(map(str, first['loc']))}: {first['msg']}",
+            fix='give {"kind": "mcp", "file": "environment.json"} or the environment itself',
+        ) from None
+
+
+@environment("mcp")
+def open_mcp_environment(descriptor: dict[str, Any], context: EnvContext) -> McpToolEnvironment:
+    """A fresh :class:`McpToolEnvironment` for ``descriptor`` (see the module's docstring)."""
+    spec, base = mcp_environment_spec(descriptor, context)
+    return McpToolEnvironment(spec, base)

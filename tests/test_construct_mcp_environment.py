@@ -1,0 +1,180 @@
+"""The ``mcp`` tool environment (issue 29): a real third-party server (``mcp-server-sqlite``, PyPI)
+started fresh for every opening on a copy of a state template, its state read by probe calls and
+a digest of the work folder, and the ``executability`` check replaying a gold chain on it (a
+changed observation is ``nondeterministic_replay``); the SDK-built notes server for the volatile
+keys. Nothing here is a mock."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+from mcp_servers import NOTES_SERVER, sqlite_server_command
+
+from benchsmith.construction import EnvContext, close_environment, open_environment
+from benchsmith.construction.checks import CheckContext, run_checks
+from benchsmith.construction.mcp import McpToolEnvironment, without_volatile
+from benchsmith.schemas import (
+    McpEnvironment,
+    McpServer,
+    Sample,
+    StateProbe,
+    ToolError,
+    UserError,
+    write_mcp_environment,
+)
+
+PROBE = StateProbe(name="read_query", arguments={"query": "SELECT id, name FROM item ORDER BY id"})
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory) -> Path:
+    """A split folder holding a state template (a two-row database) and its environment file."""
+    root = tmp_path_factory.mktemp("mcp-env")
+    template = root / "state"
+    template.mkdir()
+    with sqlite3.connect(template / "shop.db") as con:
+        con.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT)")
+        con.executemany("INSERT INTO item VALUES (?, ?)", [(1, "pen"), (2, "ink")])
+    con.close()
+    command = sqlite_server_command(Path("{work}") / "shop.db")
+    env = McpEnvironment(server=McpServer(name="shop", command=command), template="state", probes=[PROBE], digest=True)
+    write_mcp_environment(root / "environment.json", env)
+    return root
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _open(split: Path) -> McpToolEnvironment:
+    env = open_environment({"kind": "mcp", "file": "environment.json"}, EnvContext(split=split))
+    assert isinstance(env, McpToolEnvironment)
+    return env
+
+
+def test_every_opening_starts_from_the_template_and_leaves_nothing(split):
+    template = _sha(split / "state" / "shop.db")
+    env = _open(split)
+    work = env.work
+    try:
+        before = env.state()
+        assert "pen" in before["probes"][0] and "ink" in before["probes"][0]
+        assert set(before["files"]) == {"shop.db"}
+        env.call("write_query", {"query": "INSERT INTO item VALUES (3, 'cup')"}, "w1")
+        after = env.state()
+        assert "cup" in after["probes"][0]
+        assert after["files"]["shop.db"] != before["files"]["shop.db"]
+    finally:
+        close_environment(env)
+    assert work is not None and not work.exists()  # the work folder went with the server
+    assert _sha(split / "state" / "shop.db") == template  # the template is never written
+    again = _open(split)
+    try:
+        assert again.state() == before  # a fresh opening: the insert is gone
+    finally:
+        close_environment(again)
+
+
+def test_references_to_earlier_outputs_are_filled_in_before_sending(split):
+    env = _open(split)
+    try:
+        env.call("read_query", {"query": "SELECT 'SELECT name FROM item WHERE id = 2' AS q"}, "q")
+        with pytest.raises(ToolError) as missing:
+            env.call("read_query", {"query": "$nope$"}, "r")
+        assert missing.value.code == "unresolved_reference"
+    finally:
+        close_environment(env)
+
+
+def _sample(split: Path, observation) -> Sample:
+    return Sample.model_validate(
+        {
+            "query": "Add a cup to the shop, then list the items.",
+            "tools": [
+                {
+                    "name": "write_query",
+                    "description": "Run an INSERT, UPDATE or DELETE.",
+                    "parameters": {"properties": {"query": {"type": "string"}}, "required": ["query"]},
+                },
+                {
+                    "name": "read_query",
+                    "description": "Run a SELECT.",
+                    "parameters": {"properties": {"query": {"type": "string"}}, "required": ["query"]},
+                },
+            ],
+            "gold": [
+                {
+                    "call": {
+                        "name": "write_query",
+                        "arguments": {"query": "INSERT INTO item VALUES (3, 'cup')"},
+                        "label": "w",
+                    }
+                },
+                {
+                    "call": {
+                        "name": "read_query",
+                        "arguments": {"query": "SELECT name FROM item ORDER BY id"},
+                        "label": "r",
+                    },
+                    "observation": observation,
+                },
+            ],
+            "metadata": {"environment": {"kind": "mcp", "file": "environment.json"}},
+            "provenance": {"source": "test", "method": "hand", "created_at": "2026-11-29T00:00:00Z"},
+        }
+    )
+
+
+def test_the_executability_check_replays_on_a_fresh_server(split):
+    env = _open(split)
+    try:
+        env.call("write_query", {"query": "INSERT INTO item VALUES (3, 'cup')"}, "w")
+        seen = env.call("read_query", {"query": "SELECT name FROM item ORDER BY id"}, "r")
+    finally:
+        close_environment(env)
+    context = CheckContext(env=EnvContext(split=split), require_environment=True)
+    good = run_checks(_sample(split, seen), ["executability"], context).results[0]
+    assert good.ok and good.code != "skipped", good
+    changed = (
+        seen.replace("cup", "mug") if isinstance(seen, str) else json.loads(json.dumps(seen).replace("cup", "mug"))
+    )
+    bad = run_checks(_sample(split, changed), ["executability"], context).results[0]
+    assert not bad.ok and bad.code == "nondeterministic_replay", bad
+
+
+def test_volatile_keys_are_left_out_of_comparisons(tmp_path):
+    value = {"id": 3, "at": "2026-11-29T04:00:00", "rows": [{"at": 1, "v": 2}], "meta": {"at": None, "k": 1}}
+    assert without_volatile(value, ["at"]) == {"id": 3, "rows": [{"v": 2}], "meta": {"k": 1}}
+    assert without_volatile(value, []) is value
+    assert without_volatile(json.dumps(value), ["at", "rows", "meta"]) == {"id": 3}  # JSON text is read as JSON
+    env = McpEnvironment(
+        server=McpServer(name="notes", command=[sys.executable, str(NOTES_SERVER), "{work}/notes.json"]),
+        probes=[StateProbe(name="get_note", arguments={"title": "a"})],
+        volatile=["text"],
+        digest=True,
+    )
+    opened = open_environment(env.model_dump(mode="json"), EnvContext(split=tmp_path))
+    try:
+        opened.call("add_note", {"title": "a", "text": "one"}, "n1")
+        state = opened.state()
+        assert state["probes"] == [{"title": "a"}] and set(state["files"]) == {"notes.json"}
+        assert opened.compare_view({"title": "a", "text": "two"}) == {"title": "a"}
+    finally:
+        close_environment(opened)
+
+
+def test_bad_environments_name_the_problem(split, tmp_path):
+    with pytest.raises(UserError, match="environment.json"):
+        open_environment({"kind": "mcp", "file": "environment.json"}, EnvContext(split=tmp_path))
+    with pytest.raises(UserError, match="server"):
+        open_environment({"kind": "mcp"}, EnvContext(split=tmp_path))
+    spec = json.loads((split / "environment.json").read_text("utf-8"))
+    spec["template"] = "no-such-folder"
+    (tmp_path / "environment.json").write_text(json.dumps(spec), "utf-8")
+    with pytest.raises(UserError, match="state template .* is not a folder"):
+        open_environment({"kind": "mcp", "file": "environment.json"}, EnvContext(split=tmp_path))
