@@ -60,10 +60,18 @@ def import_mcp(
     start_timeout: float = typer.Option(
         60.0, "--start-timeout", envvar="BENCHSMITH_MCP_START_TIMEOUT", help="Seconds to start and initialise (> 0)"
     ),
+    template: Optional[Path] = typer.Option(
+        None,
+        "--template",
+        envvar="BENCHSMITH_MCP_TEMPLATE",
+        help="A state folder copied fresh for every run; {work} in the command names the copy",
+    ),
 ) -> None:
     """List an MCP server's tools and write them as a benchsmith tool catalog: OUT/tools.json (names,
-    descriptions, argument and output schemas, read-only/destructive hints) and OUT/server.json (how
-    to reach the server again; environment variable names only, never their values)."""
+    descriptions, argument and output schemas, read-only/destructive hints), OUT/server.json (how
+    to reach the server again; environment variable names only, never their values) and
+    OUT/environment.json (the server as the catalog's tool environment: construct queries OUT runs
+    its chains there, on a fresh copy of --template each time)."""
     from pydantic import ValidationError
 
     from benchsmith.construction.mcp import import_mcp_tools
@@ -97,7 +105,7 @@ def import_mcp(
             f"{where + ': ' if where else ''}{first['msg'].removeprefix('Value error, ')}",
             fix="give the server's command after -- (stdio) or --url http://127.0.0.1:PORT/mcp",
         ) from None
-    tools = import_mcp_tools(server, out)
+    tools = import_mcp_tools(server, out, template)
     typer.echo(
         f"{len(tools)} tools from MCP server {server.name}: {out / 'tools.json'} ({', '.join(t.name for t in tools)})"
     )

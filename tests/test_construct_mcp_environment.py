@@ -178,3 +178,87 @@ def test_bad_environments_name_the_problem(split, tmp_path):
     (tmp_path / "environment.json").write_text(json.dumps(spec), "utf-8")
     with pytest.raises(UserError, match="state template .* is not a folder"):
         open_environment({"kind": "mcp", "file": "environment.json"}, EnvContext(split=tmp_path))
+
+
+# ---------------------------------------------------------------- construction on the real server ----
+ASK = '{"query": "How many items does the shop database hold in its item table?"}'
+REFINE = '{"solvable": true, "query": "How many items does the shop database hold in its item table?"}'
+COUNT = '{"action": "read_query", "arguments": {"query": "SELECT COUNT(*) AS n FROM item"}, "thought": "count them"}'
+
+
+def _plan(last: str, messages: list[dict]) -> str:
+    if last.startswith("Step "):
+        return '{"done": true, "thought": "The count is the answer."}'
+    return '{"done": false, "thought": "Count the items."}'
+
+
+@pytest.fixture(scope="module")
+def catalog(split, tmp_path_factory) -> Path:
+    """``benchsmith tools import mcp --template`` of the shop server: its tools and its environment."""
+    import subprocess
+
+    from helpers import clean_env, console_script
+
+    out = tmp_path_factory.mktemp("catalog") / "shop"
+    command = sqlite_server_command(Path("{work}") / "shop.db")
+    proc = subprocess.run(
+        [console_script(), "tools", "import", "mcp", "--out", str(out), "--name", "shop"]
+        + ["--template", str(split / "state"), "--", *command],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_the_imported_catalog_runs_its_draws_on_the_server(catalog):
+    import random
+
+    from benchsmith.construction import draw_tools, load_catalog
+    from benchsmith.schemas import read_mcp_environment
+
+    spec = read_mcp_environment(catalog / "environment.json")
+    assert spec.template is not None and (catalog / spec.template / "shop.db").is_file()
+    entries = load_catalog(catalog)
+    assert {e.id for e in entries} >= {"read_query", "write_query", "list_tables"}
+    drawn = draw_tools(entries, 2, random.Random(1))
+    assert len(drawn.tools) == 2 and drawn.environment == {
+        "kind": "mcp",
+        "file": str((catalog / "environment.json").resolve()),
+    }
+    env = open_environment(drawn.environment, EnvContext())
+    try:
+        assert "pen" in env.state().get("probes", [env.call("read_query", {"query": "SELECT name FROM item"})])[0]
+    finally:
+        close_environment(env)
+
+
+def test_queries_then_chains_on_the_real_server_keep_real_observations(catalog, tmp_path):
+    from scripted_chat import ScriptedChat, by_task
+
+    from benchsmith.construction import RoleModels, run_graph
+    from benchsmith.schemas import read_jsonl
+
+    models = RoleModels(
+        default=ScriptedChat(
+            script=by_task(
+                generate=ASK,
+                refine=REFINE,
+                plan=_plan,
+                act=COUNT,
+                review='{"verdict": "success", "decision": "continue"}',
+            )
+        )
+    )
+    queries = run_graph("queries", catalog, tmp_path / "q", models=models, options={"n": 1, "k": 6}, seed=3)
+    assert queries.samples >= 1, queries
+    chains = run_graph("chains", tmp_path / "q" / "samples.jsonl", tmp_path / "c", models=models, seed=3)
+    assert chains.samples >= 1, chains
+    for sample in read_jsonl(tmp_path / "c" / "samples.jsonl", Sample):
+        assert sample.metadata["environment"]["kind"] == "mcp"
+        step = sample.gold[0]
+        assert step.call.name == "read_query" and "2" in json.dumps(step.observation)  # the template's two rows
+        # the gold chain replays on a fresh server from the template, to the same observation
+        replayed = run_checks(sample, ["executability"], CheckContext(require_environment=True)).results[0]
+        assert replayed.ok and replayed.code != "skipped", replayed

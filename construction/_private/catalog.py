@@ -3,6 +3,9 @@
 A catalog is read from
 * a split folder (``samples.jsonl``; NL2API splits): one entry per set-up (the loaded table),
   with that sample's tools, set-up calls, an executable environment and example queries;
+* a tool catalog folder (``tools.json``, as ``benchsmith tools import`` writes it): one entry per
+  tool, drawn k at a time; with an ``environment.json`` beside it, every draw runs in that
+  environment (``{"kind": ..., "file": <its path>}``: the tools' own server);
 * a JSON/JSONL file of tools (benchsmith ``Tool`` objects, or OpenAI ``{"type": "function",
   "function": {...}}`` entries): one entry per tool, drawn k at a time;
 * a JSONL file of samples: one entry per sample (its tools, set-up, environment, query as example).
@@ -29,6 +32,7 @@ class CatalogEntry:
     examples: list[str] = field(default_factory=list)
     context: str | None = None
     group: str | None = None
+    bundle: bool = False  # taken whole by a draw (a sample's tools and set-up), never mixed with others
 
 
 def raw_rows(path: Path) -> list[tuple[int, Any]]:
@@ -69,6 +73,7 @@ def _from_samples(samples: list[Sample], *, group_by_setup: bool, split: Path | 
                 setup=setup,
                 environment=env,
                 group=(setup[0]["arguments"].get("source") if setup else None),
+                bundle=True,
             )
         if s.query and len(entries[key].examples) < 3:
             entries[key].examples.append(s.query)
@@ -96,7 +101,12 @@ def load_catalog(path: str | Path) -> list[CatalogEntry]:
     path = Path(path)
     if path.is_dir():
         if not Split(path).has(Split.SAMPLES):
-            raise UserError(f"{path} is a folder without samples.jsonl", fix="pass a split folder or a tools file")
+            if (path / TOOLS_FILE).is_file():
+                return _from_tool_folder(path)
+            raise UserError(
+                f"{path} is a folder without samples.jsonl or tools.json",
+                fix="pass a split folder, a tool catalog folder (benchsmith tools import) or a tools file",
+            )
         return _from_samples(Split(path).samples(), group_by_setup=True, split=path)
     if not path.is_file():
         raise UserError(f"{path} does not exist", fix="pass a split folder, a tools JSON/JSONL file or a samples JSONL")
@@ -115,6 +125,25 @@ def load_catalog(path: str | Path) -> list[CatalogEntry]:
     return [CatalogEntry(id=t["name"], tools=[t], group=_family(t["name"])) for t in tools]
 
 
+TOOLS_FILE = "tools.json"
+ENVIRONMENT_FILE = "environment.json"
+
+
+def _from_tool_folder(path: Path) -> list[CatalogEntry]:
+    data = read_json(path / TOOLS_FILE)
+    if not isinstance(data, list):
+        raise UserError(f"{path / TOOLS_FILE}: expected a list of tools", fix="write a JSON array of tool objects")
+    tools = [tool_dict(row, f"{path / TOOLS_FILE}: tool {i + 1}") for i, row in enumerate(data)]
+    env = None
+    if (path / ENVIRONMENT_FILE).is_file():
+        kind = read_json(path / ENVIRONMENT_FILE)
+        kind = kind.get("kind") if isinstance(kind, dict) else None
+        if not isinstance(kind, str):
+            raise UserError(f"{path / ENVIRONMENT_FILE} names no kind", fix='write {"kind": "mcp", ...}')
+        env = {"kind": kind, "file": str((path / ENVIRONMENT_FILE).resolve())}
+    return [CatalogEntry(id=t["name"], tools=[t], environment=env, group=_family(t["name"])) for t in tools]
+
+
 def _family(name: str) -> str:
     parts = re.split(r"[_.\-]|(?<=[a-z])(?=[A-Z])", name)
     return parts[0].lower() if parts else name
@@ -131,7 +160,7 @@ def draw_tools(catalog: list[CatalogEntry], k: int, rng: random.Random, strategy
     if not catalog:
         raise UserError("the tool catalog is empty", fix="pass a catalog with at least one tool")
     first = rng.choice(catalog)
-    if len(first.tools) > 1 or first.environment is not None:
+    if len(first.tools) > 1 or first.bundle:
         return first
     chosen = [first]
     pool = [e for e in catalog if e is not first]
@@ -149,4 +178,5 @@ def draw_tools(catalog: list[CatalogEntry], k: int, rng: random.Random, strategy
         tools=[e.tools[0] for e in chosen],
         examples=[x for e in chosen for x in e.examples][:3],
         group=first.group,
+        environment=first.environment,  # the tools of one catalog folder share its server
     )

@@ -11,7 +11,7 @@
 
 from benchsmith.schemas import ANY_JSON
 
-from ._private.catalog import SERVER_FILE, TOOLS_FILE, import_mcp_tools
+from ._private.catalog import ENVIRONMENT_FILE, SERVER_FILE, TOOLS_FILE, import_mcp_tools
 from ._private.convert import observation_of, parameters_of, tool_from_mcp
 from ._private.environment import (
     McpToolEnvironment,
@@ -25,6 +25,7 @@ from ._private.session import McpSession
 
 __all__ = [
     "ANY_JSON",
+    "ENVIRONMENT_FILE",
     "LABEL_META",
     "McpSession",
     "McpToolEnvironment",

@@ -112,6 +112,10 @@ class McpToolEnvironment:
             self._remove_work()
             raise
 
+    def tools(self) -> list[Any]:
+        """The server's tools as benchsmith tools."""
+        return self._session.tools()
+
     def call(self, name: str, arguments: dict[str, Any], label: str | None = None) -> Any:
         try:
             resolved = resolve_references(arguments, self.outputs)
