@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -50,23 +50,6 @@ from benchsmith.schemas._private.jsonl import (
     write_jsonl,
 )
 from benchsmith.schemas._private.jsonschema import ANY_JSON, MAX_REF_DEPTH, inline_refs, typed
-from benchsmith.schemas._private.mcp import (
-    McpEnvironment,
-    McpServer,
-    StateProbe,
-    read_mcp_environment,
-    read_mcp_server,
-    write_mcp_environment,
-    write_mcp_server,
-)
-from benchsmith.schemas._private.openapi import (
-    OpenApiArg,
-    OpenApiAuth,
-    OpenApiOperation,
-    OpenApiService,
-    read_openapi_service,
-    write_openapi_service,
-)
 from benchsmith.schemas._private.pairs import (
     PairAccepted,
     PairConversion,
@@ -209,6 +192,57 @@ def export_json_schemas(directory: str | os.PathLike[str]) -> list[Path]:
         paths.append(path)
     return paths
 
+
+if TYPE_CHECKING:
+    from benchsmith.schemas._private.mcp import (
+        McpEnvironment,
+        McpServer,
+        StateProbe,
+        read_mcp_environment,
+        read_mcp_server,
+        write_mcp_environment,
+        write_mcp_server,
+    )
+    from benchsmith.schemas._private.openapi import (
+        OpenApiArg,
+        OpenApiAuth,
+        OpenApiOperation,
+        OpenApiService,
+        read_openapi_service,
+        write_openapi_service,
+    )
+
+# tool servers' files, imported on first use: scoring and most commands need none of them
+_MCP = "._private.mcp"
+_OPENAPI = "._private.openapi"
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(
+            (
+                "McpEnvironment",
+                "McpServer",
+                "StateProbe",
+                "read_mcp_environment",
+                "read_mcp_server",
+                "write_mcp_environment",
+                "write_mcp_server",
+            ),
+            _MCP,
+        ),
+        **dict.fromkeys(
+            (
+                "OpenApiArg",
+                "OpenApiAuth",
+                "OpenApiOperation",
+                "OpenApiService",
+                "read_openapi_service",
+                "write_openapi_service",
+            ),
+            _OPENAPI,
+        ),
+    },
+)
 
 __all__ = [
     # run folders
