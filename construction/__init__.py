@@ -20,7 +20,9 @@ from ._private.envs import (
     ToolEnvironment,
     close_environment,
     environment,
+    folder_digest,
     open_environment,
+    without_volatile,
 )
 
 if TYPE_CHECKING:
@@ -119,6 +121,8 @@ __all__ = [
     "GraphOptions",
     "EnvContext",
     "close_environment",
+    "folder_digest",
+    "without_volatile",
     "ModelStep",
     "ParseError",
     "RoleModels",

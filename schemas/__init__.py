@@ -206,9 +206,13 @@ if TYPE_CHECKING:
     from benchsmith.schemas._private.openapi import (
         OpenApiArg,
         OpenApiAuth,
+        OpenApiEnvironment,
         OpenApiOperation,
         OpenApiService,
+        ServiceCall,
+        read_openapi_environment,
         read_openapi_service,
+        write_openapi_environment,
         write_openapi_service,
     )
 
@@ -232,6 +236,10 @@ __getattr__ = lazy_exports(
         ),
         **dict.fromkeys(
             (
+                "OpenApiEnvironment",
+                "ServiceCall",
+                "read_openapi_environment",
+                "write_openapi_environment",
                 "OpenApiArg",
                 "OpenApiAuth",
                 "OpenApiOperation",
@@ -336,6 +344,10 @@ __all__ = [
     "OpenApiService",
     "read_openapi_service",
     "write_openapi_service",
+    "OpenApiEnvironment",
+    "ServiceCall",
+    "read_openapi_environment",
+    "write_openapi_environment",
     # JSON Schemas of tool sources
     "ANY_JSON",
     "MAX_REF_DEPTH",

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from mcp_servers import NOTES_SERVER, sqlite_server_command
 
-from benchsmith.construction import EnvContext, close_environment, open_environment
+from benchsmith.construction import EnvContext, close_environment, open_environment, without_volatile
 from benchsmith.construction.checks import CheckContext, run_checks
-from benchsmith.construction.mcp import McpToolEnvironment, without_volatile
+from benchsmith.construction.mcp import McpToolEnvironment
 from benchsmith.schemas import (
     McpEnvironment,
     McpServer,

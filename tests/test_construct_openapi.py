@@ -199,9 +199,9 @@ def pets(tmp_path_factory):
 
 def test_import_writes_tools_and_service_without_secrets(pets, monkeypatch):
     out, stdout = pets
-    assert "6 tools from" in stdout
+    assert "7 tools from" in stdout
     tools = {t["name"]: t for t in read_json(out / "tools.json", list)}
-    assert sorted(tools) == ["add_pet", "broken", "delete_pet", "get_pet", "list_pets", "slow"]
+    assert sorted(tools) == ["add_pet", "broken", "delete_pet", "get_pet", "list_pets", "reset", "slow"]
     owner = tools["add_pet"]["parameters"]["properties"]["owner"]
     assert "$ref" not in json.dumps(owner) and "phone" in json.dumps(owner)  # FastAPI's $ref inlined
     assert tools["add_pet"]["parameters"]["required"] == ["name", "species"]
@@ -298,3 +298,55 @@ def test_a_rest_split_round_trips_through_its_openapi_document(tmp_path):
 
 def test_secrets_never_reach_the_environment_of_this_test():
     assert KEY_VAR not in os.environ  # monkeypatch undid every setenv: no test leaks the key
+
+
+def test_the_service_as_a_tool_environment_resets_and_replays(pets, monkeypatch):
+    """The ``openapi`` environment: every opening runs the declared reset first, probes read the
+    state, and the executability check replays a gold chain that writes."""
+    from benchsmith.construction import EnvContext, close_environment, open_environment
+    from benchsmith.construction.checks import CheckContext, run_checks
+    from benchsmith.schemas import OpenApiEnvironment, ServiceCall, read_openapi_environment, write_openapi_environment
+
+    out, _ = pets
+    assert read_openapi_environment(out / "environment.json") == OpenApiEnvironment()  # written by the import
+    spec = OpenApiEnvironment(
+        reset=[ServiceCall(name="reset")], probes=[ServiceCall(name="list_pets", arguments={"limit": 50})]
+    )
+    write_openapi_environment(out / "environment.json", spec)
+    monkeypatch.setenv(KEY_VAR, "k-123-secret")
+    descriptor = {"kind": "openapi", "file": str(out / "environment.json")}
+    env = open_environment(descriptor, EnvContext())
+    try:
+        start = env.state()
+        assert [p["name"] for p in start["probes"][0]] == ["Rex", "Tom"]
+        added = env.call("add_pet", {"name": "Bo", "species": "dog"}, "new")
+        assert env.call("get_pet", {"pet_id": "$new.id$"}, "got")["name"] == "Bo"  # a reference, filled in
+        assert len(env.state()["probes"][0]) == 3
+    finally:
+        close_environment(env)
+    again = open_environment(descriptor, EnvContext())
+    try:
+        assert again.state() == start  # the reset put the service back
+    finally:
+        close_environment(again)
+    sample = Sample.model_validate(
+        {
+            "query": "Add Bo the dog, then look him up.",
+            "tools": read_json(out / "tools.json", list),
+            "gold": [
+                {
+                    "call": {"name": "add_pet", "arguments": {"name": "Bo", "species": "dog"}, "label": "new"},
+                    "observation": added,
+                },
+                {"call": {"name": "get_pet", "arguments": {"pet_id": "$new.id$"}, "label": "got"}},
+            ],
+            "metadata": {"environment": descriptor},
+            "provenance": {"source": "test", "method": "hand", "created_at": "2026-11-29T00:00:00Z"},
+        }
+    )
+    replay = run_checks(sample, ["executability"], CheckContext(require_environment=True)).results[0]
+    assert replay.ok and replay.code != "skipped", replay
+    wrong = sample.model_copy(deep=True)
+    wrong.gold[0].observation = {**added, "id": added["id"] + 7}
+    bad = run_checks(wrong, ["executability"], CheckContext(require_environment=True)).results[0]
+    assert not bad.ok and bad.code == "nondeterministic_replay", bad

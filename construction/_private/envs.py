@@ -8,6 +8,9 @@ wrong; it never evaluates its input as code.
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -29,7 +32,8 @@ class EnvContext:
 
 Opener = Callable[[dict[str, Any], EnvContext], ToolEnvironment]
 ENVIRONMENTS: Registry[Opener] = Registry(
-    "tool environment", ("benchsmith.construction.sandbox", "benchsmith.construction.mcp")
+    "tool environment",
+    ("benchsmith.construction.sandbox", "benchsmith.construction.mcp", "benchsmith.construction.openapi"),
 )
 
 
@@ -37,6 +41,40 @@ def environment(kind: str) -> Callable[[Opener], Opener]:
     """Register ``opener(descriptor, context) -> ToolEnvironment`` for descriptors ``{"kind": kind, ...}``."""
 
     return ENVIRONMENTS.register(kind)
+
+
+def without_volatile(value: Any, keys: Iterable[str]) -> Any:
+    """``value`` with every dict entry whose key is in ``keys`` left out, at any depth; a text that
+    holds a JSON object or array (what many servers return) is read as JSON first."""
+    drop = frozenset(keys)
+    if not drop:
+        return value
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items() if k not in drop}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value)
+
+
+def folder_digest(folder: Path) -> dict[str, str]:
+    """``relative path -> SHA-256`` of every file under ``folder`` (sorted; links not followed)."""
+    out = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        out[path.relative_to(folder).as_posix()] = digest.hexdigest()
+    return out
 
 
 def close_environment(env: Any) -> None:

@@ -15,10 +15,8 @@ from ._private.catalog import ENVIRONMENT_FILE, SERVER_FILE, TOOLS_FILE, import_
 from ._private.convert import observation_of, parameters_of, tool_from_mcp
 from ._private.environment import (
     McpToolEnvironment,
-    folder_digest,
     mcp_environment_spec,
     open_mcp_environment,
-    without_volatile,
 )
 from ._private.serve import LABEL_META, mcp_server, serve_split_mcp, split_environment
 from ._private.session import McpSession
@@ -29,10 +27,8 @@ __all__ = [
     "LABEL_META",
     "McpSession",
     "McpToolEnvironment",
-    "folder_digest",
     "mcp_environment_spec",
     "open_mcp_environment",
-    "without_volatile",
     "SERVER_FILE",
     "TOOLS_FILE",
     "import_mcp_tools",

@@ -12,6 +12,7 @@ calls sent for real (docs/construction/openapi.md).
 """
 
 from ._private.catalog import (
+    ENVIRONMENT_FILE,
     SERVICE_FILE,
     TOOLS_FILE,
     check_openapi_document,
@@ -20,11 +21,14 @@ from ._private.catalog import (
     read_openapi_document,
 )
 from ._private.convert import HttpRequest, add_auth, env_name, observation_of_response, request_of, tools_from_openapi
+from ._private.environment import OpenApiToolEnvironment, open_openapi_environment
 from ._private.session import OpenApiSession
 
 __all__ = [
+    "ENVIRONMENT_FILE",
     "HttpRequest",
     "OpenApiSession",
+    "OpenApiToolEnvironment",
     "SERVICE_FILE",
     "TOOLS_FILE",
     "add_auth",
@@ -33,6 +37,7 @@ __all__ = [
     "import_openapi_tools",
     "is_loopback",
     "observation_of_response",
+    "open_openapi_environment",
     "read_openapi_document",
     "request_of",
     "tools_from_openapi",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
@@ -85,6 +85,39 @@ class OpenApiService(StrictModel):
                     f"{op.tool}: path {op.path} has parameters {sorted(holes)}, args fill {sorted(filled)}"
                 )
         return self
+
+
+class ServiceCall(StrictModel):
+    """One call of a service's tool, declared in an environment file (a reset step, a state probe)."""
+
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class OpenApiEnvironment(StrictModel):
+    """An HTTP service as a tool environment (an ``environment.json`` beside ``service.json``): the
+    service is reset by its declared calls at every opening, and its state read by probe calls."""
+
+    kind: Literal["openapi"] = "openapi"
+    service: str = Field(default="service.json", description="the OpenApiService file, relative to this one")
+    reset: list[ServiceCall] = Field(
+        default_factory=list, description="calls that put the service in its starting state, run at every opening"
+    )
+    probes: list[ServiceCall] = Field(default_factory=list, description="read-only calls that read the state")
+    volatile: list[str] = Field(
+        default_factory=list, description="keys whose values change from run to run, left out of comparisons"
+    )
+
+
+def read_openapi_environment(path: Path) -> OpenApiEnvironment:
+    """The :class:`OpenApiEnvironment` in a JSON file; a bad file is one :class:`UserError` naming it."""
+    env: OpenApiEnvironment = read_json(path, OpenApiEnvironment, fix='write {"kind": "openapi", "reset": [...]}')
+    return env
+
+
+def write_openapi_environment(path: Path, env: OpenApiEnvironment) -> None:
+    """Write ``env`` to ``path`` (atomically); its kind always, the rest where it differs from the defaults."""
+    write_json(path, {"kind": env.kind, **env.model_dump(mode="json", exclude_defaults=True)})
 
 
 def read_openapi_service(path: Path) -> OpenApiService:

@@ -9,21 +9,18 @@ removes the folder. So every chain, replay and episode starts from the same stat
 Outputs are kept under their call's label, so a later call's ``$label$`` and ``$label.key$``
 arguments are filled in before it is sent (the server never sees a reference). :meth:`state` reads
 the state: each probe call's observation, and with ``digest`` the SHA-256 of every file in the work
-folder. :func:`without_volatile` leaves out the keys a run changes (timestamps) before two
-observations or states are compared.
+folder. :func:`~benchsmith.construction.without_volatile` leaves out the keys a run changes
+(timestamps) before two observations or states are compared.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from benchsmith.construction import EnvContext, environment
+from benchsmith.construction import EnvContext, environment, folder_digest, without_volatile
 from benchsmith.schemas import (
     McpEnvironment,
     RuntimeFault,
@@ -37,40 +34,6 @@ from benchsmith.schemas import (
 from .session import McpSession
 
 WORK = "{work}"
-
-
-def without_volatile(value: Any, keys: Iterable[str]) -> Any:
-    """``value`` with every dict entry whose key is in ``keys`` left out, at any depth; a text that
-    holds a JSON object or array (what many servers return) is read as JSON first."""
-    drop = frozenset(keys)
-    if not drop:
-        return value
-    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return value
-
-    def walk(v: Any) -> Any:
-        if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items() if k not in drop}
-        if isinstance(v, list):
-            return [walk(x) for x in v]
-        return v
-
-    return walk(value)
-
-
-def folder_digest(folder: Path) -> dict[str, str]:
-    """``relative path -> SHA-256`` of every file under ``folder`` (sorted; links not followed)."""
-    out = {}
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        out[path.relative_to(folder).as_posix()] = digest.hexdigest()
-    return out
 
 
 class McpToolEnvironment:

@@ -8,13 +8,21 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from benchsmith.schemas import Tool, UserError, write_json, write_openapi_service
+from benchsmith.schemas import (
+    OpenApiEnvironment,
+    Tool,
+    UserError,
+    write_json,
+    write_openapi_environment,
+    write_openapi_service,
+)
 
 from .convert import tools_from_openapi
 
 #: the files of an imported catalog: the tools, and how to call their service
 TOOLS_FILE = "tools.json"
 SERVICE_FILE = "service.json"
+ENVIRONMENT_FILE = "environment.json"
 _MAX_DOCUMENT_BYTES = 20_000_000
 
 
@@ -108,8 +116,10 @@ def import_openapi_tools(
     call_timeout: float | None = None,
 ) -> list[Tool]:
     """Read the OpenAPI document at ``source`` and write ``out/tools.json`` (one benchsmith tool per
-    operation) and ``out/service.json`` (how each tool is called; environment variable names for
-    the secrets, never their values); the tools. ``base_url`` defaults to the document's first
+    operation), ``out/service.json`` (how each tool is called; environment variable names for
+    the secrets, never their values) and, unless there is one, ``out/environment.json`` (the
+    service as the catalog's ``openapi`` tool environment, without reset steps or probes: add
+    them there); the tools. ``base_url`` defaults to the document's first
     server (resolved against ``source`` when that is a URL)."""
     doc = read_openapi_document(source)
     if base_url is None:
@@ -127,4 +137,6 @@ def import_openapi_tools(
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / TOOLS_FILE, [t.model_dump(mode="json", exclude_none=True) for t in tools])
     write_openapi_service(out / SERVICE_FILE, service)
+    if not (out / ENVIRONMENT_FILE).exists():  # the user's reset steps and probes survive a new import
+        write_openapi_environment(out / ENVIRONMENT_FILE, OpenApiEnvironment(service=SERVICE_FILE))
     return tools

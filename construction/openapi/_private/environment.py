@@ -1,0 +1,96 @@
+"""An HTTP service described by an OpenAPI document as a tool environment (kind ``openapi``).
+
+A descriptor names an environment file (``{"kind": "openapi", "file": ".../environment.json"}``,
+relative to the split folder), an :class:`~benchsmith.schemas.OpenApiEnvironment` beside the
+catalog's ``service.json``. A service is not started by benchsmith, so isolation is its declared
+reset: the reset calls run at every opening, before any other call, and a failing one is a
+:class:`~benchsmith.schemas.RuntimeFault` (the environment, not the model). Outputs are kept under
+their call's label and ``$label$`` arguments filled in before sending; :meth:`state` gives the
+probe calls' observations, the volatile keys left out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from benchsmith.construction import EnvContext, environment, without_volatile
+from benchsmith.schemas import (
+    OpenApiEnvironment,
+    RuntimeFault,
+    ToolError,
+    UnresolvedReference,
+    read_openapi_environment,
+    read_openapi_service,
+    resolve_references,
+)
+
+from .session import OpenApiSession
+
+
+class OpenApiToolEnvironment:
+    """One opening of an :class:`~benchsmith.schemas.OpenApiEnvironment`: a session, the service reset."""
+
+    mismatch_code = "nondeterministic_replay"  # what a replay that differs is called (the executability check)
+
+    def __init__(self, spec: OpenApiEnvironment, base: Path) -> None:
+        self.spec = spec
+        self.volatile = tuple(spec.volatile)
+        self.outputs: dict[str, Any] = {}
+        self.service = read_openapi_service(base / spec.service)
+        self._session = OpenApiSession(self.service)
+        self._session.__enter__()
+        try:
+            for step in spec.reset:
+                try:
+                    self._session.call(step.name, dict(step.arguments))
+                except ToolError as exc:
+                    raise RuntimeFault(
+                        f"OpenAPI service {self.service.name}: reset call {step.name} failed: {exc}"
+                    ) from None
+        except BaseException:
+            self._session.__exit__(None, None, None)
+            raise
+
+    def call(self, name: str, arguments: dict[str, Any], label: str | None = None) -> Any:
+        try:
+            resolved = resolve_references(arguments, self.outputs)
+        except UnresolvedReference as exc:
+            raise ToolError(f"{name}: {exc}", code="unresolved_reference") from None
+        observation = self._session.call(name, resolved)
+        if label:
+            self.outputs[label] = observation
+        return observation
+
+    def state(self) -> dict[str, Any]:
+        """The service's state now: ``{"probes": [...]}``."""
+        probes = []
+        for probe in self.spec.probes:
+            try:
+                probes.append(without_volatile(self._session.call(probe.name, dict(probe.arguments)), self.volatile))
+            except ToolError as exc:
+                raise RuntimeFault(
+                    f"OpenAPI service {self.service.name}: state probe {probe.name} failed: {exc}"
+                ) from None
+        return {"probes": probes} if self.spec.probes else {}
+
+    def compare_view(self, value: Any) -> Any:
+        return without_volatile(value, self.volatile)
+
+    def close(self) -> None:
+        self._session.__exit__(None, None, None)
+
+
+@environment("openapi")
+def open_openapi_environment(descriptor: dict[str, Any], context: EnvContext) -> OpenApiToolEnvironment:
+    """A fresh :class:`OpenApiToolEnvironment` for ``{"kind": "openapi", "file": ...}``."""
+    from benchsmith.schemas import UserError
+
+    if "file" not in descriptor:
+        raise UserError(
+            "an openapi environment descriptor names its file",
+            fix='give {"kind": "openapi", "file": "environment.json"} (beside the catalog\'s service.json)',
+        )
+    path = Path(str(descriptor["file"]))
+    path = path if path.is_absolute() else (context.split or Path(".")) / path
+    return OpenApiToolEnvironment(read_openapi_environment(path), path.parent)
