@@ -21,6 +21,7 @@ from ._private.envs import (
     close_environment,
     environment,
     folder_digest,
+    json_view,
     open_environment,
     without_volatile,
 )
@@ -122,6 +123,7 @@ __all__ = [
     "EnvContext",
     "close_environment",
     "folder_digest",
+    "json_view",
     "without_volatile",
     "ModelStep",
     "ParseError",

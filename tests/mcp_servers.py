@@ -67,3 +67,28 @@ def start_notes_http(state: Path, port: int) -> subprocess.Popen[bytes]:
             time.sleep(0.2)
     proc.kill()
     raise RuntimeError("the notes server did not listen within 30 s")
+
+
+def shop_environment(root: Path) -> Path:
+    """A folder holding a state template (``state/shop.db``: a two-row ``item`` table) and an ``mcp``
+    environment file for ``mcp-server-sqlite`` on a fresh copy of it, probing the items; the folder."""
+    import sqlite3
+
+    from benchsmith.schemas import McpEnvironment, McpServer, StateProbe, write_mcp_environment
+
+    template = root / "state"
+    template.mkdir(parents=True)
+    con = sqlite3.connect(template / "shop.db")
+    with con:
+        con.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT)")
+        con.executemany("INSERT INTO item VALUES (?, ?)", [(1, "pen"), (2, "ink")])
+    con.close()
+    probe = StateProbe(name="read_query", arguments={"query": "SELECT id, name FROM item ORDER BY id"})
+    env = McpEnvironment(
+        server=McpServer(name="shop", command=sqlite_server_command(Path("{work}") / "shop.db")),
+        template="state",
+        probes=[probe],
+        digest=True,
+    )
+    write_mcp_environment(root / "environment.json", env)
+    return root

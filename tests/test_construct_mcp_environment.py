@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import sys
 from pathlib import Path
 
 import pytest
-from mcp_servers import NOTES_SERVER, sqlite_server_command
+from mcp_servers import NOTES_SERVER, shop_environment, sqlite_server_command
 
 from benchsmith.construction import EnvContext, close_environment, open_environment, without_volatile
 from benchsmith.construction.checks import CheckContext, run_checks
@@ -25,7 +24,6 @@ from benchsmith.schemas import (
     StateProbe,
     ToolError,
     UserError,
-    write_mcp_environment,
 )
 
 PROBE = StateProbe(name="read_query", arguments={"query": "SELECT id, name FROM item ORDER BY id"})
@@ -34,17 +32,7 @@ PROBE = StateProbe(name="read_query", arguments={"query": "SELECT id, name FROM 
 @pytest.fixture(scope="module")
 def split(tmp_path_factory) -> Path:
     """A split folder holding a state template (a two-row database) and its environment file."""
-    root = tmp_path_factory.mktemp("mcp-env")
-    template = root / "state"
-    template.mkdir()
-    with sqlite3.connect(template / "shop.db") as con:
-        con.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT)")
-        con.executemany("INSERT INTO item VALUES (?, ?)", [(1, "pen"), (2, "ink")])
-    con.close()
-    command = sqlite_server_command(Path("{work}") / "shop.db")
-    env = McpEnvironment(server=McpServer(name="shop", command=command), template="state", probes=[PROBE], digest=True)
-    write_mcp_environment(root / "environment.json", env)
-    return root
+    return shop_environment(tmp_path_factory.mktemp("mcp-env"))
 
 
 def _sha(path: Path) -> str:

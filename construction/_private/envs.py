@@ -43,17 +43,24 @@ def environment(kind: str) -> Callable[[Opener], Opener]:
     return ENVIRONMENTS.register(kind)
 
 
+def json_view(value: Any) -> Any:
+    """``value``, or the JSON object or array a text holds (what many tool servers return as text),
+    so states and observations compare as data, not as spellings."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
 def without_volatile(value: Any, keys: Iterable[str]) -> Any:
-    """``value`` with every dict entry whose key is in ``keys`` left out, at any depth; a text that
-    holds a JSON object or array (what many servers return) is read as JSON first."""
+    """``value`` with every dict entry whose key is in ``keys`` left out, at any depth (the text of
+    a JSON object or array is read as JSON first, :func:`json_view`)."""
     drop = frozenset(keys)
     if not drop:
         return value
-    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return value
+    value = json_view(value)
 
     def walk(v: Any) -> Any:
         if isinstance(v, dict):

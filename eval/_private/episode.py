@@ -82,6 +82,12 @@ class LabelledEnv:
         snap = getattr(self._env, "state", None)
         return snap() if callable(snap) else None
 
+    def close(self) -> None:
+        """Stop what the environment started (a live MCP server and its work folder)."""
+        from benchsmith.construction import close_environment
+
+        close_environment(self._env)
+
 
 @dataclass(frozen=True)
 class Budgets:
@@ -557,12 +563,45 @@ async def run_episode(
 ) -> Episode:
     """Play one episode (or finish one a journal holds); see the module docstring. Model calls go
     through ``ctx.call(request, role)`` (a :class:`~benchsmith.eval.tasks.CallContext`); transport
-    failures propagate (the journal keeps every finished turn, the next run resumes)."""
+    failures propagate (the journal keeps every finished turn, the next run resumes). The
+    environment is opened for the episode and closed after it (a live server stops with it)."""
+    env = spec.open_env()
+    try:
+        return await _play(
+            spec,
+            env,
+            ctx,
+            native=native,
+            budgets=budgets,
+            temperature=temperature,
+            seed=seed,
+            user_json=user_json,
+            max_tokens=max_tokens,
+            key=key,
+        )
+    finally:
+        close = getattr(env, "close", None)
+        if callable(close):
+            close()
+
+
+async def _play(
+    spec: EpisodeSpec,
+    env: EpisodeEnv,
+    ctx: Any,
+    *,
+    native: bool,
+    budgets: Budgets,
+    temperature: float | None,
+    seed: int | None,
+    user_json: bool,
+    max_tokens: int,
+    key: str | None,
+) -> Episode:
     journal: Journal | None = getattr(ctx, "journal", None)
     key = key or getattr(ctx, "key", None)
     events = journal.load(key) if (journal is not None and key) else []
     resumed = len(events)
-    env = spec.open_env()
     for ev in events:  # environments are deterministic: replay to the journaled state
         if ev["who"] == "tool":
             execute(

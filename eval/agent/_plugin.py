@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from benchsmith.construction import EnvContext, open_environment
+from benchsmith.construction import EnvContext, close_environment, open_environment
 from benchsmith.construction.sandbox import (
     is_scenarios_file,
     load_scenarios,
@@ -169,36 +169,43 @@ def replay(case: EvalCase, calls: list[dict[str, Any]]) -> tuple[Any, list[dict[
     """Run ``calls`` again in a fresh environment: ``(end state, calls with ok/code, the last
     successful call's answer rows or None)``."""
     env = open_case_env(case)
-    done = []
-    last_label = None
-    for n, c in enumerate(calls[:MAX_REPLAY]):
-        name, args = c.get("name"), c.get("arguments")
-        label = c.get("label") or f"out_{n + 1}"  # the episode's own labels (eval/agent/_task.py)
-        try:
-            env.call(str(name), args if isinstance(args, dict) else {}, label)
-            done.append({"name": name, "arguments": args, "ok": True})
-            last_label = label
-        except ToolError as exc:
-            done.append({"name": name, "arguments": args, "ok": False, "code": getattr(exc, "code", None)})
-    log = getattr(env, "log", None)
-    if isinstance(log, list) and len(log) == len(done):  # the sandbox's own log: arguments with references resolved
-        done = [{**d, "arguments": getattr(r, "arguments", d["arguments"])} for d, r in zip(done, log)]
-    snap = getattr(env, "state", None)
-    state = json.loads(json.dumps(snap(), default=str)) if callable(snap) else None
-    answer = None
-    if last_label is not None and callable(getattr(env, "answer", None)):
-        try:
-            answer = env.answer(last_label)
-        except (KeyError, ToolError):
-            answer = None
-    return state, done, answer
+    try:
+        done = []
+        last_label = None
+        for n, c in enumerate(calls[:MAX_REPLAY]):
+            name, args = c.get("name"), c.get("arguments")
+            label = c.get("label") or f"out_{n + 1}"  # the episode's own labels (eval/agent/_task.py)
+            try:
+                env.call(str(name), args if isinstance(args, dict) else {}, label)
+                done.append({"name": name, "arguments": args, "ok": True})
+                last_label = label
+            except ToolError as exc:
+                done.append({"name": name, "arguments": args, "ok": False, "code": getattr(exc, "code", None)})
+        log = getattr(env, "log", None)
+        if isinstance(log, list) and len(log) == len(done):  # the sandbox's own log: arguments with references resolved
+            done = [{**d, "arguments": getattr(r, "arguments", d["arguments"])} for d, r in zip(done, log)]
+        snap = getattr(env, "state", None)
+        state = json.loads(json.dumps(snap(), default=str)) if callable(snap) else None
+        answer = None
+        if last_label is not None and callable(getattr(env, "answer", None)):
+            try:
+                answer = env.answer(last_label)
+            except (KeyError, ToolError):
+                answer = None
+        return state, done, answer
+    finally:
+        close_environment(env)  # a live server stops with its replay
 
 
 def _read_only(case: EvalCase) -> bool:
     """The expected end state already holds before any call (a question, not a change)."""
-    snap = getattr(open_case_env(case), "state", None)
-    gold = case.gold if isinstance(case.gold, dict) else {}
-    return callable(snap) and not state_mismatches(json.loads(json.dumps(snap(), default=str)), gold.get("state"))
+    env = open_case_env(case)
+    try:
+        snap = getattr(env, "state", None)
+        gold = case.gold if isinstance(case.gold, dict) else {}
+        return callable(snap) and not state_mismatches(json.loads(json.dumps(snap(), default=str)), gold.get("state"))
+    finally:
+        close_environment(env)
 
 
 def _rows(value: Any) -> list[str]:

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchsmith.construction import EnvContext, environment, folder_digest, without_volatile
+from benchsmith.construction import EnvContext, environment, folder_digest, json_view, without_volatile
 from benchsmith.schemas import (
     McpEnvironment,
     RuntimeFault,
@@ -101,14 +101,14 @@ class McpToolEnvironment:
                     raise RuntimeFault(
                         f"MCP environment {self.spec.server.name}: state probe {probe.name} failed: {exc}"
                     ) from None
-            out["probes"] = [without_volatile(p, self.volatile) for p in probes]
+            out["probes"] = [without_volatile(json_view(p), self.volatile) for p in probes]
         if self.spec.digest and self.work is not None:
             out["files"] = folder_digest(self.work)
         return out
 
     def compare_view(self, value: Any) -> Any:
-        """``value`` as replays compare it: the volatile keys left out."""
-        return without_volatile(value, self.volatile)
+        """``value`` as replays compare it: JSON text read as JSON, the volatile keys left out."""
+        return without_volatile(json_view(value), self.volatile)
 
     def close(self) -> None:
         try:

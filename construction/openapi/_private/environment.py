@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchsmith.construction import EnvContext, environment, without_volatile
+from benchsmith.construction import EnvContext, environment, json_view, without_volatile
 from benchsmith.schemas import (
     OpenApiEnvironment,
     RuntimeFault,
@@ -67,7 +67,9 @@ class OpenApiToolEnvironment:
         probes = []
         for probe in self.spec.probes:
             try:
-                probes.append(without_volatile(self._session.call(probe.name, dict(probe.arguments)), self.volatile))
+                probes.append(
+                    without_volatile(json_view(self._session.call(probe.name, dict(probe.arguments))), self.volatile)
+                )
             except ToolError as exc:
                 raise RuntimeFault(
                     f"OpenAPI service {self.service.name}: state probe {probe.name} failed: {exc}"
@@ -75,7 +77,8 @@ class OpenApiToolEnvironment:
         return {"probes": probes} if self.spec.probes else {}
 
     def compare_view(self, value: Any) -> Any:
-        return without_volatile(value, self.volatile)
+        """``value`` as replays compare it: JSON text read as JSON, the volatile keys left out."""
+        return without_volatile(json_view(value), self.volatile)
 
     def close(self) -> None:
         self._session.__exit__(None, None, None)
