@@ -99,3 +99,12 @@ def accepted_pair(line: int, rows: list, observations: list | None = None):
         extended=False,
         calls=[],
     )
+
+
+def nesting_depth(value, level=0):
+    """How deep dicts and lists nest in ``value`` (for checks that a recursive schema was cut)."""
+    if isinstance(value, dict):
+        return max([nesting_depth(v, level + 1) for v in value.values()], default=level + 1)
+    if isinstance(value, list):
+        return max([nesting_depth(v, level + 1) for v in value], default=level + 1)
+    return level

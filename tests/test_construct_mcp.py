@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import clean_env, one_error_line
+from helpers import clean_env, nesting_depth, one_error_line
 from mcp_servers import free_port, notes_server_command, sqlite_server_command, start_notes_http
 
 from benchsmith.construction.mcp import McpSession, import_mcp_tools, observation_of, tool_from_mcp
@@ -21,14 +21,6 @@ TOOL_CASES = [json.loads(line) for line in open(FIXTURES / "mcp_tools.jsonl", en
 RESULT_CASES = [json.loads(line) for line in open(FIXTURES / "mcp_results.jsonl", encoding="utf-8")]
 
 
-def _depth(value, level=0):
-    if isinstance(value, dict):
-        return max([_depth(v, level + 1) for v in value.values()], default=level + 1)
-    if isinstance(value, list):
-        return max([_depth(v, level + 1) for v in value], default=level + 1)
-    return level
-
-
 @pytest.mark.parametrize("case", TOOL_CASES, ids=[c["why"] for c in TOOL_CASES])
 def test_tool_from_mcp(case):
     if "error" in case:
@@ -37,7 +29,7 @@ def test_tool_from_mcp(case):
         return
     tool = tool_from_mcp(case["input"], domain="srv")
     if case.get("depth_cut"):  # a recursive schema is inlined to a bounded depth, never forever
-        assert 10 < _depth(tool.parameters.properties) < 200
+        assert 10 < nesting_depth(tool.parameters.properties) < 200
         return
     assert tool.model_dump(mode="json", exclude_none=True) == case["expected"]
 

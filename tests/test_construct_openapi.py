@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers import clean_env, console_script, one_error_line
+from helpers import clean_env, console_script, nesting_depth, one_error_line
 
 from benchsmith.construction.nl2api import BuildOptions, build_split, chinook_db, default_pairs_path
 from benchsmith.construction.openapi import (
@@ -53,14 +53,6 @@ REQUESTS = _cases("openapi_requests.jsonl")
 RESPONSES = _cases("openapi_responses.jsonl")
 
 
-def _depth(value, level=0):
-    if isinstance(value, dict):
-        return max([_depth(v, level + 1) for v in value.values()], default=level + 1)
-    if isinstance(value, list):
-        return max([_depth(v, level + 1) for v in value], default=level + 1)
-    return level
-
-
 @pytest.mark.parametrize("case", DOCUMENTS, ids=[c["why"] for c in DOCUMENTS])
 def test_tools_from_openapi(case):
     def convert():
@@ -76,7 +68,7 @@ def test_tools_from_openapi(case):
         return
     tools, service = convert()
     if case.get("depth_cut"):  # a recursive schema is inlined to a bounded depth, never forever
-        assert 10 < _depth(tools[0].parameters.properties) < 200
+        assert 10 < nesting_depth(tools[0].parameters.properties) < 200
         return
     dumped = {t.name: t.model_dump(mode="json", exclude_none=True) for t in tools}
     for name, expected in case["expected"].get("tools", {}).items():

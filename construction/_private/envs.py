@@ -84,6 +84,28 @@ def folder_digest(folder: Path) -> dict[str, str]:
     return out
 
 
+def call_with_outputs(
+    send: Callable[[str, dict[str, Any]], Any],
+    outputs: dict[str, Any],
+    name: str,
+    arguments: dict[str, Any],
+    label: str | None,
+) -> Any:
+    """One call to a tool server that knows no labels: ``$label$`` / ``$label.key$`` arguments filled
+    in from ``outputs``, the call sent, its observation kept under ``label``. An unknown label is a
+    :class:`ToolError` ``unresolved_reference`` (nothing is sent)."""
+    from benchsmith.schemas import ToolError, UnresolvedReference, resolve_references
+
+    try:
+        resolved = resolve_references(arguments, outputs)
+    except UnresolvedReference as exc:
+        raise ToolError(f"{name}: {exc}", code="unresolved_reference") from None
+    observation = send(name, resolved)
+    if label:
+        outputs[label] = observation
+    return observation
+
+
 def close_environment(env: Any) -> None:
     """Stop what an environment started (a server process, a work folder), if it has anything to stop."""
     close = getattr(env, "close", None)

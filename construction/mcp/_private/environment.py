@@ -20,15 +20,20 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchsmith.construction import EnvContext, environment, folder_digest, json_view, without_volatile
+from benchsmith.construction import (
+    EnvContext,
+    call_with_outputs,
+    environment,
+    folder_digest,
+    json_view,
+    without_volatile,
+)
 from benchsmith.schemas import (
     McpEnvironment,
     RuntimeFault,
     ToolError,
-    UnresolvedReference,
     UserError,
     read_mcp_environment,
-    resolve_references,
 )
 
 from .session import McpSession
@@ -80,14 +85,7 @@ class McpToolEnvironment:
         return self._session.tools()
 
     def call(self, name: str, arguments: dict[str, Any], label: str | None = None) -> Any:
-        try:
-            resolved = resolve_references(arguments, self.outputs)
-        except UnresolvedReference as exc:
-            raise ToolError(f"{name}: {exc}", code="unresolved_reference") from None
-        observation = self._session.call(name, resolved)
-        if label:
-            self.outputs[label] = observation
-        return observation
+        return call_with_outputs(self._session.call, self.outputs, name, arguments, label)
 
     def state(self) -> dict[str, Any]:
         """The environment's state now: ``{"probes": [...], "files": {...}}`` (what is declared)."""

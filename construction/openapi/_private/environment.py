@@ -14,15 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchsmith.construction import EnvContext, environment, json_view, without_volatile
+from benchsmith.construction import EnvContext, call_with_outputs, environment, json_view, without_volatile
 from benchsmith.schemas import (
     OpenApiEnvironment,
     RuntimeFault,
     ToolError,
-    UnresolvedReference,
     read_openapi_environment,
     read_openapi_service,
-    resolve_references,
 )
 
 from .session import OpenApiSession
@@ -53,14 +51,7 @@ class OpenApiToolEnvironment:
             raise
 
     def call(self, name: str, arguments: dict[str, Any], label: str | None = None) -> Any:
-        try:
-            resolved = resolve_references(arguments, self.outputs)
-        except UnresolvedReference as exc:
-            raise ToolError(f"{name}: {exc}", code="unresolved_reference") from None
-        observation = self._session.call(name, resolved)
-        if label:
-            self.outputs[label] = observation
-        return observation
+        return call_with_outputs(self._session.call, self.outputs, name, arguments, label)
 
     def state(self) -> dict[str, Any]:
         """The service's state now: ``{"probes": [...]}``."""
