@@ -66,6 +66,13 @@ def import_mcp(
         envvar="BENCHSMITH_MCP_TEMPLATE",
         help="A state folder copied fresh for every run; {work} in the command names the copy",
     ),
+    probe: Optional[List[str]] = typer.Option(
+        None,
+        "--probe",
+        envvar="BENCHSMITH_MCP_PROBE",
+        help="TOOL or TOOL=JSON: a read-only call whose result is part of the state, e.g. "
+        'read_query=\'{"query": "SELECT * FROM items"}\' (repeatable)',
+    ),
 ) -> None:
     """List an MCP server's tools and write them as a benchsmith tool catalog: OUT/tools.json (names,
     descriptions, argument and output schemas, read-only/destructive hints), OUT/server.json (how
@@ -74,7 +81,7 @@ def import_mcp(
     its chains there, on a fresh copy of --template each time)."""
     from pydantic import ValidationError
 
-    from benchsmith.construction.mcp import import_mcp_tools
+    from benchsmith.construction.mcp import import_mcp_tools, parse_probe
     from benchsmith.schemas import McpServer, UserError
 
     check_out_dir(out)
@@ -105,7 +112,8 @@ def import_mcp(
             f"{where + ': ' if where else ''}{first['msg'].removeprefix('Value error, ')}",
             fix="give the server's command after -- (stdio) or --url http://127.0.0.1:PORT/mcp",
         ) from None
-    tools = import_mcp_tools(server, out, template)
+    probes = [parse_probe(item) for item in probe or []]
+    tools = import_mcp_tools(server, out, template, probes)
     typer.echo(
         f"{len(tools)} tools from MCP server {server.name}: {out / 'tools.json'} ({', '.join(t.name for t in tools)})"
     )

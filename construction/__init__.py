@@ -24,6 +24,8 @@ from ._private.envs import (
     folder_digest,
     json_view,
     open_environment,
+    state_changes,
+    state_of,
     without_volatile,
 )
 
@@ -126,6 +128,8 @@ __all__ = [
     "close_environment",
     "folder_digest",
     "json_view",
+    "state_changes",
+    "state_of",
     "without_volatile",
     "ModelStep",
     "ParseError",

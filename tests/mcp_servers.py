@@ -92,3 +92,27 @@ def shop_environment(root: Path) -> Path:
     )
     write_mcp_environment(root / "environment.json", env)
     return root
+
+
+STORE_PROBES = (
+    'read_query={"query": "SELECT id, name, price, stock FROM items ORDER BY id"}',
+    'read_query={"query": "SELECT id, item_id, qty FROM orders ORDER BY id"}',
+    "list_tables",
+)
+
+
+def store_template(folder: Path) -> Path:
+    """A state template for ``mcp-server-sqlite``: ``folder/store.db`` with five items and three
+    orders (the tasks of tests/fixtures/construct/mcp_sqlite_tasks.jsonl run on it); the folder."""
+    import sqlite3
+
+    folder.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(folder / "store.db")
+    with con:
+        con.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL, stock INTEGER)")
+        con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, item_id INTEGER REFERENCES items(id), qty INTEGER)")
+        items = [(1, "pen", 1.5, 40), (2, "ink", 3.0, 12), (3, "eraser", 0.75, 30), (4, "pencil", 0.5, 100)]
+        con.executemany("INSERT INTO items VALUES (?, ?, ?, ?)", [*items, (5, "notebook", 2.25, 25)])
+        con.executemany("INSERT INTO orders VALUES (?, ?, ?)", [(1, 1, 3), (2, 2, 1), (3, 5, 2)])
+    con.close()
+    return folder

@@ -214,6 +214,7 @@ def _body(kind: str) -> list[str]:
     tools = [_header("Tools"), _text("tools", "$tools_text", _SMALL)]
     setup = [_header("Set-up"), _text("setup", "$setup_text", _SMALL)]
     answer = [_header("Final answer"), _text("answer", "$answer", _PRE)]
+    end_state = [_header("End state"), _text("state", "$state_text", _PRE)]
     if kind == "chain":
         return [
             ident,
@@ -223,6 +224,7 @@ def _body(kind: str) -> list[str]:
             *setup,
             _header("Gold chain", 3),
             _steps_block(),
+            *end_state,
             *answer,
         ]
     if kind == "dialogue":
@@ -235,6 +237,7 @@ def _body(kind: str) -> list[str]:
             ),
             *tools,
             *setup,
+            *end_state,
             *answer,
         ]
     if kind == "special":

@@ -10,7 +10,7 @@ from the automated checks and the model pre-screen.
 'chain'
 >>> task = task_payload(s, "chain")
 >>> sorted(task["data"])
-['answer', 'bs_id', 'check_summary', 'query', 'setup_text', 'steps', 'tools_text']
+['answer', 'bs_id', 'check_summary', 'query', 'setup_text', 'state_text', 'steps', 'tools_text']
 >>> task["data"]["steps"][0]["call"]
 '{"name": "get_weather", "arguments": {"city": "Paris"}}'
 >>> [r["value"] for r in task["predictions"][0]["result"]]
@@ -23,7 +23,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from benchsmith.construction import state_changes
 from benchsmith.construction.checks import CheckReport
+from benchsmith.construction.sandbox import state_mismatches
 from benchsmith.schemas import AnswerSpec, CheckResult, Sample, ToolCall, UserError
 
 from .configs import KINDS, STAGES, Review, label_config, result_for, review_text
@@ -145,6 +147,35 @@ def answer_text(answer: AnswerSpec) -> str:
     if answer.kind == "reference":
         return truncate("\n".join(f"reference: {r}" for r in answer.references))
     return "(no final answer is judged)"
+
+
+def state_text(sample: Sample) -> str:
+    """What the gold leaves changed in a stateful environment: the chain's changes from its start
+    state (``metadata.start_state`` → ``metadata.expected_state``), or where a dialogue's final state
+    misses the expected one; ``(no state recorded)`` otherwise.
+
+    >>> from datetime import datetime, timezone
+    >>> prov = {"source": "doc", "method": "manual", "created_at": datetime(2024, 1, 1, tzinfo=timezone.utc)}
+    >>> meta = {"start_state": {"files": {"a": "1"}}, "expected_state": {"files": {"a": "2"}}}
+    >>> print(state_text(Sample(query="Edit a.", provenance=prov, metadata=meta)))
+    1 change from the start state:
+    files.a: 1 → 2
+    """
+    meta = sample.metadata
+    expected = meta.get("expected_state")
+    if "start_state" in meta and expected is not None:
+        changes = state_changes(meta["start_state"], expected)
+        if not changes:
+            return "no change from the start state (the task only reads)"
+        head = f"{len(changes)} change{'s' if len(changes) != 1 else ''} from the start state:"
+        return truncate("\n".join([head, *changes]))
+    final = meta.get("final_state")
+    if final is not None and expected is not None:
+        misses = state_mismatches(final, expected)
+        if not misses:
+            return "the final state holds everything expected"
+        return truncate("\n".join(["the final state misses the expected one:", *misses]))
+    return "(no state recorded)"
 
 
 def _request(sample: Sample) -> str:
@@ -392,6 +423,8 @@ def task_payload(
     data["setup_text"] = setup_text(sample)
     if kind == "chain":
         data["steps"] = _steps(sample)
+    if kind in ("chain", "dialogue"):
+        data["state_text"] = state_text(sample)
     if kind == "special":
         data["special_kind"] = special_kind(sample)
         data["expected"] = expected_behaviour(sample)

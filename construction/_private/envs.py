@@ -106,6 +106,64 @@ def call_with_outputs(
     return observation
 
 
+def state_of(env: Any) -> Any:
+    """The environment's state as plain JSON (``state()``), or None for one without state."""
+    snap = getattr(env, "state", None)
+    return json.loads(json.dumps(snap(), ensure_ascii=False, default=str)) if callable(snap) else None
+
+
+def _around(before: str, after: str, context: int = 24) -> tuple[str, str]:
+    """The part of two texts that differs, with a little context either side (``…`` marks a cut)."""
+    p = 0
+    while p < min(len(before), len(after)) and before[p] == after[p]:
+        p += 1
+    s = 0
+    while s < min(len(before), len(after)) - p and before[-1 - s] == after[-1 - s]:
+        s += 1
+    start = max(0, p - context)
+
+    def cut(text: str) -> str:
+        end = min(len(text), len(text) - s + context)
+        return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+
+    return cut(before), cut(after)
+
+
+def state_changes(before: Any, after: Any, path: str = "") -> list[str]:
+    """What changed from one state to another, one line per place (``path: old → new``; a text
+    shown around its changed part; JSON text compared as data).
+
+    >>> state_changes({"files": {"a": "1", "b": "2"}, "n": 1}, {"files": {"a": "1", "c": "3"}, "n": 2})
+    ["files.b: removed (was '2')", "files.c: added '3'", 'n: 1 → 2']
+    """
+    before, after = json_view(before), json_view(after)
+    where = path or "(state)"
+    if isinstance(before, dict) and isinstance(after, dict):
+        out: list[str] = []
+        for key in sorted(set(before) | set(after), key=str):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in after:
+                out.append(f"{sub}: removed (was {_brief(before[key])})")
+            elif key not in before:
+                out.append(f"{sub}: added {_brief(after[key])}")
+            else:
+                out += state_changes(before[key], after[key], sub)
+        return out
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return [line for i, (a, b) in enumerate(zip(before, after)) for line in state_changes(a, b, f"{where}.{i}")]
+    if before == after:
+        return []
+    if isinstance(before, str) and isinstance(after, str):
+        old, new = _around(before, after)
+        return [f"{where}: {old or repr(old)} → {new or repr(new)}"]
+    return [f"{where}: {_brief(before)} → {_brief(after)}"]
+
+
+def _brief(value: Any, limit: int = 120) -> str:
+    text = repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def close_environment(env: Any) -> None:
     """Stop what an environment started (a server process, a work folder), if it has anything to stop."""
     close = getattr(env, "close", None)

@@ -14,6 +14,11 @@ of ``context.env``. The set-up calls run first (unless the descriptor carries it
 * a step recorded with any other verdict must fail (raise ``ToolError``); when its recorded
   observation is ``{"error": code}`` or ``{"code": code}`` the error code must match too.
 
+A chain built on a stateful environment (``metadata.start_state`` and ``metadata.expected_state``,
+recorded by the chains graph) must also leave the environment in the recorded end state
+(through ``compare_view``; a difference is ``end_state_mismatch``, or the environment's
+``mismatch_code``).
+
 When no environment can be opened (no descriptor and tools that are not SLOT/SEL, no split
 folder, an environment kind that is not installed) the check passes with code ``skipped`` and
 says why, unless ``context.require_environment`` is set (then it fails with ``no_environment``).
@@ -25,7 +30,7 @@ import json
 import math
 from typing import Any
 
-from benchsmith.construction import close_environment, open_environment
+from benchsmith.construction import close_environment, open_environment, state_of
 from benchsmith.schemas import CheckResult, Sample, UserError
 
 from ._engine import CheckContext, check, failed, passed, skipped
@@ -173,8 +178,17 @@ def _replay(sample: Sample, descriptor: dict[str, Any], env: Any, ctx: CheckCont
             diff = first_difference(view(_plain(step.observation)), view(_plain(now)), ctx.float_tolerance)
             if diff:
                 return failed(NAME, getattr(env, "mismatch_code", "observation_mismatch"), f"{where}: {diff}")
+    meta = sample.metadata
+    end = ""
+    if "start_state" in meta and meta.get("expected_state") is not None and callable(getattr(env, "state", None)):
+        view = getattr(env, "compare_view", _same)
+        diff = first_difference(view(_plain(meta["expected_state"])), view(state_of(env)), ctx.float_tolerance)
+        if diff:
+            code = getattr(env, "mismatch_code", "end_state_mismatch")
+            return failed(NAME, code, f"the end state after the gold chain: {diff}")
+        end = ", the recorded end state reached"
     return passed(
         NAME,
         f"{len(sample.setup) if 'setup' not in descriptor else 0} set-up and {ran} gold call(s) "
-        f"reproduced in {descriptor['kind']}",
+        f"reproduced in {descriptor['kind']}{end}",
     )

@@ -6,7 +6,11 @@ exists, asks the tool-simulator model for a response consistent with the tool's 
 reviewer labels the step (success / internal_error / input_error / irrelevant_response /
 unable_to_accomplish) and decides to continue, retry or finish. The gold chain keeps the steps
 judged successful (thought, call, observation, verdict); retried and failed steps are kept in
-``metadata.attempts``. Items come from a samples JSONL file (e.g. the output of ``queries``).
+``metadata.attempts``. On an environment that keeps state (a sandbox, an MCP server, an HTTP
+service) the sample records where the chain starts and where the gold chain leaves it
+(``metadata.start_state`` / ``metadata.expected_state``): review shows the change, the
+``executability`` replay must reach it again, and the agent benchmark scores episodes against it.
+Items come from a samples JSONL file (e.g. the output of ``queries``).
 """
 
 from __future__ import annotations
@@ -211,7 +215,7 @@ def _environment(state: dict[str, Any], ctx: Any) -> Any:
 
 def execute(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
     """Run the pending call for real when the sample has an environment, else simulate it."""
-    from benchsmith.construction import close_environment
+    from benchsmith.construction import close_environment, state_of
     from benchsmith.construction.nl2api import ToolError
 
     ctx = runtime.context
@@ -223,6 +227,8 @@ def execute(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
     call = state["pending"]["call"]
     pending = dict(state["pending"])
     try:
+        if not state.get("steps"):  # the state the chain starts from (None: the environment keeps none)
+            pending["start_state"] = state_of(env)
         try:
             pending["observation"] = env.call(call["name"], call["arguments"], call["label"])
         except ToolError as exc:
@@ -233,6 +239,7 @@ def execute(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
                 pending["answer"] = answer(call["label"])
             except ToolError:
                 pass
+        pending["end_state"] = state_of(env)
     finally:
         close_environment(env)  # a fresh one (replaying the kept steps) for the next call
     return {"pending": pending, "budget": state["budget"] - 1}
@@ -328,6 +335,9 @@ def give_up(state: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+_STATES = ("start_state", "end_state")  # kept on the sample's metadata once, not on every attempt
+
+
 def finalize(state: dict[str, Any]) -> dict[str, Any]:
     """Pure: the accepted chain as a sample, or a rejection."""
     cand, steps = state["candidate"], state.get("steps") or []
@@ -361,13 +371,16 @@ def finalize(state: dict[str, Any]) -> dict[str, Any]:
     metadata = dict(cand.get("metadata") or {})
     metadata.update(
         {
-            "attempts": state.get("attempts") or [],
+            "attempts": [{k: v for k, v in a.items() if k not in _STATES} for a in state.get("attempts") or []],
             "final_thought": final_thought,
             "simulated_steps": sum(1 for s in steps if s.get("simulated")),
             "reviewer_overrides": state.get("overrides") or [],
             "query_sample_id": cand.get("id"),
         }
     )
+    if steps[-1].get("end_state") is not None:  # a stateful environment: where the gold chain leaves it
+        metadata["start_state"] = steps[0].get("start_state")
+        metadata["expected_state"] = steps[-1]["end_state"]
     sample = {
         "query": cand["query"],
         "context": cand.get("context"),

@@ -3,11 +3,15 @@ request (few-shot), let the refiner rewrite it, then check it (pure): the query 
 tool, must not copy an example, and must have a sane length.
 
 Items: ``n`` draws from the catalog (``options["n"]``, default 10; ``k`` tools per draw,
-``strategy`` random or related), deterministic in the seed.
+``strategy`` random or related), deterministic in the seed. When the catalog's tools run in a
+stateful environment (an MCP server on a state template, an HTTP service), the generator is shown
+what it holds at the start (its probes' results, its files), so requests are about the real data,
+and those words count as on-topic.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from typing import Any, Literal
@@ -53,7 +57,36 @@ def _gen_vars(state: dict[str, Any]) -> dict[str, Any]:
         "columns": columns,
         "setup_note": setup_text(item.get("setup") or []),
         "examples": item.get("examples") or [],
+        "data": item.get("data"),
     }
+
+
+DATA_LIMIT = 1500  # characters of the start state shown to the generator
+
+
+def data_text(environment: dict[str, Any]) -> str | None:
+    """What a stateful environment holds at its start, as text for the generator (its probes'
+    results, the names of its files), so requests are about the data the tools really serve; None
+    for an environment that keeps no state, or that needs what only the chains get (an NL2API
+    split folder: its columns are shown with the tools anyway)."""
+    from benchsmith.construction import close_environment, open_environment, state_of
+    from benchsmith.schemas import UserError
+
+    try:
+        env = open_environment(environment)
+    except UserError:
+        return None
+    try:
+        state = state_of(env)
+    finally:
+        close_environment(env)
+    if not isinstance(state, dict) or not state:
+        return None
+    lines = [p if isinstance(p, str) else json.dumps(p, ensure_ascii=False) for p in state.get("probes") or []]
+    if state.get("files"):
+        lines.append("files: " + ", ".join(state["files"]))
+    text = "\n".join(lines)
+    return text[:DATA_LIMIT] + (" …" if len(text) > DATA_LIMIT else "") if text else None
 
 
 def _parse_draft(state: dict[str, Any], text: str) -> dict[str, Any]:
@@ -121,7 +154,8 @@ def finalize(state: dict[str, Any]) -> dict[str, Any]:
     fixed = fewshot_texts(GENERATE.messages(state)) | fewshot_texts(REFINE.messages(state))
     if normal(query) in fixed - {normal(e) for e in item.get("examples") or []}:
         return reject("finalize", "copied_fewshot", "the query copies a few-shot example of the prompt")
-    vocabulary = tool_vocabulary(item["tools"], [*(item.get("examples") or []), setup_text(item.get("setup") or [])])
+    seen = [*(item.get("examples") or []), setup_text(item.get("setup") or []), item.get("data") or ""]
+    vocabulary = tool_vocabulary(item["tools"], seen)
     if not content_words(query) & vocabulary:
         return reject(
             "finalize",
@@ -166,20 +200,23 @@ class QueriesGraph(ConstructionGraph):
         n, k = self.options.n, self.options.k
         rng = random.Random(f"queries:{self.options.draw_seed}")
         items = []
+        data: dict[str, str | None] = {}  # one look at each environment's start state per run
         for i in range(n):
             entry = draw_tools(catalog, k, rng, self.options.strategy)
-            items.append(
-                (
-                    f"q{i + 1:05d}",
-                    {
-                        "entry": entry.id,
-                        "tools": entry.tools,
-                        "setup": entry.setup,
-                        "environment": entry.environment,
-                        "examples": entry.examples,
-                    },
-                )
-            )
+            item = {
+                "entry": entry.id,
+                "tools": entry.tools,
+                "setup": entry.setup,
+                "environment": entry.environment,
+                "examples": entry.examples,
+            }
+            if entry.environment is not None:
+                key = json.dumps(entry.environment, sort_keys=True)
+                if key not in data:
+                    data[key] = data_text(entry.environment)
+                if data[key]:
+                    item["data"] = data[key]
+            items.append((f"q{i + 1:05d}", item))
         return items
 
     def build(self) -> Any:

@@ -11,7 +11,7 @@
 
 from benchsmith.schemas import ANY_JSON
 
-from ._private.catalog import ENVIRONMENT_FILE, SERVER_FILE, TOOLS_FILE, import_mcp_tools
+from ._private.catalog import ENVIRONMENT_FILE, SERVER_FILE, TOOLS_FILE, import_mcp_tools, parse_probe
 from ._private.convert import observation_of, parameters_of, tool_from_mcp
 from ._private.environment import (
     McpToolEnvironment,
@@ -35,6 +35,7 @@ __all__ = [
     "mcp_server",
     "observation_of",
     "parameters_of",
+    "parse_probe",
     "serve_split_mcp",
     "split_environment",
     "tool_from_mcp",
