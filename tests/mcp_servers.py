@@ -116,3 +116,41 @@ def store_template(folder: Path) -> Path:
         con.executemany("INSERT INTO orders VALUES (?, ?, ?)", [(1, 1, 3), (2, 2, 1), (3, 5, 2)])
     con.close()
     return folder
+
+
+FILESYSTEM_SERVER = "@modelcontextprotocol/server-filesystem@2026.8.31"
+FILES_PROBES = (
+    'directory_tree={"path": "."}',
+    'read_multiple_files={"paths": ["notes/todo.txt", "notes/ideas.md"]}',
+)
+
+
+def filesystem_server_command(root: str | Path) -> list[str]:
+    """The command starting ``@modelcontextprotocol/server-filesystem`` (npm, run with this machine's
+    node) on the folder ``root``, installing the package under the cache the first time."""
+    prefix = cache_root() / "test-servers" / FILESYSTEM_SERVER.replace("@", "").replace("/", "-")
+    marker = prefix / ".installed"
+    if not marker.is_file():
+        prefix.mkdir(parents=True, exist_ok=True)
+        with file_lock(prefix.parent / "server-filesystem.lock"):
+            if not marker.is_file():
+                npm = ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error"]
+                subprocess.run([*npm, FILESYSTEM_SERVER], check=True)
+                marker.write_text("ok\n", encoding="utf-8")
+    entry = prefix / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
+    return ["node", str(entry), str(root)]
+
+
+def files_template(folder: Path) -> Path:
+    """A state template for the filesystem server: a few notes and a report (the tasks of
+    tests/fixtures/construct/mcp_files_tasks.jsonl run on it); the folder."""
+    files = {
+        "README.txt": "Project files.\n",
+        "notes/todo.txt": "buy milk\ncall Ana\n",
+        "notes/ideas.md": "# Ideas\n- garden\n",
+        "reports/q1.txt": "revenue 120\n",
+    }
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder

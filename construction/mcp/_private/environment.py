@@ -4,7 +4,9 @@ A descriptor names an environment file (``{"kind": "mcp", "file": "environment.j
 to the split folder) or holds one (``{"kind": "mcp", "server": {...}, ...}``). Each opening is
 isolated: the state template is copied into a new work folder, ``{work}`` in the server's command
 and working folder becomes that folder, the server starts there, and :meth:`close` stops it and
-removes the folder. So every chain, replay and episode starts from the same state.
+removes the folder. So every chain, replay and episode starts from the same state. Calls spell
+the folder ``{work}`` too: in arguments it becomes the folder's path, in observations the path
+becomes ``{work}``, so a gold chain that names a file there replays on any opening.
 
 Outputs are kept under their call's label, so a later call's ``$label$`` and ``$label.key$``
 arguments are filled in before it is sent (the server never sees a reference). :meth:`state` reads
@@ -39,6 +41,17 @@ from benchsmith.schemas import (
 from .session import McpSession
 
 WORK = "{work}"
+
+
+def _replace(value: Any, old: str, new: str) -> Any:
+    """``value`` with ``old`` replaced by ``new`` in every text, at any depth."""
+    if isinstance(value, str):
+        return value.replace(old, new)
+    if isinstance(value, dict):
+        return {k: _replace(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace(v, old, new) for v in value]
+    return value
 
 
 class McpToolEnvironment:
@@ -85,7 +98,16 @@ class McpToolEnvironment:
         return self._session.tools()
 
     def call(self, name: str, arguments: dict[str, Any], label: str | None = None) -> Any:
-        return call_with_outputs(self._session.call, self.outputs, name, arguments, label)
+        return call_with_outputs(self._send, self.outputs, name, arguments, label)
+
+    def _send(self, name: str, arguments: dict[str, Any]) -> Any:
+        """One call, the work folder spelt ``{work}`` on this side: a chain that names a path in it
+        (or an observation that echoes one) replays the same on every opening's new folder."""
+        if self.work is None:
+            return self._session.call(name, arguments)
+        work = str(self.work)
+        observation = self._session.call(name, _replace(arguments, WORK, work))
+        return _replace(observation, work, WORK)
 
     def state(self) -> dict[str, Any]:
         """The environment's state now: ``{"probes": [...], "files": {...}}`` (what is declared)."""
@@ -94,7 +116,7 @@ class McpToolEnvironment:
             probes = []
             for probe in self.spec.probes:
                 try:
-                    probes.append(self._session.call(probe.name, dict(probe.arguments)))
+                    probes.append(self._send(probe.name, dict(probe.arguments)))
                 except ToolError as exc:
                     raise RuntimeFault(
                         f"MCP environment {self.spec.server.name}: state probe {probe.name} failed: {exc}"
