@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -225,10 +226,24 @@ def local(tmp_path_factory):
             stop_local_server()
 
 
-def test_the_split_is_evaluated_on_fresh_servers_with_pass_k(server, reviewed, local, tmp_path):
-    # the gold of every case reaches its end state (or its milestones, for a question) on a new server
-    selftest = run_selftest("agent", reviewed, tmp_path / "selftest")
+def test_the_finalized_split_carries_its_environment(server, built, reviewed, tmp_path):
+    """The split runs wherever it is copied: its environment file and state template came along."""
+    envs = {s.metadata["environment"]["file"] for s in read_jsonl(reviewed / "samples.jsonl", Sample)}
+    assert len(envs) == 1 and next(iter(envs)).startswith("environments/"), envs
+    manifest = json.loads((reviewed / "manifest.json").read_text())
+    assert next(iter(envs)) in manifest["files"]
+    moved = shutil.copytree(reviewed, tmp_path / "elsewhere")
+    catalog = built.parent / "catalog"
+    catalog.rename(catalog.with_name("catalog-away"))  # nothing outside the split is used
+    try:
+        # the gold of every case reaches its end state (or its milestones, for a question) on a new server
+        selftest = run_selftest("agent", moved, tmp_path / "selftest")
+    finally:
+        catalog.with_name("catalog-away").rename(catalog)
     assert selftest["records"] == len(server.task_list()) and selftest["gold_failing"] == 0, selftest
+
+
+def test_the_split_is_evaluated_on_fresh_servers_with_pass_k(server, reviewed, local, tmp_path):
     cfg = resolve_model(DEFAULT_LOCAL_MODEL, None, timeout=240.0, max_tokens=160)
     work = {p.name for p in Path(tempfile.gettempdir()).glob("benchsmith-mcp-work-*")}
     res = run_eval(

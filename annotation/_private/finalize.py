@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
@@ -51,6 +53,64 @@ def copy_split_files(split: Path | None, out: Path) -> list[str]:
                 shutil.copyfile(source / name, out / folder / name)
             written.append(f"{folder}/{name}")
     return written
+
+
+#: the folder of a finalized split holding the tool environments its samples name by file
+ENVIRONMENTS_FOLDER = "environments"
+#: what an environment file names beside itself (an MCP state template, an OpenAPI service file)
+ENVIRONMENT_PARTS = ("template", "service")
+
+
+def bundle_environments(samples: list[Sample], bases: list[Path], out: Path) -> tuple[list[Sample], list[str]]:
+    """Copy every environment file the samples name (``metadata.environment.file``: absolute, or
+    relative to one of ``bases``, the source splits), with what it names beside itself (a state
+    template folder, a service file), into ``out/environments/<name>/``, and point the samples
+    there (relative to ``out``), so the finalized split runs wherever it is copied. The samples,
+    and the files written (relative to ``out``)."""
+    bundles: dict[Path, str] = {}
+    written: list[str] = []
+    changed = []
+    for sample in samples:
+        env = sample.metadata.get("environment")
+        if not isinstance(env, dict) or not isinstance(env.get("file"), str):
+            changed.append(sample)
+            continue
+        given = Path(env["file"])
+        source = next((b / given for b in bases if (b / given).is_file()), given) if not given.is_absolute() else given
+        if not source.is_file():
+            raise UserError(
+                f"sample {sample.id}: its environment file {env['file']} is not there",
+                fix="finalize from where the samples were built, or fix metadata.environment.file",
+            )
+        source = source.resolve()
+        if source not in bundles:
+            name = f"{source.parent.name}-{hashlib.sha256(str(source).encode()).hexdigest()[:8]}"
+            bundles[source] = f"{ENVIRONMENTS_FOLDER}/{name}/{source.name}"
+            written += _copy_environment(source, out / ENVIRONMENTS_FOLDER / name)
+        changed.append(
+            sample.model_copy(update={"metadata": {**sample.metadata, "environment": {**env, "file": bundles[source]}}})
+        )
+    return changed, written
+
+
+def _copy_environment(source: Path, folder: Path) -> list[str]:
+    spec = json.loads(source.read_text(encoding="utf-8"))
+    folder.mkdir(parents=True, exist_ok=True)
+    for key in ENVIRONMENT_PARTS:
+        part = spec.get(key)
+        if not isinstance(part, str):
+            continue
+        origin = (source.parent / part).resolve()
+        if origin.is_dir():
+            shutil.copytree(origin, folder / origin.name, symlinks=True, dirs_exist_ok=True)
+        elif origin.is_file():
+            shutil.copyfile(origin, folder / origin.name)
+        else:
+            continue  # the environment names it but it is not there: opening it says so
+        spec[key] = origin.name
+    write_json(folder / source.name, spec)
+    root = folder.parent.parent
+    return sorted(p.relative_to(root).as_posix() for p in folder.rglob("*") if p.is_file())
 
 
 def _version(previous: Path, content_hash: str) -> str:
@@ -223,9 +283,12 @@ def finalize(workspace: Any, out: str | Path, *, name: str | None = None) -> dic
         accepted.append(Sample.model_validate(data))
     version = _version(out, samples_content_hash(s.id for s in accepted))  # reads a previous manifest first
     out.mkdir(parents=True, exist_ok=True)
-    write_jsonl(out / "samples.jsonl", accepted)
     split = workspace.split_dir()
-    copied = copy_split_files(split, out)
+    bases = [Path(src["split"]) for src in workspace.sources() if src.get("split")]
+    bases += [Path(src["samples"]).parent for src in workspace.sources() if src.get("samples")]
+    accepted, bundled = bundle_environments(accepted, bases, out)
+    write_jsonl(out / "samples.jsonl", accepted)
+    copied = copy_split_files(split, out) + bundled
     write_json(out / "datasheet.json", sheet)
     (out / "datasheet.md").write_text(datasheet_markdown(sheet, version), encoding="utf-8")
     files = {
