@@ -17,6 +17,7 @@ folder. :func:`~benchsmith.construction.without_volatile` leaves out the keys a 
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -43,6 +44,33 @@ from .session import McpSession
 WORK = "{work}"
 
 
+WORK_PREFIX = "benchsmith-mcp-work-"  # then the pid of the process that made it, then a random part
+_swept = False
+
+
+def remove_orphaned_work() -> None:
+    """Remove the work folders of processes that are gone (a run killed with -9 cannot remove its
+    own), once per process."""
+    global _swept
+    if _swept:
+        return
+    _swept = True
+    for folder in Path(tempfile.gettempdir()).glob(f"{WORK_PREFIX}*-*"):
+        pid = folder.name.removeprefix(WORK_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def _replace(value: Any, old: str, new: str) -> Any:
     """``value`` with ``old`` replaced by ``new`` in every text, at any depth."""
     if isinstance(value, str):
@@ -66,7 +94,8 @@ class McpToolEnvironment:
         self.outputs: dict[str, Any] = {}
         server = spec.server
         if server.command:
-            self.work = Path(tempfile.mkdtemp(prefix="benchsmith-mcp-work-"))
+            remove_orphaned_work()
+            self.work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
             try:
                 if spec.template is not None:
                     template = (base / spec.template).resolve()
