@@ -18,6 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from ._private.mcp import SQLITE_MCP_SERVER, STORE_PROBES, construct_mcp, sqlite_server_command, store_template
+
 Echo = Callable[[str], None]
 
 
@@ -74,6 +76,8 @@ def _mmss(seconds: float) -> str:
 #: for the main job to stay within 12 minutes warm on 2 cores with Qwen2.5-Coder 0.5B (docs/models.md)
 DEMO_LIMIT = 2
 DEMO_QUERIES = 4
+#: requests the main job builds on the MCP server (mcp-server-sqlite on a small store database)
+DEMO_MCP_QUERIES = 4
 
 
 def run(out: Path, *, limit: int = DEMO_LIMIT, model_run: bool = True, echo: Echo = print, note: Echo = print) -> None:
@@ -231,6 +235,7 @@ def construct(out: Path, n: int = DEMO_QUERIES, *, echo: Echo = print, model: st
         )
     for line in dialogues.describe():
         echo(line)
+    construct_mcp(root / "mcp", models, DEMO_MCP_QUERIES, concurrency=slots, echo=echo)
 
 
 #: model calls per NL2API case (ReAct) and calls per direct reply: the small base model never finishes a
@@ -263,11 +268,15 @@ def agent_data(out: Path, reviewed: Path) -> Path:
     samples = [scenario_to_sample(sc) for sc in load_scenarios(write_scenarios(out / "agent" / "scenarios.jsonl"))]
     if (reviewed / "samples.jsonl").is_file():
         for sample in read_jsonl(reviewed / "samples.jsonl", Sample):
+            env = dict(sample.metadata.get("environment") or {})
             if sample.dialogue:
-                env = dict(sample.metadata.get("environment") or {})
                 if env.get("kind") == "nl2api":
                     env["split"] = str(reviewed.resolve())
-                samples.append(sample.model_copy(update={"metadata": {**sample.metadata, "environment": env}}))
+            elif env.get("kind") == "mcp" and sample.metadata.get("expected_state") is not None:
+                env["file"] = str((reviewed / env["file"]).resolve())  # the reviewed split's copy of the server
+            else:
+                continue
+            samples.append(sample.model_copy(update={"metadata": {**sample.metadata, "environment": env}}))
     write_jsonl(out / "agent" / "samples.jsonl", samples)
     return out / "agent"
 
@@ -294,7 +303,11 @@ def review(out: Path, *, echo: Echo = print, note: Echo = print) -> Path:
     was_running = label_studio_status(data_dir) is not None
     built = [
         p
-        for p in (out / "construct" / "checked" / "accepted.jsonl", out / "construct" / "dialogues" / "samples.jsonl")
+        for p in (
+            out / "construct" / "checked" / "accepted.jsonl",
+            out / "construct" / "dialogues" / "samples.jsonl",
+            out / "construct" / "mcp" / "checked" / "accepted.jsonl",
+        )
         if p.is_file() and p.stat().st_size
     ]
     echo(
@@ -400,14 +413,20 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
 __all__ = [
     "DEMO_LIMIT",
     "DEMO_QUERIES",
+    "DEMO_MCP_QUERIES",
     "DEMO_SCENARIOS",
+    "SQLITE_MCP_SERVER",
+    "STORE_PROBES",
     "StageClock",
     "agent_data",
     "build_report_line",
     "construct",
+    "construct_mcp",
     "dataset",
     "evaluate",
     "review",
     "run",
+    "sqlite_server_command",
+    "store_template",
     "write_scenarios",
 ]

@@ -2,8 +2,7 @@
 
 * ``mcp-server-sqlite`` (PyPI, written by the MCP project, not here): it is built on the ``mcp``
   SDK 1.x, so it lives in a venv of its own under the cache, installed with pip the first time
-  (about 20 s; a marker file is written only after a good install, a file lock keeps two test
-  processes from installing at once).
+  (about 20 s; ``benchsmith.models.procs.ensure_venv``), as the main job installs it.
 * the notes server of tests/fixtures/construct (the official SDK's ``MCPServer``), for what a
   third-party server cannot be asked to do on cue: wait past a timeout, die mid-call, serve HTTP.
 """
@@ -16,28 +15,17 @@ import sys
 import time
 from pathlib import Path
 
+from benchsmith.demo import STORE_PROBES, store_template  # noqa: F401 (the tests' store is the main job's)
+from benchsmith.demo import sqlite_server_command as demo_sqlite_server_command
 from benchsmith.models import cache_root
 from benchsmith.models.procs import file_lock
 
-SQLITE_SERVER = ("mcp-server-sqlite==2025.4.25", "mcp==1.30.0")
 NOTES_SERVER = Path(__file__).parent / "fixtures" / "construct" / "mcp_notes_server.py"
 
 
 def sqlite_server_command(db: Path) -> list[str]:
     """The command starting ``mcp-server-sqlite`` on ``db`` (installing the server the first time)."""
-    root = cache_root() / "test-servers"
-    venv = root / "mcp-server-sqlite-2025.4.25"
-    marker = venv / ".installed"
-    if not marker.is_file():
-        root.mkdir(parents=True, exist_ok=True)
-        with file_lock(root / "mcp-server-sqlite.lock"):
-            if not marker.is_file():
-                base = getattr(sys, "_base_executable", None) or sys.executable
-                subprocess.run([base, "-m", "venv", "--clear", str(venv)], check=True)
-                pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-                subprocess.run([*pip, *SQLITE_SERVER], check=True)
-                marker.write_text("ok\n", encoding="utf-8")
-    return [str(venv / "bin" / "mcp-server-sqlite"), "--db-path", str(db)]
+    return demo_sqlite_server_command(db)
 
 
 def notes_server_command(state: Path) -> list[str]:
@@ -92,30 +80,6 @@ def shop_environment(root: Path) -> Path:
     )
     write_mcp_environment(root / "environment.json", env)
     return root
-
-
-STORE_PROBES = (
-    'read_query={"query": "SELECT id, name, price, stock FROM items ORDER BY id"}',
-    'read_query={"query": "SELECT id, item_id, qty FROM orders ORDER BY id"}',
-    "list_tables",
-)
-
-
-def store_template(folder: Path) -> Path:
-    """A state template for ``mcp-server-sqlite``: ``folder/store.db`` with five items and three
-    orders (the tasks of tests/fixtures/construct/mcp_sqlite_tasks.jsonl run on it); the folder."""
-    import sqlite3
-
-    folder.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(folder / "store.db")
-    with con:
-        con.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL, stock INTEGER)")
-        con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, item_id INTEGER REFERENCES items(id), qty INTEGER)")
-        items = [(1, "pen", 1.5, 40), (2, "ink", 3.0, 12), (3, "eraser", 0.75, 30), (4, "pencil", 0.5, 100)]
-        con.executemany("INSERT INTO items VALUES (?, ?, ?, ?)", [*items, (5, "notebook", 2.25, 25)])
-        con.executemany("INSERT INTO orders VALUES (?, ?, ?)", [(1, 1, 3), (2, 2, 1), (3, 5, 2)])
-    con.close()
-    return folder
 
 
 FILESYSTEM_SERVER = "@modelcontextprotocol/server-filesystem@2026.8.31"

@@ -250,3 +250,22 @@ def test_queries_then_chains_on_the_real_server_keep_real_observations(catalog, 
         # the gold chain replays on a fresh server from the template, to the same observation
         replayed = run_checks(sample, ["executability"], CheckContext(require_environment=True)).results[0]
         assert replayed.ok and replayed.code != "skipped", replayed
+
+
+def test_a_catalogs_example_requests_reach_the_draws_and_bad_ones_are_named(catalog, tmp_path):
+    import random
+    import shutil
+
+    from benchsmith.construction import draw_tools, load_catalog
+
+    folder = Path(shutil.copytree(catalog, tmp_path / "shop"))
+    examples = ["How many items are in the shop?", "Add a mug to the shop.", "Which item is first?", "List the items."]
+    (folder / "examples.json").write_text(json.dumps(examples), "utf-8")
+    entries = load_catalog(folder)
+    assert all(sorted(e.examples) == sorted(examples) for e in entries)
+    assert len({e.examples[0] for e in entries}) > 1  # draws start the list at different places
+    drawn = draw_tools(entries, 2, random.Random(1))
+    assert 1 <= len(drawn.examples) <= 3 and set(drawn.examples) <= set(examples)
+    (folder / "examples.json").write_text('{"q": 1}', "utf-8")
+    with pytest.raises(UserError, match="examples.json: expected a JSON array of example requests"):
+        load_catalog(folder)

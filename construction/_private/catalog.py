@@ -5,7 +5,9 @@ A catalog is read from
   with that sample's tools, set-up calls, an executable environment and example queries;
 * a tool catalog folder (``tools.json``, as ``benchsmith tools import`` writes it): one entry per
   tool, drawn k at a time; with an ``environment.json`` beside it, every draw runs in that
-  environment (``{"kind": ..., "file": <its path>}``: the tools' own server);
+  environment (``{"kind": ..., "file": <its path>}``: the tools' own server); with an
+  ``examples.json`` (a JSON array of requests a user would send), the generator sees a few of them
+  as examples (a copy of one is rejected);
 * a JSON/JSONL file of tools (benchsmith ``Tool`` objects, or OpenAI ``{"type": "function",
   "function": {...}}`` entries): one entry per tool, drawn k at a time;
 * a JSONL file of samples: one entry per sample (its tools, set-up, environment, query as example).
@@ -127,6 +129,7 @@ def load_catalog(path: str | Path) -> list[CatalogEntry]:
 
 TOOLS_FILE = "tools.json"
 ENVIRONMENT_FILE = "environment.json"
+EXAMPLES_FILE = "examples.json"
 
 
 def _from_tool_folder(path: Path) -> list[CatalogEntry]:
@@ -141,7 +144,28 @@ def _from_tool_folder(path: Path) -> list[CatalogEntry]:
         if not isinstance(kind, str):
             raise UserError(f"{path / ENVIRONMENT_FILE} names no kind", fix='write {"kind": "mcp", ...}')
         env = {"kind": kind, "file": str((path / ENVIRONMENT_FILE).resolve())}
-    return [CatalogEntry(id=t["name"], tools=[t], environment=env, group=_family(t["name"])) for t in tools]
+    examples = _examples(path / EXAMPLES_FILE)
+    return [
+        CatalogEntry(
+            id=t["name"],
+            tools=[t],
+            environment=env,
+            group=_family(t["name"]),
+            # each tool starts the list somewhere else, so draws show different examples
+            examples=examples[i % len(examples) :] + examples[: i % len(examples)] if examples else [],
+        )
+        for i, t in enumerate(tools)
+    ]
+
+
+def _examples(path: Path) -> list[str]:
+    """The example requests of a tool catalog folder (a JSON array of strings), or none."""
+    if not path.is_file():
+        return []
+    data = read_json(path)
+    if not isinstance(data, list) or not all(isinstance(x, str) and x.strip() for x in data):
+        raise UserError(f"{path}: expected a JSON array of example requests", fix='write ["How many ...?", ...]')
+    return [x.strip() for x in data]
 
 
 def _family(name: str) -> str:

@@ -31,6 +31,7 @@ from benchsmith.construction import (
     json_view,
     without_volatile,
 )
+from benchsmith.models.procs import pid_alive
 from benchsmith.schemas import (
     McpEnvironment,
     RuntimeFault,
@@ -57,18 +58,8 @@ def remove_orphaned_work() -> None:
     _swept = True
     for folder in Path(tempfile.gettempdir()).glob(f"{WORK_PREFIX}*-*"):
         pid = folder.name.removeprefix(WORK_PREFIX).split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def _replace(value: Any, old: str, new: str) -> Any:
