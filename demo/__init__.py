@@ -272,13 +272,29 @@ def agent_data(out: Path, reviewed: Path) -> Path:
             if sample.dialogue:
                 if env.get("kind") == "nl2api":
                     env["split"] = str(reviewed.resolve())
-            elif env.get("kind") == "mcp" and sample.metadata.get("expected_state") is not None:
-                env["file"] = str((reviewed / env["file"]).resolve())  # the reviewed split's copy of the server
             else:
                 continue
             samples.append(sample.model_copy(update={"metadata": {**sample.metadata, "environment": env}}))
     write_jsonl(out / "agent" / "samples.jsonl", samples)
     return out / "agent"
+
+
+def mcp_agent_data(out: Path, reviewed: Path) -> Path | None:
+    """``out/agent-mcp/samples.jsonl``: the reviewed chains built on the MCP server (each with the end
+    state its gold leaves), their environment pointed at the reviewed split's copy; None if there are none."""
+    from benchsmith.schemas import Sample, read_jsonl, write_jsonl
+
+    samples = []
+    if (reviewed / "samples.jsonl").is_file():
+        for sample in read_jsonl(reviewed / "samples.jsonl", Sample):
+            env = dict(sample.metadata.get("environment") or {})
+            if env.get("kind") == "mcp" and sample.metadata.get("expected_state") is not None:
+                env["file"] = str((reviewed / env["file"]).resolve())
+                samples.append(sample.model_copy(update={"metadata": {**sample.metadata, "environment": env}}))
+    if not samples:
+        return None
+    write_jsonl(out / "agent-mcp" / "samples.jsonl", samples)
+    return out / "agent-mcp"
 
 
 def review(out: Path, *, echo: Echo = print, note: Echo = print) -> Path:
@@ -395,8 +411,38 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
         f"  nl2api, direct (the whole sequence in one reply): {info.cases} cases, "
         f"{info.status_counts['ok']} answered; {info.model_calls} model calls"
     )
+    runs = [out / "run", out / "run-direct"]
+    mcp = mcp_agent_data(out, split)
+    if mcp is None:
+        echo("  agent on the MCP server: no reviewed chain was built on it, nothing to play")
+    else:
+        res = run_eval(
+            mcp,
+            ModelClient(cfg),
+            cfg.describe(),
+            out / "run-mcp",
+            tasks=["agent"],
+            limit={"agent": limit},
+            calling="prompt",
+            concurrency=slots,
+            options=TaskOptions(calling="prompt", max_tokens=256, trials=2, max_turns=3, max_steps=3),
+        )
+        info = res.tasks["agent"]
+        s = score_run(out / "run-mcp")["agent"]
+        rel = s.get("reliability") or {}
+        # a case whose trials were not all counted (a user simulator failure) counts only for smaller k
+        pass_k = "; ".join(
+            f"pass^{k} {v:.2f} over {rel.get('tasks_per_k', {}).get(k, '?')} cases"
+            for k, v in (rel.get("pass^k") or {}).items()
+        )
+        echo(
+            f"  agent on the MCP server (mcp-server-sqlite, a fresh copy of the store per episode): {info.cases} "
+            f"episodes of the reviewed chains, {info.status_counts['ok']} answered; end state "
+            f"{100 * (s['end_state_accuracy'] or 0):.1f}% of {s['counted_episodes']} counted; {pass_k or 'no pass^k'}"
+        )
+        runs.append(out / "run-mcp")
     report = write_report(
-        [out / "run", out / "run-direct"],
+        runs,
         out / "report",
         title="benchsmith demo: the local model on the default split (ReAct and direct)",
     )
@@ -422,6 +468,7 @@ __all__ = [
     "build_report_line",
     "construct",
     "construct_mcp",
+    "mcp_agent_data",
     "dataset",
     "evaluate",
     "review",
