@@ -12,21 +12,8 @@ import pytest
 from helpers import build_slot_split, pair_lines
 
 from benchsmith.construction import EnvContext, RoleModels, run_graph
-from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model, start_local_server, stop_local_server
+from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model
 from benchsmith.schemas import Sample, read_jsonl
-
-
-@pytest.fixture(scope="module")
-def local(tmp_path_factory: pytest.TempPathFactory):
-    folder = tmp_path_factory.mktemp("model-state")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BENCHSMITH_MODEL_STATE_DIR", str(folder))
-        mp.delenv("OPENAI_API_KEY", raising=False)
-        info = start_local_server(threads=1, parallel=2, wait=120)  # one thread: see tests/test_models_local.py
-        try:
-            yield info
-        finally:
-            stop_local_server()
 
 
 @pytest.fixture(scope="module")

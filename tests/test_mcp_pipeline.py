@@ -34,7 +34,7 @@ from scripted_chat import ScriptedChat, by_task
 
 from benchsmith.construction import RoleModels, inspect_samples, run_graph
 from benchsmith.eval import TaskOptions, run_eval, run_selftest, score_run
-from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model, start_local_server, stop_local_server
+from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model
 from benchsmith.schemas import Sample, read_jsonl
 
 FIXTURES = Path(__file__).parent / "fixtures" / "construct"
@@ -211,19 +211,6 @@ def test_review_shows_the_real_observations_and_the_end_state_change(server, rev
             assert task["observed"] in observation, observation
     final = read_jsonl(reviewed / "samples.jsonl", Sample)
     assert len(final) == len(tasks) and all(s.verification.method == "expert-review" for s in final)
-
-
-@pytest.fixture(scope="module")
-def local(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("model-state")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BENCHSMITH_MODEL_STATE_DIR", str(folder))
-        mp.delenv("OPENAI_API_KEY", raising=False)
-        info = start_local_server(threads=1, parallel=2, wait=120)  # one thread: see tests/test_models_local.py
-        try:
-            yield info
-        finally:
-            stop_local_server()
 
 
 def test_the_finalized_split_carries_its_environment(server, built, reviewed, tmp_path):

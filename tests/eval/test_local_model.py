@@ -13,21 +13,7 @@ from helpers import build_slot_split, pair_lines
 
 from benchsmith.eval import TaskOptions, run_eval, score_run
 from benchsmith.eval.report import write_report
-from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model, start_local_server, stop_local_server
-
-
-@pytest.fixture(scope="module")
-def local(tmp_path_factory: pytest.TempPathFactory):
-    folder = tmp_path_factory.mktemp("model-state")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BENCHSMITH_MODEL_STATE_DIR", str(folder))
-        mp.delenv("OPENAI_API_KEY", raising=False)
-        # one thread: see tests/test_models_local.py (a busy 2-core machine slows a 2-thread server down badly)
-        info = start_local_server(threads=1, parallel=2, wait=120)
-        try:
-            yield info
-        finally:
-            stop_local_server()
+from benchsmith.models import DEFAULT_LOCAL_MODEL, ModelClient, resolve_model
 
 
 @pytest.fixture(scope="module")
