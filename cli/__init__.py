@@ -694,7 +694,8 @@ def eval_run(
 ) -> None:
     """Ask a model to solve a split's cases; every reply is stored the moment it arrives (re-run to resume).
     Episodic tasks (ACEBench agent categories, agent) play each case against a simulated user (--user-model).
-    Exit code 3 when cases are left unfinished because the endpoint failed (re-run the same command to resume)."""
+    Exit code 3 when cases are left unfinished because the endpoint or a tool environment failed (re-run the
+    same command to resume)."""
     from benchsmith.eval import RUN_FLAGS, RunConfig, run_configured
     from benchsmith.schemas import RuntimeFault, UserError
 
@@ -743,14 +744,22 @@ def eval_run(
         c = info.status_counts
         typer.echo(
             f"  {name}: {info.done}/{info.cases} done (ok {c['ok']}, format errors {c['format_error']}, "
-            f"refused {c['request_error']}, transport errors {c['transport_error']}), {info.model_calls} model calls"
+            f"refused {c['request_error']}, transport errors {c['transport_error']}, environment errors "
+            f"{c.get('environment_error', 0)}), {info.model_calls} model calls"
         )
     unfinished = sum((info.cases or 0) - (info.done or 0) for info in result.tasks.values())
     if unfinished:
         total = sum(info.cases or 0 for info in result.tasks.values())
+        env_failed = sum((info.status_counts or {}).get("environment_error", 0) for info in result.tasks.values())
+        why = (
+            f"the model endpoint did not answer {unfinished - env_failed} (transport errors), their tool "
+            f"environment failed for {env_failed} (environment errors, never charged to the model)"
+            if env_failed
+            else "the model endpoint did not answer them (transport errors)"
+        )
         raise RuntimeFault(
-            f"{unfinished} of {total} cases unfinished: the model endpoint did not answer them (transport "
-            f"errors); everything finished is kept in {out} — re-run the same command to resume"
+            f"{unfinished} of {total} cases unfinished: {why}; everything finished is kept in {out} — "
+            "re-run the same command to resume"
         )
     typer.echo(f"run {result.status}: {out} — score it with `benchsmith eval score --run {out}`")
     note_started_servers(servers_before)

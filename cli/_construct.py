@@ -12,7 +12,7 @@ from . import MAX_RETRIES_HELP, check_model_settings, check_number, check_out_di
 construct_app = typer.Typer(
     rich_markup_mode=None,
     help="Build data with LangGraph agent graphs (resumable; re-run the same --out to resume). "
-    "Exit code 3 when items are left unfinished because a model endpoint failed.",
+    "Exit code 3 when items are left unfinished because a model endpoint or a tool environment failed.",
     no_args_is_help=True,
 )
 
@@ -123,7 +123,8 @@ def check_run_options(
 
 
 def check_finished(what: str, unfinished: int, total: int, out: Path, errors: list[str]) -> None:
-    """Exit code 3 (one red line) when items were left unfinished by model endpoint failures."""
+    """Exit code 3 (one red line) when items were left unfinished by model endpoint or tool
+    environment failures."""
     if not unfinished:
         return
     from benchsmith.schemas import RuntimeFault
@@ -131,7 +132,7 @@ def check_finished(what: str, unfinished: int, total: int, out: Path, errors: li
     last = errors[-1] if errors else ""
     cause = f" (last error: {last[:300]})" if last else ""
     raise RuntimeFault(
-        f"{what}: {unfinished} of {total} items unfinished because the model endpoint failed{cause}; "
+        f"{what}: {unfinished} of {total} items unfinished because the model endpoint or a tool environment failed{cause}; "
         f"everything finished is kept in {out} — re-run the same command (same --out) to resume"
     )
 

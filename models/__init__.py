@@ -26,6 +26,7 @@ from benchsmith.models._private.errors import TransportError
 from benchsmith.models._private.messages import to_langchain
 from benchsmith.models._private.paths import cache_root, state_dir
 from benchsmith.models._private.replies import MAX_JSON_STARTS, ParseError, read_json_reply
+from benchsmith.models._private.retry import backoff_delay
 from benchsmith.schemas import lazy_exports
 
 if TYPE_CHECKING:
@@ -110,6 +111,7 @@ __getattr__ = lazy_exports(
 )
 
 __all__ = [
+    "backoff_delay",
     "check_endpoint",
     "MAX_JSON_STARTS",
     "MAX_STRING",

@@ -30,9 +30,9 @@ from benchsmith.construction.openapi import (
 )
 from benchsmith.models.procs import free_port, terminate, wait_until_up
 from benchsmith.schemas import (
+    EnvironmentFault,
     OpenApiAuth,
     OpenApiOperation,
-    RuntimeFault,
     Sample,
     ToolError,
     UserError,
@@ -225,9 +225,8 @@ def test_calls_run_against_the_service(pets, monkeypatch):
         with pytest.raises(ToolError) as broken:
             session.call("broken", {})
         assert broken.value.code == "server_error" and "it broke" in str(broken.value)
-        with pytest.raises(ToolError) as slow:  # the import's --timeout 2 against a 5 s answer
-            session.call("slow", {})
-        assert slow.value.code == "timeout"
+        with pytest.raises(EnvironmentFault, match="pets: slow got no reply within 2 s"):
+            session.call("slow", {})  # the import's --timeout 2 against a 5 s answer: the service hangs
 
 
 def test_a_wrong_key_is_refused_and_a_missing_one_named(pets, monkeypatch):
@@ -242,12 +241,12 @@ def test_a_wrong_key_is_refused_and_a_missing_one_named(pets, monkeypatch):
         OpenApiSession(service).__enter__()
 
 
-def test_a_service_that_is_down_is_a_runtime_fault(pets, monkeypatch):
+def test_a_service_that_is_down_is_an_environment_fault(pets, monkeypatch):
     out, _ = pets
     service = read_openapi_service(out / "service.json")
     down = service.model_copy(update={"base_url": f"http://127.0.0.1:{free_port()}"})
     monkeypatch.setenv(KEY_VAR, "k-123-secret")
-    with OpenApiSession(down) as session, pytest.raises(RuntimeFault, match="OpenAPI service pets at http://127"):
+    with OpenApiSession(down) as session, pytest.raises(EnvironmentFault, match="OpenAPI service pets at http://127"):
         session.call("list_pets", {})
 
 
@@ -342,3 +341,99 @@ def test_the_service_as_a_tool_environment_resets_and_replays(pets, monkeypatch)
     wrong.gold[0].observation = {**added, "id": added["id"] + 7}
     bad = run_checks(wrong, ["executability"], CheckContext(require_environment=True)).results[0]
     assert not bad.ok and bad.code == "nondeterministic_replay", bad
+
+
+def test_agent_episodes_on_the_service_are_scored_by_its_end_state(pets, monkeypatch, tmp_path):
+    """``eval run`` plays agent episodes on the service, scored by the end state their calls leave
+    (probe equality). Every opening resets the service, so the episodes of one service are played
+    one at a time even at concurrency 2: here the assistant adds its pet only when the service holds
+    the two pets it starts with, and Mia's assistant looks later than Bo's adds; played side by
+    side, Mia's episode would see Bo and give up."""
+    import asyncio
+
+    from episode_helpers import Reply, Scripted, call, say
+
+    from benchsmith.construction import EnvContext, close_environment, open_environment, shared_service, state_of
+    from benchsmith.eval import TaskOptions, run_eval, score_run
+    from benchsmith.schemas import OpenApiEnvironment, ServiceCall, write_openapi_environment
+
+    out, _ = pets
+    env_file = tmp_path / "environment.json"
+    (tmp_path / "service.json").write_text((out / "service.json").read_text())
+    write_openapi_environment(
+        env_file,
+        OpenApiEnvironment(
+            reset=[ServiceCall(name="reset")], probes=[ServiceCall(name="list_pets", arguments={"limit": 50})]
+        ),
+    )
+    monkeypatch.setenv(KEY_VAR, "k-123-secret")
+    descriptor = {"kind": "openapi", "file": str(env_file)}
+    assert shared_service(descriptor, EnvContext()) == f"openapi:{read_openapi_service(out / 'service.json').base_url}"
+    tools = [t for t in read_json(out / "tools.json", list) if t["name"] in ("add_pet", "list_pets")]
+    rows = []
+    for name, species in (("Bo", "dog"), ("Mia", "cat")):
+        env = open_environment(descriptor, EnvContext())
+        try:
+            env.call("add_pet", {"name": name, "species": species}, "new")
+            expected = state_of(env)
+        finally:
+            close_environment(env)
+        rows.append(
+            {
+                "query": f"Add {name} the {species}.",
+                "tools": tools,
+                "gold": [{"call": {"name": "add_pet", "arguments": {"name": name, "species": species}}}],
+                "provenance": {"source": "test", "method": "hand", "created_at": "2026-11-29T00:00:00Z"},
+                "metadata": {
+                    "scenario_id": f"pets-{name.lower()}",
+                    "goal": f"Add {name} the {species}.",
+                    "environment": descriptor,
+                    "expected_state": expected,
+                },
+            }
+        )
+    split = tmp_path / "split"
+    split.mkdir()
+    (split / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def user(messages: list[dict], kw: dict) -> Reply:
+        if any(m["role"] == "assistant" for m in messages):  # the user sees its own turns as the assistant's
+            return say("Thanks. finish conversation")
+        return say("Please add " + messages[0]["content"].split("Add ", 1)[1].split(".")[0] + ".")
+
+    def assistant(messages: list[dict], kw: dict) -> Reply:
+        asked = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+        name, _, species = asked.removeprefix("Please add ").rstrip(".").partition(" the ")
+        seen = [m["content"] for m in messages if m["role"] == "tool"]
+        if not seen:
+            return call(("list_pets", {"limit": 50}))
+        if len(seen) == 1:
+            if seen[0].count('"name"') != 2:
+                return say("The service holds pets I did not expect; I stop here.")
+            return call(("add_pet", {"name": name, "species": species}))
+        return say("Done.")
+
+    class LateForMia(Scripted):
+        async def acomplete(self, messages: list[dict], **kw) -> Reply:
+            if "Mia" in messages[-1]["content"] and messages[-1]["role"] == "user":
+                await asyncio.sleep(1.5)  # Bo's episode adds its pet meanwhile
+            return await super().acomplete(messages, **kw)
+
+    run = tmp_path / "run"
+    run_eval(
+        split,
+        LateForMia(assistant, 0.1),
+        {"name": "scripted"},
+        run,
+        tasks=["agent"],
+        calling="tools",
+        concurrency=2,
+        progress=False,
+        user_client=Scripted(user, 0.1),
+        user_model={"name": "scripted-user"},
+        options=TaskOptions(calling="tools"),
+    )
+    scores = score_run(run)["agent"]
+    records = [json.loads(x) for x in (run / "agent" / "records.jsonl").read_text().splitlines()]
+    assert {r["id"]: r["ok"] for r in records} == {"pets-bo": True, "pets-mia": True}, records
+    assert scores["episodes"] == 2 and scores["end_state_accuracy"] == 1.0, scores

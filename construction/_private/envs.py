@@ -37,10 +37,29 @@ ENVIRONMENTS: Registry[Opener] = Registry(
 )
 
 
-def environment(kind: str) -> Callable[[Opener], Opener]:
-    """Register ``opener(descriptor, context) -> ToolEnvironment`` for descriptors ``{"kind": kind, ...}``."""
+#: kind -> ``shared_by(descriptor, context)``: the outside service its openings share (see :func:`shared_service`)
+SHARED_BY: dict[str, Callable[[dict[str, Any], EnvContext], str]] = {}
 
+
+def environment(
+    kind: str, *, shared_by: Callable[[dict[str, Any], EnvContext], str] | None = None
+) -> Callable[[Opener], Opener]:
+    """Register ``opener(descriptor, context) -> ToolEnvironment`` for descriptors ``{"kind": kind, ...}``.
+    ``shared_by`` names the outside service an opening resets and uses (an HTTP service benchsmith
+    does not start), for environments whose openings are not isolated from each other."""
+    if shared_by is not None:
+        SHARED_BY[kind] = shared_by
     return ENVIRONMENTS.register(kind)
+
+
+def shared_service(descriptor: dict[str, Any], context: EnvContext | None = None) -> str | None:
+    """The outside service every opening of ``descriptor`` shares (its reset would undo another
+    opening's work: openings of one service must not overlap), or None when each opening is its
+    own (a fresh server process, a copied database)."""
+    kind = descriptor.get("kind") if isinstance(descriptor, dict) else None
+    ENVIRONMENTS.get_or_raise(str(kind) if kind is not None else "None")  # loads the plug-in registering it
+    shared_by = SHARED_BY.get(str(kind))
+    return shared_by(descriptor, context or EnvContext()) if shared_by is not None else None
 
 
 def json_view(value: Any) -> Any:

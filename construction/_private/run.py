@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from benchsmith.schemas import (
+    EnvironmentFault,
     Sample,
     UserError,
     failure_limit,
@@ -225,6 +226,9 @@ def run_graph(
             except TransportError as exc:
                 summary.errors.append(f"{item_id}: {exc}")
                 return exc.kind != "request"  # a refused request (HTTP 4xx) is the endpoint answering
+            except EnvironmentFault as exc:  # a tool server that failed: the item waits for the next run
+                summary.errors.append(f"{item_id}: {exc}")
+                return True
             return False
 
         finished = summary.skipped_done

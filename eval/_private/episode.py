@@ -26,8 +26,10 @@ is undone is doing its job (excluding those episodes would reward an assistant t
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
+import functools
 import json
 import time
 from abc import abstractmethod
@@ -128,6 +130,9 @@ class EpisodeSpec:
     solo: bool = False
     stop_phrase: str = STOP_PHRASE
     max_calls_per_reply: int = 4
+    #: the outside service the environment shares with other openings (an HTTP service it resets):
+    #: episodes of one service are played one at a time, whatever the run's concurrency
+    shared: str | None = None
 
 
 @dataclass
@@ -528,21 +533,28 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._events: dict[str, list[dict[str, Any]]] | None = None
+        self._handed: set[str] = set()
 
-    def _load(self) -> dict[str, list[dict[str, Any]]]:
-        if self._events is None:
-            events: dict[str, list[dict[str, Any]]] = {}
-            for line in iter_journal(self.path):
-                seq = events.setdefault(line.key, [])
-                if line.n == len(seq):  # an event already journaled is never added twice
-                    seq.append(line.event.model_dump(exclude_unset=True))
-            self._events = events
-        return self._events
+    def _read(self, only: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        events: dict[str, list[dict[str, Any]]] = {}
+        for line in iter_journal(self.path):
+            if only is not None and line.key != only:
+                continue
+            seq = events.setdefault(line.key, [])
+            if line.n == len(seq):  # an event already journaled is never added twice
+                seq.append(line.event.model_dump(exclude_unset=True))
+        return events
 
     def load(self, key: str) -> list[dict[str, Any]]:
-        """The journaled events of episode ``key`` (read once per run: an episode starts once; the
-        journal keeps nothing of the episodes it has handed out, so memory does not grow with the run)."""
-        return self._load().pop(key, [])
+        """The journaled events of episode ``key``. Read once per run (the journal keeps nothing of
+        the episodes it has handed out, so memory does not grow with the run); an episode started
+        again in the same run (its environment failed) is read from the file again."""
+        if key in self._handed:
+            return self._read(key).get(key, [])
+        self._handed.add(key)
+        if self._events is None:
+            self._events = self._read()
+        return self._events.pop(key, [])
 
     def append(self, key: str, n: int, event: dict[str, Any]) -> None:
         append_journal(self.path, key, n, event)
@@ -753,6 +765,10 @@ class EpisodeTask(Task):
 
     episodic: ClassVar[bool] = True
 
+    @functools.cached_property
+    def _service_locks(self) -> dict[str, asyncio.Lock]:
+        return {}
+
     def is_episode(self, case: EvalCase) -> bool:
         return True
 
@@ -788,6 +804,15 @@ class EpisodeTask(Task):
         if trial is not None:
             temperature, seed = self.options.trial_temperature, int(trial)
         spec = self.episode_spec(case)
+        if spec.shared is None:
+            return await self._play_spec(case, ctx, spec, temperature, seed)
+        lock = self._service_locks.setdefault(spec.shared, asyncio.Lock())
+        async with lock:  # another episode's reset would undo this one's work
+            return await self._play_spec(case, ctx, spec, temperature, seed)
+
+    async def _play_spec(
+        self, case: EvalCase, ctx: CallContext, spec: EpisodeSpec, temperature: float | None, seed: int | None
+    ) -> Outcome:
         budgets = Budgets.from_options(self.options)
         if spec.solo:  # one request, no one to talk to: an end-to-end case's step budget (--step-budget)
             budgets = dataclasses.replace(budgets, max_steps=max(budgets.max_steps, self.options.step_budget))

@@ -3,7 +3,8 @@
 A run folder (docs/eval/runs.md) holds one sub-folder per task. Every finished case is appended
 to ``<task>/replies.jsonl`` (one write + fsync) the moment it finishes, keyed by case id, model and
 prompt version; a re-run skips keys whose last status is ``ok`` or ``format_error`` and retries
-``transport_error``, so a killed run loses at most the cases in flight. Tasks (``eval/<benchmark>/_task.py``) are
+``transport_error`` and ``environment_error`` (a tool server that failed: played again a few times
+in the run first, never scored), so a killed run loses at most the cases in flight. Tasks (``eval/<benchmark>/_task.py``) are
 registered by name; a task turns a case into model requests (pure), and a reply into the
 benchmark's native prediction (pure), or says why it cannot (a format error, kept with the raw
 reply, never a crash).
@@ -27,11 +28,17 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Literal, Protoco
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from benchsmith.models import ParseError, TransportError, read_json_reply  # noqa: F401  (read_json_reply: re-exported)
+from benchsmith.models import (  # noqa: F401  (read_json_reply: re-exported)
+    ParseError,
+    TransportError,
+    backoff_delay,
+    read_json_reply,
+)
 from benchsmith.schemas import (
     RUN_FORMAT,
     Bar,
     Bars,
+    EnvironmentFault,
     GoldSelftest,
     Registry,
     ReplyError,
@@ -48,6 +55,7 @@ from benchsmith.schemas import (
     append_reply,
     failure_limit,
     iter_cases,
+    iter_reply_lines,
     read_json,
     read_jsonl,
     read_replies,
@@ -65,7 +73,9 @@ from .depth import shallow_reply
 #: data names a task's loader knows without a folder (``--split sandbox --tasks agent``: the packaged scenarios)
 PACKAGED_DATA = ("sandbox",)
 DONE = ("ok", "format_error", "request_error")
-STATUSES = ("ok", "format_error", "request_error", "transport_error")
+STATUSES = ("ok", "format_error", "request_error", "transport_error", "environment_error")
+#: seconds of the first wait before a case whose environment failed is played again (doubles, jittered)
+ENVIRONMENT_BACKOFF = (1.0, 15.0)
 #: how an end-to-end task asks for a call sequence (``TaskOptions.strategy``; run.json ``strategy``, missing = react)
 
 
@@ -275,6 +285,10 @@ class TaskOptions:
     episode_wall_s: float = Field(default=1800.0, gt=0, allow_inf_nan=False)  # episodes: seconds of model and tool time
     # nl2api end to end: "react" (one call per step, outputs fed back) or "direct" (the whole sequence at once)
     strategy: Literal["react", "direct"] = "react"
+    # a case whose tool environment failed (a server that died, hung, answered malformed) is played
+    # again this many times, after a backoff, before it is recorded as environment_error (the next run
+    # retries it); the model is never charged for it
+    environment_retries: int = Field(default=2, ge=0)
 
 
 class Task(ABC):
@@ -603,6 +617,7 @@ async def _run_async(
         nonlocal last_failure
         p, case, key = item
         started = _now()
+        rng = random.Random(key)  # the backoff's jitter
         ctx = CallContext(
             client,
             calling,
@@ -613,15 +628,27 @@ async def _run_async(
             key=key,
             user_local=bool((user_model or {}).get("local")),
         )
-        try:
-            outcome = await p.task.solve(case, ctx)
-        except TransportError as exc:
-            # a request the endpoint refuses (HTTP 4xx: too long for the context, ...) is final for
-            # this case; connection, timeout, 429 and 5xx failures are retried by the next run
-            status: ReplyStatus = "request_error" if exc.kind == "request" else "transport_error"
-            outcome = Outcome(status, None, [], {"type": exc.kind, "message": str(exc)})
-            if status == "transport_error":
+        attempt = 0
+        while True:
+            try:
+                outcome = await p.task.solve(case, ctx)
+            except TransportError as exc:
+                # a request the endpoint refuses (HTTP 4xx: too long for the context, ...) is final for
+                # this case; connection, timeout, 429 and 5xx failures are retried by the next run
+                status: ReplyStatus = "request_error" if exc.kind == "request" else "transport_error"
+                outcome = Outcome(status, None, [], {"type": exc.kind, "message": str(exc)})
+                if status == "transport_error":
+                    last_failure = str(exc)
+            except EnvironmentFault as exc:
+                # the tool server, not the model: played again from its journaled turns on a fresh
+                # environment; still failing, it is left for the next run and never scored
+                attempt += 1
+                if attempt <= p.task.options.environment_retries:
+                    await asyncio.sleep(backoff_delay(attempt, *ENVIRONMENT_BACKOFF, rng))
+                    continue
+                outcome = Outcome("environment_error", None, [], {"type": "environment", "message": str(exc)[:1000]})
                 last_failure = str(exc)
+            break
         append_reply(
             p.folder / "replies.jsonl",
             ReplyLine(
@@ -638,7 +665,7 @@ async def _run_async(
             ),
         )
         wall[p.task.name] = time.monotonic() - t_start
-        return outcome.status == "transport_error"
+        return outcome.status in ("transport_error", "environment_error")
 
     stopped: int | None = None
     try:
@@ -656,7 +683,8 @@ async def _run_async(
         summary = finish_run(out, planned, model["name"], meta, counters, wall)
     if stopped is not None:
         raise RuntimeFault(
-            f"the model endpoint failed {stopped} cases in a row (last: {last_failure}); everything finished "
+            f"the model endpoint or a tool environment failed {stopped} cases in a row (last: {last_failure}); "
+            "everything finished "
             f"so far is kept in {out} — re-run the same command to resume"
         )
     return RunResult(out, summary.tasks, summary.status or "")
@@ -704,7 +732,7 @@ def finish_run(
             setattr(info, k, ((getattr(old, k) or 0) if same else 0) + int(counts.get(k, 0)))
         before = (old.wall_s if old is not None else None) or 0.0
         info.wall_s = round(before + float((wall or {}).get(p.task.name, 0.0)), 2)
-        any_transport |= bool(statuses["transport_error"] or statuses["pending"])
+        any_transport |= bool(statuses["transport_error"] or statuses["environment_error"] or statuses["pending"])
     meta.updated_at = _now()
     meta.status = "partial" if any_transport else "complete"
     write_run_manifest(out / "run.json", meta)
@@ -792,6 +820,13 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
             read_jsonl(folder / "cases.jsonl", EvalCase)  # its error for a missing file
         bench = get_benchmark(info.benchmark)
         has_preds = (folder / "predictions.jsonl").is_file()
+        model_name = meta.model.name if meta.model is not None else None
+        # a case whose tool environment failed is left out: the model is never charged for it
+        last: dict[str, tuple[str, bool]] = {}  # key: (case id, environment failed), the last line wins
+        for _, r in iter_reply_lines(folder / "replies.jsonl"):
+            if r is not None and r.model == model_name and r.prompt_version == info.prompt_version:
+                last[r.key] = (r.id, r.status == "environment_error")
+        env_failed = {case_id for case_id, bad in last.values() if bad}
         with contextlib.ExitStack() as stack:
             preds = stack.enter_context(Predictions(folder / "predictions.jsonl")) if has_preds else None
             tally: Counter[str] = Counter()  # missing predictions and the gold self-test, read by extra()
@@ -813,7 +848,9 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
                     tally["gold_failing"] += not bench.score(case, bench.gold_prediction(case), m).ok
                     yield case
 
-            def extra(records: int, info: RunTask = info, tally: Counter[str] = tally) -> ScoreHead:
+            def extra(
+                records: int, info: RunTask = info, tally: Counter[str] = tally, env_failed: set[str] = env_failed
+            ) -> ScoreHead:
                 counts = info.status_counts or {}
                 return ScoreHead(
                     benchmark=info.benchmark,
@@ -824,11 +861,17 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
                     format_errors=int(counts.get("format_error", 0)),
                     request_errors=int(counts.get("request_error", 0)),
                     transport_errors=int(counts.get("transport_error", 0)),
+                    environment_errors=len(env_failed) or None,
                     model=meta.model.name if meta.model is not None else None,
                     prompt_version=info.prompt_version,
                 )
 
             out[name] = stream_score(
-                bench, with_gold(iter_cases(folder / "cases.jsonl")), prediction_for, m, folder, extra
+                bench,
+                with_gold(c for c in iter_cases(folder / "cases.jsonl") if c.id not in env_failed),
+                prediction_for,
+                m,
+                folder,
+                extra,
             )
     return out

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 
+from benchsmith.construction import EnvContext, shared_service
 from benchsmith.eval import EvalCase, task
 from benchsmith.eval.episodes import Episode, EpisodeSpec, EpisodeTask, LabelledEnv, episode_prediction
 
-from ._plugin import AgentBench, open_case_env
+from ._plugin import AgentBench, open_case_env, split_dir
 
 
 @task(AgentBench)
@@ -24,6 +25,7 @@ class AgentTask(EpisodeTask):
             tools=inp.get("tools") or [],
             open_env=lambda: LabelledEnv(open_case_env(case)),
             persona=inp.get("persona"),
+            shared=shared_service(inp["environment"], EnvContext(split=split_dir(case))),
         )
 
     def prediction(self, case: EvalCase, episode: Episode) -> str:

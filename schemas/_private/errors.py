@@ -3,7 +3,8 @@
 ``UserError`` is for mistakes the user can fix (bad file, bad option, bad config): the CLI
 prints its message as one red line and exits 2. ``RuntimeFault`` is for failures of the
 machinery (a server that went away, an internal invariant): the CLI prints it as one red
-line and exits 3.
+line and exits 3. ``EnvironmentFault`` is the ``RuntimeFault`` of a tool environment (an MCP server,
+an HTTP service): the runner keeps it apart from the model's mistakes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ class UserError(BenchsmithError):
 
 class RuntimeFault(BenchsmithError):
     """A failure of the machinery rather than of the user's input."""
+
+
+class EnvironmentFault(RuntimeFault):
+    """A tool environment that failed on its own: a server that did not start, died, hung past its
+    timeout or answered with a malformed message. Never the model's fault: ``eval run`` records the
+    case as ``environment_error`` and plays it again, construction leaves the item unfinished."""
 
 
 class ToolError(BenchsmithError):

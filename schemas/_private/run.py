@@ -121,7 +121,7 @@ def write_run_manifest(path: Path, manifest: RunManifest) -> None:
 
 
 # ---- replies.jsonl --------------------------------------------------------------------------------
-ReplyStatus = Literal["ok", "format_error", "request_error", "transport_error"]
+ReplyStatus = Literal["ok", "format_error", "request_error", "transport_error", "environment_error"]
 
 
 class ReplyError(StrictModel):
@@ -296,6 +296,9 @@ class ScoreHead(StrictModel):
     format_errors: int | None = None
     request_errors: int | None = None
     transport_errors: int | None = None
+    environment_errors: int | None = Field(
+        default=None, description="eval score --run: cases left out because their tool environment failed"
+    )
     model: str | None = None
     prompt_version: str | None = None
 

@@ -33,8 +33,8 @@ from benchsmith.construction import (
 )
 from benchsmith.models.procs import pid_alive
 from benchsmith.schemas import (
+    EnvironmentFault,
     McpEnvironment,
-    RuntimeFault,
     ToolError,
     UserError,
     read_mcp_environment,
@@ -138,7 +138,7 @@ class McpToolEnvironment:
                 try:
                     probes.append(self._send(probe.name, dict(probe.arguments)))
                 except ToolError as exc:
-                    raise RuntimeFault(
+                    raise EnvironmentFault(
                         f"MCP environment {self.spec.server.name}: state probe {probe.name} failed: {exc}"
                     ) from None
             out["probes"] = [without_volatile(json_view(p), self.volatile) for p in probes]

@@ -5,6 +5,11 @@ anyio blocking portal), entered and left in one task as the SDK requires, and ea
 its reply there within the server's ``call_timeout``. A server started from a command gets the
 SDK's safe default environment plus the variables ``env`` names; its stderr goes to a log file,
 whose last lines explain a failed start.
+
+What is the model's doing and what is the server's: a result the server marks as an error, a
+JSON-RPC error reply (an unknown tool, bad arguments) and a result over the size cap are
+``ToolError`` observations; a server that does not start, dies, hangs past ``call_timeout`` or sends
+a message that is not MCP is an ``EnvironmentFault`` (the episode is played again, never charged).
 """
 
 from __future__ import annotations
@@ -16,11 +21,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from benchsmith.schemas import McpServer, RuntimeFault, Tool, ToolError, UserError
+from benchsmith.schemas import EnvironmentFault, McpServer, RuntimeFault, Tool, ToolError, UserError
 
 from .convert import observation_of, tool_from_mcp
 
 _TAIL_LINES = 5
+_CUT = object()  # a request cut short by a malformed message
 
 
 class McpSession:
@@ -32,6 +38,8 @@ class McpSession:
         self._portal: Any = None
         self._session: Any = None
         self._errlog: Path | None = None
+        self._scope: Any = None  # the cancel scope of the request in flight (one at a time)
+        self._malformed: Exception | None = None  # the first message the server sent that was not MCP
 
     # -- opening and closing ----------------------------------------------------------------------
     def __enter__(self) -> McpSession:
@@ -45,7 +53,7 @@ class McpSession:
             inner = _innermost(exc)
             if isinstance(inner, (UserError, RuntimeFault, KeyboardInterrupt)):
                 raise inner from None
-            raise RuntimeFault(f"MCP server {self.server.name} did not start: {_why(exc)}{self._tail()}") from None
+            raise EnvironmentFault(f"MCP server {self.server.name} did not start: {_why(exc)}{self._tail()}") from None
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -59,10 +67,21 @@ class McpSession:
         import anyio
         from mcp import ClientSession
 
-        async with self._transport() as (read, write), ClientSession(read, write) as session:
+        async with (
+            self._transport() as (read, write),
+            ClientSession(read, write, message_handler=self._on_message) as session,
+        ):
             with anyio.fail_after(self.server.start_timeout):
                 await session.initialize()
             yield session
+
+    async def _on_message(self, message: Any) -> None:
+        """A line the transport could not read as MCP fails the request waiting for its reply at
+        once (else it would wait out ``call_timeout`` for a reply that never comes)."""
+        if isinstance(message, Exception):
+            self._malformed = self._malformed or message
+            if self._scope is not None:
+                self._scope.cancel()
 
     @contextlib.asynccontextmanager
     async def _transport(self) -> AsyncIterator[Any]:
@@ -120,23 +139,39 @@ class McpSession:
         import anyio
 
         async def run() -> Any:
-            with anyio.fail_after(self.server.call_timeout):
-                return await fn(*args, **kwargs)
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                try:
+                    with anyio.fail_after(self.server.call_timeout):
+                        return await fn(*args, **kwargs)
+                finally:
+                    self._scope = None
+            return _CUT  # cancelled by a malformed message: raised below
 
+        name = self.server.name
         try:
-            return self._portal.call(run)
+            result = self._portal.call(run)
         except TimeoutError:
-            raise ToolError(
-                f"MCP server {self.server.name}: {what} took over {self.server.call_timeout:g} s", code="timeout"
+            raise EnvironmentFault(
+                f"MCP server {name}: {what} got no reply within {self.server.call_timeout:g} s (call_timeout)"
+                f"{self._tail()}"
             ) from None
         except (ToolError, UserError):
             raise
-        except Exception as exc:  # the SDK's errors: a JSON-RPC error reply, a closed connection
+        except Exception as exc:  # the SDK's errors: a JSON-RPC error reply, a closed connection, a bad result
             from mcp.shared.exceptions import MCPError
+            from pydantic import ValidationError
 
             if isinstance(exc, MCPError) and "closed" not in str(exc).lower():
-                raise ToolError(f"MCP server {self.server.name}: {what}: {exc}", code="server_error") from None
-            raise RuntimeFault(f"MCP server {self.server.name}: {what} failed: {_why(exc)}{self._tail()}") from None
+                raise ToolError(f"MCP server {name}: {what}: {exc}", code="server_error") from None
+            if isinstance(exc, (ValidationError, RuntimeError)):  # a result that is not MCP's shape
+                raise EnvironmentFault(f"MCP server {name}: {what} answered malformed: {_first_line(exc)}") from None
+            raise EnvironmentFault(f"MCP server {name}: {what} failed: {_why(exc)}{self._tail()}") from None
+        if result is _CUT:
+            raise EnvironmentFault(
+                f"MCP server {name}: {what} answered malformed: {_first_line(self._malformed)}"
+            ) from None
+        return result
 
     def _tail(self) -> str:
         if self._errlog is None or not self._errlog.is_file():
@@ -151,6 +186,12 @@ def _innermost(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+def _first_line(exc: BaseException) -> str:
+    """A pydantic error's summary and its first complaint, on one line."""
+    lines = [ln.strip() for ln in str(_innermost(exc)).splitlines() if ln.strip()]
+    return f"{type(_innermost(exc)).__name__}: {'; '.join(lines[:3])}"[:400]
 
 
 def _why(exc: BaseException) -> str:

@@ -8,7 +8,7 @@ import os
 from typing import Any
 from urllib.parse import quote
 
-from benchsmith.schemas import OpenApiService, RuntimeFault, ToolError, UserError
+from benchsmith.schemas import EnvironmentFault, OpenApiService, ToolError, UserError
 
 from .convert import add_auth, observation_of_response, request_of
 
@@ -69,13 +69,12 @@ class OpenApiSession:
                 json=request.json,
                 data=request.data,
             )
-        except httpx.TimeoutException:
-            raise ToolError(
-                f"OpenAPI service {self.service.name}: {name} took over {self.service.call_timeout:g} s",
-                code="timeout",
+        except httpx.TimeoutException:  # a service that hangs: the environment, not the model
+            raise EnvironmentFault(
+                f"OpenAPI service {self.service.name}: {name} got no reply within {self.service.call_timeout:g} s"
             ) from None
         except httpx.HTTPError as exc:  # refused, reset, unreadable: the service, not the model
-            raise RuntimeFault(
+            raise EnvironmentFault(
                 f"OpenAPI service {self.service.name} at {self.service.base_url}: {name} failed: "
                 f"{self._masked(f'{type(exc).__name__}: {exc}')}"
             ) from None

@@ -21,6 +21,7 @@ _STATUS_NAMES = (
     ("format_error", "format error"),
     ("request_error", "request error"),
     ("transport_error", "transport error"),
+    ("environment_error", "environment error"),
     ("pending", "pending"),
 )
 

@@ -485,7 +485,9 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
         n_records = {i: len(runs[i].tasks[t].records) for i in present}
         n_replies = {i: sum(reply_counts[i].values()) for i in present}
         error_rows = []
-        for status in ("format_error", "transport_error"):
+        for status in ("format_error", "transport_error", "environment_error"):
+            if status == "environment_error" and not any(reply_counts[i].get(status) for i in present):
+                continue  # only runs with tool environments can have them
             error_rows.append(
                 {
                     "kind": f"reply: {status}",
