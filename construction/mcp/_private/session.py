@@ -15,6 +15,7 @@ a message that is not MCP is an ``EnvironmentFault`` (the episode is played agai
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import tempfile
 from collections.abc import AsyncIterator
@@ -27,6 +28,18 @@ from .convert import observation_of, tool_from_mcp
 
 _TAIL_LINES = 5
 _CUT = object()  # a request cut short by a malformed message
+_UNREADABLE = "Failed to parse JSONRPC message from server"
+
+
+class _SaidOnce(logging.Filter):
+    """The SDK logs an unreadable line with its traceback; the EnvironmentFault this session raises
+    names it in one line, so the traceback is left out of the user's terminal."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != _UNREADABLE
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_SaidOnce())
 
 
 class McpSession:

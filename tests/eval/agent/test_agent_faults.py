@@ -179,3 +179,54 @@ def test_eval_run_exits_3_naming_the_server_and_the_rerun_finishes_the_case_once
     journal = [json.loads(x) for x in (out / "agent" / "episodes.jsonl").read_text().splitlines()]
     assert [e["n"] for e in journal] == list(range(len(journal))), "a journaled turn was written twice"
     assert score_run(out)["agent"]["end_state_accuracy"] == 1.0
+
+
+# ---------------------------------------------------------------- construction ----
+def _chains_reply(body: dict) -> str:
+    """The construction models of the chains graph, scripted: plan one add_note, execute it, accept."""
+    system, messages = body["messages"][0]["content"], body["messages"]
+    if system.startswith("You review one step"):
+        return '{"verdict": "success", "decision": "continue"}'
+    request = next(m["content"] for m in reversed(messages) if m["content"].startswith("Request: "))
+    title = request.split("titled ", 1)[1].split(" ", 1)[0]
+    if system.startswith("You plan how to solve"):
+        done = messages[-1]["content"].startswith("Step ")
+        return json.dumps({"done": done, "thought": "Saved." if done else f"Save the note {title}."})
+    if system.startswith("You turn one planned step"):
+        args = {"title": title, "text": "buy 2"}
+        return json.dumps({"action": "add_note", "arguments": args, "thought": "save it"})
+    raise AssertionError(system[:60])
+
+
+def test_construct_chains_leaves_an_item_whose_server_fails_unfinished_and_the_rerun_finishes_it(tmp_path):
+    from benchsmith.schemas import Sample, read_jsonl
+
+    counter = tmp_path / "faults"
+    env = {"kind": "mcp", "file": str(_environment(tmp_path / "env", f"crash:2:{counter}"))}
+    queries = tmp_path / "queries.jsonl"
+    items = [
+        Sample.model_validate(
+            {
+                "query": f"Save a note titled {title} saying buy 2.",
+                "tools": TOOLS,
+                "metadata": {"environment": env},
+                "provenance": {"source": "test", "method": "hand", "created_at": "2026-11-29T00:00:00Z"},
+            }
+        )
+        for title in ("milk", "eggs")
+    ]
+    queries.write_text("".join(s.model_dump_json() + "\n" for s in items), encoding="utf-8")
+    out = tmp_path / "chains"
+    args = ["construct", "chains", str(queries), "--out", str(out), "--model", "fake", "--concurrency", "1"]
+    with FakeOpenAI(_chains_reply) as ep:
+        first = cli(*args, env=endpoint_env(BENCHSMITH_BASE_URL=ep.base_url), timeout=300)
+        assert first.returncode == 3, first.stdout + first.stderr
+        line = first.stderr.strip().splitlines()[-1]
+        assert "2 of 2 items unfinished because the model endpoint or a tool environment failed" in line, line
+        assert "MCP server notes: tools/call add_note failed" in line, line
+        again = cli(*args, env=endpoint_env(BENCHSMITH_BASE_URL=ep.base_url), timeout=300)
+        assert again.returncode == 0, again.stdout + again.stderr
+    made = read_jsonl(out / "samples.jsonl", Sample)
+    assert sorted(s.query for s in made) == sorted(s.query for s in items), "every item exactly once"
+    for sample in made:  # the end state the gold leaves: one note, written once
+        assert sample.metadata["expected_state"] != sample.metadata["start_state"]
