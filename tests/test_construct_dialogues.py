@@ -313,3 +313,51 @@ def test_the_packaged_scenarios_are_items() -> None:
 
     items = get_graph("dialogues")().read_items("sandbox")
     assert len(items) == len(load_scenarios()) and all(i["metadata"]["expected_state"] for _, i in items)
+
+
+def test_a_dialogue_on_a_live_mcp_server(tmp_path: Path) -> None:
+    """The graph on ``mcp-server-sqlite`` (a third-party MCP server) on a fresh copy of the shop's
+    state template: the call runs on the server, the final state is what the probe reads, and the
+    dialogue replays to the same end state on another fresh server."""
+    from mcp_servers import shop_environment
+
+    env = {"kind": "mcp", "file": str(shop_environment(tmp_path / "shop") / "environment.json")}
+    insert = {"query": "INSERT INTO item (name) VALUES ('cup')"}
+    item = {
+        "query": "Add a cup to the shop's items.",
+        "tools": [
+            {
+                "name": "write_query",
+                "description": "Run an INSERT, UPDATE or DELETE on the shop database.",
+                "parameters": {
+                    "properties": {"query": {"type": "string", "description": "the SQL statement"}},
+                    "required": ["query"],
+                },
+            }
+        ],
+        "metadata": {"environment": env},
+        "provenance": {"source": "test", "method": "hand", "created_at": "2026-11-29T00:00:00Z"},
+    }
+    (tmp_path / "items.jsonl").write_text(json.dumps(item) + "\n", encoding="utf-8")
+
+    def user(last: str, messages: list[dict]) -> str:
+        if last.startswith("Assistant:"):
+            return '{"message": "Thanks.", "goal_met": true}'
+        return '{"message": "Please add a cup to the shop items.", "goal_met": false}'
+
+    def assistant(last: str, messages: list[dict]) -> str:
+        if last.startswith("User:"):
+            return json.dumps({"tool_calls": [{"name": "write_query", "arguments": insert}]})
+        return '{"message": "The cup is in."}'
+
+    s = run_graph(
+        "dialogues", tmp_path / "items.jsonl", tmp_path / "d", models=_models(**{USER: user, ASSISTANT: assistant})
+    )
+    assert s.samples == 1, _lines(tmp_path / "d" / "error_pool.jsonl")
+    (d,) = read_jsonl(tmp_path / "d" / "samples.jsonl", Sample)
+    assert d.gold[0].call.arguments == insert and d.gold[0].verdict == "success"
+    assert "1" in json.dumps(d.gold[0].observation)  # the server's own answer: one row affected
+    rows = d.metadata["final_state"]["probes"][0]
+    assert "'cup'" in rows and "'pen'" in rows and "'ink'" in rows
+    report = run_checks(d)  # the calls replay on a fresh server to the same end state
+    assert report.accepted, report.results
