@@ -17,6 +17,7 @@ from benchsmith.schemas import lazy_exports
 from ._private.envs import (
     ENVIRONMENTS,
     EnvContext,
+    KeptEnvironments,
     ToolEnvironment,
     call_with_outputs,
     close_environment,
@@ -131,6 +132,7 @@ __all__ = [
     "json_view",
     "state_changes",
     "state_of",
+    "KeptEnvironments",
     "shared_service",
     "without_volatile",
     "ModelStep",

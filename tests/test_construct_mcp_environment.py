@@ -269,3 +269,93 @@ def test_a_catalogs_example_requests_reach_the_draws_and_bad_ones_are_named(cata
     (folder / "examples.json").write_text('{"q": 1}', "utf-8")
     with pytest.raises(UserError, match="examples.json: expected a JSON array of example requests"):
         load_catalog(folder)
+
+
+def _steps_done(messages: list[dict]) -> int:
+    """Steps of this request so far (the prompt's worked example has its own before the request)."""
+    start = max(i for i, m in enumerate(messages) if m["content"].startswith("Request: "))
+    return sum(m["content"].startswith("Step ") for m in messages[start:])
+
+
+def _note_plan(last: str, messages: list[dict]) -> str:
+    done = _steps_done(messages) >= 3
+    return json.dumps({"done": done, "thought": "All saved." if done else "Save the next note."})
+
+
+def _note_act(last: str, messages: list[dict]) -> str:
+    title = "abc"[last.count("$out_")]  # "Outputs so far: $out_1$, ..."
+    return json.dumps({"action": "add_note", "arguments": {"title": title, "text": f"note {title}"}, "thought": "save"})
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_a_chain_keeps_its_server_between_steps(keep, tmp_path):
+    """A three-step chain on a live server starts it once, not once per step with every kept step
+    replayed; ``keep_environment=False`` does the latter, and both give the same sample."""
+    from scripted_chat import ScriptedChat, by_task
+
+    from benchsmith.construction import RoleModels, run_graph
+    from benchsmith.schemas import read_jsonl, write_mcp_environment
+
+    starts = tmp_path / "starts.log"
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "notes.json").write_text("{}")
+    command = [sys.executable, str(NOTES_SERVER), "{work}/notes.json", "--starts", str(starts)]
+    write_mcp_environment(
+        tmp_path / "environment.json",
+        McpEnvironment(server=McpServer(name="notes", command=command), template="state", digest=True),
+    )
+    item = {
+        "query": "Save three notes titled a, b and c.",
+        "tools": [
+            {
+                "name": "add_note",
+                "description": "Store a note under a title.",
+                "parameters": {
+                    "properties": {
+                        "title": {"type": "string", "description": "the title"},
+                        "text": {"type": "string", "description": "the note"},
+                    },
+                    "required": ["title", "text"],
+                },
+            }
+        ],
+        "metadata": {"environment": {"kind": "mcp", "file": str(tmp_path / "environment.json")}},
+        "provenance": {"source": "test", "method": "hand", "created_at": "2026-11-29T00:00:00Z"},
+    }
+    (tmp_path / "items.jsonl").write_text(json.dumps(item) + "\n")
+    models = RoleModels(
+        default=ScriptedChat(
+            script=by_task(plan=_note_plan, act=_note_act, review='{"verdict": "success", "decision": "continue"}')
+        )
+    )
+    out = tmp_path / "chains"
+    summary = run_graph("chains", tmp_path / "items.jsonl", out, models=models, options={"keep_environment": keep})
+    assert summary.samples == 1, summary
+    (sample,) = read_jsonl(out / "samples.jsonl", Sample)
+    assert [g.call.arguments["title"] for g in sample.gold] == ["a", "b", "c"]
+    assert [g.observation for g in sample.gold] == [{"result": f"saved {t}"} for t in "abc"]
+    # one server for the chain; without keeping, one per step (each replaying the steps before it)
+    assert len(starts.read_text().splitlines()) == (1 if keep else 3)
+    assert sample.metadata["expected_state"] != sample.metadata["start_state"]
+
+
+def test_a_kept_environment_is_given_back_only_when_it_ran_exactly_the_kept_calls(tmp_path):
+    from benchsmith.construction import KeptEnvironments
+
+    env = McpEnvironment(server=McpServer(name="notes", command=[sys.executable, str(NOTES_SERVER), "{work}/n.json"]))
+    opened = open_environment(env.model_dump(mode="json"), EnvContext(split=tmp_path))
+    kept = KeptEnvironments()
+    step = ["add_note", {"title": "a", "text": "one"}, "out_1"]
+    opened.call(*step)
+    kept.keep("item-1", opened, [step])
+    assert kept.take("item-1", [step]) is opened  # the next step goes on where this one left it
+    failed = ["add_note", {"title": 1}, "out_2"]
+    with pytest.raises(ToolError):
+        opened.call(*failed)
+    kept.keep("item-1", opened, [step, failed])  # tried, then not kept by the reviewer
+    assert kept.take("item-1", [step]) is None  # it may hold the failed call's effects: closed, not reused
+    assert opened.work is None  # its server stopped and its folder removed
+    again = open_environment(env.model_dump(mode="json"), EnvContext(split=tmp_path))
+    kept.keep("item-2", again, [])
+    kept.release("item-2")  # the item's run ended
+    assert again.work is None and kept.take("item-2", []) is None

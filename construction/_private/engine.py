@@ -16,6 +16,7 @@ from typing import Annotated, Any, Callable, ClassVar, Mapping, TypedDict
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from benchsmith.construction._private.envs import KeptEnvironments
 from benchsmith.construction._private.roles import role_file_sha256
 from benchsmith.models import ParseError, read_json_reply  # noqa: F401  (re-exported by the package)
 from benchsmith.schemas import Registry, UserError
@@ -87,6 +88,7 @@ class BuildContext:
     options: GraphOptions = field(default_factory=GraphOptions)
     env_context: Any = None
     resources: dict[str, Any] = field(default_factory=dict)
+    kept: KeptEnvironments = field(default_factory=KeptEnvironments)  # live environments between nodes
 
 
 def reason(where: str, code: str, text: str) -> dict[str, Any]:

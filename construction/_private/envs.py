@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,6 +189,47 @@ def close_environment(env: Any) -> None:
     close = getattr(env, "close", None)
     if callable(close):
         close()
+
+
+class KeptEnvironments:
+    """Environments kept open between the nodes of an item, so a chain on a live server does not
+    start a new one and replay every kept step for each step (n starts and n²/2 calls for n steps).
+    ``take(item, calls)`` gives the item's environment when it has run exactly ``calls`` (else it is
+    closed and None is returned: a call that was tried and not kept may have changed it);
+    ``keep(item, env, calls)`` keeps one after a node; ``release(item)`` closes it (the run, when
+    the item's turn ends). Nothing here is checkpointed: a resumed item opens afresh and replays."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[Any, str]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(calls: Iterable[Any]) -> str:
+        return json.dumps(list(calls), sort_keys=True, ensure_ascii=False, default=str)
+
+    def take(self, item: str, calls: Iterable[Any]) -> Any:
+        with self._lock:
+            kept = self._kept.pop(item, None)
+        if kept is None:
+            return None
+        env, ran = kept
+        if ran == self._key(calls):
+            return env
+        close_environment(env)
+        return None
+
+    def keep(self, item: str, env: Any, calls: Iterable[Any]) -> None:
+        with self._lock:
+            old = self._kept.pop(item, None)
+            self._kept[item] = (env, self._key(calls))
+        if old is not None and old[0] is not env:
+            close_environment(old[0])
+
+    def release(self, item: str) -> None:
+        with self._lock:
+            kept = self._kept.pop(item, None)
+        if kept is not None:
+            close_environment(kept[0])
 
 
 def open_environment(descriptor: dict[str, Any], context: EnvContext | None = None) -> ToolEnvironment:

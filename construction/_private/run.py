@@ -229,6 +229,8 @@ def run_graph(
             except EnvironmentFault as exc:  # a tool server that failed: the item waits for the next run
                 summary.errors.append(f"{item_id}: {exc}")
                 return True
+            finally:
+                ctx.kept.release(item_id)  # the environment its nodes kept open (a live server) stops
             return False
 
         finished = summary.skipped_done

@@ -197,15 +197,27 @@ SIMULATE = ModelStep(
 )
 
 
+def _kept_calls(state: dict[str, Any]) -> list[Any]:
+    return [
+        [step["call"]["name"], step["call"]["arguments"], step["call"]["label"]] for step in state.get("steps") or []
+    ]
+
+
 def _environment(state: dict[str, Any], ctx: Any) -> Any:
+    """The item's environment having run exactly the kept steps: the one kept open since the last
+    step when it has (:class:`~benchsmith.construction.KeptEnvironments`), else a fresh opening
+    that replays them (environments are deterministic), or None (no environment: simulate)."""
     from benchsmith.construction import close_environment, open_environment
 
     descriptor = state["candidate"].get("metadata", {}).get("environment")
     if not descriptor:
         return None
+    kept = ctx.kept.take(state.get("item_id", ""), _kept_calls(state)) if ctx.options.keep_environment else None
+    if kept is not None:
+        return kept
     env = open_environment(descriptor, ctx.env_context)
     try:
-        for step in state.get("steps") or []:  # replay the kept steps: environments are deterministic
+        for step in state.get("steps") or []:
             env.call(step["call"]["name"], step["call"]["arguments"], step["call"]["label"])
     except BaseException:
         close_environment(env)
@@ -240,8 +252,15 @@ def execute(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
             except ToolError:
                 pass
         pending["end_state"] = state_of(env)
-    finally:
-        close_environment(env)  # a fresh one (replaying the kept steps) for the next call
+    except BaseException:
+        close_environment(env)
+        raise
+    if ctx.options.keep_environment:  # for the next step, if the reviewer keeps this one
+        ctx.kept.keep(
+            state.get("item_id", ""), env, [*_kept_calls(state), [call["name"], call["arguments"], call["label"]]]
+        )
+    else:
+        close_environment(env)
     return {"pending": pending, "budget": state["budget"] - 1}
 
 
@@ -399,6 +418,11 @@ class ChainsOptions(GraphOptions):
     max_retries: int = Field(2, ge=0, description="times the reviewer may send a chain back to the planner")
     environment: dict[str, Any] | None = Field(
         None, description="tool environment for samples without their own (metadata.environment), as JSON"
+    )
+    keep_environment: bool = Field(
+        True,
+        description="keep an item's environment open between its steps (False: a fresh opening replays the "
+        "kept steps before every call)",
     )
 
 
