@@ -82,7 +82,7 @@ def import_mcp(
     from pydantic import ValidationError
 
     from benchsmith.construction.mcp import import_mcp_tools, parse_probe
-    from benchsmith.schemas import McpServer, UserError
+    from benchsmith.schemas import McpServer, UserError, first_problem
 
     check_out_dir(out)
     check_number("--timeout", timeout, gt=0)
@@ -106,10 +106,8 @@ def import_mcp(
             start_timeout=start_timeout,
         )
     except ValidationError as exc:  # one line for the first problem
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
         raise UserError(
-            f"{where + ': ' if where else ''}{first['msg'].removeprefix('Value error, ')}",
+            first_problem(exc),
             fix="give the server's command after -- (stdio) or --url http://127.0.0.1:PORT/mcp",
         ) from None
     probes = [parse_probe(item) for item in probe or []]

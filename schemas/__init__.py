@@ -26,7 +26,14 @@ from benchsmith.schemas._private.episode import (
     episode_event,
     iter_journal,
 )
-from benchsmith.schemas._private.errors import BenchsmithError, EnvironmentFault, RuntimeFault, ToolError, UserError
+from benchsmith.schemas._private.errors import (
+    BenchsmithError,
+    EnvironmentFault,
+    RuntimeFault,
+    ToolError,
+    UserError,
+    first_problem,
+)
 from benchsmith.schemas._private.folders import check_out_dir, swap_folder, writer_alive
 from benchsmith.schemas._private.jobs import FailureStreak, failure_limit, run_items, run_items_in_threads
 from benchsmith.schemas._private.jsonl import (
@@ -320,6 +327,7 @@ __all__ = [
     "UserError",
     "RuntimeFault",
     "EnvironmentFault",
+    "first_problem",
     "JsonlError",
     "UnresolvedReference",
     # tools

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from benchsmith.schemas import Registry, UserError
+from benchsmith.schemas import EnvironmentFault, Registry, ToolError, UserError
 
 
 class ToolEnvironment(Protocol):
@@ -189,6 +189,22 @@ def close_environment(env: Any) -> None:
     close = getattr(env, "close", None)
     if callable(close):
         close()
+
+
+def read_probes(
+    send: Callable[[str, dict[str, Any]], Any], probes: Iterable[Any], volatile: Iterable[str], what: str
+) -> list[Any]:
+    """The observations of an environment's state probes (``name`` + ``arguments`` each, sent with
+    ``send``), as compared: JSON text read as JSON, the ``volatile`` keys left out. A probe that fails
+    is the environment's fault (``what`` names it), never the caller's."""
+    out = []
+    for probe in probes:
+        try:
+            observation = send(probe.name, dict(probe.arguments))
+        except ToolError as exc:
+            raise EnvironmentFault(f"{what}: state probe {probe.name} failed: {exc}") from None
+        out.append(without_volatile(json_view(observation), volatile))
+    return out
 
 
 class KeptEnvironments:

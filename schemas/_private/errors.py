@@ -9,6 +9,11 @@ an HTTP service): the runner keeps it apart from the model's mistakes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class BenchsmithError(Exception):
     """Base of every error benchsmith raises on purpose."""
@@ -39,3 +44,12 @@ class ToolError(BenchsmithError):
     def __init__(self, message: str, *, code: str = "tool_input_error") -> None:
         self.code = code
         super().__init__(message)
+
+
+def first_problem(exc: ValidationError) -> str:
+    """The first of a pydantic error's problems as ``where: what`` (``what`` alone at the top level),
+    for the one line a ``UserError`` gives."""
+    first = exc.errors(include_url=False)[0]
+    where = ".".join(str(p) for p in first["loc"])
+    what = first["msg"].removeprefix("Value error, ")
+    return f"{where}: {what}" if where else what

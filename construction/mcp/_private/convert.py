@@ -18,7 +18,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from benchsmith.schemas import TOOL_NAME_PATTERN, Tool, ToolError, ToolHints, UserError, inline_refs, typed
+from benchsmith.schemas import (
+    TOOL_NAME_PATTERN,
+    Tool,
+    ToolError,
+    ToolHints,
+    UserError,
+    first_problem,
+    inline_refs,
+    typed,
+)
 
 
 def tool_from_mcp(data: Mapping[str, Any], domain: str) -> Tool:
@@ -51,9 +60,8 @@ def tool_from_mcp(data: Mapping[str, Any], domain: str) -> Tool:
             hints=hints if hints.model_dump(exclude_none=True) else None,
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
         raise UserError(
-            f"MCP server {domain}: tool {name}: {'.'.join(map(str, first['loc']))}: {first['msg']}",
+            f"MCP server {domain}: tool {name}: {first_problem(exc)}",
             fix="the server's input schema must be a JSON object schema",
         ) from None
 

@@ -29,14 +29,14 @@ from benchsmith.construction import (
     environment,
     folder_digest,
     json_view,
+    read_probes,
     without_volatile,
 )
 from benchsmith.models.procs import pid_alive
 from benchsmith.schemas import (
-    EnvironmentFault,
     McpEnvironment,
-    ToolError,
     UserError,
+    first_problem,
     read_mcp_environment,
 )
 
@@ -133,15 +133,8 @@ class McpToolEnvironment:
         """The environment's state now: ``{"probes": [...], "files": {...}}`` (what is declared)."""
         out: dict[str, Any] = {}
         if self.spec.probes:
-            probes = []
-            for probe in self.spec.probes:
-                try:
-                    probes.append(self._send(probe.name, dict(probe.arguments)))
-                except ToolError as exc:
-                    raise EnvironmentFault(
-                        f"MCP environment {self.spec.server.name}: state probe {probe.name} failed: {exc}"
-                    ) from None
-            out["probes"] = [without_volatile(json_view(p), self.volatile) for p in probes]
+            what = f"MCP environment {self.spec.server.name}"
+            out["probes"] = read_probes(self._send, self.spec.probes, self.volatile, what)
         if self.spec.digest and self.work is not None:
             out["files"] = folder_digest(self.work)
         return out
@@ -174,9 +167,8 @@ def mcp_environment_spec(descriptor: dict[str, Any], context: EnvContext) -> tup
     try:
         return McpEnvironment.model_validate(descriptor), split
     except ValidationError as exc:
-        first = exc.errors()[0]
         raise UserError(
-            f"MCP environment descriptor: {'.'.join(map(str, first['loc']))}: {first['msg']}",
+            f"MCP environment descriptor: {first_problem(exc)}",
             fix='give {"kind": "mcp", "file": "environment.json"} or the environment itself',
         ) from None
 

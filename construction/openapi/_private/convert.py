@@ -34,6 +34,7 @@ from benchsmith.schemas import (
     ToolError,
     ToolHints,
     UserError,
+    first_problem,
     inline_refs,
     typed,
 )
@@ -96,9 +97,8 @@ def tools_from_openapi(
             auth=[a for a in auth.values() if a.scheme in used],
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
         raise UserError(
-            f"{where}: {first['msg'].removeprefix('Value error, ')}",
+            f"{where}: {first_problem(exc)}",
             fix="give each operation its own operationId, and --base-url an http(s) URL",
         ) from None
     return tools, service
@@ -187,9 +187,8 @@ def _operation(
             hints=hints if hints.model_dump(exclude_none=True) else None,
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
         raise UserError(
-            f"{here}: {'.'.join(map(str, first['loc']))}: {first['msg']}",
+            f"{here}: {first_problem(exc)}",
             fix="give the operation's parameters schemas",
         ) from None
     security = _security_of(doc, op, auth, here)

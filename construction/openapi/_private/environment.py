@@ -15,7 +15,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from benchsmith.construction import EnvContext, call_with_outputs, environment, json_view, without_volatile
+from benchsmith.construction import (
+    EnvContext,
+    call_with_outputs,
+    environment,
+    json_view,
+    read_probes,
+    without_volatile,
+)
 from benchsmith.schemas import (
     EnvironmentFault,
     OpenApiEnvironment,
@@ -67,17 +74,10 @@ class OpenApiToolEnvironment:
 
     def state(self) -> dict[str, Any]:
         """The service's state now: ``{"probes": [...]}``."""
-        probes = []
-        for probe in self.spec.probes:
-            try:
-                probes.append(
-                    without_volatile(json_view(self._session.call(probe.name, dict(probe.arguments))), self.volatile)
-                )
-            except ToolError as exc:
-                raise EnvironmentFault(
-                    f"OpenAPI service {self.service.name}: state probe {probe.name} failed: {exc}"
-                ) from None
-        return {"probes": probes} if self.spec.probes else {}
+        if not self.spec.probes:
+            return {}
+        what = f"OpenAPI service {self.service.name}"
+        return {"probes": read_probes(self._session.call, self.spec.probes, self.volatile, what)}
 
     def compare_view(self, value: Any) -> Any:
         """``value`` as replays compare it: JSON text read as JSON, the volatile keys left out."""
