@@ -322,15 +322,34 @@ class ManagedServer(Generic[S]):
             return stopped
 
 
-def ensure_venv(folder: Path, requirements: list[str], echo: Callable[[str], None] | None = None) -> Path:
-    """A virtual environment at ``folder`` with ``requirements`` installed by pip, made once: a
-    marker naming the requirements is written only after a good install (a half-finished one is
-    redone), and a file lock keeps two processes from installing at once. For tools that pin
-    their own dependencies (a third-party MCP server built on another ``mcp`` SDK). The folder."""
+VENV_MARKER = ".benchsmith-installed.json"
+# pip's lines worth echoing as progress (the rest goes to the install log only)
+_PIP_PROGRESS = ("Collecting ", "Installing collected", "Successfully installed", "ERROR", "error:")
+
+
+def ensure_venv(
+    folder: Path,
+    requirements: list[str],
+    echo: Callable[[str], None] | None = None,
+    *,
+    log: Path | None = None,
+    timeout: float = 1800.0,
+    upgrade_pip: bool = False,
+) -> Path:
+    """A virtual environment at ``folder`` with ``requirements`` installed by pip, made once, for
+    tools that pin their own dependencies (Label Studio, a third-party MCP server built on another
+    ``mcp`` SDK): a marker naming the requirements is written only after a good install (a
+    half-finished one is redone), and a file lock keeps two processes from installing at once.
+    pip's output goes to ``log`` (default ``<folder>.log`` beside it), its progress lines to
+    ``echo``; a failed step is a ``RuntimeFault`` with the log's last lines. ``upgrade_pip`` first
+    brings the venv's pip up to date (large dependency trees resolve better). The folder."""
     import shutil
     import subprocess
+    import time
 
-    marker = folder / ".benchsmith-installed.json"
+    from benchsmith.schemas import RuntimeFault
+
+    marker = folder / VENV_MARKER
 
     def done() -> bool:
         try:
@@ -340,6 +359,52 @@ def ensure_venv(folder: Path, requirements: list[str], echo: Callable[[str], Non
 
     if done():
         return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(folder.parent / f"{folder.name}.lock"):
+        if done():  # another process finished it while this one waited
+            return folder
+        log = log or folder.parent / f"{folder.name}.log"
+        log.write_text("", encoding="utf-8")
+        if echo is not None:
+            echo(f"installing {' '.join(requirements)} into {folder} (once; log: {log})")
+        shutil.rmtree(folder, ignore_errors=True)
+        base = getattr(sys, "_base_executable", None) or sys.executable  # not a venv's shim
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_REQUIRE_VIRTUALENV")}
+        env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PYTHONUNBUFFERED="1")
+        py = str(folder / "bin" / "python")
+        t0 = time.monotonic()
+        steps = [[base, "-m", "venv", str(folder)], [py, "-m", "pip", "install", *requirements]]
+        if upgrade_pip:
+            steps.insert(1, [py, "-m", "pip", "install", "--upgrade", "pip"])
+        for cmd in steps:
+            with open(log, "a", encoding="utf-8") as out:
+                out.write(f"$ {' '.join(cmd)}\n")
+                out.flush()
+                proc = subprocess.Popen(
+                    cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+                )
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    out.write(line)
+                    if echo is not None and line.lstrip().startswith(_PIP_PROGRESS):
+                        echo(f"  [{time.monotonic() - t0:5.0f} s] {line.strip()[:160]}")
+                rc = proc.wait(timeout=timeout)
+            if rc:
+                raise RuntimeFault(
+                    f"installing {' '.join(requirements)} failed (`{' '.join(cmd[:4])} ...` exited {rc}); "
+                    f"see {log}:\n{tail(log, 20)}"
+                )
+        seconds = time.monotonic() - t0
+        tmp = marker.with_suffix(".tmp")
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        tmp.write_text(
+            json.dumps({"requirements": requirements, "seconds": round(seconds, 1), "installed_at": stamp}),
+            encoding="utf-8",
+        )
+        os.replace(tmp, marker)
+        if echo is not None:
+            echo(f"{' '.join(requirements)} installed in {seconds:.0f} s")
+    return folder
     with file_lock(folder.parent / f"{folder.name}.lock"):
         if done():
             return folder

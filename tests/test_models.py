@@ -591,3 +591,27 @@ def test_a_managed_server_of_its_own_that_does_not_answer_is_replaced(tmp_path, 
         assert running is None  # stopped, so the caller starts a new one
     hung.wait(timeout=10)
     assert not server.state_file.exists() and "does not answer" in caplog.text
+
+
+# -- the one installer of tools with their own dependencies (procs.ensure_venv) ----------------------
+def test_a_venv_is_installed_once_and_a_failed_install_names_its_log(tmp_path):
+    import subprocess
+
+    from benchsmith.models import procs
+    from benchsmith.schemas import RuntimeFault
+
+    said: list[str] = []
+    venv = procs.ensure_venv(tmp_path / "venv-six", ["six==1.16.0"], said.append)
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import six; print(six.__version__)"], capture_output=True, text=True
+    )
+    assert out.stdout.strip() == "1.16.0"
+    assert any("Successfully installed six-1.16.0" in line for line in said), said  # pip's progress, echoed
+    assert "six" in (tmp_path / "venv-six.log").read_text()  # the full output, kept
+    said.clear()
+    assert procs.ensure_venv(tmp_path / "venv-six", ["six==1.16.0"], said.append) == venv and not said  # once
+    with pytest.raises(
+        RuntimeFault, match=r"installing no-such-package-benchsmith==0\.0\.1 failed .* see .*venv-bad\.log"
+    ):
+        procs.ensure_venv(tmp_path / "venv-bad", ["no-such-package-benchsmith==0.0.1"])
+    assert not (tmp_path / "venv-bad" / procs.VENV_MARKER).exists()  # a failed install is redone next time

@@ -339,7 +339,7 @@ def ensure_template(version: str = lsenv.LS_VERSION, wait: float = DEFAULT_WAIT,
 
     It holds ``label_studio.sqlite3`` and the 0600 credentials of its admin user; data dirs are copies
     of it that get their own credentials. Guarded by a file lock; complete only when its marker exists."""
-    echo = echo or lsenv._stderr
+    echo = echo or lsenv.to_stderr
     tpl = template_dir(version)
     marker = tpl / ".benchsmith-template.json"
     if marker.is_file():
@@ -423,7 +423,7 @@ def start_label_studio(
     server must answer ``/health`` and accept its admin token on exactly that port within ``wait``
     seconds. Its log is ``<data dir>/server.log``; its state ``<data dir>.state.json``.
     """
-    echo = echo or lsenv._stderr
+    echo = echo or lsenv.to_stderr
     if port is not None and not 0 < port < 65536:
         raise UserError(f"port {port} is out of range", fix="use 1-65535 or leave the port out (a free one is picked)")
     if wait <= 0:
