@@ -691,6 +691,12 @@ def eval_run(
         envvar="BENCHSMITH_EPISODE_WALL",
         help="Episodes: seconds of model and tool time (> 0)",
     ),
+    environment_retries: int = typer.Option(
+        2,
+        "--environment-retries",
+        envvar="BENCHSMITH_ENVIRONMENT_RETRIES",
+        help="Plays of a case again, in the run, when its tool server failed (>= 0); then environment_error",
+    ),
 ) -> None:
     """Ask a model to solve a split's cases; every reply is stored the moment it arrives (re-run to resume).
     Episodic tasks (ACEBench agent categories, agent) play each case against a simulated user (--user-model).
@@ -732,6 +738,7 @@ def eval_run(
             max_tool_calls=max_tool_calls,
             max_episode_tokens=episode_tokens,
             episode_wall_s=episode_wall,
+            environment_retries=environment_retries,
             **{k: v for k, v in task_given.items() if v is not None},
         ),
         **{k: v for k, v in given.items() if v is not None},

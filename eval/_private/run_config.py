@@ -39,6 +39,7 @@ RUN_FLAGS = {
     "options.max_tool_calls": "--max-tool-calls",
     "options.max_episode_tokens": "--episode-tokens",
     "options.episode_wall_s": "--episode-wall",
+    "options.environment_retries": "--environment-retries",
 }
 
 
