@@ -10,6 +10,8 @@ same names.
   :func:`scorer_for`, :data:`SCORERS`
 * guards: :func:`never_raises`, :func:`last_resort`, :func:`too_deep`, :func:`over_budget`
 * figures: :func:`mean`, :func:`safe_ratio`, :func:`sqrt_weights`, :func:`reliability` (pass^k, pass@k)
+* uncertainty: :func:`mean_interval` (a bootstrap :class:`Interval`, over cases or clusters),
+  :func:`mcnemar_exact` (two runs on the same cases)
 * reading a benchmark's own files: :func:`read_json_lines`, :func:`iter_json_lines`,
   :func:`scan_json_lines`, :func:`syntax_errors_first`, :func:`json_line_at`
 
@@ -39,8 +41,13 @@ from benchsmith.eval._private.core import (
     syntax_errors_first,
     too_deep,
 )
+from benchsmith.eval._private.stats import RESAMPLES, Interval, mcnemar_exact, mean_interval
 
 __all__ = [
+    "RESAMPLES",
+    "Interval",
+    "mcnemar_exact",
+    "mean_interval",
     "SCORERS",
     "Predictions",
     "ScoreRun",
