@@ -405,25 +405,3 @@ def ensure_venv(
         if echo is not None:
             echo(f"{' '.join(requirements)} installed in {seconds:.0f} s")
     return folder
-    with file_lock(folder.parent / f"{folder.name}.lock"):
-        if done():
-            return folder
-        if echo is not None:
-            echo(f"installing {' '.join(requirements)} into {folder} (once)")
-        shutil.rmtree(folder, ignore_errors=True)
-        base = getattr(sys, "_base_executable", None) or sys.executable
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_REQUIRE_VIRTUALENV")}
-        env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-        for cmd in ([base, "-m", "venv", str(folder)], [str(folder / "bin" / "python"), "-m", "pip", "install", "-q"]):
-            if cmd[-1] == "-q":
-                cmd = [*cmd, *requirements]
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if proc.returncode:
-                from benchsmith.schemas import RuntimeFault
-
-                last = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
-                raise RuntimeFault(f"installing {' '.join(requirements)} failed (`{' '.join(cmd[:4])}`): {last}")
-        tmp = marker.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"requirements": requirements}), encoding="utf-8")
-        os.replace(tmp, marker)
-    return folder

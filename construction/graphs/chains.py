@@ -212,13 +212,14 @@ def _environment(state: dict[str, Any], ctx: Any) -> Any:
     descriptor = state["candidate"].get("metadata", {}).get("environment")
     if not descriptor:
         return None
-    kept = ctx.kept.take(state.get("item_id", ""), _kept_calls(state)) if ctx.options.keep_environment else None
+    calls = _kept_calls(state)
+    kept = ctx.kept.take(state.get("item_id", ""), calls) if ctx.options.keep_environment else None
     if kept is not None:
         return kept
     env = open_environment(descriptor, ctx.env_context)
     try:
-        for step in state.get("steps") or []:
-            env.call(step["call"]["name"], step["call"]["arguments"], step["call"]["label"])
+        for name, arguments, label in calls:
+            env.call(name, arguments, label)
     except BaseException:
         close_environment(env)
         raise

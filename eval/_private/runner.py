@@ -684,8 +684,7 @@ async def _run_async(
     if stopped is not None:
         raise RuntimeFault(
             f"the model endpoint or a tool environment failed {stopped} cases in a row (last: {last_failure}); "
-            "everything finished "
-            f"so far is kept in {out} — re-run the same command to resume"
+            f"everything finished so far is kept in {out} — re-run the same command to resume"
         )
     return RunResult(out, summary.tasks, summary.status or "")
 

@@ -52,7 +52,7 @@ class McpSession:
         self._session: Any = None
         self._errlog: Path | None = None
         self._scope: Any = None  # the cancel scope of the request in flight (one at a time)
-        self._malformed: Exception | None = None  # the first message the server sent that was not MCP
+        self._malformed: Exception | None = None  # the last message the server sent that was not MCP
 
     # -- opening and closing ----------------------------------------------------------------------
     def __enter__(self) -> McpSession:
@@ -92,7 +92,7 @@ class McpSession:
         """A line the transport could not read as MCP fails the request waiting for its reply at
         once (else it would wait out ``call_timeout`` for a reply that never comes)."""
         if isinstance(message, Exception):
-            self._malformed = self._malformed or message
+            self._malformed = message
             if self._scope is not None:
                 self._scope.cancel()
 
