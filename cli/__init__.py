@@ -117,6 +117,17 @@ def check_port(port: int, flag: str = "--port") -> None:
     check_number(flag, port, ge=1, le=65535, example=8765)
 
 
+def _spent(usage: Any, cost: Any) -> str:
+    """``, 1,234 tokens (model 1,200, user 34), 0.0123 USD``: what a task's calls cost, for its summary line."""
+    if not usage:
+        return ""
+    tokens = {role: u.prompt_tokens + u.completion_tokens for role, u in usage.items()}
+    parts = ", ".join(f"{role} {n:,}" for role, n in tokens.items())
+    money = f", {cost.total:.4g} {cost.currency}" if cost is not None else ""
+    per = f" ({cost.per_success:.4g} per correct case)" if cost is not None and cost.per_success is not None else ""
+    return f", {sum(tokens.values()):,} tokens ({parts}){money}{per}"
+
+
 def typed_options(cls: Any, flags: dict[str, str], **fields: Any) -> Any:
     """``cls(**fields)``: an options model that declares its own ranges (pydantic ``Field``
     constraints). A value it refuses is one red line naming the command-line flag ``flags[field]``."""
@@ -376,6 +387,77 @@ def nl2api_serve(
     serve_split(split_dir, host=host, port=port, echo=typer.echo)
 
 
+@app.command("compare")
+@user_errors
+def compare(
+    runs: list[Path] = typer.Argument(
+        ..., help="Run folders of `benchsmith eval run`, each scored; the first is the baseline"
+    ),
+    allow: Optional[str] = typer.Option(
+        None, "--allow", help="Differences that are intended, comma-separated: split, cases, prompt, mode"
+    ),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write the comparison as JSON to this file"),
+    resamples: int = typer.Option(2000, "--resamples", help="Bootstrap resamples of each difference (at least 100)"),
+    confidence: float = typer.Option(0.95, "--confidence", help="The intervals' confidence level, in (0, 1)"),
+    alpha: float = typer.Option(0.05, "--alpha", help="The test's level: a difference with p >= alpha is within noise"),
+) -> None:
+    """Each run against the first, on the cases both scored: per task and category, the difference
+    of mean record scores with a paired bootstrap interval and an exact McNemar p-value."""
+    from benchsmith.eval import CompareOptions, compare_runs
+    from benchsmith.schemas import UserError, write_comparisons
+
+    options = typed_options(
+        CompareOptions,
+        {"resamples": "--resamples", "confidence": "--confidence", "alpha": "--alpha", "allow": "--allow"},
+        allow=frozenset(a.strip() for a in (allow or "").split(",") if a.strip()),
+        resamples=resamples,
+        confidence=confidence,
+        alpha=alpha,
+    )
+    if out is not None:
+        if out.is_dir():
+            raise UserError(f"--out {out} is a folder", fix="give a file name, e.g. comparison.json")
+        check_out_dir(out.parent)
+    comparisons = compare_runs(runs, options)
+    for comparison in comparisons:
+        typer.echo(f"{comparison.run} against {comparison.baseline}:")
+        for allowed in comparison.allowed:
+            typer.echo(f"  allowed: {allowed}")
+        for f in comparison.figures:
+            where = f.task if f.category is None else f"  {f.task} / {f.category}"
+            interval = "n/a" if f.interval is None else f"[{100 * f.interval[0]:+.1f}, {100 * f.interval[1]:+.1f}]"
+            verdict = "within noise" if f.within_noise else ("B better" if f.difference > 0 else "A better")
+            typer.echo(
+                f"  {where}: {100 * f.a:.1f}% -> {100 * f.b:.1f}%, {100 * f.difference:+.1f} points {interval}, "
+                f"McNemar p={f.p_value:.3g} ({f.only_a} only A, {f.only_b} only B, {f.cases} cases): {verdict}"
+            )
+    _echo_noise(runs)
+    if out is not None:
+        write_comparisons(out, comparisons)
+        typer.echo(f"written: {out}")
+
+
+def _echo_noise(runs: list[Path]) -> None:
+    """When the runs are the repeats of one ``eval run --repeats``: how much each task moves between them."""
+    from benchsmith.eval import noise_floor
+    from benchsmith.schemas import read_run_manifest
+
+    manifests = [read_run_manifest(run / "run.json") for run in runs]
+    if not all(m.repeat is not None for m in manifests) or len({run.resolve().parent for run in runs}) != 1:
+        return
+    typer.echo(f"run-to-run noise over {len(runs)} repeats of the same settings:")
+    for f in noise_floor(runs):
+        mdd = (
+            "n/a (no case flipped)"
+            if f.min_detectable_difference is None
+            else f"{100 * f.min_detectable_difference:.1f} points"
+        )
+        typer.echo(
+            f"  {f.task}: {100 * f.flip_rate:.1f}% of {f.cases} cases flip between two repeats; mean scores "
+            f"{', '.join(f'{100 * v:.1f}%' for v in f.mean_scores)}; smallest detectable difference {mdd}"
+        )
+
+
 @app.command("demo")
 @user_errors
 def demo(
@@ -459,13 +541,30 @@ def eval_score(
         None, "--bfcl-format", envvar="BENCHSMITH_BFCL_FORMAT", help=BFCL_FORMAT_HELP
     ),
     old_format: Optional[str] = OLD_FORMAT,
+    resamples: int = typer.Option(
+        2000, "--resamples", help="Bootstrap resamples of every figure's interval (scores.json 'intervals'); 0: none"
+    ),
+    confidence: float = typer.Option(0.95, "--confidence", help="The intervals' confidence level, in (0, 1)"),
+    prices: Optional[Path] = typer.Option(
+        None,
+        "--prices",
+        envvar="BENCHSMITH_PRICES",
+        help="--run: a price table (JSON) for the cost in scores.json; default: the one the run was given",
+    ),
 ) -> None:
     """Score a predictions file (OUT/scores.json, OUT/records.jsonl), or every task of a run (--run RUN_DIR)."""
     import json
 
+    from benchsmith.eval import IntervalOptions
     from benchsmith.schemas import UserError
 
     output_format = renamed("--format", "--bfcl-format", old_format, output_format)
+    intervals = typed_options(
+        IntervalOptions,
+        {"resamples": "--resamples", "confidence": "--confidence"},
+        resamples=resamples,
+        confidence=confidence,
+    )
     check_out_dir(out)
     if run is not None:
         if output_format is not None:
@@ -475,19 +574,22 @@ def eval_score(
                 "prompt mode: prompt); drop --bfcl-format / BENCHSMITH_BFCL_FORMAT",
             )
         from benchsmith.eval import score_run
-        from benchsmith.schemas import Bars
+        from benchsmith.schemas import Bars, ScoreHead, read_prices, score_head
 
+        table = read_prices(prices) if prices is not None else None
         with Bars():
-            run_scores = score_run(run, mode)
+            run_scores = score_run(run, mode, intervals, table)
         from benchsmith.eval.report import primary
 
         for name, scores in run_scores.items():
+            head = score_head(scores) or ScoreHead(benchmark=name, mode="strict", records=0)
             metric, value = primary(scores.get("benchmark", name), scores)
             shown = "n/a" if not isinstance(value, (int, float)) else f"{100 * value:.1f}%"
             missing = scores.get("missing_predictions") or 0
             typer.echo(
                 f"{name} ({scores.get('benchmark', name)}, {mode}): {metric} {shown} over {scores.get('records', 0)} "
-                f"records{f', {missing} without a reply' if missing else ''}; all figures in {run / name / 'scores.json'}"
+                f"records{f', {missing} without a reply' if missing else ''}{_spent(head.usage, head.cost)}; "
+                f"all figures in {run / name / 'scores.json'}"
             )
         return
     missing = [
@@ -520,6 +622,7 @@ def eval_score(
             out,
             mode,  # type: ignore[arg-type]
             options={"format": output_format},
+            intervals=intervals,
         )
     typer.echo(json.dumps({k: v for k, v in scores.items() if not isinstance(v, (list, dict))}, ensure_ascii=False))
 
@@ -697,6 +800,25 @@ def eval_run(
         envvar="BENCHSMITH_ENVIRONMENT_RETRIES",
         help="Plays of a case again, in the run, when its tool server failed (>= 0); then environment_error",
     ),
+    user_max_tokens: Optional[int] = typer.Option(
+        None,
+        "--user-max-tokens",
+        envvar="BENCHSMITH_USER_MAX_TOKENS",
+        help="Episodes: the user simulator's output budget per message (>= 1; default 120 JSON, 160 text)",
+    ),
+    prices: Optional[Path] = typer.Option(
+        None,
+        "--prices",
+        envvar="BENCHSMITH_PRICES",
+        help="A price table (JSON: currency, per_million_tokens per model name); run.json and scores.json give the cost",
+    ),
+    repeats: int = typer.Option(
+        1,
+        "--repeats",
+        envvar="BENCHSMITH_REPEATS",
+        help="Run the same settings R times (>= 1), each with a fresh sampling seed, into OUT/repeat-N: "
+        "score each, then `benchsmith report` or `compare` them for the run-to-run noise",
+    ),
 ) -> None:
     """Ask a model to solve a split's cases; every reply is stored the moment it arrives (re-run to resume).
     Episodic tasks (ACEBench agent categories, agent) play each case against a simulated user (--user-model).
@@ -727,6 +849,8 @@ def eval_run(
         categories=tuple(c.strip() for c in categories.split(",") if c.strip()),
         task_data=_task_data(task_data) or {},
         user_model=user_model,
+        prices=prices,
+        repeats=repeats,
         options=dict(
             max_tokens=max_tokens,
             step_budget=step_budget,
@@ -739,6 +863,7 @@ def eval_run(
             max_episode_tokens=episode_tokens,
             episode_wall_s=episode_wall,
             environment_retries=environment_retries,
+            user_max_tokens=user_max_tokens,
             **{k: v for k, v in task_given.items() if v is not None},
         ),
         **{k: v for k, v in given.items() if v is not None},
@@ -752,7 +877,7 @@ def eval_run(
         typer.echo(
             f"  {name}: {info.done}/{info.cases} done (ok {c['ok']}, format errors {c['format_error']}, "
             f"refused {c['request_error']}, transport errors {c['transport_error']}, environment errors "
-            f"{c.get('environment_error', 0)}), {info.model_calls} model calls"
+            f"{c.get('environment_error', 0)}), {info.model_calls} model calls{_spent(info.usage, info.cost)}"
         )
     unfinished = sum((info.cases or 0) - (info.done or 0) for info in result.tasks.values())
     if unfinished:

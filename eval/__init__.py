@@ -19,6 +19,9 @@ built-in benchmarks use too:
 * :mod:`benchsmith.eval.views`: writing a report view
 * :mod:`benchsmith.eval.report`: the HTML report of runs
 
+Runs are compared with :func:`compare_runs` (``benchsmith compare``): paired differences on the
+cases both scored, with intervals and an exact test.
+
 >>> from benchsmith.eval import MODES
 >>> MODES
 ('strict', 'official')
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from benchsmith.schemas import lazy_exports
 
+from ._private.compare import CompareOptions, compare_runs, noise_floor
 from ._private.core import (
     BENCHMARKS,
     MODES,
@@ -48,6 +52,7 @@ from ._private.derive import DERIVERS, derive_all
 from ._private.export import EXPORTERS
 from ._private.reportview import ReportView
 from ._private.run import run_score, run_selftest
+from ._private.stats import IntervalOptions
 
 if TYPE_CHECKING:
     from ._private.run_config import RUN_FLAGS, RunConfig, run_configured
@@ -112,6 +117,10 @@ __all__ = [
     # running one
     "run_score",
     "run_selftest",
+    "IntervalOptions",
+    "CompareOptions",
+    "compare_runs",
+    "noise_floor",
     "score_cases",
     "derive_all",
     "TaskOptions",

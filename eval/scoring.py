@@ -11,6 +11,7 @@ same names.
 * guards: :func:`never_raises`, :func:`last_resort`, :func:`too_deep`, :func:`over_budget`
 * figures: :func:`mean`, :func:`safe_ratio`, :func:`sqrt_weights`, :func:`reliability` (pass^k, pass@k)
 * uncertainty: :func:`mean_interval` (a bootstrap :class:`Interval`, over cases or clusters),
+  :func:`figure_intervals` (an interval on every estimate of scores.json, :func:`figure_leaves`),
   :func:`mcnemar_exact` (two runs on the same cases)
 * reading a benchmark's own files: :func:`read_json_lines`, :func:`iter_json_lines`,
   :func:`scan_json_lines`, :func:`syntax_errors_first`, :func:`json_line_at`
@@ -41,11 +42,20 @@ from benchsmith.eval._private.core import (
     syntax_errors_first,
     too_deep,
 )
-from benchsmith.eval._private.stats import RESAMPLES, Interval, mcnemar_exact, mean_interval
+from benchsmith.eval._private.stats import (
+    RESAMPLES,
+    Interval,
+    figure_intervals,
+    figure_leaves,
+    mcnemar_exact,
+    mean_interval,
+)
 
 __all__ = [
     "RESAMPLES",
     "Interval",
+    "figure_intervals",
+    "figure_leaves",
     "mcnemar_exact",
     "mean_interval",
     "SCORERS",

@@ -11,6 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, TypeAdapter
 
+from benchsmith.schemas._private.compare import (
+    COMPARE_FORMAT,
+    ComparedFigure,
+    NoiseFigure,
+    RunComparison,
+    write_comparisons,
+)
 from benchsmith.schemas._private.encode import SampleEncoder
 from benchsmith.schemas._private.episode import (
     AssistantEvent,
@@ -88,6 +95,7 @@ from benchsmith.schemas._private.run import (
     RunModel,
     RunTask,
     ScoreHead,
+    ScoreIntervals,
     Selftest,
     SelftestFailure,
     append_reply,
@@ -100,6 +108,7 @@ from benchsmith.schemas._private.run import (
     record_line,
     reply_line,
     score_head,
+    score_intervals,
     scores_object,
     write_cases,
     write_records,
@@ -131,6 +140,16 @@ from benchsmith.schemas._private.tool import (
     ToolHints,
     ToolParameters,
 )
+from benchsmith.schemas._private.usage import (
+    CallUsage,
+    CostSummary,
+    ModelPrice,
+    PriceTable,
+    RoleUsage,
+    price_usage,
+    read_prices,
+    tally_usage,
+)
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -157,6 +176,9 @@ _SCHEMA_TYPES: dict[str, Any] = {
     "EvalCase": EvalCase,
     "JournalLine": JournalLine,
     "ScoreHead": ScoreHead,
+    "ScoreIntervals": ScoreIntervals,
+    "RunComparison": RunComparison,
+    "PriceTable": PriceTable,
     "Selftest": Selftest,
 }
 
@@ -279,6 +301,21 @@ __all__ = [
     "SelftestFailure",
     "write_selftest",
     "read_selftest",
+    "ScoreIntervals",
+    "score_intervals",
+    "CallUsage",
+    "CostSummary",
+    "ModelPrice",
+    "PriceTable",
+    "RoleUsage",
+    "price_usage",
+    "read_prices",
+    "tally_usage",
+    "COMPARE_FORMAT",
+    "ComparedFigure",
+    "NoiseFigure",
+    "RunComparison",
+    "write_comparisons",
     "scores_object",
     "write_scores",
     "AssistantEvent",

@@ -3,7 +3,8 @@ function of the request body, with an optional delay; it counts requests per cas
 
 It can also fail in every way a real endpoint does (``mode``, switchable while it runs):
 
-* ``"ok"``            a chat completion whose content is ``reply(body)``
+* ``"ok"``            a chat completion whose content is ``reply(body)`` (or ``reply(body)`` itself
+                      when it is a dict: the whole completion body)
 * ``"500"``           HTTP 500 with a JSON error body
 * ``"429"``           HTTP 429 (with a ``Retry-After: <retry_after>`` header when ``retry_after`` is set)
 * ``"reset"``         headers and half a body, then the connection is reset (TCP RST)
@@ -146,7 +147,8 @@ class FakeOpenAI:
                     content = fake.reply(body)
                     with fake.lock:
                         fake.answered[prompt] += 1
-                    self._send(200, completion(content))
+                    # a reply function may give the whole completion body (its own usage, finish reason)
+                    self._send(200, content if isinstance(content, dict) else completion(content))
                 elif mode == "500":
                     self._send(500, {"error": {"message": "internal error (fake)", "type": "server_error"}})
                 elif mode == "429":

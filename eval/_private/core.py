@@ -124,6 +124,9 @@ class Row:
     trial: bool = False
     #: the episode's own error type (``details["episode"]["error_type"]``), when an episode ran
     episode_error: str | None = None
+    #: the records resampled together by the bootstrap (``meta["cluster"]``, else a trial's task):
+    #: records that are not independent, such as the steps of one query; empty: the record alone
+    cluster: str = ""
 
     @classmethod
     def of(cls, case: EvalCase, record: RecordResult, **values: Any) -> Self:
@@ -132,6 +135,7 @@ class Row:
         base = case.meta.get("base_id") if trial else None
         episode = record.details.get("episode")
         kind = episode.get("error_type") if isinstance(episode, dict) else None
+        cluster = cluster_of(case)
         return cls(
             id=record.id,
             category=sys.intern(record.category),
@@ -141,11 +145,22 @@ class Row:
             task=None if base is None else str(base),
             trial=trial,
             episode_error=kind if isinstance(kind, str) else None,
+            cluster=sys.intern(cluster),
             **values,
         )
 
 
 RowT = TypeVar("RowT", bound=Row)
+
+
+def cluster_of(case: EvalCase) -> str:
+    """The key of the records a bootstrap resamples together with ``case`` (:attr:`Row.cluster`):
+    its loader's ``meta["cluster"]`` (a GTA query, an ACEBench dialogue, a T-Eval gold chain), else
+    the task a trial belongs to; empty when the case stands alone."""
+    given = case.meta.get("cluster")
+    if given is None and case.meta.get("trial") is not None:
+        given = case.meta.get("base_id")
+    return "" if given is None else str(given)
 
 
 # ---- registries -------------------------------------------------------------------------------

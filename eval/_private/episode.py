@@ -572,6 +572,7 @@ async def run_episode(
     user_json: bool = False,
     max_tokens: int = 384,
     key: str | None = None,
+    user_max_tokens: int | None = None,
 ) -> Episode:
     """Play one episode (or finish one a journal holds); see the module docstring. Model calls go
     through ``ctx.call(request, role)`` (a :class:`~benchsmith.eval.tasks.CallContext`); transport
@@ -590,6 +591,7 @@ async def run_episode(
             user_json=user_json,
             max_tokens=max_tokens,
             key=key,
+            user_max_tokens=user_max_tokens,
         )
     finally:
         close = getattr(env, "close", None)
@@ -609,6 +611,7 @@ async def _play(
     user_json: bool,
     max_tokens: int,
     key: str | None,
+    user_max_tokens: int | None = None,
 ) -> Episode:
     journal: Journal | None = getattr(ctx, "journal", None)
     key = key or getattr(ctx, "key", None)
@@ -656,7 +659,7 @@ async def _play(
                 continue
             req = Request(
                 user_messages(spec, events, user_json),
-                max_tokens=120 if user_json else 160,
+                max_tokens=user_max_tokens or (120 if user_json else 160),
                 json_schema=USER_SCHEMA if user_json else None,
                 temperature=temperature,
                 seed=seed,
@@ -802,7 +805,7 @@ class EpisodeTask(Task):
         trial = case.meta.get("trial")
         temperature = seed = None
         if trial is not None:
-            temperature, seed = self.options.trial_temperature, int(trial)
+            temperature, seed = self.options.trial_temperature, getattr(ctx, "seed", 0) * 1000 + int(trial)
         spec = self.episode_spec(case)
         if spec.shared is None:
             return await self._play_spec(case, ctx, spec, temperature, seed)
@@ -825,6 +828,7 @@ class EpisodeTask(Task):
             seed=seed,
             user_json=bool(getattr(ctx, "user_local", False)),
             max_tokens=self.options.max_tokens,
+            user_max_tokens=self.options.user_max_tokens,
         )
         return Outcome("ok", self.prediction(case, episode), list(episode.model_turns))
 

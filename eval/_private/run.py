@@ -28,6 +28,7 @@ from benchsmith.schemas import (
     BadPredictionLine,
     RecordResult,
     ScoreHead,
+    ScoreIntervals,
     SelftestFailure,
     UserError,
     iter_records,
@@ -48,6 +49,7 @@ from .core import (
     get_benchmark,
     iter_scored,
 )
+from .stats import IntervalOptions, figure_intervals
 
 
 def check_mode(mode: str) -> Mode:
@@ -102,16 +104,19 @@ def stream_score(
     extra: Callable[[int], ScoreHead],
     on_record: Callable[[RecordResult], None] | None = None,
     before_scores: Callable[[Path], None] | None = None,
+    intervals: IntervalOptions | None = None,
 ) -> dict[str, Any]:
     """Score ``cases`` into ``out/records.jsonl`` one record at a time (a temporary file that
     replaces the old one once every record is written) and write ``out/scores.json`` last:
     ``extra(records)`` (its :class:`~benchsmith.schemas.ScoreHead`, built when all are scored), then
     the benchmark's metrics over the rows (:func:`iter_scored`).
-    ``before_scores(out)`` writes what else belongs to the set (``selftest.json``). An old
+    ``before_scores(out)`` writes what else belongs to the set (``selftest.json``). With
+    ``intervals``, every estimate among the figures gets its bootstrap interval
+    (:func:`figure_intervals`). An old
     ``scores.json`` is removed just before the new records replace the old ones, so that a
     ``scores.json`` beside a ``records.jsonl`` always describes it."""
     rows: list[Row] = []
-    done: list[tuple[ScoreHead, dict[str, Any]]] = []
+    done: list[tuple[ScoreHead, dict[str, Any], ScoreIntervals | None]] = []
 
     def records() -> Iterator[RecordResult]:
         for record in iter_scored(bench, cases, prediction_for, mode, rows):
@@ -119,16 +124,22 @@ def stream_score(
                 on_record(record)
             yield record
         # complete before the temporary records file replaces the old one
-        done.append((extra(len(rows)), bench.metrics(rows, mode)))
+        figures = bench.metrics(rows, mode)
+        spread = (
+            None
+            if intervals is None
+            else figure_intervals(lambda rs: bench.metrics(rs, mode), rows, figures, intervals)
+        )
+        done.append((extra(len(rows)), figures, spread))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(out / "scores.json")  # it described the old records
 
     write_records(out / "records.jsonl", records())
     if before_scores is not None:
         before_scores(out)
-    head, figures = done[0]
-    write_scores(out / "scores.json", head, figures)
-    return scores_object(head, figures)
+    head, figures, spread = done[0]
+    write_scores(out / "scores.json", head, figures, spread)
+    return scores_object(head, figures, spread)
 
 
 def _first_then_rest(cases: Iterable[EvalCase]) -> Iterator[EvalCase]:
@@ -146,10 +157,12 @@ def run_score(
     out: str | Path,
     mode: str = "strict",
     options: Mapping[str, str | None] | None = None,
+    intervals: IntervalOptions | None = None,
 ) -> dict[str, Any]:
     """Score a predictions file against a benchmark's data; writes scores.json and records.jsonl.
 
-    ``options`` configure the benchmark (e.g. BFCL's ``{"format": "fc"}``; see :func:`get_benchmark`).
+    ``options`` configure the benchmark (e.g. BFCL's ``{"format": "fc"}``; see :func:`get_benchmark`);
+    ``intervals`` how the figures' intervals are made (default :class:`IntervalOptions`).
     """
     m = check_mode(mode)
     bench = get_benchmark(benchmark, **(options or {}))
@@ -177,7 +190,9 @@ def run_score(
         scores: dict[str, Any] = {}
 
         def build(folder: Path) -> None:
-            scores.update(stream_score(bench, cases, prediction_for, m, folder, extra))
+            scores.update(
+                stream_score(bench, cases, prediction_for, m, folder, extra, intervals=intervals or IntervalOptions())
+            )
 
         write_outputs(Path(out), build)
         return scores

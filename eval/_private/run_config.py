@@ -40,6 +40,9 @@ RUN_FLAGS = {
     "options.max_episode_tokens": "--episode-tokens",
     "options.episode_wall_s": "--episode-wall",
     "options.environment_retries": "--environment-retries",
+    "options.user_max_tokens": "--user-max-tokens",
+    "prices": "--prices",
+    "repeats": "--repeats",
 }
 
 
@@ -62,7 +65,7 @@ class RunConfig(BaseModel):
     )
     tasks: tuple[str, ...] = Field((), description="tasks to run; empty: every task the split has")
     limit: int | None = Field(None, ge=1, description="at most N cases per task, spread over categories")
-    seed: int = Field(0, description="seed for case selection and derivation")
+    seed: int = Field(0, description="seed for case selection, derivation and every model call's sampling")
     # the ranges of ModelConfig's fields of the same meaning (timeout, requests_per_second, max_retries)
     timeout: float = Field(120.0, gt=0, allow_inf_nan=False, description="seconds per request")
     rps: float | None = Field(None, gt=0, allow_inf_nan=False, description="rate limit, requests per second")
@@ -70,6 +73,14 @@ class RunConfig(BaseModel):
     categories: tuple[str, ...] = Field((), description="category prefixes: only cases of these categories")
     task_data: dict[str, Path] = Field(default_factory=dict, description="TASK -> other data for that task")
     user_model: str = Field("local", description="episodes: the simulated user's model, NAME or NAME@URL")
+    repeats: int = Field(
+        1,
+        ge=1,
+        description="runs of the same settings, each with a fresh sampling seed, into OUT/repeat-N (noise floor)",
+    )
+    prices: Path | None = Field(
+        None, description="a price table (JSON, per million tokens per model): run.json and scores.json give the cost"
+    )
     # ``options.calling`` is set from ``calling`` once "auto" is resolved
     options: TaskOptions = Field(default_factory=TaskOptions, description="how each task asks and how long it goes on")
 
@@ -78,9 +89,10 @@ def run_configured(config: RunConfig, *, say: Callable[[str], None] = print) -> 
     """Resolve the models ``config`` names (a local one is started), check that the endpoints answer,
     and run (:func:`run_eval`). ``say`` gets one line naming the model and how it is asked."""
     from benchsmith.models import ModelClient, check_endpoint, concurrency_for, mask_url, resolve_model
-    from benchsmith.schemas import Split, check_out_dir
+    from benchsmith.schemas import Split, check_out_dir, read_prices
 
     check_out_dir(config.out, "--out")
+    prices = read_prices(config.prices) if config.prices is not None else None
     split = Split(config.split)
     if split.has(Split.SAMPLES) and split.has(Split.MANIFEST):  # a bad manifest: refused before a model starts
         from benchsmith.construction.nl2api import read_manifest
@@ -93,6 +105,7 @@ def run_configured(config: RunConfig, *, say: Callable[[str], None] = print) -> 
         timeout=config.timeout,
         max_tokens=config.options.max_tokens,
         requests_per_second=config.rps,
+        seed=config.seed,  # forwarded to every call (trials: seed * 1000 + trial)
         **retries,
     )
     if cfg.base_url and not cfg.local:
@@ -106,6 +119,7 @@ def run_configured(config: RunConfig, *, say: Callable[[str], None] = print) -> 
         start_local=False,
         timeout=config.timeout,
         requests_per_second=config.rps,
+        seed=config.seed,
         **retries,
     )
     if ucfg.base_url and not ucfg.local and ucfg.base_url != cfg.base_url:
@@ -114,19 +128,49 @@ def run_configured(config: RunConfig, *, say: Callable[[str], None] = print) -> 
         f"model {cfg.name} at {mask_url(cfg.base_url) or 'the OpenAI API'} ({calling} mode, "
         f"{config.options.strategy} strategy, concurrency {concurrency})"
     )
-    return run_eval(
-        config.split,
-        ModelClient(cfg),
-        cfg.describe(),
-        config.out,
-        tasks=config.tasks or None,
-        calling=calling,
-        concurrency=concurrency,
-        limit=config.limit,
-        seed=config.seed,
-        options=config.options,
-        user_client=ModelClient(ucfg),
-        user_model=ucfg.describe(),
-        categories=config.categories or None,
-        task_data=config.task_data or None,
-    )
+    if config.repeats == 1:
+        return run_eval(
+            config.split,
+            ModelClient(cfg),
+            cfg.describe(),
+            config.out,
+            tasks=config.tasks or None,
+            calling=calling,
+            concurrency=concurrency,
+            limit=config.limit,
+            seed=config.seed,
+            options=config.options,
+            user_client=ModelClient(ucfg),
+            user_model=ucfg.describe(),
+            categories=config.categories or None,
+            task_data=config.task_data or None,
+            prices=prices,
+        )
+    # the same cases (--seed selects them) asked again, each repeat sampling with seed + n - 1
+    result: RunResult | None = None
+    for n in range(1, config.repeats + 1):
+        mcfg = cfg.model_copy(update={"seed": config.seed + n - 1})
+        ucfg_n = ucfg.model_copy(update={"seed": config.seed + n - 1})
+        say(f"repeat {n} of {config.repeats} (sampling seed {mcfg.seed}) into {config.out / f'repeat-{n}'}")
+        result = run_eval(
+            config.split,
+            ModelClient(mcfg),
+            mcfg.describe(),
+            config.out / f"repeat-{n}",
+            tasks=config.tasks or None,
+            calling=calling,
+            concurrency=concurrency,
+            limit=config.limit,
+            seed=config.seed,
+            options=config.options,
+            user_client=ModelClient(ucfg_n),
+            user_model=ucfg_n.describe(),
+            categories=config.categories or None,
+            task_data=config.task_data or None,
+            prices=prices,
+            repeat=(n, config.repeats),
+        )
+        if result.status != "complete":
+            return result  # an unfinished repeat is resumed by the same command before the next starts
+    assert result is not None
+    return result

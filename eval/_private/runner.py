@@ -40,6 +40,8 @@ from benchsmith.schemas import (
     Bars,
     EnvironmentFault,
     GoldSelftest,
+    PriceTable,
+    RecordResult,
     Registry,
     ReplyError,
     ReplyLine,
@@ -56,6 +58,7 @@ from benchsmith.schemas import (
     failure_limit,
     iter_cases,
     iter_reply_lines,
+    price_usage,
     read_json,
     read_jsonl,
     read_replies,
@@ -69,6 +72,8 @@ from benchsmith.schemas import (
 
 from .core import BUILTIN_BENCHMARKS, Benchmark, EvalCase, get_benchmark
 from .depth import shallow_reply
+from .stats import IntervalOptions
+from .usage import run_usage
 
 #: data names a task's loader knows without a folder (``--split sandbox --tasks agent``: the packaged scenarios)
 PACKAGED_DATA = ("sandbox",)
@@ -133,6 +138,9 @@ class Turn:
     latency_s: float = 0.0
     usage: dict[str, Any] = field(default_factory=dict)
     shared: bool = False  # the reply of an identical request made for another case
+    role: str = "assistant"  # who answered: the model under test, or "user" (the user simulator)
+    finish_reason: str | None = None  # "length": the output budget ran out
+    seed: int | None = None  # the sampling seed sent with the request
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -143,6 +151,9 @@ class Turn:
             "latency_s": round(self.latency_s, 4),
             "usage": self.usage,
             "shared": self.shared,
+            "role": self.role,
+            "finish_reason": self.finish_reason,
+            "seed": self.seed,
         }
 
 
@@ -175,8 +186,10 @@ class CallContext:
         journal: Any = None,
         key: str | None = None,
         user_local: bool = False,
+        seed: int = 0,
     ) -> None:
         self.client = client
+        self.seed = seed  # the run's: trial t of a case samples with seed * 1000 + t
         self.user_client = user_client
         self.user_local = user_local  # the user simulator is the local base model: JSON replies after a worked example
         self.calling = calling  # "prompt" (JSON-constrained text) or "tools" (native tool calling)
@@ -239,8 +252,32 @@ class CallContext:
             latency_s=0.0 if shared else float(getattr(reply, "latency_s", 0.0) or 0.0),
             usage={} if shared else dict(getattr(reply, "usage", None) or {}),
             shared=shared,
+            role=role,
+            finish_reason=getattr(reply, "finish_reason", None),
+            seed=req.seed if req.seed is not None else getattr(getattr(client, "config", None), "seed", None),
         )
         return reply, turn
+
+
+def budget_exhausted(outcome: Outcome) -> Outcome:
+    """``outcome`` with the error type ``output_budget_exhausted`` when it is a format error whose last
+    reply the endpoint cut at its output budget (``finish_reason`` "length"): the model ran out of
+    tokens before an answer, which a reasoning model does by thinking too long; the message says how
+    many were reasoning when the endpoint reports it. Never a transport error: the endpoint answered."""
+    if outcome.status != "format_error" or not outcome.turns or outcome.turns[-1].finish_reason != "length":
+        return outcome
+    usage = outcome.turns[-1].usage
+    spent = usage.get("completion_tokens")
+    reasoning = usage.get("reasoning_tokens")
+    how = f"{spent} tokens" if isinstance(spent, int) else "its tokens"
+    if isinstance(reasoning, int):
+        how += f", {reasoning} of them reasoning"
+    was = (outcome.error or {}).get("type", "unreadable")
+    error = {
+        "type": "output_budget_exhausted",
+        "message": f"the reply used its whole output budget ({how}) before an answer ({was})",
+    }
+    return dataclasses.replace(outcome, error=error)
 
 
 def _transport(exc: BaseException) -> BaseException:
@@ -275,7 +312,7 @@ class TaskOptions:
     step_budget: int = Field(default=12, ge=1)
     variant: Literal["standard", "condensed", "minimal"] = "standard"  # ACEBench prompt variant
     trials: int = Field(default=1, ge=1)  # episodic tasks: independent trials per case (pass^k, pass@k for k <= trials)
-    # sampling temperature of trials when trials > 1 (trial t uses seed t)
+    # sampling temperature of trials when trials > 1 (trial t samples with seed run_seed * 1000 + t)
     trial_temperature: float = Field(default=0.7, ge=0, allow_inf_nan=False)
     max_turns: int = Field(default=12, ge=1)  # episodes: user messages
     max_steps: int = Field(default=8, ge=1)  # episodes: assistant replies after one user message
@@ -289,6 +326,8 @@ class TaskOptions:
     # again this many times, after a backoff, before it is recorded as environment_error (the next run
     # retries it); the model is never charged for it
     environment_retries: int = Field(default=2, ge=0)
+    # the user simulator's output budget per message; None: 120 tokens (JSON replies) or 160 (text)
+    user_max_tokens: int | None = Field(default=None, ge=1)
 
 
 class Task(ABC):
@@ -554,6 +593,9 @@ async def _run_async(
     max_consecutive_failures: int,
     user_client: ChatClient | None = None,
     user_model: dict[str, Any] | None = None,
+    prices: PriceTable | None = None,
+    seed: int = 0,
+    repeat: tuple[int, int] | None = None,
 ) -> RunResult:
     from .episode import Journal
 
@@ -579,6 +621,18 @@ async def _run_async(
     )
     if user_model is not None:
         meta.user_model = RunModel.model_validate(user_model)  # the model that played the user in episodes
+    if model.get("local") and concurrency > 1:
+        # measured on the local server: 12 T-Eval cases twice at seed 0, temperature 0 gave 12 of 12
+        # identical replies one request at a time and 8 of 12 with two in flight
+        meta.nondeterminism = (
+            f"the local server decodes up to {concurrency} requests in one batch, and which requests share a batch "
+            "changes floating-point sums, so replies can differ between runs of the same settings; "
+            "--concurrency 1 gives identical replies"
+        )
+    if repeat is not None:
+        meta.repeat, meta.repeats = repeat
+    if prices is not None or previous.prices is not None:
+        meta.prices = prices or previous.prices  # a resumed run keeps the table it was given
     counters: dict[str, Counter[str]] = {p.task.name: Counter() for p in planned}
     pending: list[tuple[PlannedTask, EvalCase, str]] = []
     done_before: dict[str, int] = {}
@@ -627,6 +681,7 @@ async def _run_async(
             journal=journals[p.task.name],
             key=key,
             user_local=bool((user_model or {}).get("local")),
+            seed=seed,
         )
         attempt = 0
         while True:
@@ -649,6 +704,7 @@ async def _run_async(
                 outcome = Outcome("environment_error", None, [], {"type": "environment", "message": str(exc)[:1000]})
                 last_failure = str(exc)
             break
+        outcome = budget_exhausted(outcome)
         append_reply(
             p.folder / "replies.jsonl",
             ReplyLine(
@@ -731,6 +787,10 @@ def finish_run(
             setattr(info, k, ((getattr(old, k) or 0) if same else 0) + int(counts.get(k, 0)))
         before = (old.wall_s if old is not None else None) or 0.0
         info.wall_s = round(before + float((wall or {}).get(p.task.name, 0.0)), 2)
+        user_name = meta.user_model.name if meta.user_model is not None else None
+        info.usage = run_usage(p.folder, model_name, version, user_name) or None
+        if meta.prices is not None and info.usage:
+            info.cost = price_usage(info.usage, meta.prices, successes=0)  # correct cases: eval score --run
         any_transport |= bool(statuses["transport_error"] or statuses["environment_error"] or statuses["pending"])
     meta.updated_at = _now()
     meta.status = "partial" if any_transport else "complete"
@@ -756,12 +816,16 @@ def run_eval(
     user_model: dict[str, Any] | None = None,
     categories: Iterable[str] | None = None,
     task_data: dict[str, Path] | None = None,
+    prices: PriceTable | None = None,
+    repeat: tuple[int, int] | None = None,
 ) -> RunResult:
     """Run the tasks of ``split`` with ``client``; see the module docstring. ``model`` is the JSON-able
     description written to run.json (``name`` is part of every reply key; never put a key in it).
     ``limit`` caps the cases per task: one number for all, or ``{task: n}`` (tasks not named: all).
     ``user_client`` plays the user in episodic tasks (default: ``client``); ``user_model`` describes it
-    in run.json (default: ``model``)."""
+    in run.json (default: ``model``). ``prices`` (``--prices``) are kept in run.json, which then
+    gives each task's cost. ``repeat`` ``(n, of)`` marks the run as repeat n of ``eval run --repeats``
+    (its client samples with its own seed; ``seed`` still selects the cases)."""
     if calling not in ("prompt", "tools"):
         raise UserError(f"unknown calling {calling!r}", fix="use prompt or tools (auto is resolved by the caller)")
     if concurrency < 1:
@@ -789,18 +853,28 @@ def run_eval(
             limit_fail,
             user_client,
             user_model or model,
+            prices,
+            int(model.get("seed") or 0) if model.get("seed") is not None else seed,
+            repeat,
         )
     )
 
 
-def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, Any]]:
+def score_run(
+    run_dir: str | Path,
+    mode: str = "strict",
+    intervals: IntervalOptions | None = None,
+    prices: PriceTable | None = None,
+) -> dict[str, dict[str, Any]]:
     """Score every task of a run on the cases the run covers; writes ``<task>/records.jsonl`` and
     ``<task>/scores.json`` (streamed: see :func:`~benchsmith.eval.run_score`) and returns the
     scores per task. A task folder holds the run's other files too, so each file is replaced
     atomically on its own: the old ``scores.json`` is removed just before the new records replace
     the old ones and the new ``scores.json`` is written last. So a ``scores.json`` present (and
     newer than ``records.jsonl``) means a finished scoring of those records; none means the
-    scoring was cut short (score the run again)."""
+    scoring was cut short (score the run again). Each scores.json also holds the task's usage per
+    role, summed from its replies, and with ``prices`` (else the run's own, from ``eval run
+    --prices``) what it cost, per correct case too."""
     import contextlib
 
     from .core import Predictions
@@ -848,9 +922,18 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
                     yield case
 
             def extra(
-                records: int, info: RunTask = info, tally: Counter[str] = tally, env_failed: set[str] = env_failed
+                records: int,
+                info: RunTask = info,
+                tally: Counter[str] = tally,
+                env_failed: set[str] = env_failed,
+                folder: Path = folder,
             ) -> ScoreHead:
                 counts = info.status_counts or {}
+                user_name = meta.user_model.name if meta.user_model is not None else None
+                name = meta.model.name if meta.model is not None else None
+                usage = run_usage(folder, name, info.prompt_version, user_name) if name else {}
+                table = prices or meta.prices
+                cost = price_usage(usage, table, successes=tally["correct"]) if table is not None and usage else None
                 return ScoreHead(
                     benchmark=info.benchmark,
                     mode=m,
@@ -863,7 +946,12 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
                     environment_errors=len(env_failed) or None,
                     model=meta.model.name if meta.model is not None else None,
                     prompt_version=info.prompt_version,
+                    usage=usage or None,
+                    cost=cost,
                 )
+
+            def count(record: RecordResult, tally: Counter[str] = tally) -> None:
+                tally["correct"] += record.ok
 
             out[name] = stream_score(
                 bench,
@@ -872,5 +960,7 @@ def score_run(run_dir: str | Path, mode: str = "strict") -> dict[str, dict[str, 
                 m,
                 folder,
                 extra,
+                count,
+                intervals=intervals or IntervalOptions(),
             )
     return out

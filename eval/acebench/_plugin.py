@@ -166,7 +166,8 @@ def _data_cases(
                 category=category,
                 input={k: v for k, v in obj.items() if k != "id"},
                 gold=gold,
-                meta={"file": f.name, "line": n, "answer_line": answer_line},
+                meta={"file": f.name, "line": n, "answer_line": answer_line}
+                | ({"cluster": dialogue_of(rid)} if category in MULTI_TURN else {}),  # a dialogue's turns move together
             )
 
 

@@ -118,7 +118,8 @@ def _sample_cases(
         for t in tools
         if isinstance(t, dict) and isinstance(t.get("name"), str) and (c := gta_category(t["name"], t.get("category")))
     }
-    meta = {"sample": str(sid), "answer_kind": answer_kind(gt), "root": root}
+    # cluster: a query's steps and its end-to-end record are resampled together (not independent)
+    meta = {"sample": str(sid), "answer_kind": answer_kind(gt), "root": root, "cluster": f"gta:{sid}"}
     if str(sid) in id_map:
         meta["source_id"] = id_map[str(sid)]
     turns = _assistant_turns(where, s)

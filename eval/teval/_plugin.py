@@ -89,6 +89,11 @@ def load_teval(data: Path) -> list[EvalCase]:
                 )
             given = record.get("meta")
             meta_block = given if isinstance(given, dict) else {}
+            # records derived from one gold chain (or one record scored for several abilities) are
+            # not independent: the bootstrap resamples them together
+            given_data = record.get("meta_data")
+            source = (given_data if isinstance(given_data, dict) else meta_block).get("source_sample")
+            cluster = f"source:{source}" if source is not None else f"{path.stem}/{key}"
             inputs = {"origin_prompt": record.get("origin_prompt", [])}
             if "template" in record:
                 inputs["template"] = record["template"]
@@ -109,7 +114,14 @@ def load_teval(data: Path) -> list[EvalCase]:
                         category=f"{ability}/{fmt}",
                         input=inputs,
                         gold=record["ground_truth"],
-                        meta={"file": path.name, "key": str(key), "ability": ability, "format": fmt, "scorer": name},
+                        meta={
+                            "file": path.name,
+                            "key": str(key),
+                            "ability": ability,
+                            "format": fmt,
+                            "scorer": name,
+                            "cluster": cluster,
+                        },
                     )
                 )
     if not cases:

@@ -222,7 +222,10 @@ class ToolAssess(Benchmark[ToolAssessRow]):
                 raise UserError(f"{where}: id {rid} appears twice", fix="give every record its own id")
             seen.add(rid)
             task = rec["task"]
-            meta = {"file": str(f), "line": n}
+            meta: dict[str, Any] = {"file": str(f), "line": n}
+            given = rec.get("meta")
+            if isinstance(given, dict) and given.get("source_sample") is not None:
+                meta["cluster"] = f"source:{given['source_sample']}"  # records derived from one sample move together
             if task == "multi":
                 subs = rec.get("subtasks")
                 if not isinstance(subs, list) or not subs:

@@ -31,7 +31,8 @@ class Reply:
     """``[{"id", "name", "arguments"}]``; arguments parsed when they are a JSON object, else the raw string."""
     finish_reason: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
-    """``{"prompt_tokens", "completion_tokens"}`` when the server reported them."""
+    """``{"prompt_tokens", "completion_tokens"}`` when the server reported them, with
+    ``cached_tokens`` (of the prompt) and ``reasoning_tokens`` (of the completion) when it says."""
     latency_s: float = 0.0
     """Seconds of the successful attempt (backoff waits and rate limiting excluded)."""
     attempts: int = 1
@@ -60,6 +61,13 @@ def _usage(meta: dict[str, Any] | None) -> dict[str, int]:
         cached = details.get("cached_tokens", details.get("cache_read"))
         if isinstance(cached, int) and cached > 0:
             out["cached_tokens"] = cached
+    # completion tokens a reasoning model spent thinking (OpenAI's completion_tokens_details,
+    # langchain's output_token_details): part of completion_tokens, not added to them
+    details = meta.get("completion_tokens_details") or meta.get("output_token_details") or {}
+    if isinstance(details, dict):
+        reasoning = details.get("reasoning_tokens", details.get("reasoning"))
+        if isinstance(reasoning, int) and reasoning > 0:
+            out["reasoning_tokens"] = reasoning
     return out
 
 

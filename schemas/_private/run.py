@@ -27,6 +27,7 @@ from .jsonl import (
     write_jsonl,
 )
 from .tool import StrictModel
+from .usage import CostSummary, PriceTable, RoleUsage
 
 #: the ``format`` a run.json is written with; a reader accepts any ``benchsmith.run/`` version
 RUN_FORMAT = "benchsmith.run/v1"
@@ -68,6 +69,11 @@ class RunTask(StrictModel):
     user_prompt_tokens: int | None = None
     user_completion_tokens: int | None = None
     wall_s: float | None = None
+    usage: dict[str, RoleUsage] | None = Field(
+        default=None,
+        description="per role (assistant: the model under test; user: the user simulator), summed from replies.jsonl",
+    )
+    cost: CostSummary | None = Field(default=None, description="from the run's price table, when it has one")
 
 
 class RunManifest(StrictModel):
@@ -85,6 +91,15 @@ class RunManifest(StrictModel):
     status: str | None = Field(default=None, description="running | partial | complete")
     tasks: dict[str, RunTask] = {}
     user_model: RunModel | None = Field(default=None, description="the model that played the user in episodes")
+    prices: PriceTable | None = Field(default=None, description="--prices: what the run's calls cost")
+    repeat: int | None = Field(default=None, description="eval run --repeats: this run is repeat N (from 1)")
+    repeats: int | None = Field(
+        default=None, description="eval run --repeats: of this many, same settings, fresh seeds"
+    )
+    nondeterminism: str | None = Field(
+        default=None,
+        description="why identical settings may not give identical replies in this run (none known: absent)",
+    )
 
 
 def read_run_manifest(path: Path) -> RunManifest:
@@ -141,6 +156,9 @@ class ReplyTurn(StrictModel):
     latency_s: float = 0.0
     usage: dict[str, Any] = {}
     shared: bool = Field(default=False, description="the reply of an identical request made for another case")
+    role: str = Field(default="assistant", description="who answered: assistant (the model under test) or user")
+    finish_reason: str | None = Field(default=None, description="the endpoint's; length: the output budget ran out")
+    seed: int | None = Field(default=None, description="the sampling seed sent with the request")
 
 
 class ReplyLine(StrictModel):
@@ -301,17 +319,55 @@ class ScoreHead(StrictModel):
     )
     model: str | None = None
     prompt_version: str | None = None
+    usage: dict[str, RoleUsage] | None = Field(
+        default=None, description="eval score --run: the task's model calls per role"
+    )
+    cost: CostSummary | None = Field(default=None, description="eval score --run with a price table: money spent")
 
 
-def scores_object(head: ScoreHead, figures: dict[str, Any]) -> dict[str, Any]:
+class ScoreIntervals(StrictModel):
+    """``scores.json``'s ``intervals``: a confidence interval on each estimate among the figures,
+    and how they were made. ``figures`` mirrors the figures' nesting, ``[low, high]`` in place of
+    each float (null where a resample lacked the figure)."""
+
+    confidence: float
+    method: Literal["percentile", "degenerate"] = Field(
+        description="percentile: scipy.stats.bootstrap over clusters within categories; degenerate: "
+        "one cluster per category, nothing to resample"
+    )
+    resamples: int = Field(ge=0)
+    seed: int
+    units: int = Field(ge=0, description="clusters resampled (cases, when no records are grouped)")
+    clustered: bool = Field(description="whether some records were resampled together (trials, steps, one chain)")
+    strata: int = Field(
+        ge=0,
+        description="groups resampled on their own: each category of two clusters or more (it keeps its "
+        "size), and the categories of one cluster together",
+    )
+    figures: dict[str, Any]
+
+
+def scores_object(head: ScoreHead, figures: dict[str, Any], intervals: ScoreIntervals | None = None) -> dict[str, Any]:
     """The ``scores.json`` object: ``head``'s fields, then the figures (a figure of a head field's
-    name takes its place)."""
-    return {**head.model_dump(mode="json", exclude_unset=True), **figures}
+    name takes its place), then their ``intervals`` when there are any."""
+    out = {**head.model_dump(mode="json", exclude_unset=True), **figures}
+    if intervals is not None:
+        out["intervals"] = intervals.model_dump(mode="json")
+    return out
 
 
-def write_scores(path: Path, head: ScoreHead, figures: dict[str, Any]) -> None:
+def write_scores(path: Path, head: ScoreHead, figures: dict[str, Any], intervals: ScoreIntervals | None = None) -> None:
     """Write ``scores.json`` atomically (:func:`scores_object`)."""
-    write_json(path, scores_object(head, figures))
+    write_json(path, scores_object(head, figures, intervals))
+
+
+def score_intervals(scores: dict[str, Any]) -> ScoreIntervals | None:
+    """The ``intervals`` of a ``scores.json`` object read back; None when it has none (written with
+    ``--resamples 0``, or by an older benchsmith) or they are not of that shape."""
+    try:
+        return ScoreIntervals.model_validate(scores["intervals"]) if "intervals" in scores else None
+    except ValidationError:
+        return None
 
 
 def score_head(scores: dict[str, Any]) -> ScoreHead | None:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from helpers import build_slot_split, pair_lines
 
-from benchsmith.eval import derive_all, get_benchmark, run_score, run_selftest, score_cases
+from benchsmith.eval import IntervalOptions, derive_all, get_benchmark, run_score, run_selftest, score_cases
 from benchsmith.eval.calls import JSONValueText
-from benchsmith.eval.scoring import Predictions, reliability
+from benchsmith.eval.scoring import Predictions, figure_intervals, reliability
 from benchsmith.schemas import UserError, write_json, write_jsonl
 
 
@@ -71,7 +71,9 @@ def _in_memory(bench_name: str, data: Path, preds: Path, out: Path, mode: str) -
         "bad_prediction_lines": [{"line": n, "reason": why} for n, why in bad[:100]],
         "duplicate_prediction_ids": dups[:100],
     }
-    write_json(out / "scores.json", {**extra, **run.scores})
+    rows = [bench.row(c, r, mode) for c, r in zip(cases, run.records)]
+    spread = figure_intervals(lambda rs: bench.metrics(rs, mode), rows, run.scores, IntervalOptions())
+    write_json(out / "scores.json", {**extra, **run.scores, "intervals": spread.model_dump(mode="json")})
 
 
 @pytest.mark.parametrize(

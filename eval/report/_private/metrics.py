@@ -13,10 +13,12 @@ import random
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
+from pydantic import ValidationError
+
 from benchsmith.eval import ReportView  # noqa: F401  (re-exported)
 from benchsmith.eval.derive import BenchmarkView
 from benchsmith.eval.views import num, record_categories  # noqa: F401  (re-exported)
-from benchsmith.schemas import RecordResult
+from benchsmith.schemas import RecordResult, RoleUsage
 
 from .load import Run, TaskResults
 
@@ -213,4 +215,133 @@ def sample_failures(runs: list[Run], task_name: str, n: int, seed: int = 0) -> d
         failing = [r for r in task.records if not r.ok]
         failing.sort(key=lambda r: (rank.get(r.id, 0), r.category))
         out[i] = failing[:n]
+    return out
+
+
+# ---- uncertainty, comparison and cost ----------------------------------------------------------------
+def _bound(figures: Any, spread: Any, side: int) -> Any:
+    """``figures`` with each float replaced by its interval's ``side`` bound (None where it has none)."""
+    if isinstance(figures, Mapping):
+        return {k: _bound(v, spread.get(k) if isinstance(spread, Mapping) else None, side) for k, v in figures.items()}
+    if isinstance(figures, float):
+        return float(spread[side]) if isinstance(spread, list) and len(spread) == 2 else None
+    return figures
+
+
+def _bounds(scores: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    from benchsmith.schemas import score_intervals
+
+    spread = score_intervals(dict(scores or {}))
+    if spread is None:
+        return None
+    return _bound(scores, spread.figures, 0), _bound(scores, spread.figures, 1)
+
+
+def headline_intervals(benchmark: str, scores: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
+    """The 95% interval of each :func:`headline` figure (fractions), from scores.json's
+    ``intervals``: the view reads the scores with every figure at its lower bound, then at its upper
+    one (the views only pick and scale figures, so the bounds land on the same names). Figures
+    without an interval are left out.
+
+    >>> headline_intervals("nl2api", {"completion_rate": 0.4, "intervals": {"confidence": 0.95,
+    ...     "method": "percentile", "resamples": 9, "seed": 0, "units": 5, "clustered": False, "strata": 1,
+    ...     "figures": {"completion_rate": [0.2, 0.6]}}})
+    {'completion_rate': (0.2, 0.6)}
+    """
+    both = _bounds(scores)
+    if both is None:
+        return {}
+    lows, highs = headline(benchmark, both[0]), headline(benchmark, both[1])
+    return {k: (min(lows[k], highs[k]), max(lows[k], highs[k])) for k in lows if k in highs}
+
+
+def category_intervals(benchmark: str, scores: Mapping[str, Any] | None) -> dict[str, dict[str, tuple[float, float]]]:
+    """:func:`categories`' figures' intervals, as :func:`headline_intervals` gives the headline's
+    (none for categories the scores.json has no block of, whose pass rates come from the records)."""
+    both = _bounds(scores)
+    if both is None:
+        return {}
+    lows, highs = categories(benchmark, both[0]), categories(benchmark, both[1])
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for cat, figs in lows.items():
+        for name, low in figs.items():
+            high = highs.get(cat, {}).get(name)
+            if high is not None and low is not None and not (math.isnan(low) or math.isnan(high)):
+                out.setdefault(cat, {})[name] = (min(low, high), max(low, high))
+    return out
+
+
+def run_usage(run: Run) -> dict[str, Any]:
+    """A run's model calls as its scored tasks' scores.json record them: one row per task and role
+    (tokens, calls cut by their output budget, latency percentiles, cost), and the run's total cost
+    and cost per correct case when a price table priced it. Percentiles stay per task: those of
+    different tasks do not add up."""
+    rows: list[dict[str, Any]] = []
+    total = 0.0
+    correct = 0
+    currency = None
+    unpriced: set[str] = set()
+    for task in run.tasks.values():
+        scores = task.scores or {}
+        for role, u in (scores.get("usage") or {}).items():
+            try:
+                rows.append({"task": task.name, "role": role, **RoleUsage.model_validate(u).model_dump()})
+            except ValidationError:
+                continue  # another program's scores.json: its usage is not shown
+        cost = scores.get("cost")
+        if isinstance(cost, Mapping) and isinstance(cost.get("total"), (int, float)):
+            total += float(cost["total"])
+            correct += int(cost.get("successes") or 0)
+            currency = cost.get("currency")
+            unpriced.update(f"{task.name}: {r}" for r in cost.get("unpriced") or [])
+    return {
+        "rows": rows,
+        "currency": currency,
+        "total": total if currency is not None else None,
+        "per_correct": total / correct if currency is not None and correct else None,
+        "correct": correct,
+        "unpriced": sorted(unpriced),
+    }
+
+
+def comparisons(runs: list[Run]) -> list[dict[str, Any]]:
+    """Each run after the first against the first (``benchsmith compare``, a different case set or
+    prompt version allowed and named): the comparison as JSON, or why the two cannot be compared."""
+    from benchsmith.eval import CompareOptions, compare_runs
+    from benchsmith.schemas import UserError
+
+    out: list[dict[str, Any]] = []
+    options = CompareOptions(allow=frozenset({"cases", "prompt"}))
+    for run in runs[1:]:
+        try:
+            (comparison,) = compare_runs([runs[0].path, run.path], options)
+        except UserError as exc:
+            out.append({"run": str(run.path), "refused": str(exc)})
+            continue
+        out.append({"run": str(run.path), "refused": None, **comparison.model_dump(mode="json")})
+    return out
+
+
+def noise(runs: list[Run]) -> list[dict[str, Any]]:
+    """For each group of runs that are repeats of one ``eval run --repeats`` (same parent folder),
+    how much each task moved between them (:func:`benchsmith.eval.noise_floor`)."""
+    from benchsmith.eval import noise_floor
+    from benchsmith.schemas import UserError
+
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        if run.manifest.repeat is not None:
+            groups.setdefault(str(run.path.resolve().parent), []).append(run)
+    out: list[dict[str, Any]] = []
+    for folder, members in groups.items():
+        if len(members) < 2:
+            continue
+        try:
+            figures = noise_floor([r.path for r in members])
+        except UserError as exc:  # a repeat not scored yet
+            out.append({"folder": folder, "runs": len(members), "refused": str(exc), "figures": []})
+            continue
+        out.append(
+            {"folder": folder, "runs": len(members), "refused": None, "figures": [f.model_dump() for f in figures]}
+        )
     return out

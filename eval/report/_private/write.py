@@ -378,6 +378,8 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
             "path": str(r.path),
             "user_model": r.user_model,
             "colour": None,
+            "usage": M.run_usage(r),
+            "nondeterminism": r.manifest.nondeterminism,
             **summaries[i],
         }
         for i, r in enumerate(runs)
@@ -426,6 +428,7 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
                     metric if metric != col["metric"] else "",
                     f"only {n} case{'s' if n != 1 else ''}" if task.few_cases and value is not None else "",
                 ]
+                ci = M.headline_intervals(task.benchmark, task.scores).get(metric) if value is not None else None
                 row["primary"].append(
                     {
                         "text": NO_DATA if value is None else pct(value),
@@ -433,6 +436,7 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
                         "metric": metric,
                         "note": "; ".join(x for x in notes if x),
                         "best": False,
+                        "ci": None if ci is None else f"{pct(ci[0])}–{pct(ci[1])}",
                     }
                 )
 
@@ -446,6 +450,7 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
         bench = benchmarks[t]
         present = [i for i, r in enumerate(runs) if t in r.tasks]
         heads = {i: M.headline(bench, runs[i].tasks[t].scores) for i in present if runs[i].tasks[t].scored}
+        head_cis = {i: M.headline_intervals(bench, runs[i].tasks[t].scores) for i in heads}
         metric_names = _union(h.keys() for h in heads.values())
         metric_rows: list[dict[str, Any]] = [
             {
@@ -455,6 +460,12 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
                     for i in range(len(runs))
                 ],
                 "values": [heads[i].get(m) if i in heads else None for i in range(len(runs))],
+                "cis": [
+                    f"{figure(m, ci[0])}–{figure(m, ci[1])}"
+                    if i in head_cis and (ci := head_cis[i].get(m)) is not None and heads[i].get(m) is not None
+                    else ""
+                    for i in range(len(runs))
+                ],
                 "note": "",
                 "detail": "; ".join(
                     dict.fromkeys(
@@ -468,6 +479,7 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
         for row in metric_rows:
             row["best"] = _best_flags(row["values"], row["metric"]) if len(heads) > 1 else None
         cats = {i: M.categories(bench, runs[i].tasks[t].scores, runs[i].tasks[t].records) for i in heads}
+        cat_cis = {i: M.category_intervals(bench, runs[i].tasks[t].scores) for i in heads}
         cat_names = sorted(_union(c.keys() for c in cats.values()))
         chart_metric = M.chart_metric(bench, {k: v for c in cats.values() for k, v in c.items()})
         # None where a category has no data (no figure, or no records): drawn and printed as "no data"
@@ -534,6 +546,15 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
                             )
                             for i in range(len(runs))
                         ],
+                        "cis": [
+                            f"{pct(ci[0])}–{pct(ci[1])}"
+                            if chart_metric
+                            and i in cat_cis
+                            and cat_values[i].get(c) is not None
+                            and (ci := cat_cis[i].get(c, {}).get(chart_metric)) is not None
+                            else ""
+                            for i in range(len(runs))
+                        ],
                     }
                     for c in cat_names
                 ],
@@ -572,6 +593,10 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
         "warnings": warnings,
         "failures": failures,
         "primary_doc": {b: " or ".join(v) for b, v in M.PRIMARY.items()},
+        "comparisons": M.comparisons(list(runs)) if len(runs) > 1 else [],
+        "noise": M.noise(list(runs)),
+        "labels_by_path": {str(r.path): labels[i] for i, r in enumerate(runs)},
+        "priced": any(row["usage"]["currency"] for row in run_rows),
     }
 
 

@@ -554,7 +554,10 @@ def test_a_category_without_data_is_labelled_no_data_not_drawn_as_zero(no_data_r
 def test_a_real_zero_with_records_is_still_drawn_as_zero(no_data_report):
     section, md = no_data_report
     assert "| special_error_param | 0.0% |" in md.splitlines()
-    assert '<tr><td>special_error_param</td><td class="num">0.0%</td>' in section
+    # a real 0.0%, with its interval when the category has one
+    assert re.search(
+        r'<tr><td>special_error_param</td><td class="num">0\.0%( <span class="ci">[^<]*</span>)?</td>', section
+    )
     assert "0" in _chart_texts(section)
 
 
@@ -567,3 +570,41 @@ def test_charts_draw_missing_figures_as_no_data():
     svg = radar_chart(["a", "b"], ["p", "q", "r"], [{"p": 0.5, "q": 0.5, "r": 0.5}, {"p": 0.2, "r": 0.2}])
     assert "(no data: b)" in svg
     assert "no data" in texts(error_chart(["a", "b"], ["x"], [{"x": 1}, {}], [4, 0]))
+
+
+# ------------------------------------------------------------- issue 30: trust ----
+def test_figures_carry_their_intervals(runs, report):
+    _, a, _ = runs
+    html = _html(report)
+    spread = _scores(a, "teval")["intervals"]["figures"]["overall"]
+    low, high = (v / 100 for v in spread)  # T-Eval's figures are x100; the report shows fractions
+    assert f'<span class="ci" title="95% bootstrap interval">{_pct(low)}–{_pct(high)}</span>' in html
+
+
+def test_several_runs_are_compared_on_shared_cases(runs, report):
+    html = _html(report)
+    part = html[html.index('<section id="comparison">') : html.index('<section id="cost">')]
+    assert "model-b against model-a" in part
+    rows = re.findall(r"<tr><td>(\w+)</td><td>all</td>.*?<td class=\"(noise|diff)\">", part)
+    assert {task for task, _ in rows} == {"nl2api", "teval", "gta", "toolassess", "acebench_special"}
+    # the good model (0.8) against the weak one (0.35) on T-Eval's cases: flagged, not noise
+    assert ("teval", "diff") in rows
+
+
+def test_cost_and_usage_per_role(runs, tmp_path):
+    import shutil
+
+    from benchsmith.eval import score_run
+    from benchsmith.schemas import PriceTable
+
+    run = tmp_path / "model-a"
+    shutil.copytree(runs[1], run)
+    prices = PriceTable(per_million_tokens={"model-a": {"prompt": 1.0, "completion": 2.0}})
+    scores = score_run(run, prices=prices)
+    total = sum(s["cost"]["total"] for s in scores.values())
+    correct = sum(s["cost"]["successes"] for s in scores.values())
+    write_report([run], tmp_path / "out")
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    part = html[html.index('<section id="cost">') : html.index('<section id="runs">')]
+    assert part.count("model under test") == len(scores) == 5
+    assert f"Total {total:.4g} USD; {total / correct:.4g} USD per correct case ({correct} correct)" in part
