@@ -46,6 +46,12 @@ SET = typer.Option(
     [], "--set", envvar="BENCHSMITH_CONSTRUCT_OPTIONS", help="Graph option KEY=VALUE (JSON value); repeatable"
 )
 MAX_RETRIES = typer.Option(None, "--max-retries", envvar="BENCHSMITH_MAX_RETRIES", help=MAX_RETRIES_HELP)
+PRICES = typer.Option(
+    None,
+    "--prices",
+    envvar="BENCHSMITH_PRICES",
+    help="A price table (JSON: currency, per_million_tokens per model name): summary.json gives the cost",
+)
 
 
 def parse_sets(sets: list[str]) -> dict[str, Any]:
@@ -167,9 +173,13 @@ def run(
     voters: list[str] | None = None,
     temperature: float = 0.0,
     max_retries: Optional[int] = None,
+    prices: Optional[Path] = None,
 ) -> Any:
     """Run ``graph`` and print its summary; exit code 3 when items are left unfinished (re-run resumes)."""
     check_run_options(out, concurrency, limit, timeout, max_tokens, temperature, max_retries)
+    from benchsmith.schemas import read_prices
+
+    table = read_prices(prices) if prices is not None else None
     from benchsmith.construction import get_graph
 
     checked = get_graph(graph).check_options(options)  # a wrong key or value: one red line, nothing started
@@ -178,7 +188,7 @@ def run(
     servers_before = running_server_pids()  # to say afterwards which local model server this command started
     models = cli_role_models(model, base_url, roles, timeout, max_tokens, voters, temperature, max_retries)
     local = bool(models.describe().get("files"))  # a local model answers a role (its weights file is named)
-    summary = _run_with_progress(graph, source, out, models, checked, seed, concurrency, limit, split)
+    summary = _run_with_progress(graph, source, out, models, checked, seed, concurrency, limit, split, table)
     if local:
         note_started_servers(servers_before)
     print_summary(summary)
@@ -196,6 +206,7 @@ def _run_with_progress(
     concurrency: int,
     limit: Optional[int],
     split: Optional[Path],
+    prices: Any = None,
 ) -> Any:
     from benchsmith.construction import EnvContext, run_graph
     from benchsmith.schemas import Bars
@@ -212,6 +223,7 @@ def _run_with_progress(
             limit=limit,
             env_context=EnvContext(split=split),
             progress=bars.add(graph).update,
+            prices=prices,
         )
     return summary
 
@@ -232,6 +244,7 @@ def _graph_command(graph: str, help_text: str, source_help: str, extra: dict[str
         split: Optional[Path] = SPLIT,
         sets: list[str] = SET,
         max_retries: Optional[int] = MAX_RETRIES,
+        prices: Optional[Path] = PRICES,
     ) -> None:
         options = {**extra, **parse_sets(sets)}
         run(
@@ -250,6 +263,7 @@ def _graph_command(graph: str, help_text: str, source_help: str, extra: dict[str
             options=options,
             temperature=temperature,
             max_retries=max_retries,
+            prices=prices,
         )
 
     command.__doc__ = help_text

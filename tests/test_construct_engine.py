@@ -353,3 +353,44 @@ def test_a_chain_that_ignores_a_value_of_the_request_is_rejected(split: Path, tm
     assert s.rejected_by == {"finalize:query_value_unused": 1}
     reason = _lines(tmp_path / "c" / "error_pool.jsonl")[0]["rejected_by"]["reason"]
     assert "'Let There Be Rock'" in reason and "'AC/DC'" in reason
+
+
+class Metered:
+    """A role model whose replies report usage: 10 + the message count prompt tokens (4 cached),
+    7 completion tokens (2 of them reasoning)."""
+
+    name = "metered"
+
+    def __init__(self, inner: RoleModels) -> None:
+        self.inner = ChatModelRole(inner.default.chat, name=self.name)
+
+    def complete(self, messages, **kw):
+        from benchsmith.models import Reply
+
+        reply = self.inner.complete(messages, **kw)
+        usage = {"prompt_tokens": 10 + len(messages), "cached_tokens": 4, "completion_tokens": 7, "reasoning_tokens": 2}
+        return Reply(text=reply.text, usage=usage, latency_s=0.25, finish_reason="stop")
+
+
+def test_summary_counts_usage_per_role_and_prices_it(split: Path, tmp_path: Path) -> None:
+    from benchsmith.schemas import PriceTable
+
+    prices = PriceTable(
+        currency="EUR", per_million_tokens={"metered": {"prompt": 3.0, "cached_prompt": 1.0, "completion": 5.0}}
+    )
+    s = run_graph(
+        "queries", split, tmp_path / "q", models=RoleModels(default=Metered(models())), options={"n": 3}, prices=prices
+    )
+    assert s.samples >= 1
+    summary = json.loads((tmp_path / "q" / "summary.json").read_text())
+    usage = summary["usage"]
+    assert set(usage) == {"generator", "refiner"} and all(u["calls"] == 3 for u in usage.values())
+    assert all(u["cached_prompt_tokens"] == 12 and u["reasoning_tokens"] == 6 for u in usage.values())
+    assert all(u["latency_p50_s"] == u["latency_p99_s"] == 0.25 and u["model"] == "metered" for u in usage.values())
+    # every prompt is 10 tokens + its message count; priced exactly
+    prompt = sum(u["prompt_tokens"] for u in usage.values())
+    assert prompt > 60
+    total = ((prompt - 24) * 3.0 + 24 * 1.0 + 42 * 5.0) / 1e6
+    assert summary["cost"]["total"] == pytest.approx(total, rel=1e-12) and summary["cost"]["currency"] == "EUR"
+    assert summary["cost"]["per_success"] == pytest.approx(total / s.samples, rel=1e-12)
+    assert f"{total:.4g} EUR" in s.describe()[1]

@@ -25,12 +25,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from benchsmith.schemas import (
+    CallUsage,
     EnvironmentFault,
+    PriceTable,
     Sample,
     UserError,
     failure_limit,
+    price_usage,
     read_json,
     run_items_in_threads,
+    tally_usage,
     write_json,
     write_jsonl,
 )
@@ -56,6 +60,11 @@ class ConstructSummary:
     calls_by_node: dict[str, int] = field(default_factory=dict)
     calls_per_accepted: float | None = None
     tokens: dict[str, int] = field(default_factory=dict)
+    #: per role (generator, planner, voter, ...): calls, tokens, calls cut by their output budget, latency
+    #: percentiles, and cost when a price table was given (``RoleUsage`` fields)
+    usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: money spent, from ``prices``: total and per accepted sample (``CostSummary`` fields)
+    cost: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)
     #: the endpoint failures in a row after which the run stopped (0: it did not stop early)
     stopped_after: int = 0
@@ -72,13 +81,20 @@ class ConstructSummary:
         lines = [
             f"{self.graph} {self.out}: {self.items} items, {self.samples} samples accepted, {self.rejected} rejected, "
             f"{self.review} to review, {self.unfinished} unfinished; rejected by: {rejected}",
-            f"  model calls {self.model_calls} ({per} per accepted sample); "
+            f"  model calls {self.model_calls} ({per} per accepted sample){self._spent()}; "
             f"resumed {self.resumed}, already done {self.skipped_done}; {self.seconds:.1f}s",
             *(f"  {e}" for e in self.errors[-5:]),
         ]
         if self.stopped_after:
             lines.append(f"  stopped after {self.stopped_after} consecutive model errors; re-run to resume")
         return lines
+
+    def _spent(self) -> str:
+        if not self.cost:
+            return ""
+        per = self.cost.get("per_success")
+        each = f", {per:.4g} per accepted sample" if per is not None else ""
+        return f"; {self.cost['total']:.4g} {self.cost['currency']}{each}"
 
 
 def _run_record(spec: ConstructionGraph, seed: int, models: Any, source: str) -> dict[str, Any]:
@@ -163,8 +179,10 @@ def run_graph(
     env_context: Any = None,
     max_consecutive_errors: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    prices: PriceTable | None = None,
 ) -> ConstructSummary:
     """Run ``graph`` over the items read from ``source`` into folder ``out``; resumes what is there.
+    ``prices`` (``--prices``) give summary.json the cost, per accepted sample too.
     It stops after ``max_consecutive_errors`` items in a row failed because the endpoint did not
     answer (default: :func:`~benchsmith.schemas.failure_limit` of ``concurrency``, as ``eval run``)."""
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -254,7 +272,7 @@ def run_graph(
             )
             or 0
         )
-        _write_outputs(spec, app, items, out, source_name, summary, config)
+        _write_outputs(spec, app, items, out, source_name, summary, config, prices)
     finally:
         conn.close()
     summary.seconds = round(time.monotonic() - t0, 2)
@@ -278,18 +296,29 @@ def _write_outputs(
     source: str,
     summary: ConstructSummary,
     config: Callable[[str], dict[str, Any]],
+    prices: PriceTable | None = None,
 ) -> None:
     samples, pool, review = [], [], []
     seen: dict[str, str] = {}
     rejected_by: Counter[str] = Counter()
     by_node: Counter[str] = Counter()
     tokens: Counter[str] = Counter()
+    calls: list[CallUsage] = []
     for item_id, item in items:
         state = app.get_state(config(item_id)).values or {}
         for call in state.get("calls") or []:
             by_node[call["node"]] += 1
             for k, v in (call.get("tokens") or {}).items():
                 tokens[k] += int(v)
+            calls.append(
+                CallUsage(
+                    role=str(call.get("role") or call["node"]),
+                    model=call.get("model"),
+                    usage={k: int(v) for k, v in (call.get("tokens") or {}).items() if isinstance(v, int)},
+                    latency_s=float(call.get("latency_s") or 0.0),
+                    finish_reason=call.get("finish"),
+                )
+            )
         status = state.get("status")
         reasons = list(state.get("reasons") or [])
         if status == ACCEPTED:
@@ -353,3 +382,7 @@ def _write_outputs(
     summary.calls_by_node = dict(by_node.most_common())
     summary.tokens = dict(tokens)
     summary.calls_per_accepted = round(summary.model_calls / summary.samples, 2) if summary.samples else None
+    usage = tally_usage(calls)
+    if prices is not None and usage:
+        summary.cost = price_usage(usage, prices, successes=summary.samples).model_dump()
+    summary.usage = {role: u.model_dump() for role, u in usage.items()}

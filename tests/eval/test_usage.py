@@ -119,3 +119,21 @@ def test_an_unreadable_price_table_is_one_line(tmp_path: Path) -> None:
     proc = cli("eval", "score", "--run", str(tmp_path), "--prices", str(bad))
     assert proc.returncode == 2
     assert str(bad) in proc.stderr and "per_million_tokens" in proc.stderr
+
+
+def test_repeats_ask_the_same_cases_with_fresh_seeds(tmp_path: Path) -> None:
+    split = build_slot_split(tmp_path, pair_lines()[:6])
+    asked: list[tuple[object, str]] = []
+
+    def reply(body: dict) -> str:
+        asked.append((body.get("seed"), json.dumps(body["messages"])))
+        return ANSWER
+
+    out = tmp_path / "run"
+    with FakeOpenAI(reply) as ep:
+        run = eval_run(split, out, ep.base_url, "--limit", "3", "--seed", "5", "--repeats", "2")
+    assert run.returncode == 0, run.stdout + run.stderr
+    manifests = [json.loads((out / f"repeat-{n}" / "run.json").read_text()) for n in (1, 2)]
+    assert [(m["repeat"], m["repeats"], m["model"]["seed"]) for m in manifests] == [(1, 2, 5), (2, 2, 6)]
+    by_seed = {seed: sorted(m for s, m in asked if s == seed) for seed in (5, 6)}
+    assert len(asked) == 6 and by_seed[5] == by_seed[6]  # the same three requests, each seed once
