@@ -357,7 +357,7 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
     """A local model (default: the default local model) on the finalized split (up to ``limit`` cases
     per task), scored and reported."""
     from benchsmith.eval import TASKS, TaskOptions, run_eval, score_run
-    from benchsmith.eval.report import primary, write_report
+    from benchsmith.eval.report import headline_intervals, primary, write_report
     from benchsmith.models import ModelClient, concurrency_for, resolve_model
 
     cfg = resolve_model(model, None, timeout=300.0, max_tokens=256)
@@ -449,8 +449,10 @@ def evaluate(out: Path, limit: int, split: Path | None = None, *, echo: Echo = p
     figures = []
     for name, s in scores.items():
         metric, value = primary(s.get("benchmark", name), s)
-        figures.append(f"{name} {metric} {'n/a' if value is None else f'{100 * value:.1f}%'}")
-    echo("  scores (strict): " + "; ".join(figures))
+        ci = headline_intervals(s.get("benchmark", name), s).get(metric) if value is not None else None
+        spread = f" [{100 * ci[0]:.1f}–{100 * ci[1]:.1f}]" if ci is not None else ""
+        figures.append(f"{name} {metric} {'n/a' if value is None else f'{100 * value:.1f}%'}{spread}")
+    echo("  scores (strict, 95% intervals in brackets): " + "; ".join(figures))
     metric, value = primary("nl2api", direct_scores["nl2api"])
     echo(f"  nl2api direct: {metric} {'n/a' if value is None else f'{100 * value:.1f}%'}")
     echo(f"report: {report['files']['html']}")

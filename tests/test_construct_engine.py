@@ -394,3 +394,18 @@ def test_summary_counts_usage_per_role_and_prices_it(split: Path, tmp_path: Path
     assert summary["cost"]["total"] == pytest.approx(total, rel=1e-12) and summary["cost"]["currency"] == "EUR"
     assert summary["cost"]["per_success"] == pytest.approx(total / s.samples, rel=1e-12)
     assert f"{total:.4g} EUR" in s.describe()[1]
+
+
+class CutShort(Metered):
+    """Every reply cut at its output budget halfway through its JSON."""
+
+    def complete(self, messages, **kw):
+        reply = super().complete(messages, **kw)
+        return type(reply)(text=reply.text[: len(reply.text) // 2], usage=reply.usage, finish_reason="length")
+
+
+def test_a_reply_cut_at_its_budget_is_reviewed_as_such(split: Path, tmp_path: Path) -> None:
+    s = run_graph("queries", split, tmp_path / "q", models=RoleModels(default=CutShort(models())), options={"n": 1})
+    assert s.review == 1 and s.usage["generator"]["output_budget_exhausted"] == 1
+    why = _lines(tmp_path / "q" / "review.jsonl")[0]["reasons"][0]
+    assert why["code"] == "output_budget_exhausted" and "(7 tokens)" in why["reason"]

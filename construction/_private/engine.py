@@ -164,11 +164,15 @@ def apply_step(step: ModelStep, state: dict[str, Any], ctx: BuildContext) -> dic
         update = step.parse(state, text)
     except ParseError as exc:
         record["parsed"] = False
+        code, why = exc.code, exc.reason
+        if record.get("finish") == "length":  # cut at its output budget: the reply never got to an answer
+            spent = record["tokens"].get("completion_tokens")
+            code, why = "output_budget_exhausted", f"the reply used its whole output budget ({spent} tokens): {why}"
         return {
             "calls": [record],
             "status": REVIEW,
             "raw": {step.name: text},
-            "reasons": [reason(step.name, exc.code, exc.reason)],
+            "reasons": [reason(step.name, code, why)],
         }
     record["parsed"] = True
     update = dict(update)

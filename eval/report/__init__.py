@@ -2,7 +2,8 @@
 
 ``load_run`` reads a run folder (``docs/eval/runs.md``), with what the report says about its model
 (``ModelInfo``) and split (``SplitInfo``); ``headline`` and ``primary`` pick the
-figures that matter from a benchmark's scores.json (as fractions in [0, 1]); ``write_report``
+figures that matter from a benchmark's scores.json (as fractions in [0, 1]), ``headline_intervals``
+their 95% intervals; ``write_report``
 compares run folders in ``report.html``, ``report.md``, ``leaderboard.csv`` and
 ``categories.csv`` (``docs/eval/report.md``).
 
@@ -11,7 +12,7 @@ compares run folders in ``report.html``, ``report.md``, ``leaderboard.csv`` and
 """
 
 from ._private.load import FEW_CASES, ModelInfo, Producer, ReplyInfo, Run, SplitInfo, TaskResults, load_run
-from ._private.metrics import CHART_METRIC, PRIMARY, categories, episodes, headline, primary
+from ._private.metrics import CHART_METRIC, PRIMARY, categories, episodes, headline, headline_intervals, primary
 from ._private.write import write_report
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "categories",
     "episodes",
     "headline",
+    "headline_intervals",
     "load_run",
     "primary",
     "write_report",
