@@ -255,9 +255,27 @@ def headline_intervals(benchmark: str, scores: Mapping[str, Any] | None) -> dict
     return {k: (min(lows[k], highs[k]), max(lows[k], highs[k])) for k in lows if k in highs}
 
 
-def category_intervals(benchmark: str, scores: Mapping[str, Any] | None) -> dict[str, dict[str, tuple[float, float]]]:
-    """:func:`categories`' figures' intervals, as :func:`headline_intervals` gives the headline's
-    (none for categories the scores.json has no block of, whose pass rates come from the records)."""
+def category_intervals(
+    benchmark: str, scores: Mapping[str, Any] | None, records: Iterable[RecordResult] = ()
+) -> dict[str, dict[str, tuple[float, float]]]:
+    """:func:`categories`' figures' intervals, as :func:`headline_intervals` gives the headline's;
+    for a benchmark whose categories come from records.jsonl (no category block in scores.json),
+    the bootstrap interval of each category's ``pass_rate`` and ``mean_score`` over its records."""
+    block = view(benchmark).category_block
+    own = (scores or {}).get(block) if block else None
+    if not isinstance(own, Mapping) or not own:
+        from benchsmith.eval.scoring import mean_interval
+
+        groups: dict[str, list[RecordResult]] = {}
+        for r in records:
+            groups.setdefault(r.category or "-", []).append(r)
+        found: dict[str, dict[str, tuple[float, float]]] = {}
+        for cat, recs in groups.items():
+            for name, values in (("pass_rate", [float(r.ok) for r in recs]), ("mean_score", [r.score for r in recs])):
+                interval = mean_interval(values)
+                if interval is not None:
+                    found.setdefault(cat, {})[name] = (interval.low, interval.high)
+        return found
     both = _bounds(scores)
     if both is None:
         return {}

@@ -479,7 +479,7 @@ def build_model(runs: Sequence[Run], title: str | None, failures: int) -> dict[s
         for row in metric_rows:
             row["best"] = _best_flags(row["values"], row["metric"]) if len(heads) > 1 else None
         cats = {i: M.categories(bench, runs[i].tasks[t].scores, runs[i].tasks[t].records) for i in heads}
-        cat_cis = {i: M.category_intervals(bench, runs[i].tasks[t].scores) for i in heads}
+        cat_cis = {i: M.category_intervals(bench, runs[i].tasks[t].scores, runs[i].tasks[t].records) for i in heads}
         cat_names = sorted(_union(c.keys() for c in cats.values()))
         chart_metric = M.chart_metric(bench, {k: v for c in cats.values() for k, v in c.items()})
         # None where a category has no data (no figure, or no records): drawn and printed as "no data"

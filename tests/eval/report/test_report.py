@@ -584,7 +584,7 @@ def test_figures_carry_their_intervals(runs, report):
 def test_several_runs_are_compared_on_shared_cases(runs, report):
     html = _html(report)
     part = html[html.index('<section id="comparison">') : html.index('<section id="cost">')]
-    assert "model-b against model-a" in part
+    assert "B: model-b against A: model-a" in part
     rows = re.findall(r"<tr><td>(\w+)</td><td>all</td>.*?<td class=\"(noise|diff)\">", part)
     assert {task for task, _ in rows} == {"nl2api", "teval", "gta", "toolassess", "acebench_special"}
     # the good model (0.8) against the weak one (0.35) on T-Eval's cases: flagged, not noise
