@@ -394,12 +394,26 @@ def compare(
         ..., help="Run folders of `benchsmith eval run`, each scored; the first is the baseline"
     ),
     allow: Optional[str] = typer.Option(
-        None, "--allow", help="Differences that are intended, comma-separated: split, cases, prompt, mode"
+        None,
+        "--allow",
+        envvar="BENCHSMITH_ALLOW",
+        help="Differences that are intended, comma-separated: split, cases, prompt, mode",
     ),
-    out: Optional[Path] = typer.Option(None, "--out", help="Also write the comparison as JSON to this file"),
-    resamples: int = typer.Option(2000, "--resamples", help="Bootstrap resamples of each difference (at least 100)"),
-    confidence: float = typer.Option(0.95, "--confidence", help="The intervals' confidence level, in (0, 1)"),
-    alpha: float = typer.Option(0.05, "--alpha", help="The test's level: a difference with p >= alpha is within noise"),
+    out: Optional[Path] = typer.Option(
+        None, "--out", envvar="BENCHSMITH_OUT", help="Also write the comparison as JSON to this file"
+    ),
+    resamples: int = typer.Option(
+        2000, "--resamples", envvar="BENCHSMITH_RESAMPLES", help="Bootstrap resamples of each difference (at least 100)"
+    ),
+    confidence: float = typer.Option(
+        0.95, "--confidence", envvar="BENCHSMITH_CONFIDENCE", help="The intervals' confidence level, in (0, 1)"
+    ),
+    alpha: float = typer.Option(
+        0.05,
+        "--alpha",
+        envvar="BENCHSMITH_ALPHA",
+        help="The test's level: a difference with p >= alpha is within noise",
+    ),
 ) -> None:
     """Each run against the first, on the cases both scored: per task and category, the difference
     of mean record scores with a paired bootstrap interval and an exact McNemar p-value."""
@@ -542,9 +556,14 @@ def eval_score(
     ),
     old_format: Optional[str] = OLD_FORMAT,
     resamples: int = typer.Option(
-        2000, "--resamples", help="Bootstrap resamples of every figure's interval (scores.json 'intervals'); 0: none"
+        2000,
+        "--resamples",
+        envvar="BENCHSMITH_RESAMPLES",
+        help="Bootstrap resamples of every figure's interval (scores.json 'intervals'); 0: none",
     ),
-    confidence: float = typer.Option(0.95, "--confidence", help="The intervals' confidence level, in (0, 1)"),
+    confidence: float = typer.Option(
+        0.95, "--confidence", envvar="BENCHSMITH_CONFIDENCE", help="The intervals' confidence level, in (0, 1)"
+    ),
     prices: Optional[Path] = typer.Option(
         None,
         "--prices",
