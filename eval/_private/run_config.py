@@ -128,48 +128,35 @@ def run_configured(config: RunConfig, *, say: Callable[[str], None] = print) -> 
         f"model {cfg.name} at {mask_url(cfg.base_url) or 'the OpenAI API'} ({calling} mode, "
         f"{config.options.strategy} strategy, concurrency {concurrency})"
     )
-    if config.repeats == 1:
+
+    def one(out: Path, model_cfg: Any, user_cfg: Any, repeat: tuple[int, int] | None) -> RunResult:
         return run_eval(
             config.split,
-            ModelClient(cfg),
-            cfg.describe(),
-            config.out,
+            ModelClient(model_cfg),
+            model_cfg.describe(),
+            out,
             tasks=config.tasks or None,
             calling=calling,
             concurrency=concurrency,
             limit=config.limit,
             seed=config.seed,
             options=config.options,
-            user_client=ModelClient(ucfg),
-            user_model=ucfg.describe(),
+            user_client=ModelClient(user_cfg),
+            user_model=user_cfg.describe(),
             categories=config.categories or None,
             task_data=config.task_data or None,
             prices=prices,
+            repeat=repeat,
         )
+
+    if config.repeats == 1:
+        return one(config.out, cfg, ucfg, None)
     # the same cases (--seed selects them) asked again, each repeat sampling with seed + n - 1
     result: RunResult | None = None
     for n in range(1, config.repeats + 1):
         mcfg = cfg.model_copy(update={"seed": config.seed + n - 1})
-        ucfg_n = ucfg.model_copy(update={"seed": config.seed + n - 1})
         say(f"repeat {n} of {config.repeats} (sampling seed {mcfg.seed}) into {config.out / f'repeat-{n}'}")
-        result = run_eval(
-            config.split,
-            ModelClient(mcfg),
-            mcfg.describe(),
-            config.out / f"repeat-{n}",
-            tasks=config.tasks or None,
-            calling=calling,
-            concurrency=concurrency,
-            limit=config.limit,
-            seed=config.seed,
-            options=config.options,
-            user_client=ModelClient(ucfg_n),
-            user_model=ucfg_n.describe(),
-            categories=config.categories or None,
-            task_data=config.task_data or None,
-            prices=prices,
-            repeat=(n, config.repeats),
-        )
+        result = one(config.out / f"repeat-{n}", mcfg, ucfg.model_copy(update={"seed": mcfg.seed}), (n, config.repeats))
         if result.status != "complete":
             return result  # an unfinished repeat is resumed by the same command before the next starts
     assert result is not None
